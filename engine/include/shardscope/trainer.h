@@ -1,0 +1,60 @@
+// Trainer: single-device training of a model graph (forward, autodiff, optimizer).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "shardscope/data.h"
+#include "shardscope/executor.h"
+#include "shardscope/graph.h"
+#include "shardscope/optimizer.h"
+
+namespace shardscope {
+
+// A forward graph with its four distinguished values. Shapes carry the batch size.
+struct ModelGraph {
+  Graph graph;
+  ValueId input = kNoValue;   // f32 [batch, ...]
+  ValueId labels = kNoValue;  // i32 [batch]
+  ValueId logits = kNoValue;  // f32 [batch, classes]
+  ValueId loss = kNoValue;    // f32 scalar
+};
+
+struct TrainConfig {
+  uint64_t seed = 1;
+  OptimizerConfig optimizer;
+};
+
+class Trainer {
+ public:
+  // Differentiates the model, verifies the result and initialises parameters from the seed.
+  static Result<std::unique_ptr<Trainer>> Create(ModelGraph model, const TrainConfig& config);
+
+  // One step on a batch whose shapes match the model's input and labels; returns the loss.
+  float Step(const Tensor& images, const Tensor& labels);
+  // Top-1 accuracy on `data` (the last partial batch padded, its padding ignored).
+  double Evaluate(const Dataset& data);
+
+  const Graph& graph() const { return model_.graph; }
+  const ModelGraph& model() const { return model_; }
+  Executor& executor() { return *executor_; }
+  int64_t batch_size() const { return model_.graph.value(model_.input).shape[0]; }
+  int64_t step() const { return step_; }
+  const std::vector<ValueId>& parameters() const { return params_; }
+  const std::vector<ValueId>& gradients() const { return grads_; }
+  const Optimizer& optimizer() const { return *optimizer_; }
+
+ private:
+  Trainer(ModelGraph model, const TrainConfig& config);
+  ModelGraph model_;
+  TrainConfig config_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<ValueId> params_, grads_;
+  std::vector<NodeId> train_schedule_, eval_schedule_;
+  std::vector<Tensor*> param_ptrs_;
+  std::vector<const Tensor*> grad_ptrs_;
+  int64_t step_ = 0;
+};
+
+}  // namespace shardscope

@@ -1,0 +1,78 @@
+// BatchIterator: a deterministic (seed, epoch) Fisher-Yates order, one memcpy per example.
+
+#include <cassert>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "shardscope/data.h"
+#include "shardscope/rng.h"
+
+namespace shardscope {
+
+BatchIterator::BatchIterator(const Dataset& data, int64_t batch_size, uint64_t seed, bool shuffle,
+                             bool drop_remainder)
+    : data_(&data),
+      batch_size_(batch_size),
+      seed_(seed),
+      shuffle_(shuffle),
+      drop_remainder_(drop_remainder) {
+  assert(batch_size >= 1 && "BatchIterator: batch_size must be >= 1");
+  assert(data.labels.dtype() == DType::kI32 && data.labels.size() == data.size() &&
+         "BatchIterator: labels must be i32 [N]");
+  Reset(0);
+}
+
+void BatchIterator::Reset(int epoch) {
+  epoch_ = epoch;
+  cursor_ = 0;
+  const int64_t n = data_->size();
+  order_.resize(static_cast<size_t>(n));
+  std::iota(order_.begin(), order_.end(), int64_t{0});
+  if (!shuffle_ || n < 2) return;
+  // Each epoch's stream is seeded by hashing its name, so epochs are unrelated streams
+  // (not shifted copies of one SplitMix sequence).
+  Rng rng(DeriveSeed(seed_, "shardscope.data.shuffle.epoch." + std::to_string(epoch)));
+  for (int64_t i = n - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(i + 1)));
+    std::swap(order_[i], order_[j]);
+  }
+}
+
+int64_t BatchIterator::batches_per_epoch() const {
+  const int64_t n = data_->size();
+  return drop_remainder_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+}
+
+bool BatchIterator::Next(Tensor* images, Tensor* labels) {
+  const int64_t remaining = data_->size() - cursor_;
+  if (remaining <= 0) return false;
+  const int64_t b = remaining < batch_size_ ? remaining : batch_size_;
+  if (b < batch_size_ && drop_remainder_) return false;
+
+  Shape shape = data_->example_shape();
+  const int64_t example = NumElements(shape);
+  shape.insert(shape.begin(), b);
+  if (images->dtype() != DType::kF32 || images->shape() != shape) {
+    *images = Tensor(std::move(shape), DType::kF32);
+  }
+  if (labels->dtype() != DType::kI32 || labels->shape() != Shape{b}) {
+    *labels = Tensor({b}, DType::kI32);
+  }
+
+  const float* src = data_->images.data();
+  const int32_t* src_labels = data_->labels.ints();
+  float* dst = images->data();
+  int32_t* dst_labels = labels->ints();
+  const size_t bytes = static_cast<size_t>(example) * sizeof(float);
+  for (int64_t k = 0; k < b; ++k) {
+    const int64_t idx = order_[static_cast<size_t>(cursor_ + k)];
+    std::memcpy(dst + k * example, src + idx * example, bytes);
+    dst_labels[k] = src_labels[idx];
+  }
+  cursor_ += b;
+  return true;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,164 @@
+#include "shardscope/nn.h"
+
+#include <cmath>
+
+namespace shardscope::nn {
+
+OpSlot& OpSlot::shard(std::string in_strategy, std::string out_strategy) {
+  annotations_.in_strategy = std::move(in_strategy);
+  annotations_.out_strategy = std::move(out_strategy);
+  return *this;
+}
+
+OpSlot& OpSlot::place(const std::string& role, int rank) {
+  if (role != "worker" && role != "MS_WORKER") {
+    role_error_ = "place(\"" + role + "\", " + std::to_string(rank) +
+                  "): the only role is \"worker\"";
+  }
+  annotations_.worker = rank;
+  return *this;
+}
+
+Module& Module::place(const std::string& role, int rank) {
+  role_ = role;
+  worker_ = rank;
+  return *this;
+}
+
+ValueId Module::operator()(Builder& b, ValueId x) {
+  if (!role_.empty() && role_ != "worker" && role_ != "MS_WORKER") {
+    b.Fail(Status::Invalid("module '" + b.ScopedName(name_) + "': place(\"" + role_ + "\", " +
+                           std::to_string(worker_) + "): the only role is \"worker\""));
+    return kNoValue;
+  }
+  if (scoped()) b.PushScope(name_);
+  const int saved = b.default_worker();
+  if (worker_ >= 0) b.set_default_worker(worker_);
+  ValueId y = Forward(b, x);
+  b.set_default_worker(saved);
+  if (scoped()) b.PopScope();
+  return y;
+}
+
+ValueId Module::Apply(Builder& b, OpKind op, const std::string& local, std::vector<ValueId> in,
+                      OpAttrs attrs, const OpSlot& slot) {
+  if (!slot.role_error_.empty()) {
+    b.Fail(Status::Invalid("operator '" + b.ScopedName(local) + "': " + slot.role_error_));
+    return kNoValue;
+  }
+  return b.Op(op, local, std::move(in), std::move(attrs), slot.annotations());
+}
+
+InitSpec Normal(float stddev) { return {InitSpec::kNormal, stddev}; }
+InitSpec TruncatedNormal(float stddev) { return {InitSpec::kTruncatedNormal, stddev}; }
+InitSpec XavierUniform() { return {InitSpec::kXavierUniform, 1.0f}; }
+InitSpec HeNormal() { return {InitSpec::kHeNormal, 1.0f}; }
+InitSpec Zeros() { return {InitSpec::kZeros, 0.0f}; }
+InitSpec DefaultWeightInit() { return {InitSpec::kFanInUniform, 1.0f}; }
+
+Dense::Dense(std::string name, int64_t in, int64_t out, bool has_bias, InitSpec weight_init,
+             InitSpec bias_init)
+    : Module(std::move(name)),
+      in_(in),
+      out_(out),
+      has_bias_(has_bias),
+      weight_init_(weight_init),
+      bias_init_(bias_init) {}
+
+ValueId Dense::Forward(Builder& b, ValueId x) {
+  ValueId w = b.Parameter("weight", {in_, out_}, weight_init_);
+  ValueId y = Apply(b, OpKind::kMatMul, "matmul", {x, w}, {}, matmul);
+  if (!has_bias_) return y;
+  // The bias's fan-in is the layer's, as in PyTorch and MindSpore.
+  InitSpec bias_init = bias_init_;
+  if (bias_init.kind == InitSpec::kFanInUniform) bias_init = {InitSpec::kUniform, 1.0f / std::sqrt(static_cast<float>(in_))};
+  ValueId bias = b.Parameter("bias", {out_}, bias_init);
+  return Apply(b, OpKind::kBiasAdd, "bias_add", {y, bias}, {}, bias_add);
+}
+
+Conv2d::Conv2d(std::string name, int64_t in_channels, int64_t out_channels, int64_t kernel,
+               int64_t stride, Padding pad_mode, bool has_bias, InitSpec weight_init)
+    : Module(std::move(name)),
+      in_(in_channels),
+      out_(out_channels),
+      kernel_(kernel),
+      stride_(stride),
+      pad_(pad_mode),
+      has_bias_(has_bias),
+      weight_init_(weight_init) {}
+
+ValueId Conv2d::Forward(Builder& b, ValueId x) {
+  ValueId w = b.Parameter("weight", {out_, in_, kernel_, kernel_}, weight_init_);
+  OpAttrs a;
+  a.stride[0] = a.stride[1] = stride_;
+  a.padding = pad_;
+  ValueId y = Apply(b, OpKind::kConv2D, "conv2d", {x, w}, a, conv2d);
+  if (!has_bias_) return y;
+  const float bound = 1.0f / std::sqrt(static_cast<float>(in_ * kernel_ * kernel_));
+  ValueId bias = b.Parameter("bias", {out_}, {InitSpec::kUniform, bound});
+  return Apply(b, OpKind::kBiasAdd, "bias_add", {y, bias}, {}, bias_add);
+}
+
+Embedding::Embedding(std::string name, int64_t vocab, int64_t dim, InitSpec init)
+    : Module(std::move(name)), vocab_(vocab), dim_(dim), init_(init) {}
+
+ValueId Embedding::Forward(Builder& b, ValueId indices) {
+  ValueId table = b.Parameter("table", {vocab_, dim_}, init_);
+  OpAttrs a;
+  a.axis = 0;
+  return Apply(b, OpKind::kGather, "gather", {table, indices}, a, gather);
+}
+
+LayerNorm::LayerNorm(std::string name, int64_t dim, float epsilon)
+    : Module(std::move(name)), dim_(dim), epsilon_(epsilon) {}
+
+ValueId LayerNorm::Forward(Builder& b, ValueId x) {
+  ValueId gamma = b.Parameter("gamma", {dim_}, {InitSpec::kOnes, 1.0f});
+  ValueId beta = b.Parameter("beta", {dim_}, Zeros());
+  OpAttrs a;
+  a.epsilon = epsilon_;
+  return Apply(b, OpKind::kLayerNorm, "layer_norm", {x, gamma, beta}, a, layer_norm);
+}
+
+ValueId SingleOp::Forward(Builder& b, ValueId x) {
+  return Apply(b, op_, name(), {x}, attrs_, *this);
+}
+
+namespace {
+OpAttrs PoolAttrs(int64_t kernel, int64_t stride) {
+  OpAttrs a;
+  a.kernel[0] = a.kernel[1] = kernel;
+  a.stride[0] = a.stride[1] = stride;
+  return a;
+}
+OpAttrs DropoutAttrs(float rate, uint64_t seed) {
+  OpAttrs a;
+  a.rate = rate;
+  a.seed = seed;
+  return a;
+}
+}  // namespace
+
+MaxPool2d::MaxPool2d(std::string name, int64_t kernel, int64_t stride)
+    : SingleOp(std::move(name), OpKind::kMaxPool2D, PoolAttrs(kernel, stride)) {}
+
+Dropout::Dropout(std::string name, float rate, uint64_t seed)
+    : SingleOp(std::move(name), OpKind::kDropout, DropoutAttrs(rate, seed)) {}
+
+Module* Sequential::Find(const std::string& name) const {
+  for (const auto& c : children_) {
+    if (c->name() == name) return c.get();
+  }
+  return nullptr;
+}
+
+ValueId Sequential::Forward(Builder& b, ValueId x) {
+  for (const auto& c : children_) x = (*c)(b, x);
+  return x;
+}
+
+ValueId SoftmaxCrossEntropy(Builder& b, ValueId logits, ValueId labels, const std::string& name) {
+  return b.Op(OpKind::kSoftmaxCrossEntropyWithLogits, name, {logits, labels});
+}
+
+}  // namespace shardscope::nn

@@ -1,0 +1,120 @@
+#include "shardscope/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/kernel_util.h"
+
+namespace shardscope {
+
+Result<OptimizerConfig::Kind> OptimizerKindFromName(const std::string& name) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (n == "sgd") return OptimizerConfig::kSGD;
+  if (n == "momentum") return OptimizerConfig::kMomentum;
+  if (n == "adam" || n == "adamw") return OptimizerConfig::kAdam;
+  return Status::Invalid("unknown optimizer '" + name + "' (known: sgd, momentum, adam)");
+}
+
+const char* OptimizerKindName(OptimizerConfig::Kind kind) {
+  switch (kind) {
+    case OptimizerConfig::kSGD: return "sgd";
+    case OptimizerConfig::kMomentum: return "momentum";
+    case OptimizerConfig::kAdam: return "adam";
+  }
+  return "?";
+}
+
+namespace {
+
+class Sgd : public Optimizer {
+ public:
+  explicit Sgd(const OptimizerConfig& c) : c_(c) {}
+  void Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads) override {
+    for (size_t i = 0; i < params.size(); ++i) {
+      VecMap p = Flat(*params[i]);
+      ConstVecMap g = Flat(*grads[i]);
+      if (c_.weight_decay != 0.0f) p -= c_.lr * (g + c_.weight_decay * p);
+      else p -= c_.lr * g;
+    }
+  }
+  int64_t StateBytes() const override { return 0; }
+
+ private:
+  OptimizerConfig c_;
+};
+
+// MindSpore's Momentum: v = μ·v + g; p −= lr·v.
+class Momentum : public Optimizer {
+ public:
+  explicit Momentum(const OptimizerConfig& c) : c_(c) {}
+  void Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads) override {
+    if (velocity_.empty()) {
+      for (Tensor* p : params) velocity_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      VecMap p = Flat(*params[i]);
+      ConstVecMap g = Flat(*grads[i]);
+      Eigen::ArrayXf& v = velocity_[i];
+      if (c_.weight_decay != 0.0f) v = c_.momentum * v + g + c_.weight_decay * p;
+      else v = c_.momentum * v + g;
+      p -= c_.lr * v;
+    }
+  }
+  int64_t StateBytes() const override {
+    int64_t n = 0;
+    for (const auto& v : velocity_) n += v.size() * 4;
+    return n;
+  }
+
+ private:
+  OptimizerConfig c_;
+  std::vector<Eigen::ArrayXf> velocity_;
+};
+
+class Adam : public Optimizer {
+ public:
+  explicit Adam(const OptimizerConfig& c) : c_(c) {}
+  void Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads) override {
+    if (m_.empty()) {
+      for (Tensor* p : params) {
+        m_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
+        v_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
+      }
+    }
+    ++t_;
+    const float bc1 = 1.0f - std::pow(c_.beta1, static_cast<float>(t_));
+    const float bc2 = 1.0f - std::pow(c_.beta2, static_cast<float>(t_));
+    for (size_t i = 0; i < params.size(); ++i) {
+      VecMap p = Flat(*params[i]);
+      ConstVecMap g = Flat(*grads[i]);
+      m_[i] = c_.beta1 * m_[i] + (1.0f - c_.beta1) * g;
+      v_[i] = c_.beta2 * v_[i] + (1.0f - c_.beta2) * g.square();
+      if (c_.weight_decay != 0.0f) p *= 1.0f - c_.lr * c_.weight_decay;
+      p -= c_.lr * (m_[i] / bc1) / ((v_[i] / bc2).sqrt() + c_.epsilon);
+    }
+  }
+  int64_t StateBytes() const override {
+    int64_t n = 0;
+    for (size_t i = 0; i < m_.size(); ++i) n += (m_[i].size() + v_[i].size()) * 4;
+    return n;
+  }
+
+ private:
+  OptimizerConfig c_;
+  int64_t t_ = 0;
+  std::vector<Eigen::ArrayXf> m_, v_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config) {
+  switch (config.kind) {
+    case OptimizerConfig::kSGD: return std::make_unique<Sgd>(config);
+    case OptimizerConfig::kMomentum: return std::make_unique<Momentum>(config);
+    case OptimizerConfig::kAdam: return std::make_unique<Adam>(config);
+  }
+  return nullptr;
+}
+
+}  // namespace shardscope
