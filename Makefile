@@ -7,21 +7,19 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 PORTABLE ?= OFF
 JOBS ?= $(shell nproc)
-DEMO_DATA ?= $(firstword $(wildcard $(SHARDSCOPE_DATA)) $(wildcard ../shared/datasets/mnist) /usr/share/datasets/fashion-mnist)
 
 .PHONY: deps build demo test bench clean
 
 deps:
 	@bash scripts/deps.sh
 
-$(BUILD_DIR)/build.ninja:
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSHARDSCOPE_PORTABLE=$(PORTABLE)
-
-build: deps $(BUILD_DIR)/build.ninja
+build: deps
+	@[ -f $(BUILD_DIR)/build.ninja ] || cmake -S . -B $(BUILD_DIR) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSHARDSCOPE_PORTABLE=$(PORTABLE)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	@bash scripts/demo.sh "$(DEMO_DATA)"
+	@bash scripts/demo.sh
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -195,3 +195,12 @@ ValueId SoftmaxCrossEntropy(Builder& b, ValueId logits, ValueId labels,
                             const std::string& name = "loss");
 
 }  // namespace shardscope::nn
+
+namespace shardscope {
+struct ModelGraph;
+namespace nn {
+// A classifier's forward graph: input "x" [batch, example...], labels "label" [batch],
+// logits = net(x), loss = mean softmax cross-entropy. Fails with the builder's first error.
+Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int64_t batch);
+}  // namespace nn
+}  // namespace shardscope

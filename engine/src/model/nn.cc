@@ -162,3 +162,27 @@ ValueId SoftmaxCrossEntropy(Builder& b, ValueId logits, ValueId labels, const st
 }
 
 }  // namespace shardscope::nn
+
+#include "shardscope/trainer.h"
+
+namespace shardscope::nn {
+
+Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int64_t batch) {
+  ModelGraph m;
+  Builder b(&m.graph);
+  Shape input_shape = {batch};
+  input_shape.insert(input_shape.end(), example_shape.begin(), example_shape.end());
+  m.input = b.Input("x", input_shape);
+  m.labels = b.Label("label", {batch});
+  m.logits = net(b, m.input);
+  if (b.ok() && b.graph().value(m.logits).shape.size() != 2) {
+    b.Fail(Status::Invalid("the network's output must be logits [batch, classes], got " +
+                           ShapeToString(b.graph().value(m.logits).shape)));
+  }
+  m.loss = SoftmaxCrossEntropy(b, m.logits, m.labels);
+  if (!b.ok()) return b.status();
+  SHARDSCOPE_RETURN_IF_ERROR(m.graph.Verify());
+  return m;
+}
+
+}  // namespace shardscope::nn

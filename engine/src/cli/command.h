@@ -1,0 +1,28 @@
+// Internal: how subcommands plug into `shardscope`.
+//
+// Each subcommand lives in its own file and registers itself with AddXCommand(root,
+// commands): it adds a CLI11 sub-app with its options and --help text, and the function
+// that runs it. Exit codes: 0 ok, 1 run failure, 2 bad input (main maps parse errors to 2).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace shardscope::cli {
+
+enum ExitCode { kExitOk = 0, kExitRunFailure = 1, kExitBadInput = 2 };
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+using Commands = std::vector<Command>;
+
+void AddTrainCommand(CLI::App& root, Commands& commands);
+
+// Prints "error: <message>" to stderr and returns `code`.
+int Fail(int code, const std::string& message);
+
+}  // namespace shardscope::cli

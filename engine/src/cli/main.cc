@@ -1,0 +1,38 @@
+// shardscope: the command-line front end. Subcommands register in their own files.
+#include <cstdio>
+
+#include "cli/command.h"
+
+namespace shardscope::cli {
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace shardscope::cli
+
+int main(int argc, char** argv) {
+  using namespace shardscope::cli;
+  CLI::App app{
+      "Shardscope: automatic parallel training of neural networks, recorded for the debugger.\n"
+      "\n"
+      "Start with `shardscope train samples/models/lenet5.yaml --epochs 1`, then read\n"
+      "docs/model-format.md to write your own model file. Each subcommand has --help.\n"
+      "Exit codes: 0 ok, 1 run failure, 2 bad input.",
+      "shardscope"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "shardscope 0.1.0");
+  Commands commands;
+  AddTrainCommand(app, commands);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+  for (const Command& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  return kExitBadInput;
+}
