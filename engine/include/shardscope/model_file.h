@@ -43,10 +43,14 @@ struct TrainingConfig {
 };
 
 // One operator's annotations from the file, and where they were written.
+// One entry per annotated operator, in graph order. A strategy or place written for a module
+// (a single-operator module such as the seeds' shared `relu`, or any module for place) is
+// spread to the operators it builds, so `op` is always an operator of the graph.
 struct AnnotationEntry {
   std::string op;  // fully scoped operator name, e.g. "dense1.matmul"
   OpAnnotations annotations;
-  SourceLocation location;
+  SourceLocation location;        // of the strategy when there is one, else of the place
+  SourceLocation place_location;  // of the place entry that set `worker` (line 0: none)
 };
 
 // shard(block, in_strategy, out_strategy, level) of seed 000.

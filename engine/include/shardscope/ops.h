@@ -97,6 +97,12 @@ struct OpAttrs {
   float rate = 0.0f;            // Dropout
   uint64_t seed = 0;            // Dropout
   float epsilon = 1e-5f;        // LayerNorm (over the last axis)
+  // Set by the partitioner on a rank's local copy of an operator (zero/empty otherwise):
+  int64_t mean_count = 0;       // ReduceMean, SoftmaxCrossEntropy(+Grad): divide by this
+                                //   global count instead of the local one
+  Shape global_shape;           // Dropout(+Grad): the whole tensor's shape, and
+  std::vector<int64_t> shard_offsets;  // the local shard's offsets in it (masks use global
+                                       //   indices); Gather(+Grad): [row offset of the table]
   bool operator==(const OpAttrs&) const = default;
 };
 

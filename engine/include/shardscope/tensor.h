@@ -4,6 +4,7 @@
 // rank 0 and one element. Kernels read and write the raw buffers through Eigen maps.
 #pragma once
 
+#include <Eigen/Core>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -45,15 +46,17 @@ class Tensor {
   // Same data, new shape with the same element count (asserted).
   Tensor Reshaped(Shape shape) const;
   void Reshape(Shape shape);  // in place; same element count (asserted)
-  void Fill(float value);
-  std::vector<float> ToVector() const { return f32_; }
+  void Fill(float value);  // f32 tensors only
+  std::vector<float> ToVector() const { return {f32_.begin(), f32_.end()}; }
 
  private:
   Shape shape_;
   DType dtype_ = DType::kF32;
   int64_t size_ = 0;
-  std::vector<float> f32_;
-  std::vector<int32_t> i32_;
+  // 64-byte aligned: Eigen's vector paths then start at the same element whatever the
+  // address, so results are bitwise reproducible (scalar and vector rounding differ).
+  std::vector<float, Eigen::aligned_allocator<float>> f32_;
+  std::vector<int32_t, Eigen::aligned_allocator<int32_t>> i32_;
 };
 
 }  // namespace shardscope

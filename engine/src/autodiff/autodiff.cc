@@ -30,7 +30,7 @@ Result<Gradients> BuildBackward(Graph& graph, ValueId loss, const std::vector<Va
     const Node& node = graph.node(n);
     bool any = false;
     for (ValueId v : node.inputs) any = any || depends[v];
-    for (ValueId v : node.outputs) depends[v] = any;
+    for (ValueId v : node.outputs) depends[v] = depends[v] || any;
   }
 
   // Accumulated gradient per value, seeded with dL/dL = 1.

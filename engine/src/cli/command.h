@@ -21,6 +21,7 @@ struct Command {
 using Commands = std::vector<Command>;
 
 void AddTrainCommand(CLI::App& root, Commands& commands);
+void AddLayoutCommand(CLI::App& root, Commands& commands);
 
 // Prints "error: <message>" to stderr and returns `code`.
 int Fail(int code, const std::string& message);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "shardscope 0.1.0");
   Commands commands;
   AddTrainCommand(app, commands);
+  AddLayoutCommand(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -36,7 +36,7 @@ Tensor Tensor::FromVector(Shape shape, std::vector<float> values) {
   t.shape_ = std::move(shape);
   t.size_ = NumElements(t.shape_);
   assert(static_cast<int64_t>(values.size()) == t.size_);
-  t.f32_ = std::move(values);
+  t.f32_.assign(values.begin(), values.end());
   return t;
 }
 
@@ -46,7 +46,7 @@ Tensor Tensor::FromInts(Shape shape, std::vector<int32_t> values) {
   t.dtype_ = DType::kI32;
   t.size_ = NumElements(t.shape_);
   assert(static_cast<int64_t>(values.size()) == t.size_);
-  t.i32_ = std::move(values);
+  t.i32_.assign(values.begin(), values.end());
   return t;
 }
 
@@ -61,6 +61,9 @@ void Tensor::Reshape(Shape shape) {
   shape_ = std::move(shape);
 }
 
-void Tensor::Fill(float value) { f32_.assign(size_, value); }
+void Tensor::Fill(float value) {
+  assert(dtype_ == DType::kF32);
+  f32_.assign(size_, value);
+}
 
 }  // namespace shardscope

@@ -65,8 +65,24 @@ void DropoutApply(const KernelContext& k) {
     return;
   }
   const float keep_scale = 1.0f / (1.0f - rate);
+  if (k.attrs.global_shape.empty()) {
+    for (int64_t i = 0; i < x.size(); ++i) {
+      y[i] = DropoutKeep(k.attrs.seed, k.step, i, rate) ? x[i] * keep_scale : 0.0f;
+    }
+    return;
+  }
+  // A shard: the mask is drawn by global element index, so it equals the whole tensor's.
+  const Shape& g = k.attrs.global_shape;
+  const int rank = static_cast<int>(g.size());
+  std::vector<int64_t> idx(rank, 0);
   for (int64_t i = 0; i < x.size(); ++i) {
-    y[i] = DropoutKeep(k.attrs.seed, k.step, i, rate) ? x[i] * keep_scale : 0.0f;
+    int64_t global = 0;
+    for (int d = 0; d < rank; ++d) global = global * g[d] + idx[d] + k.attrs.shard_offsets[d];
+    y[i] = DropoutKeep(k.attrs.seed, k.step, global, rate) ? x[i] * keep_scale : 0.0f;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < x.dim(d)) break;
+      idx[d] = 0;
+    }
   }
 }
 

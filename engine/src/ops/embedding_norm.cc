@@ -22,10 +22,12 @@ void GatherForward(const KernelContext& k) {
   const Tensor& table = *k.in[0];
   const int32_t* idx = k.in[1]->ints();
   const int64_t v = table.dim(0), d = table.dim(1);
+  const int64_t first = k.attrs.shard_offsets.empty() ? 0 : k.attrs.shard_offsets[0];
   MatMap y(k.out[0]->data(), k.in[1]->size(), d);
   ConstMatMap t(table.data(), v, d);
   for (int64_t i = 0; i < k.in[1]->size(); ++i) {
-    if (idx[i] >= 0 && idx[i] < v) y.row(i) = t.row(idx[i]);
+    const int64_t row = idx[i] - first;
+    if (row >= 0 && row < v) y.row(i) = t.row(row);
     else y.row(i).setZero();
   }
 }
@@ -55,11 +57,13 @@ void GatherGradForward(const KernelContext& k) {
   const int32_t* idx = k.in[1]->ints();
   Tensor& dt = *k.out[0];
   const int64_t v = dt.dim(0), d = dt.dim(1);
+  const int64_t first = k.attrs.shard_offsets.empty() ? 0 : k.attrs.shard_offsets[0];
   dt.Fill(0.0f);
   MatMap t(dt.data(), v, d);
   ConstMatMap dy(k.in[0]->data(), k.in[1]->size(), d);
   for (int64_t i = 0; i < k.in[1]->size(); ++i) {
-    if (idx[i] >= 0 && idx[i] < v) t.row(idx[i]) += dy.row(i);
+    const int64_t row = idx[i] - first;
+    if (row >= 0 && row < v) t.row(row) += dy.row(i);
   }
 }
 Status GatherGradGrad(GradContext&) { return Status::NotImplemented("second-order gradient of Gather"); }

@@ -41,7 +41,8 @@ void SoftmaxCrossEntropyWithLogitsForward(const KernelContext& k) {
     const int64_t label = std::clamp<int64_t>(labels[i], 0, c - 1);
     total += lse - x(i, label);
   }
-  (*k.out[0])[0] = static_cast<float>(total / static_cast<double>(n));
+  const double count = k.attrs.mean_count > 0 ? static_cast<double>(k.attrs.mean_count) : static_cast<double>(n);
+  (*k.out[0])[0] = static_cast<float>(total / count);
 }
 Status SoftmaxCrossEntropyWithLogitsGrad(GradContext& g) {
   if (!g.needs_grad(0)) return Status::Ok();
@@ -70,7 +71,7 @@ void SoftmaxCrossEntropyGradForward(const KernelContext& k) {
   dx = (x.colwise() - x.rowwise().maxCoeff()).array().exp().matrix();
   dx.array().colwise() /= dx.rowwise().sum().array();
   for (int64_t i = 0; i < n; ++i) dx(i, std::clamp<int64_t>(labels[i], 0, c - 1)) -= 1.0f;
-  dx *= dloss / static_cast<float>(n);
+  dx *= dloss / static_cast<float>(k.attrs.mean_count > 0 ? k.attrs.mean_count : n);
 }
 Status SoftmaxCrossEntropyGradGrad(GradContext&) {
   return Status::NotImplemented("second-order gradient of SoftmaxCrossEntropyWithLogits");

@@ -54,7 +54,10 @@ void ReduceKernel(const KernelContext& k, bool mean) {
   float* py = y.data();
   const float* px = x.data();
   ForEachBroadcast(kept, x.shape(), [&](int64_t i, int64_t j) { py[j] += px[i]; });
-  if (mean && y.size() > 0) Flat(y) *= static_cast<float>(y.size()) / static_cast<float>(x.size());
+  if (mean && y.size() > 0) {
+    const int64_t count = k.attrs.mean_count > 0 ? k.attrs.mean_count : x.size() / y.size();
+    Flat(y) /= static_cast<float>(count);
+  }
 }
 
 Status ReduceGrad(GradContext& g, bool mean) {

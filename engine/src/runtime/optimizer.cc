@@ -52,13 +52,24 @@ class Momentum : public Optimizer {
     if (velocity_.empty()) {
       for (Tensor* p : params) velocity_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
     }
+    // One pass over p, g and v per parameter (the update is memory-bound).
+    const float mu = c_.momentum, lr = c_.lr, wd = c_.weight_decay;
     for (size_t i = 0; i < params.size(); ++i) {
-      VecMap p = Flat(*params[i]);
-      ConstVecMap g = Flat(*grads[i]);
-      Eigen::ArrayXf& v = velocity_[i];
-      if (c_.weight_decay != 0.0f) v = c_.momentum * v + g + c_.weight_decay * p;
-      else v = c_.momentum * v + g;
-      p -= c_.lr * v;
+      float* p = params[i]->data();
+      const float* g = grads[i]->data();
+      float* v = velocity_[i].data();
+      const int64_t n = params[i]->size();
+      if (wd != 0.0f) {
+        for (int64_t j = 0; j < n; ++j) {
+          v[j] = mu * v[j] + g[j] + wd * p[j];
+          p[j] -= lr * v[j];
+        }
+      } else {
+        for (int64_t j = 0; j < n; ++j) {
+          v[j] = mu * v[j] + g[j];
+          p[j] -= lr * v[j];
+        }
+      }
     }
   }
   int64_t StateBytes() const override {

@@ -1,0 +1,89 @@
+// CostModel: the one function that prices computation and communication (DESIGN.md §2).
+//
+// Used by the redistribution planner and by every search, so that all of them judge plans
+// and strategies by the same numbers. Communication is the alpha-beta model with ring
+// formulas: a collective over a group of p ranks on a buffer of n bytes costs
+//
+//   all-gather      (p-1) alpha +   (p-1)/p n / beta     n = gathered (output) bytes per rank
+//   reduce-scatter  (p-1) alpha +   (p-1)/p n / beta     n = input bytes per rank
+//   all-reduce    2 (p-1) alpha + 2 (p-1)/p n / beta     n = bytes per rank
+//   all-to-all      (p-1) alpha +   (p-1)/p n / beta     n = bytes per rank (in = out)
+//   permute               alpha +           n / beta     n = bytes each rank sends/receives
+//
+// In every formula the bandwidth term is (bytes one rank receives) / beta and the latency
+// term is alpha times the number of messages a rank receives in sequence, so an irregular
+// exchange (an all-to-all-v in which each rank receives from k peers, b bytes in all) is
+// priced consistently as k alpha + b / beta (ExchangeSeconds).
+//
+// beta depends on the mesh axes a collective spans: each axis has a bandwidth (by axis
+// name; default_bandwidth otherwise) and a group spanning several axes runs at the slowest
+// of them. Calibration (`shardscope calibrate`) fills these numbers from measurements; until
+// then the defaults below apply.
+//
+// Properties the tests check: every price is >= 0, monotone in bytes and group size, zero
+// for nothing; and the planner built on it obeys the triangle inequality on layouts (see
+// redistribution.h for the exact statement).
+//
+// A CostModel is a plain value; const methods are thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "shardscope/mesh.h"
+
+namespace shardscope {
+
+enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kPermute };
+// "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "permute".
+const char* CollectiveKindName(CollectiveKind kind);
+
+struct CostModel {
+  // Per-message latency (alpha), seconds.
+  double latency_s = 5e-6;
+  // Link bandwidth (beta) of a mesh axis without an entry in axis_bandwidth, bytes/s.
+  double default_bandwidth = 10e9;
+  // Bandwidth per mesh axis name, bytes/s (e.g. {"dp", 12.5e9}, {"mp", 150e9}). A name that
+  // is not found is looked up again without a trailing "_<digits>" (the sub-axes a mesh
+  // unification creates, "dp_0", "dp_1", inherit the bandwidth of "dp").
+  std::map<std::string, double> axis_bandwidth;
+  // Sustained compute rate per device, flop/s.
+  double flops = 50e9;
+  // Local memory bandwidth (copies, slicing), bytes/s. Local steps are not priced by the
+  // planner (they are free next to communication), but searches may use it.
+  double memory_bandwidth = 20e9;
+
+  // Bandwidth of one axis by name (see axis_bandwidth).
+  double AxisBandwidth(const std::string& axis_name) const;
+  // Bandwidth of a group spanning `axes` of `mesh`: the minimum over the axes (the slowest
+  // link); default_bandwidth when `axes` is empty.
+  double Bandwidth(const DeviceMesh& mesh, const std::vector<int>& axes) const;
+  // The fastest bandwidth of any axis of `mesh` (default_bandwidth if it has none); used as
+  // an optimistic bound.
+  double MaxBandwidth(const DeviceMesh& mesh) const;
+
+  // Ring formulas above. `bytes` as defined per kind, `group_size` p >= 1 (p = 1 costs 0),
+  // `bandwidth` in bytes/s.
+  double CollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                           double bandwidth) const;
+  // CollectiveSeconds with the bandwidth of `axes` of `mesh`.
+  double CollectiveSeconds(CollectiveKind kind, double bytes, const DeviceMesh& mesh,
+                           const std::vector<int>& axes) const;
+  // An irregular exchange: `messages` sequential receives, `bytes_received` bytes in all by
+  // the busiest rank. 0 when both are 0.
+  double ExchangeSeconds(int64_t messages, double bytes_received, double bandwidth) const;
+  // Local computation of `flop` floating-point operations.
+  double ComputeSeconds(double flop) const { return flop > 0 ? flop / flops : 0.0; }
+  // Local memory traffic of `bytes`.
+  double MemorySeconds(double bytes) const { return bytes > 0 ? bytes / memory_bandwidth : 0.0; }
+
+  // Hash of every parameter (plan caches key on it).
+  size_t Fingerprint() const;
+  // "alpha=5us beta=10GB/s (mp=150GB/s) flops=50GF/s".
+  std::string ToString() const;
+};
+
+}  // namespace shardscope

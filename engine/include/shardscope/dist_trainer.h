@@ -1,0 +1,99 @@
+// Running a partitioned program (partition.h) on one rank, and training with it.
+//
+// Every rank builds the same DistProgram and runs it with its own rank id and a
+// communicator over all ranks (in-process threads or MPI processes). Buffers are allocated
+// once per DistValue with the layout's shard shape.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "shardscope/communicator.h"
+#include "shardscope/optimizer.h"
+#include "shardscope/partition.h"
+#include "shardscope/trainer.h"
+
+namespace shardscope {
+
+// The shard of `whole` that `rank` holds under a non-partial `layout`.
+Tensor ExtractShard(const Tensor& whole, const Layout& layout, int rank);
+
+// What one rank measured (accumulated over steps) and holds.
+struct RankStats {
+  double compute_seconds = 0;
+  double comm_seconds = 0;
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  int64_t parameter_bytes = 0;
+  int64_t gradient_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t activation_bytes = 0;
+  int64_t peak_bytes = 0;  // all buffers are live for the whole run
+};
+
+class DistExecutor {
+ public:
+  // `graph` and `program` must outlive the executor.
+  DistExecutor(const Graph& graph, const DistProgram& program, int rank);
+
+  Tensor& local(int dist_value) { return buffers_[dist_value]; }
+  const Tensor& local(int dist_value) const { return buffers_[dist_value]; }
+  int rank() const { return rank_; }
+
+  // Runs every instruction; `comm` spans all ranks of the program.
+  Status Run(Communicator& comm, int64_t step, bool training, RankStats* stats);
+  // Runs only the instructions needed for the values in `targets` (no redistribution of
+  // gradients): evaluation.
+  Status RunFor(Communicator& comm, const std::vector<int>& targets, int64_t step, bool training,
+                RankStats* stats);
+
+ private:
+  Status Execute(Communicator& comm, size_t instr, int64_t step, bool training, RankStats* stats);
+  const Graph& graph_;
+  const DistProgram& program_;
+  int rank_;
+  std::vector<Tensor> buffers_;
+  std::vector<OpAttrs> local_attrs_;  // per instruction (compute only)
+};
+
+// Training on one rank of a partitioned model. Same seed ⇒ the shards of the parameters a
+// single-device Trainer would have.
+class DistTrainer {
+ public:
+  // Differentiates `model`, partitions it for `options.devices` devices and initialises
+  // this rank's parameter shards.
+  static Result<std::unique_ptr<DistTrainer>> Create(ModelGraph model, const TrainConfig& config,
+                                                     const PartitionOptions& options, int rank);
+
+  // One step on the global batch (every rank passes the same batch; each keeps its shard).
+  Result<float> Step(Communicator& comm, const Tensor& images, const Tensor& labels);
+  // Top-1 accuracy on `data`, computed collectively (every rank gets the same number).
+  Result<double> Evaluate(Communicator& comm, const Dataset& data);
+
+  const Graph& graph() const { return model_.graph; }
+  const DistProgram& program() const { return program_; }
+  const ModelGraph& model() const { return model_; }
+  DistExecutor& executor() { return *executor_; }
+  const RankStats& stats() const { return stats_; }
+  int64_t step() const { return step_; }
+  // This rank's shard of a parameter (by graph value id), and its layout.
+  const Tensor& ParameterShard(ValueId param) const;
+  const Layout& ParameterLayout(ValueId param) const;
+  const std::vector<ValueId>& parameters() const { return params_; }
+
+ private:
+  DistTrainer() = default;
+  ModelGraph model_;
+  TrainConfig config_;
+  DistProgram program_;
+  std::unique_ptr<DistExecutor> executor_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<ValueId> params_;
+  std::vector<Tensor*> param_ptrs_;
+  std::vector<const Tensor*> grad_ptrs_;
+  RankStats stats_;
+  int64_t step_ = 0;
+  int rank_ = 0;
+};
+
+}  // namespace shardscope

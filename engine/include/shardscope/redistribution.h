@@ -1,0 +1,279 @@
+// Redistribution: turning a tensor from one Layout into another (DESIGN.md §2).
+//
+// PlanRedistribution(from, to, cost) is pure and deterministic. `from` and `to` describe the
+// same global tensor over the same ranks 0..N-1; their meshes may differ (shape, names,
+// rank list). The planner first unifies the two meshes (UnifyMeshes: the coarsest mesh of
+// which both are regroupings, size-1 axes dropped) and plans on it; when no such mesh exists
+// (unrelated rank orders) it plans on the source mesh and moves data with irregular
+// exchanges.
+//
+// A plan is a list of steps, each a local slice, all-gather, all-to-all, reduce-scatter,
+// all-reduce, permute (same blocks to other ranks) or local reshape, with its mesh axes,
+// tensor dimension(s), rank groups, bytes sent and received per rank, the layout after it
+// and the reason it exists. Irregular exchanges (an all-to-all-v where no collective along
+// mesh axes reaches the target at the lower bound) are kAllToAll / kPermute steps with
+// dim == -1 and an explicit transfer list.
+//
+// Lower bound (RedistributionLowerBound, public). For every rank r, in bytes:
+//   move(r)   = the elements r's target shard needs that its source shard does not hold
+//               (0 for a rank that ends as a zero addend of a new partial sum: see below);
+//   reduce(r) = when `from` is a partial sum over axes that `to` is not: the ring bound of
+//               reducing the data r's reduction group G (the ranks differing from r only
+//               along those axes, |G| = p) must reduce. With
+//                 n_G = elements of r's source block some member of G needs,
+//                 c   = the sum over the members q of |target(q) ∩ source(r)|,
+//                 n   = max(n_G, ceil(n_all / rho)), where n_all = elements of the block that
+//                       any rank needs and rho = the number of reduction groups holding that
+//                       block (replicas share the work),
+//               reduce(r) = ((p-1) n + c - n_G) / p: the reduce-scatter bound (p-1)/p n, plus
+//               delivering each element to the members that need it. That is (p-1)/p n when
+//               each element is needed by one member and the all-reduce bound 2 (p-1)/p n
+//               when every member needs everything.
+//   bound(r)  = move(r) + reduce(r).
+// Without partial sums the bound is exact (no plan can do better), and the planner meets it
+// on every rank: planned bytes received == bound, per rank (tests check it on thousands of
+// random cases). With partial sums it is the ring bound of the data to reduce; the planner
+// meets it when collectives along mesh axes can, and otherwise returns the cheapest plan it
+// finds (RedistPlan::byte_optimal says which).
+//
+// Partial sums in the target: an axis over which `to` is partial and `from` is not makes a
+// new sum; the rank at index 0 along it keeps the values and the others become zeros (a
+// free local step). Axes partial in both stay partial (their addends are not reduced).
+//
+// Choice among plans: the cheapest under the CostModel (latency + bytes / bandwidth per
+// collective) among the byte-optimal plans built from collectives along mesh axes (slices
+// first, one collective per axis, multi-axis all-to-alls and all-reduces, permutes, direct
+// all-reduces), ending, when needed, with one irregular exchange (or reduce-scatter-v) into
+// the target or into a layout a few collectives before it ("exchange what is needed, then
+// gather"). Every intermediate shard is at most as large as the larger of the source and
+// target shards, so a move across axes never goes through a full gather.
+//
+// Triangle inequality. Call a detour A->B->C (the plans for A->B and B->C, concatenated)
+// admissible for A->C when the planner could have chosen it: within the memory cap, and, when
+// A->C was chosen among bounded plans (always without partial sums), at A->C's bound on every
+// rank. For admissible detours cost(A->C) <= cost(A->B) + cost(B->C); the tests check it on
+// thousands of random triples in every regime. A detour that is not admissible can be cheaper
+// when latency dominates: it receives more bytes than the bound, or holds more than the cap,
+// but sends fewer messages (e.g. [a.b | -] -> [a | b] -> [- | b.a]: two all-to-alls over 2
+// ranks instead of one over 4). Byte optimality and the memory cap are the contract, so they
+// win; such triples are about 2% of random ones with tensors of a few hundred bytes, under 0.1%
+// with 64 KiB elements, and with 16 MiB elements they are within 0.02% of the detour's cost.
+// See tests/engine/layout/cost_model_test.cc.
+//
+// Thread safety: every function here is pure; RedistPlanCache is internally synchronised.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shardscope/cost_model.h"
+#include "shardscope/layout.h"
+#include "shardscope/mesh.h"
+#include "shardscope/status.h"
+#include "shardscope/tensor.h"
+
+namespace shardscope {
+
+class Communicator;
+
+// ---------------------------------------------------------------------------------------
+// Mesh unification.
+
+// A mesh of which two meshes over the same ranks are both regroupings: every axis of `a`
+// (and of `b`) is the product of an ordered list of axes of `mesh`, the first listed most
+// significant. Size-1 axes of a and b map to no axis.
+struct MeshUnification {
+  DeviceMesh mesh;
+  std::vector<std::vector<int>> axes_of_a;  // per axis of a, its axes of `mesh`
+  std::vector<std::vector<int>> axes_of_b;  // per axis of b, its axes of `mesh`
+};
+
+// The coarsest common refinement of `a` and `b`, or kInvalidInput when the meshes have
+// different sizes or no mesh refines both (their rank orders are unrelated). The result's
+// rank list is a's; axes keep the name of the axis of a (or else b) they equal, sub-axes are
+// named "<name>_<k>". When a and b are the same mesh without size-1 axes, mesh == a.
+Result<MeshUnification> UnifyMeshes(const DeviceMesh& a, const DeviceMesh& b);
+
+// `layout` (on a mesh whose axes map to `axes_map`, e.g. MeshUnification::axes_of_a)
+// expressed on `mesh`: the same blocks on the same ranks.
+Result<Layout> ExpressOnMesh(const Layout& layout, const DeviceMesh& mesh,
+                             const std::vector<std::vector<int>>& axes_map);
+
+// ---------------------------------------------------------------------------------------
+// Lower bound.
+
+struct RedistLowerBound {
+  int64_t element_bytes = 4;
+  std::vector<int64_t> per_rank;         // bound(r), bytes
+  std::vector<int64_t> move_per_rank;    // move(r), bytes
+  std::vector<int64_t> reduce_per_rank;  // reduce(r), bytes
+  int64_t max_bytes = 0;                 // max over ranks of bound(r)
+  int64_t total_bytes = 0;               // sum over ranks
+};
+
+// The lower bound described at the top. Errors: shapes differ, mesh sizes differ,
+// element_bytes < 1.
+Result<RedistLowerBound> RedistributionLowerBound(const Layout& from, const Layout& to,
+                                                  int64_t element_bytes = 4);
+
+// ---------------------------------------------------------------------------------------
+// Plans.
+
+// One piece of an irregular exchange: the box [offset, offset + extent) of the global tensor
+// travels from rank `src` to rank `dst`.
+struct RedistTransfer {
+  int src = 0;
+  int dst = 0;
+  std::vector<int64_t> offset;
+  Shape extent;
+  friend bool operator==(const RedistTransfer&, const RedistTransfer&) = default;
+};
+
+struct RedistStep {
+  enum class Kind {
+    kLocalSlice,     // keep a part of the local shard (dim, axes appended to it); no traffic
+    kAllGather,      // gather along dim over `axes` (removed from the end of dim's list)
+    kAllToAll,       // dim -> dim_to over `axes`; dim == -1: irregular (see transfers)
+    kReduceScatter,  // sum over partial `axes`, scattered along dim; dim == -1: irregular
+                     // (each rank receives the other addends of exactly its target box)
+    kAllReduce,      // sum over partial `axes` (ring); with transfers: direct (each rank
+                     // receives the other addends of its block at once)
+    kPermute,        // same blocks to other ranks (transfers; dim == -1)
+    kLocalReshape,   // local only: zero_ranks become zero addends of a new partial sum
+  };
+  Kind kind = Kind::kLocalSlice;
+  // Axes of RedistPlan::mesh (indices and names) the step works along. For an irregular
+  // exchange: every axis along which some pair of communicating ranks differs.
+  std::vector<int> axes;
+  std::vector<std::string> axis_names;
+  int dim = -1;     // tensor dimension (gathered, sliced, scattered, or moved from)
+  int dim_to = -1;  // all-to-all: the dimension the split moves to
+  // Collectives: the groups along `axes`, member i holding block i (DeviceMesh::Groups).
+  // Irregular exchanges: the connected sets of communicating ranks.
+  std::vector<std::vector<int>> groups;
+  int64_t bytes_sent_per_rank = 0;  // max over ranks
+  int64_t bytes_recv_per_rank = 0;  // max over ranks
+  std::vector<int64_t> bytes_sent;  // per rank (index = rank)
+  std::vector<int64_t> bytes_recv;  // per rank
+  int64_t messages = 0;             // latency count: sequential receives of the busiest rank
+  double seconds = 0;               // CostModel price
+  Layout after;                     // layout once the step is done
+  std::string reason;
+  std::vector<RedistTransfer> transfers;  // irregular exchanges only (dim == -1)
+  std::vector<int> zero_ranks;            // kLocalReshape (and a final exchange): become zeros
+
+  // Irregular steps carry explicit transfers: all-to-all-v and permute (dst takes the box),
+  // reduce-scatter-v and direct all-reduce (dst adds the box to its own addend of it).
+  bool irregular() const {
+    if (kind == Kind::kAllReduce) return !transfers.empty();
+    return dim < 0 &&
+           (kind == Kind::kAllToAll || kind == Kind::kPermute || kind == Kind::kReduceScatter);
+  }
+  // "all-gather", "local slice", ...; irregular steps print "all-to-all-v",
+  // "reduce-scatter-v", "all-reduce (direct)".
+  std::string KindName() const;
+};
+const char* RedistStepKindName(RedistStep::Kind kind);
+
+struct RedistOptions {
+  int64_t element_bytes = 4;  // bytes per tensor element
+  // Only plans that meet the lower bound on every rank (always possible without partial
+  // sums). false: the cheapest plan the search finds, whatever its bytes.
+  bool byte_optimal = true;
+  // Search budget (layouts expanded); the best plan found so far is returned when it runs out.
+  int max_states = 3000;
+};
+
+struct RedistPlan {
+  Layout from;
+  Layout to;
+  DeviceMesh mesh;  // the mesh the steps' axes refer to (unified mesh or from's mesh)
+  bool meshes_unified = true;
+  int64_t element_bytes = 4;
+  std::vector<RedistStep> steps;
+  std::vector<int64_t> recv_bytes;    // per rank, total over steps
+  std::vector<int64_t> lower_bound;   // per rank, RedistributionLowerBound
+  int64_t planned_bytes = 0;          // max over ranks of recv_bytes
+  int64_t lower_bound_bytes = 0;      // max over ranks of lower_bound
+  int64_t total_planned_bytes = 0;    // sums over ranks
+  int64_t total_lower_bound_bytes = 0;
+  bool byte_optimal = true;  // recv_bytes[r] <= lower_bound[r] on every rank
+  // How the plan was chosen: among the plans receiving at most lower_bound[r] +
+  // bound_slack_bytes on every rank (bound_slack_bytes > 0 only with partial sums: ring bounds
+  // are fractional, balanced blocks round them up), or, when bounded_search is false (partial
+  // sums whose bound collectives along mesh axes cannot reach), among all plans.
+  bool bounded_search = true;
+  int64_t bound_slack_bytes = 0;
+  double predicted_seconds = 0;  // sum of the steps' prices
+  int states_explored = 0;       // search effort (for benchmarks)
+
+  // Steps of kind `kind`.
+  int CountSteps(RedistStep::Kind kind) const;
+  // Multi-line human-readable form: header, one block per step, totals.
+  std::string ToString() const;
+  // The same as a JSON object (layouts as ToString/ToSpec, meshes as ToString, per-step
+  // groups, bytes, reasons, transfers).
+  std::string ToJson() const;
+};
+
+// Plans `from` -> `to` (see top). Errors (kInvalidInput): different global shapes, meshes of
+// different sizes, element_bytes < 1.
+Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, const CostModel& cost,
+                                      const RedistOptions& options = {});
+
+// The price of a plan under `cost` (sum over its steps; PlanRedistribution fills
+// predicted_seconds with it).
+double PlanSeconds(const RedistPlan& plan, const CostModel& cost);
+
+// A thread-safe cache of plans keyed by (from, to, cost model, options). Plans are immutable
+// once cached and shared. Evicts everything when `capacity` is exceeded (plans are cheap to
+// rebuild; layouts of one model are few).
+class RedistPlanCache {
+ public:
+  explicit RedistPlanCache(size_t capacity = 4096) : capacity_(capacity) {}
+  Result<std::shared_ptr<const RedistPlan>> Get(const Layout& from, const Layout& to,
+                                                const CostModel& cost,
+                                                const RedistOptions& options = {});
+  size_t size() const;
+  int64_t hits() const;
+  int64_t misses() const;
+  void Clear();
+
+ private:
+  struct Key {
+    Layout from;
+    Layout to;
+    size_t cost_fingerprint;
+    int64_t element_bytes;
+    bool byte_optimal;
+    int max_states;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  size_t capacity_;
+  mutable std::mutex mu_;
+  std::unordered_map<Key, std::shared_ptr<const RedistPlan>, KeyHash> plans_;
+  int64_t hits_ = 0;
+  int64_t misses_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Execution (defined in library shardscope_redist_exec, which links shardscope_comm).
+
+// Runs `plan` on this rank: `world` is the communicator of all plan.from.mesh().size() ranks
+// (rank i = mesh rank i), `local_in` this rank's shard of plan.from (its addend when
+// partial), `local_out` receives its shard of plan.to. Collective over `world`: every rank
+// calls it with the same plan. Structured steps run as collectives on groups split from
+// `world` (GroupAlong), irregular ones as one AllToAllV on `world`. Errors: shard shape
+// mismatch, communicator size mismatch, communication failures.
+Status ExecuteRedistribution(const RedistPlan& plan, Communicator& world, const Tensor& local_in,
+                             Tensor* local_out);
+
+}  // namespace shardscope

@@ -1,0 +1,29 @@
+// Internal: the --mesh/--axes/--ranks/--shape options shared by `layout` and `redistribute`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "shardscope/layout.h"
+#include "shardscope/mesh.h"
+
+namespace shardscope::cli {
+
+struct MeshOptions {
+  std::vector<int64_t> mesh;
+  std::vector<std::string> axes;
+  std::vector<int> ranks;
+  std::vector<int64_t> shape;
+
+  void Add(CLI::App* app);
+  // The mesh, with default axis names a0, a1, ... when --axes is omitted.
+  Result<DeviceMesh> MakeMesh() const;
+};
+
+// A layout from the one-line form ("mp,(sp,dp)|P(dp)"), naming the option on error.
+Result<Layout> ParseLayoutOption(const std::string& option, const std::string& text,
+                                 const DeviceMesh& mesh, const Shape& shape);
+
+}  // namespace shardscope::cli

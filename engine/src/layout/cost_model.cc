@@ -1,0 +1,129 @@
+#include "shardscope/cost_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+namespace shardscope {
+
+namespace {
+
+size_t HashCombine(size_t seed, size_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
+
+std::string Rate(double v, const char* unit) {
+  char buf[64];
+  if (v >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%g G%s", v / 1e9, unit);
+  } else if (v >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%g M%s", v / 1e6, unit);
+  } else {
+    std::snprintf(buf, sizeof buf, "%g %s", v, unit);
+  }
+  return buf;
+}
+
+}  // namespace
+
+const char* CollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllGather: return "all-gather";
+    case CollectiveKind::kReduceScatter: return "reduce-scatter";
+    case CollectiveKind::kAllReduce: return "all-reduce";
+    case CollectiveKind::kAllToAll: return "all-to-all";
+    case CollectiveKind::kPermute: return "permute";
+  }
+  return "?";
+}
+
+double CostModel::AxisBandwidth(const std::string& axis_name) const {
+  auto it = axis_bandwidth.find(axis_name);
+  if (it != axis_bandwidth.end()) return it->second;
+  // "dp_0" -> "dp" (sub-axes made by mesh unification).
+  const size_t us = axis_name.rfind('_');
+  if (us != std::string::npos && us + 1 < axis_name.size() &&
+      std::all_of(axis_name.begin() + us + 1, axis_name.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    return AxisBandwidth(axis_name.substr(0, us));
+  }
+  return default_bandwidth;
+}
+
+double CostModel::Bandwidth(const DeviceMesh& mesh, const std::vector<int>& axes) const {
+  if (axes.empty()) return default_bandwidth;
+  double bw = -1;
+  for (int a : axes) {
+    const double b = AxisBandwidth(mesh.axis_name(a));
+    bw = bw < 0 ? b : std::min(bw, b);
+  }
+  return bw;
+}
+
+double CostModel::MaxBandwidth(const DeviceMesh& mesh) const {
+  double bw = default_bandwidth;
+  for (int a = 0; a < mesh.num_axes(); ++a) bw = std::max(bw, AxisBandwidth(mesh.axis_name(a)));
+  return bw;
+}
+
+double CostModel::CollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                    double bandwidth) const {
+  if (group_size <= 1) return 0.0;
+  const double p = static_cast<double>(group_size);
+  const double share = (p - 1) / p * std::max(0.0, bytes) / bandwidth;
+  switch (kind) {
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return (p - 1) * latency_s + share;
+    case CollectiveKind::kAllReduce:
+      return 2 * (p - 1) * latency_s + 2 * share;
+    case CollectiveKind::kPermute:
+      return latency_s + std::max(0.0, bytes) / bandwidth;
+  }
+  return 0.0;
+}
+
+double CostModel::CollectiveSeconds(CollectiveKind kind, double bytes, const DeviceMesh& mesh,
+                                    const std::vector<int>& axes) const {
+  return CollectiveSeconds(kind, bytes, mesh.GroupSize(axes), Bandwidth(mesh, axes));
+}
+
+double CostModel::ExchangeSeconds(int64_t messages, double bytes_received,
+                                  double bandwidth) const {
+  return static_cast<double>(std::max<int64_t>(0, messages)) * latency_s +
+         std::max(0.0, bytes_received) / bandwidth;
+}
+
+size_t CostModel::Fingerprint() const {
+  size_t h = std::hash<double>()(latency_s);
+  h = HashCombine(h, std::hash<double>()(default_bandwidth));
+  h = HashCombine(h, std::hash<double>()(flops));
+  h = HashCombine(h, std::hash<double>()(memory_bandwidth));
+  for (const auto& [name, bw] : axis_bandwidth) {
+    h = HashCombine(h, std::hash<std::string>()(name));
+    h = HashCombine(h, std::hash<double>()(bw));
+  }
+  return h;
+}
+
+std::string CostModel::ToString() const {
+  char lat[32];
+  std::snprintf(lat, sizeof lat, "%g us", latency_s * 1e6);
+  std::string out = std::string("alpha=") + lat + " beta=" + Rate(default_bandwidth, "B/s");
+  if (!axis_bandwidth.empty()) {
+    out += " (";
+    bool first = true;
+    for (const auto& [name, bw] : axis_bandwidth) {
+      if (!first) out += ", ";
+      first = false;
+      out += name + "=" + Rate(bw, "B/s");
+    }
+    out += ")";
+  }
+  out += " flops=" + Rate(flops, "F/s") + " mem=" + Rate(memory_bandwidth, "B/s");
+  return out;
+}
+
+}  // namespace shardscope

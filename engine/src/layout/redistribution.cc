@@ -1,0 +1,1365 @@
+// The redistribution planner (redistribution.h).
+//
+// Search. States are layouts on the planning mesh M (redistribution_internal.h). Edges are
+// the structured steps: local slice (a replica axis appended to a dimension), all-gather
+// (the last axis of a dimension dropped), all-to-all (the last axes of a dimension moved,
+// in order, to the end of another), reduce-scatter (a partial axis appended to a
+// dimension), all-reduce (partial axes dropped), permute (axes of a dimension reordered, or
+// an axis replaced by a replica axis of the same size). From any state without pending
+// reductions, one irregular exchange completes the plan exactly at the lower bound of that
+// state. A* over predicted seconds (CostModel), with the admissible heuristic
+// max_r bound(r) / fastest bandwidth, finds the cheapest plan; when byte optimality is
+// required, states from which the lower bound can no longer be met on some rank
+// (received(r) + bound_from_here(r) > bound(r)) are pruned, which keeps the search small.
+// Every state's shard is at most max(source shard, target shard) elements.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <queue>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "redistribution_internal.h"
+#include "shardscope/redistribution.h"
+
+namespace shardscope {
+
+using redist_internal::AllReduceRecv;
+using redist_internal::AxesMask;
+using redist_internal::Boxes;
+using redist_internal::BoxesOf;
+using redist_internal::BoxVolume;
+using redist_internal::Exchange;
+using redist_internal::IntersectVolume;
+using redist_internal::MaskAxes;
+using redist_internal::Problem;
+using redist_internal::RingShare;
+using redist_internal::State;
+
+const char* RedistStepKindName(RedistStep::Kind kind) {
+  switch (kind) {
+    case RedistStep::Kind::kLocalSlice: return "local slice";
+    case RedistStep::Kind::kAllGather: return "all-gather";
+    case RedistStep::Kind::kAllToAll: return "all-to-all";
+    case RedistStep::Kind::kReduceScatter: return "reduce-scatter";
+    case RedistStep::Kind::kAllReduce: return "all-reduce";
+    case RedistStep::Kind::kPermute: return "permute";
+    case RedistStep::Kind::kLocalReshape: return "local reshape";
+  }
+  return "?";
+}
+
+std::string RedistStep::KindName() const {
+  if (kind == Kind::kAllToAll && dim < 0) return "all-to-all-v";
+  if (kind == Kind::kReduceScatter && dim < 0) return "reduce-scatter-v";
+  if (kind == Kind::kAllReduce && !transfers.empty()) return "all-reduce (direct)";
+  return RedistStepKindName(kind);
+}
+
+int RedistPlan::CountSteps(RedistStep::Kind kind) const {
+  int n = 0;
+  for (const RedistStep& s : steps) n += s.kind == kind;
+  return n;
+}
+
+double PlanSeconds(const RedistPlan& plan, const CostModel& cost) {
+  double t = 0;
+  for (const RedistStep& s : plan.steps) {
+    const double bw = cost.Bandwidth(plan.mesh, s.axes);
+    t += cost.ExchangeSeconds(s.messages, static_cast<double>(s.bytes_recv_per_rank), bw);
+  }
+  return t;
+}
+
+namespace redist_internal {
+
+Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<int64_t>& tlo,
+                         const std::vector<int64_t>& thi, const std::vector<char>& want,
+                         uint32_t same_mask) {
+  const int d = p.num_dims;
+  const int n = p.num_ranks;
+  const int na = p.num_axes;
+  Exchange ex;
+  ex.recv.assign(n, 0);
+  ex.sent.assign(n, 0);
+  int64_t num_blocks = 1;
+  for (int64_t b : cur.blocks) num_blocks *= b;
+  std::vector<std::vector<int>> owners(num_blocks);
+  for (int r = 0; r < n; ++r) owners[cur.block_id[r]].push_back(r);
+
+  std::vector<std::vector<int>> recv_peers(n), send_peers(n);
+  std::vector<int64_t> first(d), last(d), idx(d), plo(d), phi(d);
+  std::vector<int> tied;
+  for (int r = 0; r < n; ++r) {
+    if (!want[r]) continue;
+    const int64_t* rlo = tlo.data() + r * d;
+    const int64_t* rhi = thi.data() + r * d;
+    if (BoxVolume(rlo, rhi, d) == 0) continue;
+    for (int i = 0; i < d; ++i) {
+      first[i] = rlo[i] / cur.block_size[i];
+      last[i] = (rhi[i] - 1) / cur.block_size[i];
+      idx[i] = first[i];
+    }
+    while (true) {
+      int64_t id = 0;
+      for (int i = 0; i < d; ++i) id = id * cur.blocks[i] + idx[i];
+      if (id != cur.block_id[r]) {
+        for (int i = 0; i < d; ++i) {
+          plo[i] = std::max(rlo[i], idx[i] * cur.block_size[i]);
+          phi[i] = std::min(rhi[i], (idx[i] + 1) * cur.block_size[i]);
+        }
+        // Owner: same coordinates along same_mask; then nearest (fewest differing mesh
+        // coordinates); ties spread by the receiver's rank.
+        tied.clear();
+        int best = 1 << 30;
+        for (int q : owners[id]) {
+          bool same = true;
+          int dist = 0;
+          for (int a = 0; a < na; ++a) {
+            const bool differ = p.coord(q, a) != p.coord(r, a);
+            if (differ && (same_mask & (1u << a))) same = false;
+            dist += differ;
+          }
+          if (!same) continue;
+          if (dist < best) {
+            best = dist;
+            tied.clear();
+          }
+          if (dist == best) tied.push_back(q);
+        }
+        if (!tied.empty()) {
+          // A peer this rank already receives from costs no extra message.
+          int q = tied[(r + id) % static_cast<int64_t>(tied.size())];
+          for (int c : tied) {
+            if (std::find(recv_peers[r].begin(), recv_peers[r].end(), c) != recv_peers[r].end()) {
+              q = c;
+              break;
+            }
+          }
+          RedistTransfer t;
+          t.src = q;
+          t.dst = r;
+          t.offset.assign(plo.begin(), plo.end());
+          t.extent.resize(d);
+          for (int i = 0; i < d; ++i) t.extent[i] = phi[i] - plo[i];
+          const int64_t bytes = BoxVolume(plo.data(), phi.data(), d) * p.elem;
+          ex.recv[r] += bytes;
+          ex.sent[q] += bytes;
+          if (std::find(recv_peers[r].begin(), recv_peers[r].end(), q) == recv_peers[r].end())
+            recv_peers[r].push_back(q);
+          if (std::find(send_peers[q].begin(), send_peers[q].end(), r) == send_peers[q].end())
+            send_peers[q].push_back(r);
+          for (int a = 0; a < na; ++a) {
+            if (p.coord(q, a) != p.coord(r, a)) ex.axes_mask |= 1u << a;
+          }
+          ex.transfers.push_back(std::move(t));
+        }
+      }
+      int i = d - 1;
+      while (i >= 0 && idx[i] == last[i]) {
+        idx[i] = first[i];
+        --i;
+      }
+      if (i < 0) break;
+      ++idx[i];
+    }
+  }
+  bool permute = !ex.transfers.empty();
+  for (int r = 0; r < n; ++r) {
+    ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
+    ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
+    const int64_t m = static_cast<int64_t>(std::max(recv_peers[r].size(), send_peers[r].size()));
+    ex.messages = std::max(ex.messages, m);
+    if (recv_peers[r].size() > 1 || send_peers[r].size() > 1) permute = false;
+  }
+  for (const RedistTransfer& t : ex.transfers) {
+    const int64_t v = NumElements(t.extent);
+    if (!permute) break;
+    if (v != cur.shard_elems || v != BoxVolume(tlo.data() + t.dst * d, thi.data() + t.dst * d, d))
+      permute = false;
+  }
+  ex.is_permute = permute;
+  return ex;
+}
+
+}  // namespace redist_internal
+
+namespace {
+
+using Kind = RedistStep::Kind;
+
+enum class EdgeKind : uint8_t {
+  kNone,
+  kSlice,
+  kGather,
+  kAllToAll,
+  kReduceScatter,
+  kAllReduce,
+  kPermute,
+  kExchange,  // final irregular exchange to the target
+  kReduceScatterV,  // final irregular reduce-scatter: each rank sums exactly its target box
+  kZeroFill,  // final local step: inactive ranks become zeros
+};
+
+struct Edge {
+  EdgeKind kind = EdgeKind::kNone;
+  std::vector<int> axes;
+  int dim = -1;
+  int dim_to = -1;
+};
+
+// Lexicographic score: primary, secondary (seconds or bytes), then fewer irregular steps,
+// then fewer steps.
+struct Score {
+  double primary = 0;
+  double secondary = 0;
+  int exchanges = 0;
+  int steps = 0;
+};
+
+bool Close(double a, double b) {
+  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)) + 1e-18;
+}
+
+bool Better(const Score& a, const Score& b) {
+  if (!Close(a.primary, b.primary)) return a.primary < b.primary;
+  if (!Close(a.secondary, b.secondary)) return a.secondary < b.secondary;
+  if (a.exchanges != b.exchanges) return a.exchanges < b.exchanges;
+  return a.steps < b.steps;
+}
+
+struct Node {
+  State state;
+  int parent = -1;
+  Edge edge;
+  double time = 0;
+  double bytes = 0;  // sum over steps of the busiest rank's received bytes
+  int exchanges = 0;
+  int steps = 0;
+  std::vector<int64_t> recv;  // per rank, so far
+};
+
+struct Candidate {
+  int node = -1;
+  // kExchange / kReduceScatterV: an irregular step from the node's state into the landing;
+  // kNone: the node's state is the landing. Then the landing's structured suffix.
+  EdgeKind final = EdgeKind::kNone;
+  int landing = 0;
+  Score score;
+};
+
+// A layout from which a known sequence of collectives reaches the target (landing 0 is the
+// target itself, with an empty suffix). Plans may end with an irregular step into any
+// landing: "exchange what is needed, then gather" is often cheaper than exchanging the
+// target shards directly (fewer messages, same bytes).
+struct Landing {
+  State x;
+  Boxes boxes;
+  std::vector<char> want;        // ranks that must hold their block of x
+  std::vector<Edge> suffix;      // x -> ... -> target
+  std::vector<State> suffix_states;  // the state after each suffix edge
+  std::vector<int64_t> recv;     // per-rank bytes of the suffix
+  double time = 0;
+  double bytes = 0;
+  int steps = 0;
+};
+
+struct SearchConfig {
+  bool bytes_first = false;  // primary objective: bytes (else seconds)
+  bool tight = true;         // prune states that cannot meet the lower bound
+  int64_t tolerance = 0;     // bytes of slack per rank in the tightness test
+  int max_states = 3000;
+};
+
+// Bytes each rank receives in an all-reduce of n elements along `axes`: reduce-scatter of
+// balanced blocks (block i one element longer for i < n % p) then all-gather, as the
+// communicators count it: n + (p - 2) * block(i), i = the rank's index in its group.
+std::vector<int64_t> AllReduceRecvPerRank(const Problem& p, const std::vector<int>& axes,
+                                          int64_t n) {
+  std::vector<int64_t> out(p.num_ranks, 0);
+  int64_t g = 1;
+  for (int a : axes) g *= p.axis_size[a];
+  if (g <= 1) return out;
+  for (int r = 0; r < p.num_ranks; ++r) {
+    int64_t i = 0;
+    for (int a : axes) i = i * p.axis_size[a] + p.coord(r, a);
+    const int64_t block = n / g + (i < n % g ? 1 : 0);
+    out[r] = (n + (g - 2) * block) * p.elem;
+  }
+  return out;
+}
+
+class Planner {
+ public:
+  Planner(const Problem& p, const CostModel& cost) : p_(p), cost_(cost) {
+    bw_max_ = cost.MaxBandwidth(p.mesh);
+    src_boxes_ = BoxesOf(p, p.src);
+    lb_src_ = redist_internal::LowerBound(p, p.src, src_boxes_);
+    BuildLandings();
+  }
+
+  const std::vector<Landing>& landings() const { return landings_; }
+
+  const std::vector<int64_t>& lb_src() const { return lb_src_; }
+  int states_explored() const { return explored_; }
+
+  // Runs the search; returns the best candidate (node < 0 when none).
+  Candidate Search(const SearchConfig& cfg) {
+    cfg_ = cfg;
+    nodes_.clear();
+    Node root;
+    root.state = p_.src;
+    root.recv.assign(p_.num_ranks, 0);
+    nodes_.push_back(root);
+    std::unordered_map<std::string, Score> best_g;
+    using Entry = std::pair<Score, int>;
+    auto worse = [](const Entry& a, const Entry& b) {
+      if (Better(a.first, b.first)) return false;
+      if (Better(b.first, a.first)) return true;
+      return a.second > b.second;
+    };
+    std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> open(worse);
+    {
+      const Boxes b = BoxesOf(p_, root.state);
+      const std::vector<int64_t> lb = redist_internal::LowerBound(p_, root.state, b);
+      open.push({Add(G(root), H(lb)), 0});
+      best_g[root.state.Key()] = G(root);
+    }
+    Candidate best;
+    int pops = 0;
+    while (!open.empty() && pops < cfg_.max_states) {
+      const auto [f, index] = open.top();
+      open.pop();
+      if (best.node >= 0 && Better(best.score, f) && !Close(best.score.primary, f.primary)) break;
+      const Node node = nodes_[index];  // copy: nodes_ grows below
+      const std::string key = node.state.Key();
+      if (auto it = best_g.find(key); it != best_g.end() && Better(it->second, G(node))) continue;
+      ++pops;
+      const Boxes boxes = BoxesOf(p_, node.state);
+      Finish(index, node, boxes, &best);
+      Expand(index, node, boxes, [&](Node child, const std::vector<int64_t>& lb) {
+        const Score g = G(child);
+        const std::string ckey = child.state.Key();
+        auto it = best_g.find(ckey);
+        if (it != best_g.end() && !Better(g, it->second)) return;
+        best_g[ckey] = g;
+        nodes_.push_back(std::move(child));
+        const int ci = static_cast<int>(nodes_.size()) - 1;
+        open.push({Add(g, H(lb)), ci});
+      });
+    }
+    explored_ += pops;
+    return best;
+  }
+
+  // The fallback for partial sources: all-reduce every pending axis, then one exchange.
+  Candidate Baseline() {
+    nodes_.clear();
+    Node root;
+    root.state = p_.src;
+    root.recv.assign(p_.num_ranks, 0);
+    nodes_.push_back(root);
+    int index = 0;
+    if (p_.src.reduce_mask) {
+      Node child = root;
+      child.parent = 0;
+      child.edge.kind = EdgeKind::kAllReduce;
+      child.edge.axes = MaskAxes(p_.src.reduce_mask);
+      child.state.reduce_mask = 0;
+      const Boxes b = BoxesOf(p_, root.state);
+      const std::vector<int64_t> recv = AllReduceRecvPerRank(p_, child.edge.axes, b.shard_elems);
+      child.time = cost_.CollectiveSeconds(CollectiveKind::kAllReduce,
+                                           static_cast<double>(b.shard_elems * p_.elem), p_.mesh,
+                                           child.edge.axes);
+      child.bytes = static_cast<double>(*std::max_element(recv.begin(), recv.end()));
+      child.steps = 1;
+      for (int r = 0; r < p_.num_ranks; ++r) child.recv[r] += recv[r];
+      nodes_.push_back(child);
+      index = 1;
+    }
+    Candidate c;
+    c.node = index;
+    c.final = (p_.has_target_state && nodes_[index].state.dims == p_.tgt.dims)
+                  ? EdgeKind::kNone
+                  : EdgeKind::kExchange;
+    c.landing = 0;
+    return c;
+  }
+
+  // The irregular exchange from `boxes` into landing `l`.
+  Exchange ExchangeInto(const Boxes& boxes, const Landing& l) const {
+    return redist_internal::ComputeExchange(p_, boxes, l.boxes.lo, l.boxes.hi, l.want,
+                                            p_.kept_mask);
+  }
+
+  // The irregular reduce-scatter that ends the plan from a state with pending reductions,
+  // when every active rank's target box lies inside its block: within each reduction group,
+  // every member sends each active member its addend of that member's target box.
+  std::optional<Exchange> ReduceScatterV(const State& s, const Boxes& boxes,
+                                         const Landing& l) const {
+    return ReduceScatterV(s, boxes, l.boxes, l.want);
+  }
+  std::optional<Exchange> ReduceScatterV(const State& s, const Boxes& boxes, const Boxes& into,
+                                         const std::vector<char>& want) const {
+    const int d = p_.num_dims;
+    const int64_t* tlo = into.lo.data();
+    const int64_t* thi = into.hi.data();
+    for (int r = 0; r < p_.num_ranks; ++r) {
+      if (!want[r]) continue;
+      for (int i = 0; i < d; ++i) {
+        if (BoxVolume(tlo + r * d, thi + r * d, d) == 0) break;
+        if (tlo[r * d + i] < boxes.lo[r * d + i] || thi[r * d + i] > boxes.hi[r * d + i])
+          return std::nullopt;
+      }
+    }
+    Exchange ex;
+    ex.recv.assign(p_.num_ranks, 0);
+    ex.sent.assign(p_.num_ranks, 0);
+    ex.axes_mask = s.reduce_mask;
+    const std::vector<int> axes = MaskAxes(s.reduce_mask);
+    for (const std::vector<int>& g : p_.mesh.Groups(axes)) {
+      ex.messages = std::max<int64_t>(ex.messages, static_cast<int64_t>(g.size()) - 1);
+      for (int q : g) {
+        if (!want[q]) continue;
+        const int64_t v = BoxVolume(tlo + q * d, thi + q * d, d);
+        if (v == 0) continue;
+        for (int m : g) {
+          if (m == q) continue;
+          RedistTransfer t;
+          t.src = m;
+          t.dst = q;
+          t.offset.assign(tlo + q * d, tlo + q * d + d);
+          t.extent.resize(d);
+          for (int i = 0; i < d; ++i) t.extent[i] = thi[q * d + i] - tlo[q * d + i];
+          ex.recv[q] += v * p_.elem;
+          ex.sent[m] += v * p_.elem;
+          ex.transfers.push_back(std::move(t));
+        }
+      }
+    }
+    for (int r = 0; r < p_.num_ranks; ++r) {
+      ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
+      ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
+    }
+    return ex;
+  }
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+
+  double ExchangeSeconds(const Exchange& ex) const {
+    const double bw = cost_.Bandwidth(p_.mesh, MaskAxes(ex.axes_mask));
+    return cost_.ExchangeSeconds(ex.messages, static_cast<double>(ex.max_recv), bw);
+  }
+
+ private:
+  Score G(const Node& n) const {
+    Score s;
+    s.primary = cfg_.bytes_first ? n.bytes : n.time;
+    s.secondary = cfg_.bytes_first ? n.time : n.bytes;
+    s.exchanges = n.exchanges;
+    s.steps = n.steps;
+    return s;
+  }
+  Score StepScore(double seconds, double bytes, int exchanges) const {
+    Score s;
+    s.primary = cfg_.bytes_first ? bytes : seconds;
+    s.secondary = cfg_.bytes_first ? seconds : bytes;
+    s.exchanges = exchanges;
+    s.steps = 1;
+    return s;
+  }
+  static Score Add(Score a, const Score& b) {
+    a.primary += b.primary;
+    a.secondary += b.secondary;
+    a.exchanges += b.exchanges;
+    a.steps += b.steps;
+    return a;
+  }
+  Score H(const std::vector<int64_t>& lb) const {
+    const int64_t m = lb.empty() ? 0 : *std::max_element(lb.begin(), lb.end());
+    const double t = m > 0 ? cost_.latency_s + static_cast<double>(m) / bw_max_ : 0.0;
+    Score s;
+    s.primary = cfg_.bytes_first ? static_cast<double>(m) : t;
+    s.secondary = cfg_.bytes_first ? t : static_cast<double>(m);
+    return s;
+  }
+  void Offer(Candidate* best, int node, EdgeKind final, int landing, const Score& s) const {
+    if (best->node < 0 || Better(s, best->score)) {
+      best->node = node;
+      best->final = final;
+      best->landing = landing;
+      best->score = s;
+    }
+  }
+
+  // Offers the plans that end from `node`: reaching a landing structurally, or an irregular
+  // exchange (no pending reductions) / reduce-scatter-v (pending reductions) into a landing,
+  // followed by the landing's suffix.
+  void Finish(int index, const Node& node, const Boxes& boxes, Candidate* best) const {
+    const double alpha = cost_.latency_s;
+    for (size_t i = 0; i < landings_.size(); ++i) {
+      const Landing& l = landings_[i];
+      Score rest;
+      rest.primary = cfg_.bytes_first ? l.bytes : l.time;
+      rest.secondary = cfg_.bytes_first ? l.time : l.bytes;
+      rest.steps = l.steps;
+      if (node.state.reduce_mask == 0 && p_.has_target_state && node.state.dims == l.x.dims) {
+        if (i == 0 || Fits(node.recv, nullptr, l.recv)) {
+          Offer(best, index, EdgeKind::kNone, static_cast<int>(i), Add(G(node), rest));
+        }
+        continue;
+      }
+      // Cheap bound first: the suffix plus at least one message.
+      Score floor = Add(G(node), rest);
+      floor.primary += cfg_.bytes_first ? 0 : alpha;
+      if (best->node >= 0 && Better(best->score, floor) && i > 0) continue;
+      std::optional<Exchange> ex;
+      EdgeKind kind;
+      if (node.state.reduce_mask == 0) {
+        ex = ExchangeInto(boxes, l);
+        kind = EdgeKind::kExchange;
+      } else {
+        ex = ReduceScatterV(node.state, boxes, l);
+        kind = EdgeKind::kReduceScatterV;
+      }
+      if (!ex || !Fits(node.recv, &ex->recv, l.recv)) continue;
+      Score sc = Add(G(node), StepScore(ExchangeSeconds(*ex), static_cast<double>(ex->max_recv), 1));
+      Offer(best, index, kind, static_cast<int>(i), Add(sc, rest));
+    }
+  }
+
+  bool Fits(const std::vector<int64_t>& a, const std::vector<int64_t>* b,
+            const std::vector<int64_t>& c) const {
+    if (!cfg_.tight) return true;
+    for (int r = 0; r < p_.num_ranks; ++r) {
+      if (a[r] + (b ? (*b)[r] : 0) + c[r] > lb_src_[r] + cfg_.tolerance) return false;
+    }
+    return true;
+  }
+
+  // Landing 0: the target. Then layouts a few collectives before the target (gathers and
+  // all-to-alls reversed, slices reversed), breadth first.
+  void BuildLandings() {
+    Landing t;
+    t.want = p_.active;
+    if (p_.has_target_state) {
+      t.x = p_.tgt;
+      t.boxes = BoxesOf(p_, t.x);
+    } else {
+      t.boxes = p_.target;
+    }
+    t.recv.assign(p_.num_ranks, 0);
+    landings_.push_back(std::move(t));
+    if (!p_.has_target_state) return;
+    constexpr size_t kMaxLandings = 24;
+    constexpr int kMaxDepth = 2;
+    std::unordered_map<std::string, bool> seen;
+    seen[p_.tgt.Key()] = true;
+    size_t begin = 0;
+    for (int depth = 0; depth < kMaxDepth; ++depth) {
+      const size_t end = landings_.size();
+      for (size_t i = begin; i < end && landings_.size() < kMaxLandings; ++i) {
+        const Landing y = landings_[i];  // copy: landings_ grows
+        auto add = [&](State x, Edge e) {
+          if (landings_.size() >= kMaxLandings || !seen.emplace(x.Key(), true).second) return;
+          Landing l;
+          l.x = std::move(x);
+          l.boxes = BoxesOf(p_, l.x);
+          if (l.boxes.shard_elems > p_.max_shard_elems) return;
+          l.want.assign(p_.num_ranks, 1);
+          const int64_t g = p_.mesh.GroupSize(e.axes);
+          int64_t recv = 0;
+          double secs = 0;
+          const double n = static_cast<double>(l.boxes.shard_elems * p_.elem);
+          if (e.kind == EdgeKind::kGather) {
+            recv = (g - 1) * l.boxes.shard_elems;
+            secs = cost_.CollectiveSeconds(CollectiveKind::kAllGather, n * g, p_.mesh, e.axes);
+          } else if (e.kind == EdgeKind::kAllToAll) {
+            recv = RingShare(l.boxes.shard_elems, g);
+            secs = cost_.CollectiveSeconds(CollectiveKind::kAllToAll, n, p_.mesh, e.axes);
+          }
+          l.suffix.push_back(e);
+          l.suffix_states.push_back(y.x);
+          l.suffix.insert(l.suffix.end(), y.suffix.begin(), y.suffix.end());
+          l.suffix_states.insert(l.suffix_states.end(), y.suffix_states.begin(),
+                                 y.suffix_states.end());
+          l.recv = y.recv;
+          for (int64_t& v : l.recv) v += recv * p_.elem;
+          l.time = y.time + secs;
+          l.bytes = y.bytes + static_cast<double>(recv * p_.elem);
+          l.steps = y.steps + 1;
+          landings_.push_back(std::move(l));
+        };
+        const State& ys = y.x;
+        std::vector<int> dim_of(p_.num_axes, -1);
+        for (int d = 0; d < p_.num_dims; ++d) {
+          for (int a : ys.dims[d]) dim_of[a] = d;
+        }
+        for (int d = 0; d < p_.num_dims; ++d) {
+          int64_t blocks = 1;
+          for (int a : ys.dims[d]) blocks *= p_.axis_size[a];
+          // Reversed gather: a replica axis of y appended to d.
+          for (int x = 0; x < p_.num_axes; ++x) {
+            if (dim_of[x] >= 0 || p_.axis_size[x] == 1 || (p_.kept_mask & (1u << x))) continue;
+            if (p_.shape[d] % (blocks * p_.axis_size[x]) != 0) continue;
+            State xs = ys;
+            xs.dims[d].push_back(x);
+            add(std::move(xs), Edge{EdgeKind::kGather, {x}, d, -1});
+          }
+          // Reversed all-to-all: the last k axes of d moved to the end of e.
+          const std::vector<int>& list = ys.dims[d];
+          for (size_t k = 1; k <= list.size(); ++k) {
+            std::vector<int> suffix(list.end() - k, list.end());
+            const int64_t g = p_.mesh.GroupSize(suffix);
+            for (int e = 0; e < p_.num_dims; ++e) {
+              if (e == d) continue;
+              int64_t be = 1;
+              for (int a : ys.dims[e]) be *= p_.axis_size[a];
+              if (p_.shape[e] % (be * g) != 0) continue;
+              State xs = ys;
+              xs.dims[d].resize(list.size() - k);
+              xs.dims[e].insert(xs.dims[e].end(), suffix.begin(), suffix.end());
+              add(std::move(xs), Edge{EdgeKind::kAllToAll, suffix, e, d});
+            }
+          }
+        }
+      }
+      begin = end;
+    }
+  }
+
+  // Generates the children of `node` and passes them (with their lower bound) to `emit`.
+  template <typename Emit>
+  void Expand(int index, const Node& node, const Boxes& boxes, Emit emit) {
+    const State& s = node.state;
+    const int na = p_.num_axes;
+    const int nd = p_.num_dims;
+    std::vector<int> dim_of(na, -1);
+    for (int d = 0; d < nd; ++d) {
+      for (int a : s.dims[d]) dim_of[a] = d;
+    }
+    auto divisible = [&](int d, int64_t factor) {
+      return p_.shape[d] % (boxes.blocks[d] * factor) == 0;
+    };
+    auto uniform = [&](Edge edge, State next, CollectiveKind kind, int64_t recv_elems,
+                       int64_t n_elems) {
+      std::vector<int64_t> step(p_.num_ranks, recv_elems * p_.elem);
+      const double secs = cost_.CollectiveSeconds(kind, static_cast<double>(n_elems * p_.elem),
+                                                  p_.mesh, edge.axes);
+      Consider(index, node, std::move(edge), std::move(next), step, secs, false, emit);
+    };
+    auto all_reduce = [&](std::vector<int> axes, State next) {
+      const std::vector<int64_t> step = AllReduceRecvPerRank(p_, axes, boxes.shard_elems);
+      const double secs =
+          cost_.CollectiveSeconds(CollectiveKind::kAllReduce,
+                                  static_cast<double>(boxes.shard_elems * p_.elem), p_.mesh, axes);
+      Consider(index, node, {EdgeKind::kAllReduce, std::move(axes), -1, -1}, std::move(next), step,
+               secs, false, emit);
+    };
+    for (int x = 0; x < na; ++x) {
+      if (p_.axis_size[x] == 1 || (p_.kept_mask & (1u << x))) continue;
+      const int64_t px = p_.axis_size[x];
+      if (s.reduce_mask & (1u << x)) {
+        for (int e = 0; e < nd; ++e) {
+          if (!divisible(e, px)) continue;
+          State next = s;
+          next.reduce_mask &= ~(1u << x);
+          next.dims[e].push_back(x);
+          uniform({EdgeKind::kReduceScatter, {x}, e, -1}, std::move(next),
+                  CollectiveKind::kReduceScatter, RingShare(boxes.shard_elems, px),
+                  boxes.shard_elems);
+        }
+        State next = s;
+        next.reduce_mask &= ~(1u << x);
+        all_reduce({x}, std::move(next));
+      } else if (dim_of[x] < 0) {
+        for (int e = 0; e < nd; ++e) {
+          if (!divisible(e, px)) continue;
+          State next = s;
+          next.dims[e].push_back(x);
+          Consider(index, node, {EdgeKind::kSlice, {x}, e, -1}, std::move(next),
+                   std::vector<int64_t>(p_.num_ranks, 0), 0.0, false, emit);
+        }
+      } else if (s.dims[dim_of[x]].back() == x) {
+        const int d = dim_of[x];
+        {
+          State next = s;
+          next.dims[d].pop_back();
+          uniform({EdgeKind::kGather, {x}, d, -1}, std::move(next), CollectiveKind::kAllGather,
+                  (px - 1) * boxes.shard_elems, px * boxes.shard_elems);
+        }
+        // All-to-all of the last k axes of d, in order, to the end of e.
+        const std::vector<int>& list = s.dims[d];
+        for (size_t k = 1; k <= list.size(); ++k) {
+          std::vector<int> suffix(list.end() - k, list.end());
+          int64_t g = 1;
+          for (int a : suffix) g *= p_.axis_size[a];
+          for (int e = 0; e < nd; ++e) {
+            if (e == d || !divisible(e, g)) continue;
+            State next = s;
+            next.dims[d].resize(list.size() - k);
+            next.dims[e].insert(next.dims[e].end(), suffix.begin(), suffix.end());
+            uniform({EdgeKind::kAllToAll, suffix, d, e}, std::move(next),
+                    CollectiveKind::kAllToAll, RingShare(boxes.shard_elems, g),
+                    boxes.shard_elems);
+          }
+        }
+      }
+    }
+    // Direct all-reduce of every pending axis: each member receives the other addends of its
+    // whole block at once (p-1 messages in parallel, against 2 (p-1) for a ring all-reduce;
+    // more bytes when p > 2).
+    if (s.reduce_mask) {
+      State next = s;
+      next.reduce_mask = 0;
+      const std::optional<Exchange> ex =
+          ReduceScatterV(s, boxes, boxes, std::vector<char>(p_.num_ranks, 1));
+      if (ex) {
+        Consider(index, node, {EdgeKind::kReduceScatterV, MaskAxes(s.reduce_mask), -1, -1},
+                 std::move(next), ex->recv, ExchangeSeconds(*ex), true, emit, &boxes);
+      }
+    }
+    // Multi-axis all-reduce over two or more pending axes at once.
+    const std::vector<int> pending = MaskAxes(s.reduce_mask);
+    if (pending.size() >= 2) {
+      const uint32_t full = (1u << pending.size()) - 1;
+      for (uint32_t sub = 1; sub <= full; ++sub) {
+        if (__builtin_popcount(sub) < 2) continue;
+        std::vector<int> axes;
+        for (size_t i = 0; i < pending.size(); ++i) {
+          if (sub & (1u << i)) axes.push_back(pending[i]);
+        }
+        State next = s;
+        next.reduce_mask &= ~AxesMask(axes);
+        all_reduce(axes, std::move(next));
+      }
+    }
+    // Permutes: reorder adjacent axes of a dimension; replace an axis by a replica axis of
+    // the same size.
+    auto permute = [&](Edge edge, State next) {
+      const Boxes nb = BoxesOf(p_, next);
+      const Exchange ex = redist_internal::ComputeExchange(
+          p_, boxes, nb.lo, nb.hi, std::vector<char>(p_.num_ranks, 1),
+          p_.kept_mask | s.reduce_mask);
+      Consider(index, node, std::move(edge), std::move(next), ex.recv, ExchangeSeconds(ex), false,
+               emit, &nb);
+    };
+    for (int d = 0; d < nd; ++d) {
+      const std::vector<int>& list = s.dims[d];
+      for (size_t i = 0; i + 1 < list.size(); ++i) {
+        State next = s;
+        std::swap(next.dims[d][i], next.dims[d][i + 1]);
+        permute({EdgeKind::kPermute, {list[i], list[i + 1]}, d, -1}, std::move(next));
+      }
+      for (size_t i = 0; i < list.size(); ++i) {
+        for (int y = 0; y < na; ++y) {
+          if (dim_of[y] >= 0 || (s.reduce_mask & (1u << y)) || (p_.kept_mask & (1u << y)) ||
+              p_.axis_size[y] != p_.axis_size[list[i]]) {
+            continue;
+          }
+          State next = s;
+          next.dims[d][i] = y;
+          permute({EdgeKind::kPermute, {list[i], y}, d, -1}, std::move(next));
+        }
+      }
+    }
+  }
+
+  template <typename Emit>
+  void Consider(int index, const Node& node, Edge edge, State next,
+                const std::vector<int64_t>& step_recv, double seconds, bool exchange, Emit& emit,
+                const Boxes* next_boxes = nullptr) {
+    Boxes owned;
+    if (!next_boxes) {
+      owned = BoxesOf(p_, next);
+      next_boxes = &owned;
+    }
+    if (next_boxes->shard_elems > p_.max_shard_elems) return;
+    const std::vector<int64_t> lb = redist_internal::LowerBound(p_, next, *next_boxes);
+    Node child;
+    child.state = std::move(next);
+    child.parent = index;
+    child.edge = std::move(edge);
+    child.recv = node.recv;
+    int64_t max_recv = 0;
+    for (int r = 0; r < p_.num_ranks; ++r) {
+      child.recv[r] += step_recv[r];
+      max_recv = std::max(max_recv, step_recv[r]);
+      if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
+    }
+    child.time = node.time + seconds;
+    child.bytes = node.bytes + static_cast<double>(max_recv);
+    child.exchanges = node.exchanges + (exchange ? 1 : 0);
+    child.steps = node.steps + 1;
+    emit(std::move(child), lb);
+  }
+
+  const Problem& p_;
+  const CostModel& cost_;
+  SearchConfig cfg_;
+  double bw_max_ = 1;
+  Boxes src_boxes_;
+  std::vector<int64_t> lb_src_;
+  std::vector<Landing> landings_;
+  std::vector<Node> nodes_;
+  int explored_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Plan assembly.
+
+std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes) {
+  std::string out;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (i) out += ".";
+    out += mesh.axis_name(axes[i]);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::vector<std::vector<int>> Components(int n, const std::vector<RedistTransfer>& transfers) {
+  std::vector<int> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  std::function<int(int)> find = [&](int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
+  std::vector<bool> involved(n, false);
+  for (const RedistTransfer& t : transfers) {
+    involved[t.src] = involved[t.dst] = true;
+    parent[find(t.src)] = find(t.dst);
+  }
+  std::vector<std::vector<int>> by_root(n);
+  for (int r = 0; r < n; ++r) {
+    if (involved[r]) by_root[find(r)].push_back(r);
+  }
+  std::vector<std::vector<int>> out;
+  for (auto& g : by_root) {
+    if (g.size() >= 2) out.push_back(std::move(g));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool TargetHasAxisInDim(const Problem& p, int axis, int dim) {
+  if (!p.has_target_state) return false;
+  const auto& list = p.tgt.dims[dim];
+  return std::find(list.begin(), list.end(), axis) != list.end();
+}
+
+int TargetDimOfAxis(const Problem& p, int axis) {
+  if (!p.has_target_state) return -1;
+  for (int d = 0; d < p.num_dims; ++d) {
+    if (TargetHasAxisInDim(p, axis, d)) return d;
+  }
+  return -1;
+}
+
+std::string Reason(const Problem& p, const Edge& e, const State& before, const Exchange* ex) {
+  const DeviceMesh& m = p.mesh;
+  const std::string ax = AxesName(m, e.axes);
+  const std::string dim = "dimension " + std::to_string(e.dim);
+  switch (e.kind) {
+    case EdgeKind::kSlice:
+      if (TargetHasAxisInDim(p, e.axes[0], e.dim)) {
+        return "the target splits " + dim + " over " + ax +
+               ", which holds replicas here: each rank keeps its 1/" +
+               std::to_string(m.axis_size(e.axes[0])) +
+               " part (no traffic); slicing first shrinks what later steps move";
+      }
+      return "keep only the 1/" + std::to_string(m.axis_size(e.axes[0])) + " of " + dim +
+             " that this rank's " + ax +
+             " index selects (no traffic), so that the following steps move less data";
+    case EdgeKind::kGather: {
+      const int td = TargetDimOfAxis(p, e.axes[0]);
+      std::string why = "the target does not split " + dim + " over " + ax;
+      if (td < 0 && p.has_target_state) why += " (it holds replicas along " + ax + ")";
+      return why + ": gather the " + std::to_string(m.axis_size(e.axes[0])) + " blocks along " +
+             ax + "; gathering last means no rank receives data it will drop";
+    }
+    case EdgeKind::kAllToAll:
+      return "the split over " + ax + " moves from dimension " + std::to_string(e.dim) +
+             " to dimension " + std::to_string(e.dim_to) +
+             ": one all-to-all along " + ax + " (each rank keeps 1/" +
+             std::to_string(m.GroupSize(e.axes)) +
+             " of its shard and exchanges the rest, never holding more than one shard)";
+    case EdgeKind::kReduceScatter:
+      if (TargetHasAxisInDim(p, e.axes[0], e.dim)) {
+        return "the tensor is a partial sum over " + ax + " and the target splits " + dim +
+               " over " + ax + ": reduce and scatter in one collective";
+      }
+      return "the tensor is a partial sum over " + ax + ": reduce-scatter along " + dim +
+             " (half the traffic of an all-reduce); the blocks are re-assembled later at the "
+             "lower bound";
+    case EdgeKind::kAllReduce: {
+      std::string why = "the tensor is a partial sum over " + ax + " that the target needs whole";
+      bool any_split = false;
+      for (int a : e.axes) any_split |= TargetDimOfAxis(p, a) >= 0;
+      if (!any_split) why += " on every rank along " + ax;
+      return why + ": all-reduce";
+    }
+    case EdgeKind::kPermute:
+      if (before.dims[e.dim].size() >= 2 &&
+          std::find(before.dims[e.dim].begin(), before.dims[e.dim].end(), e.axes[1]) !=
+              before.dims[e.dim].end()) {
+        return "the same blocks belong to other ranks: the order of axes " +
+               AxesName(m, e.axes) + " in " + dim + " is swapped; point-to-point permutation";
+      }
+      return "the same blocks belong to other ranks: " + dim + " is split over " +
+             m.axis_name(e.axes[1]) + " instead of " + m.axis_name(e.axes[0]) +
+             " (same size); point-to-point permutation";
+    case EdgeKind::kExchange: {
+      std::string why;
+      if (!p.unified) {
+        why = "the meshes have no common refinement (unrelated rank orders), so no collective "
+              "along mesh axes fits: ";
+      } else if (ex && ex->is_permute) {
+        why = "each rank's target block is held whole by one other rank (same blocks, other "
+              "ranks): ";
+      } else {
+        why = "no sequence of collectives along mesh axes reaches the target at the lower "
+              "bound from here: ";
+      }
+      if (ex && ex->is_permute) return why + "send each block to its new owner";
+      why += "each rank receives exactly the elements of its target shard it lacks";
+      if (ex) why += " (from up to " + std::to_string(ex->messages) + " peers)";
+      if (!p.zero_ranks.empty()) why += "; ranks that end as zero addends receive nothing";
+      return why;
+    }
+    case EdgeKind::kZeroFill:
+      return "the target is a partial sum over axes the source is not partial over: the ranks "
+             "with index 0 along them keep the values, the others hold zeros (no traffic)";
+    case EdgeKind::kReduceScatterV:
+    case EdgeKind::kNone: break;
+  }
+  return "";
+}
+
+Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Planner& planner,
+                            const Candidate& cand) {
+  RedistPlan plan;
+  plan.from = p.from;
+  plan.to = p.to;
+  plan.mesh = p.mesh;
+  plan.meshes_unified = p.unified;
+  plan.element_bytes = p.elem;
+  const int n = p.num_ranks;
+  const std::vector<Node>& nodes = planner.nodes();
+  const Landing& landing = planner.landings()[cand.landing];
+  std::vector<int> path;
+  for (int i = cand.node; i >= 0; i = nodes[i].parent) path.push_back(i);
+  std::reverse(path.begin(), path.end());
+
+  auto fill_bytes = [&](RedistStep* st, const std::vector<int64_t>& recv,
+                        const std::vector<int64_t>& sent) {
+    st->bytes_recv = recv;
+    st->bytes_sent = sent;
+    st->bytes_recv_per_rank = recv.empty() ? 0 : *std::max_element(recv.begin(), recv.end());
+    st->bytes_sent_per_rank = sent.empty() ? 0 : *std::max_element(sent.begin(), sent.end());
+  };
+  auto set_axes = [&](RedistStep* st, std::vector<int> axes) {
+    st->axes = std::move(axes);
+    st->axis_names.clear();
+    for (int a : st->axes) st->axis_names.push_back(p.mesh.axis_name(a));
+  };
+  auto irregular = [&](RedistStep* st, const Exchange& ex) {
+    set_axes(st, MaskAxes(ex.axes_mask));
+    st->transfers = ex.transfers;
+    fill_bytes(st, ex.recv, ex.sent);
+    st->messages = ex.messages;
+    st->seconds = planner.ExchangeSeconds(ex);
+  };
+
+  // One structured step prev -> next along edge e.
+  auto structured = [&](const State& prev, const Edge& e, const State& next) -> Result<RedistStep> {
+    const Boxes b = BoxesOf(p, prev);
+    RedistStep st;
+    set_axes(&st, e.axes);
+    st.dim = e.dim;
+    st.dim_to = e.dim_to;
+    SHARDSCOPE_ASSIGN_OR_RETURN(st.after, redist_internal::LayoutOf(p, next));
+    const int64_t g = p.mesh.GroupSize(e.axes);
+    const int64_t shard = b.shard_elems;
+    const double bw = cost.Bandwidth(p.mesh, e.axes);
+    auto uniform = [&](int64_t elems, int64_t messages) {
+      fill_bytes(&st, std::vector<int64_t>(n, elems * p.elem),
+                 std::vector<int64_t>(n, elems * p.elem));
+      st.messages = messages;
+      st.groups = p.mesh.Groups(e.axes);
+    };
+    switch (e.kind) {
+      case EdgeKind::kSlice:
+        st.kind = Kind::kLocalSlice;
+        fill_bytes(&st, std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0));
+        break;
+      case EdgeKind::kGather:
+        st.kind = Kind::kAllGather;
+        uniform((g - 1) * shard, g - 1);
+        st.seconds = cost.CollectiveSeconds(CollectiveKind::kAllGather,
+                                            static_cast<double>(g * shard * p.elem), g, bw);
+        break;
+      case EdgeKind::kAllToAll:
+        st.kind = Kind::kAllToAll;
+        uniform(RingShare(shard, g), g - 1);
+        st.seconds = cost.CollectiveSeconds(CollectiveKind::kAllToAll,
+                                            static_cast<double>(shard * p.elem), g, bw);
+        break;
+      case EdgeKind::kReduceScatter:
+        st.kind = Kind::kReduceScatter;
+        uniform(RingShare(shard, g), g - 1);
+        st.seconds = cost.CollectiveSeconds(CollectiveKind::kReduceScatter,
+                                            static_cast<double>(shard * p.elem), g, bw);
+        break;
+      case EdgeKind::kAllReduce: {
+        st.kind = Kind::kAllReduce;
+        uniform(0, 2 * (g - 1));
+        const std::vector<int64_t> per_rank = AllReduceRecvPerRank(p, e.axes, shard);
+        fill_bytes(&st, per_rank, per_rank);
+        st.seconds = cost.CollectiveSeconds(CollectiveKind::kAllReduce,
+                                            static_cast<double>(shard * p.elem), g, bw);
+        break;
+      }
+      case EdgeKind::kPermute: {
+        const Boxes nb = BoxesOf(p, next);
+        const Exchange ex = redist_internal::ComputeExchange(
+            p, b, nb.lo, nb.hi, std::vector<char>(n, 1), p.kept_mask | prev.reduce_mask);
+        st.kind = Kind::kPermute;
+        st.reason = Reason(p, e, prev, &ex);
+        st.dim = -1;
+        st.dim_to = -1;
+        irregular(&st, ex);
+        st.groups = Components(n, ex.transfers);
+        break;
+      }
+      case EdgeKind::kReduceScatterV: {
+        const std::optional<Exchange> ex =
+            planner.ReduceScatterV(prev, b, b, std::vector<char>(n, 1));
+        if (!ex) return Status::Internal("redistribution planner: direct all-reduce failed");
+        st.kind = Kind::kAllReduce;
+        st.dim = -1;
+        st.dim_to = -1;
+        irregular(&st, *ex);
+        st.groups = p.mesh.Groups(st.axes);
+        st.reason = "the tensor is a partial sum over " + AxesName(p.mesh, e.axes) +
+                    " that every rank needs whole: a direct all-reduce, each rank receiving "
+                    "the other addends of its block at once (" +
+                    std::to_string(ex->messages) +
+                    " messages in parallel instead of the ring's " +
+                    std::to_string(2 * ex->messages) + ")";
+        break;
+      }
+      default:
+        return Status::Internal("redistribution planner: unexpected edge in a plan path");
+    }
+    if (st.reason.empty()) st.reason = Reason(p, e, prev, nullptr);
+    return st;
+  };
+
+  for (size_t k = 1; k < path.size(); ++k) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        RedistStep st, structured(nodes[path[k - 1]].state, nodes[path[k]].edge, nodes[path[k]].state));
+    plan.steps.push_back(std::move(st));
+  }
+
+  const Node& last = nodes[path.back()];
+  const bool into_target = cand.landing == 0;
+  const std::string suffix_note =
+      into_target ? ""
+                  : "; then " + std::to_string(landing.suffix.size()) +
+                        " collective(s) finish the job, which needs fewer messages than "
+                        "exchanging the target shards directly";
+  if (cand.final == EdgeKind::kReduceScatterV) {
+    const Boxes b = BoxesOf(p, last.state);
+    const std::optional<Exchange> ex = planner.ReduceScatterV(last.state, b, landing);
+    if (!ex) return Status::Internal("redistribution planner: reduce-scatter-v not applicable");
+    RedistStep st;
+    // Every rank keeping its whole block: a direct all-reduce; else a reduce-scatter-v.
+    bool whole = true;
+    for (int r = 0; r < n && whole; ++r) {
+      if (!landing.want[r]) continue;
+      for (int i = 0; i < p.num_dims; ++i) {
+        whole &= b.lo[r * p.num_dims + i] == landing.boxes.lo[r * p.num_dims + i] &&
+                 b.hi[r * p.num_dims + i] == landing.boxes.hi[r * p.num_dims + i];
+      }
+    }
+    st.kind = whole ? Kind::kAllReduce : Kind::kReduceScatter;
+    irregular(&st, *ex);
+    st.groups = p.mesh.Groups(st.axes);
+    if (into_target) {
+      st.zero_ranks = p.zero_ranks;
+      st.after = p.to;
+    } else {
+      SHARDSCOPE_ASSIGN_OR_RETURN(st.after, redist_internal::LayoutOf(p, landing.x));
+    }
+    if (whole) {
+      st.reason = "the tensor is a partial sum over " + AxesName(p.mesh, st.axes) +
+                  " that every rank needs whole: a direct all-reduce, each rank receiving the "
+                  "other addends of its block at once (" +
+                  std::to_string(ex->messages) + " message(s) in parallel instead of the ring's " +
+                  std::to_string(2 * ex->messages) + ")" + suffix_note;
+    } else {
+      st.reason = "the tensor is a partial sum over " + AxesName(p.mesh, st.axes) +
+                  " and every rank's block of " +
+                  (into_target ? "the target" : st.after.ToString()) +
+                  " lies inside its own block, but not as one contiguous chunk of it: each rank "
+                  "receives the other addends of exactly that block (a reduce-scatter with "
+                  "irregular blocks)" + suffix_note;
+    }
+    plan.steps.push_back(std::move(st));
+  } else if (cand.final == EdgeKind::kExchange) {
+    const Boxes b = BoxesOf(p, last.state);
+    const Exchange ex = planner.ExchangeInto(b, landing);
+    RedistStep st;
+    if (ex.transfers.empty()) {
+      // Nothing travels: every rank already holds its block of the landing (or becomes 0).
+      bool boxes_change = false;
+      for (int r = 0; r < n && !boxes_change; ++r) {
+        if (!landing.want[r]) continue;
+        for (int i = 0; i < p.num_dims; ++i) {
+          boxes_change |= b.lo[r * p.num_dims + i] != landing.boxes.lo[r * p.num_dims + i] ||
+                          b.hi[r * p.num_dims + i] != landing.boxes.hi[r * p.num_dims + i];
+        }
+      }
+      st.kind = boxes_change ? Kind::kLocalSlice : Kind::kLocalReshape;
+      if (boxes_change) {
+        st.reason = "every rank already holds its target shard: each keeps that part of its "
+                    "shard (no traffic)";
+        if (!p.zero_ranks.empty()) st.reason += "; ranks that end as zero addends hold zeros";
+      } else {
+        st.reason = p.zero_ranks.empty()
+                        ? "no element has to move (every rank already holds exactly its target "
+                          "shard, or the tensor is empty): only the layout's description changes"
+                        : Reason(p, {EdgeKind::kZeroFill, {}, -1, -1}, last.state, nullptr);
+      }
+    } else {
+      st.kind = ex.is_permute ? Kind::kPermute : Kind::kAllToAll;
+      st.reason = Reason(p, {EdgeKind::kExchange, {}, -1, -1}, last.state, &ex) + suffix_note;
+    }
+    irregular(&st, ex);
+    st.groups = Components(n, ex.transfers);
+    if (into_target) {
+      st.zero_ranks = p.zero_ranks;
+      st.after = p.to;
+    } else {
+      SHARDSCOPE_ASSIGN_OR_RETURN(st.after, redist_internal::LayoutOf(p, landing.x));
+    }
+    plan.steps.push_back(std::move(st));
+  }
+  // The landing's suffix.
+  State prev = landing.x;
+  for (size_t k = 0; k < landing.suffix.size(); ++k) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(RedistStep st,
+                                structured(prev, landing.suffix[k], landing.suffix_states[k]));
+    plan.steps.push_back(std::move(st));
+    prev = landing.suffix_states[k];
+  }
+  const bool zeros_done = cand.final != EdgeKind::kNone && into_target;
+  if (!p.zero_ranks.empty() && !zeros_done) {
+    RedistStep st;
+    st.kind = Kind::kLocalReshape;
+    set_axes(&st, MaskAxes(p.new_partial_mask));
+    fill_bytes(&st, std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0));
+    st.zero_ranks = p.zero_ranks;
+    st.after = p.to;
+    st.reason = Reason(p, {EdgeKind::kZeroFill, {}, -1, -1}, prev, nullptr);
+    plan.steps.push_back(std::move(st));
+  } else if (!plan.steps.empty()) {
+    plan.steps.back().after = p.to;  // the same distribution, in the target's own terms
+  }
+
+  plan.recv_bytes.assign(n, 0);
+  for (const RedistStep& st : plan.steps) {
+    for (int r = 0; r < n; ++r) plan.recv_bytes[r] += st.bytes_recv[r];
+    plan.predicted_seconds += st.seconds;
+  }
+  plan.lower_bound = planner.lb_src();
+  plan.byte_optimal = true;
+  for (int r = 0; r < n; ++r) {
+    plan.planned_bytes = std::max(plan.planned_bytes, plan.recv_bytes[r]);
+    plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, plan.lower_bound[r]);
+    plan.total_planned_bytes += plan.recv_bytes[r];
+    plan.total_lower_bound_bytes += plan.lower_bound[r];
+    if (plan.recv_bytes[r] > plan.lower_bound[r]) plan.byte_optimal = false;
+  }
+  plan.states_explored = planner.states_explored();
+  return plan;
+}
+
+std::string Bytes(int64_t b) {
+  char buf[64];
+  if (b < 10 * 1024) {
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  } else if (b < 10ll * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024.0));
+  }
+  return buf;
+}
+
+std::string Seconds(double s) {
+  char buf[64];
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.2f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  }
+  return buf;
+}
+
+std::string GroupsString(const std::vector<std::vector<int>>& groups, size_t limit = 8) {
+  std::string out;
+  for (size_t i = 0; i < groups.size() && i < limit; ++i) {
+    if (i) out += " ";
+    out += "{";
+    for (size_t j = 0; j < groups[i].size(); ++j) {
+      if (j) out += ",";
+      out += std::to_string(groups[i][j]);
+    }
+    out += "}";
+  }
+  if (groups.size() > limit) out += " ... (" + std::to_string(groups.size()) + " groups)";
+  return out;
+}
+
+}  // namespace
+
+Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, const CostModel& cost,
+                                      const RedistOptions& options) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Problem p,
+                              redist_internal::MakeProblem(from, to, options.element_bytes));
+  Planner planner(p, cost);
+  SearchConfig cfg;
+  cfg.max_states = std::max(1, options.max_states);
+  Candidate best;
+  if (options.byte_optimal) {
+    cfg.tight = true;
+    cfg.bytes_first = false;
+    // Partial bounds are ring bounds of fractional size; balanced ring blocks round them up
+    // by less than one element per group member.
+    cfg.tolerance =
+        p.src.reduce_mask ? (p.mesh.GroupSize(MaskAxes(p.src.reduce_mask)) - 1) * p.elem : 0;
+    best = planner.Search(cfg);
+    if (best.node < 0) {
+      // The bound is out of reach with collectives along mesh axes (partial sums only):
+      // the cheapest plan by the cost model.
+      cfg.tight = false;
+      cfg.bytes_first = false;
+      cfg.max_states = std::max(1, options.max_states / 3);
+      best = planner.Search(cfg);
+    }
+  } else {
+    cfg.tight = false;
+    cfg.bytes_first = false;
+    best = planner.Search(cfg);
+  }
+  const bool bounded = cfg.tight && best.node >= 0;
+  if (best.node < 0) best = planner.Baseline();
+  SHARDSCOPE_ASSIGN_OR_RETURN(RedistPlan plan, Assemble(p, cost, planner, best));
+  plan.bounded_search = bounded;
+  plan.bound_slack_bytes = bounded ? cfg.tolerance : 0;
+  return plan;
+}
+
+std::string RedistPlan::ToString() const {
+  std::ostringstream os;
+  os << "redistribution " << from.ToString() << " -> " << to.ToString() << "  (shape "
+     << ShapeToString(from.shape()) << ", " << element_bytes << " B/element)\n";
+  os << "  from " << from.mesh().ToString() << "  to " << to.mesh().ToString() << "\n";
+  if (!meshes_unified) {
+    os << "  meshes not unifiable: planned on the source mesh with irregular exchanges\n";
+  } else if (!(mesh == from.mesh() && mesh == to.mesh())) {
+    os << "  planned on unified " << mesh.ToString() << "\n";
+  }
+  if (steps.empty()) os << "  (no steps: every rank already holds its target shard)\n";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const RedistStep& s = steps[i];
+    os << "  " << (i + 1) << ". " << s.KindName();
+    if (!s.axis_names.empty()) {
+      os << " along ";
+      for (size_t k = 0; k < s.axis_names.size(); ++k) os << (k ? "." : "") << s.axis_names[k];
+    }
+    if (s.dim >= 0) os << ", dim " << s.dim;
+    if (s.dim_to >= 0) os << " -> " << s.dim_to;
+    os << "  => " << s.after.ToString() << "\n";
+    if (!s.groups.empty()) os << "     groups " << GroupsString(s.groups) << "\n";
+    if (s.bytes_recv_per_rank || s.bytes_sent_per_rank) {
+      os << "     recv " << Bytes(s.bytes_recv_per_rank) << "/rank, sent "
+         << Bytes(s.bytes_sent_per_rank) << "/rank (max), " << s.messages << " messages, "
+         << Seconds(s.seconds) << "\n";
+    }
+    if (!s.transfers.empty()) os << "     " << s.transfers.size() << " transfers\n";
+    if (!s.zero_ranks.empty()) os << "     " << s.zero_ranks.size() << " ranks become zeros\n";
+    os << "     why: " << s.reason << "\n";
+  }
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.3f",
+                lower_bound_bytes ? static_cast<double>(planned_bytes) / lower_bound_bytes
+                                  : (planned_bytes ? INFINITY : 1.0));
+  os << "  planned " << Bytes(planned_bytes) << "/rank (" << Bytes(total_planned_bytes)
+     << " in all), lower bound " << Bytes(lower_bound_bytes) << "/rank ("
+     << Bytes(total_lower_bound_bytes) << "), ratio " << ratio
+     << (byte_optimal ? ", byte-optimal" : ", above the bound on some rank") << "; predicted "
+     << Seconds(predicted_seconds) << "\n";
+  return os.str();
+}
+
+std::string RedistPlan::ToJson() const {
+  using nlohmann::json;
+  auto layout_json = [](const Layout& l) {
+    return json{{"layout", l.ToString()}, {"spec", l.ToSpec()}, {"mesh", l.mesh().ToString()}};
+  };
+  json j;
+  j["from"] = layout_json(from);
+  j["to"] = layout_json(to);
+  j["shape"] = from.shape();
+  j["mesh"] = mesh.ToString();
+  j["meshes_unified"] = meshes_unified;
+  j["element_bytes"] = element_bytes;
+  j["planned_bytes"] = planned_bytes;
+  j["lower_bound_bytes"] = lower_bound_bytes;
+  j["total_planned_bytes"] = total_planned_bytes;
+  j["total_lower_bound_bytes"] = total_lower_bound_bytes;
+  j["recv_bytes"] = recv_bytes;
+  j["lower_bound"] = lower_bound;
+  j["byte_optimal"] = byte_optimal;
+  j["bounded_search"] = bounded_search;
+  j["bound_slack_bytes"] = bound_slack_bytes;
+  j["predicted_seconds"] = predicted_seconds;
+  json steps_json = json::array();
+  for (const RedistStep& s : steps) {
+    json st;
+    st["kind"] = s.KindName();
+    st["axes"] = s.axis_names;
+    st["dim"] = s.dim;
+    st["dim_to"] = s.dim_to;
+    st["groups"] = s.groups;
+    st["bytes_sent_per_rank"] = s.bytes_sent_per_rank;
+    st["bytes_recv_per_rank"] = s.bytes_recv_per_rank;
+    st["bytes_sent"] = s.bytes_sent;
+    st["bytes_recv"] = s.bytes_recv;
+    st["messages"] = s.messages;
+    st["seconds"] = s.seconds;
+    st["after"] = layout_json(s.after);
+    st["reason"] = s.reason;
+    if (!s.transfers.empty()) {
+      json ts = json::array();
+      for (const RedistTransfer& t : s.transfers) {
+        ts.push_back({{"src", t.src}, {"dst", t.dst}, {"offset", t.offset}, {"extent", t.extent}});
+      }
+      st["transfers"] = ts;
+    }
+    if (!s.zero_ranks.empty()) st["zero_ranks"] = s.zero_ranks;
+    steps_json.push_back(std::move(st));
+  }
+  j["steps"] = std::move(steps_json);
+  return j.dump();
+}
+
+}  // namespace shardscope

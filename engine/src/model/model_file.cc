@@ -1,0 +1,346 @@
+// Model files: the public API (model_file.h). The format is documented in
+// docs/model-format.md; the parser's parts are listed in model_file_internal.h.
+#include "shardscope/model_file.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "model_file_internal.h"
+
+namespace shardscope {
+
+std::string SourceLocation::ToString() const {
+  if (line <= 0) return file;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+struct ModelFile::Network : model_file::NetworkDef {};
+
+ModelFile::ModelFile() = default;
+ModelFile::~ModelFile() = default;
+ModelFile::ModelFile(ModelFile&&) noexcept = default;
+ModelFile& ModelFile::operator=(ModelFile&&) noexcept = default;
+
+namespace {
+
+using model_file::Field;
+using model_file::FailAt;
+using model_file::Map;
+using model_file::Source;
+
+const std::vector<std::string> kTopKeys = {
+    "name",  "description", "input",  "classes",   "layers",   "blocks",   "operators",
+    "parameters", "output", "loss",   "optimizer", "training", "data",     "parallel"};
+
+std::string Normalized(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '_' || c == '-' || c == ' ') continue;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+void ParseLoss(const Source& src, const YAML::Node& node) {
+  YAML::Node type = node;
+  if (node.IsMap()) {
+    Map m(src, node, "the loss section", {"type"});
+    type = m.Require("type");
+  }
+  const std::string name = model_file::ReadString(src, type, "loss");
+  const std::string n = Normalized(name);
+  if (n == "softmaxcrossentropy" || n == "crossentropy" || n == "crossentropyloss" ||
+      n == "softmaxcrossentropywithlogits") {
+    return;
+  }
+  src.Fail(type, "loss '" + name + "' is not implemented; the loss is softmax_cross_entropy "
+                 "(mean softmax cross-entropy of the logits against integer labels, the seeds' "
+                 "CrossEntropyLoss / SoftmaxCrossEntropyWithLogits(sparse=True))");
+}
+
+OptimizerConfig ParseOptimizer(const Source& src, const YAML::Node& node) {
+  Map m(src, node, "the optimizer section",
+        {"type", "lr", "learning_rate", "momentum", "beta1", "beta2", "epsilon", "weight_decay"});
+  OptimizerConfig config;
+  const YAML::Node& type = m.Require("type");
+  Result<OptimizerConfig::Kind> kind =
+      OptimizerKindFromName(model_file::ReadString(src, type, "optimizer.type"));
+  if (!kind.ok()) src.Fail(type, "optimizer.type: " + kind.status().message());
+  config.kind = *kind;
+  const std::string type_name = OptimizerKindName(config.kind);
+  auto only_for = [&](const char* key, OptimizerConfig::Kind k) {
+    if (const Field* f = m.Find(key); f != nullptr && config.kind != k) {
+      src.Fail(f->key_node, std::string("optimizer.") + key + " applies to type " +
+                                OptimizerKindName(k) + ", not " + type_name);
+    }
+  };
+  only_for("momentum", OptimizerConfig::kMomentum);
+  only_for("beta1", OptimizerConfig::kAdam);
+  only_for("beta2", OptimizerConfig::kAdam);
+  only_for("epsilon", OptimizerConfig::kAdam);
+  const Field* lr = m.Find("lr");
+  if (const Field* alt = m.Find("learning_rate")) {
+    if (lr != nullptr) src.Fail(alt->key_node, "give optimizer.lr or optimizer.learning_rate, not both");
+    lr = alt;
+  }
+  auto number = [&](const Field* f, const std::string& what, double lo, bool lo_open, double hi,
+                    bool hi_open, const std::string& range) {
+    const double v = model_file::ReadFloat(src, f->value, what);
+    if ((lo_open ? v <= lo : v < lo) || (hi_open ? v >= hi : v > hi)) {
+      src.Fail(f->value, what + " must be " + range + ", found " + f->value.Scalar());
+    }
+    return static_cast<float>(v);
+  };
+  constexpr double kInf = 1e30;
+  if (lr != nullptr) config.lr = number(lr, "optimizer." + lr->key, 0, true, kInf, false, "positive");
+  if (const Field* f = m.Find("momentum")) {
+    config.momentum = number(f, "optimizer.momentum", 0, false, 1, true, "in [0, 1)");
+  }
+  if (const Field* f = m.Find("beta1")) {
+    config.beta1 = number(f, "optimizer.beta1", 0, false, 1, true, "in [0, 1)");
+  }
+  if (const Field* f = m.Find("beta2")) {
+    config.beta2 = number(f, "optimizer.beta2", 0, false, 1, true, "in [0, 1)");
+  }
+  if (const Field* f = m.Find("epsilon")) {
+    config.epsilon = number(f, "optimizer.epsilon", 0, true, kInf, false, "positive");
+  }
+  if (const Field* f = m.Find("weight_decay")) {
+    config.weight_decay = number(f, "optimizer.weight_decay", 0, false, kInf, false, "0 or more");
+  }
+  return config;
+}
+
+void ParseTraining(const Source& src, const YAML::Node& node, TrainingConfig* t) {
+  Map m(src, node, "the training section", {"batch", "epochs", "steps", "seed"});
+  if (const Field* f = m.Find("batch")) t->batch = model_file::ReadPositive(src, f->value, "training.batch");
+  if (const Field* f = m.Find("epochs")) {
+    t->epochs = model_file::ReadPositive(src, f->value, "training.epochs");
+  }
+  if (const Field* f = m.Find("steps")) {
+    t->steps = model_file::ReadNonNegative(src, f->value, "training.steps");
+  }
+  if (const Field* f = m.Find("seed")) {
+    t->seed = static_cast<uint64_t>(model_file::ReadNonNegative(src, f->value, "training.seed"));
+  }
+}
+
+bool IsMnistLike(const std::string& dataset) {
+  return dataset == "mnist" || dataset == "fashion-mnist";
+}
+
+void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
+  Map m(src, node, "the data section", {"dataset", "dir", "pad_to", "normalize", "synthetic_size"});
+  if (const Field* f = m.Find("dataset")) {
+    const std::string name = model_file::ReadString(src, f->value, "data.dataset");
+    const std::string n = Normalized(name);
+    if (n == "mnist") {
+      d->dataset = "mnist";
+    } else if (n == "fashionmnist") {
+      d->dataset = "fashion-mnist";
+    } else if (n == "synthetic") {
+      d->dataset = "synthetic";
+    } else {
+      src.Fail(f->value, "data.dataset '" + name + "' is not a data set" +
+                             model_file::DidYouMean(name, {"mnist", "fashion-mnist", "synthetic"}) +
+                             "; data sets: mnist, fashion-mnist, synthetic");
+    }
+  }
+  const bool mnist = IsMnistLike(d->dataset);
+  auto only_mnist = [&](const char* key) {
+    if (const Field* f = m.Find(key); f != nullptr && !mnist) {
+      src.Fail(f->key_node, std::string("data.") + key +
+                                " applies to mnist and fashion-mnist, not " + d->dataset);
+    }
+  };
+  only_mnist("pad_to");
+  only_mnist("normalize");
+  only_mnist("dir");
+  if (const Field* f = m.Find("synthetic_size"); f != nullptr && d->dataset != "synthetic") {
+    src.Fail(f->key_node, "data.synthetic_size applies to dataset: synthetic, not " + d->dataset);
+  }
+  if (const Field* f = m.Find("dir")) d->dir = model_file::ReadString(src, f->value, "data.dir");
+  if (const Field* f = m.Find("pad_to")) {
+    const int64_t pad = model_file::ReadNonNegative(src, f->value, "data.pad_to");
+    if (pad != 0 && pad < 28) {
+      src.Fail(f->value, "data.pad_to pads the 28x28 images to a larger square; it must be 28 "
+                         "or more (or 0 for no padding), found " + std::to_string(pad));
+    }
+    if (pad > 4096) src.Fail(f->value, "data.pad_to is too large");
+    d->pad_to = static_cast<int>(pad);
+  }
+  if (const Field* f = m.Find("normalize")) {
+    d->normalize = model_file::ReadBool(src, f->value, "data.normalize");
+  }
+  if (d->dataset == "synthetic") {
+    if (const Field* f = m.Find("synthetic_size")) {
+      d->synthetic_size = model_file::ReadPositive(src, f->value, "data.synthetic_size");
+    } else {
+      src.Fail(node, "the data section with dataset: synthetic is missing the required key "
+                     "'synthetic_size' (the number of examples)");
+    }
+  }
+}
+
+}  // namespace
+
+Result<ModelFile> ParseModelText(const std::string& text, const std::string& path) {
+  ModelFile file;
+  file.path_ = path;
+  file.text_ = text;
+  const Source src(path, file.text_);
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(file.text_);
+    if (docs.size() > 1) {
+      src.Fail(docs[1], "a model file holds one YAML document; this is a second one");
+    }
+    if (docs.empty() || docs[0].IsNull()) {
+      FailAt({path, 1, 1}, "the file is empty; a model file is a YAML mapping with at least "
+                           "input: and layers: (see docs/model-format.md)");
+    }
+    const YAML::Node& root = docs[0];
+    if (!root.IsMap()) {
+      src.Fail(root, "a model file is a YAML mapping (key: value lines) with at least input: "
+                     "and layers:");
+    }
+    Map top(src, root, "the top level", kTopKeys);
+
+    model_file::ParallelDraft draft;
+    if (const Field* f = top.Find("parallel")) {
+      model_file::ParseParallel(src, f->value, &draft);
+      draft.config.location = src.At(f->key_node);
+    }
+
+    auto network = std::make_unique<ModelFile::Network>();
+    std::vector<model_file::WrittenStrategy> inline_strategies;
+    model_file::ParseNetwork(src, top, draft.meshes, network.get(), &inline_strategies);
+
+    if (const Field* f = top.Find("name")) {
+      file.name_ = model_file::ReadString(src, f->value, "name");
+    } else {
+      file.name_ = std::filesystem::path(path).stem().string();
+      if (file.name_.empty()) file.name_ = "model";
+    }
+    if (const Field* f = top.Find("description")) {
+      (void)model_file::ReadString(src, f->value, "description");
+    }
+    const YAML::Node& input = top.Require("input");
+    Map input_map(src, input, "the input section", {"shape"});
+    const YAML::Node& input_shape = input_map.Require("shape");
+    file.example_shape_ =
+        model_file::ReadShape(src, input_shape, "input.shape (one example, without the batch)");
+    if (file.example_shape_.empty()) {
+      src.Fail(input_shape, "input.shape must have at least one dimension");
+    }
+    const Field* classes = top.Find("classes");
+    if (classes != nullptr) {
+      const int64_t c = model_file::ReadPositive(src, classes->value, "classes");
+      if (c > INT_MAX) src.Fail(classes->value, "classes is too large");
+      file.num_classes_ = static_cast<int>(c);
+    }
+    if (const Field* f = top.Find("loss")) ParseLoss(src, f->value);
+    if (const Field* f = top.Find("optimizer")) {
+      file.training_.optimizer = ParseOptimizer(src, f->value);
+    }
+    if (const Field* f = top.Find("training")) ParseTraining(src, f->value, &file.training_);
+    if (const Field* f = top.Find("data")) ParseData(src, f->value, &file.data_);
+    model_file::FinishParallel(&draft, inline_strategies);
+
+    // The input must be what the data set gives.
+    if (IsMnistLike(file.data_.dataset)) {
+      const int64_t side = file.data_.pad_to > 0 ? file.data_.pad_to : 28;
+      const Shape expected = {1, side, side};
+      if (file.example_shape_ != expected) {
+        src.Fail(input_shape,
+                 "input.shape " + ShapeToString(file.example_shape_) + " does not fit the data: " +
+                     file.data_.dataset + " images are " + ShapeToString(expected) +
+                     (file.data_.pad_to > 0 ? " (padded to " + std::to_string(side) + ")"
+                                            : std::string(" (data.pad_to: 32 pads them to "
+                                                          "[1, 32, 32])")));
+      }
+    }
+
+    // Build once to check the network and resolve the annotations against its operators.
+    model_file::BuildTrace trace;
+    ModelGraph model = model_file::BuildNetwork(*network, file.example_shape_,
+                                                file.training_.batch, &trace);
+    const int64_t width = model.graph.value(model.logits).shape[1];
+    if (classes != nullptr && width != file.num_classes_) {
+      FailAt(trace.last_location, "the network ends with " + trace.last_what + " giving " +
+                                      std::to_string(width) + " logits per example, but classes is " +
+                                      std::to_string(file.num_classes_) + " (at " +
+                                      src.At(classes->value).ToString() + ")");
+    }
+    if (width > INT_MAX) FailAt(trace.last_location, "the network gives too many classes");
+    file.num_classes_ = static_cast<int>(width);
+    if (IsMnistLike(file.data_.dataset) && file.num_classes_ != 10) {
+      FailAt(classes != nullptr ? src.At(classes->value) : trace.last_location,
+             file.data_.dataset + " has 10 classes, but the network gives " +
+                 std::to_string(file.num_classes_) + " logits per example (" + trace.last_what +
+                 ")");
+    }
+    draft.config.annotations = model_file::ResolveAnnotations(model, trace, draft);
+    file.parallel_ = std::move(draft.config);
+    file.network_ = std::move(network);
+  } catch (const model_file::Error& e) {
+    return e.status;
+  } catch (const YAML::ParserException& e) {
+    return Status::Invalid(src.At(e.mark).ToString() + ": YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(src.At(e.mark).ToString() + ": YAML error: " + e.msg);
+  } catch (const std::exception& e) {
+    return Status::Internal(path + ": unexpected error while reading the model file: " + e.what());
+  }
+  return file;
+}
+
+Result<ModelFile> LoadModelFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    return Status::NotFound(path + ": cannot read the model file: no such file");
+  }
+  if (fs::is_directory(st)) {
+    return Status::Io(path + ": cannot read the model file: it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::Io(path + ": cannot read the model file: " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return Status::Io(path + ": cannot read the model file: read error");
+  }
+  return ParseModelText(text.str(), path);
+}
+
+Result<ModelGraph> ModelFile::Build(int64_t batch) const {
+  if (network_ == nullptr) return Status::Internal(path_ + ": the model file was moved from");
+  if (batch <= 0) {
+    return Status::Invalid(path_ + ": the batch size must be positive, got " + std::to_string(batch));
+  }
+  try {
+    model_file::BuildTrace trace;
+    ModelGraph model = model_file::BuildNetwork(*network_, example_shape_, batch, &trace);
+    for (const AnnotationEntry& a : parallel_.annotations) {
+      const NodeId n = model.graph.FindNode(a.op);
+      if (n == kNoNode) {
+        FailAt(a.location, "the network has no operator '" + a.op + "' for this annotation");
+      }
+      model.graph.mutable_node(n).annotations = a.annotations;
+    }
+    return model;
+  } catch (const model_file::Error& e) {
+    return e.status;
+  } catch (const std::exception& e) {
+    return Status::Internal(path_ + ": unexpected error while building the model: " + e.what());
+  }
+}
+
+}  // namespace shardscope

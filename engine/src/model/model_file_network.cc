@@ -1,0 +1,1003 @@
+// The network sections: layers (modules, blocks, repeated and reused layers), blocks, and
+// operators (raw operators with explicit parameters); building them through the nn modules
+// so that names, parameters and init specs are those of the C++ API by construction.
+#include <algorithm>
+#include <climits>
+#include <set>
+
+#include "model_file_internal.h"
+
+namespace shardscope::model_file {
+
+namespace {
+
+const std::vector<std::string>& BuiltinTypes() {
+  static const std::vector<std::string> kTypes = {"Dense",   "Conv2d",    "MaxPool2d",
+                                                  "Flatten", "ReLU",      "GELU",
+                                                  "Dropout", "Embedding", "LayerNorm"};
+  return kTypes;
+}
+
+bool IsBuiltin(const std::string& type) {
+  const auto& t = BuiltinTypes();
+  return std::find(t.begin(), t.end(), type) != t.end();
+}
+
+std::vector<std::string> TypeKeys(const std::string& type) {
+  if (type == "Dense") return {"in_channels", "out_channels", "has_bias", "weight_init", "bias_init"};
+  if (type == "Conv2d") {
+    return {"in_channels", "out_channels", "kernel_size", "stride",
+            "pad_mode",    "has_bias",     "weight_init"};
+  }
+  if (type == "MaxPool2d") return {"kernel_size", "stride", "pad_mode"};
+  if (type == "Dropout") return {"p", "keep_prob", "seed"};
+  if (type == "Embedding") return {"vocab_size", "embedding_size", "embedding_table"};
+  if (type == "LayerNorm") return {"normalized_shape", "epsilon"};
+  return {};  // Flatten, ReLU, GELU
+}
+
+std::vector<std::string> OpAttrKeys(OpKind op) {
+  switch (op) {
+    case OpKind::kMatMul:
+    case OpKind::kBatchMatMul:
+      return {"transpose_a", "transpose_b"};
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+      return {"axis", "keep_dims"};
+    case OpKind::kTranspose:
+      return {"perm"};
+    case OpKind::kSoftmax:
+    case OpKind::kSoftmaxGrad:
+    case OpKind::kLogSoftmax:
+    case OpKind::kLogSoftmaxGrad:
+    case OpKind::kGather:
+      return {"axis"};
+    case OpKind::kGatherGrad:
+      return {"axis", "shape"};
+    case OpKind::kReshape:
+    case OpKind::kBroadcastTo:
+    case OpKind::kSumToShape:
+      return {"shape"};
+    case OpKind::kConv2D:
+      return {"stride", "pad_mode"};
+    case OpKind::kConv2DBackpropInput:
+    case OpKind::kConv2DBackpropFilter:
+      return {"shape", "stride", "pad_mode"};
+    case OpKind::kMaxPool2D:
+    case OpKind::kMaxPool2DGrad:
+      return {"kernel_size", "stride", "pad_mode"};
+    case OpKind::kScale:
+      return {"scale"};
+    case OpKind::kDropout:
+    case OpKind::kDropoutGrad:
+      return {"p", "keep_prob", "seed"};
+    case OpKind::kLayerNorm:
+    case OpKind::kLayerNormGrad:
+      return {"epsilon"};
+    default:
+      return {};
+  }
+}
+
+std::vector<std::string> OpNames() {
+  std::vector<std::string> names;
+  for (int i = 0; i < kNumOps; ++i) names.push_back(OpName(static_cast<OpKind>(i)));
+  return names;
+}
+
+OpKind ReadOpKind(const Source& src, const YAML::Node& node, const std::string& what) {
+  const std::string name = ReadString(src, node, what);
+  Result<OpKind> kind = OpFromName(name);
+  if (!kind.ok()) {
+    src.Fail(node, "unknown operator '" + name + "' for " + what + DidYouMean(name, OpNames()) +
+                       "; known: " + Join(OpNames()));
+  }
+  return *kind;
+}
+
+// Dropout's rate from p (drop probability) or keep_prob (the older MindSpore argument).
+float ReadDropoutRate(const Source& src, const Map& m, const std::string& what) {
+  const Field* p = m.Find("p");
+  const Field* keep = m.Find("keep_prob");
+  if (p != nullptr && keep != nullptr) {
+    src.Fail(keep->key_node, what + ": give p (drop probability) or keep_prob, not both");
+  }
+  if (p != nullptr) {
+    const double v = ReadFloat(src, p->value, "'p' of " + what);
+    if (v < 0.0 || v >= 1.0) src.Fail(p->value, "'p' of " + what + " must be in [0, 1)");
+    return static_cast<float>(v);
+  }
+  if (keep != nullptr) {
+    const double v = ReadFloat(src, keep->value, "'keep_prob' of " + what);
+    if (v <= 0.0 || v > 1.0) src.Fail(keep->value, "'keep_prob' of " + what + " must be in (0, 1]");
+    return static_cast<float>(1.0 - v);
+  }
+  return 0.5f;
+}
+
+uint64_t ReadSeed(const Source& src, const Map& m, const std::string& what) {
+  const Field* f = m.Find("seed");
+  return f == nullptr ? 0 : static_cast<uint64_t>(ReadNonNegative(src, f->value, "'seed' of " + what));
+}
+
+OpAttrs ReadOpAttrs(const Source& src, const Map& m, OpKind op, const std::string& what) {
+  OpAttrs a;
+  auto key = [&](const std::string& k) { return "'" + k + "' of " + what; };
+  for (const Field& f : m.fields()) {
+    const std::string& k = f.key;
+    if (k == "transpose_a") {
+      a.transpose_a = ReadBool(src, f.value, key(k));
+    } else if (k == "transpose_b") {
+      a.transpose_b = ReadBool(src, f.value, key(k));
+    } else if (k == "axis") {
+      if (op == OpKind::kReduceSum || op == OpKind::kReduceMean) {
+        if (f.value.IsSequence()) {
+          for (size_t i = 0; i < f.value.size(); ++i) a.axes.push_back(ReadInt(src, f.value[i], key(k)));
+        } else {
+          a.axes.push_back(ReadInt(src, f.value, key(k)));
+        }
+      } else {
+        a.axis = ReadInt(src, f.value, key(k));
+      }
+    } else if (k == "keep_dims") {
+      a.keep_dims = ReadBool(src, f.value, key(k));
+    } else if (k == "perm") {
+      if (!f.value.IsSequence()) src.Fail(f.value, key(k) + " must be a list such as [1, 0]");
+      for (size_t i = 0; i < f.value.size(); ++i) {
+        a.axes.push_back(ReadNonNegative(src, f.value[i], key(k)));
+      }
+    } else if (k == "shape") {
+      a.shape = ReadShape(src, f.value, key(k), op == OpKind::kReshape);
+    } else if (k == "stride") {
+      const std::vector<int64_t> s = ReadIntOrPair(src, f.value, key(k));
+      a.stride[0] = s[0];
+      a.stride[1] = s[1];
+    } else if (k == "kernel_size") {
+      const std::vector<int64_t> s = ReadIntOrPair(src, f.value, key(k));
+      a.kernel[0] = s[0];
+      a.kernel[1] = s[1];
+    } else if (k == "pad_mode") {
+      a.padding = ReadPadMode(src, f.value, key(k));
+    } else if (k == "scale") {
+      a.scale = static_cast<float>(ReadFloat(src, f.value, key(k)));
+    } else if (k == "epsilon") {
+      const double e = ReadFloat(src, f.value, key(k));
+      if (e <= 0.0) src.Fail(f.value, key(k) + " must be positive");
+      a.epsilon = static_cast<float>(e);
+    } else if (k == "seed") {
+      a.seed = ReadSeed(src, m, what);
+    }
+  }
+  if (op == OpKind::kDropout || op == OpKind::kDropoutGrad) a.rate = ReadDropoutRate(src, m, what);
+  return a;
+}
+
+const std::set<std::string>& ReservedNames() {
+  static const std::set<std::string> kReserved = {"x", "label", "loss"};
+  return kReserved;
+}
+
+// Operator and parameter names in operators: networks: identifiers, optionally dotted.
+bool IsName(const std::string& s) {
+  if (s.empty() || s.front() == '.' || s.back() == '.' || s.find("..") != std::string::npos) {
+    return false;
+  }
+  size_t start = 0;
+  while (true) {
+    const size_t dot = s.find('.', start);
+    if (!IsIdentifier(s.substr(start, dot == std::string::npos ? std::string::npos : dot - start))) {
+      return false;
+    }
+    if (dot == std::string::npos) return true;
+    start = dot + 1;
+  }
+}
+
+std::string KeysOf(const YAML::Node& node) {
+  std::vector<std::string> keys;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    keys.push_back(it->first.IsScalar() ? "'" + it->first.Scalar() + "'" : "?");
+  }
+  return Join(keys);
+}
+
+class LayerParser {
+ public:
+  LayerParser(const Source& src, const MeshTable& meshes, const std::set<std::string>& blocks,
+              std::vector<WrittenStrategy>* inline_strategies)
+      : src_(src), meshes_(meshes), blocks_(blocks), inline_(inline_strategies) {}
+
+  std::vector<LayerEntry> ParseList(const YAML::Node& node, const std::string& where,
+                                    bool top_level) {
+    if (!node.IsSequence()) {
+      src_.Fail(node, where + " must be a list of layers ('- name: Type' lines), found " +
+                          (node.IsMap() ? std::string("a mapping") : "'" + (node.IsScalar() ? node.Scalar() : "") + "'"));
+    }
+    if (node.size() == 0) src_.Fail(node, where + " is empty");
+    std::vector<LayerEntry> out;
+    std::map<std::string, const LayerEntry*> defined;  // name -> its definition (index-safe below)
+    struct Seen {
+      std::string type;
+      SourceLocation location;
+      bool has_parameters;
+    };
+    std::map<std::string, Seen> seen;
+    for (size_t i = 0; i < node.size(); ++i) {
+      const YAML::Node& item = node[i];
+      if (item.IsScalar()) {
+        const std::string name = item.Scalar();
+        auto it = seen.find(name);
+        if (it != seen.end() && it->second.has_parameters) {
+          src_.Fail(item, "'" + name + "' (" + it->second.type + ") cannot be called again: it " +
+                              "has parameters, and sharing parameters between calls is not " +
+                              "supported; define another layer, or use repeat: for copies with " +
+                              "their own parameters. Layers without parameters (ReLU, GELU, " +
+                              "Flatten, MaxPool2d, Dropout, raw operators) can be called again");
+        }
+        if (it != seen.end()) {
+          LayerEntry e;
+          e.kind = LayerEntry::kReuse;
+          e.name = name;
+          e.type = it->second.type;
+          e.location = src_.At(item);
+          out.push_back(std::move(e));
+          continue;
+        }
+        if (IsBuiltin(name) || blocks_.count(name) != 0) {
+          std::string suggested;
+          for (char c : name) suggested += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          src_.Fail(item, "'" + name + "' in " + where + " is a layer type, but a layer needs a name: '- " +
+                              suggested + ": " + name + "'");
+        }
+        std::vector<std::string> names;
+        for (const auto& [n, info] : seen) names.push_back(n);
+        src_.Fail(item, "'" + name + "' in " + where +
+                            " is not a layer defined above" + DidYouMean(name, names) +
+                            "; a bare name calls an earlier layer again (as the seeds call "
+                            "self.relu several times), and a new layer is written '- " + name +
+                            ": Type' or '- " + name + ": {type: Type, ...}'");
+      }
+      if (!item.IsMap()) {
+        src_.Fail(item, "a layer in " + where +
+                            " is '- name: Type' or '- name: {type: Type, ...}', found a list");
+      }
+      if (item.size() != 1) {
+        src_.Fail(item, "a layer entry in " + where + " has one key, the layer's name, but this one has " +
+                            std::to_string(item.size()) + ": " + KeysOf(item) +
+                            "; indent a layer's settings under its name, or write them in braces: "
+                            "'- dense1: {type: Dense, in_channels: 784, out_channels: 512}'");
+      }
+      const YAML::Node key = item.begin()->first;
+      const YAML::Node value = item.begin()->second;
+      const std::string name = ReadString(src_, key, "a layer name");
+      if (!IsIdentifier(name)) {
+        src_.Fail(key, "layer name '" + name +
+                           "' must be an identifier (letters, digits, '_', not starting with a "
+                           "digit); '.' separates scopes in operator names");
+      }
+      if (top_level && ReservedNames().count(name) != 0) {
+        src_.Fail(key, "layer name '" + name + "' is reserved (x is the input, label the labels, loss "
+                       "the loss)");
+      }
+      std::vector<LayerEntry> entries = ParseEntry(name, key, value);
+      for (LayerEntry& e : entries) {
+        auto it = seen.find(e.name);
+        if (it != seen.end()) {
+          src_.Fail(key, "duplicate layer name '" + e.name + "' in " + where + " (first defined at " +
+                             it->second.location.ToString() + "); to call the same layer again write just '- " +
+                             e.name + "'");
+        }
+        seen[e.name] = {e.type, e.location, e.has_parameters};
+        out.push_back(std::move(e));
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<LayerEntry> ParseEntry(const std::string& name, const YAML::Node& key,
+                                     const YAML::Node& value) {
+    if (value.IsNull()) {
+      src_.Fail(key, "layer '" + name + "' has no type; write '- " + name + ": ReLU' or '- " +
+                         name + ": {type: Dense, in_channels: ..., out_channels: ...}'");
+    }
+    if (value.IsSequence()) {
+      src_.Fail(value, "layer '" + name + "': a nested list of layers is written '" + name +
+                           ": {block: [...]}'");
+    }
+    std::string type;
+    YAML::Node type_node;
+    int forms = 0;
+    std::string form;
+    if (value.IsScalar()) {
+      type = value.Scalar();
+      type_node = value;
+      form = "type";
+      forms = 1;
+    } else {
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (!it->first.IsScalar()) continue;
+        const std::string& k = it->first.Scalar();
+        if (k == "type" || k == "op" || k == "block") {
+          ++forms;
+          form = k;
+        }
+      }
+      if (forms == 0) {
+        src_.Fail(value, "layer '" + name +
+                             "' needs one of 'type: <layer type>', 'op: <operator>' or 'block: "
+                             "[<layers>]'");
+      }
+      if (forms > 1) {
+        src_.Fail(value, "layer '" + name + "' has more than one of type, op and block");
+      }
+    }
+    const std::string what = "layer '" + name + "'";
+    std::vector<std::string> keys;
+    LayerEntry e;
+    e.name = name;
+    e.location = src_.At(key);
+    std::unique_ptr<Map> m;
+    auto make_map = [&](std::vector<std::string> allowed) {
+      if (value.IsMap()) m = std::make_unique<Map>(src_, value, what + " (" + e.type + ")", allowed);
+    };
+    if (form == "block") {
+      e.kind = LayerEntry::kBlock;
+      e.has_parameters = true;
+      e.type = "block";
+      make_map({"block", "repeat"});
+      auto body = std::make_shared<BlockBody>();
+      body->location = src_.At(m->Require("block"));
+      body->layers = ParseList(m->Require("block"), "block '" + name + "'", false);
+      e.body = std::move(body);
+    } else if (form == "op") {
+      YAML::Node op_node;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (it->first.IsScalar() && it->first.Scalar() == "op") op_node = it->second;
+      }
+      const OpKind kind = ReadOpKind(src_, op_node, what);
+      e.type = OpName(kind);
+      std::vector<std::string> allowed = {"op", "repeat", "shard"};
+      for (const std::string& k : OpAttrKeys(kind)) allowed.push_back(k);
+      make_map(allowed);
+      if (OpNumInputs(kind) != 1) {
+        src_.Fail(op_node, what + ": operator " + e.type + " takes " +
+                               std::to_string(OpNumInputs(kind)) +
+                               " inputs, but a raw operator in a layer list takes the previous "
+                               "layer's output only; write the network as operators: with "
+                               "parameters: for this");
+      }
+      const OpAttrs attrs = ReadOpAttrs(src_, *m, kind, what);
+      e.make = [kind, attrs](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::SingleOp>(n, kind, attrs);
+      };
+    } else {
+      if (!value.IsScalar()) {
+        for (auto it = value.begin(); it != value.end(); ++it) {
+          if (it->first.IsScalar() && it->first.Scalar() == "type") {
+            type = ReadString(src_, it->second, "the type of " + what);
+            type_node = it->second;
+          }
+        }
+      }
+      e.type = type;
+      if (blocks_.count(type) != 0) {
+        e.kind = LayerEntry::kBlock;
+        e.has_parameters = true;
+        make_map({"type", "repeat"});
+      } else if (IsBuiltin(type)) {
+        std::vector<std::string> allowed = {"type", "repeat", "shard"};
+        for (const std::string& k : TypeKeys(type)) allowed.push_back(k);
+        make_map(allowed);
+        e.make = ParseBuiltin(type, name, m.get(), value);
+        e.has_parameters =
+            type == "Dense" || type == "Conv2d" || type == "Embedding" || type == "LayerNorm";
+      } else {
+        std::vector<std::string> known = BuiltinTypes();
+        for (const std::string& b : blocks_) known.push_back(b);
+        std::string hint;
+        if (OpFromName(type).ok()) {
+          hint = "; " + type + " is an operator: write '- " + name + ": {op: " + type + "}'";
+        }
+        src_.Fail(type_node, "unknown layer type '" + type + "' for " + what +
+                                  DidYouMean(type, known) + "; known types: " +
+                                  Join(BuiltinTypes()) +
+                                  (blocks_.empty() ? std::string(" (and blocks defined in blocks:)")
+                                                   : "; blocks: " + Join(std::vector<std::string>(
+                                                                        blocks_.begin(), blocks_.end()))) +
+                                  hint);
+      }
+    }
+    if (m) {
+      if (const Field* s = m->Find("shard")) {
+        e.shard = std::make_shared<WrittenStrategy>(ReadWrittenStrategy(
+            src_, name, s->key_node, s->value, meshes_, "the shard key of layer '" + name + "'"));
+        inline_->push_back(*e.shard);
+      }
+    }
+    int64_t repeat = 0;
+    if (m) {
+      if (const Field* r = m->Find("repeat")) {
+        repeat = ReadPositive(src_, r->value, "'repeat' of " + what);
+        if (repeat > 100000) src_.Fail(r->value, "'repeat' of " + what + " is too large");
+      }
+    }
+    if (repeat == 0) return {e};
+    std::vector<LayerEntry> copies;
+    for (int64_t i = 1; i <= repeat; ++i) {
+      LayerEntry c = e;
+      c.name = name + std::to_string(i);
+      copies.push_back(std::move(c));
+    }
+    return copies;
+  }
+
+  std::function<std::unique_ptr<nn::Module>(const std::string&)> ParseBuiltin(
+      const std::string& type, const std::string& name, const Map* m, const YAML::Node& value) {
+    const std::string what = "layer '" + name + "' (" + type + ")";
+    auto find = [&](const char* k) -> const Field* { return m ? m->Find(k) : nullptr; };
+    auto require = [&](const char* k) -> const YAML::Node& {
+      if (m == nullptr) {
+        std::vector<std::string> req;
+        for (const std::string& key : TypeKeys(type)) {
+          if (key == "in_channels" || key == "out_channels" || key == "kernel_size" ||
+              key == "vocab_size" || key == "embedding_size" || key == "normalized_shape") {
+            if (!(type == "MaxPool2d" && key == "kernel_size")) req.push_back(key);
+          }
+        }
+        src_.Fail(value, what + " needs settings: " + Join(req) + "; write '- " + name +
+                             ": {type: " + type + ", " + req[0] + ": ...}'");
+      }
+      return m->Require(k);
+    };
+    auto key = [&](const char* k) { return "'" + std::string(k) + "' of " + what; };
+    auto init = [&](const char* k, InitSpec def) {
+      const Field* f = find(k);
+      return f ? ReadInit(src_, f->value, key(k)) : def;
+    };
+    auto boolean = [&](const char* k, bool def) {
+      const Field* f = find(k);
+      return f ? ReadBool(src_, f->value, key(k)) : def;
+    };
+    using Make = std::function<std::unique_ptr<nn::Module>(const std::string&)>;
+    if (type == "Dense") {
+      const int64_t in = ReadPositive(src_, require("in_channels"), key("in_channels"));
+      const int64_t out = ReadPositive(src_, require("out_channels"), key("out_channels"));
+      const bool bias = boolean("has_bias", true);
+      const InitSpec w = init("weight_init", nn::DefaultWeightInit());
+      const InitSpec b = init("bias_init", nn::DefaultWeightInit());
+      if (!bias && find("bias_init")) {
+        src_.Fail(find("bias_init")->key_node, what + ": bias_init is given but has_bias is false");
+      }
+      return Make([=](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::Dense>(n, in, out, bias, w, b);
+      });
+    }
+    if (type == "Conv2d") {
+      const int64_t in = ReadPositive(src_, require("in_channels"), key("in_channels"));
+      const int64_t out = ReadPositive(src_, require("out_channels"), key("out_channels"));
+      const int64_t kernel = ReadPositive(src_, require("kernel_size"), key("kernel_size"));
+      const Field* sf = find("stride");
+      const int64_t stride = sf ? ReadPositive(src_, sf->value, key("stride")) : 1;
+      const Field* pf = find("pad_mode");
+      const Padding pad = pf ? ReadPadMode(src_, pf->value, key("pad_mode")) : Padding::kSame;
+      const bool bias = boolean("has_bias", false);
+      const InitSpec w = init("weight_init", nn::DefaultWeightInit());
+      return Make([=](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::Conv2d>(n, in, out, kernel, stride, pad, bias, w);
+      });
+    }
+    if (type == "MaxPool2d") {
+      OpAttrs a;
+      if (const Field* f = find("kernel_size")) {
+        const std::vector<int64_t> k = ReadIntOrPair(src_, f->value, key("kernel_size"));
+        a.kernel[0] = k[0];
+        a.kernel[1] = k[1];
+      }
+      if (const Field* f = find("stride")) {
+        const std::vector<int64_t> s = ReadIntOrPair(src_, f->value, key("stride"));
+        a.stride[0] = s[0];
+        a.stride[1] = s[1];
+      }
+      if (const Field* f = find("pad_mode")) a.padding = ReadPadMode(src_, f->value, key("pad_mode"));
+      return Make([=](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::SingleOp>(n, OpKind::kMaxPool2D, a);
+      });
+    }
+    if (type == "Flatten") {
+      return Make([](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::Flatten>(n);
+      });
+    }
+    if (type == "ReLU") {
+      return Make([](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::ReLU>(n);
+      });
+    }
+    if (type == "GELU") {
+      return Make([](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::GELU>(n);
+      });
+    }
+    if (type == "Dropout") {
+      float rate = 0.5f;
+      uint64_t seed = 0;
+      if (m != nullptr) {
+        rate = ReadDropoutRate(src_, *m, what);
+        seed = ReadSeed(src_, *m, what);
+      }
+      return Make([=](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::Dropout>(n, rate, seed);
+      });
+    }
+    if (type == "Embedding") {
+      const int64_t vocab = ReadPositive(src_, require("vocab_size"), key("vocab_size"));
+      const int64_t dim = ReadPositive(src_, require("embedding_size"), key("embedding_size"));
+      const InitSpec table = init("embedding_table", nn::Normal(0.01f));
+      return Make([=](const std::string& n) -> std::unique_ptr<nn::Module> {
+        return std::make_unique<nn::Embedding>(n, vocab, dim, table);
+      });
+    }
+    // LayerNorm
+    const YAML::Node& shape = require("normalized_shape");
+    int64_t dim = 0;
+    if (shape.IsSequence()) {
+      const Shape s = ReadShape(src_, shape, key("normalized_shape"));
+      if (s.size() != 1) {
+        src_.Fail(shape, what + ": normalization is over the last axis only, so normalized_shape "
+                                "has one entry, found " + std::to_string(s.size()));
+      }
+      dim = s[0];
+    } else {
+      dim = ReadPositive(src_, shape, key("normalized_shape"));
+    }
+    float eps = 1e-7f;
+    if (const Field* f = find("epsilon")) {
+      const double v = ReadFloat(src_, f->value, key("epsilon"));
+      if (v <= 0.0) src_.Fail(f->value, key("epsilon") + " must be positive");
+      eps = static_cast<float>(v);
+    }
+    return Make([=](const std::string& n) -> std::unique_ptr<nn::Module> {
+      return std::make_unique<nn::LayerNorm>(n, dim, eps);
+    });
+  }
+
+  const Source& src_;
+  const MeshTable& meshes_;
+  const std::set<std::string>& blocks_;
+  std::vector<WrittenStrategy>* inline_;
+};
+
+// Refuses a block that uses itself, directly or through other blocks.
+void CheckBlockCycles(const NetworkDef& net) {
+  std::map<std::string, int> state;  // 0 new, 1 in progress, 2 done
+  std::vector<std::string> stack;
+  std::function<void(const std::vector<LayerEntry>&)> visit_list;
+  std::function<void(const std::string&, const SourceLocation&)> visit =
+      [&](const std::string& type, const SourceLocation& at) {
+        if (state[type] == 2) return;
+        if (state[type] == 1) {
+          std::string path;
+          bool on = false;
+          for (const std::string& s : stack) {
+            if (s == type) on = true;
+            if (on) path += s + " -> ";
+          }
+          FailAt(at, "block '" + type + "' uses itself: " + path + type);
+        }
+        state[type] = 1;
+        stack.push_back(type);
+        visit_list(net.blocks.at(type)->layers);
+        stack.pop_back();
+        state[type] = 2;
+      };
+  visit_list = [&](const std::vector<LayerEntry>& layers) {
+    for (const LayerEntry& e : layers) {
+      if (e.kind != LayerEntry::kBlock) continue;
+      if (e.body) {
+        visit_list(e.body->layers);
+      } else {
+        visit(e.type, e.location);
+      }
+    }
+  };
+  for (const auto& [name, body] : net.blocks) visit(name, body->location);
+}
+
+void ParseOperators(const Source& src, const Map& top, const MeshTable& meshes, NetworkDef* net,
+                    std::vector<WrittenStrategy>* inline_strategies) {
+  std::map<std::string, int> outputs;  // defined name -> number of outputs
+  std::map<std::string, SourceLocation> where;
+  std::set<std::string> param_names;
+  outputs["x"] = 1;
+  if (const Field* f = top.Find("parameters")) {
+    Map params(src, f->value, "the parameters section", {});
+    for (const Field& p : params.fields()) {
+      if (!IsName(p.key)) {
+        src.Fail(p.key_node, "parameter name '" + p.key +
+                                 "' must be an identifier (letters, digits, '_'; '.' between "
+                                 "scopes)");
+      }
+      if (ReservedNames().count(p.key) != 0) {
+        src.Fail(p.key_node, "parameter name '" + p.key + "' is reserved (x is the input, label "
+                             "the labels, loss the loss)");
+      }
+      Map pm(src, p.value, "parameter '" + p.key + "'", {"shape", "init"});
+      ParamDef def;
+      def.name = p.key;
+      def.location = src.At(p.key_node);
+      def.shape = ReadShape(src, pm.Require("shape"), "the shape of parameter '" + p.key + "'");
+      def.init = ReadInit(src, pm.Require("init"), "the init of parameter '" + p.key + "'");
+      net->params.push_back(def);
+      outputs[p.key] = 1;
+      where[p.key] = def.location;
+      param_names.insert(p.key);
+    }
+  }
+  const Field* ops_field = top.Find("operators");
+  const YAML::Node& list = ops_field->value;
+  if (!list.IsSequence()) {
+    src.Fail(list, "operators must be a list ('- name: {op: MatMul, inputs: [...]}' lines)");
+  }
+  if (list.size() == 0) src.Fail(list, "operators is empty");
+  std::set<std::string> used;
+  std::string prev = "x";
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node& item = list[i];
+    if (!item.IsMap() || item.size() != 1) {
+      src.Fail(item, "an operator entry is '- name: {op: MatMul, inputs: [x, w]}' (one key, the "
+                     "operator's name)" +
+                         (item.IsMap() ? "; this one has the keys " + KeysOf(item) : std::string()));
+    }
+    const YAML::Node key = item.begin()->first;
+    const YAML::Node value = item.begin()->second;
+    OpDef op;
+    op.name = ReadString(src, key, "an operator name");
+    op.location = src.At(key);
+    const std::string what = "operator '" + op.name + "'";
+    if (!IsName(op.name)) {
+      src.Fail(key, "operator name '" + op.name +
+                        "' must be an identifier (letters, digits, '_'; '.' between scopes)");
+    }
+    if (ReservedNames().count(op.name) != 0) {
+      src.Fail(key, "operator name '" + op.name + "' is reserved (x is the input, label the "
+                    "labels, loss the loss)");
+    }
+    if (outputs.count(op.name) != 0) {
+      src.Fail(key, "duplicate name '" + op.name + "' (already " +
+                        (param_names.count(op.name) ? "a parameter" : "an operator") +
+                        " at " + where[op.name].ToString() + ")");
+    }
+    std::unique_ptr<Map> m;
+    if (value.IsScalar()) {
+      op.op = ReadOpKind(src, value, what);
+    } else if (value.IsMap()) {
+      YAML::Node op_node;
+      bool has_op = false;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (it->first.IsScalar() && it->first.Scalar() == "op") {
+          op_node = it->second;
+          has_op = true;
+        }
+      }
+      if (!has_op) src.Fail(value, what + " is missing the required key 'op'");
+      op.op = ReadOpKind(src, op_node, what);
+      std::vector<std::string> allowed = {"op", "inputs", "shard"};
+      for (const std::string& k : OpAttrKeys(op.op)) allowed.push_back(k);
+      m = std::make_unique<Map>(src, value, what + " (" + OpName(op.op) + ")", allowed);
+      op.attrs = ReadOpAttrs(src, *m, op.op, what);
+    } else {
+      src.Fail(key, what + " needs an operator: '- " + op.name + ": {op: MatMul, inputs: [...]}'");
+    }
+    const int arity = OpNumInputs(op.op);
+    const Field* inputs = m ? m->Find("inputs") : nullptr;
+    if (inputs == nullptr) {
+      if (arity != 1) {
+        src.Fail(key, what + " (" + OpName(op.op) + ") takes " + std::to_string(arity) +
+                          " inputs; list them, e.g. inputs: [" + prev + ", ...]");
+      }
+      op.inputs.push_back({prev, 0, src.At(key)});
+    } else {
+      std::vector<YAML::Node> refs;
+      if (inputs->value.IsSequence()) {
+        for (size_t k = 0; k < inputs->value.size(); ++k) refs.push_back(inputs->value[k]);
+      } else {
+        refs.push_back(inputs->value);
+      }
+      if (static_cast<int>(refs.size()) != arity) {
+        src.Fail(inputs->value, what + " (" + OpName(op.op) + ") takes " + std::to_string(arity) +
+                                    " input" + (arity == 1 ? "" : "s") + ", found " +
+                                    std::to_string(refs.size()));
+      }
+      for (const YAML::Node& r : refs) {
+        std::string ref = ReadString(src, r, "an input of " + what);
+        InputRef in;
+        in.location = src.At(r);
+        const size_t colon = ref.find(':');
+        in.name = ref.substr(0, colon);
+        if (colon != std::string::npos) {
+          Result<int64_t> k = Status::Invalid("");
+          const std::string idx = ref.substr(colon + 1);
+          int v = -1;
+          if (!idx.empty() && idx.size() < 6 &&
+              std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+            v = std::stoi(idx);
+          }
+          if (v < 0) {
+            src.Fail(r, "input '" + ref + "' of " + what +
+                            ": after ':' comes an output number, e.g. layer_norm_grad:1");
+          }
+          in.output = v;
+        }
+        auto it = outputs.find(in.name);
+        if (it == outputs.end()) {
+          std::vector<std::string> names;
+          for (const auto& [n, k] : outputs) names.push_back(n);
+          src.Fail(r, "input '" + in.name + "' of " + what + " is not defined above" +
+                          DidYouMean(in.name, names) +
+                          "; an input is x (the network input), a parameter, or an earlier "
+                          "operator");
+        }
+        if (in.output >= it->second) {
+          src.Fail(r, "input '" + ref + "' of " + what + ": '" + in.name + "' has " +
+                          std::to_string(it->second) + " output" + (it->second == 1 ? "" : "s"));
+        }
+        used.insert(in.name);
+        op.inputs.push_back(in);
+      }
+    }
+    if (m) {
+      if (const Field* s = m->Find("shard")) {
+        op.shard = std::make_shared<WrittenStrategy>(
+            ReadWrittenStrategy(src, op.name, s->key_node, s->value, meshes,
+                                "the shard key of operator '" + op.name + "'"));
+        inline_strategies->push_back(*op.shard);
+      }
+    }
+    outputs[op.name] = OpNumOutputs(op.op);
+    where[op.name] = op.location;
+    prev = op.name;
+    net->ops.push_back(std::move(op));
+  }
+  if (const Field* f = top.Find("output")) {
+    net->output = ReadString(src, f->value, "output");
+    net->output_location = src.At(f->value);
+    bool found = false;
+    std::vector<std::string> names;
+    for (const OpDef& op : net->ops) {
+      names.push_back(op.name);
+      found = found || op.name == net->output;
+    }
+    if (!found) {
+      src.Fail(f->value, "output '" + net->output + "' is not an operator" +
+                             DidYouMean(net->output, names) + "; operators: " + Join(names));
+    }
+    used.insert(net->output);
+  } else {
+    net->output = net->ops.back().name;
+    net->output_location = net->ops.back().location;
+  }
+  for (const ParamDef& p : net->params) {
+    if (used.count(p.name) == 0) {
+      FailAt(p.location, "parameter '" + p.name + "' is declared but no operator uses it");
+    }
+  }
+}
+
+// ---------------------------------------------------------------- building
+
+// A layer list as a module: calls its layers in order; the same module may be called again.
+class SeqModule : public nn::Module {
+ public:
+  SeqModule(std::string name, BuildTrace* trace) : nn::Module(std::move(name)), trace_(trace) {}
+  nn::Module* Own(std::unique_ptr<nn::Module> m) {
+    owned_.push_back(std::move(m));
+    return owned_.back().get();
+  }
+  void Call(nn::Module* m, const LayerEntry* e) { calls_.push_back({m, e}); }
+
+ protected:
+  bool scoped() const override { return !name().empty(); }
+  ValueId Forward(Builder& b, ValueId x) override {
+    for (const auto& [module, entry] : calls_) {
+      if (!b.ok()) return kNoValue;
+      const std::string path = b.ScopedName(module->name());
+      const std::string what = "layer '" + path + "' (" + entry->type + ")";
+      const int before = b.graph().num_nodes();
+      const Shape in_shape = b.graph().value(x).shape;
+      x = (*module)(b, x);
+      if (!b.ok()) {
+        if (!trace_->failed) {
+          trace_->failed = true;
+          trace_->fail_location = entry->location;
+          trace_->fail_what = what;
+        }
+        return kNoValue;
+      }
+      auto [it, first] = trace_->modules.try_emplace(path);
+      BuildTrace::ModuleRecord& rec = it->second;
+      if (first) {
+        rec.type = entry->type;
+        rec.location = entry->location;
+        rec.input_shape = in_shape;
+        rec.output_shape = b.graph().value(x).shape;
+        if (entry->shard) {
+          WrittenStrategy w = *entry->shard;
+          w.target = path;
+          trace_->inline_strategies.push_back(std::move(w));
+        }
+      }
+      const int after = b.graph().num_nodes();
+      rec.ops_per_call.push_back(after - before);
+      for (int n = before; n < after; ++n) rec.nodes.push_back(n);
+      trace_->last_location = entry->location;
+      trace_->last_what = what;
+    }
+    return x;
+  }
+
+ private:
+  BuildTrace* trace_;
+  std::vector<std::unique_ptr<nn::Module>> owned_;
+  std::vector<std::pair<nn::Module*, const LayerEntry*>> calls_;
+};
+
+std::unique_ptr<SeqModule> Instantiate(const NetworkDef& net, const std::string& name,
+                                       const std::vector<LayerEntry>& layers, BuildTrace* trace) {
+  auto seq = std::make_unique<SeqModule>(name, trace);
+  std::map<std::string, nn::Module*> by_name;
+  for (const LayerEntry& e : layers) {
+    nn::Module* m = nullptr;
+    switch (e.kind) {
+      case LayerEntry::kModule:
+        m = seq->Own(e.make(e.name));
+        by_name[e.name] = m;
+        break;
+      case LayerEntry::kBlock: {
+        const BlockBody& body = e.body ? *e.body : *net.blocks.at(e.type);
+        m = seq->Own(Instantiate(net, e.name, body.layers, trace));
+        by_name[e.name] = m;
+        break;
+      }
+      case LayerEntry::kReuse:
+        m = by_name.at(e.name);
+        break;
+    }
+    seq->Call(m, &e);
+  }
+  return seq;
+}
+
+// An operators: network as a module: parameters first, then the operators as listed.
+class OpGraphModule : public nn::Module {
+ public:
+  OpGraphModule(const NetworkDef& net, BuildTrace* trace)
+      : nn::Module(""), net_(net), trace_(trace) {}
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override {
+    std::map<std::string, std::vector<ValueId>> values;
+    values["x"] = {x};
+    for (const ParamDef& p : net_.params) {
+      values[p.name] = {b.Parameter(p.name, p.shape, p.init)};
+      if (!b.ok()) return Failed(p.location, "parameter '" + p.name + "'");
+    }
+    for (const OpDef& op : net_.ops) {
+      std::vector<ValueId> inputs;
+      for (const InputRef& in : op.inputs) inputs.push_back(values.at(in.name).at(in.output));
+      const int before = b.graph().num_nodes();
+      values[op.name] = b.OpAll(op.op, op.name, inputs, op.attrs);
+      const std::string what = "operator '" + op.name + "' (" + OpName(op.op) + ")";
+      if (!b.ok()) return Failed(op.location, what);
+      auto [it, first] = trace_->modules.try_emplace(op.name);
+      (void)first;
+      it->second.type = OpName(op.op);
+      it->second.location = op.location;
+      it->second.ops_per_call.push_back(b.graph().num_nodes() - before);
+      it->second.nodes.push_back(before);
+      it->second.input_shape = b.graph().value(inputs[0]).shape;
+      it->second.output_shape = b.graph().value(values[op.name][0]).shape;
+      if (op.shard) trace_->inline_strategies.push_back(*op.shard);
+      if (op.name == net_.output) {
+        trace_->last_location = op.location;
+        trace_->last_what = what;
+      }
+    }
+    return values.at(net_.output).at(0);
+  }
+
+ private:
+  ValueId Failed(const SourceLocation& loc, const std::string& what) {
+    if (!trace_->failed) {
+      trace_->failed = true;
+      trace_->fail_location = loc;
+      trace_->fail_what = what;
+    }
+    return kNoValue;
+  }
+  const NetworkDef& net_;
+  BuildTrace* trace_;
+};
+
+}  // namespace
+
+void ParseNetwork(const Source& src, const Map& top, const MeshTable& meshes, NetworkDef* net,
+                  std::vector<WrittenStrategy>* inline_strategies) {
+  const Field* layers = top.Find("layers");
+  const Field* operators = top.Find("operators");
+  if (layers != nullptr && operators != nullptr) {
+    src.Fail(operators->key_node, "a network is written either as layers: or as operators:, "
+                                  "not both (layers at " + src.At(layers->key_node).ToString() + ")");
+  }
+  if (layers == nullptr && operators == nullptr) {
+    FailAt(top.location(), "the file has no network: give layers: (a list of modules such as "
+                           "'- dense1: {type: Dense, in_channels: 784, out_channels: 512}') or "
+                           "operators: (raw operators with parameters:)");
+  }
+  if (operators != nullptr) {
+    if (const Field* f = top.Find("blocks")) {
+      src.Fail(f->key_node, "blocks: define blocks for layers:; an operators: network lists "
+                            "every operator");
+    }
+    net->operators_style = true;
+    net->location = src.At(operators->key_node);
+    ParseOperators(src, top, meshes, net, inline_strategies);
+    return;
+  }
+  for (const char* k : {"parameters", "output"}) {
+    if (const Field* f = top.Find(k)) {
+      src.Fail(f->key_node, std::string(k) + ": belongs to operators: networks; in a layers: "
+                                             "network the modules make their parameters and "
+                                             "the last layer is the output");
+    }
+  }
+  net->location = src.At(layers->key_node);
+  std::set<std::string> block_names;
+  const Field* blocks = top.Find("blocks");
+  std::unique_ptr<Map> block_map;
+  if (blocks != nullptr) {
+    block_map = std::make_unique<Map>(src, blocks->value, "the blocks section",
+                                      std::vector<std::string>{});
+    for (const Field& f : block_map->fields()) {
+      if (!IsIdentifier(f.key)) {
+        src.Fail(f.key_node, "block type name '" + f.key + "' must be an identifier");
+      }
+      if (IsBuiltin(f.key)) {
+        src.Fail(f.key_node, "block type name '" + f.key + "' is a built-in layer type");
+      }
+      block_names.insert(f.key);
+    }
+  }
+  LayerParser parser(src, meshes, block_names, inline_strategies);
+  if (block_map) {
+    for (const Field& f : block_map->fields()) {
+      auto body = std::make_shared<BlockBody>();
+      body->location = src.At(f.key_node);
+      body->layers = parser.ParseList(f.value, "block '" + f.key + "'", false);
+      net->blocks[f.key] = std::move(body);
+    }
+  }
+  net->layers = parser.ParseList(layers->value, "layers", true);
+  CheckBlockCycles(*net);
+}
+
+ModelGraph BuildNetwork(const NetworkDef& net, const Shape& example_shape, int64_t batch,
+                        BuildTrace* trace) {
+  std::unique_ptr<nn::Module> top;
+  if (net.operators_style) {
+    top = std::make_unique<OpGraphModule>(net, trace);
+  } else {
+    top = Instantiate(net, "", net.layers, trace);
+  }
+  Result<ModelGraph> model = nn::BuildClassifier(*top, example_shape, batch);
+  if (!model.ok()) {
+    if (trace->failed) FailAt(trace->fail_location, trace->fail_what + ": " + model.status().message());
+    FailAt(trace->last_location.line > 0 ? trace->last_location : net.location,
+           "the network ends with " + (trace->last_what.empty() ? "its last layer" : trace->last_what) +
+               ": " + model.status().message());
+  }
+  return std::move(model).value();
+}
+
+}  // namespace shardscope::model_file

@@ -1,0 +1,261 @@
+#include "shardscope/dist_trainer.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "ops/op_registry.h"
+#include "shardscope/autodiff.h"
+#include "shardscope/initializer.h"
+
+namespace shardscope {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Copies the block of `src` (shape `src_shape`) starting at `offsets` with shape
+// `block` into `dst` (or the reverse when `scatter`).
+template <typename T>
+void CopyBlock(const T* src, const Shape& src_shape, const std::vector<int64_t>& offsets,
+               const Shape& block, T* dst) {
+  const int rank = static_cast<int>(block.size());
+  if (rank == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  std::vector<int64_t> stride(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * src_shape[d + 1];
+  const int64_t inner = block[rank - 1];
+  const int64_t rows = NumElements(block) / std::max<int64_t>(1, inner);
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; ++d) off += (idx[d] + offsets[d]) * stride[d];
+    std::memcpy(dst + r * inner, src + off, sizeof(T) * inner);
+    for (int d = rank - 2; d >= 0; --d) {
+      if (++idx[d] < block[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+Tensor ExtractShard(const Tensor& whole, const Layout& layout, int rank) {
+  const Shape shard = layout.ShardShape();
+  Tensor out(shard, whole.dtype());
+  const auto offsets = layout.ShardOffsets(rank);
+  if (whole.dtype() == DType::kI32) CopyBlock(whole.ints(), whole.shape(), offsets, shard, out.ints());
+  else CopyBlock(whole.data(), whole.shape(), offsets, shard, out.data());
+  return out;
+}
+
+DistExecutor::DistExecutor(const Graph& graph, const DistProgram& program, int rank)
+    : graph_(graph), program_(program), rank_(rank) {
+  buffers_.reserve(program.values.size());
+  for (const DistValue& v : program.values) {
+    buffers_.emplace_back(v.layout.ShardShape(), graph.value(v.global).dtype);
+  }
+  for (const Value& v : graph.values()) {
+    if (v.kind == ValueKind::kConstant && program.home[v.id] >= 0) {
+      buffers_[program.home[v.id]] = ExtractShard(InitializeValue(v, 0), program.values[program.home[v.id]].layout, rank);
+    }
+  }
+  // Rank-local attributes: shapes and counts that the global graph states globally.
+  local_attrs_.resize(program.instrs.size());
+  for (size_t i = 0; i < program.instrs.size(); ++i) {
+    const DistInstr& in = program.instrs[i];
+    if (in.kind != DistInstr::Kind::kCompute) continue;
+    const Node& n = graph.node(in.node);
+    OpAttrs a = n.attrs;
+    const Layout& out = program.values[in.outputs[0]].layout;
+    switch (n.op) {
+      case OpKind::kReshape:
+      case OpKind::kBroadcastTo:
+      case OpKind::kSumToShape:
+      case OpKind::kConv2DBackpropInput:
+      case OpKind::kConv2DBackpropFilter:
+      case OpKind::kGatherGrad:
+        a.shape = out.ShardShape();
+        break;
+      default:
+        break;
+    }
+    switch (n.op) {
+      case OpKind::kReduceMean:
+        a.mean_count = NumElements(graph.value(n.inputs[0]).shape) /
+                       std::max<int64_t>(1, NumElements(graph.value(n.outputs[0]).shape));
+        break;
+      case OpKind::kSoftmaxCrossEntropyWithLogits:
+        a.mean_count = graph.value(n.inputs[0]).shape[0];
+        break;
+      case OpKind::kSoftmaxCrossEntropyGrad:
+        a.mean_count = graph.value(n.inputs[1]).shape[0];
+        break;
+      case OpKind::kDropout:
+      case OpKind::kDropoutGrad:
+        a.global_shape = graph.value(n.outputs[0]).shape;
+        a.shard_offsets = out.ShardOffsets(rank);
+        break;
+      case OpKind::kGather:
+        a.shard_offsets = {program.values[in.inputs[0]].layout.ShardOffsets(rank)[0]};
+        break;
+      case OpKind::kGatherGrad:
+        a.shard_offsets = {out.ShardOffsets(rank)[0]};
+        break;
+      default:
+        break;
+    }
+    local_attrs_[i] = std::move(a);
+  }
+}
+
+Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool training, RankStats* stats) {
+  const DistInstr& in = program_.instrs[i];
+  const double start = Now();
+  if (in.kind == DistInstr::Kind::kRedistribute) {
+    const CommStats before = comm.stats();
+    Status st = ExecuteRedistribution(*in.plan, comm, buffers_[in.inputs[0]], &buffers_[in.outputs[0]]);
+    if (!st.ok()) return st.WithContext("redistribution for " + in.reason);
+    if (stats) {
+      const CommStats after = comm.stats();
+      stats->comm_seconds += Now() - start;
+      stats->bytes_sent += after.bytes_sent - before.bytes_sent;
+      stats->bytes_received += after.bytes_received - before.bytes_received;
+    }
+    return Status::Ok();
+  }
+  const Node& n = graph_.node(in.node);
+  const Tensor* ins[8];
+  Tensor* outs[4];
+  for (size_t k = 0; k < in.inputs.size(); ++k) ins[k] = &buffers_[in.inputs[k]];
+  for (size_t k = 0; k < in.outputs.size(); ++k) outs[k] = &buffers_[in.outputs[k]];
+  KernelContext ctx{local_attrs_[i], std::span<const Tensor* const>(ins, in.inputs.size()),
+                    std::span<Tensor* const>(outs, in.outputs.size()), step, training};
+  GetOpDef(n.op).forward(ctx);
+  if (stats) stats->compute_seconds += Now() - start;
+  return Status::Ok();
+}
+
+Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankStats* stats) {
+  for (size_t i = 0; i < program_.instrs.size(); ++i) {
+    SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, i, step, training, stats));
+  }
+  return Status::Ok();
+}
+
+Status DistExecutor::RunFor(Communicator& comm, const std::vector<int>& targets, int64_t step,
+                            bool training, RankStats* stats) {
+  std::vector<bool> needed(program_.values.size(), false);
+  for (int t : targets) needed[t] = true;
+  std::vector<bool> run(program_.instrs.size(), false);
+  for (size_t i = program_.instrs.size(); i-- > 0;) {
+    const DistInstr& in = program_.instrs[i];
+    for (int v : in.outputs) run[i] = run[i] || needed[v];
+    if (run[i]) {
+      for (int v : in.inputs) needed[v] = true;
+    }
+  }
+  for (size_t i = 0; i < program_.instrs.size(); ++i) {
+    if (run[i]) SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, i, step, training, stats));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model, const TrainConfig& config,
+                                                         const PartitionOptions& options, int rank) {
+  const std::vector<ValueId> params = model.graph.Parameters();
+  if (params.empty()) return Status::Invalid("model has no parameters to train");
+  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(model.graph, model.loss, params));
+  SHARDSCOPE_RETURN_IF_ERROR(model.graph.Verify().WithContext("graph after autodiff"));
+  std::unique_ptr<DistTrainer> t(new DistTrainer());
+  t->model_ = std::move(model);
+  t->config_ = config;
+  t->rank_ = rank;
+  TrainingValues tv;
+  tv.loss = t->model_.loss;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (grads.grads[i] == kNoValue) continue;
+    tv.params.push_back(params[i]);
+    tv.grads.push_back(grads.grads[i]);
+  }
+  t->params_ = tv.params;
+  SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, Partition(t->model_.graph, tv, options));
+  t->executor_ = std::make_unique<DistExecutor>(t->model_.graph, t->program_, rank);
+  for (size_t i = 0; i < tv.params.size(); ++i) {
+    const auto [p, g] = t->program_.param_grads[i];
+    const Value& v = t->model_.graph.value(tv.params[i]);
+    t->executor_->local(p) = ExtractShard(InitializeValue(v, config.seed), t->program_.values[p].layout, rank);
+    t->param_ptrs_.push_back(&t->executor_->local(p));
+    t->grad_ptrs_.push_back(&t->executor_->local(g));
+  }
+  t->optimizer_ = MakeOptimizer(config.optimizer);
+  return t;
+}
+
+Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const Tensor& labels) {
+  const int x = program_.home[model_.input], y = program_.home[model_.labels];
+  executor_->local(x) = ExtractShard(images, program_.values[x].layout, rank_);
+  executor_->local(y) = ExtractShard(labels, program_.values[y].layout, rank_);
+  SHARDSCOPE_RETURN_IF_ERROR(executor_->Run(comm, step_, /*training=*/true, &stats_));
+  const double start = Now();
+  optimizer_->Step(param_ptrs_, grad_ptrs_);
+  stats_.compute_seconds += Now() - start;
+  ++step_;
+  // Memory: every buffer stays allocated for the whole run.
+  int64_t params = 0, grads = 0, total = 0;
+  for (const Tensor* p : param_ptrs_) params += p->size() * 4;
+  for (const Tensor* g : grad_ptrs_) grads += g->size() * 4;
+  for (size_t v = 0; v < program_.values.size(); ++v) total += executor_->local(static_cast<int>(v)).size() * 4;
+  stats_.parameter_bytes = params;
+  stats_.gradient_bytes = grads;
+  stats_.optimizer_bytes = optimizer_->StateBytes();
+  stats_.activation_bytes = total - params - grads;
+  stats_.peak_bytes = total + stats_.optimizer_bytes;
+  return executor_->local(program_.loss)[0];
+}
+
+Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
+  const int x = program_.home[model_.input];
+  const int logits_home = program_.home[model_.logits];
+  const Shape& in_shape = model_.graph.value(model_.input).shape;
+  const int64_t batch = in_shape[0];
+  const int64_t example = NumElements(in_shape) / batch;
+  const Layout& logits_layout = program_.values[logits_home].layout;
+  const int64_t classes = model_.graph.value(model_.logits).shape[1];
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      RedistPlan plan, PlanRedistribution(logits_layout, Layout::Replicated(logits_layout.mesh(), logits_layout.shape()), CostModel{}));
+  const RedistPlan* whole_logits = &plan;
+  Tensor images(in_shape);
+  int64_t correct = 0;
+  for (int64_t start = 0; start < data.size(); start += batch) {
+    const int64_t n = std::min(batch, data.size() - start);
+    std::memcpy(images.data(), data.images.data() + start * example, sizeof(float) * n * example);
+    if (n < batch) std::memset(images.data() + n * example, 0, sizeof(float) * (batch - n) * example);
+    executor_->local(x) = ExtractShard(images, program_.values[x].layout, rank_);
+    SHARDSCOPE_RETURN_IF_ERROR(executor_->RunFor(comm, {logits_home}, step_, /*training=*/false, nullptr));
+    // Whole logits on every rank, by the planner's own redistribution.
+    Tensor logits({batch, classes});
+    SHARDSCOPE_RETURN_IF_ERROR(ExecuteRedistribution(*whole_logits, comm, executor_->local(logits_home), &logits));
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = logits.data() + i * classes;
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c) {
+        if (row[c] > row[best]) best = c;
+      }
+      correct += best == data.labels.ints()[start + i];
+    }
+  }
+  return data.size() == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(data.size());
+}
+
+const Tensor& DistTrainer::ParameterShard(ValueId param) const {
+  return executor_->local(program_.home[param]);
+}
+
+const Layout& DistTrainer::ParameterLayout(ValueId param) const {
+  return program_.values[program_.home[param]].layout;
+}
+
+}  // namespace shardscope
