@@ -235,6 +235,8 @@ def main():
     print(f"PyTorch build: BLAS_INFO={blas['build_blas_info']}, "
           f"mkldnn {'on' if torch.backends.mkldnn.is_available() else 'off'}")
     print(f"Shardscope: {binary}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"({os.cpu_count()} CPUs; other work on the machine slows both sides)")
     print(f"{args.rounds} interleaved rounds x {args.blocks} blocks x >= {args.block_time}s per side",
           flush=True)
 
@@ -272,6 +274,7 @@ def main():
         rows.append(row)
 
     print()
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("Training step time, one thread, median of interleaved rounds (wall clock; CPU time right)")
     header = (f"{'model':<8}{'batch':>6}{'shardscope ms':>15}{'pytorch ms':>12}{'ratio':>8}"
               f"   |{'cpu: shardscope':>16}{'pytorch':>9}{'ratio':>8}")

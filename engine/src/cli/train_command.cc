@@ -1,5 +1,6 @@
 // `shardscope train MODEL`: trains a model file and prints test accuracy.
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +10,8 @@
 #include "cli/progress.h"
 #include "shardscope/data.h"
 #include "shardscope/model_file.h"
+#include "shardscope/communicator.h"
+#include "shardscope/dist_trainer.h"
 #include "shardscope/trainer.h"
 
 namespace shardscope::cli {
@@ -20,27 +23,12 @@ struct TrainOptions {
   double lr = 0;
   int64_t seed = -1;
   std::string data;
-  int devices = 1;
+  int devices = 0;  // 0: the model file's, else the MPI world's, else 1
   std::string mode;
   bool ignore_parallel = false;
   std::string dump_ir;
   int64_t limit = 0;
 };
-
-// Describes the parallel annotations that this build cannot run yet.
-std::string DescribeUnsupported(const ParallelConfig& p) {
-  std::string s;
-  for (const AnnotationEntry& a : p.annotations) {
-    s += "\n  " + a.location.ToString() + ": " + a.op;
-    if (!a.annotations.in_strategy.empty()) s += " shard" + a.annotations.in_strategy;
-    if (!a.annotations.out_strategy.empty()) s += " out " + a.annotations.out_strategy;
-    if (a.annotations.worker >= 0) s += " place(worker, " + std::to_string(a.annotations.worker) + ")";
-  }
-  for (const ShardBlockEntry& b : p.shard_blocks) {
-    s += "\n  " + b.location.ToString() + ": shard(" + b.block + ", " + b.in_strategy + ")";
-  }
-  return s;
-}
 
 Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
   const DataConfig& d = mf.data();
@@ -68,32 +56,187 @@ Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split
   return LoadIdxDataset(dir, split, opts, limit);
 }
 
-int RunTrain(const TrainOptions& o) {
-  auto mf = LoadModelFile(o.model);
-  if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
-  const ParallelConfig& parallel = mf->parallel();
-  if (o.devices > 1) {
-    return Fail(kExitBadInput, "--devices " + std::to_string(o.devices) +
-                                   ": distributed training is not implemented yet in this build "
-                                   "(it arrives with the SPMD partitioner, issue 4); use --devices 1");
-  }
-  if (!parallel.empty() && !o.ignore_parallel) {
-    return Fail(kExitBadInput,
-                o.model + " has parallel annotations that single-device training cannot honour, "
-                          "and distributed execution is not implemented yet:" +
-                    DescribeUnsupported(parallel) +
-                    "\nRun with --ignore-parallel to train the same network on one device.");
-  }
-  if (!o.mode.empty() && o.mode != "stand_alone") {
-    return Fail(kExitBadInput, "--mode " + o.mode + " is not implemented yet; only stand_alone runs in this build");
-  }
+// Everything one run needs, decided before any device starts.
+struct RunPlan {
+  TrainingConfig training;
+  PartitionOptions partition;
+  std::string mode;
+  bool mpi = false;
+};
 
-  TrainingConfig tc = mf->training();
+Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
+  RunPlan plan;
+  const ParallelConfig& parallel = mf.parallel();
+  plan.mpi = RunningUnderMpi();
+  int devices = o.devices > 0 ? o.devices : 0;
+  if (plan.mpi) {
+    const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (size == nullptr) size = std::getenv("PMI_SIZE");
+    const int world = size ? std::atoi(size) : 1;
+    if (devices > 0 && devices != world) {
+      return Status::Invalid("--devices " + std::to_string(devices) + " does not match the " +
+                             std::to_string(world) + " MPI ranks; omit --devices under mpirun");
+    }
+    devices = world;
+  }
+  if (devices == 0) devices = parallel.devices > 0 && !o.ignore_parallel ? parallel.devices : 1;
+  plan.mode = !o.mode.empty() ? o.mode : parallel.mode;
+  if (o.ignore_parallel && o.mode.empty()) plan.mode = devices > 1 ? "data_parallel" : "stand_alone";
+  if (plan.mode == "stand_alone" && devices > 1) plan.mode = "data_parallel";
+  if (plan.mode != "stand_alone" && plan.mode != "data_parallel" && plan.mode != "semi_auto") {
+    if (plan.mode == "auto" || plan.mode == "auto_parallel") {
+      return Status::NotImplemented("mode " + plan.mode + " (search " + (parallel.search.empty() ? "default" : parallel.search) +
+                                    ") is not implemented yet (issue 7); use semi_auto with strategies on "
+                                    "some operators, or data_parallel");
+    }
+    return Status::Invalid("unknown mode '" + plan.mode + "' (stand_alone, data_parallel, semi_auto)");
+  }
+  const bool use_annotations = plan.mode == "semi_auto" && !o.ignore_parallel;
+  if (use_annotations) {
+    for (const AnnotationEntry& a : parallel.annotations) {
+      if (a.annotations.worker >= 0) {
+        return Status::NotImplemented(a.location.ToString() + ": place(worker, " + std::to_string(a.annotations.worker) +
+                                      ") on " + a.op + " is not implemented yet (issue 8); run with "
+                                      "--ignore-parallel to train without it");
+      }
+    }
+    if (!parallel.shard_blocks.empty()) {
+      const ShardBlockEntry& b = parallel.shard_blocks[0];
+      return Status::NotImplemented(b.location.ToString() + ": shard(" + b.block +
+                                    ", ...) blocks are not implemented yet (issue 7); run with --ignore-parallel");
+    }
+    for (const auto& [name, text] : parallel.meshes) {
+      auto mesh = ParseMeshExpr(text);
+      if (!mesh.ok()) return mesh.status().WithContext(mf.path() + ": mesh " + name);
+      plan.partition.meshes[name] = *mesh;
+    }
+  }
+  plan.partition.devices = devices;
+  plan.training = mf.training();
+  TrainingConfig& tc = plan.training;
   if (o.batch > 0) tc.batch = o.batch;
   if (o.epochs > 0) tc.epochs = o.epochs;
   if (o.steps > 0) tc.steps = o.steps;
   if (o.lr > 0) tc.optimizer.lr = static_cast<float>(o.lr);
   if (o.seed >= 0) tc.seed = static_cast<uint64_t>(o.seed);
+  return plan;
+}
+
+// Removes the user's annotations from a graph (stand_alone / data_parallel runs).
+void StripAnnotations(ModelGraph& m) {
+  for (const Node& n : m.graph.nodes()) m.graph.mutable_node(n.id).annotations = {};
+}
+
+std::string Megabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
+  return buf;
+}
+
+// The training loop of one rank. Rank 0 prints.
+Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan, const TrainOptions& o,
+                   const Dataset& train, const Dataset& test) {
+  const bool lead = comm.rank() == 0;
+  const TrainingConfig& tc = plan.training;
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(tc.batch));
+  if (plan.mode != "semi_auto" || o.ignore_parallel) StripAnnotations(model);
+  PartitionOptions options = plan.partition;
+  std::string ir;
+  if (!o.dump_ir.empty() && lead) {
+    options.dump = [&ir](const std::string& pass, const std::string& text) {
+      ir += "// ---- after " + pass + "\n" + text;
+    };
+  }
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      auto trainer, DistTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer}, options, comm.rank()));
+  if (!o.dump_ir.empty() && lead) {
+    std::ofstream out(o.dump_ir);
+    out << "// ---- graph after autodiff\n" << trainer->graph().ToText() << ir;
+    if (!out) return Status::Invalid("cannot write --dump-ir file " + o.dump_ir);
+  }
+  BatchIterator batches(train, tc.batch, tc.seed, /*shuffle=*/true);
+  const int64_t per_epoch = batches.batches_per_epoch();
+  const int64_t total = tc.steps > 0 ? tc.steps : per_epoch * tc.epochs;
+  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  const DistProgram& program = trainer->program();
+  if (lead) {
+    int64_t params = 0;
+    for (ValueId p : trainer->parameters()) params += NumElements(trainer->graph().value(p).shape);
+    std::printf("training %s: %lld parameters, %d device(s) (%s, %s), batch %lld, %s lr %g, %lld steps "
+                "(%lld per epoch), seed %llu\n",
+                mf.name().c_str(), static_cast<long long>(params), comm.size(), plan.mpi ? "MPI" : "in-process",
+                plan.mode.c_str(), static_cast<long long>(tc.batch), OptimizerKindName(tc.optimizer.kind),
+                tc.optimizer.lr, static_cast<long long>(total), static_cast<long long>(per_epoch),
+                static_cast<unsigned long long>(tc.seed));
+    if (comm.size() > 1) {
+      std::printf("plan: %d redistribution(s), %lld bytes received per step by rank 0\n",
+                  program.NumRedistributions(), static_cast<long long>(program.PlannedRecvBytes(0)));
+    }
+    std::fflush(stdout);
+  }
+  Progress progress(stdout, total, std::max<int64_t>(1, per_epoch / 10));
+  Tensor x, y;
+  int64_t step = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t epoch = 0; epoch < epochs && step < total; ++epoch) {
+    batches.Reset(static_cast<int>(epoch));
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    while (step < total && batches.Next(&x, &y)) {
+      SHARDSCOPE_ASSIGN_OR_RETURN(float loss, trainer->Step(comm, x, y));
+      if (!std::isfinite(loss)) {
+        if (lead) progress.Finish();
+        return Status::Internal("loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
+                                " (try a smaller --lr)");
+      }
+      epoch_loss += loss;
+      ++epoch_steps;
+      ++step;
+      if (lead) progress.Update(step, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs), loss, tc.batch);
+    }
+    if (lead) {
+      progress.Finish();
+      std::printf("epoch %lld: mean loss %.4f\n", static_cast<long long>(epoch + 1),
+                  epoch_loss / std::max<int64_t>(1, epoch_steps));
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
+  // Per-rank figures, gathered to every rank (rank 0 prints them).
+  const RankStats& s = trainer->stats();
+  std::vector<float> mine = {static_cast<float>(s.compute_seconds), static_cast<float>(s.comm_seconds),
+                             static_cast<float>(s.bytes_sent), static_cast<float>(s.bytes_received),
+                             static_cast<float>(s.parameter_bytes), static_cast<float>(s.gradient_bytes),
+                             static_cast<float>(s.optimizer_bytes), static_cast<float>(s.activation_bytes),
+                             static_cast<float>(s.peak_bytes)};
+  std::vector<float> all(mine.size() * comm.size());
+  SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(mine, all));
+  if (lead) {
+    std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
+                static_cast<long long>(test.size()), static_cast<long long>(step), FormatDuration(secs).c_str(),
+                step ? 1e3 * secs / step : 0.0);
+    if (comm.size() > 1) {
+      std::printf("\nper rank (per step)  compute ms  comm ms  sent B  received B  params      grads       "
+                  "optimizer   activations peak\n");
+      for (int r = 0; r < comm.size(); ++r) {
+        const float* f = &all[r * mine.size()];
+        const double n = std::max<int64_t>(1, step);
+        std::printf("  rank %-3d            %9.3f %8.3f %7.0f %11.0f  %-11s %-11s %-11s %-11s %s\n", r,
+                    1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, Megabytes(f[4]).c_str(),
+                    Megabytes(f[5]).c_str(), Megabytes(f[6]).c_str(), Megabytes(f[7]).c_str(),
+                    Megabytes(f[8]).c_str());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+int RunTrain(const TrainOptions& o) {
+  auto mf = LoadModelFile(o.model);
+  if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
+  auto plan = Decide(*mf, o);
+  if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
+  const TrainingConfig& tc = plan->training;
 
   auto train = LoadData(*mf, o, Split::kTrain, o.limit);
   if (!train.ok()) return Fail(kExitBadInput, train.status().message());
@@ -109,58 +252,29 @@ int RunTrain(const TrainOptions& o) {
     return Fail(kExitBadInput, "batch " + std::to_string(tc.batch) + " is larger than the training set (" +
                                    std::to_string(train->size()) + " examples)");
   }
-
-  auto model = mf->Build(tc.batch);
-  if (!model.ok()) return Fail(kExitBadInput, model.status().message());
-  auto trainer = Trainer::Create(std::move(*model), TrainConfig{tc.seed, tc.optimizer});
-  if (!trainer.ok()) return Fail(kExitRunFailure, trainer.status().message());
-  Trainer& t = **trainer;
-  if (!o.dump_ir.empty()) {
-    std::ofstream out(o.dump_ir);
-    out << t.graph().ToText();
-    if (!out) return Fail(kExitBadInput, "cannot write --dump-ir file " + o.dump_ir);
-  }
-
-  BatchIterator batches(*train, tc.batch, tc.seed, /*shuffle=*/true);
-  const int64_t per_epoch = batches.batches_per_epoch();
-  const int64_t total = tc.steps > 0 ? tc.steps : per_epoch * tc.epochs;
-  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
-  std::printf("training %s: %lld parameters, batch %lld, %s lr %g, %lld steps (%lld per epoch), seed %llu\n",
-              mf->name().c_str(), static_cast<long long>(t.executor().BytesOf(ValueKind::kParameter) / 4),
-              static_cast<long long>(tc.batch), OptimizerKindName(tc.optimizer.kind), tc.optimizer.lr,
-              static_cast<long long>(total), static_cast<long long>(per_epoch),
-              static_cast<unsigned long long>(tc.seed));
-  std::fflush(stdout);
-
-  Progress progress(stdout, total, std::max<int64_t>(1, per_epoch / 10));
-  Tensor x, y;
-  int64_t step = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t epoch = 0; epoch < epochs && step < total; ++epoch) {
-    batches.Reset(static_cast<int>(epoch));
-    double epoch_loss = 0;
-    int64_t epoch_steps = 0;
-    while (step < total && batches.Next(&x, &y)) {
-      const float loss = t.Step(x, y);
-      if (!std::isfinite(loss)) {
-        progress.Finish();
-        return Fail(kExitRunFailure, "loss became " + std::to_string(loss) + " at step " +
-                                         std::to_string(step + 1) + " (try a smaller --lr)");
-      }
-      epoch_loss += loss;
-      ++epoch_steps;
-      ++step;
-      progress.Update(step, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs), loss, tc.batch);
+  // Check the model and the plan once, before starting devices, so bad input exits with 2.
+  {
+    auto model = mf->Build(tc.batch);
+    if (!model.ok()) return Fail(kExitBadInput, model.status().message());
+    if (plan->mode != "semi_auto" || o.ignore_parallel) StripAnnotations(*model);
+    auto probe = DistTrainer::Create(std::move(*model), TrainConfig{tc.seed, tc.optimizer}, plan->partition, 0);
+    if (!probe.ok()) {
+      const bool bad_input = probe.status().code() == StatusCode::kInvalidInput ||
+                             probe.status().code() == StatusCode::kNotImplemented;
+      return Fail(bad_input ? kExitBadInput : kExitRunFailure, probe.status().message());
     }
-    progress.Finish();
-    std::printf("epoch %lld: mean loss %.4f\n", static_cast<long long>(epoch + 1),
-                epoch_loss / std::max<int64_t>(1, epoch_steps));
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double accuracy = t.Evaluate(*test);
-  std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
-              static_cast<long long>(test->size()), static_cast<long long>(step),
-              FormatDuration(secs).c_str(), step ? 1e3 * secs / step : 0.0);
+  auto run = [&](Communicator& comm) { return TrainOnRank(comm, *mf, *plan, o, *train, *test); };
+  Status st;
+  if (plan->mpi) {
+    auto world = MpiWorld();
+    if (!world.ok()) return Fail(kExitRunFailure, world.status().message());
+    st = run(**world);
+    if (!st.ok()) st = st.WithContext("rank " + std::to_string((*world)->rank()));
+  } else {
+    st = RunOnDevices(plan->partition.devices, run);
+  }
+  if (!st.ok()) return Fail(kExitRunFailure, st.message());
   return kExitOk;
 }
 
@@ -170,15 +284,20 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   auto o = std::make_shared<TrainOptions>();
   CLI::App* app = root.add_subcommand(
       "train",
-      "Train a model file on one device and print test accuracy.\n"
+      "Train a model file and print test accuracy.\n"
       "\n"
-      "Example: shardscope train samples/models/lenet5.yaml --epochs 3\n"
+      "Examples:\n"
+      "  shardscope train samples/models/lenet5.yaml --epochs 3\n"
+      "  shardscope train samples/models/matmul_relu.yaml --devices 8      (seed 002, semi_auto)\n"
+      "  mpirun -np 4 shardscope train samples/models/ffn.yaml --mode data_parallel\n"
+      "Devices: --devices N runs N in-process devices (threads); under mpirun each rank is a\n"
+      "device and --devices must agree or be omitted. Modes: stand_alone (1 device),\n"
+      "data_parallel (batch split, strategies ignored), semi_auto (the model file's\n"
+      "strategies and layouts; other operators data-parallel). Not yet: auto (searches),\n"
+      "place() and shard() blocks; --ignore-parallel trains such a model without them.\n"
       "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
-      "Flags override the model file's training section.\n"
-      "Not yet in this build: --devices > 1, --mode other than stand_alone, and running\n"
-      "the parallel section (strategies, layouts, place, shard); --ignore-parallel trains\n"
-      "such a model on one device instead.");
+      "Flags override the model file's training section.");
   app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
   auto* epochs = app->add_option("--epochs", o->epochs, "Epochs to train")->check(CLI::PositiveNumber);
   app->add_option("--steps", o->steps, "Stop after this many steps")->check(CLI::PositiveNumber)->excludes(epochs);
@@ -188,11 +307,13 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--data", o->data, "Directory with the four MNIST-format IDX files");
   app->add_option("--limit", o->limit, "Use only the first N examples of each split (quick runs)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--devices", o->devices, "Devices (only 1 in this build)")->check(CLI::PositiveNumber);
-  app->add_option("--mode", o->mode, "stand_alone (data_parallel, semi_auto: not yet in this build)");
+  app->add_option("--devices", o->devices, "In-process devices (default: the model file's, or 1)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--mode", o->mode, "stand_alone | data_parallel | semi_auto (default: the model file's)");
   app->add_flag("--ignore-parallel", o->ignore_parallel,
-                "Train a model with a parallel section on one device, ignoring that section");
-  app->add_option("--dump-ir", o->dump_ir, "Write the graph after autodiff, as text, to FILE");
+                "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
+  app->add_option("--dump-ir", o->dump_ir,
+                  "Write the graph after autodiff and the program after each partitioning pass to FILE");
   commands.push_back({app, [o] { return RunTrain(*o); }});
 }
 

@@ -76,11 +76,17 @@ inline void CopyRows(float* dst, int64_t dst_stride, const float* src, int64_t s
   const int64_t full = n / 16;
   const __mmask16 tail = LaneMask(0, n % 16);
   for (int64_t r = 0; r < rows; ++r, dst += dst_stride, src += src_stride) {
-    for (int64_t k = 0; k < full; ++k) _mm512_storeu_ps(dst + 16 * k, _mm512_loadu_ps(src + 16 * k));
-    if (tail) _mm512_mask_storeu_ps(dst + 16 * full, tail, _mm512_maskz_loadu_ps(tail, src + 16 * full));
+    for (int64_t k = 0; k < full; ++k) {
+      _mm512_storeu_ps(dst + 16 * k, _mm512_loadu_ps(src + 16 * k));
+    }
+    if (tail) {
+      _mm512_mask_storeu_ps(dst + 16 * full, tail, _mm512_maskz_loadu_ps(tail, src + 16 * full));
+    }
   }
 #else
-  for (int64_t r = 0; r < rows; ++r, dst += dst_stride, src += src_stride) std::copy(src, src + n, dst);
+  for (int64_t r = 0; r < rows; ++r, dst += dst_stride, src += src_stride) {
+    std::copy(src, src + n, dst);
+  }
 #endif
 }
 
@@ -176,7 +182,8 @@ void Col2ImUnitStride(const Geometry& g, const float* cols, float* x) {
             const int64_t shift = g.pad_l - j;
             const __mmask16 m = out & LaneMask(-shift - x0, g.ow - shift - x0);
             if (!m) continue;
-            const float* src = cols + ((c * g.kh + i) * g.kw + j) * g.pixels() + oy * g.ow + x0 + shift;
+            const float* src =
+                cols + ((c * g.kh + i) * g.kw + j) * g.pixels() + oy * g.ow + x0 + shift;
             acc = _mm512_mask_add_ps(acc, m, acc, _mm512_maskz_loadu_ps(m, src));
           }
         }
@@ -328,8 +335,8 @@ namespace {
 // *arg = its flat index (−1 for an empty window) and *best = its value (−∞ when empty).
 // KH, KW > 0: the window is known to be exactly KH×KW (fully inside), loops unrolled.
 template <int KH, int KW>
-inline void WindowMax(const float* plane, int64_t w, int64_t y0, int64_t y1, int64_t x0,
-                      int64_t x1, int64_t* arg, float* best) {
+inline void WindowMax(const float* plane, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
+                      int64_t* arg, float* best) {
   if (KH > 0) y1 = y0 + KH;
   if (KW > 0) x1 = x0 + KW;
   if (y0 >= y1 || x0 >= x1) {

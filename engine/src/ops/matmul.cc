@@ -50,8 +50,9 @@ constexpr int64_t kNC = 1024;  // columns of a packed B block (multiple of kNR):
 using PackBuffer = std::vector<float, Eigen::aligned_allocator<float>>;
 
 inline __mmask16 FirstLanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF)
-                 : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
+  if (n >= 16) return static_cast<__mmask16>(0xFFFF);
+  if (n <= 0) return static_cast<__mmask16>(0);
+  return static_cast<__mmask16>((1u << n) - 1);
 }
 
 // Transposes the 16 × 16 block held in v (v[i] = row i) in place (v[j] = column j).
@@ -131,8 +132,9 @@ void PackB(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t
           const __mmask16 m = FirstLanes(kn);
           __m512 v[16];
           for (int64_t c = 0; c < 16; ++c) {
-            v[c] = half + c < cols ? _mm512_maskz_loadu_ps(m, b + (j0 + jp + half + c) * ldb + p0 + k0)
-                                   : _mm512_setzero_ps();
+            v[c] = half + c < cols
+                       ? _mm512_maskz_loadu_ps(m, b + (j0 + jp + half + c) * ldb + p0 + k0)
+                       : _mm512_setzero_ps();
           }
           Transpose16(v);
           for (int64_t k = 0; k < kn; ++k) _mm512_store_ps(dst + (k0 + k) * kNR + half, v[k]);
@@ -173,8 +175,8 @@ void MicroKernel(int64_t kc, const float* ap, const float* bp, float* c, int64_t
 }
 
 // out[m, n] = op(a)[m, k] · op(b)[k, n]; a is [m, k] (or [k, m] when ta), b [k, n] (or [n, k]).
-void PackedGemm(const float* a, const float* b, float* out, int64_t m, int64_t n, int64_t k, bool ta,
-                bool tb) {
+void PackedGemm(const float* a, const float* b, float* out, int64_t m, int64_t n, int64_t k,
+                bool ta, bool tb) {
   if (k == 0) {
     std::fill(out, out + m * n, 0.0f);
     return;

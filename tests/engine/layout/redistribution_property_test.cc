@@ -129,15 +129,18 @@ TEST(RedistributionPropertyTest, LargeTensorsStillAtTheBound) {
 }
 
 // Partial sums on tensors large enough that element granularity does not blur the ring
-// bounds: planned / lower bound over many cases (planning only; symbolic sizes).
+// bounds (dimensions up to 64x their split factor) and bandwidth dominates (64 KiB
+// elements): planned / lower bound over many cases (planning only; sizes are symbolic).
 TEST(RedistributionPropertyTest, PartialSumsRatioSummary) {
   std::mt19937 rng(99);
   CostModel cost;
+  RedistOptions opt;
+  opt.element_bytes = 1 << 16;
   Summary partial;
   for (int i = 0; i < 2000; ++i) {
     redist_test::Case c = RandomCase(rng, true, 16, 64);
     if (!c.from.is_partial() || c.from.rank() == 0) continue;  // scalars: 1 element
-    Result<RedistPlan> plan = PlanRedistribution(c.from, c.to, cost);
+    Result<RedistPlan> plan = PlanRedistribution(c.from, c.to, cost, opt);
     ASSERT_TRUE(plan.ok());
     partial.Add(*plan);
     if (std::getenv("SHARDSCOPE_REDIST_DUMP") && !plan->byte_optimal) {
