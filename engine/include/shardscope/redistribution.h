@@ -22,13 +22,16 @@
 //               along those axes, |G| = p) must reduce. With
 //                 n_G = elements of r's source block some member of G needs,
 //                 c   = the sum over the members q of |target(q) ∩ source(r)|,
-//                 n   = max(n_G, ceil(n_all / rho)), where n_all = elements of the block that
-//                       any rank needs and rho = the number of reduction groups holding that
-//                       block (replicas share the work),
-//               reduce(r) = ((p-1) n + c - n_G) / p: the reduce-scatter bound (p-1)/p n, plus
-//               delivering each element to the members that need it. That is (p-1)/p n when
-//               each element is needed by one member and the all-reduce bound 2 (p-1)/p n
-//               when every member needs everything.
+//                 rho = the number of reduction groups holding the same block and needing
+//                       the same target blocks (replicas that can share the work),
+//                 n   = max(n_G / rho, n_all / rho_all), n_all = elements of the block any
+//                       rank needs, rho_all = the groups holding the block,
+//               reduce(r) = ((p-1) n + (c - n_G) / rho) / p + |target(r) ∩ source(r)|
+//               (rho-1) / rho: a reduce-scatter of the group's share, delivery to the
+//               members needing the same element, and the reduced elements r needs from the
+//               other sharing groups. With rho = 1 that is the reduce-scatter bound (p-1)/p n
+//               when each element is needed by one member and the all-reduce bound
+//               2 (p-1)/p n when every member needs everything.
 //   bound(r)  = move(r) + reduce(r).
 // Without partial sums the bound is exact (no plan can do better), and the planner meets it
 // on every rank: planned bytes received == bound, per rank (tests check it on thousands of

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "redistribution_internal.h"
@@ -245,17 +246,34 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
       }
       groups[key].push_back(r);
     }
-    // rho: reduction groups holding the same block of the same addend class (replicas).
-    std::map<std::pair<int64_t, int64_t>, int64_t> holders;
+    // Per group: its block, the distinct target blocks its members need (its "need").
+    struct GroupInfo {
+      int64_t kk = 0, block = 0;
+      std::vector<int64_t> need;
+    };
+    std::vector<GroupInfo> infos;
+    std::map<std::pair<int64_t, int64_t>, int64_t> holders;  // rho_all
+    std::map<std::tuple<int64_t, int64_t, std::vector<int64_t>>, int64_t> sharers;  // rho_need
     for (const auto& [key, members] : groups) {
-      holders[{kept_key(members[0]), b.block_id[members[0]]}]++;
+      GroupInfo gi;
+      gi.kk = kept_key(members[0]);
+      gi.block = b.block_id[members[0]];
+      for (int q : members) {
+        if (p.target_block[q] >= 0) gi.need.push_back(p.target_block[q]);
+      }
+      std::sort(gi.need.begin(), gi.need.end());
+      gi.need.erase(std::unique(gi.need.begin(), gi.need.end()), gi.need.end());
+      holders[{gi.kk, gi.block}]++;
+      sharers[{gi.kk, gi.block, gi.need}]++;
+      infos.push_back(std::move(gi));
     }
+    size_t gi_index = 0;
     for (const auto& [key, members] : groups) {
+      const GroupInfo& gi = infos[gi_index++];
       const int first = members[0];
       const int64_t* slo = b.lo.data() + first * d;
       const int64_t* shi = b.hi.data() + first * d;
       const int64_t size = static_cast<int64_t>(members.size());
-      const int64_t kk = kept_key(first);
       int64_t needed = 0;   // n_G: distinct elements of the block some member needs
       int64_t counted = 0;  // c: the same with multiplicity
       std::vector<int64_t> seen;
@@ -269,18 +287,30 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
         }
       }
       // n_all: elements of the block anyone (of this addend class) needs; they must be
-      // reduced by one of the rho groups holding the block.
+      // reduced by one of the rho_all groups holding the block.
       int64_t needed_all = 0;
-      for (int q : needed_blocks[kk]) {
+      for (int q : needed_blocks[gi.kk]) {
         needed_all += IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
       }
-      const int64_t rho = holders[{kk, b.block_id[first]}];
-      const int64_t reduced = std::max(needed, (needed_all + rho - 1) / rho);
-      // Reduce-scatter of `reduced` elements, then the members that need the same element
-      // share it: ((p - 1) reduced + c - n_G) / p.
-      const int64_t num = (reduced * (size - 1) + counted - needed) * p.elem;
-      const int64_t red = num <= 0 ? 0 : (num + size - 1) / size;
-      for (int q : members) reduce[q] = red;
+      const int64_t rho_all = holders[{gi.kk, gi.block}];
+      // Groups holding the same block and needing the same blocks can share the work: each
+      // reduces 1/rho_need of the need, and members fetch the rest, reduced, from the others.
+      const int64_t rho = sharers[{gi.kk, gi.block, gi.need}];
+      const int64_t reduced =
+          std::max((needed + rho - 1) / rho, (needed_all + rho_all - 1) / rho_all);
+      // Reduce-scatter of `reduced` elements, then delivery to the members needing the same
+      // element: ((p - 1) reduced + (c - n_G) / rho) / p; plus the shared part.
+      const int64_t num = (reduced * (size - 1) * rho + counted - needed) * p.elem;
+      const int64_t den = size * rho;
+      const int64_t red = num <= 0 ? 0 : (num + den - 1) / den;
+      for (int q : members) {
+        int64_t share = 0;
+        if (rho > 1 && p.target_block[q] >= 0) {
+          const int64_t mine = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d) * p.elem;
+          share = (mine * (rho - 1) + rho - 1) / rho;
+        }
+        reduce[q] = red + share;
+      }
     }
   }
   std::vector<int64_t> out(n);

@@ -9,10 +9,15 @@ namespace {
 
 constexpr const char* kLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
-// Hands out fresh letters.
+// Hands out fresh letters; a rule may ask for a mnemonic one (MatMul's m, k, n), which
+// also names the axes of the mesh a split strategy makes.
 class Letters {
  public:
-  char Next() { return kLetters[next_++]; }
+  char Next(char want = 0) {
+    if (want != 0 && used_.find(want) == std::string::npos) return Use(want);
+    while (used_.find(kLetters[next_]) != std::string::npos) ++next_;
+    return Use(kLetters[next_]);
+  }
   std::string Next(size_t n) {
     std::string s;
     for (size_t i = 0; i < n; ++i) s += Next();
@@ -20,6 +25,11 @@ class Letters {
   }
 
  private:
+  char Use(char c) {
+    used_ += c;
+    return c;
+  }
+  std::string used_;
   int next_ = 0;
 };
 
@@ -111,8 +121,8 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
   switch (op) {
     case OpKind::kMatMul:
     case OpKind::kBatchMatMul: {
+      const char m = l.Next('m'), k = l.Next('k'), n = l.Next('n');
       const std::string b = l.Next(in[0].shape.size() - 2);
-      const char m = l.Next(), k = l.Next(), n = l.Next();
       sig.inputs = {Operand(b, m, k, a.transpose_a), Operand(b, k, n, a.transpose_b)};
       sig.outputs = {b + std::string{m, n}};
       sig.batch = b.empty() ? m : b[0];
@@ -158,7 +168,7 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       sig.whole = sig.inputs[0].substr(sig.inputs[0].size() - 1);
       return sig;
     case OpKind::kSoftmaxCrossEntropyWithLogits: {
-      const char n = l.Next(), c = l.Next();
+      const char n = l.Next('n'), c = l.Next('c');
       sig.inputs = {std::string{n, c}, std::string{n}};
       sig.outputs = {""};
       sig.whole = std::string{c};
@@ -166,7 +176,7 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kSoftmaxCrossEntropyGrad: {
-      const char n = l.Next(), c = l.Next();
+      const char n = l.Next('n'), c = l.Next('c');
       sig.inputs = {"", std::string{n, c}, std::string{n}};
       sig.outputs = {std::string{n, c}};
       sig.whole = std::string{c};
@@ -205,8 +215,8 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kConv2D: {  // x nchw, w ocij -> nohw (window letters whole)
-      const char n = l.Next(), c = l.Next(), h = l.Next(), w = l.Next(), o = l.Next(),
-                 i = l.Next(), j = l.Next(), oh = l.Next(), ow = l.Next();
+      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'), o = l.Next('o'),
+                 i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'), ow = l.Next('x');
       sig.inputs = {std::string{n, c, h, w}, std::string{o, c, i, j}};
       sig.outputs = {std::string{n, o, oh, ow}};
       sig.whole = std::string{h, w, i, j, oh, ow};
@@ -214,8 +224,8 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kConv2DBackpropInput: {  // dy nohw, w ocij -> dx nchw
-      const char n = l.Next(), c = l.Next(), h = l.Next(), w = l.Next(), o = l.Next(),
-                 i = l.Next(), j = l.Next(), oh = l.Next(), ow = l.Next();
+      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'), o = l.Next('o'),
+                 i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'), ow = l.Next('x');
       sig.inputs = {std::string{n, o, oh, ow}, std::string{o, c, i, j}};
       sig.outputs = {std::string{n, c, h, w}};
       sig.whole = std::string{h, w, i, j, oh, ow};
@@ -223,8 +233,8 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kConv2DBackpropFilter: {  // dy nohw, x nchw -> dw ocij
-      const char n = l.Next(), c = l.Next(), h = l.Next(), w = l.Next(), o = l.Next(),
-                 i = l.Next(), j = l.Next(), oh = l.Next(), ow = l.Next();
+      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'), o = l.Next('o'),
+                 i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'), ow = l.Next('x');
       sig.inputs = {std::string{n, o, oh, ow}, std::string{n, c, h, w}};
       sig.outputs = {std::string{o, c, i, j}};
       sig.whole = std::string{h, w, i, j, oh, ow};
@@ -233,7 +243,8 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
     }
     case OpKind::kMaxPool2D:
     case OpKind::kMaxPool2DGrad: {  // nchw -> nc h'w' ; grad: (dy nc h'w', x nchw) -> nchw
-      const char n = l.Next(), c = l.Next(), h = l.Next(), w = l.Next(), oh = l.Next(), ow = l.Next();
+      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'), oh = l.Next('y'),
+                 ow = l.Next('x');
       const std::string x{n, c, h, w}, y{n, c, oh, ow};
       sig.inputs = op == OpKind::kMaxPool2D ? std::vector<std::string>{x} : std::vector<std::string>{y, x};
       sig.outputs = {op == OpKind::kMaxPool2D ? y : x};
@@ -242,7 +253,7 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kGather: {  // table vd, indices b… -> b…d ; a split v is a masked lookup
-      const char v = l.Next(), d = l.Next();
+      const char v = l.Next('v'), d = l.Next('d');
       const std::string b = l.Next(in[1].shape.size());
       sig.inputs = {std::string{v, d}, b};
       sig.outputs = {b + d};
@@ -250,7 +261,7 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kGatherGrad: {  // dy b…d, indices b… -> table vd
-      const char v = l.Next(), d = l.Next();
+      const char v = l.Next('v'), d = l.Next('d');
       const std::string b = l.Next(in[1].shape.size());
       sig.inputs = {b + d, b};
       sig.outputs = {std::string{v, d}};

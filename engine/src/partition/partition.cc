@@ -168,7 +168,7 @@ class ProgramBuilder {
       if (l == want) return idx;
     }
     const int home = p_.home[v];
-    const Layout& from = p_.values[home].layout;
+    const Layout from = p_.values[home].layout;  // a copy: NewValue grows p_.values
     auto plan = cache_.Get(from, want, o_.cost);
     if (!plan.ok()) {
       return plan.status().WithContext("redistributing '" + g_.value(v).name + "' from " + from.ToString() +
@@ -187,7 +187,10 @@ class ProgramBuilder {
     const NodeId producer = g_.value(v).producer;
     const std::string source = producer == kNoNode ? std::string(ValueKindName(g_.value(v).kind)) + " " + g_.value(v).name
                                                    : g_.node(producer).name;
-    instr.reason = consumer + " needs " + want.ToString() + " but " + source + " gives " + from.ToString();
+    // Name the meshes when they differ: "[a | -]" alone would read the same on both.
+    const bool same_mesh = from.mesh() == want.mesh();
+    instr.reason = consumer + " needs " + want.ToString() + (same_mesh ? "" : " on " + want.mesh().ToString()) +
+                   " but " + source + " gives " + from.ToString() + (same_mesh ? "" : " on " + from.mesh().ToString());
     p_.instrs.push_back(std::move(instr));
     return idx;
   }

@@ -1,0 +1,151 @@
+// What the partitioner plans for the seeds' configurations: where redistributions go,
+// which collectives they use, and why.
+#include <gtest/gtest.h>
+
+#include "shardscope/autodiff.h"
+#include "shardscope/model_file.h"
+#include "shardscope/nn.h"
+#include "shardscope/partition.h"
+
+namespace shardscope {
+namespace {
+
+struct Planned {
+  ModelGraph model;
+  DistProgram program;
+};
+
+Planned PlanFor(ModelGraph model, int devices, const std::map<std::string, DeviceMesh>& meshes = {}) {
+  Planned p;
+  auto grads = BuildBackward(model.graph, model.loss, model.graph.Parameters());
+  EXPECT_TRUE(grads.ok()) << grads.status().message();
+  TrainingValues tv{model.loss, grads->wrt, grads->grads};
+  PartitionOptions o;
+  o.devices = devices;
+  o.meshes = meshes;
+  auto program = Partition(model.graph, tv, o);
+  EXPECT_TRUE(program.ok()) << program.status().message();
+  p.model = std::move(model);
+  if (program.ok()) p.program = std::move(*program);
+  return p;
+}
+
+// The redistributions that feed `consumer` (a node name), in program order.
+std::vector<const DistInstr*> FeedsOf(const Planned& p, const std::string& consumer) {
+  std::vector<const DistInstr*> out;
+  const NodeId id = p.model.graph.FindNode(consumer);
+  for (const DistInstr& c : p.program.instrs) {
+    if (c.kind != DistInstr::Kind::kCompute || c.node != id) continue;
+    for (int v : c.inputs) {
+      for (const DistInstr& r : p.program.instrs) {
+        if (r.kind == DistInstr::Kind::kRedistribute && r.outputs[0] == v) out.push_back(&r);
+      }
+    }
+  }
+  return out;
+}
+
+ModelGraph FromFile(const std::string& name, std::map<std::string, DeviceMesh>* meshes = nullptr) {
+  auto mf = LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + name);
+  EXPECT_TRUE(mf.ok()) << mf.status().message();
+  if (meshes) {
+    for (const auto& [n, text] : mf->parallel().meshes) (*meshes)[n] = ParseMeshExpr(text).value();
+  }
+  auto m = mf->Build(mf->training().batch);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return std::move(*m);
+}
+
+TEST(Plans, Seed002FourDevicesNeedsExactlyOneAllGatherBetweenTheMatMuls) {
+  Planned p = PlanFor(FromFile("matmul_allgather.yaml"), 4);
+  auto feeds = FeedsOf(p, "matmul2");
+  ASSERT_EQ(feeds.size(), 1u);
+  const RedistPlan& plan = *feeds[0]->plan;
+  ASSERT_EQ(plan.steps.size(), 1u) << plan.ToString();
+  EXPECT_EQ(plan.steps[0].kind, RedistStep::Kind::kAllGather) << plan.ToString();
+  EXPECT_NE(feeds[0]->reason.find("matmul2 needs"), std::string::npos) << feeds[0]->reason;
+  EXPECT_NE(feeds[0]->reason.find("matmul1 gives"), std::string::npos) << feeds[0]->reason;
+}
+
+class Mlp2 : public nn::Module {
+ public:
+  Mlp2() : nn::Module("") {}
+  nn::Dense dense1{"dense1", 16, 64, false};
+  nn::Dense dense2{"dense2", 64, 8, false};
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override { return dense2(b, dense1(b, x)); }
+};
+
+TEST(Plans, MegatronMlpHasNoRedistributionBetweenAndOneAllReduceAfter) {
+  Mlp2 net;
+  net.dense1.matmul.shard("((1,1),(1,4))");  // columns
+  net.dense2.matmul.shard("((1,4),(4,1))");  // rows
+  auto model = nn::BuildClassifier(net, {16}, 8);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Planned p = PlanFor(std::move(*model), 4);
+  EXPECT_TRUE(FeedsOf(p, "dense2.matmul").empty()) << p.program.ToText(p.model.graph);
+  // Forward: the only redistribution after dense2.matmul is the all-reduce of its partial sum.
+  auto after = FeedsOf(p, "loss");
+  ASSERT_EQ(after.size(), 1u) << p.program.ToText(p.model.graph);
+  const RedistPlan& plan = *after[0]->plan;
+  int reductions = 0;
+  for (const RedistStep& s : plan.steps) {
+    reductions += s.kind == RedistStep::Kind::kAllReduce || s.kind == RedistStep::Kind::kReduceScatter;
+  }
+  EXPECT_EQ(reductions, 1) << plan.ToString();
+  EXPECT_EQ(plan.CountSteps(RedistStep::Kind::kAllGather), 0) << plan.ToString();
+  // No forward redistribution other than that one and the input's.
+  int forward = 0;
+  for (const DistInstr& i : p.program.instrs) {
+    if (i.kind == DistInstr::Kind::kCompute && p.model.graph.node(i.node).is_backward) break;
+    forward += i.kind == DistInstr::Kind::kRedistribute;
+  }
+  EXPECT_EQ(forward, 1) << p.program.ToText(p.model.graph);
+}
+
+TEST(Plans, PartialOutputOfAReductionSplitMatMulIsReducedAndSaysWhy) {
+  std::map<std::string, DeviceMesh> meshes;
+  Planned p = PlanFor(FromFile("matmul3.yaml", &meshes), 8, meshes);
+  auto feeds = FeedsOf(p, "relu2");
+  ASSERT_EQ(feeds.size(), 1u);
+  EXPECT_NE(feeds[0]->reason.find("P(tp)"), std::string::npos) << feeds[0]->reason;
+  EXPECT_GE(feeds[0]->plan->CountSteps(RedistStep::Kind::kReduceScatter) +
+                feeds[0]->plan->CountSteps(RedistStep::Kind::kAllReduce),
+            1)
+      << feeds[0]->plan->ToString();
+}
+
+TEST(Plans, EveryParameterGradientIsInItsParameterLayout) {
+  Planned p = PlanFor(FromFile("matmul_relu.yaml"), 8);
+  ASSERT_EQ(p.program.param_grads.size(), 1u);
+  auto [param, grad] = p.program.param_grads[0];
+  EXPECT_EQ(p.program.values[param].layout.ShardShape(), p.program.values[grad].layout.ShardShape());
+  EXPECT_FALSE(p.program.values[grad].layout.is_partial());
+}
+
+TEST(Plans, BadStrategiesAreRejectedWithTheRuleBroken) {
+  auto expect_error = [](const std::string& strategy, const std::string& fragment) {
+    Mlp2 net;
+    net.dense1.matmul.shard(strategy);
+    auto model = nn::BuildClassifier(net, {16}, 8);
+    ASSERT_TRUE(model.ok());
+    auto grads = BuildBackward(model->graph, model->loss, model->graph.Parameters());
+    ASSERT_TRUE(grads.ok());
+    PartitionOptions o;
+    o.devices = 4;
+    auto program = Partition(model->graph, {model->loss, grads->wrt, grads->grads}, o);
+    ASSERT_FALSE(program.ok()) << strategy;
+    EXPECT_NE(program.status().message().find(fragment), std::string::npos) << program.status().message();
+    EXPECT_NE(program.status().message().find("dense1.matmul"), std::string::npos) << program.status().message();
+  };
+  expect_error("((2,4),(2,1))", "split in 4 and in 2 parts");
+  expect_error("((8,1),(1,1))", "does not divide");
+  expect_error("((3,1),(1,1))", "not divisible by 3");
+  expect_error("((1,1),)", "operand(s)");
+  expect_error("((1,1,1),(1,1))", "dimension(s)");
+}
+
+}  // namespace
+}  // namespace shardscope
