@@ -9,10 +9,7 @@
 // benchmarks/compare_pytorch.py runs this binary side by side with PyTorch.
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
-#include <string>
 
 #include "models.h"
 
@@ -20,8 +17,7 @@ namespace {
 
 using namespace shardscope;
 
-// Builds the trainer and one synthetic batch; `net` must outlive neither (the graph is
-// self-contained once built).
+// Builds the trainer (once) and one synthetic batch, then times Trainer::Step().
 template <typename Net>
 void RunTrainStep(benchmark::State& state, Shape example_shape) {
   const int64_t batch = state.range(0);

@@ -2,6 +2,8 @@
 // Header-only so that samples, tests and benchmarks build the very same models.
 #pragma once
 
+#include <cmath>
+
 #include "shardscope/shardscope.h"
 
 namespace shardscope::samples {
@@ -51,6 +53,80 @@ class LeNet5 : public nn::Module {
     x = relu(b, fc1(b, x));
     x = relu(b, fc2(b, x));
     return fc3(b, x);
+  }
+};
+
+}  // namespace shardscope::samples
+
+namespace shardscope::samples {
+
+// A pre-LayerNorm transformer block: attention through BatchMatMul and Softmax, an MLP,
+// residual adds. x: [batch, tokens, dim].
+class TransformerBlock : public nn::Module {
+  int64_t tokens_, dim_, heads_;  // first: the members below are built from them
+
+ public:
+  TransformerBlock(std::string name, int64_t tokens, int64_t dim, int64_t heads)
+      : nn::Module(std::move(name)), tokens_(tokens), dim_(dim), heads_(heads) {}
+  nn::LayerNorm ln1{"ln1", dim_}, ln2{"ln2", dim_};
+  nn::Dense query{"query", dim_, dim_}, key{"key", dim_, dim_}, value{"value", dim_, dim_};
+  nn::Dense proj{"proj", dim_, dim_};
+  nn::Dense fc1{"fc1", dim_, 4 * dim_}, fc2{"fc2", 4 * dim_, dim_};
+  nn::GELU gelu{"gelu"};
+
+ protected:
+  ValueId Forward(Builder& b, ValueId x) override {
+    const int64_t batch = b.graph().value(x).shape[0], dh = dim_ / heads_;
+    auto reshape = [&](ValueId v, Shape s, const char* name) {
+      OpAttrs a;
+      a.shape = std::move(s);
+      return b.Op(OpKind::kReshape, name, {v}, a);
+    };
+    auto transpose = [&](ValueId v, const char* name) {
+      OpAttrs a;
+      a.axes = {0, 2, 1, 3};
+      return b.Op(OpKind::kTranspose, name, {v}, a);
+    };
+    // Attention: [B·T, D] -> heads [B, H, T, dh].
+    ValueId h = reshape(ln1(b, x), {batch * tokens_, dim_}, "flat_in");
+    auto heads = [&](nn::Dense& d, const char* r, const char* t) {
+      return transpose(reshape(d(b, h), {batch, tokens_, heads_, dh}, r), t);
+    };
+    ValueId q = heads(query, "q_heads", "q_t"), k = heads(key, "k_heads", "k_t"), v = heads(value, "v_heads", "v_t");
+    OpAttrs tb;
+    tb.transpose_b = true;
+    ValueId scores = b.Op(OpKind::kBatchMatMul, "scores", {q, k}, tb);
+    OpAttrs scale;
+    scale.scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    ValueId probs = b.Op(OpKind::kSoftmax, "softmax", {b.Op(OpKind::kScale, "scale", {scores}, scale)});
+    ValueId att = transpose(b.Op(OpKind::kBatchMatMul, "context", {probs, v}), "context_t");
+    att = proj(b, reshape(att, {batch * tokens_, dim_}, "flat_context"));
+    x = b.Op(OpKind::kAdd, "residual1", {x, reshape(att, {batch, tokens_, dim_}, "attention_out")});
+    // MLP.
+    ValueId m = reshape(ln2(b, x), {batch * tokens_, dim_}, "flat_mlp");
+    m = fc2(b, gelu(b, fc1(b, m)));
+    return b.Op(OpKind::kAdd, "residual2", {x, reshape(m, {batch, tokens_, dim_}, "mlp_out")});
+  }
+};
+
+// Token classifier: Embedding -> TransformerBlock -> mean over tokens -> Dense.
+// Input: i32 token ids [batch, tokens].
+class TinyTransformer : public nn::Module {
+ public:
+  TinyTransformer(int64_t vocab, int64_t tokens, int64_t dim, int64_t heads, int64_t classes)
+      : nn::Module(""), embedding{"embedding", vocab, dim}, block{"block", tokens, dim, heads},
+        head{"head", dim, classes} {}
+  nn::Embedding embedding;
+  TransformerBlock block;
+  nn::Dense head;
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId tokens) override {
+    ValueId x = block(b, embedding(b, tokens));
+    OpAttrs mean;
+    mean.axes = {1};
+    return head(b, b.Op(OpKind::kReduceMean, "pool", {x}, mean));
   }
 };
 

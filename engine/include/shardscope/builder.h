@@ -26,7 +26,7 @@ class Builder {
   // "block1.dense1.<local>"
   std::string ScopedName(const std::string& local) const;
 
-  ValueId Input(const std::string& name, Shape shape);
+  ValueId Input(const std::string& name, Shape shape, DType dtype = DType::kF32);
   ValueId Label(const std::string& name, Shape shape);
   ValueId Parameter(const std::string& local_name, Shape shape, InitSpec init);
 

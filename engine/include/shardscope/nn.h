@@ -201,6 +201,8 @@ struct ModelGraph;
 namespace nn {
 // A classifier's forward graph: input "x" [batch, example...], labels "label" [batch],
 // logits = net(x), loss = mean softmax cross-entropy. Fails with the builder's first error.
-Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int64_t batch);
+// Token models take i32 input (`input_dtype`).
+Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int64_t batch,
+                                   DType input_dtype = DType::kF32);
 }  // namespace nn
 }  // namespace shardscope

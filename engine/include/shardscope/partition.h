@@ -54,6 +54,9 @@ struct DistProgram {
   // Per trained parameter: its DistValue and its gradient's, in the parameter's layout.
   std::vector<std::pair<int, int>> param_grads;
   int loss = -1;  // the loss, replicated on every rank
+  // DistValues of the inputs and labels, in every layout an operator reads them in. Every
+  // rank reads the whole global batch and slices these shards from it: no communication.
+  std::vector<int> batch_values;
 
   // Bytes this rank receives per step, as planned.
   int64_t PlannedRecvBytes(int rank) const;

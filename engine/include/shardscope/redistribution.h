@@ -199,11 +199,11 @@ struct RedistPlan {
   bool meshes_unified = true;
   int64_t element_bytes = 4;
   std::vector<RedistStep> steps;
-  std::vector<int64_t> recv_bytes;    // per rank, total over steps
-  std::vector<int64_t> lower_bound;   // per rank, RedistributionLowerBound
-  int64_t planned_bytes = 0;          // max over ranks of recv_bytes
-  int64_t lower_bound_bytes = 0;      // max over ranks of lower_bound
-  int64_t total_planned_bytes = 0;    // sums over ranks
+  std::vector<int64_t> recv_bytes;   // per rank, total over steps
+  std::vector<int64_t> lower_bound;  // per rank, RedistributionLowerBound
+  int64_t planned_bytes = 0;         // max over ranks of recv_bytes
+  int64_t lower_bound_bytes = 0;     // max over ranks of lower_bound
+  int64_t total_planned_bytes = 0;   // sums over ranks
   int64_t total_lower_bound_bytes = 0;
   bool byte_optimal = true;  // recv_bytes[r] <= lower_bound[r] on every rank
   // How the plan was chosen: among the plans receiving at most lower_bound[r] +

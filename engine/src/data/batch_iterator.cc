@@ -54,21 +54,26 @@ bool BatchIterator::Next(Tensor* images, Tensor* labels) {
   Shape shape = data_->example_shape();
   const int64_t example = NumElements(shape);
   shape.insert(shape.begin(), b);
-  if (images->dtype() != DType::kF32 || images->shape() != shape) {
-    *images = Tensor(std::move(shape), DType::kF32);
+  const DType dtype = data_->images.dtype();  // f32 images, or i32 token ids
+  if (images->dtype() != dtype || images->shape() != shape) {
+    *images = Tensor(std::move(shape), dtype);
   }
   if (labels->dtype() != DType::kI32 || labels->shape() != Shape{b}) {
     *labels = Tensor({b}, DType::kI32);
   }
 
-  const float* src = data_->images.data();
+  // Both element types are 4 bytes; copy examples as raw bytes.
+  static_assert(sizeof(float) == sizeof(int32_t));
+  const char* src = dtype == DType::kF32 ? reinterpret_cast<const char*>(data_->images.data())
+                                         : reinterpret_cast<const char*>(data_->images.ints());
+  char* dst = dtype == DType::kF32 ? reinterpret_cast<char*>(images->data())
+                                   : reinterpret_cast<char*>(images->ints());
   const int32_t* src_labels = data_->labels.ints();
-  float* dst = images->data();
   int32_t* dst_labels = labels->ints();
   const size_t bytes = static_cast<size_t>(example) * sizeof(float);
   for (int64_t k = 0; k < b; ++k) {
     const int64_t idx = order_[static_cast<size_t>(cursor_ + k)];
-    std::memcpy(dst + k * example, src + idx * example, bytes);
+    std::memcpy(dst + k * bytes, src + idx * bytes, bytes);
     dst_labels[k] = src_labels[idx];
   }
   cursor_ += b;

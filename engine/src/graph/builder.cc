@@ -20,13 +20,13 @@ void Builder::Fail(Status status) {
   if (status_.ok() && !status.ok()) status_ = std::move(status);
 }
 
-ValueId Builder::Input(const std::string& name, Shape shape) {
+ValueId Builder::Input(const std::string& name, Shape shape, DType dtype) {
   if (!ok()) return kNoValue;
   if (graph_->FindValue(name) != kNoValue) {
     Fail(Status::Invalid("input '" + name + "': the name is already used"));
     return kNoValue;
   }
-  return graph_->AddInput(name, std::move(shape));
+  return graph_->AddInput(name, std::move(shape), dtype);
 }
 
 ValueId Builder::Label(const std::string& name, Shape shape) {

@@ -29,11 +29,16 @@ std::string Rate(double v, const char* unit) {
 
 const char* CollectiveKindName(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllGather: return "all-gather";
-    case CollectiveKind::kReduceScatter: return "reduce-scatter";
-    case CollectiveKind::kAllReduce: return "all-reduce";
-    case CollectiveKind::kAllToAll: return "all-to-all";
-    case CollectiveKind::kPermute: return "permute";
+    case CollectiveKind::kAllGather:
+      return "all-gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::kAllReduce:
+      return "all-reduce";
+    case CollectiveKind::kAllToAll:
+      return "all-to-all";
+    case CollectiveKind::kPermute:
+      return "permute";
   }
   return "?";
 }
@@ -90,8 +95,7 @@ double CostModel::CollectiveSeconds(CollectiveKind kind, double bytes, const Dev
   return CollectiveSeconds(kind, bytes, mesh.GroupSize(axes), Bandwidth(mesh, axes));
 }
 
-double CostModel::ExchangeSeconds(int64_t messages, double bytes_received,
-                                  double bandwidth) const {
+double CostModel::ExchangeSeconds(int64_t messages, double bytes_received, double bandwidth) const {
   return static_cast<double>(std::max<int64_t>(0, messages)) * latency_s +
          std::max(0.0, bytes_received) / bandwidth;
 }

@@ -213,8 +213,8 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
   for (int r = 0; r < n; ++r) {
     if (!p.active[r]) continue;
     const int64_t need = BoxVolume(tlo + r * d, thi + r * d, d);
-    const int64_t have = IntersectVolume(tlo + r * d, thi + r * d, b.lo.data() + r * d,
-                                         b.hi.data() + r * d, d);
+    const int64_t have =
+        IntersectVolume(tlo + r * d, thi + r * d, b.lo.data() + r * d, b.hi.data() + r * d, d);
     move[r] = (need - have) * p.elem;
   }
   if (s.reduce_mask) {
@@ -252,7 +252,7 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
       std::vector<int64_t> need;
     };
     std::vector<GroupInfo> infos;
-    std::map<std::pair<int64_t, int64_t>, int64_t> holders;  // rho_all
+    std::map<std::pair<int64_t, int64_t>, int64_t> holders;                         // rho_all
     std::map<std::tuple<int64_t, int64_t, std::vector<int64_t>>, int64_t> sharers;  // rho_need
     for (const auto& [key, members] : groups) {
       GroupInfo gi;

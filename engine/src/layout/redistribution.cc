@@ -45,13 +45,20 @@ using redist_internal::State;
 
 const char* RedistStepKindName(RedistStep::Kind kind) {
   switch (kind) {
-    case RedistStep::Kind::kLocalSlice: return "local slice";
-    case RedistStep::Kind::kAllGather: return "all-gather";
-    case RedistStep::Kind::kAllToAll: return "all-to-all";
-    case RedistStep::Kind::kReduceScatter: return "reduce-scatter";
-    case RedistStep::Kind::kAllReduce: return "all-reduce";
-    case RedistStep::Kind::kPermute: return "permute";
-    case RedistStep::Kind::kLocalReshape: return "local reshape";
+    case RedistStep::Kind::kLocalSlice:
+      return "local slice";
+    case RedistStep::Kind::kAllGather:
+      return "all-gather";
+    case RedistStep::Kind::kAllToAll:
+      return "all-to-all";
+    case RedistStep::Kind::kReduceScatter:
+      return "reduce-scatter";
+    case RedistStep::Kind::kAllReduce:
+      return "all-reduce";
+    case RedistStep::Kind::kPermute:
+      return "permute";
+    case RedistStep::Kind::kLocalReshape:
+      return "local reshape";
   }
   return "?";
 }
@@ -82,13 +89,14 @@ namespace redist_internal {
 
 Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<int64_t>& tlo,
                          const std::vector<int64_t>& thi, const std::vector<char>& want,
-                         uint32_t same_mask) {
+                         uint32_t same_mask, bool record) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
   const int na = p.num_axes;
   Exchange ex;
   ex.recv.assign(n, 0);
   ex.sent.assign(n, 0);
+  ex.is_permute = true;
   int64_t num_blocks = 1;
   for (int64_t b : cur.blocks) num_blocks *= b;
   std::vector<std::vector<int>> owners(num_blocks);
@@ -143,13 +151,10 @@ Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<i
               break;
             }
           }
-          RedistTransfer t;
-          t.src = q;
-          t.dst = r;
-          t.offset.assign(plo.begin(), plo.end());
-          t.extent.resize(d);
-          for (int i = 0; i < d; ++i) t.extent[i] = phi[i] - plo[i];
-          const int64_t bytes = BoxVolume(plo.data(), phi.data(), d) * p.elem;
+          const int64_t vol = BoxVolume(plo.data(), phi.data(), d);
+          const int64_t bytes = vol * p.elem;
+          // A permute moves whole blocks, each one a rank's entire new shard.
+          if (vol != cur.shard_elems || vol != BoxVolume(rlo, rhi, d)) ex.is_permute = false;
           ex.recv[r] += bytes;
           ex.sent[q] += bytes;
           if (std::find(recv_peers[r].begin(), recv_peers[r].end(), q) == recv_peers[r].end())
@@ -159,7 +164,16 @@ Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<i
           for (int a = 0; a < na; ++a) {
             if (p.coord(q, a) != p.coord(r, a)) ex.axes_mask |= 1u << a;
           }
-          ex.transfers.push_back(std::move(t));
+          ++ex.num_transfers;
+          if (record) {
+            RedistTransfer t;
+            t.src = q;
+            t.dst = r;
+            t.offset.assign(plo.begin(), plo.end());
+            t.extent.resize(d);
+            for (int i = 0; i < d; ++i) t.extent[i] = phi[i] - plo[i];
+            ex.transfers.push_back(std::move(t));
+          }
         }
       }
       int i = d - 1;
@@ -171,19 +185,13 @@ Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<i
       ++idx[i];
     }
   }
-  bool permute = !ex.transfers.empty();
+  bool permute = ex.is_permute && ex.num_transfers > 0;
   for (int r = 0; r < n; ++r) {
     ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
     ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
     const int64_t m = static_cast<int64_t>(std::max(recv_peers[r].size(), send_peers[r].size()));
     ex.messages = std::max(ex.messages, m);
     if (recv_peers[r].size() > 1 || send_peers[r].size() > 1) permute = false;
-  }
-  for (const RedistTransfer& t : ex.transfers) {
-    const int64_t v = NumElements(t.extent);
-    if (!permute) break;
-    if (v != cur.shard_elems || v != BoxVolume(tlo.data() + t.dst * d, thi.data() + t.dst * d, d))
-      permute = false;
   }
   ex.is_permute = permute;
   return ex;
@@ -203,9 +211,9 @@ enum class EdgeKind : uint8_t {
   kReduceScatter,
   kAllReduce,
   kPermute,
-  kExchange,  // final irregular exchange to the target
+  kExchange,        // final irregular exchange to the target
   kReduceScatterV,  // final irregular reduce-scatter: each rank sums exactly its target box
-  kZeroFill,  // final local step: inactive ranks become zeros
+  kZeroFill,        // final local step: inactive ranks become zeros
 };
 
 struct Edge {
@@ -262,10 +270,10 @@ struct Candidate {
 struct Landing {
   State x;
   Boxes boxes;
-  std::vector<char> want;        // ranks that must hold their block of x
-  std::vector<Edge> suffix;      // x -> ... -> target
+  std::vector<char> want;            // ranks that must hold their block of x
+  std::vector<Edge> suffix;          // x -> ... -> target
   std::vector<State> suffix_states;  // the state after each suffix edge
-  std::vector<int64_t> recv;     // per-rank bytes of the suffix
+  std::vector<int64_t> recv;         // per-rank bytes of the suffix
   double time = 0;
   double bytes = 0;
   int steps = 0;
@@ -394,9 +402,25 @@ class Planner {
   }
 
   // The irregular exchange from `boxes` into landing `l`.
-  Exchange ExchangeInto(const Boxes& boxes, const Landing& l) const {
-    return redist_internal::ComputeExchange(p_, boxes, l.boxes.lo, l.boxes.hi, l.want,
-                                            p_.kept_mask);
+  Exchange ExchangeInto(const Boxes& boxes, const Landing& l, bool record = true) const {
+    return redist_internal::ComputeExchange(p_, boxes, l.boxes.lo, l.boxes.hi, l.want, p_.kept_mask,
+                                            record);
+  }
+
+  // Per rank, the elements of landing l's blocks the state `boxes` lacks (bytes): what an
+  // exchange into l receives.
+  std::vector<int64_t> MissingBytes(const Boxes& boxes, const Landing& l) const {
+    const int d = p_.num_dims;
+    std::vector<int64_t> out(p_.num_ranks, 0);
+    for (int r = 0; r < p_.num_ranks; ++r) {
+      if (!l.want[r]) continue;
+      const int64_t* lo = l.boxes.lo.data() + r * d;
+      const int64_t* hi = l.boxes.hi.data() + r * d;
+      out[r] = (BoxVolume(lo, hi, d) -
+                IntersectVolume(lo, hi, boxes.lo.data() + r * d, boxes.hi.data() + r * d, d)) *
+               p_.elem;
+    }
+    return out;
   }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
@@ -523,14 +547,24 @@ class Planner {
       std::optional<Exchange> ex;
       EdgeKind kind;
       if (node.state.reduce_mask == 0) {
-        ex = ExchangeInto(boxes, l);
+        // The exchange receives exactly the missing elements: check the bound and the price
+        // floor before building it.
+        const std::vector<int64_t> missing = MissingBytes(boxes, l);
+        if (!Fits(node.recv, &missing, l.recv)) continue;
+        const int64_t m = *std::max_element(missing.begin(), missing.end());
+        Score floor2 = floor;
+        floor2.primary +=
+            cfg_.bytes_first ? static_cast<double>(m) : static_cast<double>(m) / bw_max_;
+        if (best->node >= 0 && Better(best->score, floor2)) continue;
+        ex = ExchangeInto(boxes, l, /*record=*/false);
         kind = EdgeKind::kExchange;
       } else {
         ex = ReduceScatterV(node.state, boxes, l);
         kind = EdgeKind::kReduceScatterV;
       }
       if (!ex || !Fits(node.recv, &ex->recv, l.recv)) continue;
-      Score sc = Add(G(node), StepScore(ExchangeSeconds(*ex), static_cast<double>(ex->max_recv), 1));
+      Score sc =
+          Add(G(node), StepScore(ExchangeSeconds(*ex), static_cast<double>(ex->max_recv), 1));
       Offer(best, index, kind, static_cast<int>(i), Add(sc, rest));
     }
   }
@@ -651,8 +685,8 @@ class Planner {
     auto uniform = [&](Edge edge, State next, CollectiveKind kind, int64_t recv_elems,
                        int64_t n_elems) {
       std::vector<int64_t> step(p_.num_ranks, recv_elems * p_.elem);
-      const double secs = cost_.CollectiveSeconds(kind, static_cast<double>(n_elems * p_.elem),
-                                                  p_.mesh, edge.axes);
+      const double secs =
+          cost_.CollectiveSeconds(kind, static_cast<double>(n_elems * p_.elem), p_.mesh, edge.axes);
       Consider(index, node, std::move(edge), std::move(next), step, secs, false, emit);
     };
     auto all_reduce = [&](std::vector<int> axes, State next) {
@@ -706,9 +740,8 @@ class Planner {
             State next = s;
             next.dims[d].resize(list.size() - k);
             next.dims[e].insert(next.dims[e].end(), suffix.begin(), suffix.end());
-            uniform({EdgeKind::kAllToAll, suffix, d, e}, std::move(next),
-                    CollectiveKind::kAllToAll, RingShare(boxes.shard_elems, g),
-                    boxes.shard_elems);
+            uniform({EdgeKind::kAllToAll, suffix, d, e}, std::move(next), CollectiveKind::kAllToAll,
+                    RingShare(boxes.shard_elems, g), boxes.shard_elems);
           }
         }
       }
@@ -746,8 +779,8 @@ class Planner {
     auto permute = [&](Edge edge, State next) {
       const Boxes nb = BoxesOf(p_, next);
       const Exchange ex = redist_internal::ComputeExchange(
-          p_, boxes, nb.lo, nb.hi, std::vector<char>(p_.num_ranks, 1),
-          p_.kept_mask | s.reduce_mask);
+          p_, boxes, nb.lo, nb.hi, std::vector<char>(p_.num_ranks, 1), p_.kept_mask | s.reduce_mask,
+          /*record=*/false);
       Consider(index, node, std::move(edge), std::move(next), ex.recv, ExchangeSeconds(ex), false,
                emit, &nb);
     };
@@ -827,7 +860,9 @@ std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes) {
 std::vector<std::vector<int>> Components(int n, const std::vector<RedistTransfer>& transfers) {
   std::vector<int> parent(n);
   std::iota(parent.begin(), parent.end(), 0);
-  std::function<int(int)> find = [&](int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
+  std::function<int(int)> find = [&](int x) {
+    return parent[x] == x ? x : parent[x] = find(parent[x]);
+  };
   std::vector<bool> involved(n, false);
   for (const RedistTransfer& t : transfers) {
     involved[t.src] = involved[t.dst] = true;
@@ -883,9 +918,8 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
     }
     case EdgeKind::kAllToAll:
       return "the split over " + ax + " moves from dimension " + std::to_string(e.dim) +
-             " to dimension " + std::to_string(e.dim_to) +
-             ": one all-to-all along " + ax + " (each rank keeps 1/" +
-             std::to_string(m.GroupSize(e.axes)) +
+             " to dimension " + std::to_string(e.dim_to) + ": one all-to-all along " + ax +
+             " (each rank keeps 1/" + std::to_string(m.GroupSize(e.axes)) +
              " of its shard and exchanges the rest, never holding more than one shard)";
     case EdgeKind::kReduceScatter:
       if (TargetHasAxisInDim(p, e.axes[0], e.dim)) {
@@ -906,8 +940,8 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
       if (before.dims[e.dim].size() >= 2 &&
           std::find(before.dims[e.dim].begin(), before.dims[e.dim].end(), e.axes[1]) !=
               before.dims[e.dim].end()) {
-        return "the same blocks belong to other ranks: the order of axes " +
-               AxesName(m, e.axes) + " in " + dim + " is swapped; point-to-point permutation";
+        return "the same blocks belong to other ranks: the order of axes " + AxesName(m, e.axes) +
+               " in " + dim + " is swapped; point-to-point permutation";
       }
       return "the same blocks belong to other ranks: " + dim + " is split over " +
              m.axis_name(e.axes[1]) + " instead of " + m.axis_name(e.axes[0]) +
@@ -915,14 +949,17 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
     case EdgeKind::kExchange: {
       std::string why;
       if (!p.unified) {
-        why = "the meshes have no common refinement (unrelated rank orders), so no collective "
-              "along mesh axes fits: ";
+        why =
+            "the meshes have no common refinement (unrelated rank orders), so no collective "
+            "along mesh axes fits: ";
       } else if (ex && ex->is_permute) {
-        why = "each rank's target block is held whole by one other rank (same blocks, other "
-              "ranks): ";
+        why =
+            "each rank's target block is held whole by one other rank (same blocks, other "
+            "ranks): ";
       } else {
-        why = "no sequence of collectives along mesh axes reaches the target at the lower "
-              "bound from here: ";
+        why =
+            "no sequence of collectives along mesh axes reaches the target at the lower "
+            "bound from here: ";
       }
       if (ex && ex->is_permute) return why + "send each block to its new owner";
       why += "each rank receives exactly the elements of its target shard it lacks";
@@ -934,7 +971,8 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
       return "the target is a partial sum over axes the source is not partial over: the ranks "
              "with index 0 along them keep the values, the others hold zeros (no traffic)";
     case EdgeKind::kReduceScatterV:
-    case EdgeKind::kNone: break;
+    case EdgeKind::kNone:
+      break;
   }
   return "";
 }
@@ -1047,8 +1085,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
         st.reason = "the tensor is a partial sum over " + AxesName(p.mesh, e.axes) +
                     " that every rank needs whole: a direct all-reduce, each rank receiving "
                     "the other addends of its block at once (" +
-                    std::to_string(ex->messages) +
-                    " messages in parallel instead of the ring's " +
+                    std::to_string(ex->messages) + " messages in parallel instead of the ring's " +
                     std::to_string(2 * ex->messages) + ")";
         break;
       }
@@ -1061,7 +1098,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
 
   for (size_t k = 1; k < path.size(); ++k) {
     SHARDSCOPE_ASSIGN_OR_RETURN(
-        RedistStep st, structured(nodes[path[k - 1]].state, nodes[path[k]].edge, nodes[path[k]].state));
+        RedistStep st,
+        structured(nodes[path[k - 1]].state, nodes[path[k]].edge, nodes[path[k]].state));
     plan.steps.push_back(std::move(st));
   }
 
@@ -1107,7 +1145,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
                   (into_target ? "the target" : st.after.ToString()) +
                   " lies inside its own block, but not as one contiguous chunk of it: each rank "
                   "receives the other addends of exactly that block (a reduce-scatter with "
-                  "irregular blocks)" + suffix_note;
+                  "irregular blocks)" +
+                  suffix_note;
     }
     plan.steps.push_back(std::move(st));
   } else if (cand.final == EdgeKind::kExchange) {
@@ -1126,8 +1165,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       }
       st.kind = boxes_change ? Kind::kLocalSlice : Kind::kLocalReshape;
       if (boxes_change) {
-        st.reason = "every rank already holds its target shard: each keeps that part of its "
-                    "shard (no traffic)";
+        st.reason =
+            "every rank already holds its target shard: each keeps that part of its "
+            "shard (no traffic)";
         if (!p.zero_ranks.empty()) st.reason += "; ranks that end as zero addends hold zeros";
       } else {
         st.reason = p.zero_ranks.empty()

@@ -24,11 +24,14 @@ size_t RedistPlanCache::KeyHash::operator()(const Key& key) const {
   return h;
 }
 
-Result<std::shared_ptr<const RedistPlan>> RedistPlanCache::Get(const Layout& from,
-                                                              const Layout& to,
-                                                              const CostModel& cost,
-                                                              const RedistOptions& options) {
-  Key key{from, to, cost.Fingerprint(), options.element_bytes, options.byte_optimal,
+Result<std::shared_ptr<const RedistPlan>> RedistPlanCache::Get(const Layout& from, const Layout& to,
+                                                               const CostModel& cost,
+                                                               const RedistOptions& options) {
+  Key key{from,
+          to,
+          cost.Fingerprint(),
+          options.element_bytes,
+          options.byte_optimal,
           options.max_states};
   {
     std::lock_guard<std::mutex> lock(mu_);

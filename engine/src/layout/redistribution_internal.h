@@ -32,9 +32,9 @@ struct State {
 struct Boxes {
   int num_dims = 0;
   std::vector<int64_t> lo, hi;
-  std::vector<int64_t> block_id;     // per rank, row-major over the block grid
-  std::vector<int64_t> block_size;   // per dim
-  std::vector<int64_t> blocks;       // per dim (number of blocks)
+  std::vector<int64_t> block_id;    // per rank, row-major over the block grid
+  std::vector<int64_t> block_size;  // per dim
+  std::vector<int64_t> blocks;      // per dim (number of blocks)
   int64_t shard_elems = 0;
 };
 
@@ -59,13 +59,13 @@ struct Problem {
   uint32_t kept_mask = 0;          // partial in both: never reduced, never moved along
   uint32_t new_partial_mask = 0;   // partial in `to` only (unified case)
   State src;
-  bool has_target_state = false;   // unified: the target as a state (without new partial)
+  bool has_target_state = false;  // unified: the target as a state (without new partial)
   State tgt;
-  Boxes target;                    // per-rank target boxes (on to's own mesh)
-  std::vector<char> active;        // ranks that must end with data (not new zero addends)
+  Boxes target;                       // per-rank target boxes (on to's own mesh)
+  std::vector<char> active;           // ranks that must end with data (not new zero addends)
   std::vector<int64_t> target_block;  // per rank: target block id, or -1 when inactive
-  std::vector<int> zero_ranks;     // inactive ranks, ascending
-  int64_t max_shard_elems = 0;     // memory cap for intermediate states
+  std::vector<int> zero_ranks;        // inactive ranks, ascending
+  int64_t max_shard_elems = 0;        // memory cap for intermediate states
 
   int64_t coord(int rank, int axis) const { return coords[rank * num_axes + axis]; }
 };
@@ -94,10 +94,12 @@ struct Exchange {
   int64_t messages = 0;
   uint32_t axes_mask = 0;  // axes of M along which some communicating pair differs
   bool is_permute = false;
+  int64_t num_transfers = 0;
 };
+// With record = false only the counts are computed (no transfer list; faster).
 Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<int64_t>& tlo,
                          const std::vector<int64_t>& thi, const std::vector<char>& want,
-                         uint32_t same_mask);
+                         uint32_t same_mask, bool record = true);
 
 // Ring receive volume: what each rank of a group of p receives when n elements are reduced
 // and scattered (n - floor(n / p)).

@@ -45,7 +45,7 @@ std::vector<std::vector<int64_t>> FactorOrders(int64_t n) {
 }
 
 struct Digit {
-  int axis;             // axis of its mesh
+  int axis;  // axis of its mesh
   int64_t size;
   std::vector<int> of;  // value per rank
 };
@@ -224,8 +224,8 @@ Result<Layout> ExpressOnMesh(const Layout& layout, const DeviceMesh& mesh,
     partial.insert(partial.end(), axes_map[x].begin(), axes_map[x].end());
   }
   Result<Layout> out = Layout::Create(mesh, std::move(dims), std::move(partial), layout.shape());
-  if (!out.ok()) return out.status().WithContext("expressing " + layout.ToString() + " on " +
-                                                 mesh.ToString());
+  if (!out.ok())
+    return out.status().WithContext("expressing " + layout.ToString() + " on " + mesh.ToString());
   return out;
 }
 

@@ -167,12 +167,13 @@ ValueId SoftmaxCrossEntropy(Builder& b, ValueId logits, ValueId labels, const st
 
 namespace shardscope::nn {
 
-Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int64_t batch) {
+Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int64_t batch,
+                                   DType input_dtype) {
   ModelGraph m;
   Builder b(&m.graph);
   Shape input_shape = {batch};
   input_shape.insert(input_shape.end(), example_shape.begin(), example_shape.end());
-  m.input = b.Input("x", input_shape);
+  m.input = b.Input("x", input_shape, input_dtype);
   m.labels = b.Label("label", {batch});
   m.logits = net(b, m.input);
   if (b.ok() && b.graph().value(m.logits).shape.size() != 2) {

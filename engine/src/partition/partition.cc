@@ -169,6 +169,12 @@ class ProgramBuilder {
     }
     const int home = p_.home[v];
     const Layout from = p_.values[home].layout;  // a copy: NewValue grows p_.values
+    const ValueKind kind = g_.value(v).kind;
+    if (kind == ValueKind::kInput || kind == ValueKind::kLabel) {
+      const int idx = NewValue(v, want, false);  // sliced from the global batch
+      p_.batch_values.push_back(idx);
+      return idx;
+    }
     auto plan = cache_.Get(from, want, o_.cost);
     if (!plan.ok()) {
       return plan.status().WithContext("redistributing '" + g_.value(v).name + "' from " + from.ToString() +
@@ -219,6 +225,7 @@ class ProgramBuilder {
         layout = Layout::Replicated(DeviceMesh::Create({p_.devices}, {"dp"}).value(), v.shape);
       }
       p_.home[v.id] = NewValue(v.id, *layout, true);
+      if (v.kind == ValueKind::kInput || v.kind == ValueKind::kLabel) p_.batch_values.push_back(p_.home[v.id]);
     }
     for (const Node& n : g_.nodes()) {
       const ShardingSignature& sig = sigs[n.id];

@@ -195,9 +195,10 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model, const
 }
 
 Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const Tensor& labels) {
-  const int x = program_.home[model_.input], y = program_.home[model_.labels];
-  executor_->local(x) = ExtractShard(images, program_.values[x].layout, rank_);
-  executor_->local(y) = ExtractShard(labels, program_.values[y].layout, rank_);
+  for (int v : program_.batch_values) {
+    const DistValue& d = program_.values[v];
+    executor_->local(v) = ExtractShard(d.global == model_.labels ? labels : images, d.layout, rank_);
+  }
   SHARDSCOPE_RETURN_IF_ERROR(executor_->Run(comm, step_, /*training=*/true, &stats_));
   const double start = Now();
   optimizer_->Step(param_ptrs_, grad_ptrs_);
@@ -217,7 +218,6 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
 }
 
 Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
-  const int x = program_.home[model_.input];
   const int logits_home = program_.home[model_.logits];
   const Shape& in_shape = model_.graph.value(model_.input).shape;
   const int64_t batch = in_shape[0];
@@ -227,13 +227,19 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   SHARDSCOPE_ASSIGN_OR_RETURN(
       RedistPlan plan, PlanRedistribution(logits_layout, Layout::Replicated(logits_layout.mesh(), logits_layout.shape()), CostModel{}));
   const RedistPlan* whole_logits = &plan;
-  Tensor images(in_shape);
+  Tensor images(in_shape, model_.graph.value(model_.input).dtype);
   int64_t correct = 0;
   for (int64_t start = 0; start < data.size(); start += batch) {
     const int64_t n = std::min(batch, data.size() - start);
-    std::memcpy(images.data(), data.images.data() + start * example, sizeof(float) * n * example);
-    if (n < batch) std::memset(images.data() + n * example, 0, sizeof(float) * (batch - n) * example);
-    executor_->local(x) = ExtractShard(images, program_.values[x].layout, rank_);
+    // Raw 4-byte copies: f32 images or i32 token ids.
+    char* dst = images.dtype() == DType::kI32 ? reinterpret_cast<char*>(images.ints()) : reinterpret_cast<char*>(images.data());
+    const char* src = data.images.dtype() == DType::kI32 ? reinterpret_cast<const char*>(data.images.ints())
+                                                         : reinterpret_cast<const char*>(data.images.data());
+    std::memcpy(dst, src + start * example * 4, 4 * n * example);
+    if (n < batch) std::memset(dst + n * example * 4, 0, 4 * (batch - n) * example);
+    for (int v : program_.batch_values) {
+      if (program_.values[v].global == model_.input) executor_->local(v) = ExtractShard(images, program_.values[v].layout, rank_);
+    }
     SHARDSCOPE_RETURN_IF_ERROR(executor_->RunFor(comm, {logits_home}, step_, /*training=*/false, nullptr));
     // Whole logits on every rank, by the planner's own redistribution.
     Tensor logits({batch, classes});

@@ -42,7 +42,8 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(ModelGraph model, const TrainCo
 float Trainer::Step(const Tensor& images, const Tensor& labels) {
   Tensor& x = executor_->value(model_.input);
   Tensor& y = executor_->value(model_.labels);
-  std::memcpy(x.data(), images.data(), sizeof(float) * x.size());
+  if (x.dtype() == DType::kI32) std::memcpy(x.ints(), images.ints(), sizeof(int32_t) * x.size());
+  else std::memcpy(x.data(), images.data(), sizeof(float) * x.size());
   std::memcpy(y.ints(), labels.ints(), sizeof(int32_t) * y.size());
   executor_->Run(train_schedule_, step_, /*training=*/true);
   optimizer_->Step(param_ptrs_, grad_ptrs_);
@@ -59,8 +60,12 @@ double Trainer::Evaluate(const Dataset& data) {
   int64_t correct = 0;
   for (int64_t start = 0; start < data.size(); start += batch) {
     const int64_t n = std::min(batch, data.size() - start);
-    std::memcpy(x.data(), data.images.data() + start * example, sizeof(float) * n * example);
-    if (n < batch) std::memset(x.data() + n * example, 0, sizeof(float) * (batch - n) * example);
+    // Raw 4-byte copies: f32 images or i32 token ids.
+    char* dst = x.dtype() == DType::kI32 ? reinterpret_cast<char*>(x.ints()) : reinterpret_cast<char*>(x.data());
+    const char* src = data.images.dtype() == DType::kI32 ? reinterpret_cast<const char*>(data.images.ints())
+                                                         : reinterpret_cast<const char*>(data.images.data());
+    std::memcpy(dst, src + start * example * 4, 4 * n * example);
+    if (n < batch) std::memset(dst + n * example * 4, 0, 4 * (batch - n) * example);
     executor_->Run(eval_schedule_, step_, /*training=*/false);
     for (int64_t i = 0; i < n; ++i) {
       const float* row = logits.data() + i * classes;

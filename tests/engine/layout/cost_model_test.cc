@@ -26,8 +26,7 @@ TEST(CostModelTest, RingFormulas) {
   EXPECT_DOUBLE_EQ(c.CollectiveSeconds(CollectiveKind::kReduceScatter, n, 4, bw),
                    3e-5 + 0.75 * n / bw);
   EXPECT_DOUBLE_EQ(c.CollectiveSeconds(CollectiveKind::kAllToAll, n, 4, bw), 3e-5 + 0.75 * n / bw);
-  EXPECT_DOUBLE_EQ(c.CollectiveSeconds(CollectiveKind::kAllReduce, n, 4, bw),
-                   6e-5 + 1.5 * n / bw);
+  EXPECT_DOUBLE_EQ(c.CollectiveSeconds(CollectiveKind::kAllReduce, n, 4, bw), 6e-5 + 1.5 * n / bw);
   EXPECT_DOUBLE_EQ(c.CollectiveSeconds(CollectiveKind::kPermute, n, 2, bw), 1e-5 + n / bw);
   // All-reduce = reduce-scatter + all-gather of the same buffer.
   EXPECT_DOUBLE_EQ(c.CollectiveSeconds(CollectiveKind::kAllReduce, n, 8, bw),
@@ -41,9 +40,9 @@ TEST(CostModelTest, RingFormulas) {
 
 TEST(CostModelTest, TrivialGroupsAndMonotonicity) {
   CostModel c;
-  for (CollectiveKind k : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
-                           CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,
-                           CollectiveKind::kPermute}) {
+  for (CollectiveKind k :
+       {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter, CollectiveKind::kAllReduce,
+        CollectiveKind::kAllToAll, CollectiveKind::kPermute}) {
     EXPECT_EQ(c.CollectiveSeconds(k, 1e6, 1, 1e9), 0.0) << CollectiveKindName(k);
     double prev = 0;
     for (int64_t p = 2; p <= 64; p *= 2) {

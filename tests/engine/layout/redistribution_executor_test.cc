@@ -84,15 +84,15 @@ TEST(RedistributionExecutorTest, EveryStepKindRuns) {
   const DeviceMesh m = MakeMesh({2, 2, 2}, {"dp", "sp", "mp"});
   const Shape shape = {8, 8};
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"dp,-", "-,-"},            // all-gather
-      {"dp,-", "-,dp"},           // all-to-all
-      {"-,-|P(mp)", "mp,-"},      // reduce-scatter
-      {"-,-|P(mp)", "-,-"},       // all-reduce
-      {"-,-", "(dp,sp),mp"},      // local slices
+      {"dp,-", "-,-"},             // all-gather
+      {"dp,-", "-,dp"},            // all-to-all
+      {"-,-|P(mp)", "mp,-"},       // reduce-scatter
+      {"-,-|P(mp)", "-,-"},        // all-reduce
+      {"-,-", "(dp,sp),mp"},       // local slices
       {"(dp,sp),-", "(sp,dp),-"},  // permute
-      {"dp,sp", "sp,dp"},         // irregular exchange
-      {"-,-", "-,-|P(dp)"},       // zero-fill
-      {"-,-|P(mp)", "(mp,dp),-"}, // reduce-scatter-v
+      {"dp,sp", "sp,dp"},          // irregular exchange
+      {"-,-", "-,-|P(dp)"},        // zero-fill
+      {"-,-|P(mp)", "(mp,dp),-"},  // reduce-scatter-v
   };
   for (const auto& [a, b] : cases) {
     Result<RedistPlan> plan = PlanRedistribution(Spec(m, a, shape), Spec(m, b, shape), cost);

@@ -77,7 +77,8 @@ void CheckCase(const redist_test::Case& c, const CostModel& cost, Summary* no_pa
     no_partial->Add(*plan);
   } else {
     partial->Add(*plan);
-    if (std::getenv("SHARDSCOPE_REDIST_DUMP") && !plan->byte_optimal) std::printf("%s\n", ctx.c_str());
+    if (std::getenv("SHARDSCOPE_REDIST_DUMP") && !plan->byte_optimal)
+      std::printf("%s\n", ctx.c_str());
   }
   Result<RedistLowerBound> lb = RedistributionLowerBound(c.from, c.to);
   ASSERT_TRUE(lb.ok());

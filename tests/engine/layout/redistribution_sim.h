@@ -18,13 +18,15 @@
 
 namespace shardscope::redist_test {
 
-inline DeviceMesh MakeMesh(Shape shape, std::vector<std::string> names, std::vector<int> ranks = {}) {
+inline DeviceMesh MakeMesh(Shape shape, std::vector<std::string> names,
+                           std::vector<int> ranks = {}) {
   Result<DeviceMesh> m = DeviceMesh::Create(std::move(shape), std::move(names), std::move(ranks));
   EXPECT_TRUE(m.ok()) << m.status().message();
   return m.ok() ? *m : DeviceMesh();
 }
 
-inline Layout MakeLayout(const DeviceMesh& mesh, DimAxes dims, std::vector<int> partial, Shape shape) {
+inline Layout MakeLayout(const DeviceMesh& mesh, DimAxes dims, std::vector<int> partial,
+                         Shape shape) {
   Result<Layout> l = Layout::Create(mesh, std::move(dims), std::move(partial), std::move(shape));
   EXPECT_TRUE(l.ok()) << l.status().message();
   return l.ok() ? *l : Layout();
@@ -195,7 +197,9 @@ inline int64_t Lcm(int64_t a, int64_t b) { return a / std::gcd(a, b) * b; }
 inline Case RandomCase(std::mt19937& rng, bool partial_ok, int max_devices = 16, int scale = 2) {
   const DeviceMesh m1 = RandomMesh(rng, std::bernoulli_distribution(0.3)(rng), max_devices);
   const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
-  const DeviceMesh m2 = kind < 6 ? m1 : kind < 9 ? RegroupedMesh(rng, m1) : UnrelatedMesh(rng, m1.size());
+  const DeviceMesh m2 = kind < 6   ? m1
+                        : kind < 9 ? RegroupedMesh(rng, m1)
+                                   : UnrelatedMesh(rng, m1.size());
   const int rank = std::uniform_int_distribution<int>(0, 4)(rng);
   DimAxes d1, d2;
   std::vector<int> p1, p2;
@@ -299,8 +303,8 @@ inline bool Concat(const std::vector<SimShard>& parts, int dim, SimShard* out, s
       }
     }
     if (q.lo[dim] != r.lo[dim] + r.ext[dim]) {
-      *why = "concat: part " + std::to_string(i) + " is not adjacent along dim " +
-             std::to_string(dim);
+      *why =
+          "concat: part " + std::to_string(i) + " is not adjacent along dim " + std::to_string(dim);
       return false;
     }
     r.ext[dim] += q.ext[dim];
@@ -333,8 +337,8 @@ inline bool SameBox(const SimShard& s, const Layout& l, int r) {
 struct SimResult {
   bool ok = true;
   std::string error;
-  std::vector<int64_t> recv;     // counted bytes received per rank
-  int64_t max_shard_elems = 0;   // largest buffer any rank held at any time
+  std::vector<int64_t> recv;    // counted bytes received per rank
+  int64_t max_shard_elems = 0;  // largest buffer any rank held at any time
 };
 
 // Applies every step of `plan` to all ranks' shards and checks the result against the
@@ -376,9 +380,8 @@ inline SimResult Simulate(const RedistPlan& plan) {
         if (!Contains(sh[r], lo, ext)) return fail(k, "slice outside the local shard");
         next[r] = Extract(sh[r], lo, ext);
       }
-    } else if (!st.irregular() &&
-               (st.kind == K::kAllGather || st.kind == K::kAllToAll ||
-                st.kind == K::kReduceScatter || st.kind == K::kAllReduce)) {
+    } else if (!st.irregular() && (st.kind == K::kAllGather || st.kind == K::kAllToAll ||
+                                   st.kind == K::kReduceScatter || st.kind == K::kAllReduce)) {
       std::vector<int> seen(n, 0);
       for (const std::vector<int>& g : st.groups) {
         const int64_t p = static_cast<int64_t>(g.size());
@@ -426,8 +429,9 @@ inline SimResult Simulate(const RedistPlan& plan) {
         }
       }
       for (int r = 0; r < n; ++r) {
-        if (seen[r] != 1) return fail(k, "rank " + std::to_string(r) + " in " +
-                                             std::to_string(seen[r]) + " groups");
+        if (seen[r] != 1)
+          return fail(k,
+                      "rank " + std::to_string(r) + " in " + std::to_string(seen[r]) + " groups");
       }
     } else if (st.irregular() && (st.kind == K::kReduceScatter || st.kind == K::kAllReduce)) {
       // Each destination adds the others' addends of its box to its own.
@@ -450,13 +454,15 @@ inline SimResult Simulate(const RedistPlan& plan) {
       for (const RedistTransfer& t : st.transfers) {
         if (zero[t.dst]) return fail(k, "a zero rank receives data");
         if (!Contains(sh[t.src], t.offset, t.extent))
-          return fail(k, "reduce-scatter-v from rank " + std::to_string(t.src) + " of data it lacks");
-        ForBox(t.offset, t.extent, [&](const std::vector<int64_t>&, const std::vector<int64_t>& gi) {
-          std::vector<int64_t> li(gi.size());
-          for (size_t d = 0; d < gi.size(); ++d) li[d] = gi[d] - next[t.dst].lo[d];
-          next[t.dst].v[LinearOf(next[t.dst].ext, li)] += At(sh[t.src], gi);
-          count[t.dst][LinearOf(next[t.dst].ext, li)]++;
-        });
+          return fail(k,
+                      "reduce-scatter-v from rank " + std::to_string(t.src) + " of data it lacks");
+        ForBox(t.offset, t.extent,
+               [&](const std::vector<int64_t>&, const std::vector<int64_t>& gi) {
+                 std::vector<int64_t> li(gi.size());
+                 for (size_t d = 0; d < gi.size(); ++d) li[d] = gi[d] - next[t.dst].lo[d];
+                 next[t.dst].v[LinearOf(next[t.dst].ext, li)] += At(sh[t.src], gi);
+                 count[t.dst][LinearOf(next[t.dst].ext, li)]++;
+               });
         res.recv[t.dst] += NumElements(t.extent) * eb;
       }
       for (const std::vector<int>& g : st.groups) {
@@ -465,7 +471,8 @@ inline SimResult Simulate(const RedistPlan& plan) {
           for (int c : count[r]) {
             if (c != static_cast<int>(g.size()))
               return fail(k, "reduce-scatter-v: rank " + std::to_string(r) + " sums " +
-                                 std::to_string(c) + " addends, group has " + std::to_string(g.size()));
+                                 std::to_string(c) + " addends, group has " +
+                                 std::to_string(g.size()));
           }
         }
       }
@@ -499,19 +506,21 @@ inline SimResult Simulate(const RedistPlan& plan) {
         if (!Contains(next[t.dst], t.offset, t.extent))
           return fail(k, "transfer to rank " + std::to_string(t.dst) + " outside its new shard");
         if (t.src == t.dst) return fail(k, "transfer to itself");
-        ForBox(t.offset, t.extent, [&](const std::vector<int64_t>&, const std::vector<int64_t>& gi) {
-          std::vector<int64_t> li(gi.size());
-          for (size_t d = 0; d < gi.size(); ++d) li[d] = gi[d] - next[t.dst].lo[d];
-          next[t.dst].v[LinearOf(next[t.dst].ext, li)] = At(sh[t.src], gi);
-          cover[t.dst][LinearOf(next[t.dst].ext, li)]++;
-        });
+        ForBox(t.offset, t.extent,
+               [&](const std::vector<int64_t>&, const std::vector<int64_t>& gi) {
+                 std::vector<int64_t> li(gi.size());
+                 for (size_t d = 0; d < gi.size(); ++d) li[d] = gi[d] - next[t.dst].lo[d];
+                 next[t.dst].v[LinearOf(next[t.dst].ext, li)] = At(sh[t.src], gi);
+                 cover[t.dst][LinearOf(next[t.dst].ext, li)]++;
+               });
         res.recv[t.dst] += NumElements(t.extent) * eb;
       }
       for (int r = 0; r < n; ++r) {
         if (zero[r]) continue;
         for (int c : cover[r]) {
-          if (c != 1) return fail(k, "rank " + std::to_string(r) + " has an element covered " +
-                                         std::to_string(c) + " times");
+          if (c != 1)
+            return fail(k, "rank " + std::to_string(r) + " has an element covered " +
+                               std::to_string(c) + " times");
         }
       }
     } else if (st.kind == K::kLocalReshape) {
@@ -535,14 +544,16 @@ inline SimResult Simulate(const RedistPlan& plan) {
   // Final check against the target.
   const Layout& to = plan.to;
   for (int r = 0; r < n; ++r) {
-    if (!SameBox(sh[r], to, r)) return fail(plan.steps.size(), "final box mismatch on rank " + std::to_string(r));
+    if (!SameBox(sh[r], to, r))
+      return fail(plan.steps.size(), "final box mismatch on rank " + std::to_string(r));
     const std::vector<int> group = to.PartialGroup(r);
     bool bad = false;
-    ForBox(sh[r].lo, sh[r].ext, [&](const std::vector<int64_t>& li, const std::vector<int64_t>& gi) {
-      double sum = 0;
-      for (int q : group) sum += sh[q].v[LinearOf(sh[q].ext, li)];
-      if (sum != GlobalValue(LinearOf(to.shape(), gi))) bad = true;
-    });
+    ForBox(sh[r].lo, sh[r].ext,
+           [&](const std::vector<int64_t>& li, const std::vector<int64_t>& gi) {
+             double sum = 0;
+             for (int q : group) sum += sh[q].v[LinearOf(sh[q].ext, li)];
+             if (sum != GlobalValue(LinearOf(to.shape(), gi))) bad = true;
+           });
     if (bad) return fail(plan.steps.size(), "wrong values on rank " + std::to_string(r));
   }
   return res;
@@ -559,7 +570,8 @@ inline std::vector<int64_t> DirectMoveBound(const Layout& from, const Layout& to
     const Shape sx = from.ShardShape(), tx = to.ShardShape();
     int64_t inter = 1;
     for (size_t d = 0; d < sx.size(); ++d) {
-      inter *= std::max<int64_t>(0, std::min(slo[d] + sx[d], tlo[d] + tx[d]) - std::max(slo[d], tlo[d]));
+      inter *=
+          std::max<int64_t>(0, std::min(slo[d] + sx[d], tlo[d] + tx[d]) - std::max(slo[d], tlo[d]));
     }
     out[r] = (NumElements(tx) - inter) * eb;
     if (to.is_partial() && !from.is_partial() &&

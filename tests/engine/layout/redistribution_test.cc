@@ -62,8 +62,11 @@ TEST(RedistributionTest, Seed002RowSplitToReplicatedIsOneAllGather) {
 
 // A shard moving between dimensions along one axis is exactly one all-to-all.
 TEST(RedistributionTest, DimensionMoveOnOneAxisIsOneAllToAll) {
-  for (const auto& [shape, names] : std::vector<std::pair<Shape, std::vector<std::string>>>{
-           {{4}, {"x"}}, {{2, 2, 2}, {"dp", "sp", "mp"}}, {{2, 4}, {"a", "b"}}, {{3, 2}, {"a", "b"}}}) {
+  for (const auto& [shape, names] :
+       std::vector<std::pair<Shape, std::vector<std::string>>>{{{4}, {"x"}},
+                                                               {{2, 2, 2}, {"dp", "sp", "mp"}},
+                                                               {{2, 4}, {"a", "b"}},
+                                                               {{3, 2}, {"a", "b"}}}) {
     const DeviceMesh mesh = MakeMesh(shape, names);
     for (int axis = 0; axis < mesh.num_axes(); ++axis) {
       const int64_t p = mesh.axis_size(axis);
@@ -71,8 +74,8 @@ TEST(RedistributionTest, DimensionMoveOnOneAxisIsOneAllToAll) {
         DimAxes from(3), to(3);
         from[d0] = {axis};
         to[d1] = {axis};
-        const RedistPlan plan =
-            Plan(MakeLayout(mesh, from, {}, {p * 2, p * 3, p}), MakeLayout(mesh, to, {}, {p * 2, p * 3, p}));
+        const RedistPlan plan = Plan(MakeLayout(mesh, from, {}, {p * 2, p * 3, p}),
+                                     MakeLayout(mesh, to, {}, {p * 2, p * 3, p}));
         ASSERT_EQ(Kinds(plan), std::vector<Kind>{Kind::kAllToAll}) << plan.ToString();
         EXPECT_EQ(plan.steps[0].dim, d0);
         EXPECT_EQ(plan.steps[0].dim_to, d1);
@@ -97,9 +100,9 @@ TEST(RedistributionTest, MovesAcrossTwoAxesNeverGatherFully) {
     std::string from, to;
   };
   const std::vector<Case> cases = {
-      {{2, 2}, "a,b", "b,a"},          {{2, 4}, "a,b", "b,a"},        {{4, 2}, "(a,b),-", "-,(b,a)"},
-      {{2, 2}, "a,b", "-,(a,b)"},      {{2, 2}, "(a,b),-", "b,a"},    {{4, 4}, "a,b", "b,a"},
-      {{2, 3}, "a,b", "b,a"},          {{2, 2}, "a,-", "-,b"},        {{2, 4}, "(b,a),-", "-,(a,b)"},
+      {{2, 2}, "a,b", "b,a"},     {{2, 4}, "a,b", "b,a"},     {{4, 2}, "(a,b),-", "-,(b,a)"},
+      {{2, 2}, "a,b", "-,(a,b)"}, {{2, 2}, "(a,b),-", "b,a"}, {{4, 4}, "a,b", "b,a"},
+      {{2, 3}, "a,b", "b,a"},     {{2, 2}, "a,-", "-,b"},     {{2, 4}, "(b,a),-", "-,(a,b)"},
   };
   for (int64_t eb : {int64_t{4}, int64_t{1} << 20}) {
     for (const Case& c : cases) {
@@ -141,40 +144,51 @@ TEST(RedistributionTest, Seed004HigherOrderLayouts) {
   EXPECT_TRUE(dp.byte_optimal) << dp.ToString();
 }
 
+bool Has(const RedistPlan& plan, Kind kind) { return plan.CountSteps(kind) > 0; }
+
 TEST(RedistributionTest, PartialSums) {
-  const DeviceMesh m = MakeMesh({2, 2, 4}, {"dp", "sp", "mp"});
   const Shape shape = {16, 8};
   // Reduce-scatter when the target splits a dimension over the partial axis.
-  RedistPlan plan = Plan(Spec(m, "-,-|P(mp)", shape), Spec(m, "mp,-", shape));
+  const DeviceMesh x4 = MakeMesh({4}, {"x"});
+  RedistPlan plan = Plan(Spec(x4, "-,-|P(x)", shape), Spec(x4, "x,-", shape));
   EXPECT_EQ(Kinds(plan), std::vector<Kind>{Kind::kReduceScatter}) << plan.ToString();
   EXPECT_EQ(plan.steps[0].dim, 0);
   EXPECT_TRUE(plan.byte_optimal);
   // All-reduce when every rank needs the sum whole.
-  const DeviceMesh x4 = MakeMesh({4}, {"x"});
   plan = Plan(Spec(x4, "-,-|P(x)", shape), Spec(x4, "-,-", shape));
   EXPECT_EQ(Kinds(plan), std::vector<Kind>{Kind::kAllReduce}) << plan.ToString();
   EXPECT_EQ(plan.steps[0].messages, 6);  // ring: 2 (p - 1)
   EXPECT_TRUE(plan.byte_optimal);
-  // With replicas along dp and sp, they share the work: reduce-scatter-v over mp into
-  // [dp.sp | -], then gather along sp and dp (a hierarchical all-reduce with the ring's bytes
-  // and fewer messages).
-  plan = Plan(Spec(m, "-,-|P(mp)", shape), Spec(m, "-,-", shape));
-  EXPECT_TRUE(plan.byte_optimal) << plan.ToString();
-  EXPECT_EQ(plan.planned_bytes, 2 * 3 * 16 * 8 * 4 / 4);
-  // A two-member group: the direct all-reduce (one message) is the ring's bytes, fewer messages.
-  plan = Plan(Spec(m, "-,-|P(sp)", shape), Spec(m, "-,-", shape));
+  // A two-member group: the direct all-reduce (one message) moves the ring's bytes.
+  const DeviceMesh x2 = MakeMesh({2}, {"x"});
+  plan = Plan(Spec(x2, "-,-|P(x)", shape), Spec(x2, "-,-", shape));
   EXPECT_EQ(Kinds(plan), std::vector<Kind>{Kind::kAllReduce}) << plan.ToString();
   EXPECT_EQ(plan.steps[0].KindName(), "all-reduce (direct)");
-  // The target splits over (mp, dp): each rank needs a strided part of the sum; the
+  EXPECT_EQ(plan.steps[0].messages, 1);
+  // The target splits over (x, y): each rank needs a strided part of the sum; the
   // reduce-scatter-v receives exactly the other addends of it, at the bound.
-  plan = Plan(Spec(m, "-,-|P(mp)", shape), Spec(m, "(mp,dp),-", shape));
-  EXPECT_TRUE(plan.byte_optimal) << plan.ToString();
+  const DeviceMesh xy = MakeMesh({4, 2}, {"x", "y"});
+  plan = Plan(Spec(xy, "-,-|P(x)", shape), Spec(xy, "(x,y),-", shape));
   EXPECT_EQ(plan.steps.size(), 1u) << plan.ToString();
-  // Slice first (dp), then reduce-scatter (mp) when the order allows it.
-  plan = Plan(Spec(m, "-,-|P(mp)", shape), Spec(m, "(dp,mp),-", shape));
+  EXPECT_EQ(plan.steps[0].KindName(), "reduce-scatter-v");
+  EXPECT_TRUE(plan.byte_optimal);
+  // (y, x): slice along y first, then reduce-scatter along x.
+  plan = Plan(Spec(xy, "-,-|P(x)", shape), Spec(xy, "(y,x),-", shape));
   EXPECT_EQ(Kinds(plan), (std::vector<Kind>{Kind::kLocalSlice, Kind::kReduceScatter}))
       << plan.ToString();
   EXPECT_TRUE(plan.byte_optimal);
+  // Replicas share the reduction: on (dp, sp, mp=4) a sum over mp that the target needs
+  // whole is reduced on a quarter per (dp, sp) replica, then gathered: fewer bytes than one
+  // all-reduce of the whole tensor (2 * 3/4 * 512 B).
+  const DeviceMesh m = MakeMesh({2, 2, 4}, {"dp", "sp", "mp"});
+  plan = Plan(Spec(m, "-,-|P(mp)", shape), Spec(m, "-,-", shape));
+  EXPECT_TRUE(plan.byte_optimal) << plan.ToString();
+  EXPECT_LT(plan.planned_bytes, 768);
+  EXPECT_TRUE(Has(plan, Kind::kAllGather));
+  plan = Plan(Spec(m, "-,-|P(mp)", shape), Spec(m, "mp,-", shape));
+  EXPECT_TRUE(plan.byte_optimal) << plan.ToString();
+  EXPECT_TRUE(Has(plan, Kind::kReduceScatter));
+  EXPECT_LT(plan.planned_bytes, 3 * 512 / 4);
   // Axes partial in both stay partial: only the split changes.
   plan = Plan(Spec(m, "dp,-|P(mp)", shape), Spec(m, "-,-|P(mp)", shape));
   EXPECT_EQ(Kinds(plan), std::vector<Kind>{Kind::kAllGather}) << plan.ToString();
@@ -183,7 +197,7 @@ TEST(RedistributionTest, PartialSums) {
   EXPECT_EQ(Kinds(plan), std::vector<Kind>{Kind::kLocalReshape}) << plan.ToString();
   EXPECT_EQ(plan.planned_bytes, 0);
   EXPECT_EQ(plan.steps[0].zero_ranks.size(), 8u);
-  // Two partial axes reduced hierarchically with the ring bound of the whole group.
+  // Two partial axes.
   plan = Plan(Spec(m, "-,-|P(dp,mp)", shape), Spec(m, "(dp,mp),-", shape));
   EXPECT_TRUE(plan.byte_optimal) << plan.ToString();
 }
@@ -255,7 +269,8 @@ TEST(RedistributionTest, LowerBound) {
   const DeviceMesh m = MakeMesh({2, 2}, {"a", "b"});
   // [a | b] -> [b | a] on a 4x4 tensor of 4-byte elements: ranks (0,0) and (1,1) keep their
   // block, the two others need all of it (4 elements).
-  Result<RedistLowerBound> lb = RedistributionLowerBound(Spec(m, "a,b", {4, 4}), Spec(m, "b,a", {4, 4}));
+  Result<RedistLowerBound> lb =
+      RedistributionLowerBound(Spec(m, "a,b", {4, 4}), Spec(m, "b,a", {4, 4}));
   ASSERT_TRUE(lb.ok());
   EXPECT_EQ(lb->per_rank, (std::vector<int64_t>{0, 16, 16, 0}));
   EXPECT_EQ(lb->max_bytes, 16);
@@ -272,13 +287,15 @@ TEST(RedistributionTest, LowerBound) {
   // Errors.
   EXPECT_FALSE(RedistributionLowerBound(Spec(m, "a,-", {4, 4}), Spec(m, "a,-", {4, 8})).ok());
   EXPECT_FALSE(
-      RedistributionLowerBound(Spec(m, "a,-", {4, 4}), Spec(MakeMesh({2}, {"x"}), "x,-", {4, 4})).ok());
+      RedistributionLowerBound(Spec(m, "a,-", {4, 4}), Spec(MakeMesh({2}, {"x"}), "x,-", {4, 4}))
+          .ok());
   EXPECT_FALSE(RedistributionLowerBound(Spec(m, "a,-", {4, 4}), Spec(m, "b,-", {4, 4}), 0).ok());
 }
 
 TEST(RedistributionTest, Errors) {
   const DeviceMesh m = MakeMesh({2}, {"x"});
-  Result<RedistPlan> plan = PlanRedistribution(Spec(m, "x,-", {4, 4}), Spec(m, "-,x", {4, 6}), CostModel{});
+  Result<RedistPlan> plan =
+      PlanRedistribution(Spec(m, "x,-", {4, 4}), Spec(m, "-,x", {4, 6}), CostModel{});
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("global shapes must be equal"), std::string::npos);
   plan = PlanRedistribution(Spec(m, "x", {4}), Spec(MakeMesh({4}, {"y"}), "y", {4}), CostModel{});
@@ -293,7 +310,8 @@ TEST(RedistributionTest, PrintsAndSerialisesEveryStep) {
   EXPECT_NE(text.find("[dp | sp] P(mp) -> [- | sp.dp]"), std::string::npos) << text;
   EXPECT_NE(text.find("lower bound"), std::string::npos);
   size_t whys = 0;
-  for (size_t pos = text.find("why:"); pos != std::string::npos; pos = text.find("why:", pos + 1)) ++whys;
+  for (size_t pos = text.find("why:"); pos != std::string::npos; pos = text.find("why:", pos + 1))
+    ++whys;
   EXPECT_EQ(whys, plan.steps.size());
   const nlohmann::json j = nlohmann::json::parse(plan.ToJson());
   EXPECT_EQ(j["from"]["layout"], "[dp | sp] P(mp)");
@@ -357,7 +375,9 @@ TEST(RedistributionTest, PlansBigMeshesQuickly) {
   const DeviceMesh m = MakeMesh({4, 4, 4, 4}, {"pp", "dp", "sp", "mp"});
   const Shape shape = {1024, 512, 256};
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"(dp,sp),mp,-", "mp,(sp,dp),-"}, {"dp,sp,mp", "sp,mp,dp"}, {"-,-,-|P(mp,sp)", "(mp,sp),dp,-"},
+      {"(dp,sp),mp,-", "mp,(sp,dp),-"},
+      {"dp,sp,mp", "sp,mp,dp"},
+      {"-,-,-|P(mp,sp)", "(mp,sp),dp,-"},
       {"(pp,dp),-,(sp,mp)", "-,(pp,dp,sp,mp),-"}};
   for (const auto& [a, b] : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -365,14 +385,33 @@ TEST(RedistributionTest, PlansBigMeshesQuickly) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     ASSERT_TRUE(plan.ok());
-    std::printf("[ planning ] 256 ranks, %s -> %s: %zu steps, %.1f ms, %d states, ratio %.3f\n",
-                a.c_str(), b.c_str(), plan->steps.size(), ms, plan->states_explored,
-                static_cast<double>(plan->planned_bytes) / std::max<int64_t>(1, plan->lower_bound_bytes));
+    std::printf(
+        "[ planning ] 256 ranks, %s -> %s: %zu steps, %.1f ms, %d states, ratio %.3f\n", a.c_str(),
+        b.c_str(), plan->steps.size(), ms, plan->states_explored,
+        static_cast<double>(plan->planned_bytes) / std::max<int64_t>(1, plan->lower_bound_bytes));
     if (!Spec(m, a, shape).is_partial()) {
       EXPECT_TRUE(plan->byte_optimal) << plan->ToString();
     }
     if (std::getenv("SHARDSCOPE_REDIST_DUMP")) std::printf("%s\n", plan->ToString().c_str());
     EXPECT_LT(ms, 2000);
+  }
+  // 1024 ranks.
+  const DeviceMesh big = MakeMesh({4, 4, 8, 8}, {"pp", "dp", "sp", "mp"});
+  for (const auto& [a, b] :
+       std::vector<std::pair<std::string, std::string>>{{"(dp,sp),mp,-", "mp,(dp,sp),-"},
+                                                        {"-,-,-|P(mp)", "mp,(dp,sp),-"},
+                                                        {"dp,sp,mp", "-,-,-"}}) {
+    const auto start = std::chrono::steady_clock::now();
+    Result<RedistPlan> plan =
+        PlanRedistribution(Spec(big, a, shape), Spec(big, b, shape), CostModel{});
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_TRUE(plan.ok());
+    std::printf(
+        "[ planning ] 1024 ranks, %s -> %s: %zu steps, %.1f ms, ratio %.3f\n", a.c_str(), b.c_str(),
+        plan->steps.size(), ms,
+        static_cast<double>(plan->planned_bytes) / std::max<int64_t>(1, plan->lower_bound_bytes));
+    EXPECT_LT(ms, 5000);
   }
 }
 

@@ -1,0 +1,92 @@
+// The correctness law under mpirun: each rank is one device of the distributed run and
+// also trains the single-device reference itself; every rank compares its shards.
+//   mpirun -np 4 engine_law_mpi      (configurations for 4 ranks)
+//   mpirun -np 8 engine_law_mpi      (configurations for 8 ranks, including the seeds')
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "law.h"
+#include "models.h"
+#include "shardscope/model_file.h"
+
+using namespace shardscope;
+
+namespace {
+
+struct Case {
+  std::string name;
+  testing_law::BuildFn build;
+  Dataset data;
+  int64_t batch;
+  PartitionOptions options;
+};
+
+Case FromFile(const std::string& file) {
+  auto mf = std::make_shared<ModelFile>(
+      LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + file).value());
+  Case c;
+  c.name = file;
+  c.batch = mf->training().batch;
+  c.data = MakeSyntheticDataset(c.batch * 5, mf->example_shape(), mf->num_classes(), 5);
+  for (const auto& [name, text] : mf->parallel().meshes) c.options.meshes[name] = ParseMeshExpr(text).value();
+  const int64_t batch = c.batch;
+  c.build = [mf, batch] { return mf->Build(batch); };
+  return c;
+}
+
+Case Ffn(const std::string& dense1, const std::string& dense3) {
+  Case c;
+  c.name = "ffn " + dense1 + " " + dense3;
+  c.batch = 16;
+  c.data = MakeSyntheticDataset(16 * 5, {1, 28, 28}, 10, 7);
+  c.build = [dense1, dense3] {
+    samples::FFN net;
+    if (!dense1.empty()) net.dense1.matmul.shard(dense1);
+    if (!dense3.empty()) net.dense3.matmul.shard(dense3);
+    return nn::BuildClassifier(net, {1, 28, 28}, 16);
+  };
+  return c;
+}
+
+}  // namespace
+
+int main() {
+  auto world_or = MpiWorld();
+  if (!world_or.ok()) {
+    std::fprintf(stderr, "error: %s\n", world_or.status().message().c_str());
+    return 1;
+  }
+  Communicator& world = **world_or;
+  const int n = world.size();
+  std::vector<Case> cases = {Ffn("", "")};  // data parallel
+  if (n == 4) {
+    cases.push_back(Ffn("((1,1),(1,4))", ""));
+    cases.push_back(FromFile("matmul_allgather.yaml"));
+  }
+  if (n == 8) {
+    cases.push_back(Ffn("((2,4),(4,1))", "((1,8),(8,1))"));
+    cases.push_back(FromFile("matmul_relu.yaml"));
+    cases.push_back(FromFile("dense_matmul_net.yaml"));
+    cases.push_back(FromFile("matmul3.yaml"));
+  }
+  int passed = 0, failed = 0;
+  for (Case& c : cases) {
+    c.options.devices = n;
+    const testing_law::SingleRun single = testing_law::TrainSingle(c.build, c.data, c.batch, 5);
+    std::unique_ptr<DistTrainer> t;
+    Status st;
+    auto losses = testing_law::TrainRank(world, c.build, c.data, c.batch, 5, c.options, &t);
+    st = losses.ok() ? testing_law::CompareRank(*t, *losses, single, world.rank()) : losses.status();
+    // Every rank's verdict, so rank 0 reports the whole run.
+    std::vector<float> mine = {st.ok() ? 1.0f : 0.0f}, all(n);
+    if (!world.AllGather(mine, all).ok()) return 1;
+    bool ok = true;
+    for (float f : all) ok = ok && f == 1.0f;
+    if (!st.ok()) std::fprintf(stderr, "rank %d, %s: %s\n", world.rank(), c.name.c_str(), st.message().c_str());
+    if (world.rank() == 0) std::printf("%s %s on %d ranks\n", ok ? "PASS" : "FAIL", c.name.c_str(), n);
+    (ok ? passed : failed)++;
+  }
+  if (world.rank() == 0) std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,131 @@
+// The correctness law on random valid strategy assignments: the seed-003 FFN and a
+// transformer block, on 1, 2, 4 and 8 in-process devices.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "law.h"
+#include "models.h"
+#include "shardscope/autodiff.h"
+#include "shardscope/partition.h"
+#include "shardscope/sharding_rule.h"
+
+namespace shardscope {
+namespace {
+
+using testing_law::CheckLaw;
+
+// Annotates a random subset of forward operators with random split strategies: each
+// factor 2 of the device count goes to a random splittable letter whose dimension it
+// divides, or to replication.
+void Randomize(ModelGraph& m, int devices, std::mt19937& rng) {
+  for (const Node& n : m.graph.nodes()) {
+    m.graph.mutable_node(n.id).annotations = {};
+    if (n.is_backward || rng() % 2) continue;
+    auto sig = GetShardingSignature(m.graph, n.id);
+    ASSERT_TRUE(sig.ok());
+    std::map<char, int64_t> size, parts;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      for (size_t d = 0; d < sig->inputs[i].size(); ++d) {
+        size[sig->inputs[i][d]] = m.graph.value(n.inputs[i]).shape[d];
+        parts[sig->inputs[i][d]] = 1;
+      }
+    }
+    std::vector<char> letters;
+    for (auto& [c, s] : size) {
+      if (sig->whole.find(c) == std::string::npos) letters.push_back(c);
+    }
+    for (int f = devices; f > 1; f /= 2) {
+      const size_t pick = rng() % (letters.size() + 1);
+      if (pick == letters.size()) continue;  // replica
+      const char c = letters[pick];
+      if (size[c] % (parts[c] * 2) == 0) parts[c] *= 2;
+    }
+    std::string text = "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      text += "(";
+      for (size_t d = 0; d < sig->inputs[i].size(); ++d) {
+        text += (d ? "," : "") + std::to_string(parts[sig->inputs[i][d]]);
+      }
+      text += sig->inputs[i].size() == 1 ? ",)" : ")";
+      text += i + 1 < n.inputs.size() ? "," : "";
+    }
+    text += n.inputs.size() == 1 ? ",)" : ")";
+    m.graph.mutable_node(n.id).annotations.in_strategy = text;
+  }
+}
+
+// Whether the partitioner accepts the assignment (a strategy may still break a rule the
+// generator does not model, e.g. a reshape that cannot keep a split).
+bool Valid(ModelGraph m, int devices) {
+  auto grads = BuildBackward(m.graph, m.loss, m.graph.Parameters());
+  if (!grads.ok()) return false;
+  PartitionOptions o;
+  o.devices = devices;
+  return Partition(m.graph, {m.loss, grads->wrt, grads->grads}, o).ok();
+}
+
+void RunRandom(const std::function<Result<ModelGraph>()>& build, const Dataset& data, int64_t batch,
+               int per_device_count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  int checked = 0;
+  for (int devices : {1, 2, 4, 8}) {
+    for (int done = 0, tries = 0; done < per_device_count && tries < per_device_count * 20; ++tries) {
+      auto base = build();
+      ASSERT_TRUE(base.ok()) << base.status().message();
+      Randomize(*base, devices, rng);
+      if (::testing::Test::HasFatalFailure()) return;
+      if (!Valid(*base, devices)) continue;
+      std::vector<std::string> strategies;
+      for (const Node& n : base->graph.nodes()) strategies.push_back(n.annotations.in_strategy);
+      auto annotated = [&build, strategies]() -> Result<ModelGraph> {
+        SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph m, build());
+        for (const Node& n : m.graph.nodes()) m.graph.mutable_node(n.id).annotations.in_strategy = strategies[n.id];
+        return m;
+      };
+      Status st = CheckLaw(annotated, data, batch, devices, {}, 3);
+      std::string described;
+      for (const Node& n : base->graph.nodes()) {
+        if (!strategies[n.id].empty()) described += "\n  " + n.name + " " + strategies[n.id];
+      }
+      ASSERT_TRUE(st.ok()) << devices << " devices: " << st.message() << described;
+      ++done;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 4 * per_device_count * 9 / 10) << "too few valid assignments were found";
+  std::printf("[   INFO   ] %d random strategy assignments equal single-device training\n", checked);
+}
+
+TEST(RandomStrategies, FfnEqualsSingleDevice) {
+  const int64_t batch = 16;
+  Dataset data = MakeSyntheticDataset(batch * 3, {1, 28, 28}, 10, 21);
+  RunRandom([] {
+    samples::FFN net;
+    return nn::BuildClassifier(net, {1, 28, 28}, 16);
+  }, data, batch, 50, 1234);
+}
+
+Dataset TokenData(int64_t n, int64_t tokens, int64_t vocab, int classes) {
+  Dataset d;
+  std::mt19937 rng(5);
+  std::vector<int32_t> ids(n * tokens), labels(n);
+  for (auto& t : ids) t = static_cast<int32_t>(rng() % vocab);
+  for (int64_t i = 0; i < n; ++i) labels[i] = ids[i * tokens] % classes;
+  d.images = Tensor::FromInts({n, tokens}, ids);
+  d.labels = Tensor::FromInts({n}, labels);
+  d.num_classes = classes;
+  return d;
+}
+
+TEST(RandomStrategies, TransformerBlockEqualsSingleDevice) {
+  const int64_t batch = 8, tokens = 8, vocab = 32, dim = 16, heads = 4;
+  Dataset data = TokenData(batch * 3, tokens, vocab, 4);
+  RunRandom([&] {
+    samples::TinyTransformer net(vocab, tokens, dim, heads, 4);
+    return nn::BuildClassifier(net, {tokens}, batch, DType::kI32);
+  }, data, batch, 50, 99);
+}
+
+}  // namespace
+}  // namespace shardscope
