@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/eventhandler.h>
+
 #include "model_file_internal.h"
 
 namespace shardscope {
@@ -186,6 +188,46 @@ void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
   }
 }
 
+// Counts the documents without building them, and stops where yaml-cpp would not: its
+// LoadAll() never returns (allocating until memory runs out) when a document starts with a
+// token it cannot use, such as a stray ',': each call returns another empty document at the
+// same place. One document is allowed.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  std::vector<YAML::Mark> starts;
+};
+
+void CheckDocuments(const Source& src, const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  while (counter.starts.size() < 3 && parser.HandleNextDocument(counter)) {
+    const size_t n = counter.starts.size();
+    if (n >= 2 && counter.starts[n - 1].pos == counter.starts[n - 2].pos) {
+      const YAML::Mark& at = counter.starts[n - 1];
+      const size_t pos = static_cast<size_t>(at.pos);
+      const std::string found = pos < text.size() ? "'" + text.substr(pos, 1) + "'" : "nothing";
+      FailAt(src.At(at), "YAML syntax error: unexpected " + found + " at the start of a document");
+    }
+  }
+  if (counter.starts.size() > 1) {
+    FailAt(src.At(counter.starts[1]),
+           "a model file holds one YAML document; a second one starts here");
+  }
+}
+
 }  // namespace
 
 Result<ModelFile> ParseModelText(const std::string& text, const std::string& path) {
@@ -194,15 +236,12 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
   file.text_ = text;
   const Source src(path, file.text_);
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(file.text_);
-    if (docs.size() > 1) {
-      src.Fail(docs[1], "a model file holds one YAML document; this is a second one");
-    }
-    if (docs.empty() || docs[0].IsNull()) {
+    CheckDocuments(src, file.text_);
+    const YAML::Node root = YAML::Load(file.text_);
+    if (root.IsNull()) {
       FailAt({path, 1, 1}, "the file is empty; a model file is a YAML mapping with at least "
                            "input: and layers: (see docs/model-format.md)");
     }
-    const YAML::Node& root = docs[0];
     if (!root.IsMap()) {
       src.Fail(root, "a model file is a YAML mapping (key: value lines) with at least input: "
                      "and layers:");

@@ -301,6 +301,7 @@ Status VerifyProgram(const Graph& g, const DistProgram& p) {
   for (const Value& v : g.values()) {
     if (v.producer == kNoNode && p.home[v.id] >= 0) defined[p.home[v.id]] = true;
   }
+  for (int v : p.batch_values) defined[v] = true;  // sliced from the batch before each step
   for (size_t i = 0; i < p.instrs.size(); ++i) {
     const DistInstr& in = p.instrs[i];
     const std::string where = in.kind == DistInstr::Kind::kCompute ? "operator '" + g.node(in.node).name + "'"

@@ -521,8 +521,16 @@ TEST(ModelFileErrorsTest, YamlSyntaxErrorHasItsPosition) {
 TEST(ModelFileErrorsTest, EmptyAndSeveralDocuments) {
   ExpectError("", "m.yaml:1:1", {"the file is empty"});
   ExpectError("# only a comment\n", "m.yaml:1:1", {"the file is empty"});
-  ExpectError(With(Base(), {"---", "name: second"}), "m.yaml:9:1",
-              {"a model file holds one YAML document"});
+  ExpectError(With(Base(), {"---", "name: second"}), "m.yaml:8:1",
+              {"a model file holds one YAML document; a second one starts here"});
+}
+
+// yaml-cpp's LoadAll() never returns on these (it allocates until memory runs out).
+TEST(ModelFileErrorsTest, StrayCommaAtTheStartOfADocument) {
+  ExpectError(",", "m.yaml:1:1", {"YAML syntax error: unexpected ','"});
+  ExpectError("# a comment\n, (1, 4)))\nname: x\n", "m.yaml:2:1",
+              {"YAML syntax error: unexpected ','"});
+  ExpectError(With(Base(), {"---", ","}), "m.yaml:9:1", {"YAML syntax error: unexpected ','"});
 }
 
 TEST(ModelFileErrorsTest, MissingFileNamesThePath) {
