@@ -22,6 +22,7 @@ using Commands = std::vector<Command>;
 
 void AddTrainCommand(CLI::App& root, Commands& commands);
 void AddLayoutCommand(CLI::App& root, Commands& commands);
+void AddRedistributeCommand(CLI::App& root, Commands& commands);
 
 // Prints "error: <message>" to stderr and returns `code`.
 int Fail(int code, const std::string& message);

@@ -37,6 +37,11 @@ void PrintGrid(const Layout& l, std::ostringstream& out) {
   const int64_t slices = owners.size() / (rows * cols);
   size_t width = 4;
   for (const auto& o : owners) width = std::max(width, JoinInts(o).size() + 2);
+  if (rank >= 1) {
+    const std::string widest = "[" + std::to_string((cols - 1) * shard[rank - 1]) + ":" +
+                               std::to_string(cols * shard[rank - 1]) + ")";
+    width = std::max(width, widest.size() + 2);
+  }
   for (int64_t s = 0; s < slices; ++s) {
     if (rank > 2) {
       // Block index of the leading dimensions for this slice.
@@ -98,7 +103,7 @@ int RunLayout(const LayoutOptions& o) {
     return kExitOk;
   }
   std::ostringstream out;
-  out << "mesh " << mesh->ToString() << ", tensor " << ShapeToString(shape) << ", layout "
+  out << mesh->ToString() << ", tensor " << ShapeToString(shape) << ", layout "
       << l.ToString() << "\n";
   out << "shard " << ShapeToString(l.ShardShape()) << " on each of " << mesh->size()
       << " ranks; each block held by " << l.ReplicationFactor() * l.PartialFactor() << " rank(s)";

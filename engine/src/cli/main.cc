@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   Commands commands;
   AddTrainCommand(app, commands);
   AddLayoutCommand(app, commands);
+  AddRedistributeCommand(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,11 +17,11 @@ std::string FormatDuration(double seconds) {
   return buf;
 }
 
-Progress::Progress(std::FILE* out, int64_t total_steps, int64_t plain_every)
+Progress::Progress(std::FILE* out, int64_t total_steps, int64_t plain_every, bool force_plain)
     : out_(out),
       total_(total_steps),
       plain_every_(plain_every < 1 ? 1 : plain_every),
-      interactive_(isatty(fileno(out)) != 0),
+      interactive_(!force_plain && isatty(fileno(out)) != 0),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 

@@ -13,7 +13,8 @@ namespace shardscope::cli {
 
 class Progress {
  public:
-  Progress(std::FILE* out, int64_t total_steps, int64_t plain_every);
+  // `force_plain`: plain lines even on a terminal (e.g. --log-every).
+  Progress(std::FILE* out, int64_t total_steps, int64_t plain_every, bool force_plain = false);
   // Reports that `step` (1-based, of total) finished with `loss`, `samples` examples since
   // the last call.
   void Update(int64_t step, const std::string& phase, float loss, int64_t samples);

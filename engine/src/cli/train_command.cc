@@ -28,6 +28,7 @@ struct TrainOptions {
   bool ignore_parallel = false;
   std::string dump_ir;
   int64_t limit = 0;
+  int64_t log_every = 0;
 };
 
 Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
@@ -91,8 +92,8 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
     }
     return Status::Invalid("unknown mode '" + plan.mode + "' (stand_alone, data_parallel, semi_auto)");
   }
-  const bool use_annotations = plan.mode == "semi_auto" && !o.ignore_parallel;
-  if (use_annotations) {
+  // Annotations are honoured or refused, never dropped silently.
+  if (!o.ignore_parallel) {
     for (const AnnotationEntry& a : parallel.annotations) {
       if (a.annotations.worker >= 0) {
         return Status::NotImplemented(a.location.ToString() + ": place(worker, " + std::to_string(a.annotations.worker) +
@@ -104,6 +105,15 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
       const ShardBlockEntry& b = parallel.shard_blocks[0];
       return Status::NotImplemented(b.location.ToString() + ": shard(" + b.block +
                                     ", ...) blocks are not implemented yet (issue 7); run with --ignore-parallel");
+    }
+    bool strategies = false;
+    for (const AnnotationEntry& a : parallel.annotations) {
+      strategies = strategies || !a.annotations.in_strategy.empty() || !a.annotations.out_strategy.empty();
+    }
+    if (strategies && plan.mode != "semi_auto") {
+      const AnnotationEntry& a = parallel.annotations[0];
+      return Status::Invalid(a.location.ToString() + ": " + a.op + " has a strategy, which mode " + plan.mode +
+                             " would ignore; use --mode semi_auto, or --ignore-parallel to drop the strategies");
     }
     for (const auto& [name, text] : parallel.meshes) {
       auto mesh = ParseMeshExpr(text);
@@ -174,7 +184,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     }
     std::fflush(stdout);
   }
-  Progress progress(stdout, total, std::max<int64_t>(1, per_epoch / 10));
+  Progress progress(stdout, total, o.log_every > 0 ? o.log_every : std::max<int64_t>(1, per_epoch / 10),
+                    o.log_every > 0);
   Tensor x, y;
   int64_t step = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -312,6 +323,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--mode", o->mode, "stand_alone | data_parallel | semi_auto (default: the model file's)");
   app->add_flag("--ignore-parallel", o->ignore_parallel,
                 "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
+  app->add_option("--log-every", o->log_every, "Print a line every N steps (plain lines, as the seeds do)")
+      ->check(CLI::PositiveNumber);
   app->add_option("--dump-ir", o->dump_ir,
                   "Write the graph after autodiff and the program after each partitioning pass to FILE");
   commands.push_back({app, [o] { return RunTrain(*o); }});

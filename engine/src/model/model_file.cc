@@ -29,14 +29,14 @@ ModelFile& ModelFile::operator=(ModelFile&&) noexcept = default;
 
 namespace {
 
-using model_file::Field;
 using model_file::FailAt;
+using model_file::Field;
 using model_file::Map;
 using model_file::Source;
 
 const std::vector<std::string> kTopKeys = {
-    "name",  "description", "input",  "classes",   "layers",   "blocks",   "operators",
-    "parameters", "output", "loss",   "optimizer", "training", "data",     "parallel"};
+    "name",       "description", "input", "classes",   "layers",   "blocks", "operators",
+    "parameters", "output",      "loss",  "optimizer", "training", "data",   "parallel"};
 
 std::string Normalized(const std::string& s) {
   std::string out;
@@ -59,9 +59,10 @@ void ParseLoss(const Source& src, const YAML::Node& node) {
       n == "softmaxcrossentropywithlogits") {
     return;
   }
-  src.Fail(type, "loss '" + name + "' is not implemented; the loss is softmax_cross_entropy "
-                 "(mean softmax cross-entropy of the logits against integer labels, the seeds' "
-                 "CrossEntropyLoss / SoftmaxCrossEntropyWithLogits(sparse=True))");
+  src.Fail(type, "loss '" + name +
+                     "' is not implemented; the loss is softmax_cross_entropy "
+                     "(mean softmax cross-entropy of the logits against integer labels, the seeds' "
+                     "CrossEntropyLoss / SoftmaxCrossEntropyWithLogits(sparse=True))");
 }
 
 OptimizerConfig ParseOptimizer(const Source& src, const YAML::Node& node) {
@@ -86,7 +87,8 @@ OptimizerConfig ParseOptimizer(const Source& src, const YAML::Node& node) {
   only_for("epsilon", OptimizerConfig::kAdam);
   const Field* lr = m.Find("lr");
   if (const Field* alt = m.Find("learning_rate")) {
-    if (lr != nullptr) src.Fail(alt->key_node, "give optimizer.lr or optimizer.learning_rate, not both");
+    if (lr != nullptr)
+      src.Fail(alt->key_node, "give optimizer.lr or optimizer.learning_rate, not both");
     lr = alt;
   }
   auto number = [&](const Field* f, const std::string& what, double lo, bool lo_open, double hi,
@@ -98,7 +100,8 @@ OptimizerConfig ParseOptimizer(const Source& src, const YAML::Node& node) {
     return static_cast<float>(v);
   };
   constexpr double kInf = 1e30;
-  if (lr != nullptr) config.lr = number(lr, "optimizer." + lr->key, 0, true, kInf, false, "positive");
+  if (lr != nullptr)
+    config.lr = number(lr, "optimizer." + lr->key, 0, true, kInf, false, "positive");
   if (const Field* f = m.Find("momentum")) {
     config.momentum = number(f, "optimizer.momentum", 0, false, 1, true, "in [0, 1)");
   }
@@ -119,7 +122,8 @@ OptimizerConfig ParseOptimizer(const Source& src, const YAML::Node& node) {
 
 void ParseTraining(const Source& src, const YAML::Node& node, TrainingConfig* t) {
   Map m(src, node, "the training section", {"batch", "epochs", "steps", "seed"});
-  if (const Field* f = m.Find("batch")) t->batch = model_file::ReadPositive(src, f->value, "training.batch");
+  if (const Field* f = m.Find("batch"))
+    t->batch = model_file::ReadPositive(src, f->value, "training.batch");
   if (const Field* f = m.Find("epochs")) {
     t->epochs = model_file::ReadPositive(src, f->value, "training.epochs");
   }
@@ -169,8 +173,10 @@ void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
   if (const Field* f = m.Find("pad_to")) {
     const int64_t pad = model_file::ReadNonNegative(src, f->value, "data.pad_to");
     if (pad != 0 && pad < 28) {
-      src.Fail(f->value, "data.pad_to pads the 28x28 images to a larger square; it must be 28 "
-                         "or more (or 0 for no padding), found " + std::to_string(pad));
+      src.Fail(f->value,
+               "data.pad_to pads the 28x28 images to a larger square; it must be 28 "
+               "or more (or 0 for no padding), found " +
+                   std::to_string(pad));
     }
     if (pad > 4096) src.Fail(f->value, "data.pad_to is too large");
     d->pad_to = static_cast<int>(pad);
@@ -182,8 +188,9 @@ void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
     if (const Field* f = m.Find("synthetic_size")) {
       d->synthetic_size = model_file::ReadPositive(src, f->value, "data.synthetic_size");
     } else {
-      src.Fail(node, "the data section with dataset: synthetic is missing the required key "
-                     "'synthetic_size' (the number of examples)");
+      src.Fail(node,
+               "the data section with dataset: synthetic is missing the required key "
+               "'synthetic_size' (the number of examples)");
     }
   }
 }
@@ -213,7 +220,7 @@ void CheckDocuments(const Source& src, const std::string& text) {
   std::istringstream in(text);
   YAML::Parser parser(in);
   DocumentCounter counter;
-  while (counter.starts.size() < 3 && parser.HandleNextDocument(counter)) {
+  while (counter.starts.size() < 4 && parser.HandleNextDocument(counter)) {
     const size_t n = counter.starts.size();
     if (n >= 2 && counter.starts[n - 1].pos == counter.starts[n - 2].pos) {
       const YAML::Mark& at = counter.starts[n - 1];
@@ -239,12 +246,14 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     CheckDocuments(src, file.text_);
     const YAML::Node root = YAML::Load(file.text_);
     if (root.IsNull()) {
-      FailAt({path, 1, 1}, "the file is empty; a model file is a YAML mapping with at least "
-                           "input: and layers: (see docs/model-format.md)");
+      FailAt({path, 1, 1},
+             "the file is empty; a model file is a YAML mapping with at least "
+             "input: and layers: (see docs/model-format.md)");
     }
     if (!root.IsMap()) {
-      src.Fail(root, "a model file is a YAML mapping (key: value lines) with at least input: "
-                     "and layers:");
+      src.Fail(root,
+               "a model file is a YAML mapping (key: value lines) with at least input: "
+               "and layers:");
     }
     Map top(src, root, "the top level", kTopKeys);
 
@@ -305,14 +314,14 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
 
     // Build once to check the network and resolve the annotations against its operators.
     model_file::BuildTrace trace;
-    ModelGraph model = model_file::BuildNetwork(*network, file.example_shape_,
-                                                file.training_.batch, &trace);
+    ModelGraph model =
+        model_file::BuildNetwork(*network, file.example_shape_, file.training_.batch, &trace);
     const int64_t width = model.graph.value(model.logits).shape[1];
     if (classes != nullptr && width != file.num_classes_) {
-      FailAt(trace.last_location, "the network ends with " + trace.last_what + " giving " +
-                                      std::to_string(width) + " logits per example, but classes is " +
-                                      std::to_string(file.num_classes_) + " (at " +
-                                      src.At(classes->value).ToString() + ")");
+      FailAt(trace.last_location,
+             "the network ends with " + trace.last_what + " giving " + std::to_string(width) +
+                 " logits per example, but classes is " + std::to_string(file.num_classes_) +
+                 " (at " + src.At(classes->value).ToString() + ")");
     }
     if (width > INT_MAX) FailAt(trace.last_location, "the network gives too many classes");
     file.num_classes_ = static_cast<int>(width);
@@ -362,7 +371,8 @@ Result<ModelFile> LoadModelFile(const std::string& path) {
 Result<ModelGraph> ModelFile::Build(int64_t batch) const {
   if (network_ == nullptr) return Status::Internal(path_ + ": the model file was moved from");
   if (batch <= 0) {
-    return Status::Invalid(path_ + ": the batch size must be positive, got " + std::to_string(batch));
+    return Status::Invalid(path_ + ": the batch size must be positive, got " +
+                           std::to_string(batch));
   }
   try {
     model_file::BuildTrace trace;

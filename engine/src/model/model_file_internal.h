@@ -165,8 +165,8 @@ struct BlockBody;
 // One entry of a layer list.
 struct LayerEntry {
   enum Kind { kModule, kBlock, kReuse } kind = kModule;
-  std::string name;      // local name (the instance name for a repeated entry)
-  std::string type;      // for messages: "Dense", "ReLU", "MatMul" (raw op), "BasicBlock"
+  std::string name;  // local name (the instance name for a repeated entry)
+  std::string type;  // for messages: "Dense", "ReLU", "MatMul" (raw op), "BasicBlock"
   SourceLocation location;
   bool has_parameters = false;  // Dense, Conv2d, Embedding, LayerNorm and blocks
   // kModule: makes the module (named `name`).
@@ -229,7 +229,7 @@ struct BuildTrace {
   std::map<std::string, ModuleRecord> modules;  // by scoped path: "block1.dense1", "relu"
   bool failed = false;
   SourceLocation fail_location;
-  std::string fail_what;  // "layer 'dense2' (Dense)"
+  std::string fail_what;         // "layer 'dense2' (Dense)"
   SourceLocation last_location;  // the last layer / the output operator
   std::string last_what;
   // The `shard:` keys of layers and operators, targeted at every instance's scoped path.

@@ -24,7 +24,8 @@ bool IsBuiltin(const std::string& type) {
 }
 
 std::vector<std::string> TypeKeys(const std::string& type) {
-  if (type == "Dense") return {"in_channels", "out_channels", "has_bias", "weight_init", "bias_init"};
+  if (type == "Dense")
+    return {"in_channels", "out_channels", "has_bias", "weight_init", "bias_init"};
   if (type == "Conv2d") {
     return {"in_channels", "out_channels", "kernel_size", "stride",
             "pad_mode",    "has_bias",     "weight_init"};
@@ -117,7 +118,8 @@ float ReadDropoutRate(const Source& src, const Map& m, const std::string& what) 
 
 uint64_t ReadSeed(const Source& src, const Map& m, const std::string& what) {
   const Field* f = m.Find("seed");
-  return f == nullptr ? 0 : static_cast<uint64_t>(ReadNonNegative(src, f->value, "'seed' of " + what));
+  return f == nullptr ? 0
+                      : static_cast<uint64_t>(ReadNonNegative(src, f->value, "'seed' of " + what));
 }
 
 OpAttrs ReadOpAttrs(const Source& src, const Map& m, OpKind op, const std::string& what) {
@@ -132,7 +134,8 @@ OpAttrs ReadOpAttrs(const Source& src, const Map& m, OpKind op, const std::strin
     } else if (k == "axis") {
       if (op == OpKind::kReduceSum || op == OpKind::kReduceMean) {
         if (f.value.IsSequence()) {
-          for (size_t i = 0; i < f.value.size(); ++i) a.axes.push_back(ReadInt(src, f.value[i], key(k)));
+          for (size_t i = 0; i < f.value.size(); ++i)
+            a.axes.push_back(ReadInt(src, f.value[i], key(k)));
         } else {
           a.axes.push_back(ReadInt(src, f.value, key(k)));
         }
@@ -185,7 +188,8 @@ bool IsName(const std::string& s) {
   size_t start = 0;
   while (true) {
     const size_t dot = s.find('.', start);
-    if (!IsIdentifier(s.substr(start, dot == std::string::npos ? std::string::npos : dot - start))) {
+    if (!IsIdentifier(
+            s.substr(start, dot == std::string::npos ? std::string::npos : dot - start))) {
       return false;
     }
     if (dot == std::string::npos) return true;
@@ -211,7 +215,8 @@ class LayerParser {
                                     bool top_level) {
     if (!node.IsSequence()) {
       src_.Fail(node, where + " must be a list of layers ('- name: Type' lines), found " +
-                          (node.IsMap() ? std::string("a mapping") : "'" + (node.IsScalar() ? node.Scalar() : "") + "'"));
+                          (node.IsMap() ? std::string("a mapping")
+                                        : "'" + (node.IsScalar() ? node.Scalar() : "") + "'"));
     }
     if (node.size() == 0) src_.Fail(node, where + " is empty");
     std::vector<LayerEntry> out;
@@ -245,24 +250,27 @@ class LayerParser {
         }
         if (IsBuiltin(name) || blocks_.count(name) != 0) {
           std::string suggested;
-          for (char c : name) suggested += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-          src_.Fail(item, "'" + name + "' in " + where + " is a layer type, but a layer needs a name: '- " +
-                              suggested + ": " + name + "'");
+          for (char c : name)
+            suggested += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          src_.Fail(item, "'" + name + "' in " + where +
+                              " is a layer type, but a layer needs a name: '- " + suggested + ": " +
+                              name + "'");
         }
         std::vector<std::string> names;
         for (const auto& [n, info] : seen) names.push_back(n);
-        src_.Fail(item, "'" + name + "' in " + where +
-                            " is not a layer defined above" + DidYouMean(name, names) +
+        src_.Fail(item, "'" + name + "' in " + where + " is not a layer defined above" +
+                            DidYouMean(name, names) +
                             "; a bare name calls an earlier layer again (as the seeds call "
-                            "self.relu several times), and a new layer is written '- " + name +
-                            ": Type' or '- " + name + ": {type: Type, ...}'");
+                            "self.relu several times), and a new layer is written '- " +
+                            name + ": Type' or '- " + name + ": {type: Type, ...}'");
       }
       if (!item.IsMap()) {
         src_.Fail(item, "a layer in " + where +
                             " is '- name: Type' or '- name: {type: Type, ...}', found a list");
       }
       if (item.size() != 1) {
-        src_.Fail(item, "a layer entry in " + where + " has one key, the layer's name, but this one has " +
+        src_.Fail(item, "a layer entry in " + where +
+                            " has one key, the layer's name, but this one has " +
                             std::to_string(item.size()) + ": " + KeysOf(item) +
                             "; indent a layer's settings under its name, or write them in braces: "
                             "'- dense1: {type: Dense, in_channels: 784, out_channels: 512}'");
@@ -276,16 +284,17 @@ class LayerParser {
                            "digit); '.' separates scopes in operator names");
       }
       if (top_level && ReservedNames().count(name) != 0) {
-        src_.Fail(key, "layer name '" + name + "' is reserved (x is the input, label the labels, loss "
-                       "the loss)");
+        src_.Fail(key, "layer name '" + name +
+                           "' is reserved (x is the input, label the labels, loss "
+                           "the loss)");
       }
       std::vector<LayerEntry> entries = ParseEntry(name, key, value);
       for (LayerEntry& e : entries) {
         auto it = seen.find(e.name);
         if (it != seen.end()) {
-          src_.Fail(key, "duplicate layer name '" + e.name + "' in " + where + " (first defined at " +
-                             it->second.location.ToString() + "); to call the same layer again write just '- " +
-                             e.name + "'");
+          src_.Fail(key, "duplicate layer name '" + e.name + "' in " + where +
+                             " (first defined at " + it->second.location.ToString() +
+                             "); to call the same layer again write just '- " + e.name + "'");
         }
         seen[e.name] = {e.type, e.location, e.has_parameters};
         out.push_back(std::move(e));
@@ -333,13 +342,13 @@ class LayerParser {
       }
     }
     const std::string what = "layer '" + name + "'";
-    std::vector<std::string> keys;
     LayerEntry e;
     e.name = name;
     e.location = src_.At(key);
     std::unique_ptr<Map> m;
     auto make_map = [&](std::vector<std::string> allowed) {
-      if (value.IsMap()) m = std::make_unique<Map>(src_, value, what + " (" + e.type + ")", allowed);
+      if (value.IsMap())
+        m = std::make_unique<Map>(src_, value, what + " (" + e.type + ")", allowed);
     };
     if (form == "block") {
       e.kind = LayerEntry::kBlock;
@@ -399,13 +408,13 @@ class LayerParser {
         if (OpFromName(type).ok()) {
           hint = "; " + type + " is an operator: write '- " + name + ": {op: " + type + "}'";
         }
-        src_.Fail(type_node, "unknown layer type '" + type + "' for " + what +
-                                  DidYouMean(type, known) + "; known types: " +
-                                  Join(BuiltinTypes()) +
-                                  (blocks_.empty() ? std::string(" (and blocks defined in blocks:)")
-                                                   : "; blocks: " + Join(std::vector<std::string>(
-                                                                        blocks_.begin(), blocks_.end()))) +
-                                  hint);
+        src_.Fail(type_node,
+                  "unknown layer type '" + type + "' for " + what + DidYouMean(type, known) +
+                      "; known types: " + Join(BuiltinTypes()) +
+                      (blocks_.empty() ? std::string(" (and blocks defined in blocks:)")
+                                       : "; blocks: " + Join(std::vector<std::string>(
+                                                            blocks_.begin(), blocks_.end()))) +
+                      hint);
       }
     }
     if (m) {
@@ -499,7 +508,8 @@ class LayerParser {
         a.stride[0] = s[0];
         a.stride[1] = s[1];
       }
-      if (const Field* f = find("pad_mode")) a.padding = ReadPadMode(src_, f->value, key("pad_mode"));
+      if (const Field* f = find("pad_mode"))
+        a.padding = ReadPadMode(src_, f->value, key("pad_mode"));
       return Make([=](const std::string& n) -> std::unique_ptr<nn::Module> {
         return std::make_unique<nn::SingleOp>(n, OpKind::kMaxPool2D, a);
       });
@@ -544,8 +554,10 @@ class LayerParser {
     if (shape.IsSequence()) {
       const Shape s = ReadShape(src_, shape, key("normalized_shape"));
       if (s.size() != 1) {
-        src_.Fail(shape, what + ": normalization is over the last axis only, so normalized_shape "
-                                "has one entry, found " + std::to_string(s.size()));
+        src_.Fail(shape, what +
+                             ": normalization is over the last axis only, so normalized_shape "
+                             "has one entry, found " +
+                             std::to_string(s.size()));
       }
       dim = s[0];
     } else {
@@ -619,8 +631,9 @@ void ParseOperators(const Source& src, const Map& top, const MeshTable& meshes, 
                                  "scopes)");
       }
       if (ReservedNames().count(p.key) != 0) {
-        src.Fail(p.key_node, "parameter name '" + p.key + "' is reserved (x is the input, label "
-                             "the labels, loss the loss)");
+        src.Fail(p.key_node, "parameter name '" + p.key +
+                                 "' is reserved (x is the input, label "
+                                 "the labels, loss the loss)");
       }
       Map pm(src, p.value, "parameter '" + p.key + "'", {"shape", "init"});
       ParamDef def;
@@ -645,9 +658,10 @@ void ParseOperators(const Source& src, const Map& top, const MeshTable& meshes, 
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node& item = list[i];
     if (!item.IsMap() || item.size() != 1) {
-      src.Fail(item, "an operator entry is '- name: {op: MatMul, inputs: [x, w]}' (one key, the "
-                     "operator's name)" +
-                         (item.IsMap() ? "; this one has the keys " + KeysOf(item) : std::string()));
+      src.Fail(item,
+               "an operator entry is '- name: {op: MatMul, inputs: [x, w]}' (one key, the "
+               "operator's name)" +
+                   (item.IsMap() ? "; this one has the keys " + KeysOf(item) : std::string()));
     }
     const YAML::Node key = item.begin()->first;
     const YAML::Node value = item.begin()->second;
@@ -660,13 +674,14 @@ void ParseOperators(const Source& src, const Map& top, const MeshTable& meshes, 
                         "' must be an identifier (letters, digits, '_'; '.' between scopes)");
     }
     if (ReservedNames().count(op.name) != 0) {
-      src.Fail(key, "operator name '" + op.name + "' is reserved (x is the input, label the "
-                    "labels, loss the loss)");
+      src.Fail(key, "operator name '" + op.name +
+                        "' is reserved (x is the input, label the "
+                        "labels, loss the loss)");
     }
     if (outputs.count(op.name) != 0) {
       src.Fail(key, "duplicate name '" + op.name + "' (already " +
-                        (param_names.count(op.name) ? "a parameter" : "an operator") +
-                        " at " + where[op.name].ToString() + ")");
+                        (param_names.count(op.name) ? "a parameter" : "an operator") + " at " +
+                        where[op.name].ToString() + ")");
     }
     std::unique_ptr<Map> m;
     if (value.IsScalar()) {
@@ -716,7 +731,6 @@ void ParseOperators(const Source& src, const Map& top, const MeshTable& meshes, 
         const size_t colon = ref.find(':');
         in.name = ref.substr(0, colon);
         if (colon != std::string::npos) {
-          Result<int64_t> k = Status::Invalid("");
           const std::string idx = ref.substr(colon + 1);
           int v = -1;
           if (!idx.empty() && idx.size() < 6 &&
@@ -890,8 +904,7 @@ class OpGraphModule : public nn::Module {
       values[op.name] = b.OpAll(op.op, op.name, inputs, op.attrs);
       const std::string what = "operator '" + op.name + "' (" + OpName(op.op) + ")";
       if (!b.ok()) return Failed(op.location, what);
-      auto [it, first] = trace_->modules.try_emplace(op.name);
-      (void)first;
+      auto it = trace_->modules.try_emplace(op.name).first;
       it->second.type = OpName(op.op);
       it->second.location = op.location;
       it->second.ops_per_call.push_back(b.graph().num_nodes() - before);
@@ -927,18 +940,22 @@ void ParseNetwork(const Source& src, const Map& top, const MeshTable& meshes, Ne
   const Field* layers = top.Find("layers");
   const Field* operators = top.Find("operators");
   if (layers != nullptr && operators != nullptr) {
-    src.Fail(operators->key_node, "a network is written either as layers: or as operators:, "
-                                  "not both (layers at " + src.At(layers->key_node).ToString() + ")");
+    src.Fail(operators->key_node,
+             "a network is written either as layers: or as operators:, "
+             "not both (layers at " +
+                 src.At(layers->key_node).ToString() + ")");
   }
   if (layers == nullptr && operators == nullptr) {
-    FailAt(top.location(), "the file has no network: give layers: (a list of modules such as "
-                           "'- dense1: {type: Dense, in_channels: 784, out_channels: 512}') or "
-                           "operators: (raw operators with parameters:)");
+    FailAt(top.location(),
+           "the file has no network: give layers: (a list of modules such as "
+           "'- dense1: {type: Dense, in_channels: 784, out_channels: 512}') or "
+           "operators: (raw operators with parameters:)");
   }
   if (operators != nullptr) {
     if (const Field* f = top.Find("blocks")) {
-      src.Fail(f->key_node, "blocks: define blocks for layers:; an operators: network lists "
-                            "every operator");
+      src.Fail(f->key_node,
+               "blocks: define blocks for layers:; an operators: network lists "
+               "every operator");
     }
     net->operators_style = true;
     net->location = src.At(operators->key_node);
@@ -947,9 +964,10 @@ void ParseNetwork(const Source& src, const Map& top, const MeshTable& meshes, Ne
   }
   for (const char* k : {"parameters", "output"}) {
     if (const Field* f = top.Find(k)) {
-      src.Fail(f->key_node, std::string(k) + ": belongs to operators: networks; in a layers: "
-                                             "network the modules make their parameters and "
-                                             "the last layer is the output");
+      src.Fail(f->key_node, std::string(k) +
+                                ": belongs to operators: networks; in a layers: "
+                                "network the modules make their parameters and "
+                                "the last layer is the output");
     }
   }
   net->location = src.At(layers->key_node);
@@ -957,8 +975,8 @@ void ParseNetwork(const Source& src, const Map& top, const MeshTable& meshes, Ne
   const Field* blocks = top.Find("blocks");
   std::unique_ptr<Map> block_map;
   if (blocks != nullptr) {
-    block_map = std::make_unique<Map>(src, blocks->value, "the blocks section",
-                                      std::vector<std::string>{});
+    block_map =
+        std::make_unique<Map>(src, blocks->value, "the blocks section", std::vector<std::string>{});
     for (const Field& f : block_map->fields()) {
       if (!IsIdentifier(f.key)) {
         src.Fail(f.key_node, "block type name '" + f.key + "' must be an identifier");
@@ -992,10 +1010,12 @@ ModelGraph BuildNetwork(const NetworkDef& net, const Shape& example_shape, int64
   }
   Result<ModelGraph> model = nn::BuildClassifier(*top, example_shape, batch);
   if (!model.ok()) {
-    if (trace->failed) FailAt(trace->fail_location, trace->fail_what + ": " + model.status().message());
+    if (trace->failed)
+      FailAt(trace->fail_location, trace->fail_what + ": " + model.status().message());
     FailAt(trace->last_location.line > 0 ? trace->last_location : net.location,
-           "the network ends with " + (trace->last_what.empty() ? "its last layer" : trace->last_what) +
-               ": " + model.status().message());
+           "the network ends with " +
+               (trace->last_what.empty() ? "its last layer" : trace->last_what) + ": " +
+               model.status().message());
   }
   return std::move(model).value();
 }

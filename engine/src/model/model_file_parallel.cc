@@ -46,7 +46,10 @@ class StrategyParser {
  public:
   StrategyParser(const std::string& text, std::function<SourceLocation(size_t)> at,
                  std::string what, const MeshTable& meshes, bool allow_none)
-      : t_(text), at_(std::move(at)), what_(std::move(what)), meshes_(meshes),
+      : t_(text),
+        at_(std::move(at)),
+        what_(std::move(what)),
+        meshes_(meshes),
         allow_none_(allow_none) {}
 
   std::vector<StrategyItem> Parse() {
@@ -78,8 +81,8 @@ class StrategyParser {
     }
     SkipSpace();
     if (i_ != t_.size()) {
-      Fail(i_, "unexpected '" + t_.substr(i_, 1) + "' after the closing '" +
-                   std::string(1, close) + "'");
+      Fail(i_, "unexpected '" + t_.substr(i_, 1) + "' after the closing '" + std::string(1, close) +
+                   "'");
     }
     return items;
   }
@@ -115,8 +118,8 @@ class StrategyParser {
         }
         if (!std::isdigit(static_cast<unsigned char>(t_[i_])) && t_[i_] != '-') {
           Fail(i_, "entry " + std::to_string(index) + ": expected a part count (a positive " +
-                       "integer) or '" + std::string(1, close) + "', found '" +
-                       t_.substr(i_, 1) + "'");
+                       "integer) or '" + std::string(1, close) + "', found '" + t_.substr(i_, 1) +
+                       "'");
         }
         const size_t start = i_;
         if (t_[i_] == '-') ++i_;
@@ -207,7 +210,8 @@ class StrategyParser {
         int column = 0;
         std::string rest;
         if (SplitColumn(axes.status().message(), &column, &rest)) {
-          Fail(start + static_cast<size_t>(column - 1), "entry " + std::to_string(index) + ": " + rest);
+          Fail(start + static_cast<size_t>(column - 1),
+               "entry " + std::to_string(index) + ": " + rest);
         }
         Fail(start, "entry " + std::to_string(index) + ": " + axes.status().message());
       }
@@ -257,9 +261,8 @@ Strategy StrategyFromSequence(const Source& src, const YAML::Node& node, const s
     } else if (entry.IsSequence()) {
       text += "(";
       for (size_t j = 0; j < entry.size(); ++j) {
-        const int64_t parts = ReadPositive(src, entry[j], what + " entry " +
-                                                              std::to_string(i + 1) +
-                                                              ": a part count");
+        const int64_t parts = ReadPositive(
+            src, entry[j], what + " entry " + std::to_string(i + 1) + ": a part count");
         text += (j ? ", " : "") + std::to_string(parts);
         ++item.rank;
       }
@@ -356,7 +359,8 @@ void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* dra
       if (!IsIdentifier(m.key)) {
         src.Fail(m.key_node, "mesh name '" + m.key +
                                  "' must be an identifier (letters, digits, '_'), as it is "
-                                 "called in strategies: " + "layout(\"dp\", \"None\")");
+                                 "called in strategies: " +
+                                 "layout(\"dp\", \"None\")");
       }
       const std::string expr = ReadString(src, m.value, "mesh '" + m.key + "'");
       Result<DeviceMesh> mesh = ParseMeshExpr(expr);
@@ -371,8 +375,7 @@ void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* dra
       }
       if (config.devices > 0 && mesh->size() > config.devices) {
         src.Fail(m.value, "mesh '" + m.key + "' has " + std::to_string(mesh->size()) +
-                              " devices but parallel.devices is " +
-                              std::to_string(config.devices));
+                              " devices but parallel.devices is " + std::to_string(config.devices));
       }
       config.meshes.emplace_back(m.key, Trimmed(expr));
       draft->meshes.emplace_back(m.key, *mesh);
@@ -401,8 +404,9 @@ void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* dra
   }
   if (const Field* f = p.Find("shard")) {
     if (!f->value.IsSequence()) {
-      src.Fail(f->value, "parallel.shard must be a list of blocks, e.g. '- {block: block1, "
-                         "in_strategy: ...}' entries");
+      src.Fail(f->value,
+               "parallel.shard must be a list of blocks, e.g. '- {block: block1, "
+               "in_strategy: ...}' entries");
     }
     for (size_t i = 0; i < f->value.size(); ++i) {
       const YAML::Node& e = f->value[i];
@@ -418,11 +422,13 @@ void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* dra
                            draft->meshes, true);
       }
       if (const Field* l = m.Find("level")) {
-        const int64_t level = ReadInt(src, l->value, "the level of shard block '" + entry.block + "'");
+        const int64_t level =
+            ReadInt(src, l->value, "the level of shard block '" + entry.block + "'");
         if (level < 0 || level > 2) {
           src.Fail(l->value, "the level of shard block '" + entry.block +
                                  "' must be 0 (most computation per communication), 1 (least "
-                                 "memory) or 2 (fastest), found " + std::to_string(level));
+                                 "memory) or 2 (fastest), found " +
+                                 std::to_string(level));
         }
         entry.level = static_cast<int>(level);
       }
@@ -453,16 +459,18 @@ void FinishParallel(ParallelDraft* draft, const std::vector<WrittenStrategy>& in
   }
   const std::string at = " (at " + draft->mode_location.ToString() + ")";
   if (!config.search.empty() && config.mode != "auto") {
-    FailAt(draft->search_location, "parallel.search chooses the strategies of mode auto, but "
-                                   "parallel.mode is " + config.mode + at);
+    FailAt(draft->search_location,
+           "parallel.search chooses the strategies of mode auto, but "
+           "parallel.mode is " +
+               config.mode + at);
   }
   if (has_strategies && config.mode != "semi_auto" && config.mode != "auto") {
-    const WrittenStrategy& s = !inline_strategies.empty() &&
-                                       (draft->strategies.empty() ||
-                                        inline_strategies.front().location.line <
-                                            draft->strategies.front().location.line)
-                                   ? inline_strategies.front()
-                                   : draft->strategies.front();
+    const WrittenStrategy& s =
+        !inline_strategies.empty() &&
+                (draft->strategies.empty() ||
+                 inline_strategies.front().location.line < draft->strategies.front().location.line)
+            ? inline_strategies.front()
+            : draft->strategies.front();
     FailAt(s.location, "the strategy of '" + s.target +
                            "' needs parallel.mode semi_auto or auto, but the mode is " +
                            config.mode + at);
@@ -470,7 +478,8 @@ void FinishParallel(ParallelDraft* draft, const std::vector<WrittenStrategy>& in
   if (has_shard && config.mode != "auto") {
     FailAt(config.shard_blocks.front().location,
            "a shard block searches the strategies inside it and needs parallel.mode auto, but "
-           "the mode is " + config.mode + at);
+           "the mode is " +
+               config.mode + at);
   }
 }
 
@@ -490,8 +499,8 @@ void CheckAgainst(const Strategy& s, const Graph& g, const Node& n, bool outputs
     for (ValueId v : values) names.push_back(Describe(g, v));
     FailAt(s.location, what + " has " + std::to_string(s.items.size()) + " entr" +
                            (s.items.size() == 1 ? "y" : "ies") + " but operator '" + n.name +
-                           "' (" + OpName(n.op) + ") has " + std::to_string(values.size()) +
-                           " " + kind + (values.size() == 1 ? "" : "s") + ": " + Join(names));
+                           "' (" + OpName(n.op) + ") has " + std::to_string(values.size()) + " " +
+                           kind + (values.size() == 1 ? "" : "s") + ": " + Join(names));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     const StrategyItem& item = s.items[i];
@@ -516,8 +525,7 @@ std::string ListNodes(const Graph& g, const std::vector<NodeId>& nodes, size_t m
 }
 
 [[noreturn]] void UnknownTarget(const SourceLocation& loc, const std::string& what,
-                                const std::string& name, const Graph& g,
-                                const BuildTrace& trace) {
+                                const std::string& name, const Graph& g, const BuildTrace& trace) {
   std::vector<std::string> candidates;
   for (const auto& [path, rec] : trace.modules) candidates.push_back(path);
   std::vector<NodeId> all;
@@ -525,9 +533,10 @@ std::string ListNodes(const Graph& g, const std::vector<NodeId>& nodes, size_t m
     candidates.push_back(n.name);
     all.push_back(n.id);
   }
-  FailAt(loc, what + " names '" + name + "', but the network has no operator or module of that "
-                     "name" + DidYouMean(name, candidates) + "; its operators: " +
-                     ListNodes(g, all, 12));
+  FailAt(loc, what + " names '" + name +
+                  "', but the network has no operator or module of that "
+                  "name" +
+                  DidYouMean(name, candidates) + "; its operators: " + ListNodes(g, all, 12));
 }
 
 struct Slot {
@@ -555,13 +564,12 @@ std::vector<AnnotationEntry> ResolveAnnotations(const ModelGraph& model, const B
     auto rec = trace.modules.find(ws.target);
     if (rec != trace.modules.end()) {
       const bool single = std::all_of(rec->second.ops_per_call.begin(),
-                                      rec->second.ops_per_call.end(),
-                                      [](int k) { return k == 1; });
+                                      rec->second.ops_per_call.end(), [](int k) { return k == 1; });
       if (!single) {
         FailAt(ws.location, what + ": a strategy is set on one operator, but '" + ws.target +
                                 "' is a " + rec->second.type + " module with the operators " +
-                                ListNodes(g, rec->second.nodes) +
-                                "; name one of them (e.g. '" + g.node(rec->second.nodes[0]).name +
+                                ListNodes(g, rec->second.nodes) + "; name one of them (e.g. '" +
+                                g.node(rec->second.nodes[0]).name +
                                 "'), or use parallel.shard to fix the layouts at a block's "
                                 "boundary");
       }
@@ -624,8 +632,8 @@ std::vector<AnnotationEntry> ResolveAnnotations(const ModelGraph& model, const B
       UnknownTarget(sb.location, "parallel.shard", sb.block, g, trace);
     }
     const auto& [in, out] = draft.shard_strategies[i];
-    const std::pair<const Strategy*, const Shape*> checks[] = {
-        {&in, &rec->second.input_shape}, {&out, &rec->second.output_shape}};
+    const std::pair<const Strategy*, const Shape*> checks[] = {{&in, &rec->second.input_shape},
+                                                               {&out, &rec->second.output_shape}};
     for (int k = 0; k < 2; ++k) {
       const Strategy& s = *checks[k].first;
       const std::string which = k == 0 ? "in_strategy" : "out_strategy";
@@ -639,11 +647,10 @@ std::vector<AnnotationEntry> ResolveAnnotations(const ModelGraph& model, const B
       const StrategyItem& item = s.items[0];
       const int rank = static_cast<int>(checks[k].second->size());
       if (item.kind != StrategyItem::kNone && item.rank != rank) {
-        FailAt(item.location, "the " + which + " of " + what + " describes " +
-                                  std::to_string(item.rank) + " dimensions but the block's " +
-                                  (k == 0 ? "input " : "output ") +
-                                  ShapeToString(*checks[k].second) + " has " +
-                                  std::to_string(rank));
+        FailAt(item.location,
+               "the " + which + " of " + what + " describes " + std::to_string(item.rank) +
+                   " dimensions but the block's " + (k == 0 ? "input " : "output ") +
+                   ShapeToString(*checks[k].second) + " has " + std::to_string(rank));
       }
     }
   }

@@ -150,13 +150,13 @@ Map::Map(const Source& src, const YAML::Node& node, std::string what,
                           src.At(f.key_node).ToString() + ")");
       }
     }
-    if (!allowed_.empty() &&
-        std::find(allowed_.begin(), allowed_.end(), k) == allowed_.end()) {
+    if (!allowed_.empty() && std::find(allowed_.begin(), allowed_.end(), k) == allowed_.end()) {
       std::string hint;
       if (k.find_first_of("()[]\"'") != std::string::npos ||
           (!k.empty() && std::isdigit(static_cast<unsigned char>(k[0])))) {
-        hint = " (inside { } a comma ends the value: quote a value that has commas, e.g. "
-               "shard: \"((2, 4), (4, 1))\", or write the mapping as indented lines)";
+        hint =
+            " (inside { } a comma ends the value: quote a value that has commas, e.g. "
+            "shard: \"((2, 4), (4, 1))\", or write the mapping as indented lines)";
       }
       src.Fail(key, "unknown key '" + k + "' in " + what_ + DidYouMean(k, allowed_) +
                         "; allowed keys: " + Join(allowed_) + hint);
@@ -248,8 +248,7 @@ bool ReadBool(const Source& src, const YAML::Node& node, const std::string& what
 Shape ReadShape(const Source& src, const YAML::Node& node, const std::string& what,
                 bool allow_infer) {
   if (!node.IsSequence()) {
-    src.Fail(node, what + " must be a list of sizes such as [1, 28, 28], found " +
-                       Describe(node));
+    src.Fail(node, what + " must be a list of sizes such as [1, 28, 28], found " + Describe(node));
   }
   Shape shape;
   bool inferred = false;
@@ -259,8 +258,8 @@ Shape ReadShape(const Source& src, const YAML::Node& node, const std::string& wh
     if (allow_infer && v == -1 && !inferred) {
       inferred = true;
     } else if (v <= 0) {
-      src.Fail(node[i], what + ": size " + std::to_string(v) + " (entry " +
-                            std::to_string(i + 1) + ") must be positive" +
+      src.Fail(node[i], what + ": size " + std::to_string(v) + " (entry " + std::to_string(i + 1) +
+                            ") must be positive" +
                             (allow_infer ? " (or -1, once, to infer it)" : ""));
     }
     shape.push_back(v);
@@ -342,8 +341,8 @@ InitSpec ReadInit(const Source& src, const YAML::Node& node, const std::string& 
   if (open != std::string::npos) {
     if (!takes_arg) {
       if (!arg.empty()) {
-        src.Fail(node, what + ": initializer '" + name + "' takes no argument, found '" +
-                           text + "'");
+        src.Fail(node,
+                 what + ": initializer '" + name + "' takes no argument, found '" + text + "'");
       }
     } else if (!arg.empty()) {
       char* end = nullptr;

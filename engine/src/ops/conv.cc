@@ -120,6 +120,7 @@ void Im2Col(const Geometry& g, const float* x, float* cols) {
         ValidRange(off, g.sw, g.w, g.ow, &lo, &hi);
         std::fill(row, row + oy0 * g.ow, 0.0f);
         std::fill(row + oy1 * g.ow, row + g.pixels(), 0.0f);
+        if (oy0 >= oy1) continue;
         // Column ox of input row `in` is in[ox·sw + off]; for ox ≥ lo that index is ≥ 0.
         const float* in = x + (c * g.h + oy0 * g.sh - g.pad_t + i) * g.w;
         if (g.sw == 1 && lo == 0 && hi == g.ow) {

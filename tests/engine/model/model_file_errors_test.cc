@@ -37,13 +37,13 @@ void ExpectError(const std::string& text, const std::string& where,
 // A valid network to break one line at a time.
 std::vector<std::string> Base() {
   return {
-      "name: t",                                                          // 1
-      "input: {shape: [1, 28, 28]}",                                      // 2
-      "layers:",                                                          // 3
-      "  - flatten: Flatten",                                             // 4
-      "  - dense1: {type: Dense, in_channels: 784, out_channels: 32}",    // 5
-      "  - relu: ReLU",                                                   // 6
-      "  - dense2: {type: Dense, in_channels: 32, out_channels: 10}",     // 7
+      "name: t",                                                        // 1
+      "input: {shape: [1, 28, 28]}",                                    // 2
+      "layers:",                                                        // 3
+      "  - flatten: Flatten",                                           // 4
+      "  - dense1: {type: Dense, in_channels: 784, out_channels: 32}",  // 5
+      "  - relu: ReLU",                                                 // 6
+      "  - dense2: {type: Dense, in_channels: 32, out_channels: 10}",   // 7
   };
 }
 
@@ -74,8 +74,8 @@ TEST(ModelFileErrorsTest, UnknownTopLevelKeySuggestsAndListsAllowed) {
 TEST(ModelFileErrorsTest, UnknownLayerKey) {
   ExpectError(Replace(Base(), 5, "  - dense1: {type: Dense, in_channel: 784, out_channels: 32}"),
               "m.yaml:5:27",
-              {"unknown key 'in_channel' in layer 'dense1' (Dense)",
-               "did you mean 'in_channels'?", "allowed keys: type, repeat, shard, in_channels"});
+              {"unknown key 'in_channel' in layer 'dense1' (Dense)", "did you mean 'in_channels'?",
+               "allowed keys: type, repeat, shard, in_channels"});
 }
 
 TEST(ModelFileErrorsTest, UnquotedStrategyInsideBracesHints) {
@@ -124,8 +124,7 @@ TEST(ModelFileErrorsTest, WrongTypes) {
               {"optimizer.lr must be a number, found 'fast'"});
   ExpectError(Lines({"input: {shape: [1, 28, 28]}", "layers: {flatten: Flatten}"}), "m.yaml:2:9",
               {"layers must be a list of layers ('- name: Type' lines), found a mapping"});
-  ExpectError(Lines({"- input", "- layers"}), "m.yaml:1:1",
-              {"a model file is a YAML mapping"});
+  ExpectError(Lines({"- input", "- layers"}), "m.yaml:1:1", {"a model file is a YAML mapping"});
 }
 
 TEST(ModelFileErrorsTest, NegativeAndZeroSizes) {
@@ -141,10 +140,10 @@ TEST(ModelFileErrorsTest, NegativeAndZeroSizes) {
 }
 
 TEST(ModelFileErrorsTest, ProductsOfIntegersAreAllowed) {
-  Result<ModelFile> file =
-      ParseModelText(Replace(Base(), 5, "  - dense1: {type: Dense, in_channels: 28*28, "
-                                        "out_channels: 32}"),
-                     "m.yaml");
+  Result<ModelFile> file = ParseModelText(Replace(Base(), 5,
+                                                  "  - dense1: {type: Dense, in_channels: 28*28, "
+                                                  "out_channels: 32}"),
+                                          "m.yaml");
   ASSERT_TRUE(file.ok()) << file.status().message();
   ExpectError(Replace(Base(), 5, "  - dense1: {type: Dense, in_channels: 28*, out_channels: 32}"),
               "m.yaml:5:40", {"must be an integer (or a product such as 16 * 5 * 5)"});
@@ -156,23 +155,27 @@ TEST(ModelFileErrorsTest, UnknownLayerType) {
               {"unknown layer type 'Dens' for layer 'dense1'", "did you mean 'Dense'?",
                "known types: Dense, Conv2d, MaxPool2d, Flatten, ReLU, GELU, Dropout, Embedding, "
                "LayerNorm"});
-  ExpectError(Replace(Base(), 6, "  - relu: MatMul"), "m.yaml:6:11",
-              {"unknown layer type 'MatMul'", "MatMul is an operator: write '- relu: {op: MatMul}'"});
+  ExpectError(
+      Replace(Base(), 6, "  - relu: MatMul"), "m.yaml:6:11",
+      {"unknown layer type 'MatMul'", "MatMul is an operator: write '- relu: {op: MatMul}'"});
 }
 
 TEST(ModelFileErrorsTest, UnknownInitializer) {
-  ExpectError(Replace(Base(), 5, "  - dense1: {type: Dense, in_channels: 784, out_channels: 32, "
-                                 "weight_init: gaussian}"),
+  ExpectError(Replace(Base(), 5,
+                      "  - dense1: {type: Dense, in_channels: 784, out_channels: 32, "
+                      "weight_init: gaussian}"),
               "m.yaml:5:76", {"unknown initializer 'gaussian'", "known: normal"});
-  ExpectError(Replace(Base(), 5, "  - dense1: {type: Dense, in_channels: 784, out_channels: 32, "
-                                 "weight_init: normal(-1)}"),
+  ExpectError(Replace(Base(), 5,
+                      "  - dense1: {type: Dense, in_channels: 784, out_channels: 32, "
+                      "weight_init: normal(-1)}"),
               "m.yaml:5:76", {"the argument of 'normal' must be a positive number, found '-1'"});
 }
 
 TEST(ModelFileErrorsTest, UnknownOperator) {
-  ExpectError(Lines({"input: {shape: [4]}", "classes: 2", "parameters:",
-                     "  w: {shape: [4, 2], init: zeros}", "operators:",
-                     "  - mm: {op: Matmul, inputs: [x, w]}", "data: {dataset: synthetic, "
+  ExpectError(Lines({"input: {shape: [4]}", "classes: 2",
+                     "parameters:", "  w: {shape: [4, 2], init: zeros}",
+                     "operators:", "  - mm: {op: Matmul, inputs: [x, w]}",
+                     "data: {dataset: synthetic, "
                      "synthetic_size: 8}"}),
               "m.yaml:6:14",
               {"unknown operator 'Matmul' for operator 'mm'", "did you mean 'MatMul'?",
@@ -186,8 +189,8 @@ TEST(ModelFileErrorsTest, LayerListMistakes) {
   ExpectError(Replace(Base(), 4, "  - Flatten"), "m.yaml:4:5",
               {"'Flatten' in layers is a layer type, but a layer needs a name: "
                "'- flatten: Flatten'"});
-  ExpectError(Replace(Base(), 6, "  - relu:\n    type: ReLU"),
-              "m.yaml:6:5", {"has one key, the layer's name, but this one has 2: 'relu', 'type'"});
+  ExpectError(Replace(Base(), 6, "  - relu:\n    type: ReLU"), "m.yaml:6:5",
+              {"has one key, the layer's name, but this one has 2: 'relu', 'type'"});
   ExpectError(Replace(Base(), 6, "  - relu:"), "m.yaml:6:5",
               {"layer 'relu' has no type; write '- relu: ReLU'"});
   ExpectError(Replace(Base(), 6, "  - re.lu: ReLU"), "m.yaml:6:5",
@@ -210,11 +213,11 @@ TEST(ModelFileErrorsTest, DuplicateLayerNames) {
 }
 
 TEST(ModelFileErrorsTest, LayersWithParametersAreNotCalledTwice) {
-  ExpectError(With(Base(), {"  - dense2"}), "m.yaml:8:5",
-              {"'dense2' (Dense) cannot be called again: it has parameters",
-               "use repeat: for copies"});
-  ExpectError(Lines({"input: {shape: [10]}", "blocks:", "  B:", "    - r: ReLU", "layers:",
-                     "  - b: B", "  - b"}),
+  ExpectError(
+      With(Base(), {"  - dense2"}), "m.yaml:8:5",
+      {"'dense2' (Dense) cannot be called again: it has parameters", "use repeat: for copies"});
+  ExpectError(Lines({"input: {shape: [10]}", "blocks:", "  B:", "    - r: ReLU",
+                     "layers:", "  - b: B", "  - b"}),
               "m.yaml:7:5", {"'b' (B) cannot be called again"});
 }
 
@@ -225,18 +228,19 @@ TEST(ModelFileErrorsTest, ShapeErrorNamesTheLayerAndItsLine) {
               "m.yaml:7:5", {"layer 'dense2' (Dense): ", "dense2.matmul"});
   ExpectError(Lines({"input: {shape: [1, 28, 28]}", "layers:",
                      "  - conv: {type: Conv2d, in_channels: 1, out_channels: 10, kernel_size: 3}"}),
-              "m.yaml:3:5", {"the network ends with layer 'conv' (Conv2d)", "logits [batch, classes]"});
+              "m.yaml:3:5",
+              {"the network ends with layer 'conv' (Conv2d)", "logits [batch, classes]"});
 }
 
 TEST(ModelFileErrorsTest, ShapeErrorInsideABlockNamesTheInnerLayer) {
-  ExpectError(Lines({"input: {shape: [10]}",                                            // 1
-                     "data: {dataset: synthetic, synthetic_size: 8}",                   // 2
-                     "blocks:",                                                         // 3
-                     "  B:",                                                            // 4
-                     "    - a: {type: Dense, in_channels: 10, out_channels: 10}",       // 5
-                     "    - b: {type: Dense, in_channels: 11, out_channels: 10}",       // 6
-                     "layers:",                                                         // 7
-                     "  - block1: B"}),                                                 // 8
+  ExpectError(Lines({"input: {shape: [10]}",                                       // 1
+                     "data: {dataset: synthetic, synthetic_size: 8}",              // 2
+                     "blocks:",                                                    // 3
+                     "  B:",                                                       // 4
+                     "    - a: {type: Dense, in_channels: 10, out_channels: 10}",  // 5
+                     "    - b: {type: Dense, in_channels: 11, out_channels: 10}",  // 6
+                     "layers:",                                                    // 7
+                     "  - block1: B"}),                                            // 8
               "m.yaml:6:7", {"layer 'block1.b' (Dense): ", "block1.b.matmul"});
 }
 
@@ -277,32 +281,33 @@ TEST(ModelFileErrorsTest, LossAndOptimizer) {
 
 TEST(ModelFileErrorsTest, Blocks) {
   ExpectError(Lines({"input: {shape: [10]}", "data: {dataset: synthetic, synthetic_size: 8}",
-                     "blocks:", "  A:", "    - b: B", "  B:", "    - a: A", "layers:",
-                     "  - a: A"}),
+                     "blocks:", "  A:", "    - b: B", "  B:", "    - a: A", "layers:", "  - a: A"}),
               "m.yaml:7:7", {"block 'A' uses itself: A -> B -> A"});
-  ExpectError(Lines({"input: {shape: [10]}", "blocks:", "  Dense:", "    - r: ReLU", "layers:",
-                     "  - a: Dense"}),
+  ExpectError(Lines({"input: {shape: [10]}", "blocks:", "  Dense:", "    - r: ReLU",
+                     "layers:", "  - a: Dense"}),
               "m.yaml:3:3", {"block type name 'Dense' is a built-in layer type"});
-  ExpectError(Lines({"input: {shape: [10]}", "blocks:", "  Basic:", "    - r: ReLU", "layers:",
-                     "  - a: Basik"}),
-              "m.yaml:6:8", {"unknown layer type 'Basik'", "did you mean 'Basic'?", "blocks: Basic"});
-  ExpectError(Lines({"input: {shape: [10]}", "blocks:", "  Basic:", "    - r: ReLU", "layers:",
-                     "  - a: {type: Basic, shard: ((8,),)}"}),
-              "m.yaml:6:22", {"unknown key 'shard' in layer 'a' (Basic)", "allowed keys: type, repeat"});
+  ExpectError(Lines({"input: {shape: [10]}", "blocks:", "  Basic:", "    - r: ReLU",
+                     "layers:", "  - a: Basik"}),
+              "m.yaml:6:8",
+              {"unknown layer type 'Basik'", "did you mean 'Basic'?", "blocks: Basic"});
+  ExpectError(Lines({"input: {shape: [10]}", "blocks:", "  Basic:", "    - r: ReLU",
+                     "layers:", "  - a: {type: Basic, shard: ((8,),)}"}),
+              "m.yaml:6:22",
+              {"unknown key 'shard' in layer 'a' (Basic)", "allowed keys: type, repeat"});
 }
 
 // ---- operators networks ----
 
 std::vector<std::string> OpsBase() {
   return {
-      "input: {shape: [4]}",                              // 1
-      "classes: 2",                                       // 2
-      "data: {dataset: synthetic, synthetic_size: 8}",    // 3
-      "parameters:",                                      // 4
-      "  w: {shape: [4, 2], init: zeros}",                // 5
-      "operators:",                                       // 6
-      "  - mm: {op: MatMul, inputs: [x, w]}",             // 7
-      "  - act: {op: ReLU}",                              // 8
+      "input: {shape: [4]}",                            // 1
+      "classes: 2",                                     // 2
+      "data: {dataset: synthetic, synthetic_size: 8}",  // 3
+      "parameters:",                                    // 4
+      "  w: {shape: [4, 2], init: zeros}",              // 5
+      "operators:",                                     // 6
+      "  - mm: {op: MatMul, inputs: [x, w]}",           // 7
+      "  - act: {op: ReLU}",                            // 8
   };
 }
 
@@ -327,8 +332,9 @@ TEST(ModelFileErrorsTest, Operators) {
               {"duplicate name 'mm' (already an operator at m.yaml:7:5)"});
   ExpectError(With(OpsBase(), {"output: mn"}), "m.yaml:9:9",
               {"output 'mn' is not an operator", "did you mean 'mm'?"});
-  ExpectError(Replace(OpsBase(), 5, "  w: {shape: [4, 2], init: zeros}\n  v: {shape: [2], init: ones}"),
-              "m.yaml:6:3", {"parameter 'v' is declared but no operator uses it"});
+  ExpectError(
+      Replace(OpsBase(), 5, "  w: {shape: [4, 2], init: zeros}\n  v: {shape: [2], init: ones}"),
+      "m.yaml:6:3", {"parameter 'v' is declared but no operator uses it"});
   ExpectError(Replace(OpsBase(), 5, "  w: {shape: [4, 2]}"), "m.yaml:5:6",
               {"parameter 'w' is missing the required key 'init'"});
   ExpectError(Replace(OpsBase(), 7, "  - mm: {op: MatMul, inputs: [x, w], transpose: true}"),
@@ -388,12 +394,12 @@ TEST(ModelFileErrorsTest, StrategySyntax) {
 
 TEST(ModelFileErrorsTest, LayoutStrategies) {
   auto file = [](const std::string& mesh, const std::string& s) {
-    return With(Base(), {"parallel:",                        // 8
-                         "  devices: 8",                     // 9
-                         "  meshes:",                        // 10
-                         "    layout: " + mesh,              // 11
-                         "  strategies:",                    // 12
-                         "    dense1.matmul: " + s});        // 13
+    return With(Base(), {"parallel:",                  // 8
+                         "  devices: 8",               // 9
+                         "  meshes:",                  // 10
+                         "    layout: " + mesh,        // 11
+                         "  strategies:",              // 12
+                         "    dense1.matmul: " + s});  // 13
   };
   const std::string mesh = "Layout((2, 2, 2), (\"dp\", \"sp\", \"mp\"))";
   Result<ModelFile> ok = ParseModelText(
@@ -410,9 +416,10 @@ TEST(ModelFileErrorsTest, LayoutStrategies) {
               "m.yaml:13:43",
               {"entry 2 describes 3 dimensions but input 2 of 'dense1.matmul' (dense1.weight "
                "[784, 32]) has 2"});
-  ExpectError(With(Base(), {"parallel:", "  strategies:",
-                            "    dense1.matmul: (layout(\"mp\", \"None\"), layout(\"mp\", \"None\"))"}),
-              "m.yaml:10:21", {"calls 'layout', but no mesh is declared"});
+  ExpectError(
+      With(Base(), {"parallel:", "  strategies:",
+                    "    dense1.matmul: (layout(\"mp\", \"None\"), layout(\"mp\", \"None\"))"}),
+      "m.yaml:10:21", {"calls 'layout', but no mesh is declared"});
   // Mesh expressions are checked where they are written.
   ExpectError(file("Layout((2, 2, 2), (\"dp\", \"sp\"))", "((1, 1), (1, 1))"), "m.yaml:11:13",
               {"mesh 'layout': "});
@@ -423,11 +430,12 @@ TEST(ModelFileErrorsTest, LayoutStrategies) {
 }
 
 TEST(ModelFileErrorsTest, ParallelModeConflicts) {
-  ExpectError(With(Base(), {"parallel:", "  mode: data_parallel", "  strategies:",
-                            "    dense1.matmul: ((1, 8), (8, 1))"}),
-              "m.yaml:11:5",
-              {"the strategy of 'dense1.matmul' needs parallel.mode semi_auto or auto, but the mode "
-               "is data_parallel (at m.yaml:9:9)"});
+  ExpectError(
+      With(Base(), {"parallel:", "  mode: data_parallel",
+                    "  strategies:", "    dense1.matmul: ((1, 8), (8, 1))"}),
+      "m.yaml:11:5",
+      {"the strategy of 'dense1.matmul' needs parallel.mode semi_auto or auto, but the mode "
+       "is data_parallel (at m.yaml:9:9)"});
   ExpectError(With(Base(), {"parallel:", "  mode: semi_auto", "  search: sharding_propagation"}),
               "m.yaml:10:11", {"parallel.search chooses the strategies of mode auto"});
   ExpectError(With(Base(), {"parallel:", "  mode: fully_auto"}), "m.yaml:9:9",
@@ -437,19 +445,20 @@ TEST(ModelFileErrorsTest, ParallelModeConflicts) {
               {"did you mean 'sharding_propagation'?"});
   ExpectError(With(Base(), {"parallel:", "  mode: semi_auto", "  shard:", "    - block: dense1",
                             "      in_strategy: ((8, 1),)"}),
-              "m.yaml:11:14", {"a shard block searches the strategies inside it and needs "
-                               "parallel.mode auto"});
+              "m.yaml:11:14",
+              {"a shard block searches the strategies inside it and needs "
+               "parallel.mode auto"});
 }
 
 TEST(ModelFileErrorsTest, TwoStrategiesForOneOperator) {
-  ExpectError(Lines({"input: {shape: [4]}", "classes: 2",
-                     "data: {dataset: synthetic, synthetic_size: 8}", "parameters:",
-                     "  w: {shape: [4, 2], init: zeros}", "operators:", "  - mm:",
-                     "      op: MatMul", "      inputs: [x, w]", "      shard: ((2, 1), (1, 1))",
-                     "parallel:", "  strategies:", "    mm: ((1, 1), (1, 2))"}),
-              "m.yaml:13:5",
-              {"operator 'mm' is given two strategies: here (parallel.strategies) and at "
-               "m.yaml:10:7 (the shard key of operator 'mm')"});
+  ExpectError(
+      Lines({"input: {shape: [4]}", "classes: 2", "data: {dataset: synthetic, synthetic_size: 8}",
+             "parameters:", "  w: {shape: [4, 2], init: zeros}", "operators:", "  - mm:",
+             "      op: MatMul", "      inputs: [x, w]", "      shard: ((2, 1), (1, 1))",
+             "parallel:", "  strategies:", "    mm: ((1, 1), (1, 2))"}),
+      "m.yaml:13:5",
+      {"operator 'mm' is given two strategies: here (parallel.strategies) and at "
+       "m.yaml:10:7 (the shard key of operator 'mm')"});
 }
 
 TEST(ModelFileErrorsTest, Place) {
@@ -464,15 +473,16 @@ TEST(ModelFileErrorsTest, Place) {
 
 TEST(ModelFileErrorsTest, ShardBlocks) {
   auto shard = [](const std::vector<std::string>& entry) {
-    std::vector<std::string> lines = {"input: {shape: [10]}",                               // 1
-                                      "data: {dataset: synthetic, synthetic_size: 8}",      // 2
-                                      "layers:",                                            // 3
-                                      "  - block1:",                                        // 4
-                                      "      block:",                                       // 5
-                                      "        - d: {type: Dense, in_channels: 10, out_channels: 10}",
-                                      "parallel:",                                          // 7
-                                      "  mode: auto",                                       // 8
-                                      "  shard:"};                                          // 9
+    std::vector<std::string> lines = {
+        "input: {shape: [10]}",                           // 1
+        "data: {dataset: synthetic, synthetic_size: 8}",  // 2
+        "layers:",                                        // 3
+        "  - block1:",                                    // 4
+        "      block:",                                   // 5
+        "        - d: {type: Dense, in_channels: 10, out_channels: 10}",
+        "parallel:",     // 7
+        "  mode: auto",  // 8
+        "  shard:"};     // 9
     lines.insert(lines.end(), entry.begin(), entry.end());
     return Lines(lines);
   };
@@ -484,15 +494,15 @@ TEST(ModelFileErrorsTest, ShardBlocks) {
               {"parallel.shard names 'blok1'", "did you mean 'block1'?"});
   ExpectError(shard({"    - block: block1.d.matmul", "      in_strategy: ((1, 8),)"}),
               "m.yaml:10:14", {"'block1.d.matmul' is an operator; shard wraps a block"});
-  ExpectError(shard({"    - block: block1", "      in_strategy: ((1, 8), (1, 8))"}),
-              "m.yaml:11:20",
+  ExpectError(shard({"    - block: block1", "      in_strategy: ((1, 8), (1, 8))"}), "m.yaml:11:20",
               {"the in_strategy of shard block 'block1' has 2 entries but the block has one input "
                "([32, 10])"});
   ExpectError(shard({"    - block: block1", "      in_strategy: ((1, 1, 8),)"}), "m.yaml:11:21",
               {"describes 3 dimensions but the block's input [32, 10] has 2"});
   ExpectError(shard({"    - block: block1", "      in_strategy: ((1, 8),)", "      level: 3"}),
-              "m.yaml:12:14", {"must be 0 (most computation per communication), 1 (least memory) "
-                               "or 2 (fastest), found 3"});
+              "m.yaml:12:14",
+              {"must be 0 (most computation per communication), 1 (least memory) "
+               "or 2 (fastest), found 3"});
   ExpectError(shard({"    - block: block1"}), "m.yaml:10:7",
               {"parallel.shard entry 1 is missing the required key 'in_strategy'"});
   ExpectError(shard({"    - block: block1", "      in_strategy: ((1, 8),)", "      device: GPU"}),
@@ -511,11 +521,11 @@ TEST(ModelFileErrorsTest, YamlSyntaxErrorHasItsPosition) {
   EXPECT_EQ(file.status().message().rfind("m.yaml:5:", 0), 0u) << file.status().message();
   EXPECT_NE(file.status().message().find("YAML syntax error: "), std::string::npos);
 
-  ExpectError(Lines({"input: {shape: [1, 28, 28]}", "layers:", "  - flatten: Flatten",
-                     " bad: [1, 2"}),
-              "m.yaml:4:2", {"YAML syntax error"});
-  ExpectError(Lines({"input: {shape: [1, 28, 28]}", "layers:", "\t- flatten: Flatten"}), "m.yaml:3:2",
-              {"YAML syntax error"});
+  ExpectError(
+      Lines({"input: {shape: [1, 28, 28]}", "layers:", "  - flatten: Flatten", " bad: [1, 2"}),
+      "m.yaml:4:2", {"YAML syntax error"});
+  ExpectError(Lines({"input: {shape: [1, 28, 28]}", "layers:", "\t- flatten: Flatten"}),
+              "m.yaml:3:2", {"YAML syntax error"});
 }
 
 TEST(ModelFileErrorsTest, EmptyAndSeveralDocuments) {

@@ -147,16 +147,16 @@ TEST(ModelFileParallelTest, Seed002InlineShards) {
 
 std::vector<std::string> Ffn(const std::vector<std::string>& parallel) {
   std::vector<std::string> lines = {
-      "input: {shape: [1, 28, 28]}",                                     // 1
-      "layers:",                                                         // 2
-      "  - flatten: Flatten",                                            // 3
-      "  - dense1: {type: Dense, in_channels: 784, out_channels: 64}",   // 4
-      "  - relu: ReLU",                                                  // 5
-      "  - dense2: {type: Dense, in_channels: 64, out_channels: 32}",    // 6
-      "  - relu",                                                        // 7
-      "  - dense3: {type: Dense, in_channels: 32, out_channels: 10}",    // 8
-      "  - relu",                                                        // 9
-      "parallel:",                                                       // 10
+      "input: {shape: [1, 28, 28]}",                                    // 1
+      "layers:",                                                        // 2
+      "  - flatten: Flatten",                                           // 3
+      "  - dense1: {type: Dense, in_channels: 784, out_channels: 64}",  // 4
+      "  - relu: ReLU",                                                 // 5
+      "  - dense2: {type: Dense, in_channels: 64, out_channels: 32}",   // 6
+      "  - relu",                                                       // 7
+      "  - dense3: {type: Dense, in_channels: 32, out_channels: 10}",   // 8
+      "  - relu",                                                       // 9
+      "parallel:",                                                      // 10
   };
   lines.insert(lines.end(), parallel.begin(), parallel.end());
   return lines;
@@ -173,8 +173,8 @@ TEST(ModelFileParallelTest, StrategyOnASharedModuleReachesEveryCall) {
 }
 
 TEST(ModelFileParallelTest, AnOperatorNameBeatsItsModule) {
-  const ModelFile file = Parse(
-      Lines(Ffn({"  strategies:", "    relu: ((8, 1),)", "    relu_1: ((2, 4),)"})));
+  const ModelFile file =
+      Parse(Lines(Ffn({"  strategies:", "    relu: ((8, 1),)", "    relu_1: ((2, 4),)"})));
   const ModelGraph m = Build(file);
   EXPECT_EQ(On(m, "relu").in_strategy, "((8, 1),)");
   EXPECT_EQ(On(m, "relu_1").in_strategy, "((2, 4),)");
@@ -182,12 +182,9 @@ TEST(ModelFileParallelTest, AnOperatorNameBeatsItsModule) {
 }
 
 TEST(ModelFileParallelTest, OutStrategyAndSequenceForms) {
-  const ModelFile file = Parse(Lines(Ffn({"  strategies:",
-                                          "    dense1.matmul:",
-                                          "      in: ((2, 4), (4, 1))",
-                                          "      out: ((8, 1),)",
-                                          "    dense2.matmul: [[2, 4], [4, 1]]",
-                                          "    dense3.bias_add: {in: [[8, 1], [1]]}"})));
+  const ModelFile file = Parse(Lines(Ffn(
+      {"  strategies:", "    dense1.matmul:", "      in: ((2, 4), (4, 1))", "      out: ((8, 1),)",
+       "    dense2.matmul: [[2, 4], [4, 1]]", "    dense3.bias_add: {in: [[8, 1], [1]]}"})));
   const ModelGraph m = Build(file);
   EXPECT_EQ(On(m, "dense1.matmul").in_strategy, "((2, 4), (4, 1))");
   EXPECT_EQ(On(m, "dense1.matmul").out_strategy, "((8, 1),)");
@@ -243,8 +240,9 @@ TEST(ModelFileParallelTest, NestedPlacesTheMostSpecificWins) {
 }
 
 TEST(ModelFileParallelTest, PlaceAndStrategyOnOneOperatorMerge) {
-  const ModelFile file = Parse(Lines(Ffn({"  devices: 8", "  place: {dense1: 1}", "  strategies:",
-                                          "    dense1.matmul: ((2, 4), (4, 1))"})));
+  const ModelFile file =
+      Parse(Lines(Ffn({"  devices: 8", "  place: {dense1: 1}",
+                       "  strategies:", "    dense1.matmul: ((2, 4), (4, 1))"})));
   const ModelGraph m = Build(file);
   EXPECT_EQ(On(m, "dense1.matmul"), (OpAnnotations{"((2, 4), (4, 1))", "", 1}));
   EXPECT_EQ(On(m, "dense1.bias_add"), (OpAnnotations{"", "", 1}));
@@ -315,9 +313,9 @@ TEST(ModelFileParallelTest, ModeInference) {
   EXPECT_EQ(mode({"  mode: SEMI_AUTO_PARALLEL"}), "semi_auto");
   EXPECT_EQ(mode({"  mode: auto_parallel"}), "auto");
   EXPECT_EQ(mode({"  shard: [{block: dense1, in_strategy: \"((8, 1),)\"}]"}), "auto");
-  const ModelFile none = Parse(Lines({"input: {shape: [1, 28, 28]}", "layers:",
-                                      "  - flatten: Flatten",
-                                      "  - fc: {type: Dense, in_channels: 784, out_channels: 10}"}));
+  const ModelFile none =
+      Parse(Lines({"input: {shape: [1, 28, 28]}", "layers:", "  - flatten: Flatten",
+                   "  - fc: {type: Dense, in_channels: 784, out_channels: 10}"}));
   EXPECT_EQ(none.parallel().mode, "stand_alone");
   EXPECT_EQ(none.parallel().devices, 0);
   EXPECT_TRUE(none.parallel().empty());

@@ -74,12 +74,12 @@ TEST(ModelFileSamplesTest, FfnMatchesTheCppModel) {
   }
   Result<ModelGraph> built = file.Build(32);
   ASSERT_TRUE(built.ok());
-  EXPECT_EQ(NodeNames(built->graph),
-            (std::vector<std::string>{"flatten", "dense1.matmul", "dense1.bias_add", "relu",
-                                      "dense2.matmul", "dense2.bias_add", "relu_1",
-                                      "dense3.matmul", "dense3.bias_add", "relu_2",
-                                      "dense4.matmul", "dense4.bias_add", "relu_3",
-                                      "dense5.matmul", "dense5.bias_add", "loss"}));
+  EXPECT_EQ(
+      NodeNames(built->graph),
+      (std::vector<std::string>{"flatten", "dense1.matmul", "dense1.bias_add", "relu",
+                                "dense2.matmul", "dense2.bias_add", "relu_1", "dense3.matmul",
+                                "dense3.bias_add", "relu_2", "dense4.matmul", "dense4.bias_add",
+                                "relu_3", "dense5.matmul", "dense5.bias_add", "loss"}));
 }
 
 TEST(ModelFileSamplesTest, Lenet5MatchesTheCppModel) {
@@ -130,8 +130,8 @@ TEST(ModelFileSamplesTest, Network3) {
   ASSERT_TRUE(built.ok()) << built.status().message();
   EXPECT_EQ(NodeNames(built->graph),
             (std::vector<std::string>{"flatten", "layer1.matmul", "layer1.bias_add", "relu",
-                                      "layer2.matmul", "layer2.bias_add", "relu_1",
-                                      "layer3.matmul", "layer3.bias_add", "loss"}));
+                                      "layer2.matmul", "layer2.bias_add", "relu_1", "layer3.matmul",
+                                      "layer3.bias_add", "loss"}));
   EXPECT_EQ(built->graph.value(built->logits).shape, (Shape{32, 10}));
 }
 
@@ -174,8 +174,8 @@ TEST(ModelFileSamplesTest, BasicBlocks) {
   ASSERT_TRUE(built.ok()) << built.status().message();
   std::vector<std::string> expected;
   for (const char* block : {"block1", "block2", "block3"}) {
-    for (const char* op : {"dense1.matmul", "dense1.bias_add", "gelu", "dense2.matmul",
-                           "dense2.bias_add"}) {
+    for (const char* op :
+         {"dense1.matmul", "dense1.bias_add", "gelu", "dense2.matmul", "dense2.bias_add"}) {
       expected.push_back(std::string(block) + "." + op);
     }
   }
@@ -198,8 +198,7 @@ TEST(ModelFileSamplesTest, EverySampleBuildsForAnyBatch) {
       ASSERT_TRUE(built.ok()) << built.status().message();
       EXPECT_TRUE(built->graph.Verify().ok());
       EXPECT_EQ(built->graph.value(built->input).shape[0], batch);
-      EXPECT_EQ(built->graph.value(built->logits).shape,
-                (Shape{batch, file.num_classes()}));
+      EXPECT_EQ(built->graph.value(built->logits).shape, (Shape{batch, file.num_classes()}));
     }
   }
 }

@@ -1,0 +1,116 @@
+// The `shardscope` program as a user runs it: exit codes, messages, outputs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Output {
+  int code = -1;
+  std::string text;  // stdout and stderr
+};
+
+Output Shardscope(const std::string& args) {
+  Output out;
+  const std::string cmd = std::string(SHARDSCOPE_BIN) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
+  const int status = pclose(pipe);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+const std::string kSamples = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/";
+const std::string kMnist = std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
+
+TEST(Cli, HelpOnEverySubcommandTeaches) {
+  for (const char* sub : {"train", "layout", "redistribute"}) {
+    Output o = Shardscope(std::string(sub) + " --help");
+    EXPECT_EQ(o.code, 0) << sub;
+    EXPECT_NE(o.text.find("Example"), std::string::npos) << sub << ":\n" << o.text;
+  }
+  Output top = Shardscope("--help");
+  EXPECT_EQ(top.code, 0);
+  EXPECT_NE(top.text.find("train"), std::string::npos);
+}
+
+TEST(Cli, BadInputExitsWithTwoAndSaysWhat) {
+  Output missing = Shardscope("train /nonexistent/model.yaml");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.text.find("/nonexistent/model.yaml"), std::string::npos) << missing.text;
+  Output flag = Shardscope("train " + kSamples + "lenet5.yaml --no-such-flag");
+  EXPECT_EQ(flag.code, 2) << flag.text;
+  Output no_sub = Shardscope("");
+  EXPECT_EQ(no_sub.code, 2) << no_sub.text;
+  Output data = Shardscope("train " + kSamples + "lenet5.yaml --data /nonexistent/dir --steps 1");
+  EXPECT_EQ(data.code, 2);
+  EXPECT_NE(data.text.find("/nonexistent/dir"), std::string::npos) << data.text;
+  Output layout = Shardscope("layout --mesh 2,2 --axes dp,mp --shape 3,4 --layout dp,mp");
+  EXPECT_EQ(layout.code, 2);
+  EXPECT_NE(layout.text.find("not divisible"), std::string::npos) << layout.text;
+}
+
+TEST(Cli, UnimplementedParallelFeaturesAreRefusedNotIgnored) {
+  Output place = Shardscope("train " + kSamples + "lenet5_place.yaml --data " + kMnist + " --steps 1");
+  EXPECT_EQ(place.code, 2);
+  EXPECT_NE(place.text.find("not implemented yet"), std::string::npos) << place.text;
+  EXPECT_NE(place.text.find("lenet5_place.yaml:"), std::string::npos) << place.text;
+  Output search = Shardscope("train " + kSamples + "ffn.yaml --data " + kMnist + " --steps 1");
+  EXPECT_EQ(search.code, 2);
+  EXPECT_NE(search.text.find("not implemented yet"), std::string::npos) << search.text;
+}
+
+TEST(Cli, TrainsLeNet5OnRealMnistAndReportsAccuracy) {
+  Output o = Shardscope("train " + kSamples + "lenet5.yaml --data " + kMnist + " --steps 30 --limit 512");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("test accuracy:"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("step 30/30"), std::string::npos) << o.text;
+}
+
+// The correctness law from the command line: 4 in-process devices print the losses of one.
+TEST(Cli, DistributedRunPrintsTheSingleDeviceLosses) {
+  auto losses = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t p = text.find("loss "); p != std::string::npos; p = text.find("loss ", p + 1)) {
+      out.push_back(text.substr(p, 11));
+    }
+    return out;
+  };
+  const std::string args = "train " + kSamples + "matmul3.yaml --data " + kMnist + " --steps 8 --limit 256 --log-every 1";
+  Output one = Shardscope(args + " --ignore-parallel --devices 1");
+  Output eight = Shardscope(args);  // the file's semi_auto strategies on 8 devices
+  ASSERT_EQ(one.code, 0) << one.text;
+  ASSERT_EQ(eight.code, 0) << eight.text;
+  EXPECT_NE(eight.text.find("8 device(s)"), std::string::npos) << eight.text;
+  EXPECT_EQ(losses(one.text), losses(eight.text)) << one.text << "\n----\n" << eight.text;
+  EXPECT_GE(losses(one.text).size(), 8u);
+}
+
+TEST(Cli, LayoutShowsSeed004NonContiguousRanks) {
+  Output o = Shardscope("layout --mesh 2,2,2 --axes dp,sp,mp --shape 2,4 --layout \"mp,(sp,dp)\"");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("0      4      2      6"), std::string::npos) << o.text;
+  Output j = Shardscope("layout --mesh 2,2,2 --axes dp,sp,mp --shape 2,4 --layout \"mp,(sp,dp)\" --json");
+  ASSERT_EQ(j.code, 0);
+  auto json = nlohmann::json::parse(j.text);
+  EXPECT_EQ(json["ranks"][4]["offsets"], nlohmann::json::array({0, 1}));
+}
+
+TEST(Cli, RedistributePrintsAByteOptimalPlan) {
+  Output o = Shardscope("redistribute --mesh 4 --axes dp --shape 8,8 --from dp,- --to -,- --json");
+  ASSERT_EQ(o.code, 0) << o.text;
+  auto json = nlohmann::json::parse(o.text);
+  EXPECT_EQ(json["steps"].size(), 1u) << o.text;
+  EXPECT_EQ(json["planned_bytes"], json["lower_bound_bytes"]) << o.text;
+  Output text = Shardscope("redistribute --mesh 2,4 --axes dp,mp --shape 8,8 --from \"dp,mp\" --to \"mp,dp\"");
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_NE(text.text.find("lower bound"), std::string::npos) << text.text;
+}
+
+}  // namespace
