@@ -26,7 +26,7 @@ test: build
 
 bench: build
 	@bash scripts/deps.sh --bench
-	python3 benchmarks/compare_pytorch.py --shardscope $(BUILD_DIR)/bin/shardscope-bench-train
+	python3 benchmarks/compare_pytorch.py --shardscope $(BUILD_DIR)/bin/bench_train_step
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -10,9 +10,12 @@
 // A plan is a list of steps, each a local slice, all-gather, all-to-all, reduce-scatter,
 // all-reduce, permute (same blocks to other ranks) or local reshape, with its mesh axes,
 // tensor dimension(s), rank groups, bytes sent and received per rank, the layout after it
-// and the reason it exists. Irregular exchanges (an all-to-all-v where no collective along
-// mesh axes reaches the target at the lower bound) are kAllToAll / kPermute steps with
-// dim == -1 and an explicit transfer list.
+// and the reason it exists. Irregular steps carry an explicit transfer list: all-to-all-v
+// (kAllToAll, dim == -1: no collective along mesh axes reaches the layout at the lower bound),
+// permute (kPermute), reduce-scatter-v (kReduceScatter, dim == -1: each rank receives the
+// other addends of exactly its block, which need not be a contiguous chunk) and direct
+// all-reduce (kAllReduce with transfers: p-1 messages in parallel instead of the ring's
+// 2 (p-1); chosen for 2-member groups, where the bytes are the same).
 //
 // Lower bound (RedistributionLowerBound, public). For every rank r, in bytes:
 //   move(r)   = the elements r's target shard needs that its source shard does not hold
@@ -35,9 +38,10 @@
 //   bound(r)  = move(r) + reduce(r).
 // Without partial sums the bound is exact (no plan can do better), and the planner meets it
 // on every rank: planned bytes received == bound, per rank (tests check it on thousands of
-// random cases). With partial sums it is the ring bound of the data to reduce; the planner
-// meets it when collectives along mesh axes can, and otherwise returns the cheapest plan it
-// finds (RedistPlan::byte_optimal says which).
+// random cases). With partial sums it is the ring bound of the data to reduce (fractional:
+// balanced ring blocks may exceed it by less than an element per group member); the planner
+// meets it when collectives along mesh axes can, and otherwise returns the cheapest plan by
+// the cost model (RedistPlan::byte_optimal and bounded_search say which).
 //
 // Partial sums in the target: an axis over which `to` is partial and `from` is not makes a
 // new sum; the rank at index 0 along it keeps the values and the others become zeros (a
@@ -274,8 +278,10 @@ class RedistPlanCache {
 // (rank i = mesh rank i), `local_in` this rank's shard of plan.from (its addend when
 // partial), `local_out` receives its shard of plan.to. Collective over `world`: every rank
 // calls it with the same plan. Structured steps run as collectives on groups split from
-// `world` (GroupAlong), irregular ones as one AllToAllV on `world`. Errors: shard shape
-// mismatch, communicator size mismatch, communication failures.
+// `world` (GroupAlong), irregular ones as one AllToAllV on `world`; the traffic the
+// communicator counts equals plan.recv_bytes[rank]. Data are float32, so plan.element_bytes
+// must be 4. Errors: shard shape, element size or communicator size mismatch, communication
+// failures.
 Status ExecuteRedistribution(const RedistPlan& plan, Communicator& world, const Tensor& local_in,
                              Tensor* local_out);
 

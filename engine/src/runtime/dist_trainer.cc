@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ops/op_registry.h"
+#include "runtime/batch_util.h"
 #include "shardscope/autodiff.h"
 #include "shardscope/initializer.h"
 
@@ -221,7 +222,6 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   const int logits_home = program_.home[model_.logits];
   const Shape& in_shape = model_.graph.value(model_.input).shape;
   const int64_t batch = in_shape[0];
-  const int64_t example = NumElements(in_shape) / batch;
   const Layout& logits_layout = program_.values[logits_home].layout;
   const int64_t classes = model_.graph.value(model_.logits).shape[1];
   SHARDSCOPE_ASSIGN_OR_RETURN(
@@ -231,12 +231,7 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   int64_t correct = 0;
   for (int64_t start = 0; start < data.size(); start += batch) {
     const int64_t n = std::min(batch, data.size() - start);
-    // Raw 4-byte copies: f32 images or i32 token ids.
-    char* dst = images.dtype() == DType::kI32 ? reinterpret_cast<char*>(images.ints()) : reinterpret_cast<char*>(images.data());
-    const char* src = data.images.dtype() == DType::kI32 ? reinterpret_cast<const char*>(data.images.ints())
-                                                         : reinterpret_cast<const char*>(data.images.data());
-    std::memcpy(dst, src + start * example * 4, 4 * n * example);
-    if (n < batch) std::memset(dst + n * example * 4, 0, 4 * (batch - n) * example);
+    FillBatch(data, start, n, &images);
     for (int v : program_.batch_values) {
       if (program_.values[v].global == model_.input) executor_->local(v) = ExtractShard(images, program_.values[v].layout, rank_);
     }
@@ -244,14 +239,7 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
     // Whole logits on every rank, by the planner's own redistribution.
     Tensor logits({batch, classes});
     SHARDSCOPE_RETURN_IF_ERROR(ExecuteRedistribution(*whole_logits, comm, executor_->local(logits_home), &logits));
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = logits.data() + i * classes;
-      int64_t best = 0;
-      for (int64_t c = 1; c < classes; ++c) {
-        if (row[c] > row[best]) best = c;
-      }
-      correct += best == data.labels.ints()[start + i];
-    }
+    correct += CountCorrect(logits, data.labels.ints() + start, n);
   }
   return data.size() == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(data.size());
 }

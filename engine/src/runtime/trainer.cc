@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "runtime/batch_util.h"
 #include "shardscope/autodiff.h"
 
 namespace shardscope {
@@ -54,27 +55,13 @@ float Trainer::Step(const Tensor& images, const Tensor& labels) {
 double Trainer::Evaluate(const Dataset& data) {
   const int64_t batch = batch_size();
   Tensor& x = executor_->value(model_.input);
-  const int64_t example = x.size() / batch;
   const Tensor& logits = executor_->value(model_.logits);
-  const int64_t classes = logits.dim(1);
   int64_t correct = 0;
   for (int64_t start = 0; start < data.size(); start += batch) {
     const int64_t n = std::min(batch, data.size() - start);
-    // Raw 4-byte copies: f32 images or i32 token ids.
-    char* dst = x.dtype() == DType::kI32 ? reinterpret_cast<char*>(x.ints()) : reinterpret_cast<char*>(x.data());
-    const char* src = data.images.dtype() == DType::kI32 ? reinterpret_cast<const char*>(data.images.ints())
-                                                         : reinterpret_cast<const char*>(data.images.data());
-    std::memcpy(dst, src + start * example * 4, 4 * n * example);
-    if (n < batch) std::memset(dst + n * example * 4, 0, 4 * (batch - n) * example);
+    FillBatch(data, start, n, &x);
     executor_->Run(eval_schedule_, step_, /*training=*/false);
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = logits.data() + i * classes;
-      int64_t best = 0;
-      for (int64_t c = 1; c < classes; ++c) {
-        if (row[c] > row[best]) best = c;
-      }
-      correct += best == data.labels.ints()[start + i];
-    }
+    correct += CountCorrect(logits, data.labels.ints() + start, n);
   }
   return data.size() == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(data.size());
 }

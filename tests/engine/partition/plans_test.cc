@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "shardscope/autodiff.h"
+#include "shardscope/communicator.h"
+#include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/nn.h"
 #include "shardscope/partition.h"
@@ -145,6 +147,42 @@ TEST(Plans, BadStrategiesAreRejectedWithTheRuleBroken) {
   expect_error("((3,1),(1,1))", "not divisible by 3");
   expect_error("((1,1),)", "operand(s)");
   expect_error("((1,1,1),(1,1))", "dimension(s)");
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+// What a rank receives in a step is exactly what the planner predicted, byte for byte.
+TEST(Plans, MeasuredBytesEqualThePlannedBytes) {
+  for (const char* file : {"matmul_relu.yaml", "matmul3.yaml", "dense_matmul_net.yaml", "matmul_allgather.yaml"}) {
+    SCOPED_TRACE(file);
+    std::map<std::string, DeviceMesh> meshes;
+    ModelGraph model = FromFile(file, &meshes);
+    const int devices = LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + file)->parallel().devices;
+    const int64_t batch = model.graph.value(model.input).shape[0];
+    Shape example = model.graph.value(model.input).shape;
+    example.erase(example.begin());
+    Dataset data = MakeSyntheticDataset(batch, example, static_cast<int>(model.graph.value(model.logits).shape[1]), 1);
+    PartitionOptions o;
+    o.devices = devices;
+    o.meshes = meshes;
+    Status st = RunOnDevices(devices, [&](Communicator& comm) -> Status {
+      SHARDSCOPE_ASSIGN_OR_RETURN(auto m, [&]() -> Result<ModelGraph> { return FromFile(file); }());
+      SHARDSCOPE_ASSIGN_OR_RETURN(auto t, DistTrainer::Create(std::move(m), TrainConfig{}, o, comm.rank()));
+      SHARDSCOPE_ASSIGN_OR_RETURN(float loss, t->Step(comm, data.images, data.labels));
+      (void)loss;
+      const int64_t planned = t->program().PlannedRecvBytes(comm.rank());
+      if (t->stats().bytes_received != planned) {
+        return Status::Internal("rank " + std::to_string(comm.rank()) + " received " +
+                                std::to_string(t->stats().bytes_received) + " B, planned " + std::to_string(planned));
+      }
+      return Status::Ok();
+    });
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
 }
 
 }  // namespace

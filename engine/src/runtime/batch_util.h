@@ -1,0 +1,38 @@
+// Internal: pieces shared by the single-device and the distributed trainer.
+#pragma once
+
+#include <cstring>
+
+#include "shardscope/data.h"
+#include "shardscope/tensor.h"
+
+namespace shardscope {
+
+// Copies examples [start, start + n) of `data` into `batch` (f32 images or i32 token ids,
+// both 4 bytes) and zero-fills the rest of the batch.
+inline void FillBatch(const Dataset& data, int64_t start, int64_t n, Tensor* batch) {
+  const int64_t example = batch->size() / batch->dim(0);
+  char* dst = batch->dtype() == DType::kI32 ? reinterpret_cast<char*>(batch->ints())
+                                            : reinterpret_cast<char*>(batch->data());
+  const char* src = data.images.dtype() == DType::kI32 ? reinterpret_cast<const char*>(data.images.ints())
+                                                       : reinterpret_cast<const char*>(data.images.data());
+  std::memcpy(dst, src + start * example * 4, 4 * n * example);
+  std::memset(dst + n * example * 4, 0, 4 * (batch->dim(0) - n) * example);
+}
+
+// How many of the first `n` rows of `logits` [batch, classes] pick `labels[i]` (top-1).
+inline int64_t CountCorrect(const Tensor& logits, const int32_t* labels, int64_t n) {
+  const int64_t classes = logits.dim(1);
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = logits.data() + i * classes;
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c) {
+      if (row[c] > row[best]) best = c;
+    }
+    correct += best == labels[i];
+  }
+  return correct;
+}
+
+}  // namespace shardscope
