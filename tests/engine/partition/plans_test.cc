@@ -187,3 +187,27 @@ TEST(Plans, MeasuredBytesEqualThePlannedBytes) {
 
 }  // namespace
 }  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+// A strategy that uses fewer devices than the run gets a replica axis "rep" appended last:
+// consecutive ranks hold the same block (documented in strategy.h).
+TEST(Plans, ReplicaFactorOfASmallStrategyIsTheLastMeshAxis) {
+  Mlp2 net;
+  net.dense1.matmul.shard("((2,1),(1,1))");  // 2 of 8 devices
+  auto model = nn::BuildClassifier(net, {16}, 8);
+  ASSERT_TRUE(model.ok());
+  Planned p = PlanFor(std::move(*model), 8);
+  const NodeId mm = p.model.graph.FindNode("dense1.matmul");
+  const OpStrategy& s = p.program.strategies[mm];
+  ASSERT_EQ(s.mesh.num_axes(), 2);
+  EXPECT_EQ(s.mesh.names()[1], "rep");
+  EXPECT_EQ(s.mesh.shape(), (Shape{2, 4}));
+  auto x = s.LayoutOf("mk", {8, 16});
+  ASSERT_TRUE(x.ok());
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(x->ShardOffsets(r)[0], r < 4 ? 0 : 4) << "rank " << r;
+}
+
+}  // namespace
+}  // namespace shardscope
