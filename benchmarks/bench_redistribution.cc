@@ -65,6 +65,7 @@ using namespace shardscope;
 int g_pairs = 200;   // pairs per (devices, axes) class
 int g_visits = 5;    // timed calls per pair
 int g_slowest = 5;   // slowest pairs listed per size class
+std::string g_explain;  // "devices/axes/index": print that pair's plan and references, exit
 constexpr int64_t kElementBytes = 4;
 
 // The classes: 8 devices have at most 3 power-of-two axes.
@@ -591,6 +592,8 @@ void ParseOwnFlags(int* argc, char** argv) {
       g_visits = std::max(1, value);
     } else if (std::sscanf(argv[i], "--slowest=%d", &value) == 1) {
       g_slowest = std::max(0, value);
+    } else if (std::strncmp(argv[i], "--explain=", 10) == 0) {
+      g_explain = argv[i] + 10;
     } else {
       argv[out++] = argv[i];
     }
@@ -598,10 +601,30 @@ void ParseOwnFlags(int* argc, char** argv) {
   *argc = out;
 }
 
+// --explain=devices/axes/index: one pair of the suite, its plan and the references.
+int Explain() {
+  int devices = 0, axes = 0, index = 0;
+  if (std::sscanf(g_explain.c_str(), "%d/%d/%d", &devices, &axes, &index) != 3) return 1;
+  const std::vector<Pair>& suite = Suite(devices, axes);
+  if (index < 0 || index >= static_cast<int>(suite.size())) return 1;
+  const Pair& p = suite[index];
+  auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
+  if (!plan.ok()) {
+    std::printf("error: %s\n", plan.status().message().c_str());
+    return 1;
+  }
+  const Unified u = Unify(p.from, p.to);
+  std::printf("%s\nbound total %" PRId64 " B, naive %" PRId64 " B, rules %" PRId64 " B\n",
+              plan->ToString().c_str(), plan->total_lower_bound_bytes, NaiveRecv(u).Total(),
+              RulesLoopRecv(u).Total());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ParseOwnFlags(&argc, argv);
+  if (!g_explain.empty()) return Explain();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   RegisterBenchmarks();

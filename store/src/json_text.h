@@ -1,0 +1,29 @@
+// Internal: the JSON arrays the run file keeps in text columns (shapes, axis names, rank
+// groups, per-rank bytes, transfers). Small, strict and bounded: a parser for exactly these
+// shapes that never throws and never recurses deeper than the shape requires, so damaged
+// text from a corrupt file is reported, not trusted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardscope/store/records.h"
+
+namespace shardscope::store::internal {
+
+std::string JsonInts(const std::vector<int64_t>& values);                // [1,2,3]
+std::string JsonIntLists(const std::vector<std::vector<int64_t>>& lists);  // [[0,1],[2,3]]
+std::string JsonStrings(const std::vector<std::string>& values);         // ["dp","mp"]
+std::string JsonTransfers(const std::vector<TransferRecord>& transfers);  // [[src,dst,[o],[e]]]
+std::string JsonQuote(std::string_view text);                            // "te\"xt"
+
+// Each returns false (and leaves *out unspecified) unless `text` is exactly that shape.
+// Empty text reads as an empty array.
+bool ParseInts(std::string_view text, std::vector<int64_t>* out);
+bool ParseIntLists(std::string_view text, std::vector<std::vector<int64_t>>* out);
+bool ParseStrings(std::string_view text, std::vector<std::string>* out);
+bool ParseTransfers(std::string_view text, std::vector<TransferRecord>* out);
+
+}  // namespace shardscope::store::internal

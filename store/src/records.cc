@@ -1,0 +1,78 @@
+#include "shardscope/store/records.h"
+
+#include <cmath>
+
+#include "shardscope/store/status.h"
+
+namespace shardscope::store {
+namespace {
+bool SameDouble(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+}  // namespace
+
+const char* ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kAlreadyExists:
+      return "already exists";
+    case ErrorCode::kLocked:
+      return "locked";
+    case ErrorCode::kReadOnly:
+      return "read-only";
+    case ErrorCode::kDiskFull:
+      return "disk full";
+    case ErrorCode::kIo:
+      return "I/O error";
+    case ErrorCode::kNotARunFile:
+      return "not a run file";
+    case ErrorCode::kCorrupt:
+      return "corrupt";
+    case ErrorCode::kTooNew:
+      return "too new";
+    case ErrorCode::kInternal:
+      return "internal error";
+  }
+  return "unknown";
+}
+
+const char* RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kRunning:
+      return "running";
+    case RunStatus::kCompleted:
+      return "completed";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kInterrupted:
+      return "interrupted";
+  }
+  return "running";
+}
+
+bool ParseRunStatus(std::string_view name, RunStatus* status) {
+  for (RunStatus s : {RunStatus::kRunning, RunStatus::kCompleted, RunStatus::kFailed,
+                      RunStatus::kInterrupted}) {
+    if (name == RunStatusName(s)) {
+      *status = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool operator==(const StepRecord& a, const StepRecord& b) {
+  return a.step == b.step && a.epoch == b.epoch && SameDouble(a.loss, b.loss) &&
+         SameDouble(a.seconds, b.seconds) && SameDouble(a.time, b.time) && a.ranks == b.ranks;
+}
+
+bool operator==(const EvaluationRecord& a, const EvaluationRecord& b) {
+  return a.id == b.id && a.step == b.step && a.epoch == b.epoch && a.name == b.name &&
+         SameDouble(a.loss, b.loss) && SameDouble(a.accuracy, b.accuracy) &&
+         a.samples == b.samples && SameDouble(a.seconds, b.seconds) && SameDouble(a.time, b.time);
+}
+
+}  // namespace shardscope::store

@@ -1,0 +1,119 @@
+// Internal: thin RAII wrappers over the SQLite C API and the mapping of its errors to
+// store::Status. Not installed; used by the writer, the reader and the tests.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "shardscope/store/status.h"
+
+namespace shardscope::store::internal {
+
+// "<path>: <what>: <SQLite's message> [<errno text>]", with the ErrorCode SQLite's result
+// code maps to (SQLITE_FULL -> kDiskFull, SQLITE_CORRUPT -> kCorrupt, ...).
+Status SqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what);
+// The same without a connection (sqlite3_errstr).
+Status SqliteCodeError(int rc, const std::string& path, std::string_view what);
+
+// A prepared statement. Bind* take 1-based parameter indices, column getters 0-based ones.
+// Text is bound without a copy (SQLITE_STATIC): the bound string must outlive the Step().
+class Stmt {
+ public:
+  Stmt() = default;
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(Stmt&& other) noexcept : stmt_(std::exchange(other.stmt_, nullptr)) {}
+  Stmt& operator=(Stmt&& other) noexcept {
+    if (this != &other) {
+      sqlite3_finalize(stmt_);
+      stmt_ = std::exchange(other.stmt_, nullptr);
+    }
+    return *this;
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  // Returns the SQLite result code.
+  int Prepare(sqlite3* db, std::string_view sql) {
+    sqlite3_finalize(stmt_);
+    stmt_ = nullptr;
+    return sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
+  }
+  bool valid() const { return stmt_ != nullptr; }
+  sqlite3_stmt* get() const { return stmt_; }
+
+  void BindInt(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void BindBool(int i, bool v) { sqlite3_bind_int(stmt_, i, v ? 1 : 0); }
+  // NaN is stored as NULL (SQLite does so anyway) and read back as NaN.
+  void BindDouble(int i, double v) {
+    if (std::isnan(v)) {
+      sqlite3_bind_null(stmt_, i);
+    } else {
+      sqlite3_bind_double(stmt_, i, v);
+    }
+  }
+  void BindText(int i, std::string_view v) {
+    sqlite3_bind_text64(stmt_, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8);
+  }
+  // kNone (-1) -> NULL.
+  void BindRef(int i, int64_t id) {
+    if (id < 0) {
+      sqlite3_bind_null(stmt_, i);
+    } else {
+      sqlite3_bind_int64(stmt_, i, id);
+    }
+  }
+  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
+
+  int Step() { return sqlite3_step(stmt_); }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool Bool(int col) const { return sqlite3_column_int64(stmt_, col) != 0; }
+  // NULL -> kNone.
+  int64_t Ref(int col) const { return IsNull(col) ? int64_t{-1} : Int(col); }
+  // NULL -> NaN.
+  double Double(int col) const {
+    return IsNull(col) ? std::nan("") : sqlite3_column_double(stmt_, col);
+  }
+  std::string Text(int col) const {
+    const unsigned char* p = sqlite3_column_text(stmt_, col);
+    if (p == nullptr) return {};
+    return std::string(reinterpret_cast<const char*>(p),
+                       static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Resets a statement when it goes out of scope (ends its read transaction).
+class StmtUse {
+ public:
+  explicit StmtUse(Stmt& stmt) : stmt_(stmt) {}
+  ~StmtUse() { stmt_.Reset(); }
+  StmtUse(const StmtUse&) = delete;
+  StmtUse& operator=(const StmtUse&) = delete;
+
+ private:
+  Stmt& stmt_;
+};
+
+// Runs one SQL statement without results (the schema, pragmas) through a prepared
+// statement; the returned Status names `path` and `what`.
+Status Exec(sqlite3* db, std::string_view sql, const std::string& path, std::string_view what);
+
+// Runs `sql` and returns the first column of its first row as an integer (PRAGMAs).
+Result<int64_t> QueryInt(sqlite3* db, std::string_view sql, const std::string& path,
+                         std::string_view what);
+
+}  // namespace shardscope::store::internal

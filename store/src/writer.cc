@@ -1,0 +1,825 @@
+#include "shardscope/store/writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "json_text.h"
+#include "lock.h"
+#include "schema.h"
+#include "sqlite_util.h"
+
+namespace shardscope::store {
+
+using internal::Stmt;
+
+namespace {
+
+constexpr int kCheckpointPages = 1000;  // SQLite's default auto-checkpoint threshold
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string DirOf(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+// The database and its side files.
+void RemoveDatabaseFiles(const std::string& base) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    unlink((base + suffix).c_str());
+  }
+}
+
+void FsyncDir(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+}
+
+std::string HumanBytes(int64_t bytes) {
+  char buf[32];
+  if (bytes >= (int64_t{1} << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  } else if (bytes >= (1 << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(bytes) / 1024);
+  }
+  return buf;
+}
+
+void BindRunFields(Stmt& s, const RunInfo& run) {
+  s.BindText(1, run.name);
+  s.BindText(2, run.mode);
+  s.BindText(3, run.search);
+  s.BindInt(4, run.devices);
+  s.BindText(5, run.backend);
+  s.BindText(6, run.model_path);
+  s.BindText(7, run.model_text);
+  s.BindText(8, run.config_json);
+  s.BindText(9, run.command_line);
+  s.BindText(10, run.shardscope_version);
+  s.BindText(11, run.versions_json);
+}
+
+constexpr std::string_view kInsertRun =
+    "INSERT INTO run (name, mode, search, devices, backend, model_path, model_text, config, "
+    "command_line, shardscope_version, versions, id, status, status_message, started_at, "
+    "updated_at, writer_pid, writer_host) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 1, 'running', '', ?12, ?12, ?13, ?14)";
+
+// Makes the file at `tmp` with the whole schema and the run row, in WAL mode, and closes it.
+Status CreateSchema(const std::string& tmp, const std::string& path, const RunInfo& run,
+                    const RunWriterOptions& options) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(tmp.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    Status st = internal::SqliteError(db, rc, path, "creating the run file");
+    sqlite3_close(db);
+    return st;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  const std::string what = "creating the run file";
+  Status st = Status::Ok();
+  if (options.page_size > 0) {
+    st = internal::Exec(db, "PRAGMA page_size = " + std::to_string(options.page_size), path,
+                        what);
+  }
+  if (st.ok()) st = internal::Exec(db, "PRAGMA journal_mode = WAL", path, what);
+  if (st.ok()) {
+    st = internal::Exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId), path,
+                        what);
+  }
+  if (st.ok()) st = internal::ApplyMigrations(db, 0, internal::Migrations(), path);
+  if (st.ok()) {
+    Stmt insert;
+    rc = insert.Prepare(db, kInsertRun);
+    if (rc == SQLITE_OK) {
+      BindRunFields(insert, run);
+      insert.BindDouble(12, Now());
+      insert.BindInt(13, getpid());
+      const std::string host = internal::HostName();
+      insert.BindText(14, host);
+      rc = insert.Step();
+      if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK) st = internal::SqliteError(db, rc, path, what);
+  }
+  rc = sqlite3_close(db);
+  if (st.ok() && rc != SQLITE_OK) st = internal::SqliteCodeError(rc, path, what);
+  return st;
+}
+
+}  // namespace
+
+struct RunWriter::Impl {
+  std::string path;
+  RunWriterOptions options;
+  internal::WriterLock lock;
+  mutable std::mutex mu;
+  sqlite3* db = nullptr;
+  bool finished = false;
+
+  Stmt begin, commit, rollback, savepoint, release, rollback_to, touch, update_run, finish_run;
+  Stmt mesh, op, candidate, tensor, edge, redist, redist_step, program, instruction, send_recv;
+  Stmt step, rank_step, evaluation, event;
+
+  // Background checkpoints (a connection of their own).
+  sqlite3* ckpt_db = nullptr;
+  std::thread ckpt_thread;
+  std::mutex ckpt_mu;
+  std::condition_variable ckpt_cv;
+  bool ckpt_wanted = false;
+  bool ckpt_stop = false;
+
+  ~Impl() {
+    StopCheckpointer();
+    CloseDb();
+  }
+
+  Status Error(int rc, std::string_view what) const {
+    return internal::SqliteError(db, rc, path, what);
+  }
+  Status Usable() const {
+    if (finished || db == nullptr) {
+      return Status(ErrorCode::kInvalidArgument,
+                    path + ": the run was already finished; nothing more can be recorded");
+    }
+    return Status::Ok();
+  }
+  // Steps a write statement once and resets it.
+  Status Run(Stmt& s, std::string_view what) {
+    const int rc = s.Step();
+    Status st = rc == SQLITE_DONE ? Status::Ok() : Error(rc, what);
+    s.Reset();
+    return st;
+  }
+  Status EnsureTransaction() {
+    if (sqlite3_get_autocommit(db) == 0) return Status::Ok();
+    return Run(begin, "beginning a transaction");
+  }
+  // A record of several rows is all or nothing: rows are added under a savepoint.
+  template <typename F>
+  Status Record(std::string_view what, F&& rows) {
+    if (Status st = Usable(); !st.ok()) return st;
+    if (Status st = EnsureTransaction(); !st.ok()) return st;
+    if (Status st = Run(savepoint, what); !st.ok()) return st;
+    Status st = rows();
+    if (st.ok()) return Run(release, what);
+    (void)Run(rollback_to, what);
+    (void)Run(release, what);
+    return st;
+  }
+
+  Status Prepare(Stmt& s, std::string_view sql) {
+    const int rc = s.Prepare(db, sql);
+    return rc == SQLITE_OK ? Status::Ok() : Error(rc, "preparing statements");
+  }
+  Status Open();
+  Status PrepareAll();
+  Status CommitLocked();
+  std::string DescribeForeignKeyViolations();
+  Status FinishLocked(RunStatus status, std::string_view message);
+  void StartCheckpointer();
+  void StopCheckpointer();
+  static int WalHook(void* arg, sqlite3*, const char*, int pages) {
+    auto* impl = static_cast<Impl*>(arg);
+    if (pages >= kCheckpointPages) {
+      {
+        std::lock_guard<std::mutex> lock(impl->ckpt_mu);
+        impl->ckpt_wanted = true;
+      }
+      impl->ckpt_cv.notify_one();
+    }
+    return SQLITE_OK;
+  }
+  void FinalizeStatements();
+  void CloseDb() {
+    FinalizeStatements();
+    if (db != nullptr) {
+      sqlite3_close(db);
+      db = nullptr;
+    }
+  }
+};
+
+Status RunWriter::Impl::Open() {
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) return Error(rc, "opening the run file");
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 5000);
+  const std::string what = "opening the run file";
+  if (Status st = internal::Exec(db, "PRAGMA journal_mode = WAL", path, what); !st.ok()) return st;
+  if (Status st = internal::Exec(
+          db, options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", path,
+          what);
+      !st.ok()) {
+    return st;
+  }
+  if (Status st = internal::Exec(db, "PRAGMA foreign_keys = ON", path, what); !st.ok()) return st;
+  if (Status st = PrepareAll(); !st.ok()) return st;
+  if (options.background_checkpoint) StartCheckpointer();
+  return Status::Ok();
+}
+
+Status RunWriter::Impl::PrepareAll() {
+  const std::pair<Stmt*, std::string_view> statements[] = {
+      {&begin, "BEGIN IMMEDIATE"},
+      {&commit, "COMMIT"},
+      {&rollback, "ROLLBACK"},
+      {&savepoint, "SAVEPOINT record"},
+      {&release, "RELEASE record"},
+      {&rollback_to, "ROLLBACK TO record"},
+      {&touch, "UPDATE run SET updated_at = ?1 WHERE id = 1"},
+      {&update_run,
+       "UPDATE run SET name = ?1, mode = ?2, search = ?3, devices = ?4, backend = ?5, "
+       "model_path = ?6, model_text = ?7, config = ?8, command_line = ?9, "
+       "shardscope_version = ?10, versions = ?11 WHERE id = 1"},
+      {&finish_run,
+       "UPDATE run SET status = ?1, status_message = ?2, ended_at = ?3, updated_at = ?3 "
+       "WHERE id = 1"},
+      {&mesh, "INSERT INTO mesh (id, name, shape, axis_names, ranks) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&op,
+       "INSERT INTO operator (id, name, scope, kind, is_backward, forward_id, mesh_id, strategy, "
+       "provenance, provenance_detail, provenance_op, search_round, cost, worker, attrs) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
+      {&candidate,
+       "INSERT INTO candidate (op_id, ordinal, strategy, cost, compute_seconds, comm_seconds, "
+       "memory_bytes, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+      {&tensor,
+       "INSERT INTO tensor (id, name, shape, dtype, kind, producer_op, producer_output, layout, "
+       "mesh_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+      {&edge,
+       "INSERT INTO edge (dst_op, dst_input, tensor_id, src_op, src_output, layout, mesh_id) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&redist,
+       "INSERT INTO redistribution (id, tensor_id, consumer_op, consumer_input, is_backward, "
+       "from_layout, from_mesh_id, to_layout, to_mesh_id, plan_mesh_id, reason, bytes, "
+       "lower_bound_bytes, bytes_total, lower_bound_total, lower_bound_per_rank, byte_optimal, "
+       "predicted_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+       "?15, ?16, ?17, ?18)"},
+      {&redist_step,
+       "INSERT INTO redist_step (redistribution_id, ordinal, kind, axes, axis_names, dim, "
+       "dim_to, rank_groups, bytes_sent_max, bytes_recv_max, bytes_sent, bytes_recv, messages, "
+       "seconds, layout_after, reason, transfers, zero_ranks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+       "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"},
+      {&program, "INSERT INTO program (rank, role, listing) VALUES (?1, ?2, ?3)"},
+      {&instruction,
+       "INSERT INTO instruction (rank, ordinal, kind, op_id, redistribution_id, tensor_id, "
+       "peer, bytes, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+      {&send_recv,
+       "INSERT INTO send_recv (tensor_id, src_rank, dst_rank, src_op, dst_op, bytes, "
+       "is_backward) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&step, "INSERT INTO step (step, epoch, loss, seconds, time) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&rank_step,
+       "INSERT INTO rank_step (step, rank, compute_seconds, comm_seconds, bytes_sent, "
+       "bytes_recv, param_bytes, grad_bytes, optimizer_bytes, activation_bytes, peak_bytes) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"},
+      {&evaluation,
+       "INSERT INTO evaluation (step, epoch, name, loss, accuracy, samples, seconds, time) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+      {&event,
+       "INSERT INTO event (time, level, step, rank, source, message) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+  };
+  for (const auto& [stmt, sql] : statements) {
+    if (Status st = Prepare(*stmt, sql); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+void RunWriter::Impl::FinalizeStatements() {
+  for (Stmt* s : {&begin, &commit, &rollback, &savepoint, &release, &rollback_to, &touch,
+                  &update_run, &finish_run, &mesh, &op, &candidate, &tensor, &edge, &redist,
+                  &redist_step, &program, &instruction, &send_recv, &step, &rank_step,
+                  &evaluation, &event}) {
+    *s = Stmt();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Background checkpoints: the writer's connection only appends to the log; when the log
+// holds kCheckpointPages pages, a thread copies it into the main file (PASSIVE: it never
+// blocks the writer), and SQLite restarts the log at the next commit.
+
+void RunWriter::Impl::StartCheckpointer() {
+  if (sqlite3_open_v2(path.c_str(), &ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    sqlite3_close(ckpt_db);
+    ckpt_db = nullptr;
+    return;  // SQLite's own auto-checkpoint (in Commit) stays on
+  }
+  sqlite3_busy_timeout(ckpt_db, 1000);
+  sqlite3_wal_hook(db, WalHook, this);  // replaces the auto-checkpoint
+  ckpt_thread = std::thread([this] {
+    std::unique_lock<std::mutex> lock(ckpt_mu);
+    while (true) {
+      ckpt_cv.wait(lock, [this] { return ckpt_wanted || ckpt_stop; });
+      if (ckpt_stop) break;
+      ckpt_wanted = false;
+      lock.unlock();
+      sqlite3_wal_checkpoint_v2(ckpt_db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      lock.lock();
+    }
+  });
+}
+
+void RunWriter::Impl::StopCheckpointer() {
+  if (ckpt_thread.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(ckpt_mu);
+      ckpt_stop = true;
+    }
+    ckpt_cv.notify_one();
+    ckpt_thread.join();
+  }
+  if (ckpt_db != nullptr) {
+    sqlite3_close(ckpt_db);
+    ckpt_db = nullptr;
+    if (db != nullptr) sqlite3_wal_autocheckpoint(db, kCheckpointPages);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+
+std::string RunWriter::Impl::DescribeForeignKeyViolations() {
+  Stmt check;
+  if (check.Prepare(db, "PRAGMA foreign_key_check") != SQLITE_OK) return {};
+  std::map<std::pair<std::string, std::string>, int64_t> counts;  // (table, parent) -> rows
+  while (check.Step() == SQLITE_ROW) ++counts[{check.Text(0), check.Text(2)}];
+  std::string text;
+  for (const auto& [key, count] : counts) {
+    text += text.empty() ? "" : "; ";
+    text += std::to_string(count) + " row" + (count == 1 ? "" : "s") + " of '" + key.first +
+            "' refer" + (count == 1 ? "s" : "") + " to a missing '" + key.second + "'";
+  }
+  return text;
+}
+
+Status RunWriter::Impl::CommitLocked() {
+  if (db == nullptr || sqlite3_get_autocommit(db) != 0) return Status::Ok();
+  touch.BindDouble(1, Now());
+  Status st = Run(touch, "committing");
+  if (st.ok()) {
+    const int rc = commit.Step();
+    if (rc != SQLITE_DONE) {
+      st = Error(rc, "committing");
+      if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+        const std::string detail = DescribeForeignKeyViolations();
+        if (!detail.empty()) {
+          st = Status(ErrorCode::kInvalidArgument,
+                      path + ": committing: dangling references (" + detail +
+                          "); the transaction was rolled back");
+        }
+      }
+    }
+    commit.Reset();
+  }
+  if (!st.ok() && sqlite3_get_autocommit(db) == 0) (void)Run(rollback, "rolling back");
+  return st;
+}
+
+Status RunWriter::Impl::FinishLocked(RunStatus status, std::string_view message) {
+  if (Status st = Usable(); !st.ok()) return st;
+  Status first = CommitLocked();
+  finish_run.BindText(1, RunStatusName(status));
+  finish_run.BindText(2, message);
+  finish_run.BindDouble(3, Now());
+  if (Status st = Run(finish_run, "recording the final status"); !st.ok() && first.ok()) {
+    first = st;
+  }
+  StopCheckpointer();
+  FinalizeStatements();
+  // Leave one self-contained file: log copied in and removed, back to a rollback journal
+  // (only possible when no reader holds the file open; else it stays in WAL mode).
+  sqlite3_busy_timeout(db, 200);
+  sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  (void)internal::Exec(db, "PRAGMA journal_mode = DELETE", path, "closing");
+  CloseDb();
+  lock.Release();
+  finished = true;
+  return first;
+}
+
+// ---------------------------------------------------------------------------------------
+
+RunWriter::RunWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+RunWriter::~RunWriter() {
+  if (impl_ && !impl_->finished) {
+    (void)Finish(RunStatus::kInterrupted,
+                 "recording stopped without a final status (the writer was destroyed before "
+                 "Finish())");
+  }
+}
+
+Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, const RunInfo& run,
+                                                     const RunWriterOptions& options) {
+  if (path.empty()) return Status(ErrorCode::kInvalidArgument, "run file: the path is empty");
+  if (options.page_size != 0 &&
+      (options.page_size < 512 || options.page_size > 65536 ||
+       (options.page_size & (options.page_size - 1)) != 0)) {
+    return Status(ErrorCode::kInvalidArgument,
+                  path + ": page size " + std::to_string(options.page_size) +
+                      " is not a power of two from 512 to 65536");
+  }
+  const std::string dir = DirOf(path);
+  struct stat dir_stat {};
+  if (stat(dir.c_str(), &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode)) {
+    return Status(ErrorCode::kNotFound, path + ": cannot create the run file: directory '" + dir +
+                                            "' does not exist");
+  }
+  Result<internal::WriterLock> lock =
+      internal::WriterLock::Acquire(path, options.lock_wait_seconds);
+  if (!lock.ok()) return lock.status();
+
+  struct statvfs vfs {};
+  if (statvfs(dir.c_str(), &vfs) == 0) {
+    const auto free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+    if (free_bytes < options.min_free_bytes) {
+      return Status(ErrorCode::kDiskFull,
+                    path + ": cannot start recording: only " + HumanBytes(free_bytes) +
+                        " free on the file system of '" + dir + "', a run needs at least " +
+                        HumanBytes(options.min_free_bytes));
+    }
+  }
+  struct stat file_stat {};
+  if (lstat(path.c_str(), &file_stat) == 0) {
+    if (S_ISDIR(file_stat.st_mode)) {
+      return Status(ErrorCode::kAlreadyExists, path + ": cannot create the run file: a directory "
+                                                      "of that name exists");
+    }
+    if (!options.overwrite) {
+      return Status(ErrorCode::kAlreadyExists,
+                    path + ": a run file of that name already exists; choose another path or "
+                           "overwrite it");
+    }
+  }
+  // We hold the lock: no writer uses these. A stale log of an older file must not be
+  // replayed into the new one.
+  RemoveDatabaseFiles(path);
+  const std::string tmp = path + ".creating";
+  RemoveDatabaseFiles(tmp);
+  if (Status st = CreateSchema(tmp, path, run, options); !st.ok()) {
+    RemoveDatabaseFiles(tmp);
+    return st;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    RemoveDatabaseFiles(tmp);
+    return Status(ErrorCode::kIo, path + ": cannot create the run file: rename from '" + tmp +
+                                      "': " + std::strerror(err));
+  }
+  FsyncDir(dir);
+
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->options = options;
+  impl->lock = std::move(*lock);
+  if (Status st = impl->Open(); !st.ok()) {
+    impl->StopCheckpointer();
+    impl->CloseDb();
+    RemoveDatabaseFiles(path);
+    return st;
+  }
+  return std::unique_ptr<RunWriter>(new RunWriter(std::move(impl)));
+}
+
+const std::string& RunWriter::path() const { return impl_->path; }
+
+bool RunWriter::finished() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->finished;
+}
+
+bool RunWriter::in_transaction() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->db != nullptr && sqlite3_get_autocommit(impl_->db) == 0;
+}
+
+Status RunWriter::Begin() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (Status st = impl_->Usable(); !st.ok()) return st;
+  return impl_->EnsureTransaction();
+}
+
+Status RunWriter::Commit() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (Status st = impl_->Usable(); !st.ok()) return st;
+  return impl_->CommitLocked();
+}
+
+Status RunWriter::Finish(RunStatus status, std::string_view message) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (status == RunStatus::kRunning) {
+    return Status(ErrorCode::kInvalidArgument,
+                  impl_->path + ": Finish() needs a final status, not 'running'");
+  }
+  return impl_->FinishLocked(status, message);
+}
+
+Status RunWriter::UpdateRun(const RunInfo& run) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  return d.Record("updating the run", [&] {
+    BindRunFields(d.update_run, run);
+    return d.Run(d.update_run, "updating the run");
+  });
+}
+
+Status RunWriter::AddMesh(const MeshRecord& m) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  const std::string what = "recording mesh " + std::to_string(m.id) + " '" + m.name + "'";
+  if (m.id < 0) return Status(ErrorCode::kInvalidArgument, d.path + ": " + what + ": negative id");
+  if (Status st = d.Usable(); !st.ok()) return st;
+  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  const std::string shape = internal::JsonInts(m.shape);
+  const std::string names = internal::JsonStrings(m.axis_names);
+  const std::string ranks = internal::JsonInts(m.ranks);
+  Stmt& s = d.mesh;
+  s.BindInt(1, m.id);
+  s.BindText(2, m.name);
+  s.BindText(3, shape);
+  s.BindText(4, names);
+  s.BindText(5, ranks);
+  return d.Run(s, what);
+}
+
+Status RunWriter::AddOperator(const OperatorRecord& o) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  const std::string what = "recording operator " + std::to_string(o.id) + " '" + o.name + "'";
+  if (o.id < 0) return Status(ErrorCode::kInvalidArgument, d.path + ": " + what + ": negative id");
+  return d.Record(what, [&] {
+    Stmt& s = d.op;
+    s.BindInt(1, o.id);
+    s.BindText(2, o.name);
+    s.BindText(3, o.scope);
+    s.BindText(4, o.kind);
+    s.BindBool(5, o.is_backward);
+    s.BindRef(6, o.forward_id);
+    s.BindRef(7, o.mesh_id);
+    s.BindText(8, o.strategy);
+    s.BindText(9, o.provenance);
+    s.BindText(10, o.provenance_detail);
+    s.BindRef(11, o.provenance_op);
+    s.BindRef(12, o.search_round);
+    s.BindDouble(13, o.cost);
+    s.BindRef(14, o.worker);
+    s.BindText(15, o.attrs);
+    if (Status st = d.Run(s, what); !st.ok()) return st;
+    for (size_t i = 0; i < o.candidates.size(); ++i) {
+      const CandidateRecord& c = o.candidates[i];
+      Stmt& cs = d.candidate;
+      cs.BindInt(1, o.id);
+      cs.BindInt(2, static_cast<int64_t>(i));
+      cs.BindText(3, c.strategy);
+      cs.BindDouble(4, c.cost);
+      cs.BindDouble(5, c.compute_seconds);
+      cs.BindDouble(6, c.comm_seconds);
+      cs.BindInt(7, c.memory_bytes);
+      cs.BindText(8, c.note);
+      if (Status st = d.Run(cs, what); !st.ok()) return st;
+    }
+    return Status::Ok();
+  });
+}
+
+Status RunWriter::AddTensor(const TensorRecord& t) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  const std::string what = "recording tensor " + std::to_string(t.id) + " '" + t.name + "'";
+  if (t.id < 0) return Status(ErrorCode::kInvalidArgument, d.path + ": " + what + ": negative id");
+  if (Status st = d.Usable(); !st.ok()) return st;
+  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  const std::string shape = internal::JsonInts(t.shape);
+  Stmt& s = d.tensor;
+  s.BindInt(1, t.id);
+  s.BindText(2, t.name);
+  s.BindText(3, shape);
+  s.BindText(4, t.dtype);
+  s.BindText(5, t.kind);
+  s.BindRef(6, t.producer_op);
+  s.BindInt(7, t.producer_output);
+  s.BindText(8, t.layout);
+  s.BindRef(9, t.mesh_id);
+  return d.Run(s, what);
+}
+
+Status RunWriter::AddEdge(const EdgeRecord& e) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  if (Status st = d.Usable(); !st.ok()) return st;
+  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  Stmt& s = d.edge;
+  s.BindInt(1, e.dst_op);
+  s.BindInt(2, e.dst_input);
+  s.BindInt(3, e.tensor_id);
+  s.BindRef(4, e.src_op);
+  s.BindInt(5, e.src_output);
+  s.BindText(6, e.layout);
+  s.BindRef(7, e.mesh_id);
+  const Status st = d.Run(s, "recording edge");
+  if (st.ok()) return st;
+  return Status(st.code(), st.message() + " (tensor " + std::to_string(e.tensor_id) +
+                               " into operator " + std::to_string(e.dst_op) + " input " +
+                               std::to_string(e.dst_input) + ")");
+}
+
+Status RunWriter::AddRedistribution(const RedistributionRecord& r) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  const std::string what = "recording redistribution " + std::to_string(r.id);
+  if (r.id < 0) return Status(ErrorCode::kInvalidArgument, d.path + ": " + what + ": negative id");
+  return d.Record(what, [&] {
+    const std::string lower_bound = internal::JsonInts(r.lower_bound_per_rank);
+    Stmt& s = d.redist;
+    s.BindInt(1, r.id);
+    s.BindRef(2, r.tensor_id);
+    s.BindRef(3, r.consumer_op);
+    s.BindRef(4, r.consumer_input);
+    s.BindBool(5, r.is_backward);
+    s.BindText(6, r.from_layout);
+    s.BindRef(7, r.from_mesh_id);
+    s.BindText(8, r.to_layout);
+    s.BindRef(9, r.to_mesh_id);
+    s.BindRef(10, r.plan_mesh_id);
+    s.BindText(11, r.reason);
+    s.BindInt(12, r.bytes);
+    s.BindInt(13, r.lower_bound_bytes);
+    s.BindInt(14, r.bytes_total);
+    s.BindInt(15, r.lower_bound_total);
+    s.BindText(16, lower_bound);
+    s.BindBool(17, r.byte_optimal);
+    s.BindDouble(18, r.predicted_seconds);
+    if (Status st = d.Run(s, what); !st.ok()) return st;
+    for (const RedistStepRecord& x : r.steps) {
+      const std::string axes = internal::JsonInts(x.axes);
+      const std::string names = internal::JsonStrings(x.axis_names);
+      const std::string groups = internal::JsonIntLists(x.groups);
+      const std::string sent = internal::JsonInts(x.bytes_sent);
+      const std::string recv = internal::JsonInts(x.bytes_recv);
+      const std::string transfers = internal::JsonTransfers(x.transfers);
+      const std::string zeros = internal::JsonInts(x.zero_ranks);
+      Stmt& t = d.redist_step;
+      t.BindInt(1, r.id);
+      t.BindInt(2, x.ordinal);
+      t.BindText(3, x.kind);
+      t.BindText(4, axes);
+      t.BindText(5, names);
+      t.BindInt(6, x.dim);
+      t.BindInt(7, x.dim_to);
+      t.BindText(8, groups);
+      t.BindInt(9, x.bytes_sent_max);
+      t.BindInt(10, x.bytes_recv_max);
+      t.BindText(11, sent);
+      t.BindText(12, recv);
+      t.BindInt(13, x.messages);
+      t.BindDouble(14, x.seconds);
+      t.BindText(15, x.layout_after);
+      t.BindText(16, x.reason);
+      t.BindText(17, transfers);
+      t.BindText(18, zeros);
+      if (Status st = d.Run(t, what + " step " + std::to_string(x.ordinal)); !st.ok()) return st;
+    }
+    return Status::Ok();
+  });
+}
+
+Status RunWriter::AddProgram(const ProgramRecord& p) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  const std::string what = "recording the program of rank " + std::to_string(p.rank);
+  return d.Record(what, [&] {
+    Stmt& s = d.program;
+    s.BindInt(1, p.rank);
+    s.BindText(2, p.role);
+    s.BindText(3, p.text);
+    if (Status st = d.Run(s, what); !st.ok()) return st;
+    for (const InstructionRecord& in : p.instructions) {
+      Stmt& t = d.instruction;
+      t.BindInt(1, p.rank);
+      t.BindInt(2, in.ordinal);
+      t.BindText(3, in.kind);
+      t.BindRef(4, in.op_id);
+      t.BindRef(5, in.redistribution_id);
+      t.BindRef(6, in.tensor_id);
+      t.BindRef(7, in.peer);
+      t.BindInt(8, in.bytes);
+      t.BindText(9, in.text);
+      if (Status st = d.Run(t, what); !st.ok()) return st;
+    }
+    return Status::Ok();
+  });
+}
+
+Status RunWriter::AddSendRecv(const SendRecvRecord& p) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  if (Status st = d.Usable(); !st.ok()) return st;
+  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  Stmt& s = d.send_recv;
+  s.BindRef(1, p.tensor_id);
+  s.BindInt(2, p.src_rank);
+  s.BindInt(3, p.dst_rank);
+  s.BindRef(4, p.src_op);
+  s.BindRef(5, p.dst_op);
+  s.BindInt(6, p.bytes);
+  s.BindBool(7, p.is_backward);
+  return d.Run(s, "recording a send/receive pair");
+}
+
+Status RunWriter::AddStep(const StepRecord& r) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  const std::string what = "recording step " + std::to_string(r.step);
+  return d.Record(what, [&] {
+    Stmt& s = d.step;
+    s.BindInt(1, r.step);
+    s.BindInt(2, r.epoch);
+    s.BindDouble(3, r.loss);
+    s.BindDouble(4, r.seconds);
+    s.BindDouble(5, r.time != 0 ? r.time : Now());
+    if (Status st = d.Run(s, what); !st.ok()) return st;
+    for (const RankStepRecord& k : r.ranks) {
+      Stmt& t = d.rank_step;
+      t.BindInt(1, r.step);
+      t.BindInt(2, k.rank);
+      t.BindDouble(3, k.compute_seconds);
+      t.BindDouble(4, k.comm_seconds);
+      t.BindInt(5, k.bytes_sent);
+      t.BindInt(6, k.bytes_recv);
+      t.BindInt(7, k.param_bytes);
+      t.BindInt(8, k.grad_bytes);
+      t.BindInt(9, k.optimizer_bytes);
+      t.BindInt(10, k.activation_bytes);
+      t.BindInt(11, k.peak_bytes);
+      if (Status st = d.Run(t, what + " rank " + std::to_string(k.rank)); !st.ok()) return st;
+    }
+    return Status::Ok();
+  });
+}
+
+Status RunWriter::AddEvaluation(const EvaluationRecord& e) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  if (Status st = d.Usable(); !st.ok()) return st;
+  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  Stmt& s = d.evaluation;
+  s.BindInt(1, e.step);
+  s.BindInt(2, e.epoch);
+  s.BindText(3, e.name);
+  s.BindDouble(4, e.loss);
+  s.BindDouble(5, e.accuracy);
+  s.BindInt(6, e.samples);
+  s.BindDouble(7, e.seconds);
+  s.BindDouble(8, e.time != 0 ? e.time : Now());
+  return d.Run(s, "recording an evaluation");
+}
+
+Status RunWriter::AddEvent(const EventRecord& e) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  if (Status st = d.Usable(); !st.ok()) return st;
+  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  Stmt& s = d.event;
+  s.BindDouble(1, e.time != 0 ? e.time : Now());
+  s.BindText(2, e.level);
+  s.BindRef(3, e.step);
+  s.BindRef(4, e.rank);
+  s.BindText(5, e.source);
+  s.BindText(6, e.text);
+  return d.Run(s, "recording an event");
+}
+
+Status RunWriter::AddEvent(std::string_view level, std::string_view source, std::string_view text,
+                           int64_t step, int64_t rank) {
+  EventRecord e;
+  e.level = std::string(level);
+  e.source = std::string(source);
+  e.text = std::string(text);
+  e.step = step;
+  e.rank = rank;
+  return AddEvent(e);
+}
+
+}  // namespace shardscope::store
