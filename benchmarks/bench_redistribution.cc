@@ -5,6 +5,8 @@
 //   build/bin/bench_redistribution                                  # timing + bytes tables
 //   build/bin/bench_redistribution --benchmark_filter='/1024/'      # one size class
 //   build/bin/bench_redistribution --visits=9 --slowest=10          # more samples per pair
+//   build/bin/bench_redistribution --bytes=0                        # timing table only
+//   build/bin/bench_redistribution --explain=1024/4/56              # one pair: plan, references
 //   build/bin/bench_redistribution --benchmark_filter=NONE          # bytes table only
 //
 // Suite. For every (devices, axes) class, --pairs pairs (default 200) drawn from one
@@ -20,14 +22,19 @@
 //   - every dimension is a multiple (x1..x4) of the larger of its two split factors.
 //
 // Timing. Each benchmark iteration plans one pair of its class (cycling over the suite), with
-// the planner's defaults (CostModel{}, RedistOptions{}); the time of every call (plan built and
-// destroyed) is recorded. A pair's time is the median of its visits (--visits, default 5, the
-// iteration count is pairs x visits); the counters give the median, p99 and max over pairs, and
-// Google Benchmark's own time column is the mean over all calls.
+// the planner's defaults (CostModel{}, RedistOptions{}); every call (plan built and destroyed)
+// is timed by the steady clock and by the thread's CPU clock (the machine is shared: CPU
+// time is the robust figure). A pair's time is the median of its visits (--visits; default 5
+// up to 64 devices, 1 from 512, where one call takes milliseconds); the iteration count is
+// pairs x visits. Counters: median and p99 over pairs (wall and CPU); Google Benchmark's own
+// time column is the mean over all calls.
 //
 // Bytes. Every pair is planned once more (outside the timing) and its total bytes received
 // (summed over ranks) compared with three references, all per rank then summed:
 //   ours   RedistPlan::total_planned_bytes;
+//   ours a=0  the same planned with CostModel::latency_s = 0 (only for pairs where ours is
+//          above the bound: there the planner trades bytes for fewer messages, and a=0 shows
+//          what it reaches on bytes alone);
 //   naive  all-reduce the partial sums, all-gather to a fully replicated tensor, slice locally;
 //   rules  a per-dimension split / concat rule loop modelled on MindSpore's
 //          RedistributionOperatorInfer, without its all-to-all rule (RulesLoopRecv below);
@@ -40,11 +47,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <random>
 #include <string>
@@ -62,11 +70,20 @@ namespace {
 using namespace shardscope;
 
 // Command-line knobs (parsed before Google Benchmark sees the arguments).
-int g_pairs = 200;   // pairs per (devices, axes) class
-int g_visits = 5;    // timed calls per pair
-int g_slowest = 5;   // slowest pairs listed per size class
+int g_pairs = 200;      // pairs per (devices, axes) class
+int g_visits = 0;       // timed calls per pair; 0: 5 up to 64 devices, 1 from 512 (see Visits)
+int g_slowest = 5;      // slowest pairs listed per size class
+bool g_bytes = true;    // --bytes=0: timing only
 std::string g_explain;  // "devices/axes/index": print that pair's plan and references, exit
 constexpr int64_t kElementBytes = 4;
+
+// Timed calls per pair: --visits, or 5 for classes up to 64 devices and 1 above (one call
+// there takes milliseconds, well above timer and scheduling noise, and the 1024-device
+// classes would otherwise take many minutes).
+int Visits(int devices) {
+  if (g_visits > 0) return g_visits;
+  return devices <= 64 ? 5 : 1;
+}
 
 // The classes: 8 devices have at most 3 power-of-two axes.
 const std::vector<std::pair<int, int>>& Classes() {
@@ -195,8 +212,9 @@ std::vector<Pair> MakeSuite(int devices, int axes) {
                          : RandomRoles(rng, to_axes, rank, to_partial_p);
     Shape tensor(rank);
     for (int d = 0; d < rank; ++d) {
-      tensor[d] = std::max(SplitFactor(from_shape, from.dims[d]), SplitFactor(to_shape, to.dims[d])) *
-                  RandInt(rng, 1, 4);
+      tensor[d] =
+          std::max(SplitFactor(from_shape, from.dims[d]), SplitFactor(to_shape, to.dims[d])) *
+          RandInt(rng, 1, 4);
     }
     auto from_mesh = DeviceMesh::Create(from_shape, from_names);
     auto to_mesh = DeviceMesh::Create(to_shape, to_names);
@@ -215,7 +233,8 @@ std::vector<Pair> MakeSuite(int devices, int axes) {
 const std::vector<Pair>& Suite(int devices, int axes) {
   static std::map<std::pair<int, int>, std::vector<Pair>> suites;
   auto it = suites.find({devices, axes});
-  if (it == suites.end()) it = suites.emplace(std::make_pair(devices, axes), MakeSuite(devices, axes)).first;
+  if (it == suites.end())
+    it = suites.emplace(std::make_pair(devices, axes), MakeSuite(devices, axes)).first;
   return it->second;
 }
 
@@ -349,12 +368,19 @@ RecvTally RulesLoopRecv(const Unified& u) {
 
 struct TimingResult {
   int pairs = 0;
-  double median_us = 0, p99_us = 0, max_us = 0, mean_us = 0;
-  std::vector<std::pair<double, int>> slowest;  // (µs, pair index), slowest first
+  double median_us = 0, p99_us = 0, max_us = 0, mean_us = 0;  // wall clock
+  double cpu_median_us = 0, cpu_p99_us = 0, cpu_max_us = 0;   // thread CPU time
+  std::vector<std::pair<double, int>> slowest;  // (CPU µs, pair index), slowest first
 };
 std::map<std::pair<int, int>, TimingResult>& Timings() {
   static std::map<std::pair<int, int>, TimingResult> t;
   return t;
+}
+
+double ThreadCpuMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return 1e6 * static_cast<double>(ts.tv_sec) + 1e-3 * static_cast<double>(ts.tv_nsec);
 }
 
 double Percentile(std::vector<double> v, double q) {  // nearest-rank
@@ -371,11 +397,12 @@ void BM_Plan(benchmark::State& state) {
   const std::vector<Pair>& suite = Suite(devices, axes);
   const CostModel cost{};
   const RedistOptions options{};
-  std::vector<std::vector<double>> per_pair(suite.size());
+  std::vector<std::vector<double>> per_pair(suite.size()), per_pair_cpu(suite.size());
   size_t i = 0;
   double total_us = 0;
   int64_t calls = 0;
   for (auto _ : state) {
+    const double c0 = ThreadCpuMicros();
     const auto t0 = std::chrono::steady_clock::now();
     {
       auto plan = PlanRedistribution(suite[i].from, suite[i].to, cost, options);
@@ -388,17 +415,19 @@ void BM_Plan(benchmark::State& state) {
     const double us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     per_pair[i].push_back(us);
+    per_pair_cpu[i].push_back(ThreadCpuMicros() - c0);
     total_us += us;
     ++calls;
     i = (i + 1) % suite.size();
   }
   TimingResult r;
-  std::vector<double> pair_us;
+  std::vector<double> pair_us, pair_cpu_us;
   for (size_t p = 0; p < per_pair.size(); ++p) {
     if (per_pair[p].empty()) continue;
     const double m = Percentile(per_pair[p], 0.5);
     pair_us.push_back(m);
-    r.slowest.emplace_back(m, static_cast<int>(p));
+    pair_cpu_us.push_back(Percentile(per_pair_cpu[p], 0.5));
+    r.slowest.emplace_back(pair_cpu_us.back(), static_cast<int>(p));
   }
   std::sort(r.slowest.rbegin(), r.slowest.rend());
   if (static_cast<int>(r.slowest.size()) > g_slowest) r.slowest.resize(g_slowest);
@@ -407,34 +436,40 @@ void BM_Plan(benchmark::State& state) {
   r.p99_us = Percentile(pair_us, 0.99);
   r.max_us = pair_us.empty() ? 0 : *std::max_element(pair_us.begin(), pair_us.end());
   r.mean_us = calls ? total_us / static_cast<double>(calls) : 0;
+  r.cpu_median_us = Percentile(pair_cpu_us, 0.5);
+  r.cpu_p99_us = Percentile(pair_cpu_us, 0.99);
+  r.cpu_max_us =
+      pair_cpu_us.empty() ? 0 : *std::max_element(pair_cpu_us.begin(), pair_cpu_us.end());
   state.counters["pairs"] = r.pairs;
   state.counters["median_us"] = r.median_us;
   state.counters["p99_us"] = r.p99_us;
-  state.counters["max_us"] = r.max_us;
+  state.counters["cpu_median_us"] = r.cpu_median_us;
+  state.counters["cpu_p99_us"] = r.cpu_p99_us;
   Timings()[{devices, axes}] = std::move(r);
 }
 
 void RegisterBenchmarks() {
   for (const auto& [devices, axes] : Classes()) {
-    const std::string name = "BM_Plan/" + std::to_string(devices) + "/" + std::to_string(axes);
-    benchmark::RegisterBenchmark(name.c_str(), BM_Plan)
+    benchmark::RegisterBenchmark("BM_Plan", BM_Plan)
         ->Args({devices, axes})
-        ->Iterations(static_cast<int64_t>(g_pairs) * g_visits)
+        ->Iterations(static_cast<int64_t>(g_pairs) * Visits(devices))
         ->Unit(benchmark::kMicrosecond);
   }
 }
 
 void PrintTimingTable() {
   if (Timings().empty()) return;
-  std::printf("\nPlanning time per layout pair (µs; a pair's time = median of %d visits)\n",
-              g_visits);
-  std::printf("%8s %5s %6s %10s %10s %10s %10s\n", "devices", "axes", "pairs", "median", "p99",
-              "max", "mean");
+  std::printf(
+      "\nPlanning time per layout pair, µs (a pair's time: the median of its visits; wall =\n"
+      "steady clock, cpu = this thread's CPU time; mean = Google Benchmark's, over all calls)\n");
+  std::printf("%8s %5s %6s %7s %10s %10s %10s %10s %10s %10s %10s\n", "devices", "axes", "pairs",
+              "visits", "median", "p99", "max", "cpu median", "cpu p99", "cpu max", "mean");
   for (const auto& [key, r] : Timings()) {
-    std::printf("%8d %5d %6d %10.1f %10.1f %10.1f %10.1f\n", key.first, key.second, r.pairs,
-                r.median_us, r.p99_us, r.max_us, r.mean_us);
+    std::printf("%8d %5d %6d %7d %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", key.first,
+                key.second, r.pairs, Visits(key.first), r.median_us, r.p99_us, r.max_us,
+                r.cpu_median_us, r.cpu_p99_us, r.cpu_max_us, r.mean_us);
   }
-  std::printf("\nSlowest pairs per class (µs, states explored, steps: from -> to, shape)\n");
+  std::printf("\nSlowest pairs per class (cpu µs, states explored, steps: from -> to, shape)\n");
   const CostModel cost{};
   for (const auto& [key, r] : Timings()) {
     const std::vector<Pair>& suite = Suite(key.first, key.second);
@@ -458,11 +493,12 @@ void PrintTimingTable() {
 
 struct ByteRow {
   int pairs = 0;
-  int zero_bound = 0;        // pairs whose bound is 0 (local slices only)
-  int ours_at_bound = 0;     // total_planned == total_lower_bound
-  int ours_byte_optimal = 0; // RedistPlan::byte_optimal
+  int zero_bound = 0;         // pairs whose bound is 0 (local slices only)
+  int ours_at_bound = 0;      // total_planned == total_lower_bound
+  int ours_byte_optimal = 0;  // RedistPlan::byte_optimal
   int ours_beats_rules = 0, ours_ties_rules = 0, rules_beat_ours = 0;
-  double bound = 0, ours = 0, naive = 0, rules = 0;              // sums over ranks and pairs
+  int rules_beat_ours0 = 0;  // the same against the plan with latency 0
+  double bound = 0, ours = 0, ours0 = 0, naive = 0, rules = 0;       // sums over ranks and pairs
   double bound_max = 0, ours_max = 0, naive_max = 0, rules_max = 0;  // sums of max-over-ranks
   double worst_ours_ratio = 1;  // max over pairs with bound > 0 of ours / bound
 };
@@ -475,6 +511,8 @@ void Accumulate(ByteRow& row, const ByteRow& r) {
   row.ours_beats_rules += r.ours_beats_rules;
   row.ours_ties_rules += r.ours_ties_rules;
   row.rules_beat_ours += r.rules_beat_ours;
+  row.rules_beat_ours0 += r.rules_beat_ours0;
+  row.ours0 += r.ours0;
   row.bound += r.bound;
   row.ours += r.ours;
   row.naive += r.naive;
@@ -507,6 +545,17 @@ ByteRow MeasureBytes(int devices, int axes, std::vector<RulesWin>* rules_wins) {
     const RecvTally rules = RulesLoopRecv(u);
     ++row.pairs;
     const int64_t bound = plan->total_lower_bound_bytes, ours = plan->total_planned_bytes;
+    // Above the bound, the choice may be the cost model's (latency against bytes): plan again
+    // with latency 0, where the cheapest plan is the one moving the fewest bytes.
+    int64_t ours0 = ours;
+    if (ours > bound) {
+      CostModel bandwidth_only;
+      bandwidth_only.latency_s = 0;
+      auto plan0 = PlanRedistribution(p.from, p.to, bandwidth_only, RedistOptions{});
+      if (plan0.ok()) ours0 = plan0->total_planned_bytes;
+    }
+    row.ours0 += static_cast<double>(ours0);
+    if (ours0 > rules.Total()) ++row.rules_beat_ours0;
     if (bound == 0) ++row.zero_bound;
     if (ours == bound) ++row.ours_at_bound;
     if (plan->byte_optimal) ++row.ours_byte_optimal;
@@ -537,10 +586,11 @@ void PrintBytesTable() {
       "\nBytes received on the suite (sum over ranks and pairs), as ratios to the lower bound\n"
       "(ours = PlanRedistribution; naive = all-reduce, all-gather to full, slice; rules =\n"
       "per-dimension split/concat loop without all-to-all; ratio columns = sum(bytes) /\n"
-      "sum(bound); 'max' columns: the same with each pair's busiest rank)\n");
-  std::printf("%8s %5s %6s %5s %11s %7s %7s %7s %9s %8s %8s %8s %10s %14s\n", "devices", "axes",
-              "pairs", "LB=0", "bound MiB", "ours", "naive", "rules", "ours@LB", "ours max",
-              "naiv max", "rule max", "worst ours", "ours<=>rules");
+      "sum(bound); 'ours a=0': ours planned with latency 0, i.e. for bytes alone; 'max'\n"
+      "columns: the same ratios with each pair's busiest rank)\n");
+  std::printf("%8s %5s %6s %5s %11s %7s %8s %7s %7s %9s %8s %8s %8s %10s %14s %7s\n", "devices",
+              "axes", "pairs", "LB=0", "bound MiB", "ours", "ours a=0", "naive", "rules", "ours@LB",
+              "ours max", "naiv max", "rule max", "worst ours", "ours<=>rules", "rules<a0");
   std::vector<RulesWin> rules_wins;
   ByteRow all;
   auto print = [](const char* devices, const char* axes, const ByteRow& r) {
@@ -548,11 +598,13 @@ void PrintBytesTable() {
     char cmp[32];
     std::snprintf(cmp, sizeof cmp, "%d/%d/%d", r.ours_beats_rules, r.ours_ties_rules,
                   r.rules_beat_ours);
-    std::printf("%8s %5s %6d %5d %11.1f %7.3f %7.2f %7.2f %5d/%-3d %8.3f %8.2f %8.2f %10.3f %14s\n",
-                devices, axes, r.pairs, r.zero_bound, r.bound / mib, r.ours / r.bound,
-                r.naive / r.bound, r.rules / r.bound, r.ours_at_bound, r.pairs,
-                r.ours_max / r.bound_max, r.naive_max / r.bound_max, r.rules_max / r.bound_max,
-                r.worst_ours_ratio, cmp);
+    std::printf(
+        "%8s %5s %6d %5d %11.1f %7.3f %8.3f %7.2f %7.2f %5d/%-3d %8.3f %8.2f %8.2f %10.3f %14s "
+        "%7d\n",
+        devices, axes, r.pairs, r.zero_bound, r.bound / mib, r.ours / r.bound, r.ours0 / r.bound,
+        r.naive / r.bound, r.rules / r.bound, r.ours_at_bound, r.pairs, r.ours_max / r.bound_max,
+        r.naive_max / r.bound_max, r.rules_max / r.bound_max, r.worst_ours_ratio, cmp,
+        r.rules_beat_ours0);
   };
   int current = -1;
   ByteRow per_devices;
@@ -569,7 +621,10 @@ void PrintBytesTable() {
   }
   print(std::to_string(current).c_str(), "all", per_devices);
   print("all", "all", all);
-  std::printf("(ours<=>rules: pairs where ours receives fewer / the same / more bytes)\n");
+  std::printf(
+      "(ours@LB: pairs whose plan receives exactly the bound in all; ours<=>rules: pairs where\n"
+      " ours receives fewer / the same / more bytes than the rule loop; rules<a0: pairs where\n"
+      " the rule loop receives fewer bytes than ours planned with latency 0)\n");
   if (!rules_wins.empty()) {
     std::printf("\nPairs where the rule loop receives fewer bytes than ours:\n");
     for (const RulesWin& w : rules_wins) {
@@ -581,7 +636,8 @@ void PrintBytesTable() {
   }
 }
 
-// Removes --pairs=, --visits=, --slowest= from argv (Google Benchmark rejects unknown flags).
+// Removes --pairs=, --visits=, --slowest=, --bytes=, --explain= from argv (Google Benchmark rejects
+// unknown flags).
 void ParseOwnFlags(int* argc, char** argv) {
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
@@ -592,6 +648,8 @@ void ParseOwnFlags(int* argc, char** argv) {
       g_visits = std::max(1, value);
     } else if (std::sscanf(argv[i], "--slowest=%d", &value) == 1) {
       g_slowest = std::max(0, value);
+    } else if (std::sscanf(argv[i], "--bytes=%d", &value) == 1) {
+      g_bytes = value != 0;
     } else if (std::strncmp(argv[i], "--explain=", 10) == 0) {
       g_explain = argv[i] + 10;
     } else {
@@ -631,6 +689,6 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   PrintTimingTable();
-  PrintBytesTable();
+  if (g_bytes) PrintBytesTable();
   return 0;
 }

@@ -11,15 +11,17 @@ if [[ -z "$data" ]]; then
 fi
 EPOCHS="${EPOCHS:-1}"
 echo "== Shardscope demo: LeNet5 on $data, $EPOCHS epoch(s), one device"
-echo "\$ $BIN train samples/models/lenet5.yaml --data $data --epochs $EPOCHS"
-"$BIN" train samples/models/lenet5.yaml --data "$data" --epochs "$EPOCHS"
+RUN=runs/demo-lenet5-$(date +%Y%m%d-%H%M%S).db
+echo "\$ $BIN train samples/models/lenet5.yaml --data $data --epochs $EPOCHS --record $RUN"
+"$BIN" train samples/models/lenet5.yaml --data "$data" --epochs "$EPOCHS" --record "$RUN"
 cat <<MSG
 
 == Next
+  $BIN inspect $RUN                 what the run recorded
+  build/bin/shardscope-gui $RUN     open it in the desktop debugger
+  $BIN train samples/models/matmul3.yaml --data $data --log-every 10
+                                          seed 004 on 8 in-process devices (layouts, all-reduce)
   $BIN train --help                      every option of a training run
-  $BIN train samples/models/ffn.yaml --ignore-parallel --data $data
-                                          the seed-003 FFN (its strategies need issue 4)
   docs/model-format.md                    write your own model file
   docs/architecture.md                    how the engine is put together
-Recording runs and the desktop debugger (shardscope-gui) are not in this build yet.
 MSG

@@ -131,3 +131,100 @@ class TinyTransformer : public nn::Module {
 };
 
 }  // namespace shardscope::samples
+
+namespace shardscope::samples {
+
+// Seed 003, second example: the 3-layer network searched fully automatically. The seed's
+// layer3 is Dense(512, 1) trained with MAELoss; as in samples/models/network3.yaml it is a
+// 10-class MNIST classifier here (softmax cross-entropy is the only loss).
+class Network3 : public nn::Module {
+ public:
+  Network3() : nn::Module("") {}
+  nn::Flatten flatten{"flatten"};
+  nn::Dense layer1{"layer1", 28 * 28, 512};
+  nn::Dense layer2{"layer2", 512, 512};
+  nn::Dense layer3{"layer3", 512, 10};  // the seed: Dense(512, 1)
+  nn::ReLU relu{"relu"};
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override {
+    x = flatten(b, x);
+    x = relu(b, layer1(b, x));
+    x = relu(b, layer2(b, x));
+    return layer3(b, x);
+  }
+};
+
+// Seed 004: three MatMuls on raw operators with explicit parameters (samples/models/
+// matmul3.yaml). Every operator is a slot, so the seed's lines read the same here:
+//   net.matmul1.shard(R"((layout("mp", ("sp", "dp")), layout(("sp", "dp"), "None")))");
+//   net.relu1.shard("((4, 1),)");
+class MatMul3Net : public nn::Module {
+ public:
+  MatMul3Net() : nn::Module("") {}
+  nn::OpSlot flatten, matmul1, relu1, matmul2, relu2, matmul3;
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override {
+    // self.fc1_weight = ms.Parameter(initializer("normal", [28*28, 512], ms.float32)), ...
+    ValueId fc1_weight = b.Parameter("fc1_weight", {28 * 28, 512}, nn::Normal());
+    ValueId fc2_weight = b.Parameter("fc2_weight", {512, 512}, nn::Normal());
+    ValueId fc3_weight = b.Parameter("fc3_weight", {512, 10}, nn::Normal());
+    x = Apply(b, OpKind::kFlatten, "flatten", {x}, {}, flatten);
+    x = Apply(b, OpKind::kMatMul, "matmul1", {x, fc1_weight}, {}, matmul1);
+    x = Apply(b, OpKind::kReLU, "relu1", {x}, {}, relu1);
+    x = Apply(b, OpKind::kMatMul, "matmul2", {x, fc2_weight}, {}, matmul2);
+    x = Apply(b, OpKind::kReLU, "relu2", {x}, {}, relu2);
+    return Apply(b, OpKind::kMatMul, "matmul3", {x, fc3_weight}, {}, matmul3);
+  }
+};
+
+// Seed 002: one MatMul against the [32, 16] weight "w1", then a ReLU (samples/models/
+// matmul_relu.yaml). The seed shards both in its constructor; here the caller does:
+//   net.matmul.shard("((2, 4), (4, 1))");
+//   net.relu.shard("((8, 1),)");
+class MatMulReluNet : public nn::Module {
+ public:
+  MatMulReluNet() : nn::Module("") {}
+  nn::OpSlot matmul, relu;
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override {
+    // self.weight = Parameter(initializer("normal", [32, 16]), "w1")
+    ValueId weight = b.Parameter("w1", {32, 16}, nn::Normal());
+    return Apply(b, OpKind::kReLU, "relu",
+                 {Apply(b, OpKind::kMatMul, "matmul", {x, weight}, {}, matmul)}, {}, relu);
+  }
+};
+
+// Seed 000: Dense(10, 10) -> GELU -> Dense(10, 10); its operators are
+// "block1.dense1.matmul", "block1.gelu", ... inside BasicBlocksNet.
+class BasicBlock : public nn::Module {
+ public:
+  explicit BasicBlock(std::string name) : nn::Module(std::move(name)) {}
+  nn::Dense dense1{"dense1", 10, 10};
+  nn::GELU gelu{"gelu"};
+  nn::Dense dense2{"dense2", 10, 10};
+
+ protected:
+  ValueId Forward(Builder& b, ValueId x) override {
+    // two dimensional input x
+    return dense2(b, gelu(b, dense1(b, x)));
+  }
+};
+
+// Seed 000's Net: three BasicBlocks in a row (samples/models/basic_blocks.yaml).
+class BasicBlocksNet : public nn::Module {
+ public:
+  BasicBlocksNet() : nn::Module("") {}
+  BasicBlock block1{"block1"}, block2{"block2"}, block3{"block3"};
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override { return block3(b, block2(b, block1(b, x))); }
+};
+
+}  // namespace shardscope::samples

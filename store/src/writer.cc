@@ -443,9 +443,19 @@ Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, co
   }
   const std::string dir = DirOf(path);
   struct stat dir_stat {};
-  if (stat(dir.c_str(), &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode)) {
-    return Status(ErrorCode::kNotFound, path + ": cannot create the run file: directory '" + dir +
-                                            "' does not exist");
+  if (stat(dir.c_str(), &dir_stat) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return Status(ErrorCode::kNotFound, path + ": cannot create the run file: directory '" +
+                                              dir + "' does not exist");
+    }
+    return Status(err == EACCES ? ErrorCode::kReadOnly : ErrorCode::kIo,
+                  path + ": cannot create the run file: directory '" + dir +
+                      "' cannot be accessed (" + std::strerror(err) + ")");
+  }
+  if (!S_ISDIR(dir_stat.st_mode)) {
+    return Status(ErrorCode::kNotFound,
+                  path + ": cannot create the run file: '" + dir + "' is not a directory");
   }
   Result<internal::WriterLock> lock =
       internal::WriterLock::Acquire(path, options.lock_wait_seconds);

@@ -23,6 +23,10 @@ using Commands = std::vector<Command>;
 void AddTrainCommand(CLI::App& root, Commands& commands);
 void AddLayoutCommand(CLI::App& root, Commands& commands);
 void AddRedistributeCommand(CLI::App& root, Commands& commands);
+void AddInspectCommand(CLI::App& root, Commands& commands);
+
+// The command line as typed (recorded in run files).
+const std::string& CommandLine();
 
 // Prints "error: <message>" to stderr and returns `code`.
 int Fail(int code, const std::string& message);

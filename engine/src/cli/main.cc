@@ -5,6 +5,12 @@
 
 namespace shardscope::cli {
 
+namespace {
+std::string command_line;
+}  // namespace
+
+const std::string& CommandLine() { return command_line; }
+
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   return code;
@@ -14,6 +20,7 @@ int Fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace shardscope::cli;
+  for (int i = 0; i < argc; ++i) command_line += std::string(i ? " " : "") + argv[i];
   CLI::App app{
       "Shardscope: automatic parallel training of neural networks, recorded for the debugger.\n"
       "\n"
@@ -27,6 +34,7 @@ int main(int argc, char** argv) {
   AddTrainCommand(app, commands);
   AddLayoutCommand(app, commands);
   AddRedistributeCommand(app, commands);
+  AddInspectCommand(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

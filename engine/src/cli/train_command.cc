@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "shardscope/data.h"
 #include "shardscope/model_file.h"
 #include "shardscope/communicator.h"
+#include "shardscope/recorder.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/trainer.h"
 
@@ -29,6 +31,8 @@ struct TrainOptions {
   std::string dump_ir;
   int64_t limit = 0;
   int64_t log_every = 0;
+  std::string record;  // empty: runs/<name>-<time>.db
+  bool no_record = false;
 };
 
 Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
@@ -145,7 +149,7 @@ std::string Megabytes(double bytes) {
 
 // The training loop of one rank. Rank 0 prints.
 Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan, const TrainOptions& o,
-                   const Dataset& train, const Dataset& test) {
+                   const Dataset& train, const Dataset& test, Recorder* recorder) {
   const bool lead = comm.rank() == 0;
   const TrainingConfig& tc = plan.training;
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(tc.batch));
@@ -164,6 +168,7 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     out << "// ---- graph after autodiff\n" << trainer->graph().ToText() << ir;
     if (!out) return Status::Invalid("cannot write --dump-ir file " + o.dump_ir);
   }
+  if (recorder != nullptr) SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordPlan(trainer->graph(), trainer->program()));
   BatchIterator batches(train, tc.batch, tc.seed, /*shuffle=*/true);
   const int64_t per_epoch = batches.batches_per_epoch();
   const int64_t total = tc.steps > 0 ? tc.steps : per_epoch * tc.epochs;
@@ -184,6 +189,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     }
     std::fflush(stdout);
   }
+  const bool recording = !o.no_record;  // every rank takes part in gathering the figures
+  RankStats previous;
   Progress progress(stdout, total, o.log_every > 0 ? o.log_every : std::max<int64_t>(1, per_epoch / 10),
                     o.log_every > 0);
   Tensor x, y;
@@ -194,7 +201,29 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     double epoch_loss = 0;
     int64_t epoch_steps = 0;
     while (step < total && batches.Next(&x, &y)) {
+      const auto step_start = std::chrono::steady_clock::now();
       SHARDSCOPE_ASSIGN_OR_RETURN(float loss, trainer->Step(comm, x, y));
+      if (recording) {
+        // This step's figures of every rank, to rank 0 (which writes them).
+        const RankStats& now = trainer->stats();
+        store::RankStepRecord mine;
+        mine.rank = comm.rank();
+        mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
+        mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
+        mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
+        mine.bytes_recv = now.bytes_received - previous.bytes_received;
+        mine.param_bytes = now.parameter_bytes;
+        mine.grad_bytes = now.gradient_bytes;
+        mine.optimizer_bytes = now.optimizer_bytes;
+        mine.activation_bytes = now.activation_bytes;
+        mine.peak_bytes = now.peak_bytes;
+        previous = now;
+        SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
+        if (recorder != nullptr) {
+          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+          SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordStep(step + 1, epoch + 1, loss, secs, ranks));
+        }
+      }
       if (!std::isfinite(loss)) {
         if (lead) progress.Finish();
         return Status::Internal("loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
@@ -212,7 +241,12 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto eval_start = std::chrono::steady_clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
+  if (recorder != nullptr) {
+    const double eval_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
+    SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordEvaluation(step, epochs, "test", accuracy, test.size(), eval_secs));
+  }
   // Per-rank figures, gathered to every rank (rank 0 prints them).
   const RankStats& s = trainer->stats();
   std::vector<float> mine = {static_cast<float>(s.compute_seconds), static_cast<float>(s.comm_seconds),
@@ -275,15 +309,62 @@ int RunTrain(const TrainOptions& o) {
       return Fail(bad_input ? kExitBadInput : kExitRunFailure, probe.status().message());
     }
   }
-  auto run = [&](Communicator& comm) { return TrainOnRank(comm, *mf, *plan, o, *train, *test); };
-  Status st;
+  // The run file, created by rank 0 before any step so that an unwritable place fails now.
+  std::unique_ptr<Recorder> recorder;
+  std::unique_ptr<Communicator> world;
   if (plan->mpi) {
-    auto world = MpiWorld();
-    if (!world.ok()) return Fail(kExitRunFailure, world.status().message());
-    st = run(**world);
-    if (!st.ok()) st = st.WithContext("rank " + std::to_string((*world)->rank()));
+    auto w = MpiWorld();
+    if (!w.ok()) return Fail(kExitRunFailure, w.status().message());
+    world = std::move(*w);
+  }
+  const bool lead = world == nullptr || world->rank() == 0;
+  Status created;
+  if (lead && !o.no_record) {
+    store::RunInfo info;
+    info.name = mf->name();
+    info.mode = "train";
+    info.search = plan->mode;
+    info.devices = plan->partition.devices;
+    info.backend = plan->mpi ? "mpi" : "in-process";
+    info.model_path = o.model;
+    info.model_text = mf->text();
+    nlohmann::json config = {{"batch", tc.batch}, {"epochs", tc.epochs}, {"steps", tc.steps},
+                             {"seed", tc.seed}, {"optimizer", OptimizerKindName(tc.optimizer.kind)},
+                             {"lr", tc.optimizer.lr}, {"momentum", tc.optimizer.momentum},
+                             {"mode", plan->mode}, {"devices", plan->partition.devices},
+                             {"ignore_parallel", o.ignore_parallel}};
+    info.config_json = config.dump();
+    info.command_line = CommandLine();
+    info.shardscope_version = "0.1.0";
+    auto r = Recorder::Create(o.record.empty() ? DefaultRunPath(mf->name()) : o.record, info);
+    if (r.ok()) recorder = std::move(*r);
+    else created = r.status();
+  }
+  if (world != nullptr) {  // every rank learns whether rank 0 could create the file
+    std::vector<float> flag = {created.ok() ? 1.0f : 0.0f};
+    if (!world->Broadcast(flag, 0).ok() || flag[0] != 1.0f) {
+      return lead ? Fail(kExitBadInput, created.message()) : kExitBadInput;
+    }
+  } else if (!created.ok()) {
+    return Fail(kExitBadInput, created.message());
+  }
+  auto run = [&](Communicator& comm) {
+    return TrainOnRank(comm, *mf, *plan, o, *train, *test, comm.rank() == 0 ? recorder.get() : nullptr);
+  };
+  Status st;
+  if (world != nullptr) {
+    st = run(*world);
+    if (!st.ok()) st = st.WithContext("rank " + std::to_string(world->rank()));
   } else {
     st = RunOnDevices(plan->partition.devices, run);
+  }
+  if (recorder != nullptr) {
+    Status fin = recorder->Finish(st.ok(), st.ok() ? "" : st.message());
+    if (st.ok() && !fin.ok()) st = fin;
+    if (st.ok()) {
+      std::printf("\nrecorded %s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
+                  recorder->path().c_str(), recorder->path().c_str(), recorder->path().c_str());
+    }
   }
   if (!st.ok()) return Fail(kExitRunFailure, st.message());
   return kExitOk;
@@ -323,6 +404,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--mode", o->mode, "stand_alone | data_parallel | semi_auto (default: the model file's)");
   app->add_flag("--ignore-parallel", o->ignore_parallel,
                 "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
+  app->add_option("--record", o->record, "Run file to write (default: runs/<model>-<time>.db)");
+  app->add_flag("--no-record", o->no_record, "Do not write a run file");
   app->add_option("--log-every", o->log_every, "Print a line every N steps (plain lines, as the seeds do)")
       ->check(CLI::PositiveNumber);
   app->add_option("--dump-ir", o->dump_ir,

@@ -163,6 +163,7 @@ class ProgramBuilder {
   }
 
   // The DistValue holding `v` in layout `want`, redistributing from its home if needed.
+  // `want` must not refer into p_.values (this may grow it).
   Result<int> Obtain(ValueId v, const Layout& want, const std::string& consumer) {
     for (auto& [l, idx] : copies_[v]) {
       if (l == want) return idx;
@@ -251,12 +252,13 @@ class ProgramBuilder {
     }
     for (size_t i = 0; i < tv.params.size(); ++i) {
       const int param = p_.home[tv.params[i]];
+      const Layout param_layout = p_.values[param].layout;  // a copy: Obtain grows p_.values
       SHARDSCOPE_ASSIGN_OR_RETURN(
-          int grad, Obtain(tv.grads[i], p_.values[param].layout,
+          int grad, Obtain(tv.grads[i], param_layout,
                            "the update of parameter " + g_.value(tv.params[i]).name + " (gradient reduction)"));
       p_.param_grads.emplace_back(param, grad);
     }
-    const Layout& loss = p_.values[p_.home[tv.loss]].layout;
+    const Layout loss = p_.values[p_.home[tv.loss]].layout;
     SHARDSCOPE_ASSIGN_OR_RETURN(
         p_.loss, Obtain(tv.loss, Layout::Replicated(loss.mesh(), loss.shape()), "the reported loss"));
     return Status::Ok();

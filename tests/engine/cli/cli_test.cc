@@ -30,7 +30,7 @@ const std::string kSamples = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/mode
 const std::string kMnist = std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
 
 TEST(Cli, HelpOnEverySubcommandTeaches) {
-  for (const char* sub : {"train", "layout", "redistribute"}) {
+  for (const char* sub : {"train", "layout", "redistribute", "inspect"}) {
     Output o = Shardscope(std::string(sub) + " --help");
     EXPECT_EQ(o.code, 0) << sub;
     EXPECT_NE(o.text.find("Example"), std::string::npos) << sub << ":\n" << o.text;
@@ -67,7 +67,7 @@ TEST(Cli, UnimplementedParallelFeaturesAreRefusedNotIgnored) {
 }
 
 TEST(Cli, TrainsLeNet5OnRealMnistAndReportsAccuracy) {
-  Output o = Shardscope("train " + kSamples + "lenet5.yaml --data " + kMnist + " --steps 30 --limit 512");
+  Output o = Shardscope("train " + kSamples + "lenet5.yaml --data " + kMnist + " --steps 30 --limit 512 --no-record");
   ASSERT_EQ(o.code, 0) << o.text;
   EXPECT_NE(o.text.find("test accuracy:"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("step 30/30"), std::string::npos) << o.text;
@@ -82,7 +82,8 @@ TEST(Cli, DistributedRunPrintsTheSingleDeviceLosses) {
     }
     return out;
   };
-  const std::string args = "train " + kSamples + "matmul3.yaml --data " + kMnist + " --steps 8 --limit 256 --log-every 1";
+  const std::string args =
+      "train " + kSamples + "matmul3.yaml --data " + kMnist + " --steps 8 --limit 256 --log-every 1 --no-record";
   Output one = Shardscope(args + " --ignore-parallel --devices 1");
   Output eight = Shardscope(args);  // the file's semi_auto strategies on 8 devices
   ASSERT_EQ(one.code, 0) << one.text;
@@ -90,6 +91,29 @@ TEST(Cli, DistributedRunPrintsTheSingleDeviceLosses) {
   EXPECT_NE(eight.text.find("8 device(s)"), std::string::npos) << eight.text;
   EXPECT_EQ(losses(one.text), losses(eight.text)) << one.text << "\n----\n" << eight.text;
   EXPECT_GE(losses(one.text).size(), 8u);
+}
+
+// A run leaves a run file that `inspect` reads back: status, every step, redistributions.
+TEST(Cli, RecordsTheRunAndInspectReadsIt) {
+  const std::string path = ::testing::TempDir() + "/cli_record_test.db";
+  std::remove(path.c_str());
+  Output train = Shardscope("train " + kSamples + "matmul_allgather.yaml --steps 12 --record " + path);
+  ASSERT_EQ(train.code, 0) << train.text;
+  EXPECT_NE(train.text.find("shardscope inspect " + path), std::string::npos) << train.text;
+  Output again = Shardscope("train " + kSamples + "matmul_allgather.yaml --steps 1 --record " + path);
+  EXPECT_EQ(again.code, 2) << "an existing run file must not be overwritten:\n" << again.text;
+  Output inspect = Shardscope("inspect " + path + " --json");
+  ASSERT_EQ(inspect.code, 0) << inspect.text;
+  auto json = nlohmann::json::parse(inspect.text);
+  EXPECT_EQ(json["run"]["status"], "completed") << inspect.text.substr(0, 2000);
+  EXPECT_EQ(json["steps"].size(), 12u);
+  EXPECT_EQ(json["redistributions"].size(), 7u);
+  Output text = Shardscope("inspect " + path);
+  ASSERT_EQ(text.code, 0);
+  EXPECT_NE(text.text.find("matmul2 needs"), std::string::npos) << text.text;
+  Output bad = Shardscope("inspect " + kSamples + "lenet5.yaml");
+  EXPECT_EQ(bad.code, 2) << bad.text;
+  EXPECT_NE(bad.text.find("lenet5.yaml"), std::string::npos) << bad.text;
 }
 
 TEST(Cli, LayoutShowsSeed004NonContiguousRanks) {

@@ -1,0 +1,51 @@
+// Recorder: what the engine decided and measured, written to a run file (store layer).
+//
+// Only rank 0 holds a Recorder; the other ranks send their per-step figures to it through
+// the communicator (GatherRankStep). Every call returns the store's error, naming the file.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "shardscope/communicator.h"
+#include "shardscope/dist_trainer.h"
+#include "shardscope/store/writer.h"
+
+namespace shardscope {
+
+class Recorder {
+ public:
+  // Creates the run file (refusing one that another run is writing, an unwritable
+  // directory or a full disk) and records the run's description.
+  static Result<std::unique_ptr<Recorder>> Create(const std::string& path, const store::RunInfo& run);
+
+  // The partitioned graph: meshes, operators with strategies and provenance, tensors with
+  // their layouts, edges with the layouts consumers need, every redistribution with its
+  // steps, and the per-rank program. One transaction.
+  Status RecordPlan(const Graph& graph, const DistProgram& program);
+
+  // One training step with every rank's figures (ranks[r] from GatherRankStep).
+  Status RecordStep(int64_t step, int64_t epoch, double loss, double seconds,
+                    const std::vector<store::RankStepRecord>& ranks);
+  Status RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
+                          int64_t samples, double seconds);
+  Status RecordEvent(const std::string& level, const std::string& text);
+  // Final status; the file is complete and unlocked afterwards.
+  Status Finish(bool ok, const std::string& message = "");
+
+  const std::string& path() const;
+
+ private:
+  explicit Recorder(std::unique_ptr<store::RunWriter> writer) : writer_(std::move(writer)) {}
+  std::unique_ptr<store::RunWriter> writer_;
+};
+
+// Every rank calls this after a step with the figures of that step (deltas); rank 0 gets
+// all ranks' records in rank order (other ranks get an empty vector). Exact: sent as bytes.
+Result<std::vector<store::RankStepRecord>> GatherRankStep(Communicator& comm,
+                                                          const store::RankStepRecord& mine);
+
+// "runs/<name>-<yyyymmdd-hhmmss>.db", unique in the directory.
+std::string DefaultRunPath(const std::string& name);
+
+}  // namespace shardscope

@@ -1,0 +1,48 @@
+// `shardscope inspect RUN`: what a run file holds, as text or JSON.
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "shardscope/store/reader.h"
+#include "shardscope/store/summary.h"
+
+namespace shardscope::cli {
+namespace {
+
+struct InspectOptions {
+  std::string run;
+  bool json = false;
+  int64_t steps = 40;
+};
+
+int RunInspect(const InspectOptions& o) {
+  auto reader = store::RunReader::Open(o.run);
+  if (!reader.ok()) return Fail(kExitBadInput, reader.status().message());
+  store::SummaryOptions options;
+  options.max_steps = o.steps;
+  auto text = o.json ? store::RunSummaryJson(**reader, options) : store::FormatRunSummary(**reader, options);
+  if (!text.ok()) return Fail(kExitRunFailure, text.status().message());
+  std::fputs(text->c_str(), stdout);
+  if (!text->empty() && text->back() != '\n') std::fputc('\n', stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddInspectCommand(CLI::App& root, Commands& commands) {
+  auto o = std::make_shared<InspectOptions>();
+  CLI::App* app = root.add_subcommand(
+      "inspect",
+      "Show what a run file holds: the run's settings and status, meshes, each operator's\n"
+      "strategy and why, every redistribution with its bytes against the lower bound, the\n"
+      "loss table and per-rank figures. Works on a run that is still being written.\n"
+      "\n"
+      "Example: shardscope inspect runs/lenet5-20261122-101500.db\n"
+      "The file is SQLite: docs/run-format.md shows how to query it with sqlite3.");
+  app->add_option("run", o->run, "Run file (runs/*.db)")->required();
+  app->add_flag("--json", o->json, "Print JSON instead of text");
+  app->add_option("--steps", o->steps, "Rows of the loss table (text; < 0: all)");
+  commands.push_back({app, [o] { return RunInspect(*o); }});
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,276 @@
+#include "shardscope/recorder.h"
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+
+namespace shardscope {
+namespace {
+
+Status FromStore(const store::Status& st) {
+  if (st.ok()) return Status::Ok();
+  return Status::Io(st.message());
+}
+
+template <typename T>
+Result<T> FromStore(store::Result<T> r) {
+  if (!r.ok()) return Status::Io(r.status().message());
+  return std::move(r).value();
+}
+
+std::string Scope(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? "" : name.substr(0, dot);
+}
+
+std::string TensorKind(const Value& v, bool is_grad) {
+  if (v.kind != ValueKind::kActivation) return ValueKindName(v.kind);
+  return is_grad ? "gradient" : "activation";
+}
+
+// Meshes, each recorded once, keyed by their printed form.
+class MeshTable {
+ public:
+  explicit MeshTable(store::RunWriter& w) : w_(w) {}
+  Result<int64_t> Id(const DeviceMesh& mesh) {
+    const std::string key = mesh.ToString();
+    auto it = ids_.find(key);
+    if (it != ids_.end()) return it->second;
+    store::MeshRecord m;
+    m.id = static_cast<int64_t>(ids_.size());
+    m.name = key;
+    m.shape.assign(mesh.shape().begin(), mesh.shape().end());
+    m.axis_names = mesh.names();
+    if (mesh.has_explicit_ranks()) {
+      for (int r : mesh.rank_list()) m.ranks.push_back(r);
+    }
+    SHARDSCOPE_RETURN_IF_ERROR(FromStore(w_.AddMesh(m)));
+    ids_[key] = m.id;
+    return m.id;
+  }
+
+ private:
+  store::RunWriter& w_;
+  std::map<std::string, int64_t> ids_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Recorder>> Recorder::Create(const std::string& path, const store::RunInfo& run) {
+  std::error_code ec;
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto writer, FromStore(store::RunWriter::Create(path, run)));
+  return std::unique_ptr<Recorder>(new Recorder(std::move(writer)));
+}
+
+const std::string& Recorder::path() const { return writer_->path(); }
+
+Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
+  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->Begin()));
+  MeshTable meshes(*writer_);
+  for (const Node& n : g.nodes()) {
+    store::OperatorRecord op;
+    op.id = n.id;
+    op.name = n.name;
+    op.scope = Scope(n.name);
+    op.kind = OpName(n.op);
+    op.is_backward = n.is_backward;
+    op.forward_id = n.forward_node;
+    const OpStrategy& s = p.strategies[n.id];
+    SHARDSCOPE_ASSIGN_OR_RETURN(op.mesh_id, meshes.Id(s.mesh));
+    op.strategy = !n.annotations.in_strategy.empty() ? n.annotations.in_strategy : s.ToString();
+    const std::string& prov = s.provenance;
+    op.provenance = prov.rfind("user", 0) == 0        ? "user"
+                    : prov.rfind("derived", 0) == 0   ? "derived"
+                    : prov.rfind("data-parallel", 0) == 0 ? "default"
+                                                          : "default";
+    op.provenance_detail = prov + "; " + s.ToString();
+    if (n.is_backward) op.provenance_op = n.forward_node;
+    op.worker = n.annotations.worker >= 0 ? n.annotations.worker : store::kNone;
+    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddOperator(op)));
+  }
+  // Tensors: the layout at their home (as produced or stored).
+  std::vector<bool> is_grad(g.num_values(), false);
+  for (const Node& n : g.nodes()) {
+    for (ValueId v : n.outputs) is_grad[v] = n.is_backward;
+  }
+  for (const Value& v : g.values()) {
+    store::TensorRecord t;
+    t.id = v.id;
+    t.name = v.name;
+    t.shape.assign(v.shape.begin(), v.shape.end());
+    t.dtype = DTypeName(v.dtype);
+    t.kind = TensorKind(v, is_grad[v.id]);
+    t.producer_op = v.producer == kNoNode ? store::kNone : v.producer;
+    t.producer_output = v.producer_output;
+    if (p.home[v.id] >= 0) {
+      const Layout& l = p.values[p.home[v.id]].layout;
+      t.layout = l.ToString();
+      SHARDSCOPE_ASSIGN_OR_RETURN(t.mesh_id, meshes.Id(l.mesh()));
+    }
+    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddTensor(t)));
+  }
+  // Edges from compute instructions (the layout each consumer reads), and redistributions.
+  std::vector<int> producer_instr(p.values.size(), -1);
+  int64_t redist_id = 0;
+  store::ProgramRecord program;
+  program.text = p.ToText(g);
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const DistInstr& in = p.instrs[i];
+    store::InstructionRecord ir;
+    ir.ordinal = static_cast<int64_t>(i);
+    if (in.kind == DistInstr::Kind::kCompute) {
+      const Node& n = g.node(in.node);
+      for (size_t k = 0; k < in.inputs.size(); ++k) {
+        store::EdgeRecord e;
+        e.tensor_id = n.inputs[k];
+        const Value& v = g.value(n.inputs[k]);
+        e.src_op = v.producer == kNoNode ? store::kNone : v.producer;
+        e.src_output = v.producer_output;
+        e.dst_op = n.id;
+        e.dst_input = static_cast<int64_t>(k);
+        const Layout& l = p.values[in.inputs[k]].layout;
+        e.layout = l.ToString();
+        SHARDSCOPE_ASSIGN_OR_RETURN(e.mesh_id, meshes.Id(l.mesh()));
+        SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEdge(e)));
+      }
+      ir.kind = "compute";
+      ir.op_id = n.id;
+      ir.text = n.name + " = " + OpName(n.op);
+    } else {
+      const RedistPlan& plan = *in.plan;
+      store::RedistributionRecord r;
+      r.id = redist_id++;
+      r.tensor_id = p.values[in.inputs[0]].global;
+      // The consumer: the first compute instruction after it that reads its output.
+      for (size_t j = i + 1; j < p.instrs.size(); ++j) {
+        const DistInstr& c = p.instrs[j];
+        if (c.kind != DistInstr::Kind::kCompute) continue;
+        for (size_t k = 0; k < c.inputs.size(); ++k) {
+          if (c.inputs[k] == in.outputs[0] && r.consumer_op == store::kNone) {
+            r.consumer_op = c.node;
+            r.consumer_input = static_cast<int64_t>(k);
+          }
+        }
+        if (r.consumer_op != store::kNone) break;
+      }
+      const Value& tv = g.value(r.tensor_id);
+      r.is_backward = tv.producer != kNoNode && g.node(tv.producer).is_backward;
+      r.from_layout = plan.from.ToString();
+      SHARDSCOPE_ASSIGN_OR_RETURN(r.from_mesh_id, meshes.Id(plan.from.mesh()));
+      r.to_layout = plan.to.ToString();
+      SHARDSCOPE_ASSIGN_OR_RETURN(r.to_mesh_id, meshes.Id(plan.to.mesh()));
+      SHARDSCOPE_ASSIGN_OR_RETURN(r.plan_mesh_id, meshes.Id(plan.mesh));
+      r.reason = in.reason;
+      r.bytes = plan.planned_bytes;
+      r.lower_bound_bytes = plan.lower_bound_bytes;
+      r.bytes_total = plan.total_planned_bytes;
+      r.lower_bound_total = plan.total_lower_bound_bytes;
+      r.lower_bound_per_rank = plan.lower_bound;
+      r.byte_optimal = plan.byte_optimal;
+      r.predicted_seconds = plan.predicted_seconds;
+      for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const RedistStep& s = plan.steps[k];
+        store::RedistStepRecord sr;
+        sr.ordinal = static_cast<int64_t>(k);
+        sr.kind = s.KindName();
+        sr.axes.assign(s.axes.begin(), s.axes.end());
+        sr.axis_names = s.axis_names;
+        sr.dim = s.dim;
+        sr.dim_to = s.dim_to;
+        for (const auto& grp : s.groups) sr.groups.emplace_back(grp.begin(), grp.end());
+        sr.bytes_sent_max = s.bytes_sent_per_rank;
+        sr.bytes_recv_max = s.bytes_recv_per_rank;
+        sr.bytes_sent = s.bytes_sent;
+        sr.bytes_recv = s.bytes_recv;
+        sr.messages = s.messages;
+        sr.seconds = s.seconds;
+        sr.layout_after = s.after.ToString();
+        sr.reason = s.reason;
+        for (const RedistTransfer& t : s.transfers) {
+          sr.transfers.push_back({t.src, t.dst, t.offset, std::vector<int64_t>(t.extent.begin(), t.extent.end())});
+        }
+        sr.zero_ranks.assign(s.zero_ranks.begin(), s.zero_ranks.end());
+        r.steps.push_back(std::move(sr));
+      }
+      SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddRedistribution(r)));
+      ir.kind = "redistribute";
+      ir.redistribution_id = r.id;
+      ir.tensor_id = r.tensor_id;
+      ir.bytes = plan.planned_bytes;
+      ir.text = p.values[in.outputs[0]].name + " = redistribute(" + p.values[in.inputs[0]].name + ")";
+    }
+    program.instructions.push_back(std::move(ir));
+  }
+  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddProgram(program)));
+  return FromStore(writer_->Commit());
+}
+
+Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double seconds,
+                            const std::vector<store::RankStepRecord>& ranks) {
+  store::StepRecord s;
+  s.step = step;
+  s.epoch = epoch;
+  s.loss = loss;
+  s.seconds = seconds;
+  s.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  s.ranks = ranks;
+  return FromStore(writer_->AddStep(s));  // its own transaction: committed per step
+}
+
+Status Recorder::RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
+                                  int64_t samples, double seconds) {
+  store::EvaluationRecord e;
+  e.step = step;
+  e.epoch = epoch;
+  e.name = name;
+  e.accuracy = accuracy;
+  e.samples = samples;
+  e.seconds = seconds;
+  e.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return FromStore(writer_->AddEvaluation(e));
+}
+
+Status Recorder::RecordEvent(const std::string& level, const std::string& text) {
+  return FromStore(writer_->AddEvent(level, "train", text));
+}
+
+Status Recorder::Finish(bool ok, const std::string& message) {
+  return FromStore(writer_->Finish(ok ? store::RunStatus::kCompleted : store::RunStatus::kFailed, message));
+}
+
+Result<std::vector<store::RankStepRecord>> GatherRankStep(Communicator& comm, const store::RankStepRecord& mine) {
+  constexpr int kTag = 7301;
+  std::vector<store::RankStepRecord> all;
+  static_assert(std::is_trivially_copyable_v<store::RankStepRecord>);
+  if (comm.rank() != 0) {
+    std::vector<std::byte> bytes(sizeof mine);
+    std::memcpy(bytes.data(), &mine, sizeof mine);
+    SHARDSCOPE_RETURN_IF_ERROR(comm.SendBytes(bytes, 0, kTag));
+    return all;
+  }
+  all.push_back(mine);
+  for (int r = 1; r < comm.size(); ++r) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, comm.RecvBytes(r, kTag));
+    if (bytes.size() != sizeof(store::RankStepRecord)) return Status::Internal("bad per-rank record from rank " + std::to_string(r));
+    store::RankStepRecord rec;
+    std::memcpy(&rec, bytes.data(), sizeof rec);
+    all.push_back(rec);
+  }
+  return all;
+}
+
+std::string DefaultRunPath(const std::string& name) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  std::string base = "runs/" + (name.empty() ? std::string("run") : name) + "-" + stamp;
+  std::string path = base + ".db";
+  for (int i = 1; std::filesystem::exists(path); ++i) path = base + "-" + std::to_string(i) + ".db";
+  return path;
+}
+
+}  // namespace shardscope

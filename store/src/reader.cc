@@ -1,0 +1,915 @@
+#include "shardscope/store/reader.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "json_text.h"
+#include "lock.h"
+#include "schema.h"
+#include "sqlite_util.h"
+
+namespace shardscope::store {
+
+using internal::Stmt;
+
+namespace {
+
+constexpr std::string_view kOperatorColumns =
+    "SELECT id, name, scope, kind, is_backward, forward_id, mesh_id, strategy, provenance, "
+    "provenance_detail, provenance_op, search_round, cost, worker, attrs FROM operator ";
+constexpr std::string_view kCandidateColumns =
+    "SELECT op_id, strategy, cost, compute_seconds, comm_seconds, memory_bytes, note "
+    "FROM candidate ";
+constexpr std::string_view kTensorColumns =
+    "SELECT id, name, shape, dtype, kind, producer_op, producer_output, layout, mesh_id "
+    "FROM tensor ";
+constexpr std::string_view kEdgeColumns =
+    "SELECT tensor_id, src_op, src_output, dst_op, dst_input, layout, mesh_id FROM edge ";
+constexpr std::string_view kRedistColumns =
+    "SELECT id, tensor_id, consumer_op, consumer_input, is_backward, from_layout, from_mesh_id, "
+    "to_layout, to_mesh_id, plan_mesh_id, reason, bytes, lower_bound_bytes, bytes_total, "
+    "lower_bound_total, lower_bound_per_rank, byte_optimal, predicted_seconds "
+    "FROM redistribution ";
+constexpr std::string_view kRedistStepColumns =
+    "SELECT redistribution_id, ordinal, kind, axes, axis_names, dim, dim_to, rank_groups, "
+    "bytes_sent_max, bytes_recv_max, bytes_sent, bytes_recv, messages, seconds, layout_after, "
+    "reason, transfers, zero_ranks FROM redist_step ";
+constexpr std::string_view kRankStepColumns =
+    "SELECT step, rank, compute_seconds, comm_seconds, bytes_sent, bytes_recv, param_bytes, "
+    "grad_bytes, optimizer_bytes, activation_bytes, peak_bytes FROM rank_step ";
+
+std::string Cat(std::string_view a, std::string_view b) {
+  std::string s(a);
+  s += b;
+  return s;
+}
+
+}  // namespace
+
+struct RunReader::Impl {
+  std::string path;
+  sqlite3* db = nullptr;
+  int version = 0;
+  bool migrated = false;
+  mutable std::mutex mu;
+
+  Stmt run, counts, meshes;
+  Stmt ops_all, op_by_id, ops_by_name, ops_in_scope, cands_all, cands_of_op;
+  Stmt tensors_all, tensor_by_id, edges_all, edges_into, edges_from, edges_of_tensor;
+  Stmt redists_all, redist_by_id, redists_of_op, redists_of_tensor, rsteps_all, rsteps_of;
+  Stmt programs, instructions, send_recvs;
+  Stmt steps, rank_steps, rank_series, rank_totals, evaluations, events;
+
+  ~Impl() {
+    for (Stmt* s : AllStatements()) *s = Stmt();
+    if (db != nullptr) sqlite3_close(db);
+  }
+
+  std::vector<Stmt*> AllStatements() {
+    return {&run,          &counts,         &meshes,       &ops_all,         &op_by_id,
+            &ops_by_name,  &ops_in_scope,   &cands_all,    &cands_of_op,     &tensors_all,
+            &tensor_by_id, &edges_all,      &edges_into,   &edges_from,      &edges_of_tensor,
+            &redists_all,  &redist_by_id,   &redists_of_op, &redists_of_tensor, &rsteps_all,
+            &rsteps_of,    &programs,       &instructions, &send_recvs,      &steps,
+            &rank_steps,   &rank_series,    &rank_totals,  &evaluations,     &events};
+  }
+
+  Status Error(int rc, std::string_view what) const {
+    return internal::SqliteError(db, rc, path, what);
+  }
+  Status Damaged(std::string_view what) const {
+    return Status(ErrorCode::kCorrupt, path + ": damaged run file: " + std::string(what));
+  }
+
+  Status PrepareAll();
+
+  // Steps `s` to the end, calling row() on each row; resets `s` whatever happens.
+  template <typename F>
+  Status ForEach(Stmt& s, std::string_view what, F&& row) {
+    internal::StmtUse use(s);
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      if (Status st = row(); !st.ok()) return st;
+    }
+    return rc == SQLITE_DONE ? Status::Ok() : Error(rc, what);
+  }
+
+  Status ReadRun(RunInfo* out);
+  Status ReadOperators(Stmt& s, std::vector<OperatorRecord>* out);
+  Status AttachCandidates(std::vector<OperatorRecord>* ops);
+  Status ReadOperatorRow(Stmt& s, OperatorRecord* o);
+  Status ReadTensorRow(Stmt& s, TensorRecord* t);
+  void ReadEdgeRow(Stmt& s, EdgeRecord* e);
+  Status ReadEdges(Stmt& s, std::vector<EdgeRecord>* out);
+  Status ReadRedistRow(Stmt& s, RedistributionRecord* r);
+  Status ReadRedistStepRow(Stmt& s, RedistStepRecord* x);
+  Status ReadRedists(Stmt& s, bool with_steps, std::vector<RedistributionRecord>* out);
+  static void ReadRankStepRow(Stmt& s, RankStepRecord* k);
+
+  Status Json(bool ok, std::string_view table, int64_t id, std::string_view column) const {
+    if (ok) return Status::Ok();
+    return Damaged("table '" + std::string(table) + "' row " + std::to_string(id) +
+                   ": column '" + std::string(column) + "' does not hold the expected JSON");
+  }
+};
+
+Status RunReader::Impl::PrepareAll() {
+  const std::pair<Stmt*, std::string> statements[] = {
+      {&run,
+       "SELECT name, mode, search, devices, backend, model_path, model_text, config, "
+       "command_line, shardscope_version, versions, status, status_message, started_at, "
+       "updated_at, ended_at, writer_pid, writer_host FROM run WHERE id = 1"},
+      {&counts,
+       "SELECT (SELECT count(*) FROM mesh), (SELECT count(*) FROM operator), "
+       "(SELECT count(*) FROM operator WHERE is_backward), (SELECT count(*) FROM candidate), "
+       "(SELECT count(*) FROM tensor), (SELECT count(*) FROM edge), "
+       "(SELECT count(*) FROM redistribution), (SELECT count(*) FROM redist_step), "
+       "(SELECT count(*) FROM program), (SELECT count(*) FROM instruction), "
+       "(SELECT count(*) FROM send_recv), (SELECT count(*) FROM step), "
+       "(SELECT count(*) FROM rank_step), (SELECT count(*) FROM evaluation), "
+       "(SELECT count(*) FROM event)"},
+      {&meshes, "SELECT id, name, shape, axis_names, ranks FROM mesh ORDER BY id"},
+      {&ops_all, Cat(kOperatorColumns, "ORDER BY id")},
+      {&op_by_id, Cat(kOperatorColumns, "WHERE id = ?1")},
+      {&ops_by_name, Cat(kOperatorColumns, "WHERE name = ?1 ORDER BY id")},
+      {&ops_in_scope,
+       Cat(kOperatorColumns, "WHERE scope = ?1 OR (scope >= ?2 AND scope < ?3) ORDER BY id")},
+      {&cands_all, Cat(kCandidateColumns, "ORDER BY op_id, ordinal")},
+      {&cands_of_op, Cat(kCandidateColumns, "WHERE op_id = ?1 ORDER BY ordinal")},
+      {&tensors_all, Cat(kTensorColumns, "ORDER BY id")},
+      {&tensor_by_id, Cat(kTensorColumns, "WHERE id = ?1")},
+      {&edges_all, Cat(kEdgeColumns, "ORDER BY dst_op, dst_input")},
+      {&edges_into, Cat(kEdgeColumns, "WHERE dst_op = ?1 ORDER BY dst_input")},
+      {&edges_from, Cat(kEdgeColumns, "WHERE src_op = ?1 ORDER BY dst_op, dst_input")},
+      {&edges_of_tensor, Cat(kEdgeColumns, "WHERE tensor_id = ?1 ORDER BY dst_op, dst_input")},
+      {&redists_all, Cat(kRedistColumns, "ORDER BY id")},
+      {&redist_by_id, Cat(kRedistColumns, "WHERE id = ?1")},
+      {&redists_of_op, Cat(kRedistColumns, "WHERE consumer_op = ?1 ORDER BY id")},
+      {&redists_of_tensor, Cat(kRedistColumns, "WHERE tensor_id = ?1 ORDER BY id")},
+      {&rsteps_all, Cat(kRedistStepColumns, "ORDER BY redistribution_id, ordinal")},
+      {&rsteps_of, Cat(kRedistStepColumns, "WHERE redistribution_id = ?1 ORDER BY ordinal")},
+      {&programs, "SELECT rank, role, listing FROM program ORDER BY rank"},
+      {&instructions,
+       "SELECT rank, ordinal, kind, op_id, redistribution_id, tensor_id, peer, bytes, text "
+       "FROM instruction ORDER BY rank, ordinal"},
+      {&send_recvs,
+       "SELECT id, tensor_id, src_rank, dst_rank, src_op, dst_op, bytes, is_backward "
+       "FROM send_recv ORDER BY id"},
+      {&steps,
+       "SELECT step, epoch, loss, seconds, time FROM step WHERE step BETWEEN ?1 AND ?2 "
+       "ORDER BY step"},
+      {&rank_steps, Cat(kRankStepColumns, "WHERE step BETWEEN ?1 AND ?2 ORDER BY step, rank")},
+      {&rank_series, Cat(kRankStepColumns, "WHERE rank = ?1 ORDER BY step")},
+      {&rank_totals,
+       "SELECT rank, count(*), total(compute_seconds), total(comm_seconds), sum(bytes_sent), "
+       "sum(bytes_recv), max(peak_bytes), max(param_bytes), max(grad_bytes), "
+       "max(optimizer_bytes), max(activation_bytes) FROM rank_step GROUP BY rank ORDER BY rank"},
+      {&evaluations,
+       "SELECT id, step, epoch, name, loss, accuracy, samples, seconds, time FROM evaluation "
+       "ORDER BY id"},
+      {&events,
+       "SELECT id, time, level, step, rank, source, message FROM event WHERE id > ?1 "
+       "ORDER BY id LIMIT ?2"},
+  };
+  for (const auto& [stmt, sql] : statements) {
+    const int rc = stmt->Prepare(db, sql);
+    if (rc != SQLITE_OK) {
+      return Damaged("its tables do not match schema version " + std::to_string(version) + " (" +
+                     sqlite3_errmsg(db) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status RunReader::Impl::ReadRun(RunInfo* out) {
+  bool found = false;
+  Status st = ForEach(run, "reading the run", [&] {
+    found = true;
+    RunInfo& r = *out;
+    r.name = run.Text(0);
+    r.mode = run.Text(1);
+    r.search = run.Text(2);
+    r.devices = run.Int(3);
+    r.backend = run.Text(4);
+    r.model_path = run.Text(5);
+    r.model_text = run.Text(6);
+    r.config_json = run.Text(7);
+    r.command_line = run.Text(8);
+    r.shardscope_version = run.Text(9);
+    r.versions_json = run.Text(10);
+    const std::string status = run.Text(11);
+    if (!ParseRunStatus(status, &r.stored_status)) {
+      return Damaged("unknown run status '" + status + "'");
+    }
+    r.status = r.stored_status;
+    r.status_message = run.Text(12);
+    r.started_at = run.IsNull(13) ? 0 : run.Double(13);
+    r.updated_at = run.IsNull(14) ? 0 : run.Double(14);
+    r.ended_at = run.IsNull(15) ? 0 : run.Double(15);
+    r.writer_pid = run.IsNull(16) ? 0 : run.Int(16);
+    r.writer_host = run.Text(17);
+    r.schema_version = version;
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  if (!found) return Damaged("the run table is empty");
+  return Status::Ok();
+}
+
+Status RunReader::Impl::ReadOperatorRow(Stmt& s, OperatorRecord* o) {
+  o->id = s.Int(0);
+  o->name = s.Text(1);
+  o->scope = s.Text(2);
+  o->kind = s.Text(3);
+  o->is_backward = s.Bool(4);
+  o->forward_id = s.Ref(5);
+  o->mesh_id = s.Ref(6);
+  o->strategy = s.Text(7);
+  o->provenance = s.Text(8);
+  o->provenance_detail = s.Text(9);
+  o->provenance_op = s.Ref(10);
+  o->search_round = s.Ref(11);
+  o->cost = s.Double(12);
+  o->worker = s.Ref(13);
+  o->attrs = s.Text(14);
+  return Status::Ok();
+}
+
+Status RunReader::Impl::ReadOperators(Stmt& s, std::vector<OperatorRecord>* out) {
+  return ForEach(s, "reading operators", [&] {
+    out->emplace_back();
+    return ReadOperatorRow(s, &out->back());
+  });
+}
+
+// Candidates of operators sorted by id: one ordered scan for all of them.
+Status RunReader::Impl::AttachCandidates(std::vector<OperatorRecord>* ops) {
+  size_t i = 0;
+  return ForEach(cands_all, "reading candidates", [&] {
+    const int64_t op_id = cands_all.Int(0);
+    while (i < ops->size() && (*ops)[i].id < op_id) ++i;
+    if (i == ops->size() || (*ops)[i].id != op_id) return Status::Ok();  // no such operator
+    CandidateRecord c;
+    c.strategy = cands_all.Text(1);
+    c.cost = cands_all.Double(2);
+    c.compute_seconds = cands_all.Double(3);
+    c.comm_seconds = cands_all.Double(4);
+    c.memory_bytes = cands_all.Int(5);
+    c.note = cands_all.Text(6);
+    (*ops)[i].candidates.push_back(std::move(c));
+    return Status::Ok();
+  });
+}
+
+Status RunReader::Impl::ReadTensorRow(Stmt& s, TensorRecord* t) {
+  t->id = s.Int(0);
+  t->name = s.Text(1);
+  if (Status st = Json(internal::ParseInts(s.Text(2), &t->shape), "tensor", t->id, "shape");
+      !st.ok()) {
+    return st;
+  }
+  t->dtype = s.Text(3);
+  t->kind = s.Text(4);
+  t->producer_op = s.Ref(5);
+  t->producer_output = s.Int(6);
+  t->layout = s.Text(7);
+  t->mesh_id = s.Ref(8);
+  return Status::Ok();
+}
+
+void RunReader::Impl::ReadEdgeRow(Stmt& s, EdgeRecord* e) {
+  e->tensor_id = s.Int(0);
+  e->src_op = s.Ref(1);
+  e->src_output = s.Int(2);
+  e->dst_op = s.Int(3);
+  e->dst_input = s.Int(4);
+  e->layout = s.Text(5);
+  e->mesh_id = s.Ref(6);
+}
+
+Status RunReader::Impl::ReadEdges(Stmt& s, std::vector<EdgeRecord>* out) {
+  return ForEach(s, "reading edges", [&] {
+    out->emplace_back();
+    ReadEdgeRow(s, &out->back());
+    return Status::Ok();
+  });
+}
+
+Status RunReader::Impl::ReadRedistRow(Stmt& s, RedistributionRecord* r) {
+  r->id = s.Int(0);
+  r->tensor_id = s.Ref(1);
+  r->consumer_op = s.Ref(2);
+  r->consumer_input = s.Ref(3);
+  r->is_backward = s.Bool(4);
+  r->from_layout = s.Text(5);
+  r->from_mesh_id = s.Ref(6);
+  r->to_layout = s.Text(7);
+  r->to_mesh_id = s.Ref(8);
+  r->plan_mesh_id = s.Ref(9);
+  r->reason = s.Text(10);
+  r->bytes = s.Int(11);
+  r->lower_bound_bytes = s.Int(12);
+  r->bytes_total = s.Int(13);
+  r->lower_bound_total = s.Int(14);
+  if (Status st = Json(internal::ParseInts(s.Text(15), &r->lower_bound_per_rank),
+                       "redistribution", r->id, "lower_bound_per_rank");
+      !st.ok()) {
+    return st;
+  }
+  r->byte_optimal = s.Bool(16);
+  r->predicted_seconds = s.Double(17);
+  return Status::Ok();
+}
+
+Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x) {
+  const int64_t id = s.Int(0);
+  x->ordinal = s.Int(1);
+  x->kind = s.Text(2);
+  const auto check = [&](bool ok, std::string_view column) {
+    return Json(ok, "redist_step", id, column);
+  };
+  if (Status st = check(internal::ParseInts(s.Text(3), &x->axes), "axes"); !st.ok()) return st;
+  if (Status st = check(internal::ParseStrings(s.Text(4), &x->axis_names), "axis_names");
+      !st.ok()) {
+    return st;
+  }
+  x->dim = s.Int(5);
+  x->dim_to = s.Int(6);
+  if (Status st = check(internal::ParseIntLists(s.Text(7), &x->groups), "rank_groups");
+      !st.ok()) {
+    return st;
+  }
+  x->bytes_sent_max = s.Int(8);
+  x->bytes_recv_max = s.Int(9);
+  if (Status st = check(internal::ParseInts(s.Text(10), &x->bytes_sent), "bytes_sent"); !st.ok()) {
+    return st;
+  }
+  if (Status st = check(internal::ParseInts(s.Text(11), &x->bytes_recv), "bytes_recv"); !st.ok()) {
+    return st;
+  }
+  x->messages = s.Int(12);
+  x->seconds = s.Double(13);
+  x->layout_after = s.Text(14);
+  x->reason = s.Text(15);
+  if (Status st = check(internal::ParseTransfers(s.Text(16), &x->transfers), "transfers");
+      !st.ok()) {
+    return st;
+  }
+  return check(internal::ParseInts(s.Text(17), &x->zero_ranks), "zero_ranks");
+}
+
+Status RunReader::Impl::ReadRedists(Stmt& s, bool with_steps,
+                                    std::vector<RedistributionRecord>* out) {
+  Status st = ForEach(s, "reading redistributions", [&] {
+    out->emplace_back();
+    return ReadRedistRow(s, &out->back());
+  });
+  if (!st.ok() || !with_steps) return st;
+  if (out->size() == 1) {  // one lookup: use the index
+    rsteps_of.BindInt(1, out->front().id);
+    return ForEach(rsteps_of, "reading redistribution steps", [&] {
+      out->front().steps.emplace_back();
+      return ReadRedistStepRow(rsteps_of, &out->front().steps.back());
+    });
+  }
+  // Several, sorted by id: one ordered scan of every step.
+  size_t i = 0;
+  return ForEach(rsteps_all, "reading redistribution steps", [&] {
+    const int64_t id = rsteps_all.Int(0);
+    while (i < out->size() && (*out)[i].id < id) ++i;
+    if (i == out->size() || (*out)[i].id != id) return Status::Ok();
+    (*out)[i].steps.emplace_back();
+    return ReadRedistStepRow(rsteps_all, &(*out)[i].steps.back());
+  });
+}
+
+void RunReader::Impl::ReadRankStepRow(Stmt& s, RankStepRecord* k) {
+  k->rank = s.Int(1);
+  k->compute_seconds = s.Double(2);
+  k->comm_seconds = s.Double(3);
+  k->bytes_sent = s.Int(4);
+  k->bytes_recv = s.Int(5);
+  k->param_bytes = s.Int(6);
+  k->grad_bytes = s.Int(7);
+  k->optimizer_bytes = s.Int(8);
+  k->activation_bytes = s.Int(9);
+  k->peak_bytes = s.Int(10);
+}
+
+// ---------------------------------------------------------------------------------------
+
+RunReader::RunReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RunReader::~RunReader() = default;
+
+Result<std::unique_ptr<RunReader>> RunReader::Open(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return Status(ErrorCode::kNotFound, path + ": no such run file");
+    }
+    return Status(ErrorCode::kIo, path + ": cannot open: " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return Status(ErrorCode::kNotARunFile, path + ": not a Shardscope run file (a directory)");
+  }
+  if (st.st_size == 0) {
+    return Status(ErrorCode::kNotARunFile, path + ": not a Shardscope run file (an empty file)");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  int rc = sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) return impl->Error(rc, "opening");
+  sqlite3* db = impl->db;
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  for (const char* pragma : {"PRAGMA query_only = ON", "PRAGMA cell_size_check = ON"}) {
+    if (Status s = internal::Exec(db, pragma, path, "opening"); !s.ok()) return s;
+  }
+  Result<int> version = internal::CheckRunFile(db, path, kSchemaVersion);
+  if (!version.ok()) return version.status();
+  impl->version = *version;
+  if (impl->version < kSchemaVersion) {
+    Result<sqlite3*> copy =
+        internal::MigratedCopy(db, impl->version, internal::Migrations(), path);
+    if (!copy.ok()) return copy.status();
+    sqlite3_close(impl->db);
+    impl->db = *copy;
+    impl->migrated = true;
+    sqlite3_extended_result_codes(impl->db, 1);
+  }
+  if (Status s = internal::CheckTables(impl->db, internal::RequiredTables(), path); !s.ok()) {
+    return s;
+  }
+  if (Status s = impl->PrepareAll(); !s.ok()) return s;
+  RunInfo run;
+  if (Status s = impl->ReadRun(&run); !s.ok()) return s;
+  return std::unique_ptr<RunReader>(new RunReader(std::move(impl)));
+}
+
+const std::string& RunReader::path() const { return impl_->path; }
+int RunReader::schema_version() const { return impl_->version; }
+bool RunReader::migrated() const { return impl_->migrated; }
+
+bool RunReader::IsLive() const {
+  return internal::ProbeLock(impl_->path).state == internal::LockProbe::kHeld;
+}
+
+Result<RunInfo> RunReader::Run() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  RunInfo run;
+  if (Status st = impl_->ReadRun(&run); !st.ok()) return st;
+  if (run.stored_status != RunStatus::kRunning || impl_->migrated) return run;
+  const internal::LockProbe probe = internal::ProbeLock(impl_->path);
+  if (probe.state == internal::LockProbe::kHeld || probe.state == internal::LockProbe::kUnknown) {
+    return run;
+  }
+  // The writer records its final status before it releases the lock: read again, so a run
+  // that finished between the two reads is not taken for an interrupted one.
+  if (Status st = impl_->ReadRun(&run); !st.ok()) return st;
+  if (run.stored_status == RunStatus::kRunning) {
+    run.status = RunStatus::kInterrupted;
+    if (run.status_message.empty()) {
+      run.status_message =
+          probe.state == internal::LockProbe::kNoLockFile
+              ? "the run stopped without recording a final status (no writer lock file)"
+              : "the writer (pid " + std::to_string(probe.pid) + " on " + probe.host +
+                    ") stopped without recording a final status";
+    }
+  }
+  return run;
+}
+
+Result<RunCounts> RunReader::Counts() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->counts;
+  RunCounts c;
+  Status st = impl_->ForEach(s, "counting rows", [&] {
+    int64_t* fields[] = {&c.meshes,          &c.operators,  &c.backward_operators, &c.candidates,
+                         &c.tensors,         &c.edges,      &c.redistributions,    &c.redist_steps,
+                         &c.programs,        &c.instructions, &c.send_recvs,       &c.steps,
+                         &c.rank_steps,      &c.evaluations, &c.events};
+    for (int i = 0; i < 15; ++i) *fields[i] = s.Int(i);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return c;
+}
+
+Result<std::vector<MeshRecord>> RunReader::Meshes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  Stmt& s = d.meshes;
+  std::vector<MeshRecord> out;
+  Status st = d.ForEach(s, "reading meshes", [&] {
+    MeshRecord m;
+    m.id = s.Int(0);
+    m.name = s.Text(1);
+    if (Status j = d.Json(internal::ParseInts(s.Text(2), &m.shape), "mesh", m.id, "shape");
+        !j.ok()) {
+      return j;
+    }
+    if (Status j = d.Json(internal::ParseStrings(s.Text(3), &m.axis_names), "mesh", m.id,
+                          "axis_names");
+        !j.ok()) {
+      return j;
+    }
+    if (Status j = d.Json(internal::ParseInts(s.Text(4), &m.ranks), "mesh", m.id, "ranks");
+        !j.ok()) {
+      return j;
+    }
+    out.push_back(std::move(m));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<OperatorRecord>> RunReader::Operators(bool with_candidates) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<OperatorRecord> out;
+  if (Status st = impl_->ReadOperators(impl_->ops_all, &out); !st.ok()) return st;
+  if (with_candidates) {
+    if (Status st = impl_->AttachCandidates(&out); !st.ok()) return st;
+  }
+  return out;
+}
+
+namespace {
+// Fills the candidates of each operator with one indexed lookup per operator.
+template <typename Impl>
+Status CandidatesByLookup(Impl& d, std::vector<OperatorRecord>* ops) {
+  for (OperatorRecord& o : *ops) {
+    Stmt& s = d.cands_of_op;
+    s.BindInt(1, o.id);
+    Status st = d.ForEach(s, "reading candidates", [&] {
+      CandidateRecord c;
+      c.strategy = s.Text(1);
+      c.cost = s.Double(2);
+      c.compute_seconds = s.Double(3);
+      c.comm_seconds = s.Double(4);
+      c.memory_bytes = s.Int(5);
+      c.note = s.Text(6);
+      o.candidates.push_back(std::move(c));
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Result<OperatorRecord> RunReader::Operator(int64_t id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<OperatorRecord> out;
+  impl_->op_by_id.BindInt(1, id);
+  if (Status st = impl_->ReadOperators(impl_->op_by_id, &out); !st.ok()) return st;
+  if (out.empty()) {
+    return Status(ErrorCode::kNotFound,
+                  impl_->path + ": no operator " + std::to_string(id) + " in this run");
+  }
+  out.resize(1);
+  if (Status st = CandidatesByLookup(*impl_, &out); !st.ok()) return st;
+  return std::move(out.front());
+}
+
+Result<std::vector<OperatorRecord>> RunReader::OperatorsNamed(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<OperatorRecord> out;
+  const std::string key(name);
+  impl_->ops_by_name.BindText(1, key);
+  if (Status st = impl_->ReadOperators(impl_->ops_by_name, &out); !st.ok()) return st;
+  if (Status st = CandidatesByLookup(*impl_, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<OperatorRecord>> RunReader::OperatorsInScope(std::string_view scope) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<OperatorRecord> out;
+  // Scopes under "a.b" are the strings from "a.b." (inclusive) to "a.b/" ('/' follows '.').
+  const std::string exact(scope);
+  const std::string low = exact + ".";
+  const std::string high = exact + "/";
+  Stmt& s = impl_->ops_in_scope;
+  s.BindText(1, exact);
+  s.BindText(2, low);
+  s.BindText(3, high);
+  if (Status st = impl_->ReadOperators(s, &out); !st.ok()) return st;
+  if (Status st = CandidatesByLookup(*impl_, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<TensorRecord>> RunReader::Tensors() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->tensors_all;
+  std::vector<TensorRecord> out;
+  Status st = impl_->ForEach(s, "reading tensors", [&] {
+    out.emplace_back();
+    return impl_->ReadTensorRow(s, &out.back());
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<TensorRecord> RunReader::Tensor(int64_t id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->tensor_by_id;
+  s.BindInt(1, id);
+  std::vector<TensorRecord> out;
+  Status st = impl_->ForEach(s, "reading a tensor", [&] {
+    out.emplace_back();
+    return impl_->ReadTensorRow(s, &out.back());
+  });
+  if (!st.ok()) return st;
+  if (out.empty()) {
+    return Status(ErrorCode::kNotFound,
+                  impl_->path + ": no tensor " + std::to_string(id) + " in this run");
+  }
+  return std::move(out.front());
+}
+
+Result<std::vector<EdgeRecord>> RunReader::Edges() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<EdgeRecord> out;
+  if (Status st = impl_->ReadEdges(impl_->edges_all, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<EdgeRecord>> RunReader::EdgesInto(int64_t op) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<EdgeRecord> out;
+  impl_->edges_into.BindInt(1, op);
+  if (Status st = impl_->ReadEdges(impl_->edges_into, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<EdgeRecord>> RunReader::EdgesFrom(int64_t op) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<EdgeRecord> out;
+  impl_->edges_from.BindInt(1, op);
+  if (Status st = impl_->ReadEdges(impl_->edges_from, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<EdgeRecord>> RunReader::EdgesOfTensor(int64_t tensor) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<EdgeRecord> out;
+  impl_->edges_of_tensor.BindInt(1, tensor);
+  if (Status st = impl_->ReadEdges(impl_->edges_of_tensor, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<RedistributionRecord>> RunReader::Redistributions(bool with_steps) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<RedistributionRecord> out;
+  if (Status st = impl_->ReadRedists(impl_->redists_all, with_steps, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<RedistributionRecord> RunReader::Redistribution(int64_t id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<RedistributionRecord> out;
+  impl_->redist_by_id.BindInt(1, id);
+  if (Status st = impl_->ReadRedists(impl_->redist_by_id, true, &out); !st.ok()) return st;
+  if (out.empty()) {
+    return Status(ErrorCode::kNotFound,
+                  impl_->path + ": no redistribution " + std::to_string(id) + " in this run");
+  }
+  return std::move(out.front());
+}
+
+namespace {
+template <typename Impl>
+Status StepsByLookup(Impl& d, std::vector<RedistributionRecord>* out) {
+  for (RedistributionRecord& r : *out) {
+    d.rsteps_of.BindInt(1, r.id);
+    Status st = d.ForEach(d.rsteps_of, "reading redistribution steps", [&] {
+      r.steps.emplace_back();
+      return d.ReadRedistStepRow(d.rsteps_of, &r.steps.back());
+    });
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Result<std::vector<RedistributionRecord>> RunReader::RedistributionsForOperator(int64_t op) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<RedistributionRecord> out;
+  impl_->redists_of_op.BindInt(1, op);
+  if (Status st = impl_->ReadRedists(impl_->redists_of_op, false, &out); !st.ok()) return st;
+  if (Status st = StepsByLookup(*impl_, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<RedistributionRecord>> RunReader::RedistributionsOfTensor(
+    int64_t tensor) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<RedistributionRecord> out;
+  impl_->redists_of_tensor.BindInt(1, tensor);
+  if (Status st = impl_->ReadRedists(impl_->redists_of_tensor, false, &out); !st.ok()) return st;
+  if (Status st = StepsByLookup(*impl_, &out); !st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<ProgramRecord>> RunReader::Programs(bool with_instructions) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  std::vector<ProgramRecord> out;
+  Status st = d.ForEach(d.programs, "reading programs", [&] {
+    ProgramRecord p;
+    p.rank = d.programs.Int(0);
+    p.role = d.programs.Text(1);
+    p.text = d.programs.Text(2);
+    out.push_back(std::move(p));
+    return Status::Ok();
+  });
+  if (!st.ok() || !with_instructions) {
+    if (!st.ok()) return st;
+    return out;
+  }
+  size_t i = 0;
+  Stmt& s = d.instructions;
+  st = d.ForEach(s, "reading instructions", [&] {
+    const int64_t rank = s.Int(0);
+    while (i < out.size() && out[i].rank < rank) ++i;
+    if (i == out.size() || out[i].rank != rank) return Status::Ok();
+    InstructionRecord in;
+    in.ordinal = s.Int(1);
+    in.kind = s.Text(2);
+    in.op_id = s.Ref(3);
+    in.redistribution_id = s.Ref(4);
+    in.tensor_id = s.Ref(5);
+    in.peer = s.Ref(6);
+    in.bytes = s.Int(7);
+    in.text = s.Text(8);
+    out[i].instructions.push_back(std::move(in));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<SendRecvRecord>> RunReader::SendRecvs() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->send_recvs;
+  std::vector<SendRecvRecord> out;
+  Status st = impl_->ForEach(s, "reading send/receive pairs", [&] {
+    SendRecvRecord p;
+    p.id = s.Int(0);
+    p.tensor_id = s.Ref(1);
+    p.src_rank = s.Int(2);
+    p.dst_rank = s.Int(3);
+    p.src_op = s.Ref(4);
+    p.dst_op = s.Ref(5);
+    p.bytes = s.Int(6);
+    p.is_backward = s.Bool(7);
+    out.push_back(std::move(p));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<StepRecord>> RunReader::Steps(int64_t first, int64_t last,
+                                                 bool with_ranks) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  std::vector<StepRecord> out;
+  Stmt& s = d.steps;
+  s.BindInt(1, first);
+  s.BindInt(2, last);
+  Status st = d.ForEach(s, "reading steps", [&] {
+    StepRecord r;
+    r.step = s.Int(0);
+    r.epoch = s.Int(1);
+    r.loss = s.Double(2);
+    r.seconds = s.Double(3);
+    r.time = s.Double(4);
+    out.push_back(std::move(r));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  if (!with_ranks || out.empty()) return out;
+  Stmt& k = d.rank_steps;
+  k.BindInt(1, first);
+  k.BindInt(2, last);
+  size_t i = 0;
+  st = d.ForEach(k, "reading per-rank figures", [&] {
+    const int64_t step = k.Int(0);
+    while (i < out.size() && out[i].step < step) ++i;
+    if (i == out.size() || out[i].step != step) return Status::Ok();
+    out[i].ranks.emplace_back();
+    Impl::ReadRankStepRow(k, &out[i].ranks.back());
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<std::pair<int64_t, RankStepRecord>>> RunReader::RankSeries(int64_t rank) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->rank_series;
+  s.BindInt(1, rank);
+  std::vector<std::pair<int64_t, RankStepRecord>> out;
+  Status st = impl_->ForEach(s, "reading per-rank figures", [&] {
+    out.emplace_back(s.Int(0), RankStepRecord{});
+    Impl::ReadRankStepRow(s, &out.back().second);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<RankTotalsRecord>> RunReader::RankTotals() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->rank_totals;
+  std::vector<RankTotalsRecord> out;
+  Status st = impl_->ForEach(s, "summing per-rank figures", [&] {
+    RankTotalsRecord t;
+    t.rank = s.Int(0);
+    t.steps = s.Int(1);
+    t.compute_seconds = s.Double(2);
+    t.comm_seconds = s.Double(3);
+    t.bytes_sent = s.Int(4);
+    t.bytes_recv = s.Int(5);
+    t.peak_bytes = s.Int(6);
+    t.param_bytes = s.Int(7);
+    t.grad_bytes = s.Int(8);
+    t.optimizer_bytes = s.Int(9);
+    t.activation_bytes = s.Int(10);
+    out.push_back(t);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<EvaluationRecord>> RunReader::Evaluations() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->evaluations;
+  std::vector<EvaluationRecord> out;
+  Status st = impl_->ForEach(s, "reading evaluations", [&] {
+    EvaluationRecord e;
+    e.id = s.Int(0);
+    e.step = s.Int(1);
+    e.epoch = s.Int(2);
+    e.name = s.Text(3);
+    e.loss = s.Double(4);
+    e.accuracy = s.Double(5);
+    e.samples = s.Int(6);
+    e.seconds = s.Double(7);
+    e.time = s.Double(8);
+    out.push_back(std::move(e));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<EventRecord>> RunReader::Events(int64_t after_id, int64_t limit) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->events;
+  s.BindInt(1, after_id);
+  s.BindInt(2, limit < 0 ? -1 : limit);
+  std::vector<EventRecord> out;
+  Status st = impl_->ForEach(s, "reading events", [&] {
+    EventRecord e;
+    e.id = s.Int(0);
+    e.time = s.Double(1);
+    e.level = s.Text(2);
+    e.step = s.Ref(3);
+    e.rank = s.Ref(4);
+    e.source = s.Text(5);
+    e.text = s.Text(6);
+    out.push_back(std::move(e));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Status RunReader::Check() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt s;
+  int rc = s.Prepare(impl_->db, "PRAGMA quick_check(10)");
+  if (rc != SQLITE_OK) return impl_->Error(rc, "checking the file");
+  std::string problems;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    const std::string line = s.Text(0);
+    if (line == "ok") continue;
+    problems += problems.empty() ? "" : "; ";
+    problems += line;
+  }
+  if (rc != SQLITE_DONE) return impl_->Error(rc, "checking the file");
+  if (!problems.empty()) return impl_->Damaged(problems);
+  return Status::Ok();
+}
+
+}  // namespace shardscope::store

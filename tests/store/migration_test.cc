@@ -1,0 +1,107 @@
+// The schema as a list of migrations: applied in order, each with its user_version, all or
+// nothing; an older file is read through an upgraded in-memory copy and never modified.
+#include <sqlite3.h>
+
+#include <gtest/gtest.h>
+
+#include "schema.h"
+#include "shardscope/store/records.h"
+#include "sqlite_util.h"
+#include "temp_dir.h"
+
+namespace shardscope::store {
+namespace {
+
+using internal::Migration;
+
+int64_t UserVersion(sqlite3* db) {
+  return internal::QueryInt(db, "PRAGMA user_version", "db", "test").value();
+}
+
+bool HasColumn(sqlite3* db, const std::string& table, const std::string& column) {
+  internal::Stmt s;
+  if (s.Prepare(db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2") != SQLITE_OK) {
+    return false;
+  }
+  s.BindText(1, table);
+  s.BindText(2, column);
+  return s.Step() == SQLITE_ROW && s.Int(0) == 1;
+}
+
+constexpr Migration kTestMigrations[] = {
+    {1, "create a", "CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);"},
+    {2, "add a.y", "ALTER TABLE a ADD COLUMN y TEXT NOT NULL DEFAULT 'new';"},
+};
+
+TEST(Migrations, ThisBuildHasOnePerVersion) {
+  auto migrations = internal::Migrations();
+  ASSERT_EQ(static_cast<int>(migrations.size()), kSchemaVersion);
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    EXPECT_EQ(migrations[i].to_version, static_cast<int>(i) + 1);
+    EXPECT_FALSE(migrations[i].summary.empty());
+  }
+}
+
+TEST(Migrations, AppliedInOrderFromAnyVersion) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_TRUE(internal::ApplyMigrations(db, 0, std::span(kTestMigrations).first(1), "db").ok());
+  EXPECT_EQ(UserVersion(db), 1);
+  EXPECT_FALSE(HasColumn(db, "a", "y"));
+  ASSERT_TRUE(internal::ApplyMigrations(db, 1, kTestMigrations, "db").ok());
+  EXPECT_EQ(UserVersion(db), 2);
+  EXPECT_TRUE(HasColumn(db, "a", "y"));
+  EXPECT_EQ(internal::QueryInt(db, "SELECT count(*) FROM a WHERE y = 'new'", "db", "t").value(),
+            1);
+  sqlite3_close(db);
+}
+
+TEST(Migrations, AFailingMigrationChangesNothing) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_TRUE(internal::ApplyMigrations(db, 0, kTestMigrations, "db").ok());
+  constexpr Migration kBroken[] = {
+      {3, "broken", "CREATE TABLE b (x); INSERT INTO nowhere VALUES (1);"}};
+  Status st = internal::ApplyMigrations(db, 2, kBroken, "runs/x.db");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("runs/x.db: upgrading the schema to version 3"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(UserVersion(db), 2);
+  EXPECT_EQ(internal::QueryInt(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'b'", "db",
+                               "t")
+                .value(),
+            0);
+  sqlite3_close(db);
+}
+
+TEST(Migrations, OlderFileIsUpgradedInACopy) {
+  testing::TempDir dir;
+  const std::string path = dir.File("old.db");
+  sqlite3* file = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &file), SQLITE_OK);
+  ASSERT_TRUE(internal::Exec(file, "PRAGMA journal_mode = WAL", path, "t").ok());
+  ASSERT_TRUE(internal::ApplyMigrations(file, 0, std::span(kTestMigrations).first(1), path).ok());
+  sqlite3_close(file);
+
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &file, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto copy = internal::MigratedCopy(file, 1, kTestMigrations, path);
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  EXPECT_EQ(UserVersion(*copy), 2);
+  EXPECT_TRUE(HasColumn(*copy, "a", "y"));
+  EXPECT_EQ(UserVersion(file), 1);  // the file is untouched
+  EXPECT_FALSE(HasColumn(file, "a", "y"));
+  sqlite3_close(*copy);
+  sqlite3_close(file);
+}
+
+TEST(Migrations, CurrentSchemaHasEveryRequiredTable) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_TRUE(internal::ApplyMigrations(db, 0, internal::Migrations(), "db").ok());
+  EXPECT_TRUE(internal::CheckTables(db, internal::RequiredTables(), "db").ok());
+  EXPECT_EQ(UserVersion(db), kSchemaVersion);
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace shardscope::store
