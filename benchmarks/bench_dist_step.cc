@@ -155,12 +155,25 @@ double Median(std::vector<double> v) {
 }
 
 void PrintTable(const std::vector<Row>& rows, const char* backend) {
-  std::printf(
-      "\nFFN step, %s (time: rank 0, between barriers; bytes: received per step)\n",
-      backend);
-  std::printf("%-10s %7s %5s %6s %9s %9s %9s %6s %13s %13s %13s %6s\n", "strategy", "devices",
-              "batch", "steps", "median ms", "mean ms", "min ms", "comm%", "rank0 meas. B",
-              "rank0 plan B", "max rank B", "equal");
+  std::printf("\nFFN step, %s (time: rank 0, between barriers; bytes: received per step)\n",
+              backend);
+  std::printf("%-10s %7s %5s %6s %9s %9s %9s %6s %6s %6s %13s %13s %13s %6s\n", "strategy",
+              "devices", "batch", "steps", "median ms", "mean ms", "min ms", "vs dp", "vs 1",
+              "comm%", "rank0 meas. B", "rank0 plan B", "max rank B", "equal");
+  // Peers in the same run: data parallel on the same devices and batch, and on one device.
+  auto median_of = [&](const std::string& strategy, int devices, int64_t batch) {
+    for (const Row& r : rows) {
+      if (r.config.strategy == strategy && r.config.devices == devices && r.config.batch == batch &&
+          r.error.empty() && !r.step_seconds.empty())
+        return Median(r.step_seconds);
+    }
+    return 0.0;
+  };
+  auto ratio = [](double a, double b) {
+    char buf[16] = "-";
+    if (a > 0 && b > 0) std::snprintf(buf, sizeof buf, "%.2f", a / b);
+    return std::string(buf);
+  };
   for (const Row& r : rows) {
     if (!r.error.empty()) {
       std::printf("%-10s %7d %5" PRId64 "  error: %s\n", r.config.strategy.c_str(),
@@ -180,15 +193,21 @@ void PrintTable(const std::vector<Row>& rows, const char* backend) {
       max_rank = std::max(max_rank, b.max_measured);
     }
     const RankBytes& r0 = r.ranks.front();
-    std::printf("%-10s %7d %5" PRId64 " %6zu %9.3f %9.3f %9.3f %5.1f%% %13" PRId64 " %13" PRId64
-                " %13" PRId64 " %6s\n",
+    const double median = Median(r.step_seconds);
+    const std::string vs_dp = ratio(median, median_of("dp", r.config.devices, r.config.batch));
+    const std::string vs_1 = ratio(median, median_of("dp", 1, r.config.batch));
+    std::printf("%-10s %7d %5" PRId64 " %6zu %9.3f %9.3f %9.3f %6s %6s %5.1f%% %13" PRId64
+                " %13" PRId64 " %13" PRId64 " %6s\n",
                 r.config.strategy.c_str(), r.config.devices, r.config.batch, r.step_seconds.size(),
-                1e3 * Median(r.step_seconds), 1e3 * mean, 1e3 * min, 100 * r.comm_fraction,
-                r0.first_measured, r0.planned, max_rank, equal ? "yes" : "no");
+                1e3 * median, 1e3 * mean, 1e3 * min, vs_dp.c_str(), vs_1.c_str(),
+                100 * r.comm_fraction, r0.first_measured, r0.planned, max_rank,
+                equal ? "yes" : "no");
   }
   std::printf(
-      "(equal: yes when every rank received exactly its planned bytes in every step, and the\n"
-      " executor's RankStats agree with the communicator's counters)\n");
+      "(vs dp / vs 1: median step time over data parallel's on the same devices / on one device,\n"
+      " same batch; comm%%: rank 0's share of step time inside redistributions, waiting\n"
+      " included; equal: yes when every rank received exactly its planned bytes in every step,\n"
+      " and the executor's RankStats agree with the communicator's counters)\n");
   bool any_unequal = false;
   for (const Row& r : rows) {
     for (size_t k = 0; k < r.ranks.size(); ++k) {

@@ -10,7 +10,8 @@
 //   build/bin/bench_redistribution --benchmark_filter=NONE          # bytes table only
 //
 // Suite. For every (devices, axes) class, --pairs pairs (default 200) drawn from one
-// std::mt19937 seeded from the class (so the suite is the same on every run and machine):
+// std::mt19937 seeded from the class (so the suite is the same on every run; the distributions are
+// libstdc++'s):
 //   - the source mesh: `devices` split into `axes` power-of-two axes (random composition);
 //   - the target mesh: the same, or (1 pair in 5, when axes >= 2) a regrouping that merges
 //     two adjacent axes, so the planner has to unify the meshes;
@@ -581,7 +582,33 @@ ByteRow MeasureBytes(int devices, int axes, std::vector<RulesWin>* rules_wins) {
   return row;
 }
 
+void PrintSuiteSummary() {
+  int pairs = 0, from_partial = 0, to_partial = 0, regrouped = 0, multi_axis_dim = 0;
+  int by_rank[5] = {0, 0, 0, 0, 0};
+  for (const auto& [devices, axes] : Classes()) {
+    for (const Pair& p : Suite(devices, axes)) {
+      ++pairs;
+      from_partial += p.from.is_partial();
+      to_partial += p.to.is_partial();
+      regrouped += p.regrouped;
+      ++by_rank[p.from.rank()];
+      bool multi = false;
+      for (const Layout* l : {&p.from, &p.to}) {
+        for (const auto& d : l->dims_axes()) multi = multi || d.size() > 1;
+      }
+      multi_axis_dim += multi;
+    }
+  }
+  std::printf(
+      "\nSuite: %d pairs; %d with partial sums in the source, %d in the target; %d on a\n"
+      "regrouped target mesh; %d with a dimension split over several axes; tensors of 1/2/3/4\n"
+      "dimensions: %d/%d/%d/%d\n",
+      pairs, from_partial, to_partial, regrouped, multi_axis_dim, by_rank[1], by_rank[2],
+      by_rank[3], by_rank[4]);
+}
+
 void PrintBytesTable() {
+  PrintSuiteSummary();
   std::printf(
       "\nBytes received on the suite (sum over ranks and pairs), as ratios to the lower bound\n"
       "(ours = PlanRedistribution; naive = all-reduce, all-gather to full, slice; rules =\n"

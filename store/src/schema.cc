@@ -206,7 +206,6 @@ CREATE TABLE rank_step (
   peak_bytes       INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (step, rank)
 ) WITHOUT ROWID;
-CREATE INDEX rank_step_by_rank ON rank_step(rank, step);
 
 CREATE TABLE evaluation (
   id       INTEGER PRIMARY KEY,

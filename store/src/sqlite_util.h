@@ -57,8 +57,10 @@ class Stmt {
       sqlite3_bind_double(stmt_, i, v);
     }
   }
+  // An empty view may have a null data(), which SQLite would bind as NULL: bind "" instead.
   void BindText(int i, std::string_view v) {
-    sqlite3_bind_text64(stmt_, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8);
+    sqlite3_bind_text64(stmt_, i, v.data() != nullptr ? v.data() : "", v.size(), SQLITE_STATIC,
+                        SQLITE_UTF8);
   }
   // kNone (-1) -> NULL.
   void BindRef(int i, int64_t id) {

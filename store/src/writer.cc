@@ -26,6 +26,8 @@ using internal::Stmt;
 namespace {
 
 constexpr int kCheckpointPages = 1000;  // SQLite's default auto-checkpoint threshold
+constexpr int kCatchUpPages = 256;      // copied with the writer held (see CatchUp)
+constexpr int kMaxLogPages = 8 * kCheckpointPages;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -200,9 +202,24 @@ struct RunWriter::Impl {
   Status FinishLocked(RunStatus status, std::string_view message);
   void StartCheckpointer();
   void StopCheckpointer();
-  static int WalHook(void* arg, sqlite3*, const char*, int pages) {
+  void CatchUp();
+  // After each commit, on the writer's thread (mu held), with the log's size in pages. A
+  // checkpoint is asked for when the log reaches kCheckpointPages, and again only when it has
+  // grown by as much since: between the two, the writer's transactions find the log copied
+  // and restart it (a checkpoint running at that moment would prevent the restart).
+  int last_trigger_pages = 0;
+  int last_commit_pages = 0;
+  static int WalHook(void* arg, sqlite3* db, const char*, int pages) {
     auto* impl = static_cast<Impl*>(arg);
-    if (pages >= kCheckpointPages) {
+    impl->last_commit_pages = pages;
+    if (pages >= kMaxLogPages) {
+      // The checkpoints cannot keep up (a very fast writer on a slow disk): copy here.
+      sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      impl->last_trigger_pages = 0;
+    } else if (pages >= kCheckpointPages &&
+               (pages < impl->last_trigger_pages ||
+                pages >= impl->last_trigger_pages + kCheckpointPages)) {
+      impl->last_trigger_pages = pages;
       {
         std::lock_guard<std::mutex> lock(impl->ckpt_mu);
         impl->ckpt_wanted = true;
@@ -235,6 +252,12 @@ Status RunWriter::Impl::Open() {
     return st;
   }
   if (Status st = internal::Exec(db, "PRAGMA foreign_keys = ON", path, what); !st.ok()) return st;
+  // A plan is one large transaction: with SQLite's default 2 MiB page cache it would spill
+  // pages to the log before the commit and write them again and again. 64 MiB holds the plan
+  // of some 80,000 operators; memory is taken only as pages are used.
+  if (Status st = internal::Exec(db, "PRAGMA cache_size = -65536", path, what); !st.ok()) {
+    return st;
+  }
   if (Status st = PrepareAll(); !st.ok()) return st;
   if (options.background_checkpoint) StartCheckpointer();
   return Status::Ok();
@@ -317,8 +340,35 @@ void RunWriter::Impl::FinalizeStatements() {
 
 // ---------------------------------------------------------------------------------------
 // Background checkpoints: the writer's connection only appends to the log; when the log
-// holds kCheckpointPages pages, a thread copies it into the main file (PASSIVE: it never
-// blocks the writer), and SQLite restarts the log at the next commit.
+// holds kCheckpointPages pages, a thread copies it into the main file and syncs it. SQLite
+// restarts the log (writes it again from its start) at the first transaction that finds
+// every frame copied — which a writer committing during the copy never does: so the bulk is
+// copied while the writer goes on (PASSIVE checkpoints never block it), then what it added
+// meanwhile with the writer's mutex held. A writer call made during that last pass waits for
+// it: a few hundred page copies and two syncs, once per kCheckpointPages pages of log.
+
+void RunWriter::Impl::CatchUp() {
+  const auto stopping = [this] {
+    std::lock_guard<std::mutex> lock(ckpt_mu);
+    return ckpt_stop;
+  };
+  for (int round = 0; round < 3; ++round) {
+    int log = 0, copied = 0;  // as of the checkpoint's start: the writer may be ahead
+    if (sqlite3_wal_checkpoint_v2(ckpt_db, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied) !=
+        SQLITE_OK) {
+      return;  // busy or failing: the next trigger tries again
+    }
+    if (stopping()) return;
+    int frames = 0;  // what the writer added meanwhile (sqlite3_wal_hook reports it)
+    {
+      std::lock_guard<std::mutex> writer(mu);
+      frames = last_commit_pages - log;
+    }
+    if (frames <= kCatchUpPages) break;
+  }
+  std::lock_guard<std::mutex> writer(mu);  // Finish() stops this thread before taking mu
+  sqlite3_wal_checkpoint_v2(ckpt_db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+}
 
 void RunWriter::Impl::StartCheckpointer() {
   if (sqlite3_open_v2(path.c_str(), &ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
@@ -328,6 +378,10 @@ void RunWriter::Impl::StartCheckpointer() {
     return;  // SQLite's own auto-checkpoint (in Commit) stays on
   }
   sqlite3_busy_timeout(ckpt_db, 1000);
+  (void)internal::Exec(ckpt_db,
+                       options.durable ? "PRAGMA synchronous = FULL"
+                                       : "PRAGMA synchronous = NORMAL",
+                       path, "checkpointing");
   sqlite3_wal_hook(db, WalHook, this);  // replaces the auto-checkpoint
   ckpt_thread = std::thread([this] {
     std::unique_lock<std::mutex> lock(ckpt_mu);
@@ -336,7 +390,7 @@ void RunWriter::Impl::StartCheckpointer() {
       if (ckpt_stop) break;
       ckpt_wanted = false;
       lock.unlock();
-      sqlite3_wal_checkpoint_v2(ckpt_db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      CatchUp();
       lock.lock();
     }
   });
@@ -354,7 +408,6 @@ void RunWriter::Impl::StopCheckpointer() {
   if (ckpt_db != nullptr) {
     sqlite3_close(ckpt_db);
     ckpt_db = nullptr;
-    if (db != nullptr) sqlite3_wal_autocheckpoint(db, kCheckpointPages);
   }
 }
 
@@ -538,6 +591,7 @@ Status RunWriter::Commit() {
 }
 
 Status RunWriter::Finish(RunStatus status, std::string_view message) {
+  if (status != RunStatus::kRunning) impl_->StopCheckpointer();  // it may wait for mu
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (status == RunStatus::kRunning) {
     return Status(ErrorCode::kInvalidArgument,

@@ -223,7 +223,12 @@ TEST(CorruptFile, DamagedLogOfACrashedRun) {
   const std::string copy = dir.File("copy.db");
   std::mt19937_64 rng(7);
   size_t previous_steps = 0;
-  for (size_t length = 0; length <= wal.size(); length += wal.size() / 50 + 1) {
+  std::vector<size_t> lengths;
+  for (size_t length = 0; length < wal.size(); length += wal.size() / 50 + 1) {
+    lengths.push_back(length);
+  }
+  lengths.push_back(wal.size());
+  for (size_t length : lengths) {
     RemoveSideFiles(copy);
     WriteFile(copy, db);
     WriteFile(copy + "-wal", wal.substr(0, length));

@@ -18,22 +18,23 @@
 
 namespace {
 
-// A private directory for the input file and the side files SQLite may create next to it.
+// A private directory for the input file and the side files SQLite may create next to it,
+// removed at exit. The path is never destroyed (the exit handler still needs it).
 const std::string& InputPath() {
-  static const std::string path = [] {
+  static const std::string* const path = [] {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/shardscope-fuzz-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) std::abort();
-    const std::string dir = pattern;
+    auto* input = new std::string(pattern + "/input.db");
     std::atexit([] {
       for (const char* suffix : {"", "-wal", "-shm", "-journal", ".lock"}) {
         unlink((InputPath() + suffix).c_str());
       }
       rmdir(InputPath().substr(0, InputPath().rfind('/')).c_str());
     });
-    return dir + "/input.db";
+    return input;
   }();
-  return path;
+  return *path;
 }
 
 }  // namespace

@@ -55,11 +55,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path dir = argv[1];
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  if (argc > 2) {
-    std::filesystem::remove_all(argv[2]);
-    std::filesystem::create_directories(argv[2]);
+  std::error_code ec;
+  for (int i = 1; i < argc && i < 3; ++i) {
+    std::filesystem::remove_all(argv[i], ec);
+    if (!std::filesystem::create_directories(argv[i], ec)) {
+      std::fprintf(stderr, "%s: cannot create directory %s: %s\n", argv[0], argv[i],
+                   ec.message().c_str());
+      return 1;
+    }
   }
   bool ok = Make((dir / "completed.db").string(), 5, RunStatus::kCompleted, true) &&
             Make((dir / "failed.db").string(), 1, RunStatus::kFailed, true) &&

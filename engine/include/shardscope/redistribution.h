@@ -194,6 +194,11 @@ struct RedistOptions {
   bool byte_optimal = true;
   // Search budget (layouts expanded); the best plan found so far is returned when it runs out.
   int max_states = 3000;
+  // Plan the regular cases symbolically (see "Planning time" at the top) instead of by the
+  // search. The plans have the same price, bytes per rank and bounds as the search's (equal-
+  // priced plans may order their steps differently); false forces the search (tests compare
+  // the two). Not part of RedistPlanCache's key.
+  bool fast_path = true;
 };
 
 struct RedistPlan {

@@ -123,7 +123,7 @@ State StateOf(const Layout& layout, uint32_t reduce_mask) {
 
 }  // namespace
 
-Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t element_bytes) {
+Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_bytes) {
   if (from.shape() != to.shape()) {
     return Status::Invalid("redistribution of a tensor of shape " + ShapeToString(from.shape()) +
                            " into a layout of shape " + ShapeToString(to.shape()) +
@@ -138,39 +138,67 @@ Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t elemen
   if (element_bytes < 1) {
     return Status::Invalid("element size must be >= 1 byte, got " + std::to_string(element_bytes));
   }
-  Problem p;
-  p.from = from;
-  p.to = to;
-  p.shape = from.shape();
-  p.num_dims = from.rank();
-  p.num_ranks = from.mesh().size();
-  p.elem = element_bytes;
-
+  Setup s;
+  s.from = from;
+  s.to = to;
+  s.elem = element_bytes;
   Result<MeshUnification> u = UnifyMeshes(from.mesh(), to.mesh());
-  Layout from_m = from;
-  Layout to_m = to;
   if (u.ok() && u->mesh.num_axes() <= 30) {
-    p.unified = true;
-    p.mesh = u->mesh;
-    p.axes_of_from = u->axes_of_a;
-    p.axes_of_to = u->axes_of_b;
-    SHARDSCOPE_ASSIGN_OR_RETURN(from_m, ExpressOnMesh(from, p.mesh, u->axes_of_a));
-    SHARDSCOPE_ASSIGN_OR_RETURN(to_m, ExpressOnMesh(to, p.mesh, u->axes_of_b));
+    s.unified = true;
+    s.mesh = std::move(u->mesh);
+    s.axes_of_from = std::move(u->axes_of_a);
+    s.axes_of_to = std::move(u->axes_of_b);
+    SHARDSCOPE_ASSIGN_OR_RETURN(s.from_m, ExpressOnMesh(from, s.mesh, s.axes_of_from));
+    SHARDSCOPE_ASSIGN_OR_RETURN(s.to_m, ExpressOnMesh(to, s.mesh, s.axes_of_to));
   } else {
-    p.unified = false;
-    p.mesh = from.mesh();
-    if (p.mesh.num_axes() > 30) return Status::Invalid("mesh has too many axes to plan on");
+    s.unified = false;
+    s.mesh = from.mesh();
+    if (s.mesh.num_axes() > 30) return Status::Invalid("mesh has too many axes to plan on");
+    s.from_m = from;
+    s.to_m = to;
   }
-  p.num_axes = p.mesh.num_axes();
-  for (int a = 0; a < p.num_axes; ++a) p.axis_size.push_back(p.mesh.axis_size(a));
-  p.coords.resize(static_cast<size_t>(p.num_ranks) * p.num_axes);
-  for (int r = 0; r < p.num_ranks; ++r) {
-    const std::vector<int64_t> c = p.mesh.coords_of(r);
-    for (int a = 0; a < p.num_axes; ++a) p.coords[r * p.num_axes + a] = c[a];
+  return s;
+}
+
+Result<Problem> MakeProblem(const Setup& setup) {
+  Problem p;
+  p.from = setup.from;
+  p.to = setup.to;
+  p.shape = setup.from.shape();
+  p.num_dims = setup.from.rank();
+  p.num_ranks = setup.from.mesh().size();
+  p.elem = setup.elem;
+  p.unified = setup.unified;
+  p.mesh = setup.mesh;
+  p.axes_of_from = setup.axes_of_from;
+  p.axes_of_to = setup.axes_of_to;
+  const Layout& from_m = setup.from_m;
+  const Layout& to_m = setup.to_m;
+  const int n = p.num_ranks;
+  const int na = p.mesh.num_axes();
+  p.num_axes = na;
+  for (int a = 0; a < na; ++a) p.axis_size.push_back(p.mesh.axis_size(a));
+  p.pos_stride.assign(na, 1);
+  for (int a = na - 2; a >= 0; --a) p.pos_stride[a] = p.pos_stride[a + 1] * p.axis_size[a + 1];
+  p.rank_of_pos = p.mesh.rank_list();
+  p.pos_of_rank.resize(n);
+  for (int pos = 0; pos < n; ++pos) p.pos_of_rank[p.rank_of_pos[pos]] = pos;
+  // Coordinates: an odometer over grid positions (no divisions).
+  p.coords.assign(static_cast<size_t>(n) * na, 0);
+  {
+    std::vector<int64_t> c(na, 0);
+    for (int pos = 0; pos < n; ++pos) {
+      const int r = p.rank_of_pos[pos];
+      for (int a = 0; a < na; ++a) p.coords[static_cast<size_t>(r) * na + a] = c[a];
+      for (int a = na - 1; a >= 0; --a) {
+        if (++c[a] < p.axis_size[a]) break;
+        c[a] = 0;
+      }
+    }
   }
 
   const uint32_t from_partial = AxesMask(from_m.partial_axes());
-  p.active.assign(p.num_ranks, 1);
+  p.active.assign(n, 1);
   if (p.unified) {
     const uint32_t to_partial = AxesMask(to_m.partial_axes());
     p.kept_mask = from_partial & to_partial;
@@ -178,29 +206,40 @@ Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t elemen
     p.src = StateOf(from_m, from_partial & ~to_partial);
     p.tgt = StateOf(to_m, 0);
     p.has_target_state = true;
-    for (int r = 0; r < p.num_ranks; ++r) {
-      for (int a : MaskAxes(p.new_partial_mask)) {
-        if (p.coord(r, a) != 0) p.active[r] = 0;
+    if (p.new_partial_mask) {
+      const std::vector<int> np = MaskAxes(p.new_partial_mask);
+      for (int r = 0; r < n; ++r) {
+        for (int a : np) {
+          if (p.coord(r, a) != 0) p.active[r] = 0;
+        }
       }
     }
   } else {
-    p.src = StateOf(from, from_partial);
-    const std::vector<int>& tp = to.partial_axes();
-    for (int r = 0; r < p.num_ranks; ++r) {
-      const std::vector<int64_t> c = to.mesh().coords_of(r);
-      for (int a : tp) {
-        if (c[a] != 0) p.active[r] = 0;
+    p.src = StateOf(from_m, from_partial);
+    const std::vector<int>& tp = to_m.partial_axes();
+    if (!tp.empty()) {
+      for (int r = 0; r < n; ++r) {
+        const std::vector<int64_t> c = to_m.mesh().coords_of(r);
+        for (int a : tp) {
+          if (c[a] != 0) p.active[r] = 0;
+        }
       }
     }
   }
-  p.target = BoxesOfLayout(to);
-  p.target_block.resize(p.num_ranks);
-  for (int r = 0; r < p.num_ranks; ++r) {
+  p.target = p.unified ? BoxesOf(p, p.tgt) : BoxesOfLayout(to_m);
+  p.target_block.resize(n);
+  for (int r = 0; r < n; ++r) {
     p.target_block[r] = p.active[r] ? p.target.block_id[r] : -1;
     if (!p.active[r]) p.zero_ranks.push_back(r);
   }
-  p.max_shard_elems = std::max(NumElements(from.ShardShape()), NumElements(to.ShardShape()));
+  p.max_shard_elems =
+      std::max(NumElements(setup.from.ShardShape()), NumElements(setup.to.ShardShape()));
   return p;
+}
+
+Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t element_bytes) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Setup setup, MakeSetup(from, to, element_bytes));
+  return MakeProblem(setup);
 }
 
 std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b,

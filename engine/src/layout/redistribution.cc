@@ -35,7 +35,9 @@ using redist_internal::AllReduceRecv;
 using redist_internal::AxesMask;
 using redist_internal::Boxes;
 using redist_internal::BoxesOf;
+using redist_internal::AxesName;
 using redist_internal::BoxVolume;
+using redist_internal::GroupsAlong;
 using redist_internal::Exchange;
 using redist_internal::IntersectVolume;
 using redist_internal::MaskAxes;
@@ -87,93 +89,85 @@ double PlanSeconds(const RedistPlan& plan, const CostModel& cost) {
 
 namespace redist_internal {
 
-Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<int64_t>& tlo,
-                         const std::vector<int64_t>& thi, const std::vector<char>& want,
-                         uint32_t same_mask, bool record) {
+Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
+                         const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
+                         const std::vector<char>& want, bool record) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
-  const int na = p.num_axes;
   Exchange ex;
   ex.recv.assign(n, 0);
   ex.sent.assign(n, 0);
-  ex.is_permute = true;
-  int64_t num_blocks = 1;
-  for (int64_t b : cur.blocks) num_blocks *= b;
-  std::vector<std::vector<int>> owners(num_blocks);
-  for (int r = 0; r < n; ++r) owners[cur.block_id[r]].push_back(r);
-
-  std::vector<std::vector<int>> recv_peers(n), send_peers(n);
-  std::vector<int64_t> first(d), last(d), idx(d), plo(d), phi(d);
-  std::vector<int> tied;
+  // The owner of block idx nearest to rank r has r's coordinates on every axis that splits no
+  // dimension of s, and idx's digits on the others: its grid position is r's with the
+  // contribution of r's own block replaced by idx's. block_pos[i][b]: the grid-position
+  // contribution of block index b along dimension i (mixed radix over s.dims[i]).
+  std::vector<std::vector<int64_t>> block_pos(d);
+  uint32_t used_mask = 0;
+  for (int i = 0; i < d; ++i) {
+    const std::vector<int>& axes = s.dims[i];
+    used_mask |= AxesMask(axes);
+    block_pos[i].assign(cur.blocks[i], 0);
+    std::vector<int64_t> digit(axes.size(), 0);
+    for (int64_t b = 0; b < cur.blocks[i]; ++b) {
+      int64_t off = 0;
+      for (size_t k = 0; k < axes.size(); ++k) off += digit[k] * p.pos_stride[axes[k]];
+      block_pos[i][b] = off;
+      for (int k = static_cast<int>(axes.size()) - 1; k >= 0; --k) {
+        if (++digit[k] < p.axis_size[axes[k]]) break;
+        digit[k] = 0;
+      }
+    }
+  }
+  const std::vector<int> used = MaskAxes(used_mask);
+  std::vector<int> recv_count(n, 0), send_count(n, 0);
+  std::vector<int64_t> first(d), last(d), idx(d), own(d), plo(d), phi(d);
+  bool permute = true;
   for (int r = 0; r < n; ++r) {
     if (!want[r]) continue;
     const int64_t* rlo = tlo.data() + r * d;
     const int64_t* rhi = thi.data() + r * d;
-    if (BoxVolume(rlo, rhi, d) == 0) continue;
+    const int64_t need = BoxVolume(rlo, rhi, d);
+    if (need == 0) continue;
+    int64_t base = p.pos_of_rank[r];
     for (int i = 0; i < d; ++i) {
+      own[i] = cur.lo[r * d + i] / cur.block_size[i];
+      base -= block_pos[i][own[i]];
       first[i] = rlo[i] / cur.block_size[i];
       last[i] = (rhi[i] - 1) / cur.block_size[i];
       idx[i] = first[i];
     }
     while (true) {
-      int64_t id = 0;
-      for (int i = 0; i < d; ++i) id = id * cur.blocks[i] + idx[i];
-      if (id != cur.block_id[r]) {
+      bool is_own = true;
+      for (int i = 0; i < d; ++i) is_own &= idx[i] == own[i];
+      if (!is_own) {
+        int64_t qpos = base;
+        int64_t vol = 1;
         for (int i = 0; i < d; ++i) {
           plo[i] = std::max(rlo[i], idx[i] * cur.block_size[i]);
           phi[i] = std::min(rhi[i], (idx[i] + 1) * cur.block_size[i]);
+          vol *= phi[i] - plo[i];
+          qpos += block_pos[i][idx[i]];
         }
-        // Owner: same coordinates along same_mask; then nearest (fewest differing mesh
-        // coordinates); ties spread by the receiver's rank.
-        tied.clear();
-        int best = 1 << 30;
-        for (int q : owners[id]) {
-          bool same = true;
-          int dist = 0;
-          for (int a = 0; a < na; ++a) {
-            const bool differ = p.coord(q, a) != p.coord(r, a);
-            if (differ && (same_mask & (1u << a))) same = false;
-            dist += differ;
-          }
-          if (!same) continue;
-          if (dist < best) {
-            best = dist;
-            tied.clear();
-          }
-          if (dist == best) tied.push_back(q);
+        const int q = p.rank_of_pos[qpos];
+        const int64_t bytes = vol * p.elem;
+        // A permute moves whole blocks, each one a rank's entire new shard.
+        if (vol != cur.shard_elems || vol != need) permute = false;
+        ex.recv[r] += bytes;
+        ex.sent[q] += bytes;
+        ++recv_count[r];
+        ++send_count[q];
+        for (int a : used) {
+          if (p.coord(q, a) != p.coord(r, a)) ex.axes_mask |= 1u << a;
         }
-        if (!tied.empty()) {
-          // A peer this rank already receives from costs no extra message.
-          int q = tied[(r + id) % static_cast<int64_t>(tied.size())];
-          for (int c : tied) {
-            if (std::find(recv_peers[r].begin(), recv_peers[r].end(), c) != recv_peers[r].end()) {
-              q = c;
-              break;
-            }
-          }
-          const int64_t vol = BoxVolume(plo.data(), phi.data(), d);
-          const int64_t bytes = vol * p.elem;
-          // A permute moves whole blocks, each one a rank's entire new shard.
-          if (vol != cur.shard_elems || vol != BoxVolume(rlo, rhi, d)) ex.is_permute = false;
-          ex.recv[r] += bytes;
-          ex.sent[q] += bytes;
-          if (std::find(recv_peers[r].begin(), recv_peers[r].end(), q) == recv_peers[r].end())
-            recv_peers[r].push_back(q);
-          if (std::find(send_peers[q].begin(), send_peers[q].end(), r) == send_peers[q].end())
-            send_peers[q].push_back(r);
-          for (int a = 0; a < na; ++a) {
-            if (p.coord(q, a) != p.coord(r, a)) ex.axes_mask |= 1u << a;
-          }
-          ++ex.num_transfers;
-          if (record) {
-            RedistTransfer t;
-            t.src = q;
-            t.dst = r;
-            t.offset.assign(plo.begin(), plo.end());
-            t.extent.resize(d);
-            for (int i = 0; i < d; ++i) t.extent[i] = phi[i] - plo[i];
-            ex.transfers.push_back(std::move(t));
-          }
+        ++ex.num_transfers;
+        if (record) {
+          RedistTransfer t;
+          t.src = q;
+          t.dst = r;
+          t.offset.assign(plo.begin(), plo.end());
+          t.extent.resize(d);
+          for (int i = 0; i < d; ++i) t.extent[i] = phi[i] - plo[i];
+          ex.transfers.push_back(std::move(t));
         }
       }
       int i = d - 1;
@@ -185,16 +179,160 @@ Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<i
       ++idx[i];
     }
   }
-  bool permute = ex.is_permute && ex.num_transfers > 0;
+  permute = permute && ex.num_transfers > 0;
   for (int r = 0; r < n; ++r) {
     ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
     ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
-    const int64_t m = static_cast<int64_t>(std::max(recv_peers[r].size(), send_peers[r].size()));
-    ex.messages = std::max(ex.messages, m);
-    if (recv_peers[r].size() > 1 || send_peers[r].size() > 1) permute = false;
+    ex.messages = std::max<int64_t>(ex.messages, std::max(recv_count[r], send_count[r]));
+    if (recv_count[r] > 1 || send_count[r] > 1) permute = false;
   }
   ex.is_permute = permute;
   return ex;
+}
+
+std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes) {
+  std::string out;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (i) out += '.';
+    out += mesh.axis_name(axes[i]);
+  }
+  return out.empty() ? "-" : out;
+}
+
+namespace {
+
+bool TargetSplitsDimOver(const ReasonContext& c, int axis, int dim) {
+  if (!c.target) return false;
+  const std::vector<int>& list = (*c.target)[dim];
+  return std::find(list.begin(), list.end(), axis) != list.end();
+}
+
+bool TargetUsesAxis(const ReasonContext& c, int axis) {
+  if (!c.target) return false;
+  for (size_t d = 0; d < c.target->size(); ++d) {
+    if (TargetSplitsDimOver(c, axis, static_cast<int>(d))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string SliceReason(const ReasonContext& c, int axis, int dim) {
+  const std::string ax = c.mesh->axis_name(axis);
+  const std::string part = std::to_string(c.mesh->axis_size(axis));
+  std::string out;
+  out.reserve(160);
+  if (TargetSplitsDimOver(c, axis, dim)) {
+    out += "the target splits dimension ";
+    out += std::to_string(dim);
+    out += " over ";
+    out += ax;
+    out += ", which holds replicas here: each rank keeps its 1/";
+    out += part;
+    out += " part (no traffic); slicing first shrinks what later steps move";
+    return out;
+  }
+  out += "keep only the 1/";
+  out += part;
+  out += " of dimension ";
+  out += std::to_string(dim);
+  out += " that this rank's ";
+  out += ax;
+  out += " index selects (no traffic), so that the following steps move less data";
+  return out;
+}
+
+std::string GatherReason(const ReasonContext& c, int axis, int dim) {
+  const std::string& ax = c.mesh->axis_name(axis);
+  std::string out;
+  out.reserve(200);
+  out += "the target does not split dimension ";
+  out += std::to_string(dim);
+  out += " over ";
+  out += ax;
+  if (c.target && !TargetUsesAxis(c, axis)) {
+    out += " (it holds replicas along ";
+    out += ax;
+    out += ')';
+  }
+  out += ": gather the ";
+  out += std::to_string(c.mesh->axis_size(axis));
+  out += " blocks along ";
+  out += ax;
+  out += "; gathering last means no rank receives data it will drop";
+  return out;
+}
+
+std::string AllToAllReason(const ReasonContext& c, const std::vector<int>& axes, int dim,
+                           int dim_to) {
+  const std::string ax = AxesName(*c.mesh, axes);
+  std::string out;
+  out.reserve(220);
+  out += "the split over ";
+  out += ax;
+  out += " moves from dimension ";
+  out += std::to_string(dim);
+  out += " to dimension ";
+  out += std::to_string(dim_to);
+  out += ": one all-to-all along ";
+  out += ax;
+  out += " (each rank keeps 1/";
+  out += std::to_string(c.mesh->GroupSize(axes));
+  out += " of its shard and exchanges the rest, never holding more than one shard)";
+  return out;
+}
+
+std::string ZeroFillReason() {
+  return "the target is a partial sum over axes the source is not partial over: the ranks "
+         "with index 0 along them keep the values, the others hold zeros (no traffic)";
+}
+
+std::vector<std::vector<int>> GroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes) {
+  const int na = mesh.num_axes();
+  std::vector<int64_t> stride(na, 1);
+  for (int a = na - 2; a >= 0; --a) stride[a] = stride[a + 1] * mesh.axis_size(a + 1);
+  std::vector<char> in_group(na, 0);
+  for (int a : axes) in_group[a] = 1;
+  std::vector<int> others;
+  for (int a = 0; a < na; ++a) {
+    if (!in_group[a]) others.push_back(a);
+  }
+  // Grid-position offset of every member (mixed radix over `axes`, first most significant)
+  // and of every group (row-major over the other axes), both by odometer.
+  auto offsets = [&](const std::vector<int>& list) {
+    int64_t count = 1;
+    for (int a : list) count *= mesh.axis_size(a);
+    std::vector<int64_t> out(count, 0);
+    std::vector<int64_t> digit(list.size(), 0);
+    int64_t off = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      out[i] = off;
+      for (int k = static_cast<int>(list.size()) - 1; k >= 0; --k) {
+        const int a = list[k];
+        if (++digit[k] < mesh.axis_size(a)) {
+          off += stride[a];
+          break;
+        }
+        off -= (digit[k] - 1) * stride[a];
+        digit[k] = 0;
+      }
+    }
+    return out;
+  };
+  const std::vector<int64_t> member = offsets(axes);
+  const std::vector<int64_t> group = offsets(others);
+  std::vector<int> ranks;
+  if (mesh.has_explicit_ranks()) ranks = mesh.rank_list();
+  std::vector<std::vector<int>> out(group.size());
+  for (size_t g = 0; g < group.size(); ++g) {
+    std::vector<int>& members = out[g];
+    members.resize(member.size());
+    for (size_t m = 0; m < member.size(); ++m) {
+      const int64_t pos = group[g] + member[m];
+      members[m] = ranks.empty() ? static_cast<int>(pos) : ranks[pos];
+    }
+  }
+  return out;
 }
 
 }  // namespace redist_internal
@@ -402,9 +540,9 @@ class Planner {
   }
 
   // The irregular exchange from `boxes` into landing `l`.
-  Exchange ExchangeInto(const Boxes& boxes, const Landing& l, bool record = true) const {
-    return redist_internal::ComputeExchange(p_, boxes, l.boxes.lo, l.boxes.hi, l.want, p_.kept_mask,
-                                            record);
+  Exchange ExchangeInto(const State& s, const Boxes& boxes, const Landing& l,
+                        bool record = true) const {
+    return redist_internal::ComputeExchange(p_, s, boxes, l.boxes.lo, l.boxes.hi, l.want, record);
   }
 
   // Per rank, the elements of landing l's blocks the state `boxes` lacks (bytes): what an
@@ -556,7 +694,7 @@ class Planner {
         floor2.primary +=
             cfg_.bytes_first ? static_cast<double>(m) : static_cast<double>(m) / bw_max_;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        ex = ExchangeInto(boxes, l, /*record=*/false);
+        ex = ExchangeInto(node.state, boxes, l, /*record=*/false);
         kind = EdgeKind::kExchange;
       } else {
         ex = ReduceScatterV(node.state, boxes, l);
@@ -779,8 +917,7 @@ class Planner {
     auto permute = [&](Edge edge, State next) {
       const Boxes nb = BoxesOf(p_, next);
       const Exchange ex = redist_internal::ComputeExchange(
-          p_, boxes, nb.lo, nb.hi, std::vector<char>(p_.num_ranks, 1), p_.kept_mask | s.reduce_mask,
-          /*record=*/false);
+          p_, s, boxes, nb.lo, nb.hi, std::vector<char>(p_.num_ranks, 1), /*record=*/false);
       Consider(index, node, std::move(edge), std::move(next), ex.recv, ExchangeSeconds(ex), false,
                emit, &nb);
     };
@@ -848,15 +985,6 @@ class Planner {
 // ---------------------------------------------------------------------------------------
 // Plan assembly.
 
-std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes) {
-  std::string out;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (i) out += ".";
-    out += mesh.axis_name(axes[i]);
-  }
-  return out.empty() ? "-" : out;
-}
-
 std::vector<std::vector<int>> Components(int n, const std::vector<RedistTransfer>& transfers) {
   std::vector<int> parent(n);
   std::iota(parent.begin(), parent.end(), 0);
@@ -896,31 +1024,18 @@ int TargetDimOfAxis(const Problem& p, int axis) {
 
 std::string Reason(const Problem& p, const Edge& e, const State& before, const Exchange* ex) {
   const DeviceMesh& m = p.mesh;
+  redist_internal::ReasonContext rc;
+  rc.mesh = &p.mesh;
+  rc.target = p.has_target_state ? &p.tgt.dims : nullptr;
   const std::string ax = AxesName(m, e.axes);
   const std::string dim = "dimension " + std::to_string(e.dim);
   switch (e.kind) {
     case EdgeKind::kSlice:
-      if (TargetHasAxisInDim(p, e.axes[0], e.dim)) {
-        return "the target splits " + dim + " over " + ax +
-               ", which holds replicas here: each rank keeps its 1/" +
-               std::to_string(m.axis_size(e.axes[0])) +
-               " part (no traffic); slicing first shrinks what later steps move";
-      }
-      return "keep only the 1/" + std::to_string(m.axis_size(e.axes[0])) + " of " + dim +
-             " that this rank's " + ax +
-             " index selects (no traffic), so that the following steps move less data";
-    case EdgeKind::kGather: {
-      const int td = TargetDimOfAxis(p, e.axes[0]);
-      std::string why = "the target does not split " + dim + " over " + ax;
-      if (td < 0 && p.has_target_state) why += " (it holds replicas along " + ax + ")";
-      return why + ": gather the " + std::to_string(m.axis_size(e.axes[0])) + " blocks along " +
-             ax + "; gathering last means no rank receives data it will drop";
-    }
+      return redist_internal::SliceReason(rc, e.axes[0], e.dim);
+    case EdgeKind::kGather:
+      return redist_internal::GatherReason(rc, e.axes[0], e.dim);
     case EdgeKind::kAllToAll:
-      return "the split over " + ax + " moves from dimension " + std::to_string(e.dim) +
-             " to dimension " + std::to_string(e.dim_to) + ": one all-to-all along " + ax +
-             " (each rank keeps 1/" + std::to_string(m.GroupSize(e.axes)) +
-             " of its shard and exchanges the rest, never holding more than one shard)";
+      return redist_internal::AllToAllReason(rc, e.axes, e.dim, e.dim_to);
     case EdgeKind::kReduceScatter:
       if (TargetHasAxisInDim(p, e.axes[0], e.dim)) {
         return "the tensor is a partial sum over " + ax + " and the target splits " + dim +
@@ -968,8 +1083,7 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
       return why;
     }
     case EdgeKind::kZeroFill:
-      return "the target is a partial sum over axes the source is not partial over: the ranks "
-             "with index 0 along them keep the values, the others hold zeros (no traffic)";
+      return redist_internal::ZeroFillReason();
     case EdgeKind::kReduceScatterV:
     case EdgeKind::kNone:
       break;
@@ -1027,7 +1141,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       fill_bytes(&st, std::vector<int64_t>(n, elems * p.elem),
                  std::vector<int64_t>(n, elems * p.elem));
       st.messages = messages;
-      st.groups = p.mesh.Groups(e.axes);
+      st.groups = GroupsAlong(p.mesh, e.axes);
     };
     switch (e.kind) {
       case EdgeKind::kSlice:
@@ -1063,8 +1177,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       }
       case EdgeKind::kPermute: {
         const Boxes nb = BoxesOf(p, next);
-        const Exchange ex = redist_internal::ComputeExchange(
-            p, b, nb.lo, nb.hi, std::vector<char>(n, 1), p.kept_mask | prev.reduce_mask);
+        const Exchange ex =
+            redist_internal::ComputeExchange(p, prev, b, nb.lo, nb.hi, std::vector<char>(n, 1));
         st.kind = Kind::kPermute;
         st.reason = Reason(p, e, prev, &ex);
         st.dim = -1;
@@ -1081,7 +1195,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, *ex);
-        st.groups = p.mesh.Groups(st.axes);
+        st.groups = GroupsAlong(p.mesh, st.axes);
         st.reason = "the tensor is a partial sum over " + AxesName(p.mesh, e.axes) +
                     " that every rank needs whole: a direct all-reduce, each rank receiving "
                     "the other addends of its block at once (" +
@@ -1126,7 +1240,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     st.kind = whole ? Kind::kAllReduce : Kind::kReduceScatter;
     irregular(&st, *ex);
-    st.groups = p.mesh.Groups(st.axes);
+    st.groups = GroupsAlong(p.mesh, st.axes);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1151,7 +1265,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     plan.steps.push_back(std::move(st));
   } else if (cand.final == EdgeKind::kExchange) {
     const Boxes b = BoxesOf(p, last.state);
-    const Exchange ex = planner.ExchangeInto(b, landing);
+    const Exchange ex = planner.ExchangeInto(last.state, b, landing);
     RedistStep st;
     if (ex.transfers.empty()) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
@@ -1272,8 +1386,13 @@ std::string GroupsString(const std::vector<std::vector<int>>& groups, size_t lim
 
 Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, const CostModel& cost,
                                       const RedistOptions& options) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(Problem p,
-                              redist_internal::MakeProblem(from, to, options.element_bytes));
+  SHARDSCOPE_ASSIGN_OR_RETURN(redist_internal::Setup setup,
+                              redist_internal::MakeSetup(from, to, options.element_bytes));
+  if (options.fast_path && options.byte_optimal) {
+    RedistPlan plan;
+    if (redist_internal::PlanFast(setup, cost, options, &plan)) return plan;
+  }
+  SHARDSCOPE_ASSIGN_OR_RETURN(Problem p, redist_internal::MakeProblem(setup));
   Planner planner(p, cost);
   SearchConfig cfg;
   cfg.max_states = std::max(1, options.max_states);

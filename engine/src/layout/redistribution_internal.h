@@ -1,5 +1,6 @@
-// Internals shared by the redistribution planner (redistribution.cc), the lower bound
-// (lower_bound.cc) and the executor (redistribution_executor.cc). Not a public header.
+// Internals shared by the redistribution planner (redistribution.cc: plans, search and
+// assembly; redistribution_fast.cc: the symbolic fast path), the lower bound (lower_bound.cc)
+// and the executor (redistribution_executor.cc). Not a public header.
 //
 // Vocabulary. The planner works on one mesh M (the unified mesh, or the source mesh when the
 // meshes cannot be unified). A search state is a layout on M given by its per-dimension axis
@@ -41,7 +42,24 @@ struct Boxes {
 // Boxes of `layout` (any mesh over the same ranks).
 Boxes BoxesOfLayout(const Layout& layout);
 
-// The planning problem: both layouts brought onto one mesh.
+// The inputs of a plan, validated and brought onto one mesh: everything the fast path needs
+// (no per-rank work except what mesh unification does).
+struct Setup {
+  Layout from;
+  Layout to;
+  DeviceMesh mesh;  // M
+  bool unified = false;
+  std::vector<std::vector<int>> axes_of_from;  // from's mesh axis -> axes of M (when unified)
+  std::vector<std::vector<int>> axes_of_to;
+  Layout from_m;  // `from` on M (unified; else `from` itself)
+  Layout to_m;    // `to` on M (unified; else `to` itself, on its own mesh)
+  int64_t elem = 4;
+};
+
+// Validates (errors of PlanRedistribution / RedistributionLowerBound) and unifies the meshes.
+Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_bytes);
+
+// The planning problem: both layouts brought onto one mesh, with per-rank data.
 struct Problem {
   Layout from;
   Layout to;
@@ -56,6 +74,9 @@ struct Problem {
   int64_t elem = 4;
   std::vector<int64_t> axis_size;  // per axis of M
   std::vector<int64_t> coords;     // rank r, axis a at [r * A + a]
+  std::vector<int> pos_of_rank;    // grid position (row-major over M) of each rank
+  std::vector<int> rank_of_pos;    // rank at each grid position
+  std::vector<int64_t> pos_stride;  // per axis: grid position stride (row-major)
   uint32_t kept_mask = 0;          // partial in both: never reduced, never moved along
   uint32_t new_partial_mask = 0;   // partial in `to` only (unified case)
   State src;
@@ -70,13 +91,13 @@ struct Problem {
   int64_t coord(int rank, int axis) const { return coords[rank * num_axes + axis]; }
 };
 
+Result<Problem> MakeProblem(const Setup& setup);
 Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t element_bytes);
 
 // Boxes of a state on M.
 Boxes BoxesOf(const Problem& p, const State& s);
 // The layout of a state on M (kept axes added back as partial).
 Result<Layout> LayoutOf(const Problem& p, const State& s);
-// The layout on M of `to` with its new partial axes (final layout before mapping back).
 
 // Lower bound from state `s` (with boxes `b`) to the target, per rank, in bytes; `move` and
 // `reduce` receive the two parts when not null.
@@ -84,9 +105,12 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
                                 std::vector<int64_t>* move = nullptr,
                                 std::vector<int64_t>* reduce = nullptr);
 
-// An irregular exchange from the blocks of `cur` to target boxes `tlo/thi` for ranks with
-// want[r] != 0. Owners are ranks holding a block in `cur` with the same coordinates along
-// `same_mask` axes (kept partial axes: addend index must match).
+// An irregular exchange from the blocks of state `s` (boxes `cur`) to target boxes
+// `tlo/thi` for ranks with want[r] != 0. Every element a rank lacks comes from the nearest
+// rank holding its block in `s`: the one with the same coordinates on every mesh axis that
+// does not split a dimension of `s` (so kept partial axes, whose addend index must match,
+// always match). That owner is unique, so each rank receives each block it needs from one
+// peer, and the peers it receives from are distinct.
 struct Exchange {
   std::vector<RedistTransfer> transfers;
   std::vector<int64_t> recv, sent;  // bytes per rank
@@ -97,9 +121,9 @@ struct Exchange {
   int64_t num_transfers = 0;
 };
 // With record = false only the counts are computed (no transfer list; faster).
-Exchange ComputeExchange(const Problem& p, const Boxes& cur, const std::vector<int64_t>& tlo,
-                         const std::vector<int64_t>& thi, const std::vector<char>& want,
-                         uint32_t same_mask, bool record = true);
+Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
+                         const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
+                         const std::vector<char>& want, bool record = true);
 
 // Ring receive volume: what each rank of a group of p receives when n elements are reduced
 // and scattered (n - floor(n / p)).
@@ -116,5 +140,30 @@ uint32_t AxesMask(const std::vector<int>& axes);
 int64_t BoxVolume(const int64_t* lo, const int64_t* hi, int d);
 int64_t IntersectVolume(const int64_t* alo, const int64_t* ahi, const int64_t* blo,
                         const int64_t* bhi, int d);
+
+// DeviceMesh::Groups(axes), computed without per-member divisions.
+std::vector<std::vector<int>> GroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes);
+
+// ---------------------------------------------------------------------------------------
+// Step reasons (shared by the search and the fast path, so that both explain a step alike).
+
+struct ReasonContext {
+  const DeviceMesh* mesh = nullptr;
+  const DimAxes* target = nullptr;  // the target's dimensions on the mesh (unified only)
+};
+// "a.b", or "-" for none.
+std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes);
+std::string SliceReason(const ReasonContext& c, int axis, int dim);
+std::string GatherReason(const ReasonContext& c, int axis, int dim);
+std::string AllToAllReason(const ReasonContext& c, const std::vector<int>& axes, int dim,
+                           int dim_to);
+std::string ZeroFillReason();
+
+// ---------------------------------------------------------------------------------------
+// The fast path (redistribution_fast.cc). Plans the regular cases symbolically and fills
+// `plan` with exactly what PlanRedistribution returns for them; false when the case is not
+// one it covers (then the search plans it).
+bool PlanFast(const Setup& setup, const CostModel& cost, const RedistOptions& options,
+              RedistPlan* plan);
 
 }  // namespace shardscope::redist_internal

@@ -218,7 +218,8 @@ Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double sec
   s.seconds = seconds;
   s.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   s.ranks = ranks;
-  return FromStore(writer_->AddStep(s));  // its own transaction: committed per step
+  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddStep(s)));
+  return FromStore(writer_->Commit());  // every step is committed: a crash loses at most one
 }
 
 Status Recorder::RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
@@ -231,11 +232,13 @@ Status Recorder::RecordEvaluation(int64_t step, int64_t epoch, const std::string
   e.samples = samples;
   e.seconds = seconds;
   e.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return FromStore(writer_->AddEvaluation(e));
+  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEvaluation(e)));
+  return FromStore(writer_->Commit());
 }
 
 Status Recorder::RecordEvent(const std::string& level, const std::string& text) {
-  return FromStore(writer_->AddEvent(level, "train", text));
+  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEvent(level, "train", text)));
+  return FromStore(writer_->Commit());
 }
 
 Status Recorder::Finish(bool ok, const std::string& message) {

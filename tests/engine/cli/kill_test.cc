@@ -1,0 +1,86 @@
+// A run killed with SIGKILL leaves a run file that opens, holds every committed step and
+// reads as interrupted: on in-process devices and under mpirun.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <limits>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "shardscope/store/reader.h"
+
+namespace {
+
+const std::string kModel = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/matmul_relu.yaml";
+
+// Starts `argv` in its own process group; returns its pid.
+pid_t Start(const std::vector<std::string>& args) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    freopen("/dev/null", "w", stdout);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+// Waits until the run file holds at least `steps` committed steps (or 60 s pass).
+int64_t WaitForSteps(const std::string& path, int64_t steps) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto reader = shardscope::store::RunReader::Open(path);
+    if (reader.ok()) {
+      auto counts = (*reader)->Counts();
+      if (counts.ok() && counts->steps >= steps) return counts->steps;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+void KillAndCheck(const std::vector<std::string>& command, const std::string& path) {
+  std::remove(path.c_str());
+  const pid_t pid = Start(command);
+  ASSERT_GT(pid, 0);
+  const int64_t seen = WaitForSteps(path, 5);
+  ASSERT_GE(seen, 5) << "the run never committed 5 steps";
+  kill(-pid, SIGKILL);  // the whole process group: every rank
+  int status = 0;
+  waitpid(pid, &status, 0);
+  auto reader = shardscope::store::RunReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto run = (*reader)->Run();
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->status, shardscope::store::RunStatus::kInterrupted);
+  auto steps = (*reader)->Steps(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), true);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_GE(static_cast<int64_t>(steps->size()), seen);
+  for (size_t i = 0; i < steps->size(); ++i) {
+    EXPECT_EQ((*steps)[i].step, static_cast<int64_t>(i + 1));  // every committed step, in order
+    EXPECT_EQ((*steps)[i].ranks.size(), 8u);
+  }
+  EXPECT_TRUE((*reader)->Check().ok());
+}
+
+TEST(Kill, InProcessRunLeavesAnInterruptedReadableFile) {
+  KillAndCheck({SHARDSCOPE_BIN, "train", kModel, "--steps", "100000", "--record",
+                ::testing::TempDir() + "/kill_inprocess.db"},
+               ::testing::TempDir() + "/kill_inprocess.db");
+}
+
+TEST(Kill, MpiRunLeavesAnInterruptedReadableFile) {
+  KillAndCheck({MPIEXEC, "-np", "8", "--allow-run-as-root", "--oversubscribe", SHARDSCOPE_BIN, "train", kModel,
+                "--steps", "100000", "--record", ::testing::TempDir() + "/kill_mpi.db"},
+               ::testing::TempDir() + "/kill_mpi.db");
+}
+
+}  // namespace
