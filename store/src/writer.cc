@@ -258,6 +258,11 @@ Status RunWriter::Impl::Open() {
   if (Status st = internal::Exec(db, "PRAGMA cache_size = -65536", path, what); !st.ok()) {
     return st;
   }
+  // Savepoints (one per record of several rows) journal the pages they change: in memory,
+  // not in a temporary file.
+  if (Status st = internal::Exec(db, "PRAGMA temp_store = MEMORY", path, what); !st.ok()) {
+    return st;
+  }
   if (Status st = PrepareAll(); !st.ok()) return st;
   if (options.background_checkpoint) StartCheckpointer();
   return Status::Ok();

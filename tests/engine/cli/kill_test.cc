@@ -9,6 +9,10 @@
 #include <limits>
 #include <cstdlib>
 #include <string>
+#include <dirent.h>
+
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "shardscope/store/reader.h"
@@ -47,15 +51,32 @@ int64_t WaitForSteps(const std::string& path, int64_t steps) {
   return -1;
 }
 
+// SIGKILLs every process whose command line mentions `marker` (MPI ranks live outside the
+// launcher's process group), and the launcher's group.
+void KillAll(pid_t group, const std::string& marker) {
+  kill(-group, SIGKILL);
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return;
+  while (dirent* e = readdir(proc)) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
+    const std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (cmd.find(marker) != std::string::npos) kill(pid, SIGKILL);
+  }
+  closedir(proc);
+}
+
 void KillAndCheck(const std::vector<std::string>& command, const std::string& path) {
   std::remove(path.c_str());
   const pid_t pid = Start(command);
   ASSERT_GT(pid, 0);
   const int64_t seen = WaitForSteps(path, 5);
   ASSERT_GE(seen, 5) << "the run never committed 5 steps";
-  kill(-pid, SIGKILL);  // the whole process group: every rank
+  KillAll(pid, path);  // every rank
   int status = 0;
   waitpid(pid, &status, 0);
+  KillAll(pid, path);  // ranks a dying launcher may have left behind
   auto reader = shardscope::store::RunReader::Open(path);
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   auto run = (*reader)->Run();
