@@ -144,8 +144,23 @@ struct Row {
   std::vector<double> step_seconds;  // rank 0, every timed step
   std::vector<RankBytes> ranks;
   double comm_fraction = 0;  // rank 0: RankStats comm / (comm + compute), timed steps
+  int redistributions = 0;   // per step: redistribution instructions
+  int collectives = 0;       // per step: their communicating steps (local ones excluded)
   std::string error;
 };
+
+// Redistributions per step and their communicating steps (slices and reshapes excluded).
+void CountRedistributions(const DistProgram& program, Row* row) {
+  row->redistributions = program.NumRedistributions();
+  row->collectives = 0;
+  for (const DistInstr& in : program.instrs) {
+    if (in.kind != DistInstr::Kind::kRedistribute) continue;
+    for (const RedistStep& st : in.plan->steps) {
+      row->collectives +=
+          st.kind != RedistStep::Kind::kLocalSlice && st.kind != RedistStep::Kind::kLocalReshape;
+    }
+  }
+}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -157,9 +172,9 @@ double Median(std::vector<double> v) {
 void PrintTable(const std::vector<Row>& rows, const char* backend) {
   std::printf("\nFFN step, %s (time: rank 0, between barriers; bytes: received per step)\n",
               backend);
-  std::printf("%-10s %7s %5s %6s %9s %9s %9s %6s %6s %6s %13s %13s %13s %6s\n", "strategy",
+  std::printf("%-10s %7s %5s %6s %9s %9s %9s %6s %6s %6s %7s %13s %13s %13s %6s\n", "strategy",
               "devices", "batch", "steps", "median ms", "mean ms", "min ms", "vs dp", "vs 1",
-              "comm%", "rank0 meas. B", "rank0 plan B", "max rank B", "equal");
+              "comm%", "redist", "rank0 meas. B", "rank0 plan B", "max rank B", "equal");
   // Peers in the same run: data parallel on the same devices and batch, and on one device.
   auto median_of = [&](const std::string& strategy, int devices, int64_t batch) {
     for (const Row& r : rows) {
@@ -196,18 +211,21 @@ void PrintTable(const std::vector<Row>& rows, const char* backend) {
     const double median = Median(r.step_seconds);
     const std::string vs_dp = ratio(median, median_of("dp", r.config.devices, r.config.batch));
     const std::string vs_1 = ratio(median, median_of("dp", 1, r.config.batch));
-    std::printf("%-10s %7d %5" PRId64 " %6zu %9.3f %9.3f %9.3f %6s %6s %5.1f%% %13" PRId64
+    const std::string redist =
+        std::to_string(r.redistributions) + "/" + std::to_string(r.collectives);
+    std::printf("%-10s %7d %5" PRId64 " %6zu %9.3f %9.3f %9.3f %6s %6s %5.1f%% %7s %13" PRId64
                 " %13" PRId64 " %13" PRId64 " %6s\n",
                 r.config.strategy.c_str(), r.config.devices, r.config.batch, r.step_seconds.size(),
                 1e3 * median, 1e3 * mean, 1e3 * min, vs_dp.c_str(), vs_1.c_str(),
-                100 * r.comm_fraction, r0.first_measured, r0.planned, max_rank,
+                100 * r.comm_fraction, redist.c_str(), r0.first_measured, r0.planned, max_rank,
                 equal ? "yes" : "no");
   }
   std::printf(
       "(vs dp / vs 1: median step time over data parallel's on the same devices / on one device,\n"
       " same batch; comm%%: rank 0's share of step time inside redistributions, waiting\n"
-      " included; equal: yes when every rank received exactly its planned bytes in every step,\n"
-      " and the executor's RankStats agree with the communicator's counters)\n");
+      " included; redist: redistributions per step / their communicating steps; equal: yes\n"
+      " when every rank received exactly its planned bytes in every step, and the executor's\n"
+      " RankStats agree with the communicator's counters)\n");
   bool any_unequal = false;
   for (const Row& r : rows) {
     for (size_t k = 0; k < r.ranks.size(); ++k) {
@@ -251,6 +269,7 @@ void BM_DistStep(benchmark::State& state, Config config) {
   const Dataset data = MakeSyntheticDataset(config.batch, {1, 28, 28}, 10, /*seed=*/7);
   InProcessWorld world(n);
   if (row.ranks.empty()) {
+    CountRedistributions(trainers[0]->program(), &row);
     row.ranks.resize(n);
     for (int r = 0; r < n; ++r) row.ranks[r].planned = trainers[r]->program().PlannedRecvBytes(r);
   }
@@ -380,6 +399,7 @@ int RunMpi(int argc, char** argv) {
     const Dataset data = MakeSyntheticDataset(c.batch, {1, 28, 28}, 10, /*seed=*/7);
     RankBytes mine;
     mine.planned = (*trainer)->program().PlannedRecvBytes(rank);
+    CountRedistributions((*trainer)->program(), &row);
     for (int i = 0; i < warmup; ++i) {
       if (auto s = TimedStep(world, **trainer, data, nullptr); !s.ok()) {
         std::fprintf(stderr, "rank %d %s: %s\n", rank, c.Name().c_str(),

@@ -254,10 +254,9 @@ bool ParseIntLists(std::string_view text, std::vector<std::vector<int64_t>>* out
   if (IsBlank(text)) return true;
   Cursor c(text);
   return c.Array([&] {
-           out->emplace_back();
-           return IntArray(c, &out->back());
-         }) &&
-         c.AtEnd();
+    out->emplace_back();
+    return IntArray(c, &out->back());
+  }) && c.AtEnd();
 }
 
 bool ParseStrings(std::string_view text, std::vector<std::string>* out) {
@@ -265,10 +264,9 @@ bool ParseStrings(std::string_view text, std::vector<std::string>* out) {
   if (IsBlank(text)) return true;
   Cursor c(text);
   return c.Array([&] {
-           out->emplace_back();
-           return c.String(&out->back());
-         }) &&
-         c.AtEnd();
+    out->emplace_back();
+    return c.String(&out->back());
+  }) && c.AtEnd();
 }
 
 bool ParseTransfers(std::string_view text, std::vector<TransferRecord>* out) {
@@ -276,16 +274,14 @@ bool ParseTransfers(std::string_view text, std::vector<TransferRecord>* out) {
   if (IsBlank(text)) return true;
   Cursor c(text);
   return c.Array([&] {
-           TransferRecord t;
-           if (!c.Eat('[') || !c.Int(&t.src) || !c.Eat(',') || !c.Int(&t.dst) ||
-               !c.Eat(',') || !IntArray(c, &t.offset) || !c.Eat(',') ||
-               !IntArray(c, &t.extent) || !c.Eat(']')) {
-             return false;
-           }
-           out->push_back(std::move(t));
-           return true;
-         }) &&
-         c.AtEnd();
+    TransferRecord t;
+    if (!c.Eat('[') || !c.Int(&t.src) || !c.Eat(',') || !c.Int(&t.dst) || !c.Eat(',') ||
+        !IntArray(c, &t.offset) || !c.Eat(',') || !IntArray(c, &t.extent) || !c.Eat(']')) {
+      return false;
+    }
+    out->push_back(std::move(t));
+    return true;
+  }) && c.AtEnd();
 }
 
 }  // namespace shardscope::store::internal

@@ -13,11 +13,11 @@
 
 namespace shardscope::store::internal {
 
-std::string JsonInts(const std::vector<int64_t>& values);                // [1,2,3]
+std::string JsonInts(const std::vector<int64_t>& values);                  // [1,2,3]
 std::string JsonIntLists(const std::vector<std::vector<int64_t>>& lists);  // [[0,1],[2,3]]
-std::string JsonStrings(const std::vector<std::string>& values);         // ["dp","mp"]
-std::string JsonTransfers(const std::vector<TransferRecord>& transfers);  // [[src,dst,[o],[e]]]
-std::string JsonQuote(std::string_view text);                            // "te\"xt"
+std::string JsonStrings(const std::vector<std::string>& values);           // ["dp","mp"]
+std::string JsonTransfers(const std::vector<TransferRecord>& transfers);   // [[src,dst,[o],[e]]]
+std::string JsonQuote(std::string_view text);                              // "te\"xt"
 
 // Each returns false (and leaves *out unspecified) unless `text` is exactly that shape.
 // Empty text reads as an empty array.

@@ -49,13 +49,13 @@ Status OpenError(int err, const std::string& run_path) {
                                               dir + "' is not writable (" + reason + ")");
     case ENOSPC:
     case EDQUOT:
-      return Status(ErrorCode::kDiskFull, run_path + ": cannot create the run file: no space "
-                                                     "left on the file system of '" +
+      return Status(ErrorCode::kDiskFull, run_path +
+                                              ": cannot create the run file: no space "
+                                              "left on the file system of '" +
                                               dir + "' (" + reason + ")");
     default:
-      return Status(ErrorCode::kIo,
-                    run_path + ": cannot create the lock file '" + LockPathOf(run_path) +
-                        "': " + reason);
+      return Status(ErrorCode::kIo, run_path + ": cannot create the lock file '" +
+                                        LockPathOf(run_path) + "': " + reason);
   }
 }
 
@@ -101,14 +101,13 @@ Result<WriterLock> WriterLock::Acquire(const std::string& run_path, double wait_
         ParseHolder(ReadSmall(fd), &pid, &host);
         close(fd);
         return Status(ErrorCode::kLocked,
-                      run_path + ": another run is writing this file (pid " +
-                          std::to_string(pid) + " on host " + (host.empty() ? "?" : host) +
-                          ", lock " + lock_path +
+                      run_path + ": another run is writing this file (pid " + std::to_string(pid) +
+                          " on host " + (host.empty() ? "?" : host) + ", lock " + lock_path +
                           "); two runs never write the same file: choose another path");
       }
       close(fd);
-      return Status(ErrorCode::kIo, run_path + ": cannot lock '" + lock_path +
-                                        "': " + std::strerror(err));
+      return Status(ErrorCode::kIo,
+                    run_path + ": cannot lock '" + lock_path + "': " + std::strerror(err));
     }
     // A writer that finished removes its lock file before releasing the lock: make sure the
     // file we locked is still the one at lock_path.
@@ -118,8 +117,8 @@ Result<WriterLock> WriterLock::Acquire(const std::string& run_path, double wait_
         held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
       close(fd);
       if (attempt > 1000) {
-        return Status(ErrorCode::kIo, run_path + ": cannot lock '" + lock_path +
-                                          "': it keeps being replaced");
+        return Status(ErrorCode::kIo,
+                      run_path + ": cannot lock '" + lock_path + "': it keeps being replaced");
       }
       continue;
     }

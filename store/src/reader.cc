@@ -69,12 +69,12 @@ struct RunReader::Impl {
   }
 
   std::vector<Stmt*> AllStatements() {
-    return {&run,          &counts,         &meshes,       &ops_all,         &op_by_id,
-            &ops_by_name,  &ops_in_scope,   &cands_all,    &cands_of_op,     &tensors_all,
-            &tensor_by_id, &edges_all,      &edges_into,   &edges_from,      &edges_of_tensor,
-            &redists_all,  &redist_by_id,   &redists_of_op, &redists_of_tensor, &rsteps_all,
-            &rsteps_of,    &programs,       &instructions, &send_recvs,      &steps,
-            &rank_steps,   &rank_series,    &rank_totals,  &evaluations,     &events};
+    return {&run,          &counts,       &meshes,        &ops_all,           &op_by_id,
+            &ops_by_name,  &ops_in_scope, &cands_all,     &cands_of_op,       &tensors_all,
+            &tensor_by_id, &edges_all,    &edges_into,    &edges_from,        &edges_of_tensor,
+            &redists_all,  &redist_by_id, &redists_of_op, &redists_of_tensor, &rsteps_all,
+            &rsteps_of,    &programs,     &instructions,  &send_recvs,        &steps,
+            &rank_steps,   &rank_series,  &rank_totals,   &evaluations,       &events};
   }
 
   Status Error(int rc, std::string_view what) const {
@@ -111,8 +111,8 @@ struct RunReader::Impl {
 
   Status Json(bool ok, std::string_view table, int64_t id, std::string_view column) const {
     if (ok) return Status::Ok();
-    return Damaged("table '" + std::string(table) + "' row " + std::to_string(id) +
-                   ": column '" + std::string(column) + "' does not hold the expected JSON");
+    return Damaged("table '" + std::string(table) + "' row " + std::to_string(id) + ": column '" +
+                   std::string(column) + "' does not hold the expected JSON");
   }
 };
 
@@ -314,8 +314,8 @@ Status RunReader::Impl::ReadRedistRow(Stmt& s, RedistributionRecord* r) {
   r->lower_bound_bytes = s.Int(12);
   r->bytes_total = s.Int(13);
   r->lower_bound_total = s.Int(14);
-  if (Status st = Json(internal::ParseInts(s.Text(15), &r->lower_bound_per_rank),
-                       "redistribution", r->id, "lower_bound_per_rank");
+  if (Status st = Json(internal::ParseInts(s.Text(15), &r->lower_bound_per_rank), "redistribution",
+                       r->id, "lower_bound_per_rank");
       !st.ok()) {
     return st;
   }
@@ -338,8 +338,7 @@ Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x) {
   }
   x->dim = s.Int(5);
   x->dim_to = s.Int(6);
-  if (Status st = check(internal::ParseIntLists(s.Text(7), &x->groups), "rank_groups");
-      !st.ok()) {
+  if (Status st = check(internal::ParseIntLists(s.Text(7), &x->groups), "rank_groups"); !st.ok()) {
     return st;
   }
   x->bytes_sent_max = s.Int(8);
@@ -421,8 +420,8 @@ Result<std::unique_ptr<RunReader>> RunReader::Open(const std::string& path) {
   }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  int rc = sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) return impl->Error(rc, "opening");
   sqlite3* db = impl->db;
   sqlite3_extended_result_codes(db, 1);
@@ -436,8 +435,7 @@ Result<std::unique_ptr<RunReader>> RunReader::Open(const std::string& path) {
   if (!version.ok()) return version.status();
   impl->version = *version;
   if (impl->version < kSchemaVersion) {
-    Result<sqlite3*> copy =
-        internal::MigratedCopy(db, impl->version, internal::Migrations(), path);
+    Result<sqlite3*> copy = internal::MigratedCopy(db, impl->version, internal::Migrations(), path);
     if (!copy.ok()) return copy.status();
     sqlite3_close(impl->db);
     impl->db = *copy;
@@ -491,10 +489,10 @@ Result<RunCounts> RunReader::Counts() const {
   Stmt& s = impl_->counts;
   RunCounts c;
   Status st = impl_->ForEach(s, "counting rows", [&] {
-    int64_t* fields[] = {&c.meshes,          &c.operators,  &c.backward_operators, &c.candidates,
-                         &c.tensors,         &c.edges,      &c.redistributions,    &c.redist_steps,
-                         &c.programs,        &c.instructions, &c.send_recvs,       &c.steps,
-                         &c.rank_steps,      &c.evaluations, &c.events};
+    int64_t* fields[] = {
+        &c.meshes,     &c.operators,       &c.backward_operators, &c.candidates,  &c.tensors,
+        &c.edges,      &c.redistributions, &c.redist_steps,       &c.programs,    &c.instructions,
+        &c.send_recvs, &c.steps,           &c.rank_steps,         &c.evaluations, &c.events};
     for (int i = 0; i < 15; ++i) *fields[i] = s.Int(i);
     return Status::Ok();
   });
@@ -515,8 +513,8 @@ Result<std::vector<MeshRecord>> RunReader::Meshes() const {
         !j.ok()) {
       return j;
     }
-    if (Status j = d.Json(internal::ParseStrings(s.Text(3), &m.axis_names), "mesh", m.id,
-                          "axis_names");
+    if (Status j =
+            d.Json(internal::ParseStrings(s.Text(3), &m.axis_names), "mesh", m.id, "axis_names");
         !j.ok()) {
       return j;
     }
@@ -708,8 +706,7 @@ Result<std::vector<RedistributionRecord>> RunReader::RedistributionsForOperator(
   return out;
 }
 
-Result<std::vector<RedistributionRecord>> RunReader::RedistributionsOfTensor(
-    int64_t tensor) const {
+Result<std::vector<RedistributionRecord>> RunReader::RedistributionsOfTensor(int64_t tensor) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<RedistributionRecord> out;
   impl_->redists_of_tensor.BindInt(1, tensor);

@@ -54,8 +54,8 @@ const char* RunStatusName(RunStatus status) {
 }
 
 bool ParseRunStatus(std::string_view name, RunStatus* status) {
-  for (RunStatus s : {RunStatus::kRunning, RunStatus::kCompleted, RunStatus::kFailed,
-                      RunStatus::kInterrupted}) {
+  for (RunStatus s :
+       {RunStatus::kRunning, RunStatus::kCompleted, RunStatus::kFailed, RunStatus::kInterrupted}) {
     if (name == RunStatusName(s)) {
       *status = s;
       return true;

@@ -244,9 +244,9 @@ std::span<const Migration> Migrations() { return kMigrations; }
 
 const std::vector<std::string>& RequiredTables() {
   static const std::vector<std::string> tables = {
-      "run",     "mesh",        "operator",  "candidate", "tensor",    "edge",
-      "redistribution", "redist_step", "program", "instruction", "send_recv", "step",
-      "rank_step", "evaluation", "event"};
+      "run",       "mesh",           "operator",    "candidate",  "tensor",
+      "edge",      "redistribution", "redist_step", "program",    "instruction",
+      "send_recv", "step",           "rank_step",   "evaluation", "event"};
   return tables;
 }
 
@@ -271,8 +271,8 @@ Status ApplyMigrations(sqlite3* db, int from_version, std::span<const Migration>
   return Status::Ok();
 }
 
-Result<sqlite3*> MigratedCopy(sqlite3* src, int from_version,
-                              std::span<const Migration> migrations, const std::string& path) {
+Result<sqlite3*> MigratedCopy(sqlite3* src, int from_version, std::span<const Migration> migrations,
+                              const std::string& path) {
   sqlite3* mem = nullptr;
   int rc = sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {

@@ -37,8 +37,8 @@ Status ApplyMigrations(sqlite3* db, int from_version, std::span<const Migration>
 
 // Copies `src` (any journal mode, read-only is fine) into a new in-memory database and
 // applies `migrations` above `from_version` to the copy. The caller owns the result.
-Result<sqlite3*> MigratedCopy(sqlite3* src, int from_version,
-                              std::span<const Migration> migrations, const std::string& path);
+Result<sqlite3*> MigratedCopy(sqlite3* src, int from_version, std::span<const Migration> migrations,
+                              const std::string& path);
 
 // Checks the header (application id, schema version) and the tables of an open run file.
 // Returns the file's schema version. Errors: kNotARunFile, kTooNew, kCorrupt.

@@ -92,8 +92,8 @@ Result<int64_t> QueryInt(sqlite3* db, std::string_view sql, const std::string& p
   if (rc != SQLITE_OK) return SqliteError(db, rc, path, what);
   rc = stmt.Step();
   if (rc == SQLITE_ROW) return stmt.Int(0);
-  if (rc == SQLITE_DONE) return Status(ErrorCode::kCorrupt, path + ": " + std::string(what) +
-                                                                ": no result");
+  if (rc == SQLITE_DONE)
+    return Status(ErrorCode::kCorrupt, path + ": " + std::string(what) + ": no result");
   return SqliteError(db, rc, path, what);
 }
 

@@ -242,8 +242,8 @@ std::vector<size_t> Sample(size_t n, int64_t max) {
   if (max == 0) return picks;
   if (max == 1) return {n - 1};
   for (int64_t k = 0; k < max; ++k) {
-    const size_t i = static_cast<size_t>(
-        (static_cast<double>(k) * static_cast<double>(n - 1)) / static_cast<double>(max - 1));
+    const size_t i = static_cast<size_t>((static_cast<double>(k) * static_cast<double>(n - 1)) /
+                                         static_cast<double>(max - 1));
     if (picks.empty() || picks.back() != i) picks.push_back(i);
   }
   return picks;
@@ -303,11 +303,11 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
     label.resize(std::max<size_t>(label.size() + 1, 12), ' ');
     out += label + value + "\n";
   };
-  field("Run file", d.path + " (schema version " + std::to_string(d.schema_version) +
-                        (d.migrated ? ", read through an upgrade to " +
-                                          std::to_string(kSchemaVersion)
-                                    : std::string()) +
-                        ")");
+  field("Run file",
+        d.path + " (schema version " + std::to_string(d.schema_version) +
+            (d.migrated ? ", read through an upgrade to " + std::to_string(kSchemaVersion)
+                        : std::string()) +
+            ")");
   std::string what = r.name.empty() ? std::string("(unnamed)") : r.name;
   if (!r.mode.empty()) what += ": " + r.mode;
   if (!r.search.empty()) what += ", search " + r.search;
@@ -328,7 +328,8 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
     field("Model", (r.model_path.empty() ? std::string("(inline)") : r.model_path) + " (" +
                        std::to_string(CountLines(r.model_text)) + " lines recorded)");
   }
-  std::string versions = "shardscope " + (r.shardscope_version.empty() ? "?" : r.shardscope_version);
+  std::string versions =
+      "shardscope " + (r.shardscope_version.empty() ? "?" : r.shardscope_version);
   if (!r.versions_json.empty() && r.versions_json != "{}") {
     versions += "; " + OneLine(r.versions_json);
   }
@@ -336,13 +337,13 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
   if (!r.command_line.empty()) field("Command", OneLine(r.command_line, 400));
   if (!r.config_json.empty() && r.config_json != "{}") field("Config", OneLine(r.config_json, 400));
   const RunCounts& c = d.counts;
-  field("Contents",
-        std::to_string(c.operators) + " operators (" + std::to_string(c.backward_operators) +
-            " backward), " + std::to_string(c.tensors) + " tensors, " + std::to_string(c.edges) +
-            " edges, " + std::to_string(c.redistributions) + " redistributions, " +
-            std::to_string(c.programs) + " programs, " + std::to_string(c.steps) + " steps, " +
-            std::to_string(c.evaluations) + " evaluations, " + std::to_string(c.events) +
-            " events");
+  field("Contents", std::to_string(c.operators) + " operators (" +
+                        std::to_string(c.backward_operators) + " backward), " +
+                        std::to_string(c.tensors) + " tensors, " + std::to_string(c.edges) +
+                        " edges, " + std::to_string(c.redistributions) + " redistributions, " +
+                        std::to_string(c.programs) + " programs, " + std::to_string(c.steps) +
+                        " steps, " + std::to_string(c.evaluations) + " evaluations, " +
+                        std::to_string(c.events) + " events");
 
   if (!d.meshes.empty()) {
     out += "\nMeshes\n";
@@ -359,9 +360,8 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
     Table t({"id", "name", "kind", "strategy", "provenance", "cost", "runners-up"},
             {true, false, false, false, false, true});
     const auto names = OperatorNames(d);
-    const auto picks = Sample(d.operators.size(), options.max_operators < 0
-                                                      ? -1
-                                                      : options.max_operators);
+    const auto picks =
+        Sample(d.operators.size(), options.max_operators < 0 ? -1 : options.max_operators);
     for (size_t i : picks) {
       const OperatorRecord& o = d.operators[i];
       std::string why = o.provenance;
@@ -390,10 +390,9 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
   if (!d.redistributions.empty()) {
     const RedistTotals tot = TotalsOf(d.redistributions);
     out += "\nRedistributions: " + std::to_string(d.redistributions.size()) + ", " +
-           Bytes(tot.bytes) + " per rank (max) against a lower bound of " +
-           Bytes(tot.lower_bound) + " (" + Ratio(tot.bytes, tot.lower_bound) + "), " +
-           std::to_string(tot.above_bound) + " above their bound, predicted " +
-           Seconds(tot.seconds) + "\n";
+           Bytes(tot.bytes) + " per rank (max) against a lower bound of " + Bytes(tot.lower_bound) +
+           " (" + Ratio(tot.bytes, tot.lower_bound) + "), " + std::to_string(tot.above_bound) +
+           " above their bound, predicted " + Seconds(tot.seconds) + "\n";
     Table t({"id", "tensor", "consumer", "from", "to", "bytes", "lower bound", "ratio", "time",
              "steps", "reason"},
             {true, false, false, false, false, true, true, true, true});
@@ -513,9 +512,11 @@ Json ToJson(const Data& d) {
                  {"events", c.events}};
   Json meshes = Json::array();
   for (const auto& m : d.meshes) {
-    meshes.push_back(
-        {{"id", m.id}, {"name", m.name}, {"shape", m.shape}, {"axis_names", m.axis_names},
-         {"ranks", m.ranks}});
+    meshes.push_back({{"id", m.id},
+                      {"name", m.name},
+                      {"shape", m.shape},
+                      {"axis_names", m.axis_names},
+                      {"ranks", m.ranks}});
   }
   j["meshes"] = std::move(meshes);
   Json ops = Json::array();
@@ -552,14 +553,11 @@ Json ToJson(const Data& d) {
     return bound > 0 ? Json(static_cast<double>(bytes) / static_cast<double>(bound))
                      : Json(nullptr);
   };
-  j["redistribution_totals"] = {{"count", d.redistributions.size()},
-                                {"bytes", tot.bytes},
-                                {"lower_bound_bytes", tot.lower_bound},
-                                {"ratio", ratio(tot.bytes, tot.lower_bound)},
-                                {"bytes_total", tot.bytes_total},
-                                {"lower_bound_total", tot.lower_bound_total},
-                                {"above_bound", tot.above_bound},
-                                {"predicted_seconds", tot.seconds}};
+  j["redistribution_totals"] = {
+      {"count", d.redistributions.size()},    {"bytes", tot.bytes},
+      {"lower_bound_bytes", tot.lower_bound}, {"ratio", ratio(tot.bytes, tot.lower_bound)},
+      {"bytes_total", tot.bytes_total},       {"lower_bound_total", tot.lower_bound_total},
+      {"above_bound", tot.above_bound},       {"predicted_seconds", tot.seconds}};
   const auto op_names = OperatorNames(d);
   const auto tensor_names = TensorNames(d);
   Json redists = Json::array();

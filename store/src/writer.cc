@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "json_text.h"
 #include "lock.h"
@@ -30,8 +31,7 @@ constexpr int kCatchUpPages = 256;      // copied with the writer held (see Catc
 constexpr int kMaxLogPages = 8 * kCheckpointPages;
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string DirOf(const std::string& path) {
@@ -90,9 +90,8 @@ constexpr std::string_view kInsertRun =
 Status CreateSchema(const std::string& tmp, const std::string& path, const RunInfo& run,
                     const RunWriterOptions& options) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(tmp.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      tmp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status st = internal::SqliteError(db, rc, path, "creating the run file");
     sqlite3_close(db);
@@ -102,13 +101,14 @@ Status CreateSchema(const std::string& tmp, const std::string& path, const RunIn
   const std::string what = "creating the run file";
   Status st = Status::Ok();
   if (options.page_size > 0) {
-    st = internal::Exec(db, "PRAGMA page_size = " + std::to_string(options.page_size), path,
-                        what);
+    st = internal::Exec(db, "PRAGMA page_size = " + std::to_string(options.page_size), path, what);
   }
   if (st.ok()) st = internal::Exec(db, "PRAGMA journal_mode = WAL", path, what);
+  // No syncs while the file has no name yet: one fsync before the rename does it.
+  if (st.ok()) st = internal::Exec(db, "PRAGMA synchronous = OFF", path, what);
   if (st.ok()) {
-    st = internal::Exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId), path,
-                        what);
+    st =
+        internal::Exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId), path, what);
   }
   if (st.ok()) st = internal::ApplyMigrations(db, 0, internal::Migrations(), path);
   if (st.ok()) {
@@ -125,8 +125,16 @@ Status CreateSchema(const std::string& tmp, const std::string& path, const RunIn
     }
     if (rc != SQLITE_OK) st = internal::SqliteError(db, rc, path, what);
   }
-  rc = sqlite3_close(db);
+  rc = sqlite3_close(db);  // checkpoints the log into the file and removes it
   if (st.ok() && rc != SQLITE_OK) st = internal::SqliteCodeError(rc, path, what);
+  if (st.ok()) {
+    const int fd = open(tmp.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+      st = Status(errno == ENOSPC ? ErrorCode::kDiskFull : ErrorCode::kIo,
+                  path + ": " + what + ": " + std::strerror(errno));
+    }
+    if (fd >= 0) close(fd);
+  }
   return st;
 }
 
@@ -140,7 +148,9 @@ struct RunWriter::Impl {
   sqlite3* db = nullptr;
   bool finished = false;
 
-  Stmt begin, commit, rollback, savepoint, release, rollback_to, touch, update_run, finish_run;
+  Stmt begin, commit, rollback, touch, update_run, finish_run;
+  Stmt undo_candidates, undo_op, undo_redist_steps, undo_redist, undo_instructions, undo_program;
+  Stmt undo_rank_steps, undo_step;
   Stmt mesh, op, candidate, tensor, edge, redist, redist_step, program, instruction, send_recv;
   Stmt step, rank_step, evaluation, event;
 
@@ -167,28 +177,40 @@ struct RunWriter::Impl {
     }
     return Status::Ok();
   }
-  // Steps a write statement once and resets it.
-  Status Run(Stmt& s, std::string_view what) {
+  // Steps a write statement once and resets it. `what` (text, or a callable returning it,
+  // called only on failure) names what was being recorded.
+  template <typename W>
+  Status Run(Stmt& s, W&& what) {
     const int rc = s.Step();
-    Status st = rc == SQLITE_DONE ? Status::Ok() : Error(rc, what);
+    Status st = Status::Ok();
+    if (rc != SQLITE_DONE) {
+      if constexpr (std::is_invocable_v<W>) {
+        st = Error(rc, what());
+      } else {
+        st = Error(rc, what);
+      }
+    }
     s.Reset();
     return st;
   }
-  Status EnsureTransaction() {
+  // Usable, and in a transaction (opened when none is).
+  Status Ready() {
+    if (Status st = Usable(); !st.ok()) return st;
     if (sqlite3_get_autocommit(db) == 0) return Status::Ok();
     return Run(begin, "beginning a transaction");
   }
-  // A record of several rows is all or nothing: rows are added under a savepoint.
-  template <typename F>
-  Status Record(std::string_view what, F&& rows) {
-    if (Status st = Usable(); !st.ok()) return st;
-    if (Status st = EnsureTransaction(); !st.ok()) return st;
-    if (Status st = Run(savepoint, what); !st.ok()) return st;
-    Status st = rows();
-    if (st.ok()) return Run(release, what);
-    (void)Run(rollback_to, what);
-    (void)Run(release, what);
-    return st;
+  // A record of several rows is all or nothing: when a child row fails, the rows of the
+  // record already added are deleted again (cheaper than a savepoint per record, which
+  // copies every page it changes). Nothing to undo when the failure ended the transaction.
+  void Undo(std::initializer_list<Stmt*> deletes, int64_t key) {
+    if (sqlite3_get_autocommit(db) != 0) return;
+    for (Stmt* d : deletes) {
+      d->BindInt(1, key);
+      (void)Run(*d, "undoing a partial record");
+    }
+  }
+  Status Invalid(const std::string& what, const std::string& why) const {
+    return Status(ErrorCode::kInvalidArgument, path + ": " + what + ": " + why);
   }
 
   Status Prepare(Stmt& s, std::string_view sql) {
@@ -273,9 +295,14 @@ Status RunWriter::Impl::PrepareAll() {
       {&begin, "BEGIN IMMEDIATE"},
       {&commit, "COMMIT"},
       {&rollback, "ROLLBACK"},
-      {&savepoint, "SAVEPOINT record"},
-      {&release, "RELEASE record"},
-      {&rollback_to, "ROLLBACK TO record"},
+      {&undo_candidates, "DELETE FROM candidate WHERE op_id = ?1"},
+      {&undo_op, "DELETE FROM operator WHERE id = ?1"},
+      {&undo_redist_steps, "DELETE FROM redist_step WHERE redistribution_id = ?1"},
+      {&undo_redist, "DELETE FROM redistribution WHERE id = ?1"},
+      {&undo_instructions, "DELETE FROM instruction WHERE rank = ?1"},
+      {&undo_program, "DELETE FROM program WHERE rank = ?1"},
+      {&undo_rank_steps, "DELETE FROM rank_step WHERE step = ?1"},
+      {&undo_step, "DELETE FROM step WHERE step = ?1"},
       {&touch, "UPDATE run SET updated_at = ?1 WHERE id = 1"},
       {&update_run,
        "UPDATE run SET name = ?1, mode = ?2, search = ?3, devices = ?4, backend = ?5, "
@@ -335,10 +362,20 @@ Status RunWriter::Impl::PrepareAll() {
 }
 
 void RunWriter::Impl::FinalizeStatements() {
-  for (Stmt* s : {&begin, &commit, &rollback, &savepoint, &release, &rollback_to, &touch,
-                  &update_run, &finish_run, &mesh, &op, &candidate, &tensor, &edge, &redist,
-                  &redist_step, &program, &instruction, &send_recv, &step, &rank_step,
-                  &evaluation, &event}) {
+  for (Stmt* s : {&begin,        &commit,
+                  &rollback,     &undo_candidates,
+                  &undo_op,      &undo_redist_steps,
+                  &undo_redist,  &undo_instructions,
+                  &undo_program, &undo_rank_steps,
+                  &undo_step,    &touch,
+                  &update_run,   &finish_run,
+                  &mesh,         &op,
+                  &candidate,    &tensor,
+                  &edge,         &redist,
+                  &redist_step,  &program,
+                  &instruction,  &send_recv,
+                  &step,         &rank_step,
+                  &evaluation,   &event}) {
     *s = Stmt();
   }
 }
@@ -383,10 +420,9 @@ void RunWriter::Impl::StartCheckpointer() {
     return;  // SQLite's own auto-checkpoint (in Commit) stays on
   }
   sqlite3_busy_timeout(ckpt_db, 1000);
-  (void)internal::Exec(ckpt_db,
-                       options.durable ? "PRAGMA synchronous = FULL"
-                                       : "PRAGMA synchronous = NORMAL",
-                       path, "checkpointing");
+  (void)internal::Exec(
+      ckpt_db, options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", path,
+      "checkpointing");
   sqlite3_wal_hook(db, WalHook, this);  // replaces the auto-checkpoint
   ckpt_thread = std::thread([this] {
     std::unique_lock<std::mutex> lock(ckpt_mu);
@@ -443,9 +479,9 @@ Status RunWriter::Impl::CommitLocked() {
       if ((rc & 0xff) == SQLITE_CONSTRAINT) {
         const std::string detail = DescribeForeignKeyViolations();
         if (!detail.empty()) {
-          st = Status(ErrorCode::kInvalidArgument,
-                      path + ": committing: dangling references (" + detail +
-                          "); the transaction was rolled back");
+          st = Status(ErrorCode::kInvalidArgument, path + ": committing: dangling references (" +
+                                                       detail +
+                                                       "); the transaction was rolled back");
         }
       }
     }
@@ -492,20 +528,19 @@ RunWriter::~RunWriter() {
 Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, const RunInfo& run,
                                                      const RunWriterOptions& options) {
   if (path.empty()) return Status(ErrorCode::kInvalidArgument, "run file: the path is empty");
-  if (options.page_size != 0 &&
-      (options.page_size < 512 || options.page_size > 65536 ||
-       (options.page_size & (options.page_size - 1)) != 0)) {
-    return Status(ErrorCode::kInvalidArgument,
-                  path + ": page size " + std::to_string(options.page_size) +
-                      " is not a power of two from 512 to 65536");
+  if (options.page_size != 0 && (options.page_size < 512 || options.page_size > 65536 ||
+                                 (options.page_size & (options.page_size - 1)) != 0)) {
+    return Status(ErrorCode::kInvalidArgument, path + ": page size " +
+                                                   std::to_string(options.page_size) +
+                                                   " is not a power of two from 512 to 65536");
   }
   const std::string dir = DirOf(path);
   struct stat dir_stat {};
   if (stat(dir.c_str(), &dir_stat) != 0) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) {
-      return Status(ErrorCode::kNotFound, path + ": cannot create the run file: directory '" +
-                                              dir + "' does not exist");
+      return Status(ErrorCode::kNotFound,
+                    path + ": cannot create the run file: directory '" + dir + "' does not exist");
     }
     return Status(err == EACCES ? ErrorCode::kReadOnly : ErrorCode::kIo,
                   path + ": cannot create the run file: directory '" + dir +
@@ -532,13 +567,15 @@ Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, co
   struct stat file_stat {};
   if (lstat(path.c_str(), &file_stat) == 0) {
     if (S_ISDIR(file_stat.st_mode)) {
-      return Status(ErrorCode::kAlreadyExists, path + ": cannot create the run file: a directory "
-                                                      "of that name exists");
+      return Status(ErrorCode::kAlreadyExists, path +
+                                                   ": cannot create the run file: a directory "
+                                                   "of that name exists");
     }
     if (!options.overwrite) {
       return Status(ErrorCode::kAlreadyExists,
-                    path + ": a run file of that name already exists; choose another path or "
-                           "overwrite it");
+                    path +
+                        ": a run file of that name already exists; choose another path or "
+                        "overwrite it");
     }
   }
   // We hold the lock: no writer uses these. A stale log of an older file must not be
@@ -585,8 +622,7 @@ bool RunWriter::in_transaction() const {
 
 Status RunWriter::Begin() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  if (Status st = impl_->Usable(); !st.ok()) return st;
-  return impl_->EnsureTransaction();
+  return impl_->Ready();
 }
 
 Status RunWriter::Commit() {
@@ -608,19 +644,17 @@ Status RunWriter::Finish(RunStatus status, std::string_view message) {
 Status RunWriter::UpdateRun(const RunInfo& run) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  return d.Record("updating the run", [&] {
-    BindRunFields(d.update_run, run);
-    return d.Run(d.update_run, "updating the run");
-  });
+  if (Status st = d.Ready(); !st.ok()) return st;
+  BindRunFields(d.update_run, run);
+  return d.Run(d.update_run, "updating the run");
 }
 
 Status RunWriter::AddMesh(const MeshRecord& m) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  const std::string what = "recording mesh " + std::to_string(m.id) + " '" + m.name + "'";
-  if (m.id < 0) return Status(ErrorCode::kInvalidArgument, d.path + ": " + what + ": negative id");
-  if (Status st = d.Usable(); !st.ok()) return st;
-  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  const auto what = [&] { return "recording mesh " + std::to_string(m.id) + " '" + m.name + "'"; };
+  if (m.id < 0) return d.Invalid(what(), "negative id");
+  if (Status st = d.Ready(); !st.ok()) return st;
   const std::string shape = internal::JsonInts(m.shape);
   const std::string names = internal::JsonStrings(m.axis_names);
   const std::string ranks = internal::JsonInts(m.ranks);
@@ -636,50 +670,55 @@ Status RunWriter::AddMesh(const MeshRecord& m) {
 Status RunWriter::AddOperator(const OperatorRecord& o) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  const std::string what = "recording operator " + std::to_string(o.id) + " '" + o.name + "'";
-  if (o.id < 0) return Status(ErrorCode::kInvalidArgument, d.path + ": " + what + ": negative id");
-  return d.Record(what, [&] {
-    Stmt& s = d.op;
-    s.BindInt(1, o.id);
-    s.BindText(2, o.name);
-    s.BindText(3, o.scope);
-    s.BindText(4, o.kind);
-    s.BindBool(5, o.is_backward);
-    s.BindRef(6, o.forward_id);
-    s.BindRef(7, o.mesh_id);
-    s.BindText(8, o.strategy);
-    s.BindText(9, o.provenance);
-    s.BindText(10, o.provenance_detail);
-    s.BindRef(11, o.provenance_op);
-    s.BindRef(12, o.search_round);
-    s.BindDouble(13, o.cost);
-    s.BindRef(14, o.worker);
-    s.BindText(15, o.attrs);
-    if (Status st = d.Run(s, what); !st.ok()) return st;
-    for (size_t i = 0; i < o.candidates.size(); ++i) {
-      const CandidateRecord& c = o.candidates[i];
-      Stmt& cs = d.candidate;
-      cs.BindInt(1, o.id);
-      cs.BindInt(2, static_cast<int64_t>(i));
-      cs.BindText(3, c.strategy);
-      cs.BindDouble(4, c.cost);
-      cs.BindDouble(5, c.compute_seconds);
-      cs.BindDouble(6, c.comm_seconds);
-      cs.BindInt(7, c.memory_bytes);
-      cs.BindText(8, c.note);
-      if (Status st = d.Run(cs, what); !st.ok()) return st;
+  const auto what = [&] {
+    return "recording operator " + std::to_string(o.id) + " '" + o.name + "'";
+  };
+  if (o.id < 0) return d.Invalid(what(), "negative id");
+  if (Status st = d.Ready(); !st.ok()) return st;
+  Stmt& s = d.op;
+  s.BindInt(1, o.id);
+  s.BindText(2, o.name);
+  s.BindText(3, o.scope);
+  s.BindText(4, o.kind);
+  s.BindBool(5, o.is_backward);
+  s.BindRef(6, o.forward_id);
+  s.BindRef(7, o.mesh_id);
+  s.BindText(8, o.strategy);
+  s.BindText(9, o.provenance);
+  s.BindText(10, o.provenance_detail);
+  s.BindRef(11, o.provenance_op);
+  s.BindRef(12, o.search_round);
+  s.BindDouble(13, o.cost);
+  s.BindRef(14, o.worker);
+  s.BindText(15, o.attrs);
+  if (Status st = d.Run(s, what); !st.ok()) return st;
+  for (size_t i = 0; i < o.candidates.size(); ++i) {
+    const CandidateRecord& c = o.candidates[i];
+    Stmt& cs = d.candidate;
+    cs.BindInt(1, o.id);
+    cs.BindInt(2, static_cast<int64_t>(i));
+    cs.BindText(3, c.strategy);
+    cs.BindDouble(4, c.cost);
+    cs.BindDouble(5, c.compute_seconds);
+    cs.BindDouble(6, c.comm_seconds);
+    cs.BindInt(7, c.memory_bytes);
+    cs.BindText(8, c.note);
+    if (Status st = d.Run(cs, what); !st.ok()) {
+      d.Undo({&d.undo_candidates, &d.undo_op}, o.id);
+      return st;
     }
-    return Status::Ok();
-  });
+  }
+  return Status::Ok();
 }
 
 Status RunWriter::AddTensor(const TensorRecord& t) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  const std::string what = "recording tensor " + std::to_string(t.id) + " '" + t.name + "'";
-  if (t.id < 0) return Status(ErrorCode::kInvalidArgument, d.path + ": " + what + ": negative id");
-  if (Status st = d.Usable(); !st.ok()) return st;
-  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  const auto what = [&] {
+    return "recording tensor " + std::to_string(t.id) + " '" + t.name + "'";
+  };
+  if (t.id < 0) return d.Invalid(what(), "negative id");
+  if (Status st = d.Ready(); !st.ok()) return st;
   const std::string shape = internal::JsonInts(t.shape);
   Stmt& s = d.tensor;
   s.BindInt(1, t.id);
@@ -697,8 +736,7 @@ Status RunWriter::AddTensor(const TensorRecord& t) {
 Status RunWriter::AddEdge(const EdgeRecord& e) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  if (Status st = d.Usable(); !st.ok()) return st;
-  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.edge;
   s.BindInt(1, e.dst_op);
   s.BindInt(2, e.dst_input);
@@ -707,105 +745,109 @@ Status RunWriter::AddEdge(const EdgeRecord& e) {
   s.BindInt(5, e.src_output);
   s.BindText(6, e.layout);
   s.BindRef(7, e.mesh_id);
-  const Status st = d.Run(s, "recording edge");
-  if (st.ok()) return st;
-  return Status(st.code(), st.message() + " (tensor " + std::to_string(e.tensor_id) +
-                               " into operator " + std::to_string(e.dst_op) + " input " +
-                               std::to_string(e.dst_input) + ")");
+  return d.Run(s, [&] {
+    return "recording the edge of tensor " + std::to_string(e.tensor_id) + " into operator " +
+           std::to_string(e.dst_op) + " input " + std::to_string(e.dst_input);
+  });
 }
 
 Status RunWriter::AddRedistribution(const RedistributionRecord& r) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  const std::string what = "recording redistribution " + std::to_string(r.id);
-  if (r.id < 0) return Status(ErrorCode::kInvalidArgument, d.path + ": " + what + ": negative id");
-  return d.Record(what, [&] {
-    const std::string lower_bound = internal::JsonInts(r.lower_bound_per_rank);
-    Stmt& s = d.redist;
-    s.BindInt(1, r.id);
-    s.BindRef(2, r.tensor_id);
-    s.BindRef(3, r.consumer_op);
-    s.BindRef(4, r.consumer_input);
-    s.BindBool(5, r.is_backward);
-    s.BindText(6, r.from_layout);
-    s.BindRef(7, r.from_mesh_id);
-    s.BindText(8, r.to_layout);
-    s.BindRef(9, r.to_mesh_id);
-    s.BindRef(10, r.plan_mesh_id);
-    s.BindText(11, r.reason);
-    s.BindInt(12, r.bytes);
-    s.BindInt(13, r.lower_bound_bytes);
-    s.BindInt(14, r.bytes_total);
-    s.BindInt(15, r.lower_bound_total);
-    s.BindText(16, lower_bound);
-    s.BindBool(17, r.byte_optimal);
-    s.BindDouble(18, r.predicted_seconds);
-    if (Status st = d.Run(s, what); !st.ok()) return st;
-    for (const RedistStepRecord& x : r.steps) {
-      const std::string axes = internal::JsonInts(x.axes);
-      const std::string names = internal::JsonStrings(x.axis_names);
-      const std::string groups = internal::JsonIntLists(x.groups);
-      const std::string sent = internal::JsonInts(x.bytes_sent);
-      const std::string recv = internal::JsonInts(x.bytes_recv);
-      const std::string transfers = internal::JsonTransfers(x.transfers);
-      const std::string zeros = internal::JsonInts(x.zero_ranks);
-      Stmt& t = d.redist_step;
-      t.BindInt(1, r.id);
-      t.BindInt(2, x.ordinal);
-      t.BindText(3, x.kind);
-      t.BindText(4, axes);
-      t.BindText(5, names);
-      t.BindInt(6, x.dim);
-      t.BindInt(7, x.dim_to);
-      t.BindText(8, groups);
-      t.BindInt(9, x.bytes_sent_max);
-      t.BindInt(10, x.bytes_recv_max);
-      t.BindText(11, sent);
-      t.BindText(12, recv);
-      t.BindInt(13, x.messages);
-      t.BindDouble(14, x.seconds);
-      t.BindText(15, x.layout_after);
-      t.BindText(16, x.reason);
-      t.BindText(17, transfers);
-      t.BindText(18, zeros);
-      if (Status st = d.Run(t, what + " step " + std::to_string(x.ordinal)); !st.ok()) return st;
+  const auto what = [&] { return "recording redistribution " + std::to_string(r.id); };
+  if (r.id < 0) return d.Invalid(what(), "negative id");
+  if (Status st = d.Ready(); !st.ok()) return st;
+  const std::string lower_bound = internal::JsonInts(r.lower_bound_per_rank);
+  Stmt& s = d.redist;
+  s.BindInt(1, r.id);
+  s.BindRef(2, r.tensor_id);
+  s.BindRef(3, r.consumer_op);
+  s.BindRef(4, r.consumer_input);
+  s.BindBool(5, r.is_backward);
+  s.BindText(6, r.from_layout);
+  s.BindRef(7, r.from_mesh_id);
+  s.BindText(8, r.to_layout);
+  s.BindRef(9, r.to_mesh_id);
+  s.BindRef(10, r.plan_mesh_id);
+  s.BindText(11, r.reason);
+  s.BindInt(12, r.bytes);
+  s.BindInt(13, r.lower_bound_bytes);
+  s.BindInt(14, r.bytes_total);
+  s.BindInt(15, r.lower_bound_total);
+  s.BindText(16, lower_bound);
+  s.BindBool(17, r.byte_optimal);
+  s.BindDouble(18, r.predicted_seconds);
+  if (Status st = d.Run(s, what); !st.ok()) return st;
+  for (const RedistStepRecord& x : r.steps) {
+    const std::string axes = internal::JsonInts(x.axes);
+    const std::string names = internal::JsonStrings(x.axis_names);
+    const std::string groups = internal::JsonIntLists(x.groups);
+    const std::string sent = internal::JsonInts(x.bytes_sent);
+    const std::string recv = internal::JsonInts(x.bytes_recv);
+    const std::string transfers = internal::JsonTransfers(x.transfers);
+    const std::string zeros = internal::JsonInts(x.zero_ranks);
+    Stmt& t = d.redist_step;
+    t.BindInt(1, r.id);
+    t.BindInt(2, x.ordinal);
+    t.BindText(3, x.kind);
+    t.BindText(4, axes);
+    t.BindText(5, names);
+    t.BindInt(6, x.dim);
+    t.BindInt(7, x.dim_to);
+    t.BindText(8, groups);
+    t.BindInt(9, x.bytes_sent_max);
+    t.BindInt(10, x.bytes_recv_max);
+    t.BindText(11, sent);
+    t.BindText(12, recv);
+    t.BindInt(13, x.messages);
+    t.BindDouble(14, x.seconds);
+    t.BindText(15, x.layout_after);
+    t.BindText(16, x.reason);
+    t.BindText(17, transfers);
+    t.BindText(18, zeros);
+    if (Status st = d.Run(t, [&] { return what() + " step " + std::to_string(x.ordinal); });
+        !st.ok()) {
+      d.Undo({&d.undo_redist_steps, &d.undo_redist}, r.id);
+      return st;
     }
-    return Status::Ok();
-  });
+  }
+  return Status::Ok();
 }
 
 Status RunWriter::AddProgram(const ProgramRecord& p) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  const std::string what = "recording the program of rank " + std::to_string(p.rank);
-  return d.Record(what, [&] {
-    Stmt& s = d.program;
-    s.BindInt(1, p.rank);
-    s.BindText(2, p.role);
-    s.BindText(3, p.text);
-    if (Status st = d.Run(s, what); !st.ok()) return st;
-    for (const InstructionRecord& in : p.instructions) {
-      Stmt& t = d.instruction;
-      t.BindInt(1, p.rank);
-      t.BindInt(2, in.ordinal);
-      t.BindText(3, in.kind);
-      t.BindRef(4, in.op_id);
-      t.BindRef(5, in.redistribution_id);
-      t.BindRef(6, in.tensor_id);
-      t.BindRef(7, in.peer);
-      t.BindInt(8, in.bytes);
-      t.BindText(9, in.text);
-      if (Status st = d.Run(t, what); !st.ok()) return st;
+  const auto what = [&] { return "recording the program of rank " + std::to_string(p.rank); };
+  if (Status st = d.Ready(); !st.ok()) return st;
+  Stmt& s = d.program;
+  s.BindInt(1, p.rank);
+  s.BindText(2, p.role);
+  s.BindText(3, p.text);
+  if (Status st = d.Run(s, what); !st.ok()) return st;
+  for (const InstructionRecord& in : p.instructions) {
+    Stmt& t = d.instruction;
+    t.BindInt(1, p.rank);
+    t.BindInt(2, in.ordinal);
+    t.BindText(3, in.kind);
+    t.BindRef(4, in.op_id);
+    t.BindRef(5, in.redistribution_id);
+    t.BindRef(6, in.tensor_id);
+    t.BindRef(7, in.peer);
+    t.BindInt(8, in.bytes);
+    t.BindText(9, in.text);
+    if (Status st = d.Run(t, [&] { return what() + " instruction " + std::to_string(in.ordinal); });
+        !st.ok()) {
+      d.Undo({&d.undo_instructions, &d.undo_program}, p.rank);
+      return st;
     }
-    return Status::Ok();
-  });
+  }
+  return Status::Ok();
 }
 
 Status RunWriter::AddSendRecv(const SendRecvRecord& p) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  if (Status st = d.Usable(); !st.ok()) return st;
-  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.send_recv;
   s.BindRef(1, p.tensor_id);
   s.BindInt(2, p.src_rank);
@@ -820,39 +862,41 @@ Status RunWriter::AddSendRecv(const SendRecvRecord& p) {
 Status RunWriter::AddStep(const StepRecord& r) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  const std::string what = "recording step " + std::to_string(r.step);
-  return d.Record(what, [&] {
-    Stmt& s = d.step;
-    s.BindInt(1, r.step);
-    s.BindInt(2, r.epoch);
-    s.BindDouble(3, r.loss);
-    s.BindDouble(4, r.seconds);
-    s.BindDouble(5, r.time != 0 ? r.time : Now());
-    if (Status st = d.Run(s, what); !st.ok()) return st;
-    for (const RankStepRecord& k : r.ranks) {
-      Stmt& t = d.rank_step;
-      t.BindInt(1, r.step);
-      t.BindInt(2, k.rank);
-      t.BindDouble(3, k.compute_seconds);
-      t.BindDouble(4, k.comm_seconds);
-      t.BindInt(5, k.bytes_sent);
-      t.BindInt(6, k.bytes_recv);
-      t.BindInt(7, k.param_bytes);
-      t.BindInt(8, k.grad_bytes);
-      t.BindInt(9, k.optimizer_bytes);
-      t.BindInt(10, k.activation_bytes);
-      t.BindInt(11, k.peak_bytes);
-      if (Status st = d.Run(t, what + " rank " + std::to_string(k.rank)); !st.ok()) return st;
+  const auto what = [&] { return "recording step " + std::to_string(r.step); };
+  if (Status st = d.Ready(); !st.ok()) return st;
+  Stmt& s = d.step;
+  s.BindInt(1, r.step);
+  s.BindInt(2, r.epoch);
+  s.BindDouble(3, r.loss);
+  s.BindDouble(4, r.seconds);
+  s.BindDouble(5, r.time != 0 ? r.time : Now());
+  if (Status st = d.Run(s, what); !st.ok()) return st;
+  for (const RankStepRecord& k : r.ranks) {
+    Stmt& t = d.rank_step;
+    t.BindInt(1, r.step);
+    t.BindInt(2, k.rank);
+    t.BindDouble(3, k.compute_seconds);
+    t.BindDouble(4, k.comm_seconds);
+    t.BindInt(5, k.bytes_sent);
+    t.BindInt(6, k.bytes_recv);
+    t.BindInt(7, k.param_bytes);
+    t.BindInt(8, k.grad_bytes);
+    t.BindInt(9, k.optimizer_bytes);
+    t.BindInt(10, k.activation_bytes);
+    t.BindInt(11, k.peak_bytes);
+    if (Status st = d.Run(t, [&] { return what() + " rank " + std::to_string(k.rank); });
+        !st.ok()) {
+      d.Undo({&d.undo_rank_steps, &d.undo_step}, r.step);
+      return st;
     }
-    return Status::Ok();
-  });
+  }
+  return Status::Ok();
 }
 
 Status RunWriter::AddEvaluation(const EvaluationRecord& e) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  if (Status st = d.Usable(); !st.ok()) return st;
-  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.evaluation;
   s.BindInt(1, e.step);
   s.BindInt(2, e.epoch);
@@ -868,8 +912,7 @@ Status RunWriter::AddEvaluation(const EvaluationRecord& e) {
 Status RunWriter::AddEvent(const EventRecord& e) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
-  if (Status st = d.Usable(); !st.ok()) return st;
-  if (Status st = d.EnsureTransaction(); !st.ok()) return st;
+  if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.event;
   s.BindDouble(1, e.time != 0 ? e.time : Now());
   s.BindText(2, e.level);

@@ -136,7 +136,7 @@ TEST(CorruptFile, DamagedValuesAreReportedByTheirAccessor) {
   auto redists = (*reader)->Redistributions();
   ASSERT_FALSE(redists.ok());
   EXPECT_TRUE(Contains(redists.status().message(), "'rank_groups'"));
-  EXPECT_FALSE((*reader)->Tensors().ok());  // integer overflow in the shape
+  EXPECT_FALSE((*reader)->Tensors().ok());   // integer overflow in the shape
   EXPECT_TRUE((*reader)->Operators().ok());  // the rest reads
   EXPECT_TRUE((*reader)->Steps().ok());      // wrong types read as SQLite converts them
   EXPECT_FALSE(FormatRunSummary(**reader).ok());

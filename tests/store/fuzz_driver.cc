@@ -82,8 +82,8 @@ void Mutate(Bytes& b, const std::vector<Bytes>& seeds, std::mt19937_64& rng, siz
         if (other.size() < 512 || b.size() < 512) break;
         const size_t from = pick(other.size() / 512) * 512;
         const size_t to = pick(b.size() / 512) * 512;
-        const size_t len = std::min({size_t{512} * (1 + pick(4)), other.size() - from,
-                                     b.size() - to});
+        const size_t len =
+            std::min({size_t{512} * (1 + pick(4)), other.size() - from, b.size() - to});
         std::memcpy(b.data() + to, other.data() + from, len);
         break;
       }
@@ -96,8 +96,8 @@ void Mutate(Bytes& b, const std::vector<Bytes>& seeds, std::mt19937_64& rng, siz
 
 int main(int argc, char** argv) {
   double seconds = 20;
-  uint64_t seed = static_cast<uint64_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count());
+  uint64_t seed =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   size_t max_len = 1 << 20;
   std::vector<Bytes> seeds;
   for (int i = 1; i < argc; ++i) {

@@ -33,7 +33,8 @@ bool Make(const std::string& path, int steps, RunStatus status, bool with_plan) 
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return false;
   }
-  if (!(*writer)->Finish(status == RunStatus::kRunning ? RunStatus::kCompleted : status, "seed")
+  if (!(*writer)
+           ->Finish(status == RunStatus::kRunning ? RunStatus::kCompleted : status, "seed")
            .ok()) {
     return false;
   }

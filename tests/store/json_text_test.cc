@@ -34,8 +34,8 @@ TEST(JsonText, NestedAndTransfers) {
 }
 
 TEST(JsonText, StringsRoundTrip) {
-  const std::vector<std::string> values = {"dp", "", "quote\" back\\slash", "tab\tnl\n",
-                                           std::string("nul\0x", 5), "ünï ✓ 𝄞"};
+  const std::vector<std::string> values = {
+      "dp", "", "quote\" back\\slash", "tab\tnl\n", std::string("nul\0x", 5), "ünï ✓ 𝄞"};
   std::vector<std::string> back;
   ASSERT_TRUE(ParseStrings(JsonStrings(values), &back));
   EXPECT_EQ(back, values);
@@ -56,8 +56,8 @@ TEST(JsonText, RefusesAnythingElse) {
   for (const char* bad : {"[1]", "[[1],2]", "[[1]", "[[[1]]]"}) {
     EXPECT_FALSE(ParseIntLists(bad, &lists)) << bad;
   }
-  for (const char* bad : {"[\"a]", "[\"\\x\"]", "[\"\\u12\"]", "[\"\\udc00\"]",
-                          "[\"\\ud800x\"]", "[a]", "[\"a\" \"b\"]"}) {
+  for (const char* bad : {"[\"a]", "[\"\\x\"]", "[\"\\u12\"]", "[\"\\udc00\"]", "[\"\\ud800x\"]",
+                          "[a]", "[\"a\" \"b\"]"}) {
     EXPECT_FALSE(ParseStrings(bad, &strings)) << bad;
   }
   for (const char* bad : {"[[0,1,[0],[1],5]]", "[[0,1,[0]]]", "[[0,[1],[0],[1]]]"}) {

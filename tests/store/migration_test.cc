@@ -51,8 +51,7 @@ TEST(Migrations, AppliedInOrderFromAnyVersion) {
   ASSERT_TRUE(internal::ApplyMigrations(db, 1, kTestMigrations, "db").ok());
   EXPECT_EQ(UserVersion(db), 2);
   EXPECT_TRUE(HasColumn(db, "a", "y"));
-  EXPECT_EQ(internal::QueryInt(db, "SELECT count(*) FROM a WHERE y = 'new'", "db", "t").value(),
-            1);
+  EXPECT_EQ(internal::QueryInt(db, "SELECT count(*) FROM a WHERE y = 'new'", "db", "t").value(), 1);
   sqlite3_close(db);
 }
 
@@ -67,8 +66,7 @@ TEST(Migrations, AFailingMigrationChangesNothing) {
   EXPECT_NE(st.message().find("runs/x.db: upgrading the schema to version 3"), std::string::npos)
       << st.message();
   EXPECT_EQ(UserVersion(db), 2);
-  EXPECT_EQ(internal::QueryInt(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'b'", "db",
-                               "t")
+  EXPECT_EQ(internal::QueryInt(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'b'", "db", "t")
                 .value(),
             0);
   sqlite3_close(db);

@@ -187,12 +187,28 @@ TEST_F(RoundTripTest, Counts) {
 
 TEST_F(RoundTripTest, TextSummary) {
   auto text = Get(FormatRunSummary(*reader_));
-  for (const char* expected :
-       {"Run file", "schema version 1", "ffn: train, search sharding_propagation, 8 devices",
-        "completed: done", "Meshes", "(2,2,2)", "dp,sp,mp", "dense1.matmul", "((2,4),(4,1))",
-        "user", "propagated from dense1.matmul", "((8,1),(1,1)) 2.50 ms", "Redistributions: 2",
-        "P(sp)", "reduce-scatter, all-to-all-v", "1.33x", "Loss (5 steps)", "Evaluations",
-        "0.9100", "Per rank", "Events", "slow step on rank 5"}) {
+  for (const char* expected : {"Run file",
+                               "schema version 1",
+                               "ffn: train, search sharding_propagation, 8 devices",
+                               "completed: done",
+                               "Meshes",
+                               "(2,2,2)",
+                               "dp,sp,mp",
+                               "dense1.matmul",
+                               "((2,4),(4,1))",
+                               "user",
+                               "propagated from dense1.matmul",
+                               "((8,1),(1,1)) 2.50 ms",
+                               "Redistributions: 2",
+                               "P(sp)",
+                               "reduce-scatter, all-to-all-v",
+                               "1.33x",
+                               "Loss (5 steps)",
+                               "Evaluations",
+                               "0.9100",
+                               "Per rank",
+                               "Events",
+                               "slow step on rank 5"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\n" << text;
   }
 }

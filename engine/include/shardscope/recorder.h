@@ -4,8 +4,12 @@
 // the communicator (GatherRankStep). Every call returns the store's error, naming the file.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "shardscope/communicator.h"
 #include "shardscope/dist_trainer.h"
@@ -24,20 +28,32 @@ class Recorder {
   // steps, and the per-rank program. One transaction.
   Status RecordPlan(const Graph& graph, const DistProgram& program);
 
-  // One training step with every rank's figures (ranks[r] from GatherRankStep).
+  // One training step with every rank's figures (ranks[r] from GatherRankStep). Queued: a
+  // background thread writes and commits it (one commit per step while it keeps up, fewer
+  // and larger ones when it falls behind), so training does not wait for the disk. A write
+  // error is returned by a later call and by Finish().
   Status RecordStep(int64_t step, int64_t epoch, double loss, double seconds,
                     const std::vector<store::RankStepRecord>& ranks);
   Status RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
                           int64_t samples, double seconds);
   Status RecordEvent(const std::string& level, const std::string& text);
-  // Final status; the file is complete and unlocked afterwards.
+  // Writes what is queued, then the final status; the file is complete and unlocked.
   Status Finish(bool ok, const std::string& message = "");
+  ~Recorder();  // without Finish(): drains the queue; the store marks the run interrupted
 
   const std::string& path() const;
 
  private:
-  explicit Recorder(std::unique_ptr<store::RunWriter> writer) : writer_(std::move(writer)) {}
+  explicit Recorder(std::unique_ptr<store::RunWriter> writer);
+  void WriteLoop();
+  Status Drain();  // stops the writer thread after it has written everything queued
   std::unique_ptr<store::RunWriter> writer_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<store::StepRecord> queue_;
+  bool stop_ = false;
+  Status error_;  // the first write error of the background thread
+  std::thread thread_;
 };
 
 // Every rank calls this after a step with the figures of that step (deltas); rank 0 gets

@@ -139,8 +139,8 @@ Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_by
     return Status::Invalid("element size must be >= 1 byte, got " + std::to_string(element_bytes));
   }
   Setup s;
-  s.from = from;
-  s.to = to;
+  s.from = &from;
+  s.to = &to;
   s.elem = element_bytes;
   Result<MeshUnification> u = UnifyMeshes(from.mesh(), to.mesh());
   if (u.ok() && u->mesh.num_axes() <= 30) {
@@ -148,32 +148,43 @@ Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_by
     s.mesh = std::move(u->mesh);
     s.axes_of_from = std::move(u->axes_of_a);
     s.axes_of_to = std::move(u->axes_of_b);
-    SHARDSCOPE_ASSIGN_OR_RETURN(s.from_m, ExpressOnMesh(from, s.mesh, s.axes_of_from));
-    SHARDSCOPE_ASSIGN_OR_RETURN(s.to_m, ExpressOnMesh(to, s.mesh, s.axes_of_to));
+    // A layout whose mesh is M itself (axis x of its mesh is axis x of M) needs no rewriting.
+    auto identity = [&](const Layout& l, const std::vector<std::vector<int>>& map) {
+      for (size_t x = 0; x < map.size(); ++x) {
+        if (map[x].size() != 1 || map[x][0] != static_cast<int>(x)) return false;
+      }
+      return l.mesh() == s.mesh;
+    };
+    s.from_is_m = identity(from, s.axes_of_from);
+    s.to_is_m = identity(to, s.axes_of_to);
+    if (!s.from_is_m) {
+      SHARDSCOPE_ASSIGN_OR_RETURN(s.from_on_m, ExpressOnMesh(from, s.mesh, s.axes_of_from));
+    }
+    if (!s.to_is_m) {
+      SHARDSCOPE_ASSIGN_OR_RETURN(s.to_on_m, ExpressOnMesh(to, s.mesh, s.axes_of_to));
+    }
   } else {
     s.unified = false;
     s.mesh = from.mesh();
     if (s.mesh.num_axes() > 30) return Status::Invalid("mesh has too many axes to plan on");
-    s.from_m = from;
-    s.to_m = to;
   }
   return s;
 }
 
 Result<Problem> MakeProblem(const Setup& setup) {
   Problem p;
-  p.from = setup.from;
-  p.to = setup.to;
-  p.shape = setup.from.shape();
-  p.num_dims = setup.from.rank();
-  p.num_ranks = setup.from.mesh().size();
+  p.from = *setup.from;
+  p.to = *setup.to;
+  p.shape = setup.from->shape();
+  p.num_dims = setup.from->rank();
+  p.num_ranks = setup.from->mesh().size();
   p.elem = setup.elem;
   p.unified = setup.unified;
   p.mesh = setup.mesh;
   p.axes_of_from = setup.axes_of_from;
   p.axes_of_to = setup.axes_of_to;
-  const Layout& from_m = setup.from_m;
-  const Layout& to_m = setup.to_m;
+  const Layout& from_m = setup.from_m();
+  const Layout& to_m = setup.to_m();
   const int n = p.num_ranks;
   const int na = p.mesh.num_axes();
   p.num_axes = na;
@@ -233,7 +244,7 @@ Result<Problem> MakeProblem(const Setup& setup) {
     if (!p.active[r]) p.zero_ranks.push_back(r);
   }
   p.max_shard_elems =
-      std::max(NumElements(setup.from.ShardShape()), NumElements(setup.to.ShardShape()));
+      std::max(NumElements(setup.from->ShardShape()), NumElements(setup.to->ShardShape()));
   return p;
 }
 
@@ -242,11 +253,185 @@ Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t elemen
   return MakeProblem(setup);
 }
 
+namespace {
+
+// The reduce part of the bound (redistribution.h, "Lower bound") of state `s`, per rank.
+// Reduction groups: ranks equal on every axis but the pending reduce axes. Addend classes:
+// ranks equal on the kept partial axes (they hold and need the same addend index).
+std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& b) {
+  const int d = p.num_dims;
+  const int n = p.num_ranks;
+  const int na = p.num_axes;
+  const int64_t* tlo = p.target.lo.data();
+  const int64_t* thi = p.target.hi.data();
+  // Group index (mixed radix over the other axes) and addend class (over the kept axes).
+  int64_t num_groups = 1, num_classes = 1;
+  for (int a = 0; a < na; ++a) {
+    if (!(s.reduce_mask & (1u << a))) num_groups *= p.axis_size[a];
+    if (p.kept_mask & (1u << a)) num_classes *= p.axis_size[a];
+  }
+  std::vector<int64_t> group_of(n), class_of(n);
+  for (int r = 0; r < n; ++r) {
+    int64_t g = 0, k = 0;
+    for (int a = 0; a < na; ++a) {
+      const int64_t c = p.coord(r, a);
+      if (!(s.reduce_mask & (1u << a))) g = g * p.axis_size[a] + c;
+      if (p.kept_mask & (1u << a)) k = k * p.axis_size[a] + c;
+    }
+    group_of[r] = g;
+    class_of[r] = k;
+  }
+  // Members of every group, ascending.
+  std::vector<int> start(num_groups + 1, 0), members(n);
+  for (int r = 0; r < n; ++r) ++start[group_of[r] + 1];
+  for (int64_t g = 0; g < num_groups; ++g) start[g + 1] += start[g];
+  {
+    std::vector<int> fill(start.begin(), start.end() - 1);
+    for (int r = 0; r < n; ++r) members[fill[group_of[r]]++] = r;
+  }
+  // Target blocks some active rank of each addend class needs (kept axes split no dimension
+  // of the target, so classes x blocks <= ranks), with a rank holding each.
+  int64_t num_tblocks = 1;
+  for (int64_t x : p.target.blocks) num_tblocks *= x;
+  std::vector<char> needed_set(num_classes * num_tblocks, 0);
+  std::vector<int64_t> needed_count(num_classes, 0);
+  std::vector<int> block_rep(num_tblocks, -1);
+  for (int r = 0; r < n; ++r) {
+    if (p.target_block[r] < 0) continue;
+    const int64_t tb = p.target_block[r];
+    if (block_rep[tb] < 0) block_rep[tb] = r;
+    char& seen = needed_set[class_of[r] * num_tblocks + tb];
+    if (!seen) {
+      seen = 1;
+      ++needed_count[class_of[r]];
+    }
+  }
+  // Per group: its block and the distinct target blocks its members need (its "need").
+  std::vector<int64_t> need_start(num_groups + 1, 0), need_vals;
+  need_vals.reserve(n);
+  std::vector<int64_t> stamp(num_tblocks, -1);
+  for (int64_t g = 0; g < num_groups; ++g) {
+    const size_t first = need_vals.size();
+    for (int i = start[g]; i < start[g + 1]; ++i) {
+      const int64_t tb = p.target_block[members[i]];
+      if (tb < 0 || stamp[tb] == g) continue;
+      stamp[tb] = g;
+      need_vals.push_back(tb);
+    }
+    std::sort(need_vals.begin() + static_cast<std::ptrdiff_t>(first), need_vals.end());
+    need_start[g + 1] = static_cast<int64_t>(need_vals.size());
+  }
+  // rho_all: groups holding the same block (per class); rho: ... and needing the same blocks.
+  int64_t num_sblocks = 1;
+  for (int64_t x : b.blocks) num_sblocks *= x;
+  auto key_of = [&](int64_t g) {
+    const int r = members[start[g]];
+    return class_of[r] * num_sblocks + b.block_id[r];
+  };
+  std::vector<int64_t> holders(num_classes * num_sblocks, 0);
+  for (int64_t g = 0; g < num_groups; ++g) ++holders[key_of(g)];
+  std::vector<int64_t> order(num_groups);
+  for (int64_t g = 0; g < num_groups; ++g) order[g] = g;
+  auto need_less = [&](int64_t x, int64_t y) {
+    return std::lexicographical_compare(need_vals.begin() + need_start[x],
+                                        need_vals.begin() + need_start[x + 1],
+                                        need_vals.begin() + need_start[y],
+                                        need_vals.begin() + need_start[y + 1]);
+  };
+  std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+    const int64_t kx = key_of(x), ky = key_of(y);
+    if (kx != ky) return kx < ky;
+    return need_less(x, y);
+  });
+  std::vector<int64_t> sharers(num_groups, 0);
+  for (int64_t i = 0; i < num_groups;) {
+    int64_t j = i + 1;
+    while (j < num_groups && key_of(order[j]) == key_of(order[i]) && !need_less(order[i], order[j]))
+      ++j;
+    for (int64_t k = i; k < j; ++k) sharers[order[k]] = j - i;
+    i = j;
+  }
+
+  std::vector<int64_t> reduce(n, 0);
+  std::vector<int64_t> idx(d), first(d), last(d), blo(d), bhi(d);
+  for (int64_t g = 0; g < num_groups; ++g) {
+    const int rep = members[start[g]];
+    const int64_t* slo = b.lo.data() + rep * d;
+    const int64_t* shi = b.hi.data() + rep * d;
+    const int64_t size = start[g + 1] - start[g];
+    const int64_t kk = class_of[rep];
+    int64_t needed = 0;   // n_G: distinct elements of the block some member needs
+    int64_t counted = 0;  // c: the same with multiplicity
+    for (int i = start[g]; i < start[g + 1]; ++i) {
+      const int q = members[i];
+      const int64_t tb = p.target_block[q];
+      if (tb < 0) continue;
+      const int64_t v = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
+      counted += v;
+      if (stamp[tb] != -2 - g) {
+        stamp[tb] = -2 - g;
+        needed += v;
+      }
+    }
+    // n_all: elements of the block anyone (of this addend class) needs; they must be reduced
+    // by one of the rho_all groups holding the block. Target blocks tile the tensor, so when
+    // the class needs them all it is the whole block.
+    int64_t needed_all = 0;
+    if (needed_count[kk] == num_tblocks) {
+      needed_all = BoxVolume(slo, shi, d);
+    } else if (BoxVolume(slo, shi, d) > 0) {
+      for (int i = 0; i < d; ++i) {
+        first[i] = slo[i] / p.target.block_size[i];
+        last[i] = (shi[i] - 1) / p.target.block_size[i];
+        idx[i] = first[i];
+      }
+      while (true) {
+        int64_t tb = 0;
+        for (int i = 0; i < d; ++i) tb = tb * p.target.blocks[i] + idx[i];
+        if (needed_set[kk * num_tblocks + tb]) {
+          const int q = block_rep[tb];
+          needed_all += IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
+        }
+        int i = d - 1;
+        while (i >= 0 && idx[i] == last[i]) {
+          idx[i] = first[i];
+          --i;
+        }
+        if (i < 0) break;
+        ++idx[i];
+      }
+    }
+    const int64_t rho_all = holders[key_of(g)];
+    // Groups holding the same block and needing the same blocks can share the work: each
+    // reduces 1/rho_need of the need, and members fetch the rest, reduced, from the others.
+    const int64_t rho = sharers[g];
+    const int64_t reduced =
+        std::max((needed + rho - 1) / rho, (needed_all + rho_all - 1) / rho_all);
+    // Reduce-scatter of `reduced` elements, then delivery to the members needing the same
+    // element: ((p - 1) reduced + (c - n_G) / rho) / p; plus the shared part.
+    const int64_t num = (reduced * (size - 1) * rho + counted - needed) * p.elem;
+    const int64_t den = size * rho;
+    const int64_t red = num <= 0 ? 0 : (num + den - 1) / den;
+    for (int i = start[g]; i < start[g + 1]; ++i) {
+      const int q = members[i];
+      int64_t share = 0;
+      if (rho > 1 && p.target_block[q] >= 0) {
+        const int64_t mine = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d) * p.elem;
+        share = (mine * (rho - 1) + rho - 1) / rho;
+      }
+      reduce[q] = red + share;
+    }
+  }
+  return reduce;
+}
+
+}  // namespace
+
 std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b,
                                 std::vector<int64_t>* move_out, std::vector<int64_t>* reduce_out) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
-  std::vector<int64_t> move(n, 0), reduce(n, 0);
+  std::vector<int64_t> move(n, 0);
   const int64_t* tlo = p.target.lo.data();
   const int64_t* thi = p.target.hi.data();
   for (int r = 0; r < n; ++r) {
@@ -256,106 +441,14 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
         IntersectVolume(tlo + r * d, thi + r * d, b.lo.data() + r * d, b.hi.data() + r * d, d);
     move[r] = (need - have) * p.elem;
   }
-  if (s.reduce_mask) {
-    // Reduction groups: ranks equal on every axis but the reduce axes. Addend classes: ranks
-    // equal on the kept partial axes (they hold and need the same addend index).
-    auto kept_key = [&](int r) {
-      int64_t k = 0;
-      for (int a = 0; a < p.num_axes; ++a) {
-        if (p.kept_mask & (1u << a)) k = k * p.axis_size[a] + p.coord(r, a);
-      }
-      return k;
-    };
-    // Distinct target blocks needed per addend class (one representative rank each).
-    std::map<int64_t, std::vector<int>> needed_blocks;
-    {
-      std::map<std::pair<int64_t, int64_t>, bool> seen;
-      for (int r = 0; r < n; ++r) {
-        if (p.target_block[r] < 0) continue;
-        const int64_t k = kept_key(r);
-        if (!seen.emplace(std::make_pair(k, p.target_block[r]), true).second) continue;
-        needed_blocks[k].push_back(r);
-      }
-    }
-    std::map<std::vector<int64_t>, std::vector<int>> groups;
-    for (int r = 0; r < n; ++r) {
-      std::vector<int64_t> key;
-      for (int a = 0; a < p.num_axes; ++a) {
-        if (!(s.reduce_mask & (1u << a))) key.push_back(p.coord(r, a));
-      }
-      groups[key].push_back(r);
-    }
-    // Per group: its block, the distinct target blocks its members need (its "need").
-    struct GroupInfo {
-      int64_t kk = 0, block = 0;
-      std::vector<int64_t> need;
-    };
-    std::vector<GroupInfo> infos;
-    std::map<std::pair<int64_t, int64_t>, int64_t> holders;                         // rho_all
-    std::map<std::tuple<int64_t, int64_t, std::vector<int64_t>>, int64_t> sharers;  // rho_need
-    for (const auto& [key, members] : groups) {
-      GroupInfo gi;
-      gi.kk = kept_key(members[0]);
-      gi.block = b.block_id[members[0]];
-      for (int q : members) {
-        if (p.target_block[q] >= 0) gi.need.push_back(p.target_block[q]);
-      }
-      std::sort(gi.need.begin(), gi.need.end());
-      gi.need.erase(std::unique(gi.need.begin(), gi.need.end()), gi.need.end());
-      holders[{gi.kk, gi.block}]++;
-      sharers[{gi.kk, gi.block, gi.need}]++;
-      infos.push_back(std::move(gi));
-    }
-    size_t gi_index = 0;
-    for (const auto& [key, members] : groups) {
-      const GroupInfo& gi = infos[gi_index++];
-      const int first = members[0];
-      const int64_t* slo = b.lo.data() + first * d;
-      const int64_t* shi = b.hi.data() + first * d;
-      const int64_t size = static_cast<int64_t>(members.size());
-      int64_t needed = 0;   // n_G: distinct elements of the block some member needs
-      int64_t counted = 0;  // c: the same with multiplicity
-      std::vector<int64_t> seen;
-      for (int q : members) {
-        if (p.target_block[q] < 0) continue;
-        const int64_t v = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
-        counted += v;
-        if (std::find(seen.begin(), seen.end(), p.target_block[q]) == seen.end()) {
-          seen.push_back(p.target_block[q]);
-          needed += v;
-        }
-      }
-      // n_all: elements of the block anyone (of this addend class) needs; they must be
-      // reduced by one of the rho_all groups holding the block.
-      int64_t needed_all = 0;
-      for (int q : needed_blocks[gi.kk]) {
-        needed_all += IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
-      }
-      const int64_t rho_all = holders[{gi.kk, gi.block}];
-      // Groups holding the same block and needing the same blocks can share the work: each
-      // reduces 1/rho_need of the need, and members fetch the rest, reduced, from the others.
-      const int64_t rho = sharers[{gi.kk, gi.block, gi.need}];
-      const int64_t reduced =
-          std::max((needed + rho - 1) / rho, (needed_all + rho_all - 1) / rho_all);
-      // Reduce-scatter of `reduced` elements, then delivery to the members needing the same
-      // element: ((p - 1) reduced + (c - n_G) / rho) / p; plus the shared part.
-      const int64_t num = (reduced * (size - 1) * rho + counted - needed) * p.elem;
-      const int64_t den = size * rho;
-      const int64_t red = num <= 0 ? 0 : (num + den - 1) / den;
-      for (int q : members) {
-        int64_t share = 0;
-        if (rho > 1 && p.target_block[q] >= 0) {
-          const int64_t mine = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d) * p.elem;
-          share = (mine * (rho - 1) + rho - 1) / rho;
-        }
-        reduce[q] = red + share;
-      }
-    }
+  std::vector<int64_t> reduce;
+  if (s.reduce_mask) reduce = ReduceBound(p, s, b);
+  std::vector<int64_t> out = move;
+  if (!reduce.empty()) {
+    for (int r = 0; r < n; ++r) out[r] += reduce[r];
   }
-  std::vector<int64_t> out(n);
-  for (int r = 0; r < n; ++r) out[r] = move[r] + reduce[r];
   if (move_out) *move_out = std::move(move);
-  if (reduce_out) *reduce_out = std::move(reduce);
+  if (reduce_out) *reduce_out = reduce.empty() ? std::vector<int64_t>(n, 0) : std::move(reduce);
   return out;
 }
 

@@ -407,7 +407,8 @@ struct Candidate {
 // target shards directly (fewer messages, same bytes).
 struct Landing {
   State x;
-  Boxes boxes;
+  Boxes boxes;  // computed on first use (Planner::LandingBoxes)
+  bool boxes_ready = false;
   std::vector<char> want;            // ranks that must hold their block of x
   std::vector<Edge> suffix;          // x -> ... -> target
   std::vector<State> suffix_states;  // the state after each suffix edge
@@ -442,16 +443,86 @@ std::vector<int64_t> AllReduceRecvPerRank(const Problem& p, const std::vector<in
   return out;
 }
 
+// Bytes rank r receives in an all-reduce of n elements along `axes` (AllReduceRecvPerRank).
+int64_t AllReduceRecvOfRank(const Problem& p, const std::vector<int>& axes, int64_t n, int r) {
+  int64_t g = 1;
+  for (int a : axes) g *= p.axis_size[a];
+  if (g <= 1) return 0;
+  int64_t i = 0;
+  for (int a : axes) i = i * p.axis_size[a] + p.coord(r, a);
+  const int64_t block = n / g + (i < n % g ? 1 : 0);
+  return (n + (g - 2) * block) * p.elem;
+}
+
+// Elements of a state's shard (blocks are even).
+int64_t ShardElems(const Problem& p, const State& s) {
+  int64_t e = 1;
+  for (int i = 0; i < p.num_dims; ++i) {
+    int64_t blocks = 1;
+    for (int a : s.dims[i]) blocks *= p.axis_size[a];
+    e *= p.shape[i] / blocks;
+  }
+  return e;
+}
+
+// Rank r's box in state s (dims of s on the planning mesh).
+void BoxOfRank(const Problem& p, const State& s, int r, int64_t* lo, int64_t* hi) {
+  for (int i = 0; i < p.num_dims; ++i) {
+    int64_t idx = 0, blocks = 1;
+    for (int a : s.dims[i]) {
+      idx = idx * p.axis_size[a] + p.coord(r, a);
+      blocks *= p.axis_size[a];
+    }
+    const int64_t size = p.shape[i] / blocks;
+    lo[i] = idx * size;
+    hi[i] = (idx + 1) * size;
+  }
+}
+
+// What one step makes each rank receive, evaluated rank by rank (the search first checks a
+// sample of ranks against the bound, and builds the whole vector only for survivors).
+struct StepRecv {
+  enum class Kind { kUniform, kAllReduce, kNewBlocks } kind = Kind::kUniform;
+  int64_t bytes = 0;       // kUniform
+  std::vector<int> axes;   // kAllReduce: along these axes ...
+  int64_t elems = 0;       // ... of this many elements
+  const Boxes* cur = nullptr;  // kNewBlocks: each rank receives what its new block lacks
+};
+
 class Planner {
  public:
   Planner(const Problem& p, const CostModel& cost) : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
     src_boxes_ = BoxesOf(p, p.src);
     lb_src_ = redist_internal::LowerBound(p, p.src, src_boxes_);
+    // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
+    // every rank on small meshes.
+    if (p.num_ranks <= 32) {
+      for (int r = 0; r < p.num_ranks; ++r) samples_.push_back(r);
+    } else {
+      std::vector<int> pos = {0, p.num_ranks - 1};
+      uint64_t x = 0x9e3779b97f4a7c15ULL;
+      for (int i = 0; i < 14; ++i) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        pos.push_back(static_cast<int>((x >> 33) % static_cast<uint64_t>(p.num_ranks)));
+      }
+      std::sort(pos.begin(), pos.end());
+      pos.erase(std::unique(pos.begin(), pos.end()), pos.end());
+      for (int q : pos) samples_.push_back(p.rank_of_pos[q]);
+    }
     BuildLandings();
   }
 
   const std::vector<Landing>& landings() const { return landings_; }
+  // Landing i's boxes (computed on first use).
+  const Boxes& LandingBoxes(size_t i) const {
+    Landing& l = landings_[i];
+    if (!l.boxes_ready) {
+      l.boxes = BoxesOf(p_, l.x);
+      l.boxes_ready = true;
+    }
+    return l.boxes;
+  }
 
   const std::vector<int64_t>& lb_src() const { return lb_src_; }
   int states_explored() const { return explored_; }
@@ -472,12 +543,8 @@ class Planner {
       return a.second > b.second;
     };
     std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> open(worse);
-    {
-      const Boxes b = BoxesOf(p_, root.state);
-      const std::vector<int64_t> lb = redist_internal::LowerBound(p_, root.state, b);
-      open.push({Add(G(root), H(lb)), 0});
-      best_g[root.state.Key()] = G(root);
-    }
+    open.push({Add(G(root), H(lb_src_)), 0});
+    best_g[root.state.Key()] = G(root);
     Candidate best;
     int pops = 0;
     while (!open.empty() && pops < cfg_.max_states) {
@@ -519,10 +586,10 @@ class Planner {
       child.edge.kind = EdgeKind::kAllReduce;
       child.edge.axes = MaskAxes(p_.src.reduce_mask);
       child.state.reduce_mask = 0;
-      const Boxes b = BoxesOf(p_, root.state);
-      const std::vector<int64_t> recv = AllReduceRecvPerRank(p_, child.edge.axes, b.shard_elems);
+      const int64_t shard = ShardElems(p_, root.state);
+      const std::vector<int64_t> recv = AllReduceRecvPerRank(p_, child.edge.axes, shard);
       child.time = cost_.CollectiveSeconds(CollectiveKind::kAllReduce,
-                                           static_cast<double>(b.shard_elems * p_.elem), p_.mesh,
+                                           static_cast<double>(shard * p_.elem), p_.mesh,
                                            child.edge.axes);
       child.bytes = static_cast<double>(*std::max_element(recv.begin(), recv.end()));
       child.steps = 1;
@@ -539,37 +606,23 @@ class Planner {
     return c;
   }
 
-  // The irregular exchange from `boxes` into landing `l`.
-  Exchange ExchangeInto(const State& s, const Boxes& boxes, const Landing& l,
-                        bool record = true) const {
-    return redist_internal::ComputeExchange(p_, s, boxes, l.boxes.lo, l.boxes.hi, l.want, record);
-  }
-
-  // Per rank, the elements of landing l's blocks the state `boxes` lacks (bytes): what an
-  // exchange into l receives.
-  std::vector<int64_t> MissingBytes(const Boxes& boxes, const Landing& l) const {
-    const int d = p_.num_dims;
-    std::vector<int64_t> out(p_.num_ranks, 0);
-    for (int r = 0; r < p_.num_ranks; ++r) {
-      if (!l.want[r]) continue;
-      const int64_t* lo = l.boxes.lo.data() + r * d;
-      const int64_t* hi = l.boxes.hi.data() + r * d;
-      out[r] = (BoxVolume(lo, hi, d) -
-                IntersectVolume(lo, hi, boxes.lo.data() + r * d, boxes.hi.data() + r * d, d)) *
-               p_.elem;
-    }
-    return out;
+  // The irregular exchange from state s (boxes `boxes`) into landing i.
+  Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i, bool record = true) const {
+    const Boxes& lb = LandingBoxes(i);
+    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want,
+                                            record);
   }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
   // when every active rank's target box lies inside its block: within each reduction group,
-  // every member sends each active member its addend of that member's target box.
-  std::optional<Exchange> ReduceScatterV(const State& s, const Boxes& boxes,
-                                         const Landing& l) const {
-    return ReduceScatterV(s, boxes, l.boxes, l.want);
+  // every member sends each active member its addend of that member's target box. With
+  // record = false only the counts are computed.
+  std::optional<Exchange> ReduceScatterV(const State& s, const Boxes& boxes, size_t i,
+                                         bool record = true) const {
+    return ReduceScatterV(s, boxes, LandingBoxes(i), landings_[i].want, record);
   }
   std::optional<Exchange> ReduceScatterV(const State& s, const Boxes& boxes, const Boxes& into,
-                                         const std::vector<char>& want) const {
+                                         const std::vector<char>& want, bool record = true) const {
     const int d = p_.num_dims;
     const int64_t* tlo = into.lo.data();
     const int64_t* thi = into.hi.data();
@@ -586,8 +639,22 @@ class Planner {
     ex.sent.assign(p_.num_ranks, 0);
     ex.axes_mask = s.reduce_mask;
     const std::vector<int> axes = MaskAxes(s.reduce_mask);
-    for (const std::vector<int>& g : p_.mesh.Groups(axes)) {
+    for (const std::vector<int>& g : GroupsAlong(p_.mesh, axes)) {
       ex.messages = std::max<int64_t>(ex.messages, static_cast<int64_t>(g.size()) - 1);
+      if (!record) {
+        // Each wanting member receives its box from every other member; each member sends
+        // every other wanting member its box.
+        int64_t total = 0;
+        for (int q : g) {
+          if (want[q]) total += BoxVolume(tlo + q * d, thi + q * d, d);
+        }
+        for (int q : g) {
+          const int64_t v = want[q] ? BoxVolume(tlo + q * d, thi + q * d, d) : 0;
+          ex.recv[q] += static_cast<int64_t>(g.size() - 1) * v * p_.elem;
+          ex.sent[q] += (total - v) * p_.elem;
+        }
+        continue;
+      }
       for (int q : g) {
         if (!want[q]) continue;
         const int64_t v = BoxVolume(tlo + q * d, thi + q * d, d);
@@ -661,11 +728,42 @@ class Planner {
     }
   }
 
+  // Elements of rank r's block of state s that its target block needs and s lacks, in bytes
+  // (the move part of the bound from s).
+  int64_t MoveBytes(const State& s, int r) const {
+    if (!p_.active[r]) return 0;
+    const int d = p_.num_dims;
+    int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
+    BoxOfRank(p_, s, r, lo, hi);
+    const int64_t* tlo = p_.target.lo.data() + r * d;
+    const int64_t* thi = p_.target.hi.data() + r * d;
+    return (BoxVolume(tlo, thi, d) - IntersectVolume(tlo, thi, lo, hi, d)) * p_.elem;
+  }
+  int64_t StepRecvOf(const StepRecv& sr, const State& next, int r) const {
+    switch (sr.kind) {
+      case StepRecv::Kind::kUniform:
+        return sr.bytes;
+      case StepRecv::Kind::kAllReduce:
+        return AllReduceRecvOfRank(p_, sr.axes, sr.elems, r);
+      case StepRecv::Kind::kNewBlocks: {
+        const int d = p_.num_dims;
+        int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
+        BoxOfRank(p_, next, r, lo, hi);
+        return (BoxVolume(lo, hi, d) -
+                IntersectVolume(lo, hi, sr.cur->lo.data() + r * d, sr.cur->hi.data() + r * d, d)) *
+               p_.elem;
+      }
+    }
+    return 0;
+  }
+  bool Sampled() const { return !samples_.empty() && p_.num_dims <= kMaxSampleDims; }
+
   // Offers the plans that end from `node`: reaching a landing structurally, or an irregular
   // exchange (no pending reductions) / reduce-scatter-v (pending reductions) into a landing,
   // followed by the landing's suffix.
   void Finish(int index, const Node& node, const Boxes& boxes, Candidate* best) const {
     const double alpha = cost_.latency_s;
+    const int d = p_.num_dims;
     for (size_t i = 0; i < landings_.size(); ++i) {
       const Landing& l = landings_[i];
       Score rest;
@@ -685,19 +783,45 @@ class Planner {
       std::optional<Exchange> ex;
       EdgeKind kind;
       if (node.state.reduce_mask == 0) {
-        // The exchange receives exactly the missing elements: check the bound and the price
-        // floor before building it.
-        const std::vector<int64_t> missing = MissingBytes(boxes, l);
+        // The exchange receives exactly the missing elements: check the bound on a sample of
+        // ranks, then on all, and the price floor before building it.
+        if (cfg_.tight && Sampled()) {
+          bool fits = true;
+          for (int r : samples_) {
+            if (!l.want[r]) continue;
+            int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
+            if (l.boxes_ready) {
+              std::copy_n(l.boxes.lo.data() + r * d, d, lo);
+              std::copy_n(l.boxes.hi.data() + r * d, d, hi);
+            } else {
+              BoxOfRank(p_, l.x, r, lo, hi);
+            }
+            const int64_t missing =
+                (BoxVolume(lo, hi, d) -
+                 IntersectVolume(lo, hi, boxes.lo.data() + r * d, boxes.hi.data() + r * d, d)) *
+                p_.elem;
+            if (node.recv[r] + missing + l.recv[r] > lb_src_[r] + cfg_.tolerance) {
+              fits = false;
+              break;
+            }
+          }
+          if (!fits) continue;
+        }
+        int64_t peers = 0;
+        const std::vector<int64_t> missing = MissingBytes(boxes, i, &peers);
         if (!Fits(node.recv, &missing, l.recv)) continue;
         const int64_t m = *std::max_element(missing.begin(), missing.end());
+        // Each block a rank lacks comes from a different peer: at least `peers` messages.
         Score floor2 = floor;
-        floor2.primary +=
-            cfg_.bytes_first ? static_cast<double>(m) : static_cast<double>(m) / bw_max_;
+        floor2.primary += cfg_.bytes_first ? static_cast<double>(m)
+                                           : static_cast<double>(m) / bw_max_ +
+                                                 static_cast<double>(std::max<int64_t>(0, peers - 1)) *
+                                                     alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        ex = ExchangeInto(node.state, boxes, l, /*record=*/false);
+        ex = ExchangeInto(node.state, boxes, i, /*record=*/false);
         kind = EdgeKind::kExchange;
       } else {
-        ex = ReduceScatterV(node.state, boxes, l);
+        ex = ReduceScatterV(node.state, boxes, i, /*record=*/false);
         kind = EdgeKind::kReduceScatterV;
       }
       if (!ex || !Fits(node.recv, &ex->recv, l.recv)) continue;
@@ -705,6 +829,33 @@ class Planner {
           Add(G(node), StepScore(ExchangeSeconds(*ex), static_cast<double>(ex->max_recv), 1));
       Offer(best, index, kind, static_cast<int>(i), Add(sc, rest));
     }
+  }
+
+  // Per rank, the elements of landing i's blocks the state `boxes` lacks (bytes): what an
+  // exchange into it receives; *peers: the most blocks of `boxes` any rank needs a part of.
+  std::vector<int64_t> MissingBytes(const Boxes& boxes, size_t i, int64_t* peers) const {
+    const Landing& l = landings_[i];
+    const Boxes& lb = LandingBoxes(i);
+    const int d = p_.num_dims;
+    std::vector<int64_t> out(p_.num_ranks, 0);
+    int64_t most = 0;
+    for (int r = 0; r < p_.num_ranks; ++r) {
+      if (!l.want[r]) continue;
+      const int64_t* lo = lb.lo.data() + r * d;
+      const int64_t* hi = lb.hi.data() + r * d;
+      const int64_t vol = BoxVolume(lo, hi, d);
+      const int64_t have =
+          IntersectVolume(lo, hi, boxes.lo.data() + r * d, boxes.hi.data() + r * d, d);
+      out[r] = (vol - have) * p_.elem;
+      if (vol == 0 || vol == have) continue;
+      int64_t count = 1;
+      for (int k = 0; k < d; ++k) {
+        count *= (hi[k] - 1) / boxes.block_size[k] - lo[k] / boxes.block_size[k] + 1;
+      }
+      most = std::max(most, count - (have > 0 ? 1 : 0));
+    }
+    *peers = most;
+    return out;
   }
 
   bool Fits(const std::vector<int64_t>& a, const std::vector<int64_t>* b,
@@ -721,12 +872,9 @@ class Planner {
   void BuildLandings() {
     Landing t;
     t.want = p_.active;
-    if (p_.has_target_state) {
-      t.x = p_.tgt;
-      t.boxes = BoxesOf(p_, t.x);
-    } else {
-      t.boxes = p_.target;
-    }
+    if (p_.has_target_state) t.x = p_.tgt;
+    t.boxes = p_.target;  // the target's boxes (on the planning mesh when unified)
+    t.boxes_ready = true;
     t.recv.assign(p_.num_ranks, 0);
     landings_.push_back(std::move(t));
     if (!p_.has_target_state) return;
@@ -743,18 +891,18 @@ class Planner {
           if (landings_.size() >= kMaxLandings || !seen.emplace(x.Key(), true).second) return;
           Landing l;
           l.x = std::move(x);
-          l.boxes = BoxesOf(p_, l.x);
-          if (l.boxes.shard_elems > p_.max_shard_elems) return;
+          const int64_t shard = ShardElems(p_, l.x);
+          if (shard > p_.max_shard_elems) return;
           l.want.assign(p_.num_ranks, 1);
           const int64_t g = p_.mesh.GroupSize(e.axes);
           int64_t recv = 0;
           double secs = 0;
-          const double n = static_cast<double>(l.boxes.shard_elems * p_.elem);
+          const double n = static_cast<double>(shard * p_.elem);
           if (e.kind == EdgeKind::kGather) {
-            recv = (g - 1) * l.boxes.shard_elems;
+            recv = (g - 1) * shard;
             secs = cost_.CollectiveSeconds(CollectiveKind::kAllGather, n * g, p_.mesh, e.axes);
           } else if (e.kind == EdgeKind::kAllToAll) {
-            recv = RingShare(l.boxes.shard_elems, g);
+            recv = RingShare(shard, g);
             secs = cost_.CollectiveSeconds(CollectiveKind::kAllToAll, n, p_.mesh, e.axes);
           }
           l.suffix.push_back(e);
@@ -822,17 +970,21 @@ class Planner {
     };
     auto uniform = [&](Edge edge, State next, CollectiveKind kind, int64_t recv_elems,
                        int64_t n_elems) {
-      std::vector<int64_t> step(p_.num_ranks, recv_elems * p_.elem);
+      StepRecv sr;
+      sr.bytes = recv_elems * p_.elem;
       const double secs =
           cost_.CollectiveSeconds(kind, static_cast<double>(n_elems * p_.elem), p_.mesh, edge.axes);
-      Consider(index, node, std::move(edge), std::move(next), step, secs, false, emit);
+      Consider(index, node, std::move(edge), std::move(next), sr, secs, false, emit);
     };
     auto all_reduce = [&](std::vector<int> axes, State next) {
-      const std::vector<int64_t> step = AllReduceRecvPerRank(p_, axes, boxes.shard_elems);
+      StepRecv sr;
+      sr.kind = StepRecv::Kind::kAllReduce;
+      sr.axes = axes;
+      sr.elems = boxes.shard_elems;
       const double secs =
           cost_.CollectiveSeconds(CollectiveKind::kAllReduce,
                                   static_cast<double>(boxes.shard_elems * p_.elem), p_.mesh, axes);
-      Consider(index, node, {EdgeKind::kAllReduce, std::move(axes), -1, -1}, std::move(next), step,
+      Consider(index, node, {EdgeKind::kAllReduce, std::move(axes), -1, -1}, std::move(next), sr,
                secs, false, emit);
     };
     for (int x = 0; x < na; ++x) {
@@ -856,8 +1008,8 @@ class Planner {
           if (!divisible(e, px)) continue;
           State next = s;
           next.dims[e].push_back(x);
-          Consider(index, node, {EdgeKind::kSlice, {x}, e, -1}, std::move(next),
-                   std::vector<int64_t>(p_.num_ranks, 0), 0.0, false, emit);
+          Consider(index, node, {EdgeKind::kSlice, {x}, e, -1}, std::move(next), StepRecv{}, 0.0,
+                   false, emit);
         }
       } else if (s.dims[dim_of[x]].back() == x) {
         const int d = dim_of[x];
@@ -886,16 +1038,18 @@ class Planner {
     }
     // Direct all-reduce of every pending axis: each member receives the other addends of its
     // whole block at once (p-1 messages in parallel, against 2 (p-1) for a ring all-reduce;
-    // more bytes when p > 2).
+    // more bytes when p > 2). Every rank receives its block from the p-1 others.
     if (s.reduce_mask) {
       State next = s;
       next.reduce_mask = 0;
-      const std::optional<Exchange> ex =
-          ReduceScatterV(s, boxes, boxes, std::vector<char>(p_.num_ranks, 1));
-      if (ex) {
-        Consider(index, node, {EdgeKind::kReduceScatterV, MaskAxes(s.reduce_mask), -1, -1},
-                 std::move(next), ex->recv, ExchangeSeconds(*ex), true, emit, &boxes);
-      }
+      const std::vector<int> axes = MaskAxes(s.reduce_mask);
+      const int64_t g = p_.mesh.GroupSize(axes);
+      StepRecv sr;
+      sr.bytes = (g - 1) * boxes.shard_elems * p_.elem;
+      const double secs = cost_.ExchangeSeconds(g - 1, static_cast<double>(sr.bytes),
+                                                cost_.Bandwidth(p_.mesh, axes));
+      Consider(index, node, {EdgeKind::kReduceScatterV, axes, -1, -1}, std::move(next), sr, secs,
+               true, emit, &boxes);
     }
     // Multi-axis all-reduce over two or more pending axes at once.
     const std::vector<int> pending = MaskAxes(s.reduce_mask);
@@ -915,11 +1069,10 @@ class Planner {
     // Permutes: reorder adjacent axes of a dimension; replace an axis by a replica axis of
     // the same size.
     auto permute = [&](Edge edge, State next) {
-      const Boxes nb = BoxesOf(p_, next);
-      const Exchange ex = redist_internal::ComputeExchange(
-          p_, s, boxes, nb.lo, nb.hi, std::vector<char>(p_.num_ranks, 1), /*record=*/false);
-      Consider(index, node, std::move(edge), std::move(next), ex.recv, ExchangeSeconds(ex), false,
-               emit, &nb);
+      StepRecv sr;
+      sr.kind = StepRecv::Kind::kNewBlocks;
+      sr.cur = &boxes;
+      Consider(index, node, std::move(edge), std::move(next), sr, -1.0, false, emit);
     };
     for (int d = 0; d < nd; ++d) {
       const std::vector<int>& list = s.dims[d];
@@ -942,16 +1095,45 @@ class Planner {
     }
   }
 
+  // A child: rejected when over the memory cap or (tight search) when it cannot meet the
+  // bound on some rank; a sample of ranks is checked first, against the move part of the
+  // bound only (a necessary condition), so that most rejected children cost no per-rank
+  // work. `seconds` < 0: a permute, priced by its exchange.
   template <typename Emit>
-  void Consider(int index, const Node& node, Edge edge, State next,
-                const std::vector<int64_t>& step_recv, double seconds, bool exchange, Emit& emit,
-                const Boxes* next_boxes = nullptr) {
+  void Consider(int index, const Node& node, Edge edge, State next, const StepRecv& sr,
+                double seconds, bool exchange, Emit& emit, const Boxes* next_boxes = nullptr) {
+    if (ShardElems(p_, next) > p_.max_shard_elems) return;
+    if (cfg_.tight && Sampled()) {
+      for (int r : samples_) {
+        if (node.recv[r] + StepRecvOf(sr, next, r) + MoveBytes(next, r) >
+            lb_src_[r] + cfg_.tolerance) {
+          return;
+        }
+      }
+    }
     Boxes owned;
     if (!next_boxes) {
       owned = BoxesOf(p_, next);
       next_boxes = &owned;
     }
-    if (next_boxes->shard_elems > p_.max_shard_elems) return;
+    std::vector<int64_t> step_recv;
+    switch (sr.kind) {
+      case StepRecv::Kind::kUniform:
+        step_recv.assign(p_.num_ranks, sr.bytes);
+        break;
+      case StepRecv::Kind::kAllReduce:
+        step_recv = AllReduceRecvPerRank(p_, sr.axes, sr.elems);
+        break;
+      case StepRecv::Kind::kNewBlocks: {
+        Exchange ex =
+            redist_internal::ComputeExchange(p_, node.state, *sr.cur, next_boxes->lo,
+                                             next_boxes->hi, std::vector<char>(p_.num_ranks, 1),
+                                             /*record=*/false);
+        seconds = ExchangeSeconds(ex);
+        step_recv = std::move(ex.recv);
+        break;
+      }
+    }
     const std::vector<int64_t> lb = redist_internal::LowerBound(p_, next, *next_boxes);
     Node child;
     child.state = std::move(next);
@@ -971,13 +1153,16 @@ class Planner {
     emit(std::move(child), lb);
   }
 
+  static constexpr int kMaxSampleDims = 16;
+
   const Problem& p_;
   const CostModel& cost_;
   SearchConfig cfg_;
   double bw_max_ = 1;
   Boxes src_boxes_;
   std::vector<int64_t> lb_src_;
-  std::vector<Landing> landings_;
+  std::vector<int> samples_;
+  mutable std::vector<Landing> landings_;
   std::vector<Node> nodes_;
   int explored_ = 0;
 };
@@ -1102,6 +1287,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   const int n = p.num_ranks;
   const std::vector<Node>& nodes = planner.nodes();
   const Landing& landing = planner.landings()[cand.landing];
+  const Boxes& landing_boxes = planner.LandingBoxes(cand.landing);
   std::vector<int> path;
   for (int i = cand.node; i >= 0; i = nodes[i].parent) path.push_back(i);
   std::reverse(path.begin(), path.end());
@@ -1226,7 +1412,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
                         "exchanging the target shards directly";
   if (cand.final == EdgeKind::kReduceScatterV) {
     const Boxes b = BoxesOf(p, last.state);
-    const std::optional<Exchange> ex = planner.ReduceScatterV(last.state, b, landing);
+    const std::optional<Exchange> ex = planner.ReduceScatterV(last.state, b, cand.landing);
     if (!ex) return Status::Internal("redistribution planner: reduce-scatter-v not applicable");
     RedistStep st;
     // Every rank keeping its whole block: a direct all-reduce; else a reduce-scatter-v.
@@ -1234,8 +1420,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     for (int r = 0; r < n && whole; ++r) {
       if (!landing.want[r]) continue;
       for (int i = 0; i < p.num_dims; ++i) {
-        whole &= b.lo[r * p.num_dims + i] == landing.boxes.lo[r * p.num_dims + i] &&
-                 b.hi[r * p.num_dims + i] == landing.boxes.hi[r * p.num_dims + i];
+        whole &= b.lo[r * p.num_dims + i] == landing_boxes.lo[r * p.num_dims + i] &&
+                 b.hi[r * p.num_dims + i] == landing_boxes.hi[r * p.num_dims + i];
       }
     }
     st.kind = whole ? Kind::kAllReduce : Kind::kReduceScatter;
@@ -1265,7 +1451,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     plan.steps.push_back(std::move(st));
   } else if (cand.final == EdgeKind::kExchange) {
     const Boxes b = BoxesOf(p, last.state);
-    const Exchange ex = planner.ExchangeInto(last.state, b, landing);
+    const Exchange ex = planner.ExchangeInto(last.state, b, cand.landing);
     RedistStep st;
     if (ex.transfers.empty()) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
@@ -1273,8 +1459,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       for (int r = 0; r < n && !boxes_change; ++r) {
         if (!landing.want[r]) continue;
         for (int i = 0; i < p.num_dims; ++i) {
-          boxes_change |= b.lo[r * p.num_dims + i] != landing.boxes.lo[r * p.num_dims + i] ||
-                          b.hi[r * p.num_dims + i] != landing.boxes.hi[r * p.num_dims + i];
+          boxes_change |= b.lo[r * p.num_dims + i] != landing_boxes.lo[r * p.num_dims + i] ||
+                          b.hi[r * p.num_dims + i] != landing_boxes.hi[r * p.num_dims + i];
         }
       }
       st.kind = boxes_change ? Kind::kLocalSlice : Kind::kLocalReshape;

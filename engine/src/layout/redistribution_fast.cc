@@ -180,8 +180,8 @@ class GatherOrder {
 bool PlanFast(const Setup& setup, const CostModel& cost, const RedistOptions& options,
               RedistPlan* plan) {
   if (!setup.unified || !options.byte_optimal) return false;
-  const Layout& from = setup.from_m;
-  const Layout& to = setup.to_m;
+  const Layout& from = setup.from_m();
+  const Layout& to = setup.to_m();
   const DeviceMesh& mesh = setup.mesh;
   const int nd = from.rank();
   const int na = mesh.num_axes();
@@ -321,15 +321,15 @@ bool PlanFast(const Setup& setup, const CostModel& cost, const RedistOptions& op
 
   // The plan. Bytes per step are uniform over the ranks.
   const int n = mesh.size();
-  const int64_t src_shard = NumElements(setup.from.ShardShape());
-  const int64_t tgt_shard = NumElements(setup.to.ShardShape());
+  const int64_t src_shard = NumElements(setup.from->ShardShape());
+  const int64_t tgt_shard = NumElements(setup.to->ShardShape());
   const int64_t cap = std::max(src_shard, tgt_shard);
   ReasonContext rc;
   rc.mesh = &mesh;
   rc.target = &tgt;
   const std::vector<int> kept_axes = MaskAxes(kept);
-  plan->from = setup.from;
-  plan->to = setup.to;
+  plan->from = *setup.from;
+  plan->to = *setup.to;
   plan->mesh = mesh;
   plan->meshes_unified = true;
   plan->element_bytes = elem;
@@ -410,11 +410,11 @@ bool PlanFast(const Setup& setup, const CostModel& cost, const RedistOptions& op
     st.bytes_recv.assign(n, 0);
     st.bytes_sent.assign(n, 0);
     st.zero_ranks = std::move(zero_ranks);
-    st.after = setup.to;
+    st.after = *setup.to;
     st.reason = ZeroFillReason();
     plan->steps.push_back(std::move(st));
   } else if (!plan->steps.empty()) {
-    plan->steps.back().after = setup.to;  // the same distribution, in the target's own terms
+    plan->steps.back().after = *setup.to;  // the same distribution, in the target's own terms
   }
 
   // The lower bound in closed form: |T| - |S n T| elements on every rank (nested blocks), 0

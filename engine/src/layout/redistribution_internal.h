@@ -39,21 +39,32 @@ struct Boxes {
   int64_t shard_elems = 0;
 };
 
+// UnifyMeshes by trying every choice of prime factor orders (UnifyMeshes takes a shortcut for
+// meshes with the same rank order and calls this otherwise; tests compare the two).
+Result<MeshUnification> UnifyMeshesGeneral(const DeviceMesh& a, const DeviceMesh& b);
+
 // Boxes of `layout` (any mesh over the same ranks).
 Boxes BoxesOfLayout(const Layout& layout);
 
 // The inputs of a plan, validated and brought onto one mesh: everything the fast path needs
-// (no per-rank work except what mesh unification does).
+// (no per-rank work except what mesh unification does). Refers to the caller's layouts,
+// which must outlive it.
 struct Setup {
-  Layout from;
-  Layout to;
+  const Layout* from = nullptr;
+  const Layout* to = nullptr;
   DeviceMesh mesh;  // M
   bool unified = false;
   std::vector<std::vector<int>> axes_of_from;  // from's mesh axis -> axes of M (when unified)
   std::vector<std::vector<int>> axes_of_to;
-  Layout from_m;  // `from` on M (unified; else `from` itself)
-  Layout to_m;    // `to` on M (unified; else `to` itself, on its own mesh)
+  // `from` / `to` on M when unified (else themselves; `to` then stays on its own mesh).
+  const Layout& from_m() const { return from_is_m ? *from : from_on_m; }
+  const Layout& to_m() const { return to_is_m ? *to : to_on_m; }
   int64_t elem = 4;
+
+  bool from_is_m = true;  // `from` is already a layout on M
+  bool to_is_m = true;
+  Layout from_on_m;
+  Layout to_on_m;
 };
 
 // Validates (errors of PlanRedistribution / RedistributionLowerBound) and unifies the meshes.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "redistribution_internal.h"
 #include "shardscope/redistribution.h"
 
 namespace shardscope {
@@ -71,6 +72,8 @@ std::vector<Digit> Digits(const DeviceMesh& mesh, const std::vector<int>& choice
   return out;
 }
 
+constexpr int64_t kMaxCombos = 4096;
+
 bool IsDefaultOrderIdentifier(const std::string& s) {
   if (s.empty()) return false;
   for (char c : s) {
@@ -80,9 +83,143 @@ bool IsDefaultOrderIdentifier(const std::string& s) {
   return !(s[0] >= '0' && s[0] <= '9') && s != "None";
 }
 
+// Number of distinct orders of the prime factors of n (a multinomial coefficient).
+int64_t CountFactorOrders(int64_t n) {
+  const std::vector<int64_t> f = PrimeFactors(n);
+  int64_t count = 1;
+  size_t i = 0;
+  int64_t placed = 0;
+  while (i < f.size()) {
+    size_t j = i;
+    while (j < f.size() && f[j] == f[i]) ++j;
+    // Choose the positions of this prime among placed + (j - i): C(placed + m, m).
+    for (size_t k = 1; k <= j - i; ++k) {
+      ++placed;
+      count = count * placed / static_cast<int64_t>(k);
+    }
+    i = j;
+  }
+  return count;
+}
+
+// The unification of two meshes with the same rank order (both default, or the same explicit
+// list), without enumerating factor orders: their grids are mixed-radix decompositions of
+// the same grid position, so a digit (pos / s) % f of one equals a digit of the other only if
+// s and f are equal. The meshes unify exactly when the axis boundaries (strides) of both,
+// merged, form a chain in which each divides the next; the unified mesh has one axis per
+// link of that chain. This is what the general search below finds (every matching choice of
+// factor orders gives the same runs), including its names.
+Result<MeshUnification> UnifySameOrder(const DeviceMesh& a, const DeviceMesh& b) {
+  const int64_t n = a.size();
+  // Boundaries: the stride of every axis of size > 1 and the stride above it.
+  auto cuts_of = [&](const DeviceMesh& m) {
+    std::vector<int64_t> cuts = {n};
+    int64_t stride = n;
+    for (int x = 0; x < m.num_axes(); ++x) {
+      stride /= m.axis_size(x);
+      if (m.axis_size(x) > 1) cuts.push_back(stride);
+    }
+    return cuts;  // decreasing, ends with 1 unless the mesh has one device
+  };
+  std::vector<int64_t> cuts = cuts_of(a);
+  for (int64_t c : cuts_of(b)) cuts.push_back(c);
+  cuts.push_back(1);
+  std::sort(cuts.begin(), cuts.end(), std::greater<int64_t>());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    if (cuts[k] % cuts[k + 1] != 0) {
+      return Status::Invalid("meshes " + a.ToString() + " and " + b.ToString() +
+                             " have no common refinement (their rank orders are unrelated)");
+    }
+  }
+  // Segment k spans strides [cuts[k + 1], cuts[k]): the k-th axis of the unified mesh.
+  const int num_segments = static_cast<int>(cuts.size()) - 1;
+  auto axes_of = [&](const DeviceMesh& m) {
+    std::vector<std::vector<int>> out(m.num_axes());
+    int64_t stride = n;
+    for (int x = 0; x < m.num_axes(); ++x) {
+      const int64_t hi = stride;
+      stride /= m.axis_size(x);
+      if (m.axis_size(x) == 1) continue;
+      for (int k = 0; k < num_segments; ++k) {
+        if (cuts[k] <= hi && cuts[k + 1] >= stride) out[x].push_back(k);
+      }
+    }
+    return out;
+  };
+  MeshUnification u;
+  u.axes_of_a = axes_of(a);
+  u.axes_of_b = axes_of(b);
+  std::vector<int> axis_of_segment(num_segments, -1);
+  for (int x = 0; x < a.num_axes(); ++x) {
+    for (int k : u.axes_of_a[x]) axis_of_segment[k] = x;
+  }
+  // Names: as the general search below gives them.
+  Shape shape;
+  std::vector<std::string> names;
+  std::set<std::string> taken;
+  for (int k = 0; k < num_segments; ++k) {
+    shape.push_back(cuts[k] / cuts[k + 1]);
+    const int ax = axis_of_segment[k];
+    std::string name;
+    if (u.axes_of_a[ax].size() == 1) {
+      name = a.axis_name(ax);
+    } else {
+      for (int x = 0; x < b.num_axes(); ++x) {
+        if (u.axes_of_b[x].size() == 1 && u.axes_of_b[x][0] == k) name = b.axis_name(x);
+      }
+      bool clash = name.empty();
+      for (int y = 0; y < a.num_axes() && !clash; ++y) clash = a.axis_name(y) == name;
+      if (clash) {
+        const auto& sub = u.axes_of_a[ax];
+        const int pos = static_cast<int>(std::find(sub.begin(), sub.end(), k) - sub.begin());
+        name = a.axis_name(ax) + "_" + std::to_string(pos);
+      }
+    }
+    while (taken.count(name) || !IsDefaultOrderIdentifier(name)) name += "_";
+    taken.insert(name);
+    names.push_back(name);
+  }
+  bool same_as_a = static_cast<int>(shape.size()) == a.num_axes();
+  for (int x = 0; x < a.num_axes() && same_as_a; ++x) {
+    same_as_a = a.axis_size(x) == shape[x] && a.axis_name(x) == names[x];
+  }
+  if (same_as_a) {
+    u.mesh = a;
+    return u;
+  }
+  Result<DeviceMesh> mesh = DeviceMesh::Create(
+      shape, names, a.has_explicit_ranks() ? a.rank_list() : std::vector<int>{});
+  if (!mesh.ok()) return mesh.status().WithContext("unifying meshes");
+  u.mesh = *mesh;
+  return u;
+}
+
 }  // namespace
 
 Result<MeshUnification> UnifyMeshes(const DeviceMesh& a, const DeviceMesh& b) {
+  if (a.size() != b.size()) {
+    return Status::Invalid("meshes " + a.ToString() + " and " + b.ToString() +
+                           " have different numbers of devices (" + std::to_string(a.size()) +
+                           " and " + std::to_string(b.size()) + ")");
+  }
+  const bool same_order = a.has_explicit_ranks() == b.has_explicit_ranks() &&
+                          (!a.has_explicit_ranks() || a.rank_list() == b.rank_list());
+  if (!same_order) return redist_internal::UnifyMeshesGeneral(a, b);
+  // The general search gives up beyond kMaxCombos factor orders; so does this.
+  int64_t combos = 1;
+  for (const DeviceMesh* m : {&a, &b}) {
+    for (int x = 0; x < m->num_axes(); ++x) {
+      combos = std::min<int64_t>(combos * CountFactorOrders(m->axis_size(x)), 1 << 20);
+    }
+  }
+  if (combos > kMaxCombos) return redist_internal::UnifyMeshesGeneral(a, b);
+  return UnifySameOrder(a, b);
+}
+
+// The general unification: tries every choice of prime factor orders of both meshes.
+Result<MeshUnification> redist_internal::UnifyMeshesGeneral(const DeviceMesh& a,
+                                                            const DeviceMesh& b) {
   if (a.size() != b.size()) {
     return Status::Invalid("meshes " + a.ToString() + " and " + b.ToString() +
                            " have different numbers of devices (" + std::to_string(a.size()) +
@@ -101,7 +238,6 @@ Result<MeshUnification> UnifyMeshes(const DeviceMesh& a, const DeviceMesh& b) {
   for (const auto& o : orders_b) radix.push_back(static_cast<int64_t>(o.size()));
   int64_t combos = 1;
   for (int64_t r : radix) combos = std::min<int64_t>(combos * r, 1 << 20);
-  constexpr int64_t kMaxCombos = 4096;
   const std::string unrelated = "meshes " + a.ToString() + " and " + b.ToString() +
                                 " have no common refinement (their rank orders are unrelated)";
   if (combos > kMaxCombos) return Status::Invalid(unrelated + " [too many factor orders]");

@@ -66,7 +66,41 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const std::string& path, cons
   return std::unique_ptr<Recorder>(new Recorder(std::move(writer)));
 }
 
+Recorder::Recorder(std::unique_ptr<store::RunWriter> writer)
+    : writer_(std::move(writer)), thread_([this] { WriteLoop(); }) {}
+
+Recorder::~Recorder() { (void)Drain(); }
+
 const std::string& Recorder::path() const { return writer_->path(); }
+
+void Recorder::WriteLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() && stop_) return;
+    std::deque<store::StepRecord> batch;
+    batch.swap(queue_);
+    lock.unlock();
+    Status st;
+    for (const store::StepRecord& s : batch) {
+      if (st.ok()) st = FromStore(writer_->AddStep(s));
+    }
+    if (st.ok()) st = FromStore(writer_->Commit());
+    lock.lock();
+    if (!st.ok() && error_.ok()) error_ = st;
+  }
+}
+
+Status Recorder::Drain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
 
 Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
   SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->Begin()));
@@ -218,8 +252,13 @@ Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double sec
   s.seconds = seconds;
   s.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   s.ranks = ranks;
-  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddStep(s)));
-  return FromStore(writer_->Commit());  // every step is committed: a crash loses at most one
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_.ok()) return error_;
+    queue_.push_back(std::move(s));
+  }
+  wake_.notify_one();
+  return Status::Ok();
 }
 
 Status Recorder::RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
@@ -242,6 +281,7 @@ Status Recorder::RecordEvent(const std::string& level, const std::string& text) 
 }
 
 Status Recorder::Finish(bool ok, const std::string& message) {
+  SHARDSCOPE_RETURN_IF_ERROR(Drain());
   return FromStore(writer_->Finish(ok ? store::RunStatus::kCompleted : store::RunStatus::kFailed, message));
 }
 

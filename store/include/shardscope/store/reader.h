@@ -56,7 +56,7 @@ class RunReader {
 
   // Operators in id order, with their candidates.
   Result<std::vector<OperatorRecord>> Operators(bool with_candidates = true) const;
-  Result<OperatorRecord> Operator(int64_t id) const;                    // kNotFound
+  Result<OperatorRecord> Operator(int64_t id) const;  // kNotFound
   Result<std::vector<OperatorRecord>> OperatorsNamed(std::string_view name) const;
   // Operators whose scope is `scope` or lies under it ("dense1" matches "dense1.attn").
   Result<std::vector<OperatorRecord>> OperatorsInScope(std::string_view scope) const;

@@ -19,6 +19,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace shardscope::store {
@@ -36,11 +37,11 @@ bool ParseRunStatus(std::string_view name, RunStatus* status);
 // The run (one row). The writer fills the descriptive fields; status, times and the writer's
 // identity are kept by the store.
 struct RunInfo {
-  std::string name;                // e.g. the model file's stem
-  std::string mode;                // "train" | "plan"
-  std::string search;              // "semi_auto", "sharding_propagation", ...
+  std::string name;    // e.g. the model file's stem
+  std::string mode;    // "train" | "plan"
+  std::string search;  // "semi_auto", "sharding_propagation", ...
   int64_t devices = 1;
-  std::string backend;             // "in-process" | "mpi" | "" (plan only)
+  std::string backend;  // "in-process" | "mpi" | "" (plan only)
   std::string model_path;
   std::string model_text;          // the model file's text, verbatim
   std::string config_json = "{}";  // every setting of the run, as a JSON object
@@ -49,12 +50,12 @@ struct RunInfo {
   std::string versions_json = "{}";  // other versions (compiler, Eigen, MPI, ...), JSON object
 
   // Kept by the store.
-  RunStatus status = RunStatus::kRunning;  // reader: kInterrupted when the writer is gone
+  RunStatus status = RunStatus::kRunning;         // reader: kInterrupted when the writer is gone
   RunStatus stored_status = RunStatus::kRunning;  // reader: as written in the file
-  std::string status_message;                    // why it failed or was interrupted
-  double started_at = 0;                         // Unix time
-  double updated_at = 0;                         // last commit
-  double ended_at = 0;                           // 0 while running
+  std::string status_message;                     // why it failed or was interrupted
+  double started_at = 0;                          // Unix time
+  double updated_at = 0;                          // last commit
+  double ended_at = 0;                            // 0 while running
   int64_t writer_pid = 0;
   std::string writer_host;
   int schema_version = 0;  // reader: the file's PRAGMA user_version
@@ -99,9 +100,9 @@ struct OperatorRecord {
   std::string provenance_detail;
   int64_t provenance_op = kNone;
   int64_t search_round = kNone;
-  double cost = 0;           // the chosen strategy's price, seconds
-  int64_t worker = kNone;    // place(): the worker (rank) it is pinned to
-  std::string attrs;         // operator attributes, free text or JSON
+  double cost = 0;                          // the chosen strategy's price, seconds
+  int64_t worker = kNone;                   // place(): the worker (rank) it is pinned to
+  std::string attrs;                        // operator attributes, free text or JSON
   std::vector<CandidateRecord> candidates;  // the chosen one included, best first
   friend bool operator==(const OperatorRecord&, const OperatorRecord&) = default;
 };
@@ -145,8 +146,8 @@ struct TransferRecord {
 
 // One step of a redistribution plan (engine RedistStep).
 struct RedistStepRecord {
-  int64_t ordinal = 0;  // 0, 1, ... in execution order
-  std::string kind;     // "local slice", "all-gather", "all-to-all", "all-to-all-v", ...
+  int64_t ordinal = 0;        // 0, 1, ... in execution order
+  std::string kind;           // "local slice", "all-gather", "all-to-all", "all-to-all-v", ...
   std::vector<int64_t> axes;  // axes of the plan mesh
   std::vector<std::string> axis_names;
   int64_t dim = -1;
@@ -225,7 +226,8 @@ struct SendRecvRecord {
   friend bool operator==(const SendRecvRecord&, const SendRecvRecord&) = default;
 };
 
-// One rank's figures for one training step.
+// One rank's figures for one training step. Trivially copyable: the engine sends it from
+// rank to rank as bytes (keep strings and vectors out of it).
 struct RankStepRecord {
   int64_t rank = 0;
   double compute_seconds = 0;
@@ -240,13 +242,15 @@ struct RankStepRecord {
   friend bool operator==(const RankStepRecord&, const RankStepRecord&) = default;
 };
 
+static_assert(std::is_trivially_copyable_v<RankStepRecord>);
+
 // One training step. A step number is unique in a run.
 struct StepRecord {
   int64_t step = 0;
   int64_t epoch = 0;
-  double loss = kMissing;  // NaN when missing or diverged
-  double seconds = 0;      // wall time of the step
-  double time = 0;         // Unix time at its end
+  double loss = kMissing;             // NaN when missing or diverged
+  double seconds = 0;                 // wall time of the step
+  double time = 0;                    // Unix time at its end
   std::vector<RankStepRecord> ranks;  // ordered by rank
 };
 bool operator==(const StepRecord& a, const StepRecord& b);  // NaN loss equals NaN loss
@@ -295,9 +299,9 @@ struct RankTotalsRecord {
 
 // Row counts of every table (RunReader::Counts).
 struct RunCounts {
-  int64_t meshes = 0, operators = 0, backward_operators = 0, candidates = 0, tensors = 0,
-          edges = 0, redistributions = 0, redist_steps = 0, programs = 0, instructions = 0,
-          send_recvs = 0, steps = 0, rank_steps = 0, evaluations = 0, events = 0;
+  int64_t meshes = 0, operators = 0, backward_operators = 0, candidates = 0, tensors = 0, edges = 0,
+          redistributions = 0, redist_steps = 0, programs = 0, instructions = 0, send_recvs = 0,
+          steps = 0, rank_steps = 0, evaluations = 0, events = 0;
   friend bool operator==(const RunCounts&, const RunCounts&) = default;
 };
 

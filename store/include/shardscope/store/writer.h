@@ -77,11 +77,11 @@ class RunWriter {
   Status AddTensor(const TensorRecord& tensor);
   Status AddEdge(const EdgeRecord& edge);
   Status AddRedistribution(const RedistributionRecord& redistribution);  // with its steps
-  Status AddProgram(const ProgramRecord& program);  // with its instructions
-  Status AddSendRecv(const SendRecvRecord& pair);   // id assigned by the store
+  Status AddProgram(const ProgramRecord& program);                       // with its instructions
+  Status AddSendRecv(const SendRecvRecord& pair);                        // id assigned by the store
 
   // Training. A step number may be recorded once.
-  Status AddStep(const StepRecord& step);  // with its per-rank figures
+  Status AddStep(const StepRecord& step);                    // with its per-rank figures
   Status AddEvaluation(const EvaluationRecord& evaluation);  // id assigned by the store
   Status AddEvent(const EventRecord& event);                 // id assigned by the store
   // An event now: time = now, no step or rank unless given.
