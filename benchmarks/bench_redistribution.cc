@@ -26,9 +26,8 @@
 // the planner's defaults (CostModel{}, RedistOptions{}); every call (plan built and destroyed)
 // is timed by the steady clock and by the thread's CPU clock (the machine is shared: CPU
 // time is the robust figure). A pair's time is the median of its visits (--visits; default 5
-// up to 64 devices, 1 from 512, where one call takes milliseconds); the iteration count is
-// pairs x visits. Counters: median and p99 over pairs (wall and CPU); Google Benchmark's own
-// time column is the mean over all calls.
+// up to 64 devices, 3 from 512); the iteration count is pairs x visits. Counters: median and
+// p99 over pairs (wall and CPU); Google Benchmark's own time column is the mean over all calls.
 //
 // Bytes. Every pair is planned once more (outside the timing) and its total bytes received
 // (summed over ranks) compared with three references, all per rank then summed:
@@ -72,18 +71,17 @@ using namespace shardscope;
 
 // Command-line knobs (parsed before Google Benchmark sees the arguments).
 int g_pairs = 200;      // pairs per (devices, axes) class
-int g_visits = 0;       // timed calls per pair; 0: 5 up to 64 devices, 1 from 512 (see Visits)
+int g_visits = 0;       // timed calls per pair; 0: 5 up to 64 devices, 3 from 512 (see Visits)
 int g_slowest = 5;      // slowest pairs listed per size class
 bool g_bytes = true;    // --bytes=0: timing only
 std::string g_explain;  // "devices/axes/index": print that pair's plan and references, exit
 constexpr int64_t kElementBytes = 4;
 
-// Timed calls per pair: --visits, or 5 for classes up to 64 devices and 1 above (one call
-// there takes milliseconds, well above timer and scheduling noise, and the 1024-device
-// classes would otherwise take many minutes).
+// Timed calls per pair: --visits, or 5 for classes up to 64 devices and 3 above (the slowest
+// pairs there take up to a second, and the run would otherwise take many minutes).
 int Visits(int devices) {
   if (g_visits > 0) return g_visits;
-  return devices <= 64 ? 5 : 1;
+  return devices <= 64 ? 5 : 3;
 }
 
 // The classes: 8 devices have at most 3 power-of-two axes.

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <numeric>
 #include <optional>
 #include <queue>
@@ -119,6 +118,22 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
     }
   }
   const std::vector<int> used = MaskAxes(used_mask);
+  if (record) {
+    // Reserve the transfer list: one per (rank, other block its target box meets).
+    size_t count = 0;
+    for (int r = 0; r < n; ++r) {
+      if (!want[r]) continue;
+      const int64_t* rlo = tlo.data() + r * d;
+      const int64_t* rhi = thi.data() + r * d;
+      if (BoxVolume(rlo, rhi, d) == 0) continue;
+      size_t blocks = 1;
+      for (int i = 0; i < d; ++i) {
+        blocks *= static_cast<size_t>((rhi[i] - 1) / cur.block_size[i] - rlo[i] / cur.block_size[i] + 1);
+      }
+      count += blocks;
+    }
+    ex.transfers.reserve(count);
+  }
   std::vector<int> recv_count(n, 0), send_count(n, 0);
   std::vector<int64_t> first(d), last(d), idx(d), own(d), plo(d), phi(d);
   bool permute = true;
@@ -279,6 +294,27 @@ std::string AllToAllReason(const ReasonContext& c, const std::vector<int>& axes,
   out += " (each rank keeps 1/";
   out += std::to_string(c.mesh->GroupSize(axes));
   out += " of its shard and exchanges the rest, never holding more than one shard)";
+  return out;
+}
+
+std::string ReduceScatterReason(const ReasonContext& c, int axis, int dim) {
+  const std::string& ax = c.mesh->axis_name(axis);
+  std::string out;
+  out.reserve(160);
+  out += "the tensor is a partial sum over ";
+  out += ax;
+  if (TargetSplitsDimOver(c, axis, dim)) {
+    out += " and the target splits dimension ";
+    out += std::to_string(dim);
+    out += " over ";
+    out += ax;
+    out += ": reduce and scatter in one collective";
+    return out;
+  }
+  out += ": reduce-scatter along dimension ";
+  out += std::to_string(dim);
+  out += " (half the traffic of an all-reduce); the blocks are re-assembled later at the lower "
+         "bound";
   return out;
 }
 
@@ -1173,8 +1209,15 @@ class Planner {
 std::vector<std::vector<int>> Components(int n, const std::vector<RedistTransfer>& transfers) {
   std::vector<int> parent(n);
   std::iota(parent.begin(), parent.end(), 0);
-  std::function<int(int)> find = [&](int x) {
-    return parent[x] == x ? x : parent[x] = find(parent[x]);
+  auto find = [&](int x) {
+    int root = x;
+    while (parent[root] != root) root = parent[root];
+    while (parent[x] != root) {
+      const int next = parent[x];
+      parent[x] = root;
+      x = next;
+    }
+    return root;
   };
   std::vector<bool> involved(n, false);
   for (const RedistTransfer& t : transfers) {
@@ -1222,13 +1265,7 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
     case EdgeKind::kAllToAll:
       return redist_internal::AllToAllReason(rc, e.axes, e.dim, e.dim_to);
     case EdgeKind::kReduceScatter:
-      if (TargetHasAxisInDim(p, e.axes[0], e.dim)) {
-        return "the tensor is a partial sum over " + ax + " and the target splits " + dim +
-               " over " + ax + ": reduce and scatter in one collective";
-      }
-      return "the tensor is a partial sum over " + ax + ": reduce-scatter along " + dim +
-             " (half the traffic of an all-reduce); the blocks are re-assembled later at the "
-             "lower bound";
+      return redist_internal::ReduceScatterReason(rc, e.axes[0], e.dim);
     case EdgeKind::kAllReduce: {
       std::string why = "the tensor is a partial sum over " + ax + " that the target needs whole";
       bool any_split = false;

@@ -168,6 +168,7 @@ std::string SliceReason(const ReasonContext& c, int axis, int dim);
 std::string GatherReason(const ReasonContext& c, int axis, int dim);
 std::string AllToAllReason(const ReasonContext& c, const std::vector<int>& axes, int dim,
                            int dim_to);
+std::string ReduceScatterReason(const ReasonContext& c, int axis, int dim);
 std::string ZeroFillReason();
 
 // ---------------------------------------------------------------------------------------

@@ -123,6 +123,11 @@ Result<std::vector<OpStrategy>> AssignStrategies(const Graph& g, const Partition
       strategies[n.id] = InferBackward(g, sig, n, strategies, sigs);
       continue;
     }
+    if (n.annotations.worker >= 0) {  // refused, never ignored
+      return Status::NotImplemented("operator '" + n.name + "': place(\"worker\", " +
+                                    std::to_string(n.annotations.worker) +
+                                    ") is not implemented yet (issue 8)");
+    }
     if (n.annotations.in_strategy.empty()) {
       strategies[n.id] = DataParallelStrategy(sig, shapes, o.devices);
       if (!Fits(g, sig, strategies[n.id], n)) {

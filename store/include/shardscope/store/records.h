@@ -54,7 +54,7 @@ struct RunInfo {
   RunStatus stored_status = RunStatus::kRunning;  // reader: as written in the file
   std::string status_message;                     // why it failed or was interrupted
   double started_at = 0;                          // Unix time
-  double updated_at = 0;                          // last commit
+  double updated_at = 0;                          // last commit (to within a second)
   double ended_at = 0;                            // 0 while running
   int64_t writer_pid = 0;
   std::string writer_host;
@@ -250,7 +250,7 @@ struct StepRecord {
   int64_t epoch = 0;
   double loss = kMissing;             // NaN when missing or diverged
   double seconds = 0;                 // wall time of the step
-  double time = 0;                    // Unix time at its end
+  double time = 0;                    // Unix time at its end (0: the writer takes now)
   std::vector<RankStepRecord> ranks;  // ordered by rank
 };
 bool operator==(const StepRecord& a, const StepRecord& b);  // NaN loss equals NaN loss
@@ -265,14 +265,14 @@ struct EvaluationRecord {
   double accuracy = kMissing;
   int64_t samples = 0;
   double seconds = 0;
-  double time = 0;
+  double time = 0;  // Unix time (0: the writer takes now)
 };
 bool operator==(const EvaluationRecord& a, const EvaluationRecord& b);
 
 // Something that happened: a warning, a phase, an error.
 struct EventRecord {
-  int64_t id = 0;  // assigned by the store, increasing: tail a live run with EventsAfter(id)
-  double time = 0;
+  int64_t id = 0;              // assigned by the store, increasing: tail a live run with Events(id)
+  double time = 0;             // Unix time (0: the writer takes now)
   std::string level = "info";  // "debug", "info", "warning", "error"
   int64_t step = kNone;
   int64_t rank = kNone;

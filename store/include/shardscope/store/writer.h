@@ -9,10 +9,12 @@
 // Transactions: every Add* joins the current transaction, which the first Add* (or Begin())
 // opens; Commit() commits it. Commit at least once per training step: a crash (even SIGKILL)
 // loses only what was not committed, and readers see each commit as it happens (WAL).
-// Commits append to the write-ahead log without fsync (PRAGMA synchronous=NORMAL: safe
-// against process crashes; Options::durable adds an fsync per commit for power failures);
-// checkpoints into the main file run on a background thread, so the training thread pays
-// for the append only.
+// Commits append to the write-ahead log without fsync (PRAGMA synchronous=NORMAL: nothing
+// committed is lost when the process dies, and the file is never corrupt after a power
+// failure, which may lose the last commits; RunWriterOptions::durable adds an fsync per
+// commit). Checkpoints (copying the log into the file, with fsyncs) run on a background
+// thread; a call made while it copies the last few pages of the log waits for it (once per
+// 1000 pages of log; docs/run-format.md).
 //
 // Every statement is prepared once in Create(). References between records (operator ->
 // mesh, edge -> tensor, ...) are foreign keys checked at Commit(), so records may be added
@@ -80,7 +82,7 @@ class RunWriter {
   Status AddProgram(const ProgramRecord& program);                       // with its instructions
   Status AddSendRecv(const SendRecvRecord& pair);                        // id assigned by the store
 
-  // Training. A step number may be recorded once.
+  // Training. A step number may be recorded once. A `time` of 0 is taken as now.
   Status AddStep(const StepRecord& step);                    // with its per-rank figures
   Status AddEvaluation(const EvaluationRecord& evaluation);  // id assigned by the store
   Status AddEvent(const EventRecord& event);                 // id assigned by the store
