@@ -10,14 +10,14 @@
 //   build/bin/bench_redistribution --benchmark_filter=NONE          # bytes table only
 //
 // Suite. For every (devices, axes) class, --pairs pairs (default 200) drawn from one
-// std::mt19937 seeded from the class (so the suite is the same on every run; the distributions are
-// libstdc++'s):
+// std::mt19937 seeded from the class (so the suite is the same on every run; the distributions
+// are libstdc++'s):
 //   - the source mesh: `devices` split into `axes` power-of-two axes (random composition);
 //   - the target mesh: the same, or (1 pair in 5, when axes >= 2) a regrouping that merges
 //     two adjacent axes, so the planner has to unify the meshes;
-//   - tensors of 1 to 4 dimensions; each mesh axis is a replica, a partial-sum axis (source:
-//     about 1 pair in 3 has partial sums; target: 1 in 10), or splits a random dimension, in a
-//     random order inside the dimension (so dimensions split over several axes are common);
+//   - tensors of 1 to 4 dimensions; each mesh axis is a replica, a partial-sum axis (partial
+//     sums in the source of about 1 pair in 5, in the target of 1 in 20), or splits a random
+//     dimension, in random order inside the dimension (so multi-axis dimensions are common);
 //   - the target is either independent of the source or (half the same-mesh pairs) the source
 //     with one or two axes moved, which is what consecutive operators usually need;
 //   - every dimension is a multiple (x1..x4) of the larger of its two split factors.
@@ -370,6 +370,7 @@ struct TimingResult {
   double median_us = 0, p99_us = 0, max_us = 0, mean_us = 0;  // wall clock
   double cpu_median_us = 0, cpu_p99_us = 0, cpu_max_us = 0;   // thread CPU time
   std::vector<std::pair<double, int>> slowest;  // (CPU µs, pair index), slowest first
+  std::vector<std::pair<double, int>> all;      // (CPU µs, pair index), every timed pair
 };
 std::map<std::pair<int, int>, TimingResult>& Timings() {
   static std::map<std::pair<int, int>, TimingResult> t;
@@ -429,6 +430,7 @@ void BM_Plan(benchmark::State& state) {
     r.slowest.emplace_back(pair_cpu_us.back(), static_cast<int>(p));
   }
   std::sort(r.slowest.rbegin(), r.slowest.rend());
+  r.all = r.slowest;
   if (static_cast<int>(r.slowest.size()) > g_slowest) r.slowest.resize(g_slowest);
   r.pairs = static_cast<int>(pair_us.size());
   r.median_us = Percentile(pair_us, 0.5);
@@ -467,6 +469,39 @@ void PrintTimingTable() {
     std::printf("%8d %5d %6d %7d %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", key.first,
                 key.second, r.pairs, Visits(key.first), r.median_us, r.p99_us, r.max_us,
                 r.cpu_median_us, r.cpu_p99_us, r.cpu_max_us, r.mean_us);
+  }
+  // Which pairs are slow: pairs above 20 µs / 1 ms / 100 ms (CPU), and the pairs above 1 ms by
+  // what their plan needs: an irregular exchange (all-to-all-v, reduce-scatter-v, direct
+  // all-reduce, permute), else partial sums to reduce, else neither.
+  std::printf(
+      "\nPairs above 20 µs / 1 ms / 100 ms (cpu), and the pairs above 1 ms by plan: with an\n"
+      "irregular exchange / else with partial sums in the source / other\n");
+  std::printf("%8s %5s %8s %8s %8s %12s %8s %8s\n", "devices", "axes", ">20us", ">1ms", ">100ms",
+              "irregular", "partial", "other");
+  for (const auto& [key, r] : Timings()) {
+    const std::vector<Pair>& suite = Suite(key.first, key.second);
+    int over20 = 0, over1ms = 0, over100ms = 0, irregular = 0, partial = 0, other = 0;
+    for (const auto& [us, index] : r.all) {
+      over20 += us > 20;
+      over100ms += us > 1e5;
+      if (us <= 1e3) continue;
+      ++over1ms;
+      const Pair& p = suite[index];
+      auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
+      bool irr = false;
+      if (plan.ok()) {
+        for (const RedistStep& st : plan->steps) irr = irr || st.irregular();
+      }
+      if (irr) {
+        ++irregular;
+      } else if (p.from.is_partial()) {
+        ++partial;
+      } else {
+        ++other;
+      }
+    }
+    std::printf("%8d %5d %8d %8d %8d %12d %8d %8d\n", key.first, key.second, over20, over1ms,
+                over100ms, irregular, partial, other);
   }
   std::printf("\nSlowest pairs per class (cpu µs, states explored, steps: from -> to, shape)\n");
   const CostModel cost{};

@@ -1341,9 +1341,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     st->axis_names.clear();
     for (int a : st->axes) st->axis_names.push_back(p.mesh.axis_name(a));
   };
-  auto irregular = [&](RedistStep* st, const Exchange& ex) {
+  auto irregular = [&](RedistStep* st, Exchange& ex) {
     set_axes(st, MaskAxes(ex.axes_mask));
-    st->transfers = ex.transfers;
+    st->transfers = std::move(ex.transfers);
     fill_bytes(st, ex.recv, ex.sent);
     st->messages = ex.messages;
     st->seconds = planner.ExchangeSeconds(ex);
@@ -1400,19 +1400,18 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       }
       case EdgeKind::kPermute: {
         const Boxes nb = BoxesOf(p, next);
-        const Exchange ex =
+        Exchange ex =
             redist_internal::ComputeExchange(p, prev, b, nb.lo, nb.hi, std::vector<char>(n, 1));
         st.kind = Kind::kPermute;
         st.reason = Reason(p, e, prev, &ex);
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, ex);
-        st.groups = Components(n, ex.transfers);
+        st.groups = Components(n, st.transfers);
         break;
       }
       case EdgeKind::kReduceScatterV: {
-        const std::optional<Exchange> ex =
-            planner.ReduceScatterV(prev, b, b, std::vector<char>(n, 1));
+        std::optional<Exchange> ex = planner.ReduceScatterV(prev, b, b, std::vector<char>(n, 1));
         if (!ex) return Status::Internal("redistribution planner: direct all-reduce failed");
         st.kind = Kind::kAllReduce;
         st.dim = -1;
@@ -1449,7 +1448,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
                         "exchanging the target shards directly";
   if (cand.final == EdgeKind::kReduceScatterV) {
     const Boxes b = BoxesOf(p, last.state);
-    const std::optional<Exchange> ex = planner.ReduceScatterV(last.state, b, cand.landing);
+    std::optional<Exchange> ex = planner.ReduceScatterV(last.state, b, cand.landing);
     if (!ex) return Status::Internal("redistribution planner: reduce-scatter-v not applicable");
     RedistStep st;
     // Every rank keeping its whole block: a direct all-reduce; else a reduce-scatter-v.
@@ -1488,7 +1487,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     plan.steps.push_back(std::move(st));
   } else if (cand.final == EdgeKind::kExchange) {
     const Boxes b = BoxesOf(p, last.state);
-    const Exchange ex = planner.ExchangeInto(last.state, b, cand.landing);
+    Exchange ex = planner.ExchangeInto(last.state, b, cand.landing);
     RedistStep st;
     if (ex.transfers.empty()) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
@@ -1517,7 +1516,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       st.reason = Reason(p, {EdgeKind::kExchange, {}, -1, -1}, last.state, &ex) + suffix_note;
     }
     irregular(&st, ex);
-    st.groups = Components(n, ex.transfers);
+    st.groups = Components(n, st.transfers);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1564,6 +1563,113 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   }
   plan.states_explored = planner.states_explored();
   return plan;
+}
+
+// The fast path's single-message class (the others are in redistribution_fast.cc): nothing to
+// reduce, and the direct exchange into the target makes every rank receive from at most one
+// peer and send to at most one, over axes of the fastest bandwidth. Any plan with traffic has
+// at least one message and receives at least the lower bound, so no plan is cheaper than
+// alpha + bound / fastest bandwidth, which this one step costs. Among plans of that price the
+// search prefers fewer irregular steps, then fewer steps: a permute edge (a swap of two
+// adjacent axes of one dimension) when the target is one, else the exchange itself. No other
+// step reaches the target with one message: a single gather or all-to-all is the class
+// "moves" (tried first); replacing an axis by a free one, or slicing first, needs the target
+// to use an axis the source does not split, which is excluded; without a unified mesh every
+// plan ends with an exchange, and this one has the fewest steps.
+bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out) {
+  if (p.src.reduce_mask) return false;
+  Edge swap;
+  bool is_swap = false;
+  if (p.unified) {
+    if (p.new_partial_mask || p.src.dims == p.tgt.dims) return false;
+    uint32_t s_axes = 0, t_axes = 0;
+    for (int d = 0; d < p.num_dims; ++d) {
+      s_axes |= AxesMask(p.src.dims[d]);
+      t_axes |= AxesMask(p.tgt.dims[d]);
+    }
+    if (t_axes & ~s_axes) return false;
+    int diff = -1;
+    for (int d = 0; d < p.num_dims; ++d) {
+      if (p.src.dims[d] == p.tgt.dims[d]) continue;
+      if (diff >= 0) {
+        diff = -2;
+        break;
+      }
+      diff = d;
+    }
+    if (diff >= 0) {
+      const std::vector<int>& a = p.src.dims[diff];
+      const std::vector<int>& b = p.tgt.dims[diff];
+      for (size_t i = 0; a.size() == b.size() && i + 1 < a.size(); ++i) {
+        if (a[i] == b[i]) continue;
+        std::vector<int> swapped = a;
+        std::swap(swapped[i], swapped[i + 1]);
+        if (swapped == b) {
+          is_swap = true;
+          swap = Edge{EdgeKind::kPermute, {a[i], a[i + 1]}, diff, -1};
+        }
+        break;
+      }
+    }
+  }
+  const Boxes b = BoxesOf(p, p.src);
+  // Cheap test first: every rank's target box meets at most one other block of the source.
+  const int d = p.num_dims;
+  for (int r = 0; r < p.num_ranks; ++r) {
+    if (!p.active[r]) continue;
+    const int64_t* lo = p.target.lo.data() + r * d;
+    const int64_t* hi = p.target.hi.data() + r * d;
+    const int64_t vol = BoxVolume(lo, hi, d);
+    const int64_t have = IntersectVolume(lo, hi, b.lo.data() + r * d, b.hi.data() + r * d, d);
+    if (vol == have) continue;
+    int64_t count = 1;
+    for (int k = 0; k < d; ++k) count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
+    if (count - (have > 0 ? 1 : 0) > 1) return false;
+  }
+  Exchange ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active,
+                                                 /*record=*/false);
+  if (ex.messages != 1) return false;
+  const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));
+  if (bw != cost.MaxBandwidth(p.mesh)) return false;
+  ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active);
+  RedistStep st;
+  st.kind = is_swap || ex.is_permute ? Kind::kPermute : Kind::kAllToAll;
+  st.reason = is_swap ? Reason(p, swap, p.src, &ex)
+                      : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
+  st.axes = MaskAxes(ex.axes_mask);
+  for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
+  st.transfers = std::move(ex.transfers);
+  st.bytes_recv = ex.recv;
+  st.bytes_sent = ex.sent;
+  st.bytes_recv_per_rank = ex.max_recv;
+  st.bytes_sent_per_rank = ex.max_sent;
+  st.messages = ex.messages;
+  st.seconds = cost.ExchangeSeconds(ex.messages, static_cast<double>(ex.max_recv), bw);
+  st.groups = Components(p.num_ranks, st.transfers);
+  if (!is_swap) st.zero_ranks = p.zero_ranks;
+  st.after = p.to;
+  RedistPlan& plan = *out;
+  plan.from = p.from;
+  plan.to = p.to;
+  plan.mesh = p.mesh;
+  plan.meshes_unified = p.unified;
+  plan.element_bytes = p.elem;
+  plan.recv_bytes = st.bytes_recv;
+  plan.lower_bound = redist_internal::LowerBound(p, p.src, b);
+  plan.predicted_seconds = st.seconds;
+  plan.steps.push_back(std::move(st));
+  plan.byte_optimal = true;
+  for (int r = 0; r < p.num_ranks; ++r) {
+    plan.planned_bytes = std::max(plan.planned_bytes, plan.recv_bytes[r]);
+    plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, plan.lower_bound[r]);
+    plan.total_planned_bytes += plan.recv_bytes[r];
+    plan.total_lower_bound_bytes += plan.lower_bound[r];
+    if (plan.recv_bytes[r] > plan.lower_bound[r]) plan.byte_optimal = false;
+  }
+  plan.bounded_search = true;
+  plan.bound_slack_bytes = 0;
+  plan.states_explored = 0;
+  return plan.byte_optimal;  // always (the exchange receives exactly the missing elements)
 }
 
 std::string Bytes(int64_t b) {
@@ -1616,6 +1722,10 @@ Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, cons
     if (redist_internal::PlanFast(setup, cost, options, &plan)) return plan;
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(Problem p, redist_internal::MakeProblem(setup));
+  if (options.fast_path && options.byte_optimal) {
+    RedistPlan plan;
+    if (PlanSingleMessage(p, cost, &plan)) return plan;
+  }
   Planner planner(p, cost);
   SearchConfig cfg;
   cfg.max_states = std::max(1, options.max_states);

@@ -635,7 +635,41 @@ bool PlanMoves(const Context& c, uint32_t kept, uint32_t new_partial, RedistPlan
   m.move_from = move_from;
   m.move_to = move_to;
   std::vector<FastStep> steps;
-  if (!TightSearch(c, m, kept).Run(&steps)) return false;
+  // With at most one dimension to slice and one to gather, a single tight structured plan
+  // exists (slices, the crossing, gathers, each dimension in its order): it is the search's.
+  // Otherwise the order of equal-priced steps is the search's choice: replay it.
+  int slice_dims = 0, gather_dims = 0;
+  for (int d = 0; d < nd; ++d) {
+    const size_t slice_end = d == move_to ? tgt[d].size() - moved : tgt[d].size();
+    if (src[d].size() == prefix[d] && slice_end > prefix[d]) ++slice_dims;
+    const size_t keep = d == move_from ? src[d].size() - moved : src[d].size();
+    if (keep > tgt[d].size()) ++gather_dims;
+  }
+  if (slice_dims <= 1 && gather_dims <= 1) {
+    DimAxes cur = src;
+    for (int d = 0; d < nd; ++d) {
+      const size_t slice_end = d == move_to ? tgt[d].size() - moved : tgt[d].size();
+      if (src[d].size() != prefix[d]) continue;
+      for (size_t i = prefix[d]; i < slice_end; ++i) {
+        cur[d].push_back(tgt[d][i]);
+        steps.push_back({FastKind::kSlice, {tgt[d][i]}, d, -1, cur, 0});
+      }
+    }
+    if (!mu.empty()) {
+      cur[move_from].resize(cur[move_from].size() - mu.size());
+      cur[move_to].insert(cur[move_to].end(), mu.begin(), mu.end());
+      steps.push_back({FastKind::kAllToAll, mu, move_from, move_to, cur, 0});
+    }
+    for (int d = 0; d < nd; ++d) {
+      while (cur[d].size() > tgt[d].size()) {
+        const int x = cur[d].back();
+        cur[d].pop_back();
+        steps.push_back({FastKind::kGather, {x}, d, -1, cur, 0});
+      }
+    }
+  } else if (!TightSearch(c, m, kept).Run(&steps)) {
+    return false;
+  }
   if ((steps.empty() ? src : steps.back().after) != tgt) return false;  // cannot happen
 
   // The lower bound in closed form: |T| - |S n T| elements on every rank (nested blocks), 0

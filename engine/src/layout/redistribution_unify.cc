@@ -203,6 +203,18 @@ Result<MeshUnification> UnifyMeshes(const DeviceMesh& a, const DeviceMesh& b) {
                            " have different numbers of devices (" + std::to_string(a.size()) +
                            " and " + std::to_string(b.size()) + ")");
   }
+  if (a == b) {
+    // The same mesh: itself, when it has no size-1 axes (UnifySameOrder's result).
+    bool trivial = true;
+    for (int x = 0; x < a.num_axes() && trivial; ++x) trivial = a.axis_size(x) > 1;
+    if (trivial) {
+      MeshUnification u;
+      u.mesh = a;
+      for (int x = 0; x < a.num_axes(); ++x) u.axes_of_a.push_back({x});
+      u.axes_of_b = u.axes_of_a;
+      return u;
+    }
+  }
   const bool same_order = a.has_explicit_ranks() == b.has_explicit_ranks() &&
                           (!a.has_explicit_ranks() || a.rank_list() == b.rank_list());
   if (!same_order) return redist_internal::UnifyMeshesGeneral(a, b);

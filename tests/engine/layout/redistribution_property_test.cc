@@ -152,6 +152,122 @@ TEST(RedistributionPropertyTest, PartialSumsRatioSummary) {
   partial.Print("partial sums, big tensors");
 }
 
+// A layout pair like the planner sees in training: a mesh of power-of-two axes (up to
+// `max_log2` doublings), each axis of the source and of the target a replica, a partial-sum
+// axis or a split of some dimension; the target on the same mesh, on one merging two adjacent
+// axes, or the source with one or two axes moved.
+redist_test::Case PowerOfTwoCase(std::mt19937& rng, int max_log2) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto coin = [&](double p) { return std::bernoulli_distribution(p)(rng); };
+  const int log2 = uniform(1, max_log2);
+  const int num_axes = uniform(1, std::min(4, log2));
+  std::vector<int> cuts;
+  for (int i = 1; i < log2; ++i) cuts.push_back(i);
+  std::shuffle(cuts.begin(), cuts.end(), rng);
+  cuts.resize(num_axes - 1);
+  cuts.push_back(log2);
+  std::sort(cuts.begin(), cuts.end());
+  Shape mesh_shape;
+  for (int i = 0, prev = 0; i < num_axes; prev = cuts[i++]) mesh_shape.push_back(int64_t{1} << (cuts[i] - prev));
+  const std::vector<std::string> all_names = {"a", "b", "c", "d"};
+  const std::vector<std::string> names(all_names.begin(), all_names.begin() + num_axes);
+  const DeviceMesh m1 = redist_test::MakeMesh(mesh_shape, names);
+  DeviceMesh m2 = m1;
+  int merged = -1;
+  if (num_axes >= 2 && coin(0.2)) {
+    merged = uniform(0, num_axes - 2);
+    Shape s2 = mesh_shape;
+    std::vector<std::string> n2 = names;
+    s2[merged] *= s2[merged + 1];
+    s2.erase(s2.begin() + merged + 1);
+    n2[merged] += n2[merged + 1];
+    n2.erase(n2.begin() + merged + 1);
+    m2 = redist_test::MakeMesh(s2, n2);
+  }
+  const int rank = uniform(1, 4);
+  auto roles = [&](int axes, double partial_p, DimAxes* dims, std::vector<int>* partial) {
+    dims->assign(rank, {});
+    partial->clear();
+    for (int a = 0; a < axes; ++a) {
+      const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+      if (u < partial_p) {
+        partial->push_back(a);
+      } else if (u >= partial_p + 0.2) {
+        (*dims)[uniform(0, rank - 1)].push_back(a);
+      }
+    }
+    for (auto& d : *dims) std::shuffle(d.begin(), d.end(), rng);
+  };
+  DimAxes d1, d2;
+  std::vector<int> p1, p2;
+  roles(num_axes, coin(0.35) ? 0.3 : 0.0, &d1, &p1);
+  if (merged < 0 && coin(0.5)) {
+    // The source with one or two axes given a new role.
+    d2 = d1;
+    p2 = coin(0.7) ? std::vector<int>{} : p1;
+    for (int k = uniform(1, 2); k > 0; --k) {
+      const int a = uniform(0, num_axes - 1);
+      for (auto& d : d2) d.erase(std::remove(d.begin(), d.end(), a), d.end());
+      p2.erase(std::remove(p2.begin(), p2.end(), a), p2.end());
+      if (coin(0.65)) {
+        auto& d = d2[uniform(0, rank - 1)];
+        d.insert(d.begin() + uniform(0, static_cast<int>(d.size())), a);
+      }
+    }
+  } else {
+    roles(m2.num_axes(), coin(0.1) ? 0.25 : 0.0, &d2, &p2);
+  }
+  Shape shape(rank);
+  for (int d = 0; d < rank; ++d) {
+    shape[d] = std::max(m1.GroupSize(d1[d]), m2.GroupSize(d2[d])) * uniform(1, 4);
+  }
+  return {redist_test::MakeLayout(m1, d1, p1, shape), redist_test::MakeLayout(m2, d2, p2, shape)};
+}
+
+// The fast path (regular cases planned symbolically) gives exactly the search's plan: the same
+// steps, bytes, bounds and price (the whole JSON), on random cases of the property suite and
+// on power-of-two meshes up to 64 devices, with uniform and per-axis bandwidths and small and
+// large elements. Its plans simulate to the target at the lower bound.
+TEST(RedistributionPropertyTest, FastPathGivesTheSearchPlan) {
+  std::mt19937 rng(31337);
+  CostModel uniform_bw;
+  CostModel per_axis;
+  per_axis.axis_bandwidth = {{"a", 40e9}, {"b", 5e9}, {"dp", 25e9}, {"mp", 100e9}, {"x0", 3e9}};
+  int cases = 0, fast = 0;
+  for (int i = 0; i < 6000; ++i) {
+    const redist_test::Case c = i % 2 ? RandomCase(rng, i % 4 == 1, 16, 1 + i % 3)
+                                      : PowerOfTwoCase(rng, i % 6 == 0 ? 6 : 4);
+    const CostModel& cost = i % 3 == 2 ? per_axis : uniform_bw;
+    RedistOptions search;
+    search.fast_path = false;
+    if (i % 5 == 4) search.element_bytes = 1 << 16;
+    RedistOptions fast_opt = search;
+    fast_opt.fast_path = true;
+    Result<RedistPlan> a = PlanRedistribution(c.from, c.to, cost, fast_opt);
+    Result<RedistPlan> b = PlanRedistribution(c.from, c.to, cost, search);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ++cases;
+    if (a->states_explored != 0) continue;  // not a fast-path case
+    ++fast;
+    const std::string ctx = "case " + std::to_string(i) + ": " + c.from.DebugString() + " -> " +
+                            c.to.DebugString() + "\nfast:\n" + a->ToString() + "search:\n" +
+                            b->ToString();
+    ASSERT_EQ(a->ToJson(), b->ToJson()) << ctx;
+    EXPECT_EQ(a->recv_bytes, a->lower_bound) << ctx;
+    Result<RedistLowerBound> lb = RedistributionLowerBound(c.from, c.to, search.element_bytes);
+    ASSERT_TRUE(lb.ok());
+    EXPECT_EQ(lb->per_rank, a->lower_bound) << ctx;
+    if (c.from.mesh().size() <= 16) {
+      const redist_test::SimResult sim = Simulate(*a);
+      ASSERT_TRUE(sim.ok) << sim.error << "\n" << ctx;
+      EXPECT_EQ(sim.recv, a->recv_bytes) << ctx;
+    }
+  }
+  std::printf("[ summary  ] fast path: %d of %d cases (%.1f%%), each the search's plan\n", fast,
+              cases, 100.0 * fast / cases);
+  EXPECT_GT(fast, cases / 3);
+}
+
 // Determinism: the same inputs give the same plan, step for step.
 TEST(RedistributionPropertyTest, Deterministic) {
   std::mt19937 rng(5);
