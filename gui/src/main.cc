@@ -8,7 +8,8 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("shardscope-gui");
   QCommandLineParser parser;
-  parser.setApplicationDescription("Shardscope's debugger: what the engine decided for a run, and why.");
+  parser.setApplicationDescription(
+      "Shardscope's debugger: what the engine decided for a run, and why.");
   parser.addHelpOption();
   parser.addPositionalArgument("run", "A run file written by `shardscope train` (runs/*.db).");
   parser.process(app);

@@ -16,8 +16,9 @@ MainWindow::MainWindow() : overview_(new QPlainTextEdit(this)) {
   setAcceptDrops(true);
   overview_->setReadOnly(true);
   overview_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-  overview_->setPlainText("Open a run file (File > Open, or drop it here).\n"
-                          "Runs are written by `shardscope train` under runs/.");
+  overview_->setPlainText(
+      "Open a run file (File > Open, or drop it here).\n"
+      "Runs are written by `shardscope train` under runs/.");
   setCentralWidget(overview_);
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open...", QKeySequence::Open, this, &MainWindow::ChooseRun);
@@ -26,7 +27,8 @@ MainWindow::MainWindow() : overview_(new QPlainTextEdit(this)) {
 }
 
 void MainWindow::ChooseRun() {
-  const QString path = QFileDialog::getOpenFileName(this, "Open run", "runs", "Shardscope runs (*.db);;All files (*)");
+  const QString path = QFileDialog::getOpenFileName(this, "Open run", "runs",
+                                                    "Shardscope runs (*.db);;All files (*)");
   if (!path.isEmpty()) OpenRun(path);
 }
 

@@ -37,7 +37,8 @@ class LeNet5 : public nn::Module {
   LeNet5() : nn::Module("") {}
   nn::Conv2d conv1{"conv1", 1, 6, 5, 1, Padding::kValid, false, nn::TruncatedNormal(0.02f)};
   nn::Conv2d conv2{"conv2", 6, 16, 5, 1, Padding::kValid, false, nn::TruncatedNormal(0.02f)};
-  nn::Dense fc1{"fc1", 16 * 5 * 5, 120, true, nn::TruncatedNormal(0.02f), nn::TruncatedNormal(0.02f)};
+  nn::Dense fc1{
+      "fc1", 16 * 5 * 5, 120, true, nn::TruncatedNormal(0.02f), nn::TruncatedNormal(0.02f)};
   nn::Dense fc2{"fc2", 120, 84, true, nn::TruncatedNormal(0.02f), nn::TruncatedNormal(0.02f)};
   nn::Dense fc3{"fc3", 84, 10, true, nn::TruncatedNormal(0.02f), nn::TruncatedNormal(0.02f)};
   nn::ReLU relu{"relu"};
@@ -92,13 +93,15 @@ class TransformerBlock : public nn::Module {
     auto heads = [&](nn::Dense& d, const char* r, const char* t) {
       return transpose(reshape(d(b, h), {batch, tokens_, heads_, dh}, r), t);
     };
-    ValueId q = heads(query, "q_heads", "q_t"), k = heads(key, "k_heads", "k_t"), v = heads(value, "v_heads", "v_t");
+    ValueId q = heads(query, "q_heads", "q_t"), k = heads(key, "k_heads", "k_t"),
+            v = heads(value, "v_heads", "v_t");
     OpAttrs tb;
     tb.transpose_b = true;
     ValueId scores = b.Op(OpKind::kBatchMatMul, "scores", {q, k}, tb);
     OpAttrs scale;
     scale.scale = 1.0f / std::sqrt(static_cast<float>(dh));
-    ValueId probs = b.Op(OpKind::kSoftmax, "softmax", {b.Op(OpKind::kScale, "scale", {scores}, scale)});
+    ValueId probs =
+        b.Op(OpKind::kSoftmax, "softmax", {b.Op(OpKind::kScale, "scale", {scores}, scale)});
     ValueId att = transpose(b.Op(OpKind::kBatchMatMul, "context", {probs, v}), "context_t");
     att = proj(b, reshape(att, {batch * tokens_, dim_}, "flat_context"));
     x = b.Op(OpKind::kAdd, "residual1", {x, reshape(att, {batch, tokens_, dim_}, "attention_out")});
@@ -114,7 +117,9 @@ class TransformerBlock : public nn::Module {
 class TinyTransformer : public nn::Module {
  public:
   TinyTransformer(int64_t vocab, int64_t tokens, int64_t dim, int64_t heads, int64_t classes)
-      : nn::Module(""), embedding{"embedding", vocab, dim}, block{"block", tokens, dim, heads},
+      : nn::Module(""),
+        embedding{"embedding", vocab, dim},
+        block{"block", tokens, dim, heads},
         head{"head", dim, classes} {}
   nn::Embedding embedding;
   TransformerBlock block;

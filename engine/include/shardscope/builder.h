@@ -35,9 +35,8 @@ class Builder {
   ValueId Op(OpKind op, const std::string& local_name, std::vector<ValueId> inputs,
              OpAttrs attrs = {}, const OpAnnotations& annotations = {});
   // All outputs of a multi-output operator.
-  std::vector<ValueId> OpAll(OpKind op, const std::string& local_name,
-                             std::vector<ValueId> inputs, OpAttrs attrs = {},
-                             const OpAnnotations& annotations = {});
+  std::vector<ValueId> OpAll(OpKind op, const std::string& local_name, std::vector<ValueId> inputs,
+                             OpAttrs attrs = {}, const OpAnnotations& annotations = {});
 
   // Records a failure found by model code (kept only if it is the first).
   void Fail(Status status);

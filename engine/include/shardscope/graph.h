@@ -28,7 +28,7 @@ const char* ValueKindName(ValueKind kind);
 
 // How a parameter is initialised (runtime/initializer.h draws the numbers).
 struct InitSpec {
-    enum Kind : uint8_t {
+  enum Kind : uint8_t {
     kZeros,
     kOnes,
     kNormal,           // N(0, scale²)
@@ -56,7 +56,7 @@ struct Value {
   ValueKind kind = ValueKind::kActivation;
   NodeId producer = kNoNode;  // kNoNode for inputs, labels and parameters
   int producer_output = 0;
-  InitSpec init;              // parameters and constants only
+  InitSpec init;  // parameters and constants only
 };
 
 // What the user asked for one operator: sharding strategy, layouts and placement, as
@@ -73,7 +73,7 @@ struct OpAnnotations {
 struct Node {
   NodeId id = kNoNode;
   OpKind op = OpKind::kMatMul;
-  std::string name;           // fully scoped: "dense1.matmul"
+  std::string name;  // fully scoped: "dense1.matmul"
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   OpAttrs attrs;
@@ -115,7 +115,8 @@ class Graph {
   // offending node.
   Status Verify() const;
 
-  // One line per node: "dense1.matmul = MatMul(x [32, 784], dense1.weight [784, 512]) -> [32, 512]".
+  // One line per node: "dense1.matmul = MatMul(x [32, 784], dense1.weight [784, 512]) -> [32,
+  // 512]".
   std::string ToText() const;
   // Graphviz DOT, name scopes as clusters.
   std::string ToDot() const;

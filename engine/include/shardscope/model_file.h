@@ -21,8 +21,8 @@ namespace shardscope {
 
 struct SourceLocation {
   std::string file;
-  int line = 0;    // 1-based; 0 = unknown
-  int column = 0;  // 1-based
+  int line = 0;                  // 1-based; 0 = unknown
+  int column = 0;                // 1-based
   std::string ToString() const;  // "model.yaml:12:5"
 };
 
@@ -31,7 +31,7 @@ struct DataConfig {
   std::string dir;                // empty: --data, $SHARDSCOPE_DATA, Debian's package
   int pad_to = 0;                 // 32 pads MNIST 28x28 to LeNet's 32x32
   bool normalize = true;
-  int64_t synthetic_size = 0;     // examples, for dataset: synthetic
+  int64_t synthetic_size = 0;  // examples, for dataset: synthetic
 };
 
 struct TrainingConfig {

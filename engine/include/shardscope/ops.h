@@ -20,49 +20,49 @@
 namespace shardscope {
 
 // X(Name, inputs, outputs): inputs/outputs are the fixed arities.
-#define SHARDSCOPE_OP_LIST(X)                  \
-  /* linear algebra */                         \
-  X(MatMul, 2, 1)                              \
-  X(BatchMatMul, 2, 1)                         \
-  /* elementwise (numpy broadcasting) */       \
-  X(Add, 2, 1)                                 \
-  X(Sub, 2, 1)                                 \
-  X(Mul, 2, 1)                                 \
-  X(Scale, 1, 1)                               \
-  X(BiasAdd, 2, 1)                             \
-  X(SumToShape, 1, 1)                          \
-  /* activations */                            \
-  X(ReLU, 1, 1)                                \
-  X(ReLUGrad, 2, 1)                            \
-  X(GeLU, 1, 1)                                \
-  X(GeLUGrad, 2, 1)                            \
-  X(Softmax, 1, 1)                             \
-  X(SoftmaxGrad, 2, 1)                         \
-  X(LogSoftmax, 1, 1)                          \
-  X(LogSoftmaxGrad, 2, 1)                      \
-  X(Dropout, 1, 1)                             \
-  X(DropoutGrad, 1, 1)                         \
-  /* losses */                                 \
-  X(SoftmaxCrossEntropyWithLogits, 2, 1)       \
-  X(SoftmaxCrossEntropyGrad, 3, 1)             \
-  /* reductions and broadcasts */              \
-  X(ReduceSum, 1, 1)                           \
-  X(ReduceMean, 1, 1)                          \
-  X(BroadcastTo, 1, 1)                         \
-  /* shape */                                  \
-  X(Reshape, 1, 1)                             \
-  X(Flatten, 1, 1)                             \
-  X(Transpose, 1, 1)                           \
-  /* convolution and pooling (NCHW) */         \
-  X(Conv2D, 2, 1)                              \
-  X(Conv2DBackpropInput, 2, 1)                 \
-  X(Conv2DBackpropFilter, 2, 1)                \
-  X(MaxPool2D, 1, 1)                           \
-  X(MaxPool2DGrad, 2, 1)                       \
-  /* embeddings and normalisation */           \
-  X(Gather, 2, 1)                              \
-  X(GatherGrad, 2, 1)                          \
-  X(LayerNorm, 3, 1)                           \
+#define SHARDSCOPE_OP_LIST(X)            \
+  /* linear algebra */                   \
+  X(MatMul, 2, 1)                        \
+  X(BatchMatMul, 2, 1)                   \
+  /* elementwise (numpy broadcasting) */ \
+  X(Add, 2, 1)                           \
+  X(Sub, 2, 1)                           \
+  X(Mul, 2, 1)                           \
+  X(Scale, 1, 1)                         \
+  X(BiasAdd, 2, 1)                       \
+  X(SumToShape, 1, 1)                    \
+  /* activations */                      \
+  X(ReLU, 1, 1)                          \
+  X(ReLUGrad, 2, 1)                      \
+  X(GeLU, 1, 1)                          \
+  X(GeLUGrad, 2, 1)                      \
+  X(Softmax, 1, 1)                       \
+  X(SoftmaxGrad, 2, 1)                   \
+  X(LogSoftmax, 1, 1)                    \
+  X(LogSoftmaxGrad, 2, 1)                \
+  X(Dropout, 1, 1)                       \
+  X(DropoutGrad, 1, 1)                   \
+  /* losses */                           \
+  X(SoftmaxCrossEntropyWithLogits, 2, 1) \
+  X(SoftmaxCrossEntropyGrad, 3, 1)       \
+  /* reductions and broadcasts */        \
+  X(ReduceSum, 1, 1)                     \
+  X(ReduceMean, 1, 1)                    \
+  X(BroadcastTo, 1, 1)                   \
+  /* shape */                            \
+  X(Reshape, 1, 1)                       \
+  X(Flatten, 1, 1)                       \
+  X(Transpose, 1, 1)                     \
+  /* convolution and pooling (NCHW) */   \
+  X(Conv2D, 2, 1)                        \
+  X(Conv2DBackpropInput, 2, 1)           \
+  X(Conv2DBackpropFilter, 2, 1)          \
+  X(MaxPool2D, 1, 1)                     \
+  X(MaxPool2DGrad, 2, 1)                 \
+  /* embeddings and normalisation */     \
+  X(Gather, 2, 1)                        \
+  X(GatherGrad, 2, 1)                    \
+  X(LayerNorm, 3, 1)                     \
   X(LayerNormGrad, 3, 3)
 
 enum class OpKind : uint8_t {
@@ -83,24 +83,24 @@ enum class Padding : uint8_t { kValid, kSame };
 
 // Attributes of one operator. Each kind reads only the fields its comment names.
 struct OpAttrs {
-  bool transpose_a = false;     // MatMul, BatchMatMul
-  bool transpose_b = false;     // MatMul, BatchMatMul
-  std::vector<int64_t> axes;    // ReduceSum/Mean (empty = all), Transpose (permutation)
-  bool keep_dims = false;       // ReduceSum, ReduceMean
-  int64_t axis = -1;            // Softmax, LogSoftmax (last axis only), Gather (0 only)
-  Shape shape;                  // Reshape, BroadcastTo, SumToShape, *Backprop*, GatherGrad:
-                                //   the target / original shape
-  int64_t kernel[2] = {1, 1};   // MaxPool2D window; Conv2D takes it from the weight
-  int64_t stride[2] = {1, 1};   // Conv2D, MaxPool2D
+  bool transpose_a = false;           // MatMul, BatchMatMul
+  bool transpose_b = false;           // MatMul, BatchMatMul
+  std::vector<int64_t> axes;          // ReduceSum/Mean (empty = all), Transpose (permutation)
+  bool keep_dims = false;             // ReduceSum, ReduceMean
+  int64_t axis = -1;                  // Softmax, LogSoftmax (last axis only), Gather (0 only)
+  Shape shape;                        // Reshape, BroadcastTo, SumToShape, *Backprop*, GatherGrad:
+                                      //   the target / original shape
+  int64_t kernel[2] = {1, 1};         // MaxPool2D window; Conv2D takes it from the weight
+  int64_t stride[2] = {1, 1};         // Conv2D, MaxPool2D
   Padding padding = Padding::kValid;  // Conv2D, MaxPool2D
-  float scale = 1.0f;           // Scale; Dropout keep probability is 1 - rate
-  float rate = 0.0f;            // Dropout
-  uint64_t seed = 0;            // Dropout
-  float epsilon = 1e-5f;        // LayerNorm (over the last axis)
+  float scale = 1.0f;                 // Scale; Dropout keep probability is 1 - rate
+  float rate = 0.0f;                  // Dropout
+  uint64_t seed = 0;                  // Dropout
+  float epsilon = 1e-5f;              // LayerNorm (over the last axis)
   // Set by the partitioner on a rank's local copy of an operator (zero/empty otherwise):
-  int64_t mean_count = 0;       // ReduceMean, SoftmaxCrossEntropy(+Grad): divide by this
-                                //   global count instead of the local one
-  Shape global_shape;           // Dropout(+Grad): the whole tensor's shape, and
+  int64_t mean_count = 0;              // ReduceMean, SoftmaxCrossEntropy(+Grad): divide by this
+                                       //   global count instead of the local one
+  Shape global_shape;                  // Dropout(+Grad): the whole tensor's shape, and
   std::vector<int64_t> shard_offsets;  // the local shard's offsets in it (masks use global
                                        //   indices); Gather(+Grad): [row offset of the table]
   bool operator==(const OpAttrs&) const = default;

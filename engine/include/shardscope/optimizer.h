@@ -19,11 +19,11 @@ struct OptimizerConfig {
   enum Kind { kSGD, kMomentum, kAdam };
   Kind kind = kMomentum;
   float lr = 0.01f;
-  float momentum = 0.9f;     // Momentum
-  float beta1 = 0.9f;        // Adam
-  float beta2 = 0.999f;      // Adam
-  float epsilon = 1e-8f;     // Adam
-  float weight_decay = 0.0f; // SGD/Momentum: L2 added to the gradient; Adam: decoupled (AdamW)
+  float momentum = 0.9f;      // Momentum
+  float beta1 = 0.9f;         // Adam
+  float beta2 = 0.999f;       // Adam
+  float epsilon = 1e-8f;      // Adam
+  float weight_decay = 0.0f;  // SGD/Momentum: L2 added to the gradient; Adam: decoupled (AdamW)
 };
 
 // "sgd", "momentum", "adam" (case-insensitive), or an error listing them.
@@ -34,7 +34,8 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // params[i] -= update(grads[i]); the shapes must not change between calls.
-  virtual void Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads) = 0;
+  virtual void Step(const std::vector<Tensor*>& params,
+                    const std::vector<const Tensor*>& grads) = 0;
   // Bytes of optimizer state currently held.
   virtual int64_t StateBytes() const = 0;
 };

@@ -31,17 +31,17 @@ namespace shardscope {
 struct DistValue {
   ValueId global = kNoValue;  // the graph value whose contents it holds
   Layout layout;
-  std::string name;           // "dense1.matmul" or "dense1.matmul@[dp | -]"
+  std::string name;  // "dense1.matmul" or "dense1.matmul@[dp | -]"
 };
 
 struct DistInstr {
   enum class Kind { kCompute, kRedistribute };
   Kind kind = Kind::kCompute;
-  NodeId node = kNoNode;        // kCompute: the graph operator
-  std::vector<int> inputs;      // DistValue indices
+  NodeId node = kNoNode;    // kCompute: the graph operator
+  std::vector<int> inputs;  // DistValue indices
   std::vector<int> outputs;
   std::shared_ptr<const RedistPlan> plan;  // kRedistribute
-  std::string reason;           // kRedistribute: why it exists
+  std::string reason;                      // kRedistribute: why it exists
 };
 
 struct DistProgram {

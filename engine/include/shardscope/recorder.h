@@ -21,7 +21,8 @@ class Recorder {
  public:
   // Creates the run file (refusing one that another run is writing, an unwritable
   // directory or a full disk) and records the run's description.
-  static Result<std::unique_ptr<Recorder>> Create(const std::string& path, const store::RunInfo& run);
+  static Result<std::unique_ptr<Recorder>> Create(const std::string& path,
+                                                  const store::RunInfo& run);
 
   // The partitioned graph: meshes, operators with strategies and provenance, tensors with
   // their layouts, edges with the layouts consumers need, every redistribution with its

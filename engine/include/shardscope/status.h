@@ -18,7 +18,9 @@ class [[nodiscard]] Status {
  public:
   Status() = default;
   static Status Ok() { return Status(); }
-  static Status Invalid(std::string msg) { return Status(StatusCode::kInvalidInput, std::move(msg)); }
+  static Status Invalid(std::string msg) {
+    return Status(StatusCode::kInvalidInput, std::move(msg));
+  }
   static Status NotFound(std::string msg) { return Status(StatusCode::kNotFound, std::move(msg)); }
   static Status Io(std::string msg) { return Status(StatusCode::kIoError, std::move(msg)); }
   static Status NotImplemented(std::string msg) {
@@ -45,16 +47,25 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     assert(!status_.ok() && "Result constructed from an OK status without a value");
   }
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -68,17 +79,17 @@ class [[nodiscard]] Result {
 }  // namespace shardscope
 
 // Early return of a failed Status from an expression yielding Status.
-#define SHARDSCOPE_RETURN_IF_ERROR(expr)           \
-  do {                                             \
-    ::shardscope::Status _st = (expr);             \
-    if (!_st.ok()) return _st;                     \
+#define SHARDSCOPE_RETURN_IF_ERROR(expr) \
+  do {                                   \
+    ::shardscope::Status _st = (expr);   \
+    if (!_st.ok()) return _st;           \
   } while (0)
 
 #define SHARDSCOPE_CONCAT_INNER(a, b) a##b
 #define SHARDSCOPE_CONCAT(a, b) SHARDSCOPE_CONCAT_INNER(a, b)
 // `SHARDSCOPE_ASSIGN_OR_RETURN(auto x, MakeX());` unwraps a Result or returns its Status.
-#define SHARDSCOPE_ASSIGN_OR_RETURN(decl, expr)                                   \
-  auto SHARDSCOPE_CONCAT(_res_, __LINE__) = (expr);                               \
-  if (!SHARDSCOPE_CONCAT(_res_, __LINE__).ok())                                   \
-    return SHARDSCOPE_CONCAT(_res_, __LINE__).status();                           \
+#define SHARDSCOPE_ASSIGN_OR_RETURN(decl, expr)         \
+  auto SHARDSCOPE_CONCAT(_res_, __LINE__) = (expr);     \
+  if (!SHARDSCOPE_CONCAT(_res_, __LINE__).ok())         \
+    return SHARDSCOPE_CONCAT(_res_, __LINE__).status(); \
   decl = std::move(SHARDSCOPE_CONCAT(_res_, __LINE__)).value()

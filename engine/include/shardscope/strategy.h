@@ -23,9 +23,9 @@ namespace shardscope {
 struct ParsedStrategy {
   enum Kind { kSplits, kLayouts };
   Kind kind = kSplits;
-  std::vector<std::vector<int64_t>> splits;  // kSplits: per operand, per dimension
-  std::string mesh_name;                     // kLayouts: the mesh variable used
-  DeviceMesh mesh;                           // kLayouts
+  std::vector<std::vector<int64_t>> splits;     // kSplits: per operand, per dimension
+  std::string mesh_name;                        // kLayouts: the mesh variable used
+  DeviceMesh mesh;                              // kLayouts
   std::vector<std::optional<DimAxes>> layouts;  // kLayouts: per operand; nullopt = None
   std::string text;
 };

@@ -46,7 +46,7 @@ class Tensor {
   // Same data, new shape with the same element count (asserted).
   Tensor Reshaped(Shape shape) const;
   void Reshape(Shape shape);  // in place; same element count (asserted)
-  void Fill(float value);  // f32 tensors only
+  void Fill(float value);     // f32 tensors only
   std::vector<float> ToVector() const { return {f32_.begin(), f32_.end()}; }
 
  private:

@@ -8,7 +8,8 @@ namespace shardscope {
 Result<std::vector<ValueId>> GradContext::EmitAll(OpKind op, const std::string& part,
                                                   std::vector<ValueId> inputs, OpAttrs attrs) {
   const std::string name = "grad." + node().name + "." + part;
-  SHARDSCOPE_ASSIGN_OR_RETURN(NodeId id, graph_.AddNode(op, name, std::move(inputs), std::move(attrs)));
+  SHARDSCOPE_ASSIGN_OR_RETURN(NodeId id,
+                              graph_.AddNode(op, name, std::move(inputs), std::move(attrs)));
   Node& n = graph_.mutable_node(id);
   n.is_backward = true;
   n.forward_node = node_;
@@ -68,7 +69,8 @@ Result<Gradients> BuildBackward(Graph& graph, ValueId loss, const std::vector<Va
         continue;
       }
       // A value read by several operators: its gradient is the sum of theirs.
-      const std::string name = "grad." + graph.value(v).name + ".sum" + std::to_string(++num_terms[v]);
+      const std::string name =
+          "grad." + graph.value(v).name + ".sum" + std::to_string(++num_terms[v]);
       SHARDSCOPE_ASSIGN_OR_RETURN(NodeId add, graph.AddNode(OpKind::kAdd, name, {grad[v], g}));
       Node& add_node = graph.mutable_node(add);
       add_node.is_backward = true;

@@ -20,7 +20,8 @@ int RunInspect(const InspectOptions& o) {
   if (!reader.ok()) return Fail(kExitBadInput, reader.status().message());
   store::SummaryOptions options;
   options.max_steps = o.steps;
-  auto text = o.json ? store::RunSummaryJson(**reader, options) : store::FormatRunSummary(**reader, options);
+  auto text = o.json ? store::RunSummaryJson(**reader, options)
+                     : store::FormatRunSummary(**reader, options);
   if (!text.ok()) return Fail(kExitRunFailure, text.status().message());
   std::fputs(text->c_str(), stdout);
   if (!text->empty() && text->back() != '\n') std::fputc('\n', stdout);

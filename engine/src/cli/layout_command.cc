@@ -97,14 +97,15 @@ int RunLayout(const LayoutOptions& o) {
     j["partial_axes"] = nlohmann::json::array();
     for (int a : l.partial_axes()) j["partial_axes"].push_back(mesh->axis_name(a));
     for (int r = 0; r < mesh->size(); ++r) {
-      j["ranks"].push_back({{"rank", r}, {"block", l.BlockIndex(r)}, {"offsets", l.ShardOffsets(r)}});
+      j["ranks"].push_back(
+          {{"rank", r}, {"block", l.BlockIndex(r)}, {"offsets", l.ShardOffsets(r)}});
     }
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
   std::ostringstream out;
-  out << mesh->ToString() << ", tensor " << ShapeToString(shape) << ", layout "
-      << l.ToString() << "\n";
+  out << mesh->ToString() << ", tensor " << ShapeToString(shape) << ", layout " << l.ToString()
+      << "\n";
   out << "shard " << ShapeToString(l.ShardShape()) << " on each of " << mesh->size()
       << " ranks; each block held by " << l.ReplicationFactor() * l.PartialFactor() << " rank(s)";
   if (l.is_partial()) {
@@ -143,7 +144,8 @@ void AddLayoutCommand(CLI::App& root, Commands& commands) {
       "in parentheses (first = most significant), or - for not split; then |P(axis,...)\n"
       "for partial sums. Tensors of any rank print as 2-D grids, one per leading block.");
   o->mesh.Add(app);
-  app->add_option("--layout", o->layout, "Layout, e.g. \"mp,(sp,dp)\" or \"dp,-|P(mp)\"")->required();
+  app->add_option("--layout", o->layout, "Layout, e.g. \"mp,(sp,dp)\" or \"dp,-|P(mp)\"")
+      ->required();
   app->add_flag("--json", o->json, "Print JSON instead of text");
   commands.push_back({app, [o] { return RunLayout(*o); }});
 }

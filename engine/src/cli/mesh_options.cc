@@ -16,8 +16,8 @@ Result<DeviceMesh> MeshOptions::MakeMesh() const {
     for (size_t i = 0; i < mesh.size(); ++i) names.push_back("a" + std::to_string(i));
   }
   if (names.size() != mesh.size()) {
-    return Status::Invalid("--axes names " + std::to_string(names.size()) + " axes but --mesh has " +
-                           std::to_string(mesh.size()));
+    return Status::Invalid("--axes names " + std::to_string(names.size()) +
+                           " axes but --mesh has " + std::to_string(mesh.size()));
   }
   auto m = DeviceMesh::Create(Shape(mesh.begin(), mesh.end()), names, ranks);
   if (!m.ok()) return m.status().WithContext("--mesh");

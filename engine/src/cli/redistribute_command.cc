@@ -52,7 +52,8 @@ void AddRedistributeCommand(CLI::App& root, Commands& commands) {
       "Plan the collectives that turn a tensor from one layout into another, with the bytes\n"
       "each step moves, the total against the lower bound, and why each step exists.\n"
       "\n"
-      "Example (seed 002): shardscope redistribute --mesh 4 --axes dp --shape 8,8 --from dp,- --to -,-\n"
+      "Example (seed 002): shardscope redistribute --mesh 4 --axes dp --shape 8,8 --from dp,- --to "
+      "-,-\n"
       "Layouts as for `shardscope layout`; partial sums as |P(axis). --to-mesh/--to-axes give\n"
       "the target its own mesh over the same ranks (e.g. another operator's device matrix).");
   o->mesh.Add(app);
@@ -60,7 +61,8 @@ void AddRedistributeCommand(CLI::App& root, Commands& commands) {
   app->add_option("--to", o->to, "Target layout, e.g. \"-,(dp,mp)\"")->required();
   app->add_option("--to-mesh", o->to_mesh, "Target mesh shape (default: --mesh)")->delimiter(',');
   app->add_option("--to-axes", o->to_axes, "Target mesh axis names")->delimiter(',');
-  app->add_option("--element-bytes", o->element_bytes, "Bytes per element (default 4)")->check(CLI::PositiveNumber);
+  app->add_option("--element-bytes", o->element_bytes, "Bytes per element (default 4)")
+      ->check(CLI::PositiveNumber);
   app->add_flag("--json", o->json, "Print JSON instead of text");
   commands.push_back({app, [o] { return RunRedistribute(*o); }});
 }

@@ -1,19 +1,19 @@
 // `shardscope train MODEL`: trains a model file and prints test accuracy.
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/progress.h"
-#include "shardscope/data.h"
-#include "shardscope/model_file.h"
 #include "shardscope/communicator.h"
-#include "shardscope/recorder.h"
+#include "shardscope/data.h"
 #include "shardscope/dist_trainer.h"
+#include "shardscope/model_file.h"
+#include "shardscope/recorder.h"
 #include "shardscope/trainer.h"
 
 namespace shardscope::cli {
@@ -40,7 +40,8 @@ Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split
   if (d.dataset == "synthetic") {
     const int64_t n = d.synthetic_size > 0 ? d.synthetic_size : 4096;
     // Train and test come from the same prototypes (one seed), split by position.
-    Dataset all = MakeSyntheticDataset(n + n / 4, mf.example_shape(), mf.num_classes(), mf.training().seed);
+    Dataset all =
+        MakeSyntheticDataset(n + n / 4, mf.example_shape(), mf.num_classes(), mf.training().seed);
     const int64_t begin = split == Split::kTrain ? 0 : n;
     const int64_t count = split == Split::kTrain ? n : n / 4;
     const int64_t ex = all.images.size() / all.size();
@@ -48,10 +49,11 @@ Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split
     shape[0] = count;
     Dataset out;
     out.num_classes = all.num_classes;
-    out.images = Tensor::FromVector(
-        shape, std::vector<float>(all.images.data() + begin * ex, all.images.data() + (begin + count) * ex));
-    out.labels = Tensor::FromInts(
-        {count}, std::vector<int32_t>(all.labels.ints() + begin, all.labels.ints() + begin + count));
+    out.images =
+        Tensor::FromVector(shape, std::vector<float>(all.images.data() + begin * ex,
+                                                     all.images.data() + (begin + count) * ex));
+    out.labels = Tensor::FromInts({count}, std::vector<int32_t>(all.labels.ints() + begin,
+                                                                all.labels.ints() + begin + count));
     return out;
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(std::string dir, ResolveDataDir(!o.data.empty() ? o.data : d.dir));
@@ -86,38 +88,46 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
   }
   if (devices == 0) devices = parallel.devices > 0 && !o.ignore_parallel ? parallel.devices : 1;
   plan.mode = !o.mode.empty() ? o.mode : parallel.mode;
-  if (o.ignore_parallel && o.mode.empty()) plan.mode = devices > 1 ? "data_parallel" : "stand_alone";
+  if (o.ignore_parallel && o.mode.empty())
+    plan.mode = devices > 1 ? "data_parallel" : "stand_alone";
   if (plan.mode == "stand_alone" && devices > 1) plan.mode = "data_parallel";
   if (plan.mode != "stand_alone" && plan.mode != "data_parallel" && plan.mode != "semi_auto") {
     if (plan.mode == "auto" || plan.mode == "auto_parallel") {
-      return Status::NotImplemented("mode " + plan.mode + " (search " + (parallel.search.empty() ? "default" : parallel.search) +
-                                    ") is not implemented yet (issue 7); use semi_auto with strategies on "
-                                    "some operators, or data_parallel");
+      return Status::NotImplemented(
+          "mode " + plan.mode + " (search " +
+          (parallel.search.empty() ? "default" : parallel.search) +
+          ") is not implemented yet (issue 7); use semi_auto with strategies on "
+          "some operators, or data_parallel");
     }
-    return Status::Invalid("unknown mode '" + plan.mode + "' (stand_alone, data_parallel, semi_auto)");
+    return Status::Invalid("unknown mode '" + plan.mode +
+                           "' (stand_alone, data_parallel, semi_auto)");
   }
   // Annotations are honoured or refused, never dropped silently.
   if (!o.ignore_parallel) {
     for (const AnnotationEntry& a : parallel.annotations) {
       if (a.annotations.worker >= 0) {
-        return Status::NotImplemented(a.location.ToString() + ": place(worker, " + std::to_string(a.annotations.worker) +
-                                      ") on " + a.op + " is not implemented yet (issue 8); run with "
+        return Status::NotImplemented(a.location.ToString() + ": place(worker, " +
+                                      std::to_string(a.annotations.worker) + ") on " + a.op +
+                                      " is not implemented yet (issue 8); run with "
                                       "--ignore-parallel to train without it");
       }
     }
     if (!parallel.shard_blocks.empty()) {
       const ShardBlockEntry& b = parallel.shard_blocks[0];
-      return Status::NotImplemented(b.location.ToString() + ": shard(" + b.block +
-                                    ", ...) blocks are not implemented yet (issue 7); run with --ignore-parallel");
+      return Status::NotImplemented(
+          b.location.ToString() + ": shard(" + b.block +
+          ", ...) blocks are not implemented yet (issue 7); run with --ignore-parallel");
     }
     bool strategies = false;
     for (const AnnotationEntry& a : parallel.annotations) {
-      strategies = strategies || !a.annotations.in_strategy.empty() || !a.annotations.out_strategy.empty();
+      strategies =
+          strategies || !a.annotations.in_strategy.empty() || !a.annotations.out_strategy.empty();
     }
     if (strategies && plan.mode != "semi_auto") {
       const AnnotationEntry& a = parallel.annotations[0];
-      return Status::Invalid(a.location.ToString() + ": " + a.op + " has a strategy, which mode " + plan.mode +
-                             " would ignore; use --mode semi_auto, or --ignore-parallel to drop the strategies");
+      return Status::Invalid(
+          a.location.ToString() + ": " + a.op + " has a strategy, which mode " + plan.mode +
+          " would ignore; use --mode semi_auto, or --ignore-parallel to drop the strategies");
     }
     for (const auto& [name, text] : parallel.meshes) {
       auto mesh = ParseMeshExpr(text);
@@ -148,8 +158,9 @@ std::string Megabytes(double bytes) {
 }
 
 // The training loop of one rank. Rank 0 prints.
-Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan, const TrainOptions& o,
-                   const Dataset& train, const Dataset& test, Recorder* recorder) {
+Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
+                   const TrainOptions& o, const Dataset& train, const Dataset& test,
+                   Recorder* recorder) {
   const bool lead = comm.rank() == 0;
   const TrainingConfig& tc = plan.training;
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(tc.batch));
@@ -162,13 +173,15 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     };
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      auto trainer, DistTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer}, options, comm.rank()));
+      auto trainer, DistTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer},
+                                        options, comm.rank()));
   if (!o.dump_ir.empty() && lead) {
     std::ofstream out(o.dump_ir);
     out << "// ---- graph after autodiff\n" << trainer->graph().ToText() << ir;
     if (!out) return Status::Invalid("cannot write --dump-ir file " + o.dump_ir);
   }
-  if (recorder != nullptr) SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordPlan(trainer->graph(), trainer->program()));
+  if (recorder != nullptr)
+    SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordPlan(trainer->graph(), trainer->program()));
   BatchIterator batches(train, tc.batch, tc.seed, /*shuffle=*/true);
   const int64_t per_epoch = batches.batches_per_epoch();
   const int64_t total = tc.steps > 0 ? tc.steps : per_epoch * tc.epochs;
@@ -177,21 +190,24 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   if (lead) {
     int64_t params = 0;
     for (ValueId p : trainer->parameters()) params += NumElements(trainer->graph().value(p).shape);
-    std::printf("training %s: %lld parameters, %d device(s) (%s, %s), batch %lld, %s lr %g, %lld steps "
-                "(%lld per epoch), seed %llu\n",
-                mf.name().c_str(), static_cast<long long>(params), comm.size(), plan.mpi ? "MPI" : "in-process",
-                plan.mode.c_str(), static_cast<long long>(tc.batch), OptimizerKindName(tc.optimizer.kind),
-                tc.optimizer.lr, static_cast<long long>(total), static_cast<long long>(per_epoch),
-                static_cast<unsigned long long>(tc.seed));
+    std::printf(
+        "training %s: %lld parameters, %d device(s) (%s, %s), batch %lld, %s lr %g, %lld steps "
+        "(%lld per epoch), seed %llu\n",
+        mf.name().c_str(), static_cast<long long>(params), comm.size(),
+        plan.mpi ? "MPI" : "in-process", plan.mode.c_str(), static_cast<long long>(tc.batch),
+        OptimizerKindName(tc.optimizer.kind), tc.optimizer.lr, static_cast<long long>(total),
+        static_cast<long long>(per_epoch), static_cast<unsigned long long>(tc.seed));
     if (comm.size() > 1) {
       std::printf("plan: %d redistribution(s), %lld bytes received per step by rank 0\n",
-                  program.NumRedistributions(), static_cast<long long>(program.PlannedRecvBytes(0)));
+                  program.NumRedistributions(),
+                  static_cast<long long>(program.PlannedRecvBytes(0)));
     }
     std::fflush(stdout);
   }
   const bool recording = !o.no_record;  // every rank takes part in gathering the figures
   RankStats previous;
-  Progress progress(stdout, total, o.log_every > 0 ? o.log_every : std::max<int64_t>(1, per_epoch / 10),
+  Progress progress(stdout, total,
+                    o.log_every > 0 ? o.log_every : std::max<int64_t>(1, per_epoch / 10),
                     o.log_every > 0);
   Tensor x, y;
   int64_t step = 0;
@@ -220,19 +236,22 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
         previous = now;
         SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
         if (recorder != nullptr) {
-          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+          const double secs =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
           SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordStep(step + 1, epoch + 1, loss, secs, ranks));
         }
       }
       if (!std::isfinite(loss)) {
         if (lead) progress.Finish();
-        return Status::Internal("loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
-                                " (try a smaller --lr)");
+        return Status::Internal("loss became " + std::to_string(loss) + " at step " +
+                                std::to_string(step + 1) + " (try a smaller --lr)");
       }
       epoch_loss += loss;
       ++epoch_steps;
       ++step;
-      if (lead) progress.Update(step, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs), loss, tc.batch);
+      if (lead)
+        progress.Update(step, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
+                        loss, tc.batch);
     }
     if (lead) {
       progress.Finish();
@@ -240,34 +259,39 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
                   epoch_loss / std::max<int64_t>(1, epoch_steps));
     }
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto eval_start = std::chrono::steady_clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
   if (recorder != nullptr) {
-    const double eval_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
-    SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordEvaluation(step, epochs, "test", accuracy, test.size(), eval_secs));
+    const double eval_secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
+    SHARDSCOPE_RETURN_IF_ERROR(
+        recorder->RecordEvaluation(step, epochs, "test", accuracy, test.size(), eval_secs));
   }
   // Per-rank figures, gathered to every rank (rank 0 prints them).
   const RankStats& s = trainer->stats();
-  std::vector<float> mine = {static_cast<float>(s.compute_seconds), static_cast<float>(s.comm_seconds),
-                             static_cast<float>(s.bytes_sent), static_cast<float>(s.bytes_received),
-                             static_cast<float>(s.parameter_bytes), static_cast<float>(s.gradient_bytes),
-                             static_cast<float>(s.optimizer_bytes), static_cast<float>(s.activation_bytes),
-                             static_cast<float>(s.peak_bytes)};
+  std::vector<float> mine = {
+      static_cast<float>(s.compute_seconds), static_cast<float>(s.comm_seconds),
+      static_cast<float>(s.bytes_sent),      static_cast<float>(s.bytes_received),
+      static_cast<float>(s.parameter_bytes), static_cast<float>(s.gradient_bytes),
+      static_cast<float>(s.optimizer_bytes), static_cast<float>(s.activation_bytes),
+      static_cast<float>(s.peak_bytes)};
   std::vector<float> all(mine.size() * comm.size());
   SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(mine, all));
   if (lead) {
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
-                static_cast<long long>(test.size()), static_cast<long long>(step), FormatDuration(secs).c_str(),
-                step ? 1e3 * secs / step : 0.0);
+                static_cast<long long>(test.size()), static_cast<long long>(step),
+                FormatDuration(secs).c_str(), step ? 1e3 * secs / step : 0.0);
     if (comm.size() > 1) {
-      std::printf("\nper rank (per step)  compute ms  comm ms  sent B  received B  params      grads       "
-                  "optimizer   activations peak\n");
+      std::printf(
+          "\nper rank (per step)  compute ms  comm ms  sent B  received B  params      grads       "
+          "optimizer   activations peak\n");
       for (int r = 0; r < comm.size(); ++r) {
         const float* f = &all[r * mine.size()];
         const double n = std::max<int64_t>(1, step);
-        std::printf("  rank %-3d            %9.3f %8.3f %7.0f %11.0f  %-11s %-11s %-11s %-11s %s\n", r,
-                    1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, Megabytes(f[4]).c_str(),
+        std::printf("  rank %-3d            %9.3f %8.3f %7.0f %11.0f  %-11s %-11s %-11s %-11s %s\n",
+                    r, 1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, Megabytes(f[4]).c_str(),
                     Megabytes(f[5]).c_str(), Megabytes(f[6]).c_str(), Megabytes(f[7]).c_str(),
                     Megabytes(f[8]).c_str());
       }
@@ -287,14 +311,18 @@ int RunTrain(const TrainOptions& o) {
   if (!train.ok()) return Fail(kExitBadInput, train.status().message());
   auto test = LoadData(*mf, o, Split::kTest, o.limit);
   if (!test.ok()) return Fail(kExitBadInput, test.status().message());
-  if (train->images.size() / std::max<int64_t>(1, train->size()) != NumElements(mf->example_shape())) {
-    return Fail(kExitBadInput, o.model + ": the data's examples have shape " +
-                                   ShapeToString(Shape(train->images.shape().begin() + 1, train->images.shape().end())) +
-                                   " but the model's input is " + ShapeToString(mf->example_shape()) +
-                                   " (set data.pad_to or input.shape)");
+  if (train->images.size() / std::max<int64_t>(1, train->size()) !=
+      NumElements(mf->example_shape())) {
+    return Fail(
+        kExitBadInput,
+        o.model + ": the data's examples have shape " +
+            ShapeToString(Shape(train->images.shape().begin() + 1, train->images.shape().end())) +
+            " but the model's input is " + ShapeToString(mf->example_shape()) +
+            " (set data.pad_to or input.shape)");
   }
   if (train->size() < tc.batch) {
-    return Fail(kExitBadInput, "batch " + std::to_string(tc.batch) + " is larger than the training set (" +
+    return Fail(kExitBadInput, "batch " + std::to_string(tc.batch) +
+                                   " is larger than the training set (" +
                                    std::to_string(train->size()) + " examples)");
   }
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -302,7 +330,8 @@ int RunTrain(const TrainOptions& o) {
     auto model = mf->Build(tc.batch);
     if (!model.ok()) return Fail(kExitBadInput, model.status().message());
     if (plan->mode != "semi_auto" || o.ignore_parallel) StripAnnotations(*model);
-    auto probe = DistTrainer::Create(std::move(*model), TrainConfig{tc.seed, tc.optimizer}, plan->partition, 0);
+    auto probe = DistTrainer::Create(std::move(*model), TrainConfig{tc.seed, tc.optimizer},
+                                     plan->partition, 0);
     if (!probe.ok()) {
       const bool bad_input = probe.status().code() == StatusCode::kInvalidInput ||
                              probe.status().code() == StatusCode::kNotImplemented;
@@ -328,17 +357,24 @@ int RunTrain(const TrainOptions& o) {
     info.backend = plan->mpi ? "mpi" : "in-process";
     info.model_path = o.model;
     info.model_text = mf->text();
-    nlohmann::json config = {{"batch", tc.batch}, {"epochs", tc.epochs}, {"steps", tc.steps},
-                             {"seed", tc.seed}, {"optimizer", OptimizerKindName(tc.optimizer.kind)},
-                             {"lr", tc.optimizer.lr}, {"momentum", tc.optimizer.momentum},
-                             {"mode", plan->mode}, {"devices", plan->partition.devices},
+    nlohmann::json config = {{"batch", tc.batch},
+                             {"epochs", tc.epochs},
+                             {"steps", tc.steps},
+                             {"seed", tc.seed},
+                             {"optimizer", OptimizerKindName(tc.optimizer.kind)},
+                             {"lr", tc.optimizer.lr},
+                             {"momentum", tc.optimizer.momentum},
+                             {"mode", plan->mode},
+                             {"devices", plan->partition.devices},
                              {"ignore_parallel", o.ignore_parallel}};
     info.config_json = config.dump();
     info.command_line = CommandLine();
     info.shardscope_version = "0.1.0";
     auto r = Recorder::Create(o.record.empty() ? DefaultRunPath(mf->name()) : o.record, info);
-    if (r.ok()) recorder = std::move(*r);
-    else created = r.status();
+    if (r.ok())
+      recorder = std::move(*r);
+    else
+      created = r.status();
   }
   if (world != nullptr) {  // every rank learns whether rank 0 could create the file
     std::vector<float> flag = {created.ok() ? 1.0f : 0.0f};
@@ -349,7 +385,8 @@ int RunTrain(const TrainOptions& o) {
     return Fail(kExitBadInput, created.message());
   }
   auto run = [&](Communicator& comm) {
-    return TrainOnRank(comm, *mf, *plan, o, *train, *test, comm.rank() == 0 ? recorder.get() : nullptr);
+    return TrainOnRank(comm, *mf, *plan, o, *train, *test,
+                       comm.rank() == 0 ? recorder.get() : nullptr);
   };
   Status st;
   if (world != nullptr) {
@@ -391,25 +428,33 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
       "Flags override the model file's training section.");
   app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
-  auto* epochs = app->add_option("--epochs", o->epochs, "Epochs to train")->check(CLI::PositiveNumber);
-  app->add_option("--steps", o->steps, "Stop after this many steps")->check(CLI::PositiveNumber)->excludes(epochs);
+  auto* epochs =
+      app->add_option("--epochs", o->epochs, "Epochs to train")->check(CLI::PositiveNumber);
+  app->add_option("--steps", o->steps, "Stop after this many steps")
+      ->check(CLI::PositiveNumber)
+      ->excludes(epochs);
   app->add_option("--batch", o->batch, "Global batch size")->check(CLI::PositiveNumber);
   app->add_option("--lr", o->lr, "Learning rate")->check(CLI::PositiveNumber);
-  app->add_option("--seed", o->seed, "Seed of parameters, shuffling and dropout")->check(CLI::NonNegativeNumber);
+  app->add_option("--seed", o->seed, "Seed of parameters, shuffling and dropout")
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--data", o->data, "Directory with the four MNIST-format IDX files");
   app->add_option("--limit", o->limit, "Use only the first N examples of each split (quick runs)")
       ->check(CLI::PositiveNumber);
   app->add_option("--devices", o->devices, "In-process devices (default: the model file's, or 1)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--mode", o->mode, "stand_alone | data_parallel | semi_auto (default: the model file's)");
-  app->add_flag("--ignore-parallel", o->ignore_parallel,
-                "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
+  app->add_option("--mode", o->mode,
+                  "stand_alone | data_parallel | semi_auto (default: the model file's)");
+  app->add_flag(
+      "--ignore-parallel", o->ignore_parallel,
+      "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
   app->add_option("--record", o->record, "Run file to write (default: runs/<model>-<time>.db)");
   app->add_flag("--no-record", o->no_record, "Do not write a run file");
-  app->add_option("--log-every", o->log_every, "Print a line every N steps (plain lines, as the seeds do)")
+  app->add_option("--log-every", o->log_every,
+                  "Print a line every N steps (plain lines, as the seeds do)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--dump-ir", o->dump_ir,
-                  "Write the graph after autodiff and the program after each partitioning pass to FILE");
+  app->add_option(
+      "--dump-ir", o->dump_ir,
+      "Write the graph after autodiff and the program after each partitioning pass to FILE");
   commands.push_back({app, [o] { return RunTrain(*o); }});
 }
 

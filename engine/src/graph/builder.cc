@@ -65,8 +65,8 @@ std::vector<ValueId> Builder::OpAll(OpKind op, const std::string& local_name,
       return {};
     }
   }
-  auto node = graph_->AddNode(op, UniqueName(ScopedName(local_name)), std::move(inputs),
-                              std::move(attrs));
+  auto node =
+      graph_->AddNode(op, UniqueName(ScopedName(local_name)), std::move(inputs), std::move(attrs));
   if (!node.ok()) {
     Fail(node.status());
     return {};

@@ -10,11 +10,16 @@ namespace shardscope {
 
 const char* ValueKindName(ValueKind kind) {
   switch (kind) {
-    case ValueKind::kInput: return "input";
-    case ValueKind::kLabel: return "label";
-    case ValueKind::kParameter: return "parameter";
-    case ValueKind::kConstant: return "constant";
-    case ValueKind::kActivation: return "activation";
+    case ValueKind::kInput:
+      return "input";
+    case ValueKind::kLabel:
+      return "label";
+    case ValueKind::kParameter:
+      return "parameter";
+    case ValueKind::kConstant:
+      return "constant";
+    case ValueKind::kActivation:
+      return "activation";
   }
   return "?";
 }
@@ -27,23 +32,39 @@ ValueId Graph::AddValue(Value v) {
 }
 
 ValueId Graph::AddInput(std::string name, Shape shape, DType dtype) {
-  return AddValue({.name = std::move(name), .shape = std::move(shape), .dtype = dtype,
-                   .kind = ValueKind::kInput, .producer = kNoNode, .producer_output = 0, .init = {}});
+  return AddValue({.name = std::move(name),
+                   .shape = std::move(shape),
+                   .dtype = dtype,
+                   .kind = ValueKind::kInput,
+                   .producer = kNoNode,
+                   .producer_output = 0,
+                   .init = {}});
 }
 
 ValueId Graph::AddLabel(std::string name, Shape shape) {
-  return AddValue({.name = std::move(name), .shape = std::move(shape), .dtype = DType::kI32,
-                   .kind = ValueKind::kLabel, .producer = kNoNode, .producer_output = 0, .init = {}});
+  return AddValue({.name = std::move(name),
+                   .shape = std::move(shape),
+                   .dtype = DType::kI32,
+                   .kind = ValueKind::kLabel,
+                   .producer = kNoNode,
+                   .producer_output = 0,
+                   .init = {}});
 }
 
 ValueId Graph::AddParameter(std::string name, Shape shape, InitSpec init) {
-  return AddValue({.name = std::move(name), .shape = std::move(shape), .dtype = DType::kF32,
-                   .kind = ValueKind::kParameter, .init = init});
+  return AddValue({.name = std::move(name),
+                   .shape = std::move(shape),
+                   .dtype = DType::kF32,
+                   .kind = ValueKind::kParameter,
+                   .init = init});
 }
 
 ValueId Graph::AddConstant(std::string name, Shape shape, InitSpec init) {
-  return AddValue({.name = std::move(name), .shape = std::move(shape), .dtype = DType::kF32,
-                   .kind = ValueKind::kConstant, .init = init});
+  return AddValue({.name = std::move(name),
+                   .shape = std::move(shape),
+                   .dtype = DType::kF32,
+                   .kind = ValueKind::kConstant,
+                   .init = init});
 }
 
 namespace {
@@ -70,7 +91,8 @@ Status CheckNode(const Graph& g, OpKind op, const std::vector<ValueId>& inputs,
   }
   std::vector<ValueInfo> in;
   for (ValueId v : inputs) {
-    if (v < 0 || v >= g.num_values()) return Status::Invalid("input value " + std::to_string(v) + " is undefined");
+    if (v < 0 || v >= g.num_values())
+      return Status::Invalid("input value " + std::to_string(v) + " is undefined");
     in.push_back({g.value(v).shape, g.value(v).dtype});
   }
   for (size_t i = 0; i < in.size(); ++i) {
@@ -85,7 +107,8 @@ Status CheckNode(const Graph& g, OpKind op, const std::vector<ValueId>& inputs,
     }
   }
   Status st = def.shape(attrs, in, out);
-  if (!st.ok()) return st.WithContext(std::string(def.name) + "(" + DescribeInputs(g, inputs) + ")");
+  if (!st.ok())
+    return st.WithContext(std::string(def.name) + "(" + DescribeInputs(g, inputs) + ")");
   if (static_cast<int>(out->size()) != def.num_outputs) {
     return Status::Internal(std::string(def.name) + " shape rule gave the wrong number of outputs");
   }
@@ -155,8 +178,10 @@ Status Graph::Verify() const {
   std::set<std::string> names;
   for (size_t i = 0; i < values_.size(); ++i) {
     const Value& v = values_[i];
-    if (v.id != static_cast<ValueId>(i)) return Status::Internal("value ids are not dense at " + v.name);
-    if (!names.insert(v.name).second) return Status::Invalid("value name '" + v.name + "' is used twice");
+    if (v.id != static_cast<ValueId>(i))
+      return Status::Internal("value ids are not dense at " + v.name);
+    if (!names.insert(v.name).second)
+      return Status::Invalid("value name '" + v.name + "' is used twice");
     const bool produced = v.kind == ValueKind::kActivation;
     if (produced != (v.producer != kNoNode)) {
       return Status::Invalid("value '" + v.name + "' is a " + ValueKindName(v.kind) +
@@ -171,7 +196,8 @@ Status Graph::Verify() const {
     if (n.id != static_cast<NodeId>(i)) return Status::Internal(where + ": node ids are not dense");
     for (ValueId v : n.inputs) {
       if (v < 0 || v >= num_values()) return Status::Invalid(where + ": input id out of range");
-      if (!defined[v]) return Status::Invalid(where + ": reads '" + values_[v].name + "' before it is produced");
+      if (!defined[v])
+        return Status::Invalid(where + ": reads '" + values_[v].name + "' before it is produced");
     }
     std::vector<ValueInfo> out;
     SHARDSCOPE_RETURN_IF_ERROR(CheckNode(*this, n.op, n.inputs, n.attrs, &out).WithContext(where));
@@ -182,8 +208,9 @@ Status Graph::Verify() const {
         return Status::Invalid(where + ": output '" + v.name + "' does not point back at it");
       }
       if (v.shape != out[k].shape) {
-        return Status::Invalid(where + ": output '" + v.name + "' has shape " + ShapeToString(v.shape) +
-                               " but the shape rule gives " + ShapeToString(out[k].shape));
+        return Status::Invalid(where + ": output '" + v.name + "' has shape " +
+                               ShapeToString(v.shape) + " but the shape rule gives " +
+                               ShapeToString(out[k].shape));
       }
       defined[v.id] = true;
     }
@@ -202,7 +229,8 @@ std::string Graph::ToText() const {
         << DTypeName(v.dtype) << '\n';
   }
   for (const Node& n : nodes_) {
-    for (size_t k = 0; k < n.outputs.size(); ++k) out << (k ? ", " : "") << values_[n.outputs[k]].name;
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      out << (k ? ", " : "") << values_[n.outputs[k]].name;
     out << " = " << OpName(n.op) << '(' << DescribeInputs(*this, n.inputs) << ") -> ";
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       out << (k ? ", " : "") << ShapeToString(values_[n.outputs[k]].shape);
@@ -252,7 +280,8 @@ std::string Graph::ToDot() const {
     for (NodeId id : members[scope]) {
       const Node& n = nodes_[id];
       out << std::string(depth * 2 + 2, ' ') << "n" << id << " [label=\"" << DotEscape(n.name)
-          << "\\n" << OpName(n.op) << "\"" << (n.is_backward ? ", style=dashed" : "") << "];\n";
+          << "\\n"
+          << OpName(n.op) << "\"" << (n.is_backward ? ", style=dashed" : "") << "];\n";
     }
     for (const std::string& child : all_scopes) {
       auto parent = Scopes(child + ".x");
@@ -268,7 +297,9 @@ std::string Graph::ToDot() const {
   for (const Node& n : nodes_) {
     for (ValueId v : n.inputs) {
       const Value& val = values_[v];
-      out << "  " << (val.producer == kNoNode ? "v" + std::to_string(v) : "n" + std::to_string(val.producer))
+      out << "  "
+          << (val.producer == kNoNode ? "v" + std::to_string(v)
+                                      : "n" + std::to_string(val.producer))
           << " -> n" << n.id << " [label=\"" << ShapeToString(val.shape) << "\", fontsize=8];\n";
     }
   }

@@ -333,10 +333,9 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
   std::vector<int64_t> order(num_groups);
   for (int64_t g = 0; g < num_groups; ++g) order[g] = g;
   auto need_less = [&](int64_t x, int64_t y) {
-    return std::lexicographical_compare(need_vals.begin() + need_start[x],
-                                        need_vals.begin() + need_start[x + 1],
-                                        need_vals.begin() + need_start[y],
-                                        need_vals.begin() + need_start[y + 1]);
+    return std::lexicographical_compare(
+        need_vals.begin() + need_start[x], need_vals.begin() + need_start[x + 1],
+        need_vals.begin() + need_start[y], need_vals.begin() + need_start[y + 1]);
   };
   std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
     const int64_t kx = key_of(x), ky = key_of(y);

@@ -12,8 +12,8 @@ OpSlot& OpSlot::shard(std::string in_strategy, std::string out_strategy) {
 
 OpSlot& OpSlot::place(const std::string& role, int rank) {
   if (role != "worker" && role != "MS_WORKER") {
-    role_error_ = "place(\"" + role + "\", " + std::to_string(rank) +
-                  "): the only role is \"worker\"";
+    role_error_ =
+        "place(\"" + role + "\", " + std::to_string(rank) + "): the only role is \"worker\"";
   }
   annotations_.worker = rank;
   return *this;
@@ -71,7 +71,8 @@ ValueId Dense::Forward(Builder& b, ValueId x) {
   if (!has_bias_) return y;
   // The bias's fan-in is the layer's, as in PyTorch and MindSpore.
   InitSpec bias_init = bias_init_;
-  if (bias_init.kind == InitSpec::kFanInUniform) bias_init = {InitSpec::kUniform, 1.0f / std::sqrt(static_cast<float>(in_))};
+  if (bias_init.kind == InitSpec::kFanInUniform)
+    bias_init = {InitSpec::kUniform, 1.0f / std::sqrt(static_cast<float>(in_))};
   ValueId bias = b.Parameter("bias", {out_}, bias_init);
   return Apply(b, OpKind::kBiasAdd, "bias_add", {y, bias}, {}, bias_add);
 }

@@ -195,7 +195,8 @@ Status DropoutShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector
 }
 void DropoutForward(const KernelContext& k) { DropoutApply(k); }
 Status DropoutGrad(GradContext& g) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.Emit(OpKind::kDropoutGrad, "dx", {g.output_grad()}, g.attrs()));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d,
+                              g.Emit(OpKind::kDropoutGrad, "dx", {g.output_grad()}, g.attrs()));
   g.SetInputGrad(0, d);
   return Status::Ok();
 }

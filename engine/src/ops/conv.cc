@@ -35,8 +35,8 @@ struct Geometry {
 Geometry MakeGeometry(const Shape& x, int64_t kh, int64_t kw, const OpAttrs& a) {
   const Window wh = OutputSize(x[2], kh, a.stride[0], a.padding);
   const Window ww = OutputSize(x[3], kw, a.stride[1], a.padding);
-  return {x[0], x[1], x[2], x[3], kh, kw, a.stride[0], a.stride[1], wh.out, ww.out,
-          wh.pad_before, ww.pad_before};
+  return {x[0],        x[1],   x[2],   x[3],          kh,           kw, a.stride[0],
+          a.stride[1], wh.out, ww.out, wh.pad_before, ww.pad_before};
 }
 
 Status CheckWindow(const OpAttrs& a, const Shape& x, int64_t kh, int64_t kw) {
@@ -264,8 +264,8 @@ Status Conv2DBackpropInputShape(const OpAttrs& a, std::span<const ValueInfo> in,
   Shape y;
   SHARDSCOPE_RETURN_IF_ERROR(ConvShapeFrom(a, a.shape, in[1].shape, &y));
   if (y != in[0].shape) {
-    return Status::Invalid("dy " + ShapeToString(in[0].shape) + " does not match the forward output " +
-                           ShapeToString(y));
+    return Status::Invalid("dy " + ShapeToString(in[0].shape) +
+                           " does not match the forward output " + ShapeToString(y));
   }
   out->push_back({a.shape});
   return Status::Ok();
@@ -296,8 +296,8 @@ Status Conv2DBackpropFilterShape(const OpAttrs& a, std::span<const ValueInfo> in
   Shape y;
   SHARDSCOPE_RETURN_IF_ERROR(ConvShapeFrom(a, in[1].shape, a.shape, &y));
   if (y != in[0].shape) {
-    return Status::Invalid("dy " + ShapeToString(in[0].shape) + " does not match the forward output " +
-                           ShapeToString(y));
+    return Status::Invalid("dy " + ShapeToString(in[0].shape) +
+                           " does not match the forward output " + ShapeToString(y));
   }
   out->push_back({a.shape});
   return Status::Ok();
@@ -323,7 +323,8 @@ Status Conv2DBackpropFilterGrad(GradContext&) {
 }
 
 // MaxPool2D(x [N, C, H, W]) with window attrs.kernel and attrs.stride.
-Status MaxPool2DShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+Status MaxPool2DShape(const OpAttrs& a, std::span<const ValueInfo> in,
+                      std::vector<ValueInfo>* out) {
   SHARDSCOPE_RETURN_IF_ERROR(ExpectRank("input", in[0].shape, 4));
   SHARDSCOPE_RETURN_IF_ERROR(CheckWindow(a, in[0].shape, a.kernel[0], a.kernel[1]));
   const Geometry g = MakeGeometry(in[0].shape, a.kernel[0], a.kernel[1], a);
@@ -396,9 +397,8 @@ void ForEachPoolMax(const Geometry& g, const float* x, F&& f) {
 void MaxPool2DForward(const KernelContext& k) {
   const Geometry g = MakeGeometry(k.in[0]->shape(), k.attrs.kernel[0], k.attrs.kernel[1], k.attrs);
   float* y = k.out[0]->data();
-  ForEachPoolMax(g, k.in[0]->data(), [&](int64_t p, int64_t o, int64_t, float v) {
-    y[p * g.pixels() + o] = v;
-  });
+  ForEachPoolMax(g, k.in[0]->data(),
+                 [&](int64_t p, int64_t o, int64_t, float v) { y[p * g.pixels() + o] = v; });
 }
 Status MaxPool2DGrad(GradContext& g) {
   SHARDSCOPE_ASSIGN_OR_RETURN(
@@ -413,8 +413,8 @@ Status MaxPool2DGradShape(const OpAttrs& a, std::span<const ValueInfo> in,
   std::vector<ValueInfo> fwd;
   SHARDSCOPE_RETURN_IF_ERROR(MaxPool2DShape(a, in.subspan(1, 1), &fwd));
   if (fwd[0].shape != in[0].shape) {
-    return Status::Invalid("dy " + ShapeToString(in[0].shape) + " does not match the forward output " +
-                           ShapeToString(fwd[0].shape));
+    return Status::Invalid("dy " + ShapeToString(in[0].shape) +
+                           " does not match the forward output " + ShapeToString(fwd[0].shape));
   }
   out->push_back({in[1].shape});
   return Status::Ok();

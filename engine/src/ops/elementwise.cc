@@ -35,11 +35,13 @@ void BinaryKernel(const KernelContext& k, Op op) {
   if (a.shape() == b.shape()) {
     for (int64_t i = 0; i < c.size(); ++i) out[i] = op(pa[i], pb[i]);
   } else if (a.shape() == c.shape()) {
-    ForEachBroadcast(b.shape(), c.shape(), [&](int64_t i, int64_t j) { out[i] = op(pa[i], pb[j]); });
+    ForEachBroadcast(b.shape(), c.shape(),
+                     [&](int64_t i, int64_t j) { out[i] = op(pa[i], pb[j]); });
   } else {
     std::vector<float> tmp(c.size());
     ForEachBroadcast(a.shape(), c.shape(), [&](int64_t i, int64_t j) { tmp[i] = pa[j]; });
-    ForEachBroadcast(b.shape(), c.shape(), [&](int64_t i, int64_t j) { out[i] = op(tmp[i], pb[j]); });
+    ForEachBroadcast(b.shape(), c.shape(),
+                     [&](int64_t i, int64_t j) { out[i] = op(tmp[i], pb[j]); });
   }
 }
 
@@ -55,12 +57,14 @@ Result<ValueId> GradContext::SumTo(ValueId grad, const Shape& shape, const std::
 Status AddShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
   return BinaryShape(in, out);
 }
-void AddForward(const KernelContext& k) { BinaryKernel(k, [](float x, float y) { return x + y; }); }
+void AddForward(const KernelContext& k) {
+  BinaryKernel(k, [](float x, float y) { return x + y; });
+}
 Status AddGrad(GradContext& g) {
   for (int i = 0; i < 2; ++i) {
     if (!g.needs_grad(i)) continue;
-    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.SumTo(g.output_grad(), g.shape(g.input(i)),
-                                                   i == 0 ? "da" : "db"));
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        ValueId d, g.SumTo(g.output_grad(), g.shape(g.input(i)), i == 0 ? "da" : "db"));
     g.SetInputGrad(i, d);
   }
   return Status::Ok();
@@ -69,7 +73,9 @@ Status AddGrad(GradContext& g) {
 Status SubShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
   return BinaryShape(in, out);
 }
-void SubForward(const KernelContext& k) { BinaryKernel(k, [](float x, float y) { return x - y; }); }
+void SubForward(const KernelContext& k) {
+  BinaryKernel(k, [](float x, float y) { return x - y; });
+}
 Status SubGrad(GradContext& g) {
   if (g.needs_grad(0)) {
     SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.SumTo(g.output_grad(), g.shape(g.input(0)), "da"));
@@ -88,14 +94,15 @@ Status SubGrad(GradContext& g) {
 Status MulShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
   return BinaryShape(in, out);
 }
-void MulForward(const KernelContext& k) { BinaryKernel(k, [](float x, float y) { return x * y; }); }
+void MulForward(const KernelContext& k) {
+  BinaryKernel(k, [](float x, float y) { return x * y; });
+}
 Status MulGrad(GradContext& g) {
   for (int i = 0; i < 2; ++i) {
     if (!g.needs_grad(i)) continue;
     const char* part = i == 0 ? "da" : "db";
-    SHARDSCOPE_ASSIGN_OR_RETURN(
-        ValueId prod, g.Emit(OpKind::kMul, std::string(part) + "_full",
-                             {g.output_grad(), g.input(1 - i)}));
+    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId prod, g.Emit(OpKind::kMul, std::string(part) + "_full",
+                                                     {g.output_grad(), g.input(1 - i)}));
     SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.SumTo(prod, g.shape(g.input(i)), part));
     g.SetInputGrad(i, d);
   }
@@ -106,9 +113,7 @@ Status ScaleShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<Val
   out->push_back({in[0].shape});
   return Status::Ok();
 }
-void ScaleForward(const KernelContext& k) {
-  Flat(*k.out[0]) = Flat(*k.in[0]) * k.attrs.scale;
-}
+void ScaleForward(const KernelContext& k) { Flat(*k.out[0]) = Flat(*k.in[0]) * k.attrs.scale; }
 Status ScaleGrad(GradContext& g) {
   OpAttrs attrs;
   attrs.scale = g.attrs().scale;
@@ -122,9 +127,8 @@ Status BiasAddShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<V
   const Shape &x = in[0].shape, &b = in[1].shape;
   if (x.size() < 2) return Status::Invalid("input must have rank ≥ 2, got " + ShapeToString(x));
   if (b.size() != 1 || b[0] != x[1]) {
-    return Status::Invalid("bias must have shape [" + std::to_string(x[1]) +
-                           "] (axis 1 of input " + ShapeToString(x) + "), got " +
-                           ShapeToString(b));
+    return Status::Invalid("bias must have shape [" + std::to_string(x[1]) + "] (axis 1 of input " +
+                           ShapeToString(x) + "), got " + ShapeToString(b));
   }
   out->push_back({x});
   return Status::Ok();
@@ -134,8 +138,7 @@ void BiasAddForward(const KernelContext& k) {
   Tensor& y = *k.out[0];
   const int64_t n = x.dim(0), c = x.dim(1), inner = x.size() / (n * c);
   if (inner == 1) {
-    AsMatrix(y, n) = AsMatrix(x, n).rowwise() +
-                     Eigen::Map<const Eigen::RowVectorXf>(b.data(), c);
+    AsMatrix(y, n) = AsMatrix(x, n).rowwise() + Eigen::Map<const Eigen::RowVectorXf>(b.data(), c);
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -153,14 +156,16 @@ Status BiasAddGrad(GradContext& g) {
     for (int d = 0; d < rank; ++d) {
       if (d != 1) attrs.axes.push_back(d);
     }
-    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId db, g.Emit(OpKind::kReduceSum, "db", {g.output_grad()}, attrs));
+    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId db,
+                                g.Emit(OpKind::kReduceSum, "db", {g.output_grad()}, attrs));
     g.SetInputGrad(1, db);
   }
   return Status::Ok();
 }
 
 // SumToShape: sums the dimensions along which attrs.shape was broadcast to the input's.
-Status SumToShapeShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+Status SumToShapeShape(const OpAttrs& a, std::span<const ValueInfo> in,
+                       std::vector<ValueInfo>* out) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, BroadcastShapes(a.shape, in[0].shape));
   if (s != in[0].shape) {
     return Status::Invalid("target " + ShapeToString(a.shape) + " does not broadcast to input " +
@@ -180,12 +185,14 @@ void SumToShapeForward(const KernelContext& k) {
 Status SumToShapeGrad(GradContext& g) {
   OpAttrs attrs;
   attrs.shape = g.shape(g.input(0));
-  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.Emit(OpKind::kBroadcastTo, "dx", {g.output_grad()}, attrs));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d,
+                              g.Emit(OpKind::kBroadcastTo, "dx", {g.output_grad()}, attrs));
   g.SetInputGrad(0, d);
   return Status::Ok();
 }
 
-Status BroadcastToShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+Status BroadcastToShape(const OpAttrs& a, std::span<const ValueInfo> in,
+                        std::vector<ValueInfo>* out) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, BroadcastShapes(in[0].shape, a.shape));
   if (s != a.shape) {
     return Status::Invalid("input " + ShapeToString(in[0].shape) + " does not broadcast to " +
@@ -197,7 +204,8 @@ Status BroadcastToShape(const OpAttrs& a, std::span<const ValueInfo> in, std::ve
 void BroadcastToForward(const KernelContext& k) {
   const float* px = k.in[0]->data();
   float* py = k.out[0]->data();
-  ForEachBroadcast(k.in[0]->shape(), k.out[0]->shape(), [&](int64_t i, int64_t j) { py[i] = px[j]; });
+  ForEachBroadcast(k.in[0]->shape(), k.out[0]->shape(),
+                   [&](int64_t i, int64_t j) { py[i] = px[j]; });
 }
 Status BroadcastToGrad(GradContext& g) {
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.SumTo(g.output_grad(), g.shape(g.input(0)), "dx"));

@@ -27,8 +27,10 @@ void GatherForward(const KernelContext& k) {
   ConstMatMap t(table.data(), v, d);
   for (int64_t i = 0; i < k.in[1]->size(); ++i) {
     const int64_t row = idx[i] - first;
-    if (row >= 0 && row < v) y.row(i) = t.row(row);
-    else y.row(i).setZero();
+    if (row >= 0 && row < v)
+      y.row(i) = t.row(row);
+    else
+      y.row(i).setZero();
   }
 }
 Status GatherGrad(GradContext& g) {
@@ -48,7 +50,8 @@ Status GatherGradShape(const OpAttrs& a, std::span<const ValueInfo> in,
   Shape expect = in[1].shape;
   expect.push_back(a.shape[1]);
   if (in[0].shape != expect) {
-    return Status::Invalid("dy " + ShapeToString(in[0].shape) + " must be " + ShapeToString(expect));
+    return Status::Invalid("dy " + ShapeToString(in[0].shape) + " must be " +
+                           ShapeToString(expect));
   }
   out->push_back({a.shape});
   return Status::Ok();
@@ -66,7 +69,9 @@ void GatherGradForward(const KernelContext& k) {
     if (row >= 0 && row < v) t.row(row) += dy.row(i);
   }
 }
-Status GatherGradGrad(GradContext&) { return Status::NotImplemented("second-order gradient of Gather"); }
+Status GatherGradGrad(GradContext&) {
+  return Status::NotImplemented("second-order gradient of Gather");
+}
 
 namespace {
 Status CheckNormParams(const Shape& x, const Shape& gamma, const char* what) {
@@ -101,8 +106,8 @@ void LayerNormForward(const KernelContext& k) {
 }
 Status LayerNormGrad(GradContext& g) {
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      auto d, g.EmitAll(OpKind::kLayerNormGrad, "d", {g.output_grad(), g.input(0), g.input(1)},
-                        g.attrs()));
+      auto d,
+      g.EmitAll(OpKind::kLayerNormGrad, "d", {g.output_grad(), g.input(0), g.input(1)}, g.attrs()));
   for (int i = 0; i < 3; ++i) {
     if (g.needs_grad(i)) g.SetInputGrad(i, d[i]);
   }

@@ -41,14 +41,14 @@ void SoftmaxCrossEntropyWithLogitsForward(const KernelContext& k) {
     const int64_t label = std::clamp<int64_t>(labels[i], 0, c - 1);
     total += lse - x(i, label);
   }
-  const double count = k.attrs.mean_count > 0 ? static_cast<double>(k.attrs.mean_count) : static_cast<double>(n);
+  const double count =
+      k.attrs.mean_count > 0 ? static_cast<double>(k.attrs.mean_count) : static_cast<double>(n);
   (*k.out[0])[0] = static_cast<float>(total / count);
 }
 Status SoftmaxCrossEntropyWithLogitsGrad(GradContext& g) {
   if (!g.needs_grad(0)) return Status::Ok();
-  SHARDSCOPE_ASSIGN_OR_RETURN(
-      ValueId d, g.Emit(OpKind::kSoftmaxCrossEntropyGrad, "dlogits",
-                        {g.output_grad(), g.input(0), g.input(1)}));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.Emit(OpKind::kSoftmaxCrossEntropyGrad, "dlogits",
+                                                {g.output_grad(), g.input(0), g.input(1)}));
   g.SetInputGrad(0, d);
   return Status::Ok();
 }

@@ -28,8 +28,8 @@ Status CheckContraction(const OpAttrs& a, const Shape& x, const Shape& y) {
   if (ua.cols != ub.rows) {
     return Status::Invalid("contraction dimensions differ: " + ShapeToString(x) +
                            (a.transpose_a ? "ᵀ" : "") + " · " + ShapeToString(y) +
-                           (a.transpose_b ? "ᵀ" : "") + " (" + std::to_string(ua.cols) +
-                           " vs " + std::to_string(ub.rows) + ")");
+                           (a.transpose_b ? "ᵀ" : "") + " (" + std::to_string(ua.cols) + " vs " +
+                           std::to_string(ub.rows) + ")");
   }
   return Status::Ok();
 }
@@ -217,10 +217,14 @@ void Gemm(const float* a, const float* b, float* out, Operand ua, Operand ub, bo
   const int64_t ar = ta ? ua.cols : ua.rows, ac = ta ? ua.rows : ua.cols;
   const int64_t br = tb ? ub.cols : ub.rows, bc = tb ? ub.rows : ub.cols;
   ConstMatMap ma(a, ar, ac), mb(b, br, bc);
-  if (!ta && !tb) c.noalias() = ma * mb;
-  else if (!ta && tb) c.noalias() = ma * mb.transpose();
-  else if (ta && !tb) c.noalias() = ma.transpose() * mb;
-  else c.noalias() = ma.transpose() * mb.transpose();
+  if (!ta && !tb)
+    c.noalias() = ma * mb;
+  else if (!ta && tb)
+    c.noalias() = ma * mb.transpose();
+  else if (ta && !tb)
+    c.noalias() = ma.transpose() * mb;
+  else
+    c.noalias() = ma.transpose() * mb.transpose();
 #endif
 }
 
@@ -270,8 +274,8 @@ Status BatchMatMulShape(const OpAttrs& a, std::span<const ValueInfo> in,
                         std::vector<ValueInfo>* out) {
   const Shape &x = in[0].shape, &y = in[1].shape;
   if (x.size() < 3 || x.size() != y.size()) {
-    return Status::Invalid("inputs must have the same rank ≥ 3, got " + ShapeToString(x) +
-                           " and " + ShapeToString(y));
+    return Status::Invalid("inputs must have the same rank ≥ 3, got " + ShapeToString(x) + " and " +
+                           ShapeToString(y));
   }
   for (size_t i = 0; i + 2 < x.size(); ++i) {
     if (x[i] != y[i]) {

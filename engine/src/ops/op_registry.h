@@ -43,9 +43,9 @@ struct OpDef {
 
 const OpDef& GetOpDef(OpKind op);
 
-#define SHARDSCOPE_DECLARE_OP(name, in, out)                                        \
+#define SHARDSCOPE_DECLARE_OP(name, in, out)                                               \
   Status name##Shape(const OpAttrs&, std::span<const ValueInfo>, std::vector<ValueInfo>*); \
-  void name##Forward(const KernelContext&);                                         \
+  void name##Forward(const KernelContext&);                                                \
   Status name##Grad(GradContext&);
 SHARDSCOPE_OP_LIST(SHARDSCOPE_DECLARE_OP)
 #undef SHARDSCOPE_DECLARE_OP

@@ -42,8 +42,8 @@ Result<OpKind> OpFromName(const std::string& name) {
 
 Status ExpectRank(const char* what, const Shape& shape, int rank) {
   if (static_cast<int>(shape.size()) == rank) return Status::Ok();
-  return Status::Invalid(std::string(what) + " must have rank " + std::to_string(rank) +
-                         ", got " + ShapeToString(shape));
+  return Status::Invalid(std::string(what) + " must have rank " + std::to_string(rank) + ", got " +
+                         ShapeToString(shape));
 }
 
 Result<Shape> BroadcastShapes(const Shape& a, const Shape& b) {

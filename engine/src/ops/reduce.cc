@@ -38,8 +38,10 @@ Status ReduceShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<
   Shape s;
   for (size_t d = 0; d < in[0].shape.size(); ++d) {
     const bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
-    if (!reduced) s.push_back(in[0].shape[d]);
-    else if (a.keep_dims) s.push_back(1);
+    if (!reduced)
+      s.push_back(in[0].shape[d]);
+    else if (a.keep_dims)
+      s.push_back(1);
   }
   out->push_back({s});
   return Status::Ok();
@@ -72,7 +74,8 @@ Status ReduceGrad(GradContext& g, bool mean) {
   SHARDSCOPE_ASSIGN_OR_RETURN(d, g.Emit(OpKind::kBroadcastTo, "dx", {d}, bcast));
   if (mean) {
     OpAttrs scale;
-    scale.scale = static_cast<float>(NumElements(reshape.shape)) / static_cast<float>(NumElements(xs));
+    scale.scale =
+        static_cast<float>(NumElements(reshape.shape)) / static_cast<float>(NumElements(xs));
     SHARDSCOPE_ASSIGN_OR_RETURN(d, g.Emit(OpKind::kScale, "dx_mean", {d}, scale));
   }
   g.SetInputGrad(0, d);
@@ -81,7 +84,8 @@ Status ReduceGrad(GradContext& g, bool mean) {
 
 }  // namespace
 
-Status ReduceSumShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+Status ReduceSumShape(const OpAttrs& a, std::span<const ValueInfo> in,
+                      std::vector<ValueInfo>* out) {
   return ReduceShape(a, in, out);
 }
 void ReduceSumForward(const KernelContext& k) { ReduceKernel(k, false); }

@@ -33,7 +33,8 @@ Status ReshapeShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector
   int64_t known = 1;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
-      if (infer >= 0) return Status::Invalid("more than one -1 in target " + ShapeToString(a.shape));
+      if (infer >= 0)
+        return Status::Invalid("more than one -1 in target " + ShapeToString(a.shape));
       infer = static_cast<int>(i);
     } else if (s[i] <= 0) {
       return Status::Invalid("target " + ShapeToString(a.shape) + " has a non-positive dimension");
@@ -64,12 +65,14 @@ void FlattenForward(const KernelContext& k) { CopyKernel(k); }
 Status FlattenGrad(GradContext& g) { return ReshapeBack(g); }
 
 // Transpose by the permutation attrs.axes (output dim i = input dim axes[i]).
-Status TransposeShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+Status TransposeShape(const OpAttrs& a, std::span<const ValueInfo> in,
+                      std::vector<ValueInfo>* out) {
   const Shape& x = in[0].shape;
   std::vector<int64_t> sorted = a.axes;
   std::sort(sorted.begin(), sorted.end());
   bool is_perm = sorted.size() == x.size();
-  for (size_t i = 0; is_perm && i < sorted.size(); ++i) is_perm = sorted[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; is_perm && i < sorted.size(); ++i)
+    is_perm = sorted[i] == static_cast<int64_t>(i);
   if (!is_perm) {
     return Status::Invalid("axes must be a permutation of 0.." + std::to_string(x.size() - 1) +
                            " for input " + ShapeToString(x));
@@ -112,7 +115,8 @@ void TransposeForward(const KernelContext& k) {
 Status TransposeGrad(GradContext& g) {
   OpAttrs inv;
   inv.axes.resize(g.attrs().axes.size());
-  for (size_t i = 0; i < inv.axes.size(); ++i) inv.axes[g.attrs().axes[i]] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < inv.axes.size(); ++i)
+    inv.axes[g.attrs().axes[i]] = static_cast<int64_t>(i);
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.Emit(OpKind::kTranspose, "dx", {g.output_grad()}, inv));
   g.SetInputGrad(0, d);
   return Status::Ok();

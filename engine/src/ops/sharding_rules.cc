@@ -100,8 +100,10 @@ Sig ReshapeLike(const Shape& in, const Shape& out) {
     const size_t gi = i, go = o;
     int64_t pi = in[i++], po = out[o++];
     while (pi != po) {
-      if (pi < po) pi *= in[i++];
-      else po *= out[o++];
+      if (pi < po)
+        pi *= in[i++];
+      else
+        po *= out[o++];
     }
     const char lead = l.Next();
     si[gi] = lead;
@@ -215,8 +217,9 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kConv2D: {  // x nchw, w ocij -> nohw (window letters whole)
-      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'), o = l.Next('o'),
-                 i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'), ow = l.Next('x');
+      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
+                 o = l.Next('o'), i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'),
+                 ow = l.Next('x');
       sig.inputs = {std::string{n, c, h, w}, std::string{o, c, i, j}};
       sig.outputs = {std::string{n, o, oh, ow}};
       sig.whole = std::string{h, w, i, j, oh, ow};
@@ -224,8 +227,9 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kConv2DBackpropInput: {  // dy nohw, w ocij -> dx nchw
-      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'), o = l.Next('o'),
-                 i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'), ow = l.Next('x');
+      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
+                 o = l.Next('o'), i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'),
+                 ow = l.Next('x');
       sig.inputs = {std::string{n, o, oh, ow}, std::string{o, c, i, j}};
       sig.outputs = {std::string{n, c, h, w}};
       sig.whole = std::string{h, w, i, j, oh, ow};
@@ -233,8 +237,9 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kConv2DBackpropFilter: {  // dy nohw, x nchw -> dw ocij
-      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'), o = l.Next('o'),
-                 i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'), ow = l.Next('x');
+      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
+                 o = l.Next('o'), i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'),
+                 ow = l.Next('x');
       sig.inputs = {std::string{n, o, oh, ow}, std::string{n, c, h, w}};
       sig.outputs = {std::string{o, c, i, j}};
       sig.whole = std::string{h, w, i, j, oh, ow};
@@ -243,10 +248,11 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
     }
     case OpKind::kMaxPool2D:
     case OpKind::kMaxPool2DGrad: {  // nchw -> nc h'w' ; grad: (dy nc h'w', x nchw) -> nchw
-      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'), oh = l.Next('y'),
-                 ow = l.Next('x');
+      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
+                 oh = l.Next('y'), ow = l.Next('x');
       const std::string x{n, c, h, w}, y{n, c, oh, ow};
-      sig.inputs = op == OpKind::kMaxPool2D ? std::vector<std::string>{x} : std::vector<std::string>{y, x};
+      sig.inputs =
+          op == OpKind::kMaxPool2D ? std::vector<std::string>{x} : std::vector<std::string>{y, x};
       sig.outputs = {op == OpKind::kMaxPool2D ? y : x};
       sig.whole = std::string{h, w, oh, ow};
       sig.batch = n;
@@ -313,12 +319,14 @@ Result<ShardingSignature> GetShardingSignature(const Graph& graph, NodeId id) {
   // Every operand's letters must match its rank (a broken rule is a bug, not bad input).
   for (size_t i = 0; i < in.size(); ++i) {
     if (sig->inputs[i].size() != in[i].shape.size()) {
-      return Status::Internal("sharding rule of " + node.name + " mislabels input " + std::to_string(i));
+      return Status::Internal("sharding rule of " + node.name + " mislabels input " +
+                              std::to_string(i));
     }
   }
   for (size_t i = 0; i < out.size(); ++i) {
     if (sig->outputs[i].size() != out[i].shape.size()) {
-      return Status::Internal("sharding rule of " + node.name + " mislabels output " + std::to_string(i));
+      return Status::Internal("sharding rule of " + node.name + " mislabels output " +
+                              std::to_string(i));
     }
   }
   return sig;

@@ -72,7 +72,9 @@ OpStrategy InferBackward(const Graph& g, const ShardingSignature& sig, const Nod
   hints.insert(hints.end(), later.begin(), later.end());
 
   OpStrategy s;
-  s.mesh = DeviceMesh::Create({static_cast<int64_t>(std::max(1, strategies[f.id].mesh.size()))}, {"dp"}).value();
+  s.mesh =
+      DeviceMesh::Create({static_cast<int64_t>(std::max(1, strategies[f.id].mesh.size()))}, {"dp"})
+          .value();
   s.provenance = "derived from forward operator " + f.name;
   const Layout* ref = nullptr;
   for (auto& [i, l] : hints) {
@@ -133,13 +135,15 @@ Result<std::vector<OpStrategy>> AssignStrategies(const Graph& g, const Partition
       if (!Fits(g, sig, strategies[n.id], n)) {
         strategies[n.id] = DataParallelStrategy(sig, shapes, 1);
         strategies[n.id].mesh = DeviceMesh::Create({o.devices}, {"dp"}).value();
-        strategies[n.id].provenance = "replicated: no dimension of " + n.name + " divides over the devices";
+        strategies[n.id].provenance =
+            "replicated: no dimension of " + n.name + " divides over the devices";
       }
       continue;
     }
     auto parsed = ParseStrategy(n.annotations.in_strategy, o.meshes);
     if (!parsed.ok()) return parsed.status().WithContext("operator '" + n.name + "'");
-    SHARDSCOPE_ASSIGN_OR_RETURN(strategies[n.id], ResolveStrategy(n.name, *parsed, sig, shapes, o.devices));
+    SHARDSCOPE_ASSIGN_OR_RETURN(strategies[n.id],
+                                ResolveStrategy(n.name, *parsed, sig, shapes, o.devices));
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       auto l = ProducedLayout(g, sig, strategies[n.id], n, static_cast<int>(k));
       if (!l.ok()) return l.status().WithContext("operator '" + n.name + "' output");
@@ -183,8 +187,9 @@ class ProgramBuilder {
     }
     auto plan = cache_.Get(from, want, o_.cost);
     if (!plan.ok()) {
-      return plan.status().WithContext("redistributing '" + g_.value(v).name + "' from " + from.ToString() +
-                                       " to " + want.ToString() + " for " + consumer);
+      return plan.status().WithContext("redistributing '" + g_.value(v).name + "' from " +
+                                       from.ToString() + " to " + want.ToString() + " for " +
+                                       consumer);
     }
     if ((*plan)->steps.empty()) {  // same blocks on the same ranks: share the buffer
       copies_[v].emplace_back(want, home);
@@ -197,12 +202,14 @@ class ProgramBuilder {
     instr.outputs = {idx};
     instr.plan = *plan;
     const NodeId producer = g_.value(v).producer;
-    const std::string source = producer == kNoNode ? std::string(ValueKindName(g_.value(v).kind)) + " " + g_.value(v).name
-                                                   : g_.node(producer).name;
+    const std::string source =
+        producer == kNoNode ? std::string(ValueKindName(g_.value(v).kind)) + " " + g_.value(v).name
+                            : g_.node(producer).name;
     // Name the meshes when they differ: "[a | -]" alone would read the same on both.
     const bool same_mesh = from.mesh() == want.mesh();
-    instr.reason = consumer + " needs " + want.ToString() + (same_mesh ? "" : " on " + want.mesh().ToString()) +
-                   " but " + source + " gives " + from.ToString() + (same_mesh ? "" : " on " + from.mesh().ToString());
+    instr.reason = consumer + " needs " + want.ToString() +
+                   (same_mesh ? "" : " on " + want.mesh().ToString()) + " but " + source +
+                   " gives " + from.ToString() + (same_mesh ? "" : " on " + from.mesh().ToString());
     p_.instrs.push_back(std::move(instr));
     return idx;
   }
@@ -231,7 +238,8 @@ class ProgramBuilder {
         layout = Layout::Replicated(DeviceMesh::Create({p_.devices}, {"dp"}).value(), v.shape);
       }
       p_.home[v.id] = NewValue(v.id, *layout, true);
-      if (v.kind == ValueKind::kInput || v.kind == ValueKind::kLabel) p_.batch_values.push_back(p_.home[v.id]);
+      if (v.kind == ValueKind::kInput || v.kind == ValueKind::kLabel)
+        p_.batch_values.push_back(p_.home[v.id]);
     }
     for (const Node& n : g_.nodes()) {
       const ShardingSignature& sig = sigs[n.id];
@@ -240,7 +248,8 @@ class ProgramBuilder {
       instr.kind = DistInstr::Kind::kCompute;
       instr.node = n.id;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
-        SHARDSCOPE_ASSIGN_OR_RETURN(Layout want, RequiredLayout(g_, sig, s, n, static_cast<int>(i)));
+        SHARDSCOPE_ASSIGN_OR_RETURN(Layout want,
+                                    RequiredLayout(g_, sig, s, n, static_cast<int>(i)));
         SHARDSCOPE_ASSIGN_OR_RETURN(int idx, Obtain(n.inputs[i], want, n.name));
         instr.inputs.push_back(idx);
       }
@@ -258,14 +267,16 @@ class ProgramBuilder {
     for (size_t i = 0; i < tv.params.size(); ++i) {
       const int param = p_.home[tv.params[i]];
       const Layout param_layout = p_.values[param].layout;  // a copy: Obtain grows p_.values
-      SHARDSCOPE_ASSIGN_OR_RETURN(
-          int grad, Obtain(tv.grads[i], param_layout,
-                           "the update of parameter " + g_.value(tv.params[i]).name + " (gradient reduction)"));
+      SHARDSCOPE_ASSIGN_OR_RETURN(int grad,
+                                  Obtain(tv.grads[i], param_layout,
+                                         "the update of parameter " + g_.value(tv.params[i]).name +
+                                             " (gradient reduction)"));
       p_.param_grads.emplace_back(param, grad);
     }
     const Layout loss = p_.values[p_.home[tv.loss]].layout;
     SHARDSCOPE_ASSIGN_OR_RETURN(
-        p_.loss, Obtain(tv.loss, Layout::Replicated(loss.mesh(), loss.shape()), "the reported loss"));
+        p_.loss,
+        Obtain(tv.loss, Layout::Replicated(loss.mesh(), loss.shape()), "the reported loss"));
     return Status::Ok();
   }
 
@@ -275,17 +286,20 @@ class ProgramBuilder {
     auto parsed = ParseStrategy(n.annotations.out_strategy, o_.meshes);
     if (!parsed.ok()) return parsed.status().WithContext("operator '" + n.name + "' out_strategy");
     if (parsed->kind != ParsedStrategy::kLayouts) {
-      return Status::NotImplemented("operator '" + n.name + "' out_strategy " + n.annotations.out_strategy +
-                                    ": give output layouts (layout(...)); split tuples are not supported "
-                                    "for outputs yet");
+      return Status::NotImplemented(
+          "operator '" + n.name + "' out_strategy " + n.annotations.out_strategy +
+          ": give output layouts (layout(...)); split tuples are not supported "
+          "for outputs yet");
     }
     if (parsed->layouts.size() != n.outputs.size()) {
-      return Status::Invalid("operator '" + n.name + "' out_strategy gives " + std::to_string(parsed->layouts.size()) +
-                             " layouts for " + std::to_string(n.outputs.size()) + " output(s)");
+      return Status::Invalid("operator '" + n.name + "' out_strategy gives " +
+                             std::to_string(parsed->layouts.size()) + " layouts for " +
+                             std::to_string(n.outputs.size()) + " output(s)");
     }
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       if (!parsed->layouts[k]) continue;
-      auto want = Layout::Create(parsed->mesh, *parsed->layouts[k], {}, g_.value(n.outputs[k]).shape);
+      auto want =
+          Layout::Create(parsed->mesh, *parsed->layouts[k], {}, g_.value(n.outputs[k]).shape);
       if (!want.ok()) return want.status().WithContext("operator '" + n.name + "' out_strategy");
       (void)s;
       SHARDSCOPE_ASSIGN_OR_RETURN(int idx, Obtain(n.outputs[k], *want, n.name + " out_strategy"));
@@ -311,8 +325,9 @@ Status VerifyProgram(const Graph& g, const DistProgram& p) {
   for (int v : p.batch_values) defined[v] = true;  // sliced from the batch before each step
   for (size_t i = 0; i < p.instrs.size(); ++i) {
     const DistInstr& in = p.instrs[i];
-    const std::string where = in.kind == DistInstr::Kind::kCompute ? "operator '" + g.node(in.node).name + "'"
-                                                                   : "redistribution " + std::to_string(i);
+    const std::string where = in.kind == DistInstr::Kind::kCompute
+                                  ? "operator '" + g.node(in.node).name + "'"
+                                  : "redistribution " + std::to_string(i);
     for (int v : in.inputs) {
       if (v < 0 || v >= static_cast<int>(p.values.size()) || !defined[v]) {
         return Status::Internal(where + ": operand used before it is defined");
@@ -327,7 +342,8 @@ Status VerifyProgram(const Graph& g, const DistProgram& p) {
   }
   for (auto [param, grad] : p.param_grads) {
     if (p.values[param].layout.ShardShape() != p.values[grad].layout.ShardShape()) {
-      return Status::Internal("gradient of " + p.values[param].name + " is not in its parameter's layout");
+      return Status::Internal("gradient of " + p.values[param].name +
+                              " is not in its parameter's layout");
     }
   }
   return Status::Ok();
@@ -368,13 +384,15 @@ std::string DistProgram::ToText(const Graph& g) const {
       out << "  " << n.name << " = " << OpName(n.op) << "(";
       for (size_t i = 0; i < in.inputs.size(); ++i) out << (i ? ", " : "") << operand(in.inputs[i]);
       out << ") -> ";
-      for (size_t i = 0; i < in.outputs.size(); ++i) out << (i ? ", " : "") << values[in.outputs[i]].layout.ToString();
+      for (size_t i = 0; i < in.outputs.size(); ++i)
+        out << (i ? ", " : "") << values[in.outputs[i]].layout.ToString();
       out << "   " << strategies[in.node].ToString() << "\n";
     } else {
-      out << "  " << values[in.outputs[0]].name << " = redistribute(" << operand(in.inputs[0]) << ")  "
-          << in.plan->steps.size() << " step(s), " << in.plan->planned_bytes << " B (bound "
-          << in.plan->lower_bound_bytes << " B): " << in.reason << "\n";
-      for (const RedistStep& s : in.plan->steps) out << "      " << s.KindName() << ": " << s.reason << "\n";
+      out << "  " << values[in.outputs[0]].name << " = redistribute(" << operand(in.inputs[0])
+          << ")  " << in.plan->steps.size() << " step(s), " << in.plan->planned_bytes
+          << " B (bound " << in.plan->lower_bound_bytes << " B): " << in.reason << "\n";
+      for (const RedistStep& s : in.plan->steps)
+        out << "      " << s.KindName() << ": " << s.reason << "\n";
     }
   }
   return out.str();

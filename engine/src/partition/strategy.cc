@@ -13,7 +13,8 @@ Result<std::vector<std::pair<std::string, int>>> TopLevelElements(const std::str
   size_t start = text.find_first_not_of(" \t");
   size_t end = text.find_last_not_of(" \t");
   if (start == std::string::npos || text[start] != '(' || text[end] != ')') {
-    return Status::Invalid("strategy '" + text + "': expected a tuple in parentheses, e.g. ((2,4),(4,1))");
+    return Status::Invalid("strategy '" + text +
+                           "': expected a tuple in parentheses, e.g. ((2,4),(4,1))");
   }
   std::vector<std::pair<std::string, int>> out;
   int depth = 0;
@@ -22,7 +23,8 @@ Result<std::vector<std::pair<std::string, int>>> TopLevelElements(const std::str
     const char c = text[i];
     if (c == '(') ++depth;
     if (c == ')' && --depth < 0) {
-      return Status::Invalid("strategy '" + text + "', column " + std::to_string(i + 1) + ": unbalanced ')'");
+      return Status::Invalid("strategy '" + text + "', column " + std::to_string(i + 1) +
+                             ": unbalanced ')'");
     }
     if (c == ',' && depth == 0) {
       out.emplace_back(text.substr(elem, i - elem), static_cast<int>(elem + 1));
@@ -31,17 +33,21 @@ Result<std::vector<std::pair<std::string, int>>> TopLevelElements(const std::str
   }
   if (depth != 0) return Status::Invalid("strategy '" + text + "': unbalanced '('");
   std::string last = text.substr(elem, end - elem);
-  if (last.find_first_not_of(" \t") != std::string::npos) out.emplace_back(last, static_cast<int>(elem + 1));
+  if (last.find_first_not_of(" \t") != std::string::npos)
+    out.emplace_back(last, static_cast<int>(elem + 1));
   for (auto& [e, col] : out) {
     const size_t b = e.find_first_not_of(" \t"), f = e.find_last_not_of(" \t");
-    if (b == std::string::npos) return Status::Invalid("strategy '" + text + "', column " + std::to_string(col) + ": empty element");
+    if (b == std::string::npos)
+      return Status::Invalid("strategy '" + text + "', column " + std::to_string(col) +
+                             ": empty element");
     e = e.substr(b, f - b + 1);
     col += static_cast<int>(b);
   }
   return out;
 }
 
-Result<std::vector<int64_t>> ParseIntTuple(const std::string& text, const std::string& whole, int col) {
+Result<std::vector<int64_t>> ParseIntTuple(const std::string& text, const std::string& whole,
+                                           int col) {
   auto elems = TopLevelElements(text);
   if (!elems.ok()) {
     return Status::Invalid("strategy '" + whole + "', column " + std::to_string(col) +
@@ -49,7 +55,8 @@ Result<std::vector<int64_t>> ParseIntTuple(const std::string& text, const std::s
   }
   std::vector<int64_t> v;
   for (auto& [e, c] : *elems) {
-    if (e.empty() || !std::all_of(e.begin(), e.end(), [](unsigned char ch) { return std::isdigit(ch); })) {
+    if (e.empty() ||
+        !std::all_of(e.begin(), e.end(), [](unsigned char ch) { return std::isdigit(ch); })) {
       return Status::Invalid("strategy '" + whole + "', column " + std::to_string(col + c - 1) +
                              ": expected a positive integer, found '" + e + "'");
     }
@@ -89,18 +96,20 @@ Result<ParsedStrategy> ParseStrategy(const std::string& text,
     if (paren == std::string::npos || it == meshes.end()) {
       std::string known;
       for (auto& [k, m] : meshes) known += (known.empty() ? "" : ", ") + k;
-      return Status::Invalid("strategy '" + text + "', column " + std::to_string(col) + ": '" + name +
-                             "' is not a declared mesh (declared: " + (known.empty() ? "none" : known) + ")");
+      return Status::Invalid(
+          "strategy '" + text + "', column " + std::to_string(col) + ": '" + name +
+          "' is not a declared mesh (declared: " + (known.empty() ? "none" : known) + ")");
     }
     if (!s.mesh_name.empty() && s.mesh_name != name) {
       return Status::Invalid("strategy '" + text + "', column " + std::to_string(col) +
-                             ": all operands of one operator must use the same mesh (" + s.mesh_name +
-                             " and " + name + ")");
+                             ": all operands of one operator must use the same mesh (" +
+                             s.mesh_name + " and " + name + ")");
     }
     s.mesh_name = name;
     s.mesh = it->second;
     auto axes = ParseLayoutCall(e, it->second);
-    if (!axes.ok()) return axes.status().WithContext("strategy '" + text + "', column " + std::to_string(col));
+    if (!axes.ok())
+      return axes.status().WithContext("strategy '" + text + "', column " + std::to_string(col));
     s.layouts.push_back(std::move(*axes));
   }
   return s;
@@ -110,7 +119,8 @@ std::string SummedLetters(const ShardingSignature& sig, int out) {
   std::string summed;
   for (const std::string& in : sig.inputs) {
     for (char c : in) {
-      if (sig.outputs[out].find(c) == std::string::npos && summed.find(c) == std::string::npos) summed += c;
+      if (sig.outputs[out].find(c) == std::string::npos && summed.find(c) == std::string::npos)
+        summed += c;
     }
   }
   return summed;
@@ -126,7 +136,8 @@ Result<Layout> OpStrategy::LayoutOf(const std::string& letters, const Shape& sha
   std::vector<int> partial;
   for (char c : partial_letters) {
     auto it = this->letters.find(c);
-    if (it != this->letters.end()) partial.insert(partial.end(), it->second.begin(), it->second.end());
+    if (it != this->letters.end())
+      partial.insert(partial.end(), it->second.begin(), it->second.end());
   }
   std::sort(partial.begin(), partial.end());
   return Layout::Create(mesh, std::move(dims), std::move(partial), shape);
@@ -150,8 +161,8 @@ Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrat
   const std::string where = "operator '" + op_name + "' strategy " + st.text;
   const size_t n_in = st.kind == ParsedStrategy::kSplits ? st.splits.size() : st.layouts.size();
   if (n_in != sig.inputs.size()) {
-    return Status::Invalid(where + ": gives " + std::to_string(n_in) + " operand(s), the operator has " +
-                           std::to_string(sig.inputs.size()));
+    return Status::Invalid(where + ": gives " + std::to_string(n_in) +
+                           " operand(s), the operator has " + std::to_string(sig.inputs.size()));
   }
   OpStrategy out;
   out.provenance = "user: " + st.text;
@@ -170,20 +181,22 @@ Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrat
         const int64_t k = st.splits[i][d];
         auto [it, fresh] = parts.emplace(c, k);
         if (!fresh && it->second != k) {
-          return Status::Invalid(where + ": the same dimension is split in " + std::to_string(it->second) +
-                                 " and in " + std::to_string(k) + " parts (operand " + std::to_string(i) +
-                                 ", dimension " + std::to_string(d) + "); shared dimensions must agree");
+          return Status::Invalid(where + ": the same dimension is split in " +
+                                 std::to_string(it->second) + " and in " + std::to_string(k) +
+                                 " parts (operand " + std::to_string(i) + ", dimension " +
+                                 std::to_string(d) + "); shared dimensions must agree");
         }
         if (fresh) order += c;
         if (k > 1 && sig.whole.find(c) != std::string::npos) {
-          return Status::Invalid(where + ": operand " + std::to_string(i) + " dimension " + std::to_string(d) +
-                                 " cannot be split (the operator needs it whole: softmax axis, normalised "
-                                 "axis, convolution window or reshaped dimension)");
+          return Status::Invalid(
+              where + ": operand " + std::to_string(i) + " dimension " + std::to_string(d) +
+              " cannot be split (the operator needs it whole: softmax axis, normalised "
+              "axis, convolution window or reshaped dimension)");
         }
         if (k > 1 && inputs[i][d] % k != 0) {
-          return Status::Invalid(where + ": operand " + std::to_string(i) + " dimension " + std::to_string(d) +
-                                 " of size " + std::to_string(inputs[i][d]) + " is not divisible by " +
-                                 std::to_string(k));
+          return Status::Invalid(where + ": operand " + std::to_string(i) + " dimension " +
+                                 std::to_string(d) + " of size " + std::to_string(inputs[i][d]) +
+                                 " is not divisible by " + std::to_string(k));
         }
       }
     }
@@ -198,7 +211,8 @@ Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrat
       used *= parts[c];
     }
     if (used > devices || devices % used != 0) {
-      return Status::Invalid(where + ": uses " + std::to_string(used) + " devices, which does not divide the run's " +
+      return Status::Invalid(where + ": uses " + std::to_string(used) +
+                             " devices, which does not divide the run's " +
                              std::to_string(devices));
     }
     if (used < devices) {
@@ -211,7 +225,8 @@ Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrat
   // Layout strategy: letters take the axes of the operand dimensions that carry them.
   if (st.mesh.size() != devices) {
     return Status::Invalid(where + ": mesh " + st.mesh_name + " " + st.mesh.ToString() + " has " +
-                           std::to_string(st.mesh.size()) + " devices, the run has " + std::to_string(devices));
+                           std::to_string(st.mesh.size()) + " devices, the run has " +
+                           std::to_string(devices));
   }
   out.mesh = st.mesh;
   for (size_t i = 0; i < st.layouts.size(); ++i) {
@@ -219,18 +234,20 @@ Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrat
     const DimAxes& dims = *st.layouts[i];
     if (dims.size() != sig.inputs[i].size()) {
       return Status::Invalid(where + ": operand " + std::to_string(i) + " has " +
-                             std::to_string(sig.inputs[i].size()) + " dimension(s), its layout gives " +
-                             std::to_string(dims.size()));
+                             std::to_string(sig.inputs[i].size()) +
+                             " dimension(s), its layout gives " + std::to_string(dims.size()));
     }
     for (size_t d = 0; d < dims.size(); ++d) {
       const char c = sig.inputs[i][d];
       auto [it, fresh] = out.letters.emplace(c, dims[d]);
       if (!fresh && it->second != dims[d]) {
-        return Status::Invalid(where + ": operand " + std::to_string(i) + " dimension " + std::to_string(d) +
+        return Status::Invalid(where + ": operand " + std::to_string(i) + " dimension " +
+                               std::to_string(d) +
                                " must be laid out like the same dimension of an earlier operand");
       }
       if (!dims[d].empty() && sig.whole.find(c) != std::string::npos) {
-        return Status::Invalid(where + ": operand " + std::to_string(i) + " dimension " + std::to_string(d) +
+        return Status::Invalid(where + ": operand " + std::to_string(i) + " dimension " +
+                               std::to_string(d) +
                                " cannot be split (the operator needs it whole)");
       }
     }

@@ -58,7 +58,8 @@ class MeshTable {
 
 }  // namespace
 
-Result<std::unique_ptr<Recorder>> Recorder::Create(const std::string& path, const store::RunInfo& run) {
+Result<std::unique_ptr<Recorder>> Recorder::Create(const std::string& path,
+                                                   const store::RunInfo& run) {
   std::error_code ec;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
@@ -117,8 +118,8 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
     SHARDSCOPE_ASSIGN_OR_RETURN(op.mesh_id, meshes.Id(s.mesh));
     op.strategy = !n.annotations.in_strategy.empty() ? n.annotations.in_strategy : s.ToString();
     const std::string& prov = s.provenance;
-    op.provenance = prov.rfind("user", 0) == 0        ? "user"
-                    : prov.rfind("derived", 0) == 0   ? "derived"
+    op.provenance = prov.rfind("user", 0) == 0            ? "user"
+                    : prov.rfind("derived", 0) == 0       ? "derived"
                     : prov.rfind("data-parallel", 0) == 0 ? "default"
                                                           : "default";
     op.provenance_detail = prov + "; " + s.ToString();
@@ -225,7 +226,8 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
         sr.layout_after = s.after.ToString();
         sr.reason = s.reason;
         for (const RedistTransfer& t : s.transfers) {
-          sr.transfers.push_back({t.src, t.dst, t.offset, std::vector<int64_t>(t.extent.begin(), t.extent.end())});
+          sr.transfers.push_back(
+              {t.src, t.dst, t.offset, std::vector<int64_t>(t.extent.begin(), t.extent.end())});
         }
         sr.zero_ranks.assign(s.zero_ranks.begin(), s.zero_ranks.end());
         r.steps.push_back(std::move(sr));
@@ -235,7 +237,8 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
       ir.redistribution_id = r.id;
       ir.tensor_id = r.tensor_id;
       ir.bytes = plan.planned_bytes;
-      ir.text = p.values[in.outputs[0]].name + " = redistribute(" + p.values[in.inputs[0]].name + ")";
+      ir.text =
+          p.values[in.outputs[0]].name + " = redistribute(" + p.values[in.inputs[0]].name + ")";
     }
     program.instructions.push_back(std::move(ir));
   }
@@ -250,7 +253,8 @@ Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double sec
   s.epoch = epoch;
   s.loss = loss;
   s.seconds = seconds;
-  s.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  s.time =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   s.ranks = ranks;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -261,8 +265,8 @@ Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double sec
   return Status::Ok();
 }
 
-Status Recorder::RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
-                                  int64_t samples, double seconds) {
+Status Recorder::RecordEvaluation(int64_t step, int64_t epoch, const std::string& name,
+                                  double accuracy, int64_t samples, double seconds) {
   store::EvaluationRecord e;
   e.step = step;
   e.epoch = epoch;
@@ -270,7 +274,8 @@ Status Recorder::RecordEvaluation(int64_t step, int64_t epoch, const std::string
   e.accuracy = accuracy;
   e.samples = samples;
   e.seconds = seconds;
-  e.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  e.time =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEvaluation(e)));
   return FromStore(writer_->Commit());
 }
@@ -282,10 +287,12 @@ Status Recorder::RecordEvent(const std::string& level, const std::string& text) 
 
 Status Recorder::Finish(bool ok, const std::string& message) {
   SHARDSCOPE_RETURN_IF_ERROR(Drain());
-  return FromStore(writer_->Finish(ok ? store::RunStatus::kCompleted : store::RunStatus::kFailed, message));
+  return FromStore(
+      writer_->Finish(ok ? store::RunStatus::kCompleted : store::RunStatus::kFailed, message));
 }
 
-Result<std::vector<store::RankStepRecord>> GatherRankStep(Communicator& comm, const store::RankStepRecord& mine) {
+Result<std::vector<store::RankStepRecord>> GatherRankStep(Communicator& comm,
+                                                          const store::RankStepRecord& mine) {
   constexpr int kTag = 7301;
   std::vector<store::RankStepRecord> all;
   static_assert(std::is_trivially_copyable_v<store::RankStepRecord>);
@@ -298,7 +305,8 @@ Result<std::vector<store::RankStepRecord>> GatherRankStep(Communicator& comm, co
   all.push_back(mine);
   for (int r = 1; r < comm.size(); ++r) {
     SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, comm.RecvBytes(r, kTag));
-    if (bytes.size() != sizeof(store::RankStepRecord)) return Status::Internal("bad per-rank record from rank " + std::to_string(r));
+    if (bytes.size() != sizeof(store::RankStepRecord))
+      return Status::Internal("bad per-rank record from rank " + std::to_string(r));
     store::RankStepRecord rec;
     std::memcpy(&rec, bytes.data(), sizeof rec);
     all.push_back(rec);

@@ -14,8 +14,9 @@ inline void FillBatch(const Dataset& data, int64_t start, int64_t n, Tensor* bat
   const int64_t example = batch->size() / batch->dim(0);
   char* dst = batch->dtype() == DType::kI32 ? reinterpret_cast<char*>(batch->ints())
                                             : reinterpret_cast<char*>(batch->data());
-  const char* src = data.images.dtype() == DType::kI32 ? reinterpret_cast<const char*>(data.images.ints())
-                                                       : reinterpret_cast<const char*>(data.images.data());
+  const char* src = data.images.dtype() == DType::kI32
+                        ? reinterpret_cast<const char*>(data.images.ints())
+                        : reinterpret_cast<const char*>(data.images.data());
   std::memcpy(dst, src + start * example * 4, 4 * n * example);
   std::memset(dst + n * example * 4, 0, 4 * (batch->dim(0) - n) * example);
 }

@@ -47,8 +47,10 @@ Tensor ExtractShard(const Tensor& whole, const Layout& layout, int rank) {
   const Shape shard = layout.ShardShape();
   Tensor out(shard, whole.dtype());
   const auto offsets = layout.ShardOffsets(rank);
-  if (whole.dtype() == DType::kI32) CopyBlock(whole.ints(), whole.shape(), offsets, shard, out.ints());
-  else CopyBlock(whole.data(), whole.shape(), offsets, shard, out.data());
+  if (whole.dtype() == DType::kI32)
+    CopyBlock(whole.ints(), whole.shape(), offsets, shard, out.ints());
+  else
+    CopyBlock(whole.data(), whole.shape(), offsets, shard, out.data());
   return out;
 }
 
@@ -60,7 +62,8 @@ DistExecutor::DistExecutor(const Graph& graph, const DistProgram& program, int r
   }
   for (const Value& v : graph.values()) {
     if (v.kind == ValueKind::kConstant && program.home[v.id] >= 0) {
-      buffers_[program.home[v.id]] = ExtractShard(InitializeValue(v, 0), program.values[program.home[v.id]].layout, rank);
+      buffers_[program.home[v.id]] =
+          ExtractShard(InitializeValue(v, 0), program.values[program.home[v.id]].layout, rank);
     }
   }
   // Rank-local attributes: shapes and counts that the global graph states globally.
@@ -112,12 +115,14 @@ DistExecutor::DistExecutor(const Graph& graph, const DistProgram& program, int r
   }
 }
 
-Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool training, RankStats* stats) {
+Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool training,
+                             RankStats* stats) {
   const DistInstr& in = program_.instrs[i];
   const double start = Now();
   if (in.kind == DistInstr::Kind::kRedistribute) {
     const CommStats before = comm.stats();
-    Status st = ExecuteRedistribution(*in.plan, comm, buffers_[in.inputs[0]], &buffers_[in.outputs[0]]);
+    Status st =
+        ExecuteRedistribution(*in.plan, comm, buffers_[in.inputs[0]], &buffers_[in.outputs[0]]);
     if (!st.ok()) return st.WithContext("redistribution for " + in.reason);
     if (stats) {
       const CommStats after = comm.stats();
@@ -164,8 +169,10 @@ Status DistExecutor::RunFor(Communicator& comm, const std::vector<int>& targets,
   return Status::Ok();
 }
 
-Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model, const TrainConfig& config,
-                                                         const PartitionOptions& options, int rank) {
+Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
+                                                         const TrainConfig& config,
+                                                         const PartitionOptions& options,
+                                                         int rank) {
   const std::vector<ValueId> params = model.graph.Parameters();
   if (params.empty()) return Status::Invalid("model has no parameters to train");
   SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(model.graph, model.loss, params));
@@ -187,7 +194,8 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model, const
   for (size_t i = 0; i < tv.params.size(); ++i) {
     const auto [p, g] = t->program_.param_grads[i];
     const Value& v = t->model_.graph.value(tv.params[i]);
-    t->executor_->local(p) = ExtractShard(InitializeValue(v, config.seed), t->program_.values[p].layout, rank);
+    t->executor_->local(p) =
+        ExtractShard(InitializeValue(v, config.seed), t->program_.values[p].layout, rank);
     t->param_ptrs_.push_back(&t->executor_->local(p));
     t->grad_ptrs_.push_back(&t->executor_->local(g));
   }
@@ -198,7 +206,8 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model, const
 Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const Tensor& labels) {
   for (int v : program_.batch_values) {
     const DistValue& d = program_.values[v];
-    executor_->local(v) = ExtractShard(d.global == model_.labels ? labels : images, d.layout, rank_);
+    executor_->local(v) =
+        ExtractShard(d.global == model_.labels ? labels : images, d.layout, rank_);
   }
   SHARDSCOPE_RETURN_IF_ERROR(executor_->Run(comm, step_, /*training=*/true, &stats_));
   const double start = Now();
@@ -209,7 +218,8 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
   int64_t params = 0, grads = 0, total = 0;
   for (const Tensor* p : param_ptrs_) params += p->size() * 4;
   for (const Tensor* g : grad_ptrs_) grads += g->size() * 4;
-  for (size_t v = 0; v < program_.values.size(); ++v) total += executor_->local(static_cast<int>(v)).size() * 4;
+  for (size_t v = 0; v < program_.values.size(); ++v)
+    total += executor_->local(static_cast<int>(v)).size() * 4;
   stats_.parameter_bytes = params;
   stats_.gradient_bytes = grads;
   stats_.optimizer_bytes = optimizer_->StateBytes();
@@ -225,7 +235,10 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   const Layout& logits_layout = program_.values[logits_home].layout;
   const int64_t classes = model_.graph.value(model_.logits).shape[1];
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      RedistPlan plan, PlanRedistribution(logits_layout, Layout::Replicated(logits_layout.mesh(), logits_layout.shape()), CostModel{}));
+      RedistPlan plan,
+      PlanRedistribution(logits_layout,
+                         Layout::Replicated(logits_layout.mesh(), logits_layout.shape()),
+                         CostModel{}));
   const RedistPlan* whole_logits = &plan;
   Tensor images(in_shape, model_.graph.value(model_.input).dtype);
   int64_t correct = 0;
@@ -233,12 +246,15 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
     const int64_t n = std::min(batch, data.size() - start);
     FillBatch(data, start, n, &images);
     for (int v : program_.batch_values) {
-      if (program_.values[v].global == model_.input) executor_->local(v) = ExtractShard(images, program_.values[v].layout, rank_);
+      if (program_.values[v].global == model_.input)
+        executor_->local(v) = ExtractShard(images, program_.values[v].layout, rank_);
     }
-    SHARDSCOPE_RETURN_IF_ERROR(executor_->RunFor(comm, {logits_home}, step_, /*training=*/false, nullptr));
+    SHARDSCOPE_RETURN_IF_ERROR(
+        executor_->RunFor(comm, {logits_home}, step_, /*training=*/false, nullptr));
     // Whole logits on every rank, by the planner's own redistribution.
     Tensor logits({batch, classes});
-    SHARDSCOPE_RETURN_IF_ERROR(ExecuteRedistribution(*whole_logits, comm, executor_->local(logits_home), &logits));
+    SHARDSCOPE_RETURN_IF_ERROR(
+        ExecuteRedistribution(*whole_logits, comm, executor_->local(logits_home), &logits));
     correct += CountCorrect(logits, data.labels.ints() + start, n);
   }
   return data.size() == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(data.size());

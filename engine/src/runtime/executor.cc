@@ -54,7 +54,8 @@ void Executor::Run(const std::vector<NodeId>& schedule, int64_t step, bool train
     }
     const auto start = std::chrono::steady_clock::now();
     GetOpDef(node.op).forward(ctx);
-    timings_[n].seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    timings_[n].seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     timings_[n].runs++;
   }
 }

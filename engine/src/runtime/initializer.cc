@@ -26,26 +26,41 @@ Tensor InitializeValue(const Value& value, uint64_t seed) {
   FanInOut(value.shape, &fan_in, &fan_out);
   const InitSpec& init = value.init;
   auto uniform = [&](double bound) {
-    for (int64_t i = 0; i < t.size(); ++i) t[i] = static_cast<float>((2.0 * rng.Uniform() - 1.0) * bound);
+    for (int64_t i = 0; i < t.size(); ++i)
+      t[i] = static_cast<float>((2.0 * rng.Uniform() - 1.0) * bound);
   };
   auto normal = [&](double stddev) {
     for (int64_t i = 0; i < t.size(); ++i) t[i] = static_cast<float>(rng.Normal() * stddev);
   };
   switch (init.kind) {
-    case InitSpec::kZeros: break;
-    case InitSpec::kOnes: t.Fill(1.0f); break;
-    case InitSpec::kNormal: normal(init.scale); break;
+    case InitSpec::kZeros:
+      break;
+    case InitSpec::kOnes:
+      t.Fill(1.0f);
+      break;
+    case InitSpec::kNormal:
+      normal(init.scale);
+      break;
     case InitSpec::kTruncatedNormal:
       for (int64_t i = 0; i < t.size(); ++i) {
         double z;
-        do z = rng.Normal(); while (std::abs(z) > 2.0);
+        do z = rng.Normal();
+        while (std::abs(z) > 2.0);
         t[i] = static_cast<float>(z * init.scale);
       }
       break;
-    case InitSpec::kXavierUniform: uniform(std::sqrt(6.0 / static_cast<double>(fan_in + fan_out))); break;
-    case InitSpec::kHeNormal: normal(std::sqrt(2.0 / static_cast<double>(fan_in))); break;
-    case InitSpec::kUniform: uniform(init.scale); break;
-    case InitSpec::kFanInUniform: uniform(1.0 / std::sqrt(static_cast<double>(fan_in))); break;
+    case InitSpec::kXavierUniform:
+      uniform(std::sqrt(6.0 / static_cast<double>(fan_in + fan_out)));
+      break;
+    case InitSpec::kHeNormal:
+      normal(std::sqrt(2.0 / static_cast<double>(fan_in)));
+      break;
+    case InitSpec::kUniform:
+      uniform(init.scale);
+      break;
+    case InitSpec::kFanInUniform:
+      uniform(1.0 / std::sqrt(static_cast<double>(fan_in)));
+      break;
   }
   return t;
 }

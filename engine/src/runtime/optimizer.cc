@@ -18,9 +18,12 @@ Result<OptimizerConfig::Kind> OptimizerKindFromName(const std::string& name) {
 
 const char* OptimizerKindName(OptimizerConfig::Kind kind) {
   switch (kind) {
-    case OptimizerConfig::kSGD: return "sgd";
-    case OptimizerConfig::kMomentum: return "momentum";
-    case OptimizerConfig::kAdam: return "adam";
+    case OptimizerConfig::kSGD:
+      return "sgd";
+    case OptimizerConfig::kMomentum:
+      return "momentum";
+    case OptimizerConfig::kAdam:
+      return "adam";
   }
   return "?";
 }
@@ -34,8 +37,10 @@ class Sgd : public Optimizer {
     for (size_t i = 0; i < params.size(); ++i) {
       VecMap p = Flat(*params[i]);
       ConstVecMap g = Flat(*grads[i]);
-      if (c_.weight_decay != 0.0f) p -= c_.lr * (g + c_.weight_decay * p);
-      else p -= c_.lr * g;
+      if (c_.weight_decay != 0.0f)
+        p -= c_.lr * (g + c_.weight_decay * p);
+      else
+        p -= c_.lr * g;
     }
   }
   int64_t StateBytes() const override { return 0; }
@@ -121,9 +126,12 @@ class Adam : public Optimizer {
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config) {
   switch (config.kind) {
-    case OptimizerConfig::kSGD: return std::make_unique<Sgd>(config);
-    case OptimizerConfig::kMomentum: return std::make_unique<Momentum>(config);
-    case OptimizerConfig::kAdam: return std::make_unique<Adam>(config);
+    case OptimizerConfig::kSGD:
+      return std::make_unique<Sgd>(config);
+    case OptimizerConfig::kMomentum:
+      return std::make_unique<Momentum>(config);
+    case OptimizerConfig::kAdam:
+      return std::make_unique<Adam>(config);
   }
   return nullptr;
 }

@@ -13,7 +13,8 @@ Trainer::Trainer(ModelGraph model, const TrainConfig& config)
 Result<std::unique_ptr<Trainer>> Trainer::Create(ModelGraph model, const TrainConfig& config) {
   const Graph& g = model.graph;
   for (ValueId v : {model.input, model.labels, model.logits, model.loss}) {
-    if (v < 0 || v >= g.num_values()) return Status::Invalid("model graph is missing its input, labels, logits or loss");
+    if (v < 0 || v >= g.num_values())
+      return Status::Invalid("model graph is missing its input, labels, logits or loss");
   }
   const std::vector<ValueId> params = g.Parameters();
   if (params.empty()) return Status::Invalid("model has no parameters to train");
@@ -43,8 +44,10 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(ModelGraph model, const TrainCo
 float Trainer::Step(const Tensor& images, const Tensor& labels) {
   Tensor& x = executor_->value(model_.input);
   Tensor& y = executor_->value(model_.labels);
-  if (x.dtype() == DType::kI32) std::memcpy(x.ints(), images.ints(), sizeof(int32_t) * x.size());
-  else std::memcpy(x.data(), images.data(), sizeof(float) * x.size());
+  if (x.dtype() == DType::kI32)
+    std::memcpy(x.ints(), images.ints(), sizeof(int32_t) * x.size());
+  else
+    std::memcpy(x.data(), images.data(), sizeof(float) * x.size());
   std::memcpy(y.ints(), labels.ints(), sizeof(int32_t) * y.size());
   executor_->Run(train_schedule_, step_, /*training=*/true);
   optimizer_->Step(param_ptrs_, grad_ptrs_);

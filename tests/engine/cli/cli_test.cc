@@ -57,7 +57,8 @@ TEST(Cli, BadInputExitsWithTwoAndSaysWhat) {
 }
 
 TEST(Cli, UnimplementedParallelFeaturesAreRefusedNotIgnored) {
-  Output place = Shardscope("train " + kSamples + "lenet5_place.yaml --data " + kMnist + " --steps 1");
+  Output place =
+      Shardscope("train " + kSamples + "lenet5_place.yaml --data " + kMnist + " --steps 1");
   EXPECT_EQ(place.code, 2);
   EXPECT_NE(place.text.find("not implemented yet"), std::string::npos) << place.text;
   EXPECT_NE(place.text.find("lenet5_place.yaml:"), std::string::npos) << place.text;
@@ -67,7 +68,8 @@ TEST(Cli, UnimplementedParallelFeaturesAreRefusedNotIgnored) {
 }
 
 TEST(Cli, TrainsLeNet5OnRealMnistAndReportsAccuracy) {
-  Output o = Shardscope("train " + kSamples + "lenet5.yaml --data " + kMnist + " --steps 30 --limit 512 --no-record");
+  Output o = Shardscope("train " + kSamples + "lenet5.yaml --data " + kMnist +
+                        " --steps 30 --limit 512 --no-record");
   ASSERT_EQ(o.code, 0) << o.text;
   EXPECT_NE(o.text.find("test accuracy:"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("step 30/30"), std::string::npos) << o.text;
@@ -82,8 +84,8 @@ TEST(Cli, DistributedRunPrintsTheSingleDeviceLosses) {
     }
     return out;
   };
-  const std::string args =
-      "train " + kSamples + "matmul3.yaml --data " + kMnist + " --steps 8 --limit 256 --log-every 1 --no-record";
+  const std::string args = "train " + kSamples + "matmul3.yaml --data " + kMnist +
+                           " --steps 8 --limit 256 --log-every 1 --no-record";
   Output one = Shardscope(args + " --ignore-parallel --devices 1");
   Output eight = Shardscope(args);  // the file's semi_auto strategies on 8 devices
   ASSERT_EQ(one.code, 0) << one.text;
@@ -97,10 +99,12 @@ TEST(Cli, DistributedRunPrintsTheSingleDeviceLosses) {
 TEST(Cli, RecordsTheRunAndInspectReadsIt) {
   const std::string path = ::testing::TempDir() + "/cli_record_test.db";
   std::remove(path.c_str());
-  Output train = Shardscope("train " + kSamples + "matmul_allgather.yaml --steps 12 --record " + path);
+  Output train =
+      Shardscope("train " + kSamples + "matmul_allgather.yaml --steps 12 --record " + path);
   ASSERT_EQ(train.code, 0) << train.text;
   EXPECT_NE(train.text.find("shardscope inspect " + path), std::string::npos) << train.text;
-  Output again = Shardscope("train " + kSamples + "matmul_allgather.yaml --steps 1 --record " + path);
+  Output again =
+      Shardscope("train " + kSamples + "matmul_allgather.yaml --steps 1 --record " + path);
   EXPECT_EQ(again.code, 2) << "an existing run file must not be overwritten:\n" << again.text;
   Output inspect = Shardscope("inspect " + path + " --json");
   ASSERT_EQ(inspect.code, 0) << inspect.text;
@@ -120,7 +124,8 @@ TEST(Cli, LayoutShowsSeed004NonContiguousRanks) {
   Output o = Shardscope("layout --mesh 2,2,2 --axes dp,sp,mp --shape 2,4 --layout \"mp,(sp,dp)\"");
   ASSERT_EQ(o.code, 0) << o.text;
   EXPECT_NE(o.text.find("0      4      2      6"), std::string::npos) << o.text;
-  Output j = Shardscope("layout --mesh 2,2,2 --axes dp,sp,mp --shape 2,4 --layout \"mp,(sp,dp)\" --json");
+  Output j =
+      Shardscope("layout --mesh 2,2,2 --axes dp,sp,mp --shape 2,4 --layout \"mp,(sp,dp)\" --json");
   ASSERT_EQ(j.code, 0);
   auto json = nlohmann::json::parse(j.text);
   EXPECT_EQ(json["ranks"][4]["offsets"], nlohmann::json::array({0, 1}));
@@ -132,7 +137,8 @@ TEST(Cli, RedistributePrintsAByteOptimalPlan) {
   auto json = nlohmann::json::parse(o.text);
   EXPECT_EQ(json["steps"].size(), 1u) << o.text;
   EXPECT_EQ(json["planned_bytes"], json["lower_bound_bytes"]) << o.text;
-  Output text = Shardscope("redistribute --mesh 2,4 --axes dp,mp --shape 8,8 --from \"dp,mp\" --to \"mp,dp\"");
+  Output text = Shardscope(
+      "redistribute --mesh 2,4 --axes dp,mp --shape 8,8 --from \"dp,mp\" --to \"mp,dp\"");
   ASSERT_EQ(text.code, 0) << text.text;
   EXPECT_NE(text.text.find("lower bound"), std::string::npos) << text.text;
 }

@@ -5,11 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <limits>
-#include <cstdlib>
-#include <string>
 #include <dirent.h>
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <string>
 
 #include <fstream>
 #include <iterator>
@@ -82,7 +82,8 @@ void KillAndCheck(const std::vector<std::string>& command, const std::string& pa
   auto run = (*reader)->Run();
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->status, shardscope::store::RunStatus::kInterrupted);
-  auto steps = (*reader)->Steps(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), true);
+  auto steps = (*reader)->Steps(std::numeric_limits<int64_t>::min(),
+                                std::numeric_limits<int64_t>::max(), true);
   ASSERT_TRUE(steps.ok());
   ASSERT_GE(static_cast<int64_t>(steps->size()), seen);
   for (size_t i = 0; i < steps->size(); ++i) {
@@ -99,9 +100,10 @@ TEST(Kill, InProcessRunLeavesAnInterruptedReadableFile) {
 }
 
 TEST(Kill, MpiRunLeavesAnInterruptedReadableFile) {
-  KillAndCheck({MPIEXEC, "-np", "8", "--allow-run-as-root", "--oversubscribe", SHARDSCOPE_BIN, "train", kModel,
-                "--steps", "100000", "--record", ::testing::TempDir() + "/kill_mpi.db"},
-               ::testing::TempDir() + "/kill_mpi.db");
+  KillAndCheck(
+      {MPIEXEC, "-np", "8", "--allow-run-as-root", "--oversubscribe", SHARDSCOPE_BIN, "train",
+       kModel, "--steps", "100000", "--record", ::testing::TempDir() + "/kill_mpi.db"},
+      ::testing::TempDir() + "/kill_mpi.db");
 }
 
 }  // namespace

@@ -117,7 +117,8 @@ TEST(GradientCheck, BatchMatMul) {
     CheckGradients([&](Graph& g) {
       OpAttrs a;
       a.transpose_b = tb;
-      return Op(g, OpKind::kBatchMatMul, {P(g, "a", {2, 3, 4}), P(g, "b", tb ? Shape{2, 5, 4} : Shape{2, 4, 5})}, a);
+      return Op(g, OpKind::kBatchMatMul,
+                {P(g, "a", {2, 3, 4}), P(g, "b", tb ? Shape{2, 5, 4} : Shape{2, 4, 5})}, a);
     });
   }
 }
@@ -135,8 +136,12 @@ TEST(GradientCheck, ScaleBiasAddSumToBroadcastTo) {
   OpAttrs s;
   s.scale = -0.7f;
   CheckGradients([&](Graph& g) { return Op(g, OpKind::kScale, {P(g, "x", {3, 4})}, s); });
-  CheckGradients([&](Graph& g) { return Op(g, OpKind::kBiasAdd, {P(g, "x", {3, 4}), P(g, "b", {4})}); });
-  CheckGradients([&](Graph& g) { return Op(g, OpKind::kBiasAdd, {P(g, "x", {2, 3, 2, 2}), P(g, "b", {3})}); });
+  CheckGradients([&](Graph& g) {
+    return Op(g, OpKind::kBiasAdd, {P(g, "x", {3, 4}), P(g, "b", {4})});
+  });
+  CheckGradients([&](Graph& g) {
+    return Op(g, OpKind::kBiasAdd, {P(g, "x", {2, 3, 2, 2}), P(g, "b", {3})});
+  });
   OpAttrs to;
   to.shape = {3, 1};
   CheckGradients([&](Graph& g) { return Op(g, OpKind::kSumToShape, {P(g, "x", {2, 3, 4})}, to); });
@@ -160,11 +165,13 @@ TEST(GradientCheck, DropoutUsesTheSameMaskBackward) {
 }
 
 TEST(GradientCheck, SoftmaxCrossEntropy) {
-  CheckGradients([&](Graph& g) {
-    ValueId logits = P(g, "logits", {4, 3});
-    ValueId labels = g.AddLabel("labels", {4});
-    return Op(g, OpKind::kSoftmaxCrossEntropyWithLogits, {logits, labels});
-  }, 3, 1e-3);
+  CheckGradients(
+      [&](Graph& g) {
+        ValueId logits = P(g, "logits", {4, 3});
+        ValueId labels = g.AddLabel("labels", {4});
+        return Op(g, OpKind::kSoftmaxCrossEntropyWithLogits, {logits, labels});
+      },
+      3, 1e-3);
 }
 
 TEST(GradientCheck, Reductions) {
@@ -197,7 +204,8 @@ TEST(GradientCheck, ShapeOps) {
 TEST(GradientCheck, Conv2DValidSameStrided) {
   for (Padding pad : {Padding::kValid, Padding::kSame}) {
     for (int stride : {1, 2}) {
-      SCOPED_TRACE(testing::Message() << "same=" << (pad == Padding::kSame) << " stride=" << stride);
+      SCOPED_TRACE(testing::Message()
+                   << "same=" << (pad == Padding::kSame) << " stride=" << stride);
       OpAttrs a;
       a.padding = pad;
       a.stride[0] = a.stride[1] = stride;
@@ -212,20 +220,29 @@ TEST(GradientCheck, MaxPool2D) {
   OpAttrs a;
   a.kernel[0] = a.kernel[1] = 2;
   a.stride[0] = a.stride[1] = 2;
-  CheckGradients([&](Graph& g) { return Op(g, OpKind::kMaxPool2D, {P(g, "x", {2, 2, 4, 6})}, a); }, 3, 1e-3);
+  CheckGradients(
+      [&](Graph& g) {
+        return Op(g, OpKind::kMaxPool2D, {P(g, "x", {2, 2, 4, 6})}, a);
+      },
+      3, 1e-3);
 }
 
 TEST(GradientCheck, GatherAndLayerNorm) {
-  CheckGradients([&](Graph& g) {
-    ValueId table = P(g, "table", {5, 3});
-    ValueId idx = g.AddLabel("idx", {2, 4});
-    OpAttrs a;
-    a.axis = 0;
-    return Op(g, OpKind::kGather, {table, idx}, a);
-  }, 5);
-  CheckGradients([&](Graph& g) {
-    return Op(g, OpKind::kLayerNorm, {P(g, "x", {3, 6}), P(g, "gamma", {6}), P(g, "beta", {6})});
-  }, 3, 1e-3, 3e-2);
+  CheckGradients(
+      [&](Graph& g) {
+        ValueId table = P(g, "table", {5, 3});
+        ValueId idx = g.AddLabel("idx", {2, 4});
+        OpAttrs a;
+        a.axis = 0;
+        return Op(g, OpKind::kGather, {table, idx}, a);
+      },
+      5);
+  CheckGradients(
+      [&](Graph& g) {
+        return Op(g, OpKind::kLayerNorm,
+                  {P(g, "x", {3, 6}), P(g, "gamma", {6}), P(g, "beta", {6})});
+      },
+      3, 1e-3, 3e-2);
 }
 
 // Every forward operator above is covered; the backward kinds are checked through them.
@@ -237,7 +254,8 @@ TEST(GradientCheck, BackwardOperatorsRefuseSecondOrder) {
   ValueId loss = Op(g, OpKind::kReduceSum, {dy});
   auto grads = BuildBackward(g, loss, {x});
   ASSERT_FALSE(grads.ok());
-  EXPECT_NE(grads.status().message().find("second-order"), std::string::npos) << grads.status().message();
+  EXPECT_NE(grads.status().message().find("second-order"), std::string::npos)
+      << grads.status().message();
 }
 
 }  // namespace

@@ -56,11 +56,13 @@ TEST(CorrectnessLaw, MatMulStrategies) {
   const std::vector<Case> cases = {
       {8, [](Mlp& n) { n.dense1.matmul.shard("((2,4),(4,1))"); }},
       {4, [](Mlp& n) { n.dense2.matmul.shard("((1,1),(1,4))"); }},
-      {4, [](Mlp& n) {  // Megatron: columns, then rows
+      {4,
+       [](Mlp& n) {  // Megatron: columns, then rows
          n.dense1.matmul.shard("((1,1),(1,4))");
          n.dense2.matmul.shard("((1,4),(4,1))");
        }},
-      {8, [](Mlp& n) {
+      {8,
+       [](Mlp& n) {
          n.dense1.matmul.shard("((2,2),(2,2))");
          n.dense3.matmul.shard("((1,8),(8,1))");
        }},
@@ -88,7 +90,8 @@ TEST_P(SampleLaw, EqualsSingleDevice) {
   const int64_t batch = mf->training().batch;
   Dataset data = MakeSyntheticDataset(batch * 5, mf->example_shape(), mf->num_classes(), 5);
   const ModelFile& file = *mf;
-  Status st = CheckLaw([&file, batch] { return file.Build(batch); }, data, batch, mf->parallel().devices, options);
+  Status st = CheckLaw([&file, batch] { return file.Build(batch); }, data, batch,
+                       mf->parallel().devices, options);
   EXPECT_TRUE(st.ok()) << st.message();
 }
 

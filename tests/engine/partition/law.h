@@ -28,7 +28,9 @@ struct SingleRun {
   std::map<std::string, Tensor> params;
 };
 
-inline bool Close(float a, float b) { return std::abs(a - b) <= 1e-4f * std::max(1.0f, std::abs(b)); }
+inline bool Close(float a, float b) {
+  return std::abs(a - b) <= 1e-4f * std::max(1.0f, std::abs(b));
+}
 
 inline SingleRun TrainSingle(const BuildFn& build, const Dataset& data, int64_t batch, int steps) {
   SingleRun run;
@@ -49,12 +51,12 @@ inline SingleRun TrainSingle(const BuildFn& build, const Dataset& data, int64_t 
 }
 
 // Checks one rank's run against the single-device one; returns false on the first mismatch.
-inline Status CompareRank(const DistTrainer& t, const std::vector<float>& losses, const SingleRun& single,
-                          int rank) {
+inline Status CompareRank(const DistTrainer& t, const std::vector<float>& losses,
+                          const SingleRun& single, int rank) {
   for (size_t s = 0; s < losses.size(); ++s) {
     if (s >= single.losses.size() || !Close(losses[s], single.losses[s])) {
-      return Status::Internal("rank " + std::to_string(rank) + " step " + std::to_string(s) + ": loss " +
-                              std::to_string(losses[s]) + " vs " +
+      return Status::Internal("rank " + std::to_string(rank) + " step " + std::to_string(s) +
+                              ": loss " + std::to_string(losses[s]) + " vs " +
                               std::to_string(s < single.losses.size() ? single.losses[s] : NAN));
     }
   }
@@ -65,8 +67,9 @@ inline Status CompareRank(const DistTrainer& t, const std::vector<float>& losses
     if (got.shape() != expect.shape()) return Status::Internal(name + ": shard shapes differ");
     for (int64_t i = 0; i < got.size(); ++i) {
       if (!Close(got[i], expect[i])) {
-        return Status::Internal("rank " + std::to_string(rank) + " " + name + "[" + std::to_string(i) +
-                                "]: " + std::to_string(got[i]) + " vs " + std::to_string(expect[i]));
+        return Status::Internal("rank " + std::to_string(rank) + " " + name + "[" +
+                                std::to_string(i) + "]: " + std::to_string(got[i]) + " vs " +
+                                std::to_string(expect[i]));
       }
     }
   }
@@ -74,11 +77,13 @@ inline Status CompareRank(const DistTrainer& t, const std::vector<float>& losses
 }
 
 // Trains this rank; returns its losses.
-inline Result<std::vector<float>> TrainRank(Communicator& comm, const BuildFn& build, const Dataset& data,
-                                            int64_t batch, int steps, const PartitionOptions& options,
+inline Result<std::vector<float>> TrainRank(Communicator& comm, const BuildFn& build,
+                                            const Dataset& data, int64_t batch, int steps,
+                                            const PartitionOptions& options,
                                             std::unique_ptr<DistTrainer>* out) {
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build());
-  SHARDSCOPE_ASSIGN_OR_RETURN(*out, DistTrainer::Create(std::move(model), LawConfig(), options, comm.rank()));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      *out, DistTrainer::Create(std::move(model), LawConfig(), options, comm.rank()));
   BatchIterator it(data, batch, 1, false);
   Tensor x, y;
   std::vector<float> losses;
@@ -96,7 +101,8 @@ inline Status CheckLaw(const BuildFn& build, const Dataset& data, int64_t batch,
   options.devices = devices;
   return RunOnDevices(devices, [&](Communicator& comm) -> Status {
     std::unique_ptr<DistTrainer> t;
-    SHARDSCOPE_ASSIGN_OR_RETURN(auto losses, TrainRank(comm, build, data, batch, steps, options, &t));
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto losses,
+                                TrainRank(comm, build, data, batch, steps, options, &t));
     return CompareRank(*t, losses, single, comm.rank());
   });
 }

@@ -29,7 +29,8 @@ Case FromFile(const std::string& file) {
   c.name = file;
   c.batch = mf->training().batch;
   c.data = MakeSyntheticDataset(c.batch * 5, mf->example_shape(), mf->num_classes(), 5);
-  for (const auto& [name, text] : mf->parallel().meshes) c.options.meshes[name] = ParseMeshExpr(text).value();
+  for (const auto& [name, text] : mf->parallel().meshes)
+    c.options.meshes[name] = ParseMeshExpr(text).value();
   const int64_t batch = c.batch;
   c.build = [mf, batch] { return mf->Build(batch); };
   return c;
@@ -77,14 +78,17 @@ int main() {
     std::unique_ptr<DistTrainer> t;
     Status st;
     auto losses = testing_law::TrainRank(world, c.build, c.data, c.batch, 5, c.options, &t);
-    st = losses.ok() ? testing_law::CompareRank(*t, *losses, single, world.rank()) : losses.status();
+    st =
+        losses.ok() ? testing_law::CompareRank(*t, *losses, single, world.rank()) : losses.status();
     // Every rank's verdict, so rank 0 reports the whole run.
     std::vector<float> mine = {st.ok() ? 1.0f : 0.0f}, all(n);
     if (!world.AllGather(mine, all).ok()) return 1;
     bool ok = true;
     for (float f : all) ok = ok && f == 1.0f;
-    if (!st.ok()) std::fprintf(stderr, "rank %d, %s: %s\n", world.rank(), c.name.c_str(), st.message().c_str());
-    if (world.rank() == 0) std::printf("%s %s on %d ranks\n", ok ? "PASS" : "FAIL", c.name.c_str(), n);
+    if (!st.ok())
+      std::fprintf(stderr, "rank %d, %s: %s\n", world.rank(), c.name.c_str(), st.message().c_str());
+    if (world.rank() == 0)
+      std::printf("%s %s on %d ranks\n", ok ? "PASS" : "FAIL", c.name.c_str(), n);
     (ok ? passed : failed)++;
   }
   if (world.rank() == 0) std::printf("%d passed, %d failed\n", passed, failed);

@@ -17,7 +17,8 @@ struct Planned {
   DistProgram program;
 };
 
-Planned PlanFor(ModelGraph model, int devices, const std::map<std::string, DeviceMesh>& meshes = {}) {
+Planned PlanFor(ModelGraph model, int devices,
+                const std::map<std::string, DeviceMesh>& meshes = {}) {
   Planned p;
   auto grads = BuildBackward(model.graph, model.loss, model.graph.Parameters());
   EXPECT_TRUE(grads.ok()) << grads.status().message();
@@ -94,7 +95,8 @@ TEST(Plans, MegatronMlpHasNoRedistributionBetweenAndOneAllReduceAfter) {
   const RedistPlan& plan = *after[0]->plan;
   int reductions = 0;
   for (const RedistStep& s : plan.steps) {
-    reductions += s.kind == RedistStep::Kind::kAllReduce || s.kind == RedistStep::Kind::kReduceScatter;
+    reductions +=
+        s.kind == RedistStep::Kind::kAllReduce || s.kind == RedistStep::Kind::kReduceScatter;
   }
   EXPECT_EQ(reductions, 1) << plan.ToString();
   EXPECT_EQ(plan.CountSteps(RedistStep::Kind::kAllGather), 0) << plan.ToString();
@@ -123,7 +125,8 @@ TEST(Plans, EveryParameterGradientIsInItsParameterLayout) {
   Planned p = PlanFor(FromFile("matmul_relu.yaml"), 8);
   ASSERT_EQ(p.program.param_grads.size(), 1u);
   auto [param, grad] = p.program.param_grads[0];
-  EXPECT_EQ(p.program.values[param].layout.ShardShape(), p.program.values[grad].layout.ShardShape());
+  EXPECT_EQ(p.program.values[param].layout.ShardShape(),
+            p.program.values[grad].layout.ShardShape());
   EXPECT_FALSE(p.program.values[grad].layout.is_partial());
 }
 
@@ -139,8 +142,10 @@ TEST(Plans, BadStrategiesAreRejectedWithTheRuleBroken) {
     o.devices = 4;
     auto program = Partition(model->graph, {model->loss, grads->wrt, grads->grads}, o);
     ASSERT_FALSE(program.ok()) << strategy;
-    EXPECT_NE(program.status().message().find(fragment), std::string::npos) << program.status().message();
-    EXPECT_NE(program.status().message().find("dense1.matmul"), std::string::npos) << program.status().message();
+    EXPECT_NE(program.status().message().find(fragment), std::string::npos)
+        << program.status().message();
+    EXPECT_NE(program.status().message().find("dense1.matmul"), std::string::npos)
+        << program.status().message();
   };
   expect_error("((2,4),(2,1))", "split in 4 and in 2 parts");
   expect_error("((8,1),(1,1))", "does not divide");
@@ -157,27 +162,34 @@ namespace {
 
 // What a rank receives in a step is exactly what the planner predicted, byte for byte.
 TEST(Plans, MeasuredBytesEqualThePlannedBytes) {
-  for (const char* file : {"matmul_relu.yaml", "matmul3.yaml", "dense_matmul_net.yaml", "matmul_allgather.yaml"}) {
+  for (const char* file :
+       {"matmul_relu.yaml", "matmul3.yaml", "dense_matmul_net.yaml", "matmul_allgather.yaml"}) {
     SCOPED_TRACE(file);
     std::map<std::string, DeviceMesh> meshes;
     ModelGraph model = FromFile(file, &meshes);
-    const int devices = LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + file)->parallel().devices;
+    const int devices =
+        LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + file)
+            ->parallel()
+            .devices;
     const int64_t batch = model.graph.value(model.input).shape[0];
     Shape example = model.graph.value(model.input).shape;
     example.erase(example.begin());
-    Dataset data = MakeSyntheticDataset(batch, example, static_cast<int>(model.graph.value(model.logits).shape[1]), 1);
+    Dataset data = MakeSyntheticDataset(
+        batch, example, static_cast<int>(model.graph.value(model.logits).shape[1]), 1);
     PartitionOptions o;
     o.devices = devices;
     o.meshes = meshes;
     Status st = RunOnDevices(devices, [&](Communicator& comm) -> Status {
       SHARDSCOPE_ASSIGN_OR_RETURN(auto m, [&]() -> Result<ModelGraph> { return FromFile(file); }());
-      SHARDSCOPE_ASSIGN_OR_RETURN(auto t, DistTrainer::Create(std::move(m), TrainConfig{}, o, comm.rank()));
+      SHARDSCOPE_ASSIGN_OR_RETURN(auto t,
+                                  DistTrainer::Create(std::move(m), TrainConfig{}, o, comm.rank()));
       SHARDSCOPE_ASSIGN_OR_RETURN(float loss, t->Step(comm, data.images, data.labels));
       (void)loss;
       const int64_t planned = t->program().PlannedRecvBytes(comm.rank());
       if (t->stats().bytes_received != planned) {
         return Status::Internal("rank " + std::to_string(comm.rank()) + " received " +
-                                std::to_string(t->stats().bytes_received) + " B, planned " + std::to_string(planned));
+                                std::to_string(t->stats().bytes_received) + " B, planned " +
+                                std::to_string(planned));
       }
       return Status::Ok();
     });

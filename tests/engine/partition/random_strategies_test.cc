@@ -70,7 +70,8 @@ void RunRandom(const std::function<Result<ModelGraph>()>& build, const Dataset& 
   std::mt19937 rng(seed);
   int checked = 0;
   for (int devices : {1, 2, 4, 8}) {
-    for (int done = 0, tries = 0; done < per_device_count && tries < per_device_count * 20; ++tries) {
+    for (int done = 0, tries = 0; done < per_device_count && tries < per_device_count * 20;
+         ++tries) {
       auto base = build();
       ASSERT_TRUE(base.ok()) << base.status().message();
       Randomize(*base, devices, rng);
@@ -80,7 +81,8 @@ void RunRandom(const std::function<Result<ModelGraph>()>& build, const Dataset& 
       for (const Node& n : base->graph.nodes()) strategies.push_back(n.annotations.in_strategy);
       auto annotated = [&build, strategies]() -> Result<ModelGraph> {
         SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph m, build());
-        for (const Node& n : m.graph.nodes()) m.graph.mutable_node(n.id).annotations.in_strategy = strategies[n.id];
+        for (const Node& n : m.graph.nodes())
+          m.graph.mutable_node(n.id).annotations.in_strategy = strategies[n.id];
         return m;
       };
       Status st = CheckLaw(annotated, data, batch, devices, {}, 3);
@@ -94,16 +96,19 @@ void RunRandom(const std::function<Result<ModelGraph>()>& build, const Dataset& 
     }
   }
   EXPECT_GE(checked, 4 * per_device_count * 9 / 10) << "too few valid assignments were found";
-  std::printf("[   INFO   ] %d random strategy assignments equal single-device training\n", checked);
+  std::printf("[   INFO   ] %d random strategy assignments equal single-device training\n",
+              checked);
 }
 
 TEST(RandomStrategies, FfnEqualsSingleDevice) {
   const int64_t batch = 16;
   Dataset data = MakeSyntheticDataset(batch * 3, {1, 28, 28}, 10, 21);
-  RunRandom([] {
-    samples::FFN net;
-    return nn::BuildClassifier(net, {1, 28, 28}, 16);
-  }, data, batch, 50, 1234);
+  RunRandom(
+      [] {
+        samples::FFN net;
+        return nn::BuildClassifier(net, {1, 28, 28}, 16);
+      },
+      data, batch, 50, 1234);
 }
 
 Dataset TokenData(int64_t n, int64_t tokens, int64_t vocab, int classes) {
@@ -121,10 +126,12 @@ Dataset TokenData(int64_t n, int64_t tokens, int64_t vocab, int classes) {
 TEST(RandomStrategies, TransformerBlockEqualsSingleDevice) {
   const int64_t batch = 8, tokens = 8, vocab = 32, dim = 16, heads = 4;
   Dataset data = TokenData(batch * 3, tokens, vocab, 4);
-  RunRandom([&] {
-    samples::TinyTransformer net(vocab, tokens, dim, heads, 4);
-    return nn::BuildClassifier(net, {tokens}, batch, DType::kI32);
-  }, data, batch, 50, 99);
+  RunRandom(
+      [&] {
+        samples::TinyTransformer net(vocab, tokens, dim, heads, 4);
+        return nn::BuildClassifier(net, {tokens}, batch, DType::kI32);
+      },
+      data, batch, 50, 99);
 }
 
 }  // namespace
