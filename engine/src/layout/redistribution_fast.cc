@@ -156,8 +156,7 @@ struct MoveClass {
 // never beats the structured plans (top of the file), so the search picks the same plan.
 class TightSearch {
  public:
-  TightSearch(const Context& c, const MoveClass& m, uint32_t kept)
-      : c_(c), m_(m), kept_(kept) {
+  TightSearch(const Context& c, const MoveClass& m, uint32_t kept) : c_(c), m_(m), kept_(kept) {
     bw_max_ = c.cost.MaxBandwidth(c.mesh);
     cap_ = std::max(c.ShardElems(c.src), c.ShardElems(c.tgt));
     lb_src_ = Bound(c.src);
@@ -271,9 +270,7 @@ class TightSearch {
     return (c_.ShardElems(c_.tgt) - overlap) * c_.elem;
   }
   // The end of dimension d's slices (move_to: mu comes after them).
-  size_t SliceEnd(int d) const {
-    return c_.tgt[d].size() - (d == m_.move_to ? m_.mu.size() : 0);
-  }
+  size_t SliceEnd(int d) const { return c_.tgt[d].size() - (d == m_.move_to ? m_.mu.size() : 0); }
   bool SliceDim(int d) const { return c_.src[d].size() == m_.prefix[d]; }
   bool AllSlicesDone(const DimAxes& x) const {
     for (int d = 0; d < c_.nd; ++d) {
@@ -303,10 +300,10 @@ class TightSearch {
       ch.dims = e.after;
       if (c_.ShardElems(ch.dims) > cap_) return;
       const int64_t g = c_.Blocks(e.axes);
-      const double secs = priced ? c_.cost.CollectiveSeconds(
-                                       kind, static_cast<double>(n_elems * c_.elem), g,
-                                       c_.Bandwidth(e.axes))
-                                 : 0.0;
+      const double secs =
+          priced ? c_.cost.CollectiveSeconds(kind, static_cast<double>(n_elems * c_.elem), g,
+                                             c_.Bandwidth(e.axes))
+                 : 0.0;
       ch.parent = index;
       ch.edge = std::move(e);
       ch.recv = node.recv + recv_elems * c_.elem;
@@ -340,8 +337,8 @@ class TightSearch {
         if (!m_.mu.empty() && !crossed && d == m_.move_from && AllSlicesDone(x)) {
           const std::vector<int>& list = x[d];
           for (size_t k = 1; k <= list.size(); ++k) {
-            if (k != m_.mu.size() ||
-                !std::equal(m_.mu.begin(), m_.mu.end(), list.end() - static_cast<std::ptrdiff_t>(k)))
+            if (k != m_.mu.size() || !std::equal(m_.mu.begin(), m_.mu.end(),
+                                                 list.end() - static_cast<std::ptrdiff_t>(k)))
               continue;
             const int64_t g = c_.Blocks(m_.mu);
             for (int e = 0; e < nd; ++e) {
@@ -385,8 +382,7 @@ class TightSearch {
                                              c_.Bandwidth(e.axes));
           } else {
             recv = RingShare(shard, g);
-            secs = c_.cost.CollectiveSeconds(CollectiveKind::kAllToAll, n, g,
-                                             c_.Bandwidth(e.axes));
+            secs = c_.cost.CollectiveSeconds(CollectiveKind::kAllToAll, n, g, c_.Bandwidth(e.axes));
           }
           Landing l;
           l.dims = std::move(x);
@@ -445,9 +441,8 @@ class TightSearch {
 // Fills `plan` with the steps (every one uniform over the ranks) and the per-rank bound
 // `bound` (uniform too). False if something does not add up (cannot happen for the classes
 // below; the search then plans the case).
-bool FillPlan(const Context& c, const std::vector<FastStep>& steps, uint32_t kept,
-              uint32_t reduce, uint32_t new_partial, int64_t bound, int64_t slack,
-              RedistPlan* plan) {
+bool FillPlan(const Context& c, const std::vector<FastStep>& steps, uint32_t kept, uint32_t reduce,
+              uint32_t new_partial, int64_t bound, int64_t slack, RedistPlan* plan) {
   const Setup& setup = c.setup;
   const DeviceMesh& mesh = c.mesh;
   const int n = mesh.size();
@@ -487,9 +482,8 @@ bool FillPlan(const Context& c, const std::vector<FastStep>& steps, uint32_t kep
         st.kind = RedistStep::Kind::kAllToAll;
         recv = RingShare(shard, g);
         st.messages = g - 1;
-        st.seconds = c.cost.CollectiveSeconds(CollectiveKind::kAllToAll,
-                                              static_cast<double>(shard * elem), g,
-                                              c.Bandwidth(fs.axes));
+        st.seconds = c.cost.CollectiveSeconds(
+            CollectiveKind::kAllToAll, static_cast<double>(shard * elem), g, c.Bandwidth(fs.axes));
         st.reason = AllToAllReason(rc, fs.axes, fs.dim, fs.dim_to);
         break;
       case FastKind::kGather:
@@ -507,9 +501,9 @@ bool FillPlan(const Context& c, const std::vector<FastStep>& steps, uint32_t kep
         recv = RingShare(shard, g);
         next_shard = shard / g;
         st.messages = g - 1;
-        st.seconds = c.cost.CollectiveSeconds(CollectiveKind::kReduceScatter,
-                                              static_cast<double>(shard * elem), g,
-                                              c.Bandwidth(fs.axes));
+        st.seconds =
+            c.cost.CollectiveSeconds(CollectiveKind::kReduceScatter,
+                                     static_cast<double>(shard * elem), g, c.Bandwidth(fs.axes));
         st.reason = ReduceScatterReason(rc, fs.axes[0], fs.dim);
         break;
     }

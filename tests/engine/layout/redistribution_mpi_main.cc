@@ -44,8 +44,10 @@ Layout RandomLayout(const DeviceMesh& mesh, const Shape& shape, bool partial, st
     std::vector<int> parts;
     for (int a = 0; a < mesh.num_axes(); ++a) {
       const int pick = static_cast<int>(rng() % (shape.size() + 2));
-      if (pick < static_cast<int>(shape.size())) dims[pick].push_back(a);
-      else if (pick == static_cast<int>(shape.size()) && partial) parts.push_back(a);
+      if (pick < static_cast<int>(shape.size()))
+        dims[pick].push_back(a);
+      else if (pick == static_cast<int>(shape.size()) && partial)
+        parts.push_back(a);
     }
     auto l = Layout::Create(mesh, dims, parts, shape);
     if (l.ok()) return *l;
@@ -90,16 +92,18 @@ int main() {
       if (!st.ok()) {
         error = st.message();
       } else if (received != plan->recv_bytes[rank]) {
-        error = "received " + std::to_string(received) + " B, planned " + std::to_string(plan->recv_bytes[rank]);
+        error = "received " + std::to_string(received) + " B, planned " +
+                std::to_string(plan->recv_bytes[rank]);
       } else {
         for (int64_t i = 0; i < expect.size() && error.empty(); ++i) {
-          if (std::abs(out[i] - expect[i]) > 1e-5f) error = "element " + std::to_string(i) + " differs";
+          if (std::abs(out[i] - expect[i]) > 1e-5f)
+            error = "element " + std::to_string(i) + " differs";
         }
       }
     }
     if (!error.empty()) {
-      std::fprintf(stderr, "rank %d case %d %s -> %s: %s\n", rank, c, from.ToString().c_str(), to.ToString().c_str(),
-                   error.c_str());
+      std::fprintf(stderr, "rank %d case %d %s -> %s: %s\n", rank, c, from.ToString().c_str(),
+                   to.ToString().c_str(), error.c_str());
     }
     std::vector<float> mine = {error.empty() ? 1.0f : 0.0f}, all(n);
     if (!world.AllGather(mine, all).ok()) return 1;
