@@ -32,12 +32,12 @@ namespace shardscope {
 
 using redist_internal::AllReduceRecv;
 using redist_internal::AxesMask;
+using redist_internal::AxesName;
 using redist_internal::Boxes;
 using redist_internal::BoxesOf;
-using redist_internal::AxesName;
 using redist_internal::BoxVolume;
-using redist_internal::GroupsAlong;
 using redist_internal::Exchange;
+using redist_internal::GroupsAlong;
 using redist_internal::IntersectVolume;
 using redist_internal::MaskAxes;
 using redist_internal::Problem;
@@ -128,7 +128,8 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
       if (BoxVolume(rlo, rhi, d) == 0) continue;
       size_t blocks = 1;
       for (int i = 0; i < d; ++i) {
-        blocks *= static_cast<size_t>((rhi[i] - 1) / cur.block_size[i] - rlo[i] / cur.block_size[i] + 1);
+        blocks *=
+            static_cast<size_t>((rhi[i] - 1) / cur.block_size[i] - rlo[i] / cur.block_size[i] + 1);
       }
       count += blocks;
     }
@@ -313,8 +314,9 @@ std::string ReduceScatterReason(const ReasonContext& c, int axis, int dim) {
   }
   out += ": reduce-scatter along dimension ";
   out += std::to_string(dim);
-  out += " (half the traffic of an all-reduce); the blocks are re-assembled later at the lower "
-         "bound";
+  out +=
+      " (half the traffic of an all-reduce); the blocks are re-assembled later at the lower "
+      "bound";
   return out;
 }
 
@@ -519,9 +521,9 @@ void BoxOfRank(const Problem& p, const State& s, int r, int64_t* lo, int64_t* hi
 // sample of ranks against the bound, and builds the whole vector only for survivors).
 struct StepRecv {
   enum class Kind { kUniform, kAllReduce, kNewBlocks } kind = Kind::kUniform;
-  int64_t bytes = 0;       // kUniform
-  std::vector<int> axes;   // kAllReduce: along these axes ...
-  int64_t elems = 0;       // ... of this many elements
+  int64_t bytes = 0;           // kUniform
+  std::vector<int> axes;       // kAllReduce: along these axes ...
+  int64_t elems = 0;           // ... of this many elements
   const Boxes* cur = nullptr;  // kNewBlocks: each rank receives what its new block lacks
 };
 
@@ -624,9 +626,9 @@ class Planner {
       child.state.reduce_mask = 0;
       const int64_t shard = ShardElems(p_, root.state);
       const std::vector<int64_t> recv = AllReduceRecvPerRank(p_, child.edge.axes, shard);
-      child.time = cost_.CollectiveSeconds(CollectiveKind::kAllReduce,
-                                           static_cast<double>(shard * p_.elem), p_.mesh,
-                                           child.edge.axes);
+      child.time =
+          cost_.CollectiveSeconds(CollectiveKind::kAllReduce, static_cast<double>(shard * p_.elem),
+                                  p_.mesh, child.edge.axes);
       child.bytes = static_cast<double>(*std::max_element(recv.begin(), recv.end()));
       child.steps = 1;
       for (int r = 0; r < p_.num_ranks; ++r) child.recv[r] += recv[r];
@@ -645,8 +647,7 @@ class Planner {
   // The irregular exchange from state s (boxes `boxes`) into landing i.
   Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i, bool record = true) const {
     const Boxes& lb = LandingBoxes(i);
-    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want,
-                                            record);
+    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want, record);
   }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
@@ -849,10 +850,10 @@ class Planner {
         const int64_t m = *std::max_element(missing.begin(), missing.end());
         // Each block a rank lacks comes from a different peer: at least `peers` messages.
         Score floor2 = floor;
-        floor2.primary += cfg_.bytes_first ? static_cast<double>(m)
-                                           : static_cast<double>(m) / bw_max_ +
-                                                 static_cast<double>(std::max<int64_t>(0, peers - 1)) *
-                                                     alpha;
+        floor2.primary += cfg_.bytes_first
+                              ? static_cast<double>(m)
+                              : static_cast<double>(m) / bw_max_ +
+                                    static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
         ex = ExchangeInto(node.state, boxes, i, /*record=*/false);
         kind = EdgeKind::kExchange;
@@ -1161,12 +1162,17 @@ class Planner {
         step_recv = AllReduceRecvPerRank(p_, sr.axes, sr.elems);
         break;
       case StepRecv::Kind::kNewBlocks: {
-        Exchange ex =
-            redist_internal::ComputeExchange(p_, node.state, *sr.cur, next_boxes->lo,
-                                             next_boxes->hi, std::vector<char>(p_.num_ranks, 1),
-                                             /*record=*/false);
-        seconds = ExchangeSeconds(ex);
-        step_recv = std::move(ex.recv);
+        // Each rank receives what its new block lacks (the exchange's receive counts); the
+        // exchange itself (for its messages) is built only for a child that survives.
+        const int d = p_.num_dims;
+        step_recv.assign(p_.num_ranks, 0);
+        for (int r = 0; r < p_.num_ranks; ++r) {
+          const int64_t* lo = next_boxes->lo.data() + r * d;
+          const int64_t* hi = next_boxes->hi.data() + r * d;
+          step_recv[r] = (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->lo.data() + r * d,
+                                                                 sr.cur->hi.data() + r * d, d)) *
+                         p_.elem;
+        }
         break;
       }
     }
@@ -1181,6 +1187,12 @@ class Planner {
       child.recv[r] += step_recv[r];
       max_recv = std::max(max_recv, step_recv[r]);
       if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
+    }
+    if (sr.kind == StepRecv::Kind::kNewBlocks) {
+      const Exchange ex =
+          redist_internal::ComputeExchange(p_, node.state, *sr.cur, next_boxes->lo, next_boxes->hi,
+                                           std::vector<char>(p_.num_ranks, 1), /*record=*/false);
+      seconds = ExchangeSeconds(ex);
     }
     child.time = node.time + seconds;
     child.bytes = node.bytes + static_cast<double>(max_recv);
@@ -1623,7 +1635,8 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
     const int64_t have = IntersectVolume(lo, hi, b.lo.data() + r * d, b.hi.data() + r * d, d);
     if (vol == have) continue;
     int64_t count = 1;
-    for (int k = 0; k < d; ++k) count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
+    for (int k = 0; k < d; ++k)
+      count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
     if (count - (have > 0 ? 1 : 0) > 1) return false;
   }
   Exchange ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active,

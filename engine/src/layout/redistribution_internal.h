@@ -83,13 +83,13 @@ struct Problem {
   int num_ranks = 0;
   int num_axes = 0;
   int64_t elem = 4;
-  std::vector<int64_t> axis_size;  // per axis of M
-  std::vector<int64_t> coords;     // rank r, axis a at [r * A + a]
-  std::vector<int> pos_of_rank;    // grid position (row-major over M) of each rank
-  std::vector<int> rank_of_pos;    // rank at each grid position
+  std::vector<int64_t> axis_size;   // per axis of M
+  std::vector<int64_t> coords;      // rank r, axis a at [r * A + a]
+  std::vector<int> pos_of_rank;     // grid position (row-major over M) of each rank
+  std::vector<int> rank_of_pos;     // rank at each grid position
   std::vector<int64_t> pos_stride;  // per axis: grid position stride (row-major)
-  uint32_t kept_mask = 0;          // partial in both: never reduced, never moved along
-  uint32_t new_partial_mask = 0;   // partial in `to` only (unified case)
+  uint32_t kept_mask = 0;           // partial in both: never reduced, never moved along
+  uint32_t new_partial_mask = 0;    // partial in `to` only (unified case)
   State src;
   bool has_target_state = false;  // unified: the target as a state (without new partial)
   State tgt;

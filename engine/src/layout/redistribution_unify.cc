@@ -188,8 +188,8 @@ Result<MeshUnification> UnifySameOrder(const DeviceMesh& a, const DeviceMesh& b)
     u.mesh = a;
     return u;
   }
-  Result<DeviceMesh> mesh = DeviceMesh::Create(
-      shape, names, a.has_explicit_ranks() ? a.rank_list() : std::vector<int>{});
+  Result<DeviceMesh> mesh =
+      DeviceMesh::Create(shape, names, a.has_explicit_ranks() ? a.rank_list() : std::vector<int>{});
   if (!mesh.ok()) return mesh.status().WithContext("unifying meshes");
   u.mesh = *mesh;
   return u;

@@ -168,7 +168,8 @@ redist_test::Case PowerOfTwoCase(std::mt19937& rng, int max_log2) {
   cuts.push_back(log2);
   std::sort(cuts.begin(), cuts.end());
   Shape mesh_shape;
-  for (int i = 0, prev = 0; i < num_axes; prev = cuts[i++]) mesh_shape.push_back(int64_t{1} << (cuts[i] - prev));
+  for (int i = 0, prev = 0; i < num_axes; prev = cuts[i++])
+    mesh_shape.push_back(int64_t{1} << (cuts[i] - prev));
   const std::vector<std::string> all_names = {"a", "b", "c", "d"};
   const std::vector<std::string> names(all_names.begin(), all_names.begin() + num_axes);
   const DeviceMesh m1 = redist_test::MakeMesh(mesh_shape, names);
