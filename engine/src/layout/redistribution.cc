@@ -1162,12 +1162,17 @@ class Planner {
         step_recv = AllReduceRecvPerRank(p_, sr.axes, sr.elems);
         break;
       case StepRecv::Kind::kNewBlocks: {
-        Exchange ex =
-            redist_internal::ComputeExchange(p_, node.state, *sr.cur, next_boxes->lo,
-                                             next_boxes->hi, std::vector<char>(p_.num_ranks, 1),
-                                             /*record=*/false);
-        seconds = ExchangeSeconds(ex);
-        step_recv = std::move(ex.recv);
+        // Each rank receives what its new block lacks (the exchange's receive counts); the
+        // exchange itself (for its messages) is built only for a child that survives.
+        const int d = p_.num_dims;
+        step_recv.assign(p_.num_ranks, 0);
+        for (int r = 0; r < p_.num_ranks; ++r) {
+          const int64_t* lo = next_boxes->lo.data() + r * d;
+          const int64_t* hi = next_boxes->hi.data() + r * d;
+          step_recv[r] = (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->lo.data() + r * d,
+                                                                 sr.cur->hi.data() + r * d, d)) *
+                         p_.elem;
+        }
         break;
       }
     }
@@ -1182,6 +1187,12 @@ class Planner {
       child.recv[r] += step_recv[r];
       max_recv = std::max(max_recv, step_recv[r]);
       if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
+    }
+    if (sr.kind == StepRecv::Kind::kNewBlocks) {
+      const Exchange ex =
+          redist_internal::ComputeExchange(p_, node.state, *sr.cur, next_boxes->lo, next_boxes->hi,
+                                           std::vector<char>(p_.num_ranks, 1), /*record=*/false);
+      seconds = ExchangeSeconds(ex);
     }
     child.time = node.time + seconds;
     child.bytes = node.bytes + static_cast<double>(max_recv);

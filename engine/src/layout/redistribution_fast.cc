@@ -1,8 +1,14 @@
 // The fast path of the redistribution planner: the regular cases planned symbolically, in
-// O(axes x dims) work plus one pass per step to fill the per-rank vectors of the plan.
+// O(axes x dims) work plus one pass per step to fill the per-rank vectors of the plan. Each
+// class below comes with the argument why its plan is exactly the one the search
+// (redistribution.cc) returns: same steps, bytes, bounds and price. Everything else (other
+// partial sums, reordered axes, several moving groups, non-unifiable meshes, byte_optimal ==
+// false) goes to the search; so does the single-message class, which needs per-rank data
+// (PlanSingleMessage in redistribution.cc).
 //
-// Scope. The meshes unify; nothing is to be reduced (every partial axis of the source stays
-// partial in the target); and, on the unified mesh M, every tensor dimension d is
+// ---------------------------------------------------------------------------------------
+// Class "moves". The meshes unify and nothing is to be reduced (every partial axis of the
+// source stays partial in the target). On the unified mesh M every tensor dimension d is
 // "prefix-related": after the longest common prefix P_d of its source list S_d and target list
 // T_d, one of the two rests is empty, except for one group of axes mu that may move, in
 // order, from the end of one dimension to the end of another:
@@ -12,19 +18,13 @@
 //     T_d = P_d (d only loses axes) and S_e = P_e (e only gains axes);
 //   - no other axis changes dimension or position.
 // With new partial axes in the target (zero addends), only plans without traffic are covered
-// (slices only). Everything else (partial sums to reduce, reordered axes, several moving
-// groups, non-unifiable meshes, byte_optimal == false) goes to the search.
+// (slices only).
 //
-// The plan: every slice (lowest axis first, each dimension's in its target order), then one
-// all-to-all of mu from d to e, then every gather (each dimension's from its end), in the
-// order of least price (a small dynamic program over the gather orders; ties: the cheaper
-// step first, then the lower axis).
-//
-// Why this is the search's plan. Without partial sums the search keeps only plans receiving
-// exactly the lower bound on every rank ("tight" plans): rank r receives only elements of its
-// target block T(r) it does not hold in its source block S(r), each once, and never drops an
-// element of S(r) n T(r). So every layout X a tight plan passes through (a state, or a
-// landing an irregular exchange lands in) satisfies, for every rank,
+// Tight states. Without partial sums the search keeps only plans receiving exactly the lower
+// bound on every rank ("tight" plans): rank r receives only elements of its target block
+// T(r) it does not hold in its source block S(r), each once, and never drops an element of
+// S(r) n T(r). So every layout X a tight plan passes through (a state, or a landing an
+// irregular exchange lands in) satisfies, for every rank,
 //     S(r) n T(r)  is in  X(r)  is in  S(r) u T(r).                                  (1)
 // In every dimension here one of S_d, T_d is a prefix of the other, so S(r) n T(r) is, in
 // each dimension, the block of the longer list M_d. Mesh axes are independent coordinates,
@@ -47,17 +47,41 @@
 // messages, against sum(g - 1) <= prod(g) - 1 for the all-to-all and gathers it replaces;
 // it receives the same bytes, at the bandwidth of the slowest axis involved, never faster
 // than each collective's own. So it costs at least as much and, on a tie, loses to the
-// structured plan (fewer irregular steps). Among structured tight plans the slices are free
-// and their order only breaks ties; the gather order is optimised exactly.
+// structured plan (fewer irregular steps).
+//
+// The plan. With at most one dimension to slice and one to gather there is one tight
+// structured plan: slices, the crossing, gathers. Otherwise equal-priced orders of the slices
+// and gathers exist and the search's choice among them depends on its A* order and on its
+// landings; TightSearch replays the search on the tight states only (same children in the same
+// order, same prices, same ties, same landings and offers), which picks the same plan since
+// the states and exchanges it leaves out never win.
 //
 // The bytes: every step is uniform, the plan receives on every rank
 //     |T| - |S n T| elements  (block sizes are uniform),
 // which is the lower bound, computed here in closed form. The memory cap holds: S-side
 // layouts are finer than S, T-side layouts finer than T.
 //
-// tests/engine/layout/redistribution_property_test.cc checks all this against the search on
-// thousands of random cases: same price, same bytes on every rank, same bounds, and the
-// plans simulated.
+// ---------------------------------------------------------------------------------------
+// Class "reduce-scatters". The meshes unify; the source is a partial sum over axes R that the
+// target is not partial over, no new partial axes; every dimension of the target is the
+// source's list followed by axes of R only, and every axis of R is used so; every axis of M
+// splits the source or is partial in it (no replicas); every axis has the same bandwidth.
+// And one dimension of the target receives all of R. The plan: one reduce-scatter per axis of
+// R, in that dimension's target order.
+// Why it is the search's plan. The search removes a pending axis x only by a reduce-scatter
+// along x (p_x - 1 messages), an all-reduce over a set containing it (2 (p - 1)) or a direct
+// all-reduce / reduce-scatter-v over all pending axes (prod(p) - 1 >= sum(p_x - 1)), so every
+// plan sends at least sum over R of (p_x - 1) messages; and reducing the P = prod(p_x) addends
+// of every element makes the ranks receive at least (P - 1) / P of the source shard each on
+// average, so the busiest at least that: exactly what the reduce-scatters receive, at the one
+// bandwidth. Both lower bounds are met, so no plan is cheaper; plans of the same price use
+// reduce-scatters only (a reduce-scatter-v is an irregular step and loses the tie), and with
+// one receiving dimension only one order of them reaches the target. Without replicas no two
+// reduction groups share a block (rho = 1), so the bound is the ring bound (P - 1) / P of the
+// shard, which the plan meets.
+//
+// tests/engine/layout/redistribution_property_test.cc compares the fast path with the search
+// on thousands of random cases (the whole plan, as JSON) and simulates its plans.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -162,7 +186,9 @@ class TightSearch {
     lb_src_ = Bound(c.src);
   }
 
-  bool Run(std::vector<FastStep>* steps) {
+  // False when the search would run out of its budget of `max_pops` expanded states first
+  // (then the search itself plans the case).
+  bool Run(int max_pops, std::vector<FastStep>* steps) {
     BuildLandings();
     Node root;
     root.dims = c_.src;
@@ -180,10 +206,15 @@ class TightSearch {
     int best_node = -1, best_landing = 0;
     Score best;
     int pops = 0;
-    while (!open.empty() && pops < 100000) {
+    bool done = false;
+    while (!open.empty()) {
+      if (pops >= max_pops) break;
       const auto [f, index] = open.top();
       open.pop();
-      if (best_node >= 0 && Better(best, f) && !Close(best.primary, f.primary)) break;
+      if (best_node >= 0 && Better(best, f) && !Close(best.primary, f.primary)) {
+        done = true;
+        break;
+      }
       const Node node = nodes_[index];
       if (auto it = best_g.find(node.dims); it != best_g.end() && Better(it->second, G(node)))
         continue;
@@ -214,7 +245,8 @@ class TightSearch {
         open.push({Add(g, H(lb)), static_cast<int>(nodes_.size()) - 1});
       });
     }
-    if (best_node < 0) return false;
+    if (open.empty()) done = true;
+    if (!done || best_node < 0) return false;
     std::vector<int> path;
     for (int i = best_node; i > 0; i = nodes_[i].parent) path.push_back(i);
     std::reverse(path.begin(), path.end());
@@ -565,7 +597,8 @@ bool FillPlan(const Context& c, const std::vector<FastStep>& steps, uint32_t kep
 }
 
 // Class "moves": nothing to reduce (see the top of the file).
-bool PlanMoves(const Context& c, uint32_t kept, uint32_t new_partial, RedistPlan* plan) {
+bool PlanMoves(const Context& c, uint32_t kept, uint32_t new_partial, int max_states,
+               RedistPlan* plan) {
   const int nd = c.nd;
   const int na = c.na;
   const DimAxes& src = c.src;
@@ -661,7 +694,7 @@ bool PlanMoves(const Context& c, uint32_t kept, uint32_t new_partial, RedistPlan
         steps.push_back({FastKind::kGather, {x}, d, -1, cur, 0});
       }
     }
-  } else if (!TightSearch(c, m, kept).Run(&steps)) {
+  } else if (!TightSearch(c, m, kept).Run(std::max(1, max_states), &steps)) {
     return false;
   }
   if ((steps.empty() ? src : steps.back().after) != tgt) return false;  // cannot happen
@@ -698,31 +731,26 @@ bool PlanReduceScatters(const Context& c, uint32_t kept, uint32_t reduce, Redist
     }
   }
   if (appended != reduce) return false;  // a reduced axis the target does not split over
+  // One dimension receives them all: a single order (reduce-scatters into several dimensions
+  // tie in price, and the search's choice among them follows its A* order: the search).
+  int receiving = 0;
+  for (int d = 0; d < nd; ++d) receiving += tgt[d].size() > src[d].size();
+  if (receiving > 1) return false;
   // No replicas: every axis splits the source or is partial in it.
   for (int a = 0; a < na; ++a) {
     if (!((used | reduce | kept) & (1u << a))) return false;
   }
-  // The order: each dimension's reduced axes in its target order; across dimensions the
-  // smaller group first, then the lower axis (every order has the same price).
+  // The plan: the reduced axes in the target order of the receiving dimension.
   std::vector<FastStep> steps;
   DimAxes cur = src;
   uint32_t pending = reduce;
-  while (pending) {
-    int pick_dim = -1;
-    for (int d = 0; d < nd; ++d) {
-      if (cur[d].size() == tgt[d].size()) continue;
-      const int x = tgt[d][cur[d].size()];
-      if (pick_dim < 0) {
-        pick_dim = d;
-        continue;
-      }
-      const int y = tgt[pick_dim][cur[pick_dim].size()];
-      if (c.size[x] < c.size[y] || (c.size[x] == c.size[y] && x < y)) pick_dim = d;
+  for (int d = 0; d < nd; ++d) {
+    for (size_t i = src[d].size(); i < tgt[d].size(); ++i) {
+      const int x = tgt[d][i];
+      cur[d].push_back(x);
+      pending &= ~(1u << x);
+      steps.push_back({FastKind::kReduceScatter, {x}, d, -1, cur, pending});
     }
-    const int x = tgt[pick_dim][cur[pick_dim].size()];
-    cur[pick_dim].push_back(x);
-    pending &= ~(1u << x);
-    steps.push_back({FastKind::kReduceScatter, {x}, pick_dim, -1, cur, pending});
   }
   // The bound: no replicas, so no sharing (rho = 1), and the members of a reduction group
   // need disjoint parts of their block that tile it: the ring bound of a reduce-scatter
@@ -745,7 +773,7 @@ bool PlanFast(const Setup& setup, const CostModel& cost, const RedistOptions& op
   const uint32_t reduce = from_partial & ~to_partial;
   const uint32_t new_partial = to_partial & ~from_partial;
   if (reduce) return new_partial == 0 && PlanReduceScatters(c, kept, reduce, plan);
-  return PlanMoves(c, kept, new_partial, plan);
+  return PlanMoves(c, kept, new_partial, options.max_states, plan);
 }
 
 }  // namespace shardscope::redist_internal

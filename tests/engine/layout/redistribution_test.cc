@@ -7,9 +7,12 @@
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
 #include <thread>
 #include <vector>
 
+#include "../../../engine/src/layout/redistribution_internal.h"
 #include "redistribution_sim.h"
 
 namespace shardscope {
@@ -263,6 +266,67 @@ TEST(RedistributionTest, UnifyMeshes) {
   Result<Layout> e = ExpressOnMesh(l, u->mesh, u->axes_of_a);
   ASSERT_TRUE(e.ok());
   for (int r = 0; r < 8; ++r) EXPECT_EQ(e->ShardOffsets(r), l.ShardOffsets(r));
+}
+
+// UnifyMeshes takes a shortcut for meshes with the same rank order (merging their axis
+// boundaries); it must give what the general search over prime factor orders gives, names
+// included, on meshes with size-1 axes, clashing names and explicit rank lists.
+TEST(RedistributionTest, UnifyMeshesShortcutAgreesWithTheGeneralSearch) {
+  std::mt19937 rng(8);
+  const std::vector<int64_t> primes = {2, 2, 2, 3, 5, 2, 3, 7};
+  const std::vector<std::string> pool = {"dp", "mp", "sp", "a", "b", "dp_0", "mp_1", "x"};
+  int unified = 0, compared = 0;
+  for (int it = 0; it < 4000; ++it) {
+    std::vector<int64_t> factors;
+    for (int i = std::uniform_int_distribution<int>(0, 5)(rng); i > 0; --i) {
+      factors.push_back(primes[rng() % primes.size()]);
+    }
+    auto shape_and_names = [&](const char* prefix) {
+      std::vector<int64_t> f = factors;
+      std::shuffle(f.begin(), f.end(), rng);
+      Shape shape;
+      for (int64_t x : f) {
+        if (shape.empty() || rng() % 2) {
+          shape.push_back(x);
+        } else {
+          shape.back() *= x;
+        }
+      }
+      if (rng() % 4 == 0) shape.insert(shape.begin() + rng() % (shape.size() + 1), 1);
+      std::vector<std::string> names = pool;
+      std::shuffle(names.begin(), names.end(), rng);
+      names.resize(shape.size());
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (rng() % 3 == 0) names[i] = prefix + std::to_string(i);
+      }
+      return std::make_pair(shape, names);
+    };
+    int64_t n = 1;
+    for (int64_t x : factors) n *= x;
+    std::vector<int> ranks;
+    if (rng() % 4 == 0) {
+      ranks.resize(n);
+      std::iota(ranks.begin(), ranks.end(), 0);
+      std::shuffle(ranks.begin(), ranks.end(), rng);
+    }
+    auto [sa, na] = shape_and_names("a");
+    auto [sb, nb] = rng() % 8 == 0 ? std::make_pair(sa, na) : shape_and_names("b");
+    const DeviceMesh a = MakeMesh(sa, na, ranks);
+    const DeviceMesh b = MakeMesh(sb, nb, rng() % 10 == 0 ? std::vector<int>{} : ranks);
+    Result<MeshUnification> fast = UnifyMeshes(a, b);
+    Result<MeshUnification> general = redist_internal::UnifyMeshesGeneral(a, b);
+    ++compared;
+    ASSERT_EQ(fast.ok(), general.ok()) << a << " " << b;
+    if (!fast.ok()) {
+      EXPECT_EQ(fast.status().message(), general.status().message());
+      continue;
+    }
+    ++unified;
+    EXPECT_EQ(fast->mesh, general->mesh) << a << " " << b;
+    EXPECT_EQ(fast->axes_of_a, general->axes_of_a) << a << " " << b;
+    EXPECT_EQ(fast->axes_of_b, general->axes_of_b) << a << " " << b;
+  }
+  EXPECT_GT(unified, compared / 2);
 }
 
 TEST(RedistributionTest, LowerBound) {
