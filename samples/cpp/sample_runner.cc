@@ -1,0 +1,123 @@
+#include "sample_runner.h"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+
+#include "shardscope/communicator.h"
+#include "shardscope/dist_trainer.h"
+
+namespace shardscope::samples {
+namespace {
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "error: %s\n", status.message().c_str());
+  return 1;
+}
+
+struct Splits {
+  Dataset train, test;
+  std::string source;
+};
+
+Result<Splits> LoadData(const SampleSpec& spec, const std::string& data, int64_t limit) {
+  Splits splits;
+  if (spec.mnist) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(std::string dir, ResolveDataDir(data));
+    SHARDSCOPE_ASSIGN_OR_RETURN(splits.train,
+                                LoadIdxDataset(dir, Split::kTrain, spec.mnist_data.images, limit));
+    SHARDSCOPE_ASSIGN_OR_RETURN(splits.test,
+                                LoadIdxDataset(dir, Split::kTest, spec.mnist_data.images, limit));
+    splits.source = dir;
+  } else {
+    // Training and test examples drawn around the same class prototypes.
+    const int64_t train = 4096, test = 1024;
+    Dataset all = MakeSyntheticDataset(train + test, {spec.synthetic.features},
+                                       spec.synthetic.num_classes, /*seed=*/1);
+    BatchIterator split(all, train, /*seed=*/1, /*shuffle=*/false, /*drop_remainder=*/false);
+    split.Next(&splits.train.images, &splits.train.labels);
+    split.Next(&splits.test.images, &splits.test.labels);
+    splits.train.num_classes = splits.test.num_classes = spec.synthetic.num_classes;
+    splits.source = "synthetic";
+  }
+  if (splits.train.size() < spec.batch) {
+    return Status::Invalid("--limit: fewer training examples than a batch of " +
+                           std::to_string(spec.batch));
+  }
+  return splits;
+}
+
+}  // namespace
+
+int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
+  CLI::App app{spec.description};
+  int64_t steps = 0, limit = 0;
+  std::string data;
+  bool show_plan = false;
+  int devices = spec.devices;
+  int64_t epochs = spec.epochs, log_every = spec.log_every;
+  if (spec.mnist) {
+    app.add_option("--data", data, "MNIST directory (default: $SHARDSCOPE_DATA, then Debian's)");
+    app.add_option("--limit", limit, "Use only the first N examples of each split");
+  }
+  app.add_option("--epochs", epochs, "Epochs")->capture_default_str();
+  app.add_option("--steps", steps, "Stop after N steps (default: whole epochs)");
+  app.add_option("--devices", devices, spec.devices_help)->capture_default_str();
+  app.add_option("--log-every", log_every, "Print the loss every N steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--show-plan", show_plan, "Print the partitioned program");
+  CLI11_PARSE(app, argc, argv);
+
+  auto splits = LoadData(spec, data, limit);
+  if (!splits.ok()) return Fail(splits.status());
+  const Dataset& train = splits->train;
+  const Dataset& test = splits->test;
+  auto model = nn::BuildClassifier(net, spec.input_shape, spec.batch);
+  if (!model.ok()) return Fail(model.status());
+  spec.options.devices = devices;
+
+  std::printf("data: %s (%lld training, %lld test examples)\n", splits->source.c_str(),
+              static_cast<long long>(train.size()), static_cast<long long>(test.size()));
+  if (!spec.note.empty()) std::printf("note: %s\n", spec.note.c_str());
+  // One thread per device; every device runs this with its own rank.
+  Status status = RunOnDevices(devices, [&](Communicator& comm) -> Status {
+    const bool lead = comm.rank() == 0;
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        auto trainer, DistTrainer::Create(*model, spec.config, spec.options, comm.rank()));
+    if (lead) {
+      const DistProgram& program = trainer->program();
+      std::printf(
+          "%s on %d device(s): %d redistribution(s), %lld bytes received per step by "
+          "rank 0\n",
+          spec.headline.c_str(), comm.size(), program.NumRedistributions(),
+          static_cast<long long>(program.PlannedRecvBytes(0)));
+      if (show_plan) std::printf("%s", program.ToText(trainer->graph()).c_str());
+    }
+    BatchIterator batches(train, spec.batch, spec.config.seed, /*shuffle=*/true);
+    const int64_t total = steps > 0 ? steps : epochs * batches.batches_per_epoch();
+    Tensor x, y;
+    for (int epoch = 1; trainer->step() < total; ++epoch) {
+      batches.Reset(epoch - 1);
+      const auto start = std::chrono::steady_clock::now();
+      for (int64_t i = 1; trainer->step() < total && batches.Next(&x, &y); ++i) {
+        SHARDSCOPE_ASSIGN_OR_RETURN(float loss, trainer->Step(comm, x, y));
+        if (lead && (i == 1 || i % log_every == 0)) {
+          std::printf("epoch: %d step: %lld, loss is %.6f\n", epoch, static_cast<long long>(i),
+                      loss);
+        }
+      }
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      if (lead && spec.epoch_times) std::printf("epoch time: %.1f s\n", took.count());
+    }
+    SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
+    if (lead) {
+      std::printf("test accuracy: %.4f (%lld examples)\n", accuracy,
+                  static_cast<long long>(test.size()));
+    }
+    return Status::Ok();
+  });
+  return status.ok() ? 0 : Fail(status);
+}
+
+}  // namespace shardscope::samples

@@ -1,0 +1,47 @@
+// The training program every seed sample shares: flags, data, N in-process devices, the loss
+// printed as the seeds print it ("epoch: 1 step: 100, loss is ..."), test accuracy at the end.
+// A sample builds its network, configures it as its seed does, fills a SampleSpec with what
+// differs, and returns RunSample(argc, argv, net, spec).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "shardscope/partition.h"
+#include "shardscope/shardscope.h"
+
+namespace shardscope::samples {
+
+// Where the examples come from.
+struct MnistData {
+  ImageOptions images;  // e.g. pad_to = 32 for LeNet5
+};
+struct SyntheticData {  // MakeSyntheticDataset: 4096 training and 1024 test examples
+  int64_t features = 10;
+  int num_classes = 10;
+};
+
+struct SampleSpec {
+  std::string description;  // first line of --help
+  std::string headline;     // printed with the device count: "seed 003: FFN ..."
+  std::string note;         // printed before training when not empty (e.g. what is not built)
+  std::string devices_help = "In-process devices";
+  int devices = 8;          // default --devices
+  int64_t epochs = 10;      // default --epochs
+  int64_t log_every = 100;  // default --log-every
+  bool mnist = true;        // MNIST (--data, --limit) or synthetic examples
+  MnistData mnist_data;
+  SyntheticData synthetic;
+  Shape input_shape = {1, 28, 28};  // one example
+  int64_t batch = 32;
+  TrainConfig config;
+  PartitionOptions options;  // devices is set from --devices
+  bool epoch_times = false;  // print each epoch's wall time
+};
+
+// Parses the flags, loads the data, trains `net` under `spec` on --devices in-process devices
+// and prints the figures. Returns the process exit code: 0, or 1 after printing the error
+// (CLI11's own codes for --help and bad flags).
+int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec);
+
+}  // namespace shardscope::samples
