@@ -306,7 +306,32 @@ class RedistPlanCache {
 // communicator counts equals plan.recv_bytes[rank]. Data are float32, so plan.element_bytes
 // must be 4. Errors: shard shape, element size or communicator size mismatch, communication
 // failures.
+//
+// Memory: the last step writes straight into *local_out, reusing its storage when it already
+// has the target shard's shape (so a caller that keeps its output tensors allocates nothing
+// there). `workspace` (optional) holds the intermediate and packing buffers and the split
+// communicators across calls: pass the same one to every call of a rank (any plans, the same
+// `world`) and, once it has grown to the largest plan's needs, calls allocate no buffers and
+// split no communicators. Without it, each call uses a scratch workspace of its own.
+class RedistWorkspace;
 Status ExecuteRedistribution(const RedistPlan& plan, Communicator& world, const Tensor& local_in,
-                             Tensor* local_out);
+                             Tensor* local_out, RedistWorkspace* workspace = nullptr);
+
+// Per-rank scratch state of ExecuteRedistribution (see above). Not thread-safe: one per rank
+// (thread). Bound to the `world` it was last used with; a call with another communicator
+// drops the split communicators it holds.
+class RedistWorkspace {
+ public:
+  RedistWorkspace();
+  ~RedistWorkspace();
+  RedistWorkspace(RedistWorkspace&&) noexcept;
+  RedistWorkspace& operator=(RedistWorkspace&&) noexcept;
+
+  struct Impl;  // the buffers and communicators; defined by the executor
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace shardscope
