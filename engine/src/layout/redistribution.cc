@@ -1383,16 +1383,6 @@ class Planner {
 // ---------------------------------------------------------------------------------------
 // Plan assembly.
 
-std::vector<std::vector<int>> Components(int n, const RedistTransfers& transfers) {
-  RankSets sets(n);
-  std::vector<char> involved(n, 0);
-  for (const RedistTransfer& t : transfers) {
-    involved[t.src] = involved[t.dst] = 1;
-    sets.Join(t.src, t.dst);
-  }
-  return sets.Groups(involved);
-}
-
 bool TargetHasAxisInDim(const Problem& p, int axis, int dim) {
   if (!p.has_target_state) return false;
   const auto& list = p.tgt.dims[dim];
@@ -1557,14 +1547,17 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       }
       case EdgeKind::kPermute: {
         const Boxes nb = BoxesOf(p, next);
-        Exchange ex =
-            redist_internal::ComputeExchange(p, prev, b, nb.lo, nb.hi, std::vector<char>(n, 1));
+        const std::vector<char> all(n, 1);
+        Exchange ex = redist_internal::ComputeExchange(p, prev, b, nb.lo, nb.hi, all,
+                                                       /*record=*/false, /*with_groups=*/true);
         st.kind = Kind::kPermute;
         st.reason = Reason(p, e, prev, &ex);
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, ex);
-        st.groups = Components(n, st.transfers);
+        st.transfers =
+            redist_internal::LazyExchangeTransfers(p, prev, b, nb.lo, nb.hi, all, ex.num_transfers);
+        st.groups = std::move(ex.groups);
         break;
       }
       case EdgeKind::kReduceScatterV: {
@@ -1795,25 +1788,25 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
     if (count - (have > 0 ? 1 : 0) > 1) return false;
   }
   Exchange ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active,
-                                                 /*record=*/false);
+                                                 /*record=*/false, /*with_groups=*/true);
   if (ex.messages != 1) return false;
   const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));
   if (bw != cost.MaxBandwidth(p.mesh)) return false;
-  ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active);
   RedistStep st;
   st.kind = is_swap || ex.is_permute ? Kind::kPermute : Kind::kAllToAll;
   st.reason = is_swap ? Reason(p, swap, p.src, &ex)
                       : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
   st.axes = MaskAxes(ex.axes_mask);
   for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
-  st.transfers = std::move(ex.transfers);
+  st.transfers = redist_internal::LazyExchangeTransfers(p, p.src, b, p.target.lo, p.target.hi,
+                                                        p.active, ex.num_transfers);
   st.bytes_recv = ex.recv;
   st.bytes_sent = ex.sent;
   st.bytes_recv_per_rank = ex.max_recv;
   st.bytes_sent_per_rank = ex.max_sent;
   st.messages = ex.messages;
   st.seconds = cost.ExchangeSeconds(ex.messages, static_cast<double>(ex.max_recv), bw);
-  st.groups = Components(p.num_ranks, st.transfers);
+  st.groups = std::move(ex.groups);
   if (!is_swap) st.zero_ranks = p.zero_ranks;
   st.after = p.to;
   RedistPlan& plan = *out;
