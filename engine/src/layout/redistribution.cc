@@ -573,6 +573,9 @@ struct Candidate {
   EdgeKind final = EdgeKind::kNone;
   int landing = 0;
   Score score;
+  // kExchange: the exchange's counts and groups as the search computed them (so that the plan
+  // is assembled without a second pass over up to N (N-1) transfers).
+  std::shared_ptr<const Exchange> exchange;
 };
 
 // A layout from which a known sequence of collectives reaches the target (landing 0 is the
@@ -921,12 +924,17 @@ class Planner {
     s.secondary = cfg_.bytes_first ? t : static_cast<double>(m);
     return s;
   }
-  void Offer(Candidate* best, int node, EdgeKind final, int landing, const Score& s) const {
-    if (best->node < 0 || Better(s, best->score)) {
+  bool Accepts(const Candidate& best, const Score& s) const {
+    return best.node < 0 || Better(s, best.score);
+  }
+  void Offer(Candidate* best, int node, EdgeKind final, int landing, const Score& s,
+             std::shared_ptr<const Exchange> exchange = nullptr) const {
+    if (Accepts(*best, s)) {
       best->node = node;
       best->final = final;
       best->landing = landing;
       best->score = s;
+      best->exchange = std::move(exchange);
     }
   }
 
@@ -1020,7 +1028,7 @@ class Planner {
                               : static_cast<double>(m) / bw_max_ +
                                     static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        ex = ExchangeInto(node.state, boxes, i, /*record=*/false);
+        ex = ExchangeInto(node.state, boxes, i, /*record=*/false, /*with_groups=*/true);
         kind = EdgeKind::kExchange;
       } else {
         ex = ReduceScatterV(node.state, boxes, i, /*record=*/false);
@@ -1029,7 +1037,11 @@ class Planner {
       if (!ex || !Fits(node.recv, &ex->recv, l.recv)) continue;
       Score sc =
           Add(G(node), StepScore(ExchangeSeconds(*ex), static_cast<double>(ex->max_recv), 1));
-      Offer(best, index, kind, static_cast<int>(i), Add(sc, rest));
+      sc = Add(sc, rest);
+      if (!Accepts(*best, sc)) continue;
+      Offer(
+          best, index, kind, static_cast<int>(i), sc,
+          kind == EdgeKind::kExchange ? std::make_shared<const Exchange>(std::move(*ex)) : nullptr);
     }
   }
 
@@ -1644,8 +1656,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     const Boxes b = BoxesOf(p, last.state);
     // Counts and groups only: the transfer list (up to one per pair of ranks) is expanded
     // when someone reads it.
-    Exchange ex =
-        planner.ExchangeInto(last.state, b, cand.landing, /*record=*/false, /*with_groups=*/true);
+    Exchange ex = cand.exchange ? *cand.exchange
+                                : planner.ExchangeInto(last.state, b, cand.landing,
+                                                       /*record=*/false, /*with_groups=*/true);
     RedistStep st;
     if (ex.num_transfers == 0) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
