@@ -54,6 +54,7 @@ class DistExecutor {
   int rank_;
   std::vector<Tensor> buffers_;
   std::vector<OpAttrs> local_attrs_;  // per instruction (compute only)
+  RedistWorkspace redist_workspace_;  // buffers and split communicators of redistributions
 };
 
 // Training on one rank of a partitioned model. Same seed ⇒ the shards of the parameters a

@@ -91,6 +91,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -160,6 +161,35 @@ struct RedistTransfer {
   friend bool operator==(const RedistTransfer&, const RedistTransfer&) = default;
 };
 
+// The transfers of an irregular step, in a fixed order. Large exchanges (an all-to-all-v over
+// N ranks has up to N (N-1) of them) are planned from per-rank counts alone and keep only a
+// compact description, which is expanded into the list on first use (by an executor, a
+// printer, the recorder) and then kept; size() and empty() never expand. Copies share the
+// description and the expansion. Thread-safe.
+class RedistTransfers {
+ public:
+  RedistTransfers() = default;
+  RedistTransfers(std::vector<RedistTransfer> list);  // NOLINT: an explicit list
+  // `count` transfers, listed by `expand` (called at most once).
+  static RedistTransfers Lazy(int64_t count, std::function<std::vector<RedistTransfer>()> expand);
+
+  int64_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  bool expanded() const;  // the list exists (explicit, or expanded already)
+  const std::vector<RedistTransfer>& list() const;
+  std::vector<RedistTransfer>::const_iterator begin() const { return list().begin(); }
+  std::vector<RedistTransfer>::const_iterator end() const { return list().end(); }
+  const RedistTransfer& operator[](size_t i) const { return list()[i]; }
+  friend bool operator==(const RedistTransfers& a, const RedistTransfers& b) {
+    return a.count_ == b.count_ && (a.count_ == 0 || a.list() == b.list());
+  }
+
+ private:
+  struct Store;
+  int64_t count_ = 0;
+  std::shared_ptr<Store> store_;
+};
+
 struct RedistStep {
   enum class Kind {
     kLocalSlice,     // keep a part of the local shard (dim, axes appended to it); no traffic
@@ -190,8 +220,8 @@ struct RedistStep {
   double seconds = 0;               // CostModel price
   Layout after;                     // layout once the step is done
   std::string reason;
-  std::vector<RedistTransfer> transfers;  // irregular exchanges only (dim == -1)
-  std::vector<int> zero_ranks;            // kLocalReshape (and a final exchange): become zeros
+  RedistTransfers transfers;    // irregular exchanges only (dim == -1)
+  std::vector<int> zero_ranks;  // kLocalReshape (and a final exchange): become zeros
 
   // Irregular steps carry explicit transfers: all-to-all-v and permute (dst takes the box),
   // reduce-scatter-v and direct all-reduce (dst adds the box to its own addend of it).
@@ -306,7 +336,32 @@ class RedistPlanCache {
 // communicator counts equals plan.recv_bytes[rank]. Data are float32, so plan.element_bytes
 // must be 4. Errors: shard shape, element size or communicator size mismatch, communication
 // failures.
+//
+// Memory: the last step writes straight into *local_out, reusing its storage when it already
+// has the target shard's shape (so a caller that keeps its output tensors allocates nothing
+// there). `workspace` (optional) holds the intermediate and packing buffers and the split
+// communicators across calls: pass the same one to every call of a rank (any plans, the same
+// `world`) and, once it has grown to the largest plan's needs, calls allocate no buffers and
+// split no communicators. Without it, each call uses a scratch workspace of its own.
+class RedistWorkspace;
 Status ExecuteRedistribution(const RedistPlan& plan, Communicator& world, const Tensor& local_in,
-                             Tensor* local_out);
+                             Tensor* local_out, RedistWorkspace* workspace = nullptr);
+
+// Per-rank scratch state of ExecuteRedistribution (see above). Not thread-safe: one per rank
+// (thread). Bound to the `world` it was last used with; a call with another communicator
+// drops the split communicators it holds.
+class RedistWorkspace {
+ public:
+  RedistWorkspace();
+  ~RedistWorkspace();
+  RedistWorkspace(RedistWorkspace&&) noexcept;
+  RedistWorkspace& operator=(RedistWorkspace&&) noexcept;
+
+  struct Impl;  // the buffers and communicators; defined by the executor
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace shardscope

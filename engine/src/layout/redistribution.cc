@@ -13,8 +13,12 @@
 // (received(r) + bound_from_here(r) > bound(r)) are pruned, which keeps the search small.
 // Every state's shard is at most max(source shard, target shard) elements.
 #include <algorithm>
+#include <atomic>
+#include <cassert>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <queue>
@@ -86,14 +90,96 @@ double PlanSeconds(const RedistPlan& plan, const CostModel& cost) {
   return t;
 }
 
+struct RedistTransfers::Store {
+  std::once_flag once;
+  std::function<std::vector<RedistTransfer>()> expand;  // empty for an explicit list
+  std::vector<RedistTransfer> list;
+  std::atomic<bool> done{false};
+};
+
+RedistTransfers::RedistTransfers(std::vector<RedistTransfer> list)
+    : count_(static_cast<int64_t>(list.size())) {
+  if (list.empty()) return;
+  store_ = std::make_shared<Store>();
+  store_->list = std::move(list);
+  store_->done = true;
+}
+
+RedistTransfers RedistTransfers::Lazy(int64_t count,
+                                      std::function<std::vector<RedistTransfer>()> expand) {
+  RedistTransfers t;
+  t.count_ = count;
+  if (count == 0) return t;
+  t.store_ = std::make_shared<Store>();
+  t.store_->expand = std::move(expand);
+  return t;
+}
+
+bool RedistTransfers::expanded() const { return !store_ || store_->done.load(); }
+
+const std::vector<RedistTransfer>& RedistTransfers::list() const {
+  static const std::vector<RedistTransfer> kEmpty;
+  if (!store_) return kEmpty;
+  Store& store = *store_;
+  std::call_once(store.once, [&store] {
+    if (store.expand) {
+      store.list = store.expand();
+      store.expand = nullptr;
+    }
+    store.done = true;
+  });
+  assert(static_cast<int64_t>(store.list.size()) == count_);
+  return store.list;
+}
+
+namespace {
+
+// Union-find over ranks 0..n-1.
+class RankSets {
+ public:
+  explicit RankSets(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  int Find(int x) {
+    int root = x;
+    while (parent_[root] != root) root = parent_[root];
+    while (parent_[x] != root) {
+      const int next = parent_[x];
+      parent_[x] = root;
+      x = next;
+    }
+    return root;
+  }
+  void Join(int a, int b) { parent_[Find(a)] = Find(b); }
+  // The sets of at least two ranks with involved[r] != 0, each ascending, sorted.
+  std::vector<std::vector<int>> Groups(const std::vector<char>& involved) {
+    const int n = static_cast<int>(parent_.size());
+    std::vector<std::vector<int>> by_root(n);
+    for (int r = 0; r < n; ++r) {
+      if (involved[r]) by_root[Find(r)].push_back(r);
+    }
+    std::vector<std::vector<int>> out;
+    for (auto& g : by_root) {
+      if (g.size() >= 2) out.push_back(std::move(g));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  std::vector<int> parent_;
+};
+
+}  // namespace
+
 namespace redist_internal {
 
 Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
-                         const std::vector<char>& want, bool record) {
+                         const std::vector<char>& want, bool record, bool with_groups) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
   Exchange ex;
+  // Connected sets of communicating ranks (they do not depend on the order of the joins).
+  RankSets sets(with_groups ? n : 0);
   ex.recv.assign(n, 0);
   ex.sent.assign(n, 0);
   // The owner of block idx nearest to rank r has r's coordinates on every axis that splits no
@@ -136,7 +222,14 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
     ex.transfers.reserve(count);
   }
   std::vector<int> recv_count(n, 0), send_count(n, 0);
-  std::vector<int64_t> first(d), last(d), idx(d), own(d), plo(d), phi(d);
+  std::vector<int64_t> first(d), last(d), own(d), k(d);
+  // Per rank, per dimension i, per block j in [first[i], last[i]] (entry seg[i] + j - first[i]):
+  // the piece of the target box in that block (start, length) and the block's grid-position
+  // contribution. The blocks are visited as an odometer (last dimension fastest) with prefix
+  // products, so a transfer costs O(1) amortised instead of O(d).
+  std::vector<int64_t> seg(d + 1), seg_lo, seg_len, seg_pos;
+  std::vector<int64_t> pvol(d + 1), ppos(d + 1);
+  std::vector<char> pown(d + 1);
   bool permute = true;
   for (int r = 0; r < n; ++r) {
     if (!want[r]) continue;
@@ -145,26 +238,40 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
     const int64_t need = BoxVolume(rlo, rhi, d);
     if (need == 0) continue;
     int64_t base = p.pos_of_rank[r];
+    seg[0] = 0;
     for (int i = 0; i < d; ++i) {
       own[i] = cur.lo[r * d + i] / cur.block_size[i];
       base -= block_pos[i][own[i]];
       first[i] = rlo[i] / cur.block_size[i];
       last[i] = (rhi[i] - 1) / cur.block_size[i];
-      idx[i] = first[i];
+      k[i] = 0;
+      seg[i + 1] = seg[i] + last[i] - first[i] + 1;
     }
+    seg_lo.resize(seg[d]);
+    seg_len.resize(seg[d]);
+    seg_pos.resize(seg[d]);
+    for (int i = 0; i < d; ++i) {
+      for (int64_t j = first[i]; j <= last[i]; ++j) {
+        const int64_t e = seg[i] + j - first[i];
+        seg_lo[e] = std::max(rlo[i], j * cur.block_size[i]);
+        seg_len[e] = std::min(rhi[i], (j + 1) * cur.block_size[i]) - seg_lo[e];
+        seg_pos[e] = block_pos[i][j];
+      }
+    }
+    pvol[0] = 1;
+    ppos[0] = base;
+    pown[0] = 1;
+    int from = 0;  // the first dimension whose prefix is stale
     while (true) {
-      bool is_own = true;
-      for (int i = 0; i < d; ++i) is_own &= idx[i] == own[i];
-      if (!is_own) {
-        int64_t qpos = base;
-        int64_t vol = 1;
-        for (int i = 0; i < d; ++i) {
-          plo[i] = std::max(rlo[i], idx[i] * cur.block_size[i]);
-          phi[i] = std::min(rhi[i], (idx[i] + 1) * cur.block_size[i]);
-          vol *= phi[i] - plo[i];
-          qpos += block_pos[i][idx[i]];
-        }
-        const int q = p.rank_of_pos[qpos];
+      for (int i = from; i < d; ++i) {
+        const int64_t e = seg[i] + k[i];
+        pvol[i + 1] = pvol[i] * seg_len[e];
+        ppos[i + 1] = ppos[i] + seg_pos[e];
+        pown[i + 1] = pown[i] && first[i] + k[i] == own[i];
+      }
+      if (!pown[d]) {
+        const int64_t vol = pvol[d];
+        const int q = p.rank_of_pos[ppos[d]];
         const int64_t bytes = vol * p.elem;
         // A permute moves whole blocks, each one a rank's entire new shard.
         if (vol != cur.shard_elems || vol != need) permute = false;
@@ -172,27 +279,34 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
         ex.sent[q] += bytes;
         ++recv_count[r];
         ++send_count[q];
-        for (int a : used) {
-          if (p.coord(q, a) != p.coord(r, a)) ex.axes_mask |= 1u << a;
+        if (ex.axes_mask != used_mask) {
+          for (int a : used) {
+            if (p.coord(q, a) != p.coord(r, a)) ex.axes_mask |= 1u << a;
+          }
         }
         ++ex.num_transfers;
+        if (with_groups) sets.Join(q, r);
         if (record) {
           RedistTransfer t;
           t.src = q;
           t.dst = r;
-          t.offset.assign(plo.begin(), plo.end());
+          t.offset.resize(d);
           t.extent.resize(d);
-          for (int i = 0; i < d; ++i) t.extent[i] = phi[i] - plo[i];
+          for (int i = 0; i < d; ++i) {
+            t.offset[i] = seg_lo[seg[i] + k[i]];
+            t.extent[i] = seg_len[seg[i] + k[i]];
+          }
           ex.transfers.push_back(std::move(t));
         }
       }
       int i = d - 1;
-      while (i >= 0 && idx[i] == last[i]) {
-        idx[i] = first[i];
+      while (i >= 0 && first[i] + k[i] == last[i]) {
+        k[i] = 0;
         --i;
       }
       if (i < 0) break;
-      ++idx[i];
+      ++k[i];
+      from = i;
     }
   }
   permute = permute && ex.num_transfers > 0;
@@ -203,7 +317,29 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
     if (recv_count[r] > 1 || send_count[r] > 1) permute = false;
   }
   ex.is_permute = permute;
+  if (with_groups) {
+    std::vector<char> involved(n, 0);
+    for (int r = 0; r < n; ++r) involved[r] = recv_count[r] > 0 || send_count[r] > 0;
+    ex.groups = sets.Groups(involved);
+  }
   return ex;
+}
+
+RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Boxes& cur,
+                                      const std::vector<int64_t>& tlo,
+                                      const std::vector<int64_t>& thi,
+                                      const std::vector<char>& want, int64_t count) {
+  struct Args {
+    Problem p;
+    State s;
+    Boxes cur;
+    std::vector<int64_t> tlo, thi;
+    std::vector<char> want;
+  };
+  auto args = std::make_shared<const Args>(Args{p, s, cur, tlo, thi, want});
+  return RedistTransfers::Lazy(count, [args] {
+    return ComputeExchange(args->p, args->s, args->cur, args->tlo, args->thi, args->want).transfers;
+  });
 }
 
 std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes) {
@@ -437,6 +573,9 @@ struct Candidate {
   EdgeKind final = EdgeKind::kNone;
   int landing = 0;
   Score score;
+  // kExchange: the exchange's counts and groups as the search computed them (so that the plan
+  // is assembled without a second pass over up to N (N-1) transfers).
+  std::shared_ptr<const Exchange> exchange;
 };
 
 // A layout from which a known sequence of collectives reaches the target (landing 0 is the
@@ -526,6 +665,87 @@ struct StepRecv {
   int64_t elems = 0;           // ... of this many elements
   const Boxes* cur = nullptr;  // kNewBlocks: each rank receives what its new block lacks
 };
+
+// The irregular reduce-scatter (see Planner::ReduceScatterV) from state s into boxes `into`
+// for the ranks with want[r] != 0; nullopt when some wanted box is not inside its block.
+std::optional<Exchange> ReduceScatterVExchange(const Problem& p, const State& s, const Boxes& boxes,
+                                               const Boxes& into, const std::vector<char>& want,
+                                               bool record) {
+  const int d = p.num_dims;
+  const int64_t* tlo = into.lo.data();
+  const int64_t* thi = into.hi.data();
+  for (int r = 0; r < p.num_ranks; ++r) {
+    if (!want[r]) continue;
+    for (int i = 0; i < d; ++i) {
+      if (BoxVolume(tlo + r * d, thi + r * d, d) == 0) break;
+      if (tlo[r * d + i] < boxes.lo[r * d + i] || thi[r * d + i] > boxes.hi[r * d + i])
+        return std::nullopt;
+    }
+  }
+  Exchange ex;
+  ex.recv.assign(p.num_ranks, 0);
+  ex.sent.assign(p.num_ranks, 0);
+  ex.axes_mask = s.reduce_mask;
+  const std::vector<int> axes = MaskAxes(s.reduce_mask);
+  for (const std::vector<int>& g : GroupsAlong(p.mesh, axes)) {
+    ex.messages = std::max<int64_t>(ex.messages, static_cast<int64_t>(g.size()) - 1);
+    if (!record) {
+      // Each wanting member receives its box from every other member; each member sends
+      // every other wanting member its box.
+      int64_t total = 0;
+      for (int q : g) {
+        if (want[q]) total += BoxVolume(tlo + q * d, thi + q * d, d);
+      }
+      for (int q : g) {
+        const int64_t v = want[q] ? BoxVolume(tlo + q * d, thi + q * d, d) : 0;
+        ex.recv[q] += static_cast<int64_t>(g.size() - 1) * v * p.elem;
+        ex.sent[q] += (total - v) * p.elem;
+        if (v > 0) ex.num_transfers += static_cast<int64_t>(g.size()) - 1;
+      }
+      continue;
+    }
+    for (int q : g) {
+      if (!want[q]) continue;
+      const int64_t v = BoxVolume(tlo + q * d, thi + q * d, d);
+      if (v == 0) continue;
+      for (int m : g) {
+        if (m == q) continue;
+        RedistTransfer t;
+        t.src = m;
+        t.dst = q;
+        t.offset.assign(tlo + q * d, tlo + q * d + d);
+        t.extent.resize(d);
+        for (int i = 0; i < d; ++i) t.extent[i] = thi[q * d + i] - tlo[q * d + i];
+        ex.recv[q] += v * p.elem;
+        ex.sent[m] += v * p.elem;
+        ex.transfers.push_back(std::move(t));
+        ++ex.num_transfers;
+      }
+    }
+  }
+  for (int r = 0; r < p.num_ranks; ++r) {
+    ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
+    ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
+  }
+  return ex;
+}
+
+// Its transfers as a lazy list of `count`.
+RedistTransfers LazyReduceScatterVTransfers(const Problem& p, const State& s, const Boxes& boxes,
+                                            const Boxes& into, const std::vector<char>& want,
+                                            int64_t count) {
+  struct Args {
+    Problem p;
+    State s;
+    Boxes boxes, into;
+    std::vector<char> want;
+  };
+  auto args = std::make_shared<const Args>(Args{p, s, boxes, into, want});
+  return RedistTransfers::Lazy(count, [args] {
+    return ReduceScatterVExchange(args->p, args->s, args->boxes, args->into, args->want, true)
+        ->transfers;
+  });
+}
 
 class Planner {
  public:
@@ -645,9 +865,11 @@ class Planner {
   }
 
   // The irregular exchange from state s (boxes `boxes`) into landing i.
-  Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i, bool record = true) const {
+  Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i, bool record = true,
+                        bool with_groups = false) const {
     const Boxes& lb = LandingBoxes(i);
-    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want, record);
+    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want, record,
+                                            with_groups);
   }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
@@ -660,61 +882,7 @@ class Planner {
   }
   std::optional<Exchange> ReduceScatterV(const State& s, const Boxes& boxes, const Boxes& into,
                                          const std::vector<char>& want, bool record = true) const {
-    const int d = p_.num_dims;
-    const int64_t* tlo = into.lo.data();
-    const int64_t* thi = into.hi.data();
-    for (int r = 0; r < p_.num_ranks; ++r) {
-      if (!want[r]) continue;
-      for (int i = 0; i < d; ++i) {
-        if (BoxVolume(tlo + r * d, thi + r * d, d) == 0) break;
-        if (tlo[r * d + i] < boxes.lo[r * d + i] || thi[r * d + i] > boxes.hi[r * d + i])
-          return std::nullopt;
-      }
-    }
-    Exchange ex;
-    ex.recv.assign(p_.num_ranks, 0);
-    ex.sent.assign(p_.num_ranks, 0);
-    ex.axes_mask = s.reduce_mask;
-    const std::vector<int> axes = MaskAxes(s.reduce_mask);
-    for (const std::vector<int>& g : GroupsAlong(p_.mesh, axes)) {
-      ex.messages = std::max<int64_t>(ex.messages, static_cast<int64_t>(g.size()) - 1);
-      if (!record) {
-        // Each wanting member receives its box from every other member; each member sends
-        // every other wanting member its box.
-        int64_t total = 0;
-        for (int q : g) {
-          if (want[q]) total += BoxVolume(tlo + q * d, thi + q * d, d);
-        }
-        for (int q : g) {
-          const int64_t v = want[q] ? BoxVolume(tlo + q * d, thi + q * d, d) : 0;
-          ex.recv[q] += static_cast<int64_t>(g.size() - 1) * v * p_.elem;
-          ex.sent[q] += (total - v) * p_.elem;
-        }
-        continue;
-      }
-      for (int q : g) {
-        if (!want[q]) continue;
-        const int64_t v = BoxVolume(tlo + q * d, thi + q * d, d);
-        if (v == 0) continue;
-        for (int m : g) {
-          if (m == q) continue;
-          RedistTransfer t;
-          t.src = m;
-          t.dst = q;
-          t.offset.assign(tlo + q * d, tlo + q * d + d);
-          t.extent.resize(d);
-          for (int i = 0; i < d; ++i) t.extent[i] = thi[q * d + i] - tlo[q * d + i];
-          ex.recv[q] += v * p_.elem;
-          ex.sent[m] += v * p_.elem;
-          ex.transfers.push_back(std::move(t));
-        }
-      }
-    }
-    for (int r = 0; r < p_.num_ranks; ++r) {
-      ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
-      ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
-    }
-    return ex;
+    return ReduceScatterVExchange(p_, s, boxes, into, want, record);
   }
 
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -756,12 +924,17 @@ class Planner {
     s.secondary = cfg_.bytes_first ? t : static_cast<double>(m);
     return s;
   }
-  void Offer(Candidate* best, int node, EdgeKind final, int landing, const Score& s) const {
-    if (best->node < 0 || Better(s, best->score)) {
+  bool Accepts(const Candidate& best, const Score& s) const {
+    return best.node < 0 || Better(s, best.score);
+  }
+  void Offer(Candidate* best, int node, EdgeKind final, int landing, const Score& s,
+             std::shared_ptr<const Exchange> exchange = nullptr) const {
+    if (Accepts(*best, s)) {
       best->node = node;
       best->final = final;
       best->landing = landing;
       best->score = s;
+      best->exchange = std::move(exchange);
     }
   }
 
@@ -855,7 +1028,7 @@ class Planner {
                               : static_cast<double>(m) / bw_max_ +
                                     static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        ex = ExchangeInto(node.state, boxes, i, /*record=*/false);
+        ex = ExchangeInto(node.state, boxes, i, /*record=*/false, /*with_groups=*/true);
         kind = EdgeKind::kExchange;
       } else {
         ex = ReduceScatterV(node.state, boxes, i, /*record=*/false);
@@ -864,7 +1037,11 @@ class Planner {
       if (!ex || !Fits(node.recv, &ex->recv, l.recv)) continue;
       Score sc =
           Add(G(node), StepScore(ExchangeSeconds(*ex), static_cast<double>(ex->max_recv), 1));
-      Offer(best, index, kind, static_cast<int>(i), Add(sc, rest));
+      sc = Add(sc, rest);
+      if (!Accepts(*best, sc)) continue;
+      Offer(
+          best, index, kind, static_cast<int>(i), sc,
+          kind == EdgeKind::kExchange ? std::make_shared<const Exchange>(std::move(*ex)) : nullptr);
     }
   }
 
@@ -1218,36 +1395,6 @@ class Planner {
 // ---------------------------------------------------------------------------------------
 // Plan assembly.
 
-std::vector<std::vector<int>> Components(int n, const std::vector<RedistTransfer>& transfers) {
-  std::vector<int> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  auto find = [&](int x) {
-    int root = x;
-    while (parent[root] != root) root = parent[root];
-    while (parent[x] != root) {
-      const int next = parent[x];
-      parent[x] = root;
-      x = next;
-    }
-    return root;
-  };
-  std::vector<bool> involved(n, false);
-  for (const RedistTransfer& t : transfers) {
-    involved[t.src] = involved[t.dst] = true;
-    parent[find(t.src)] = find(t.dst);
-  }
-  std::vector<std::vector<int>> by_root(n);
-  for (int r = 0; r < n; ++r) {
-    if (involved[r]) by_root[find(r)].push_back(r);
-  }
-  std::vector<std::vector<int>> out;
-  for (auto& g : by_root) {
-    if (g.size() >= 2) out.push_back(std::move(g));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 bool TargetHasAxisInDim(const Problem& p, int axis, int dim) {
   if (!p.has_target_state) return false;
   const auto& list = p.tgt.dims[dim];
@@ -1412,23 +1559,28 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       }
       case EdgeKind::kPermute: {
         const Boxes nb = BoxesOf(p, next);
-        Exchange ex =
-            redist_internal::ComputeExchange(p, prev, b, nb.lo, nb.hi, std::vector<char>(n, 1));
+        const std::vector<char> all(n, 1);
+        Exchange ex = redist_internal::ComputeExchange(p, prev, b, nb.lo, nb.hi, all,
+                                                       /*record=*/false, /*with_groups=*/true);
         st.kind = Kind::kPermute;
         st.reason = Reason(p, e, prev, &ex);
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, ex);
-        st.groups = Components(n, st.transfers);
+        st.transfers =
+            redist_internal::LazyExchangeTransfers(p, prev, b, nb.lo, nb.hi, all, ex.num_transfers);
+        st.groups = std::move(ex.groups);
         break;
       }
       case EdgeKind::kReduceScatterV: {
-        std::optional<Exchange> ex = planner.ReduceScatterV(prev, b, b, std::vector<char>(n, 1));
+        const std::vector<char> all(n, 1);
+        std::optional<Exchange> ex = planner.ReduceScatterV(prev, b, b, all, /*record=*/false);
         if (!ex) return Status::Internal("redistribution planner: direct all-reduce failed");
         st.kind = Kind::kAllReduce;
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, *ex);
+        st.transfers = LazyReduceScatterVTransfers(p, prev, b, b, all, ex->num_transfers);
         st.groups = GroupsAlong(p.mesh, st.axes);
         st.reason = "the tensor is a partial sum over " + AxesName(p.mesh, e.axes) +
                     " that every rank needs whole: a direct all-reduce, each rank receiving "
@@ -1460,7 +1612,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
                         "exchanging the target shards directly";
   if (cand.final == EdgeKind::kReduceScatterV) {
     const Boxes b = BoxesOf(p, last.state);
-    std::optional<Exchange> ex = planner.ReduceScatterV(last.state, b, cand.landing);
+    std::optional<Exchange> ex =
+        planner.ReduceScatterV(last.state, b, cand.landing, /*record=*/false);
     if (!ex) return Status::Internal("redistribution planner: reduce-scatter-v not applicable");
     RedistStep st;
     // Every rank keeping its whole block: a direct all-reduce; else a reduce-scatter-v.
@@ -1474,6 +1627,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     st.kind = whole ? Kind::kAllReduce : Kind::kReduceScatter;
     irregular(&st, *ex);
+    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes, landing.want,
+                                               ex->num_transfers);
     st.groups = GroupsAlong(p.mesh, st.axes);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
@@ -1499,9 +1654,13 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     plan.steps.push_back(std::move(st));
   } else if (cand.final == EdgeKind::kExchange) {
     const Boxes b = BoxesOf(p, last.state);
-    Exchange ex = planner.ExchangeInto(last.state, b, cand.landing);
+    // Counts and groups only: the transfer list (up to one per pair of ranks) is expanded
+    // when someone reads it.
+    Exchange ex = cand.exchange ? *cand.exchange
+                                : planner.ExchangeInto(last.state, b, cand.landing,
+                                                       /*record=*/false, /*with_groups=*/true);
     RedistStep st;
-    if (ex.transfers.empty()) {
+    if (ex.num_transfers == 0) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
       bool boxes_change = false;
       for (int r = 0; r < n && !boxes_change; ++r) {
@@ -1528,7 +1687,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       st.reason = Reason(p, {EdgeKind::kExchange, {}, -1, -1}, last.state, &ex) + suffix_note;
     }
     irregular(&st, ex);
-    st.groups = Components(n, st.transfers);
+    st.transfers = LazyExchangeTransfers(p, last.state, b, landing_boxes.lo, landing_boxes.hi,
+                                         landing.want, ex.num_transfers);
+    st.groups = std::move(ex.groups);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1640,25 +1801,25 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
     if (count - (have > 0 ? 1 : 0) > 1) return false;
   }
   Exchange ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active,
-                                                 /*record=*/false);
+                                                 /*record=*/false, /*with_groups=*/true);
   if (ex.messages != 1) return false;
   const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));
   if (bw != cost.MaxBandwidth(p.mesh)) return false;
-  ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active);
   RedistStep st;
   st.kind = is_swap || ex.is_permute ? Kind::kPermute : Kind::kAllToAll;
   st.reason = is_swap ? Reason(p, swap, p.src, &ex)
                       : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
   st.axes = MaskAxes(ex.axes_mask);
   for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
-  st.transfers = std::move(ex.transfers);
+  st.transfers = redist_internal::LazyExchangeTransfers(p, p.src, b, p.target.lo, p.target.hi,
+                                                        p.active, ex.num_transfers);
   st.bytes_recv = ex.recv;
   st.bytes_sent = ex.sent;
   st.bytes_recv_per_rank = ex.max_recv;
   st.bytes_sent_per_rank = ex.max_sent;
   st.messages = ex.messages;
   st.seconds = cost.ExchangeSeconds(ex.messages, static_cast<double>(ex.max_recv), bw);
-  st.groups = Components(p.num_ranks, st.transfers);
+  st.groups = std::move(ex.groups);
   if (!is_swap) st.zero_ranks = p.zero_ranks;
   st.after = p.to;
   RedistPlan& plan = *out;

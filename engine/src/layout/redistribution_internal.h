@@ -130,11 +130,20 @@ struct Exchange {
   uint32_t axes_mask = 0;  // axes of M along which some communicating pair differs
   bool is_permute = false;
   int64_t num_transfers = 0;
+  std::vector<std::vector<int>> groups;  // with_groups: connected sets of communicating ranks
 };
-// With record = false only the counts are computed (no transfer list; faster).
+// With record = false only the counts are computed (no transfer list; faster). with_groups:
+// also the connected sets (sorted, each ascending, at least 2 ranks).
 Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
-                         const std::vector<char>& want, bool record = true);
+                         const std::vector<char>& want, bool record = true,
+                         bool with_groups = false);
+// The transfer list ComputeExchange(p, s, cur, tlo, thi, want) records, as a lazy list of
+// `count` transfers (the exchange's num_transfers): copies what it needs, expands on use.
+RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Boxes& cur,
+                                      const std::vector<int64_t>& tlo,
+                                      const std::vector<int64_t>& thi,
+                                      const std::vector<char>& want, int64_t count);
 
 // Ring receive volume: what each rank of a group of p receives when n elements are reduced
 // and scattered (n - floor(n / p)).

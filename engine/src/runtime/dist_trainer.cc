@@ -121,8 +121,8 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
   const double start = Now();
   if (in.kind == DistInstr::Kind::kRedistribute) {
     const CommStats before = comm.stats();
-    Status st =
-        ExecuteRedistribution(*in.plan, comm, buffers_[in.inputs[0]], &buffers_[in.outputs[0]]);
+    Status st = ExecuteRedistribution(*in.plan, comm, buffers_[in.inputs[0]],
+                                      &buffers_[in.outputs[0]], &redist_workspace_);
     if (!st.ok()) return st.WithContext("redistribution for " + in.reason);
     if (stats) {
       const CommStats after = comm.stats();

@@ -3,6 +3,7 @@
 // tensor) and the traffic the communicator counts equals the plan's bytes on every rank.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <mutex>
 #include <random>
 #include <vector>
@@ -32,7 +33,26 @@ Tensor InputShard(const Layout& l, int r) {
   return Tensor::FromVector(ext, std::move(v));
 }
 
-// Runs `plan` on its ranks; checks values and traffic. Returns false on failure.
+// Checks that the ranks' `outputs` are their shards of plan.to (addends summing to the
+// tensor when it is partial).
+void CheckOutputs(const RedistPlan& plan, const std::vector<Tensor>& outputs,
+                  const std::string& ctx) {
+  const Layout& to = plan.to;
+  for (int r = 0; r < plan.from.mesh().size(); ++r) {
+    ASSERT_EQ(outputs[r].shape(), to.ShardShape()) << ctx;
+    const std::vector<int> group = to.PartialGroup(r);
+    bool bad = false;
+    ForBox(to.ShardOffsets(r), to.ShardShape(),
+           [&](const std::vector<int64_t>& li, const std::vector<int64_t>& gi) {
+             double sum = 0;
+             for (int q : group) sum += outputs[q][LinearOf(to.ShardShape(), li)];
+             if (sum != GlobalValue(LinearOf(to.shape(), gi))) bad = true;
+           });
+    ASSERT_FALSE(bad) << "wrong values on rank " << r << "\n" << ctx;
+  }
+}
+
+// Runs `plan` on its ranks; checks values and traffic.
 void RunAndCheck(const RedistPlan& plan, const std::string& ctx) {
   const int n = plan.from.mesh().size();
   std::vector<Tensor> outputs(n);
@@ -47,19 +67,7 @@ void RunAndCheck(const RedistPlan& plan, const std::string& ctx) {
   });
   ASSERT_TRUE(st.ok()) << st.message() << "\n" << ctx;
   EXPECT_EQ(received, plan.recv_bytes) << ctx;
-  const Layout& to = plan.to;
-  for (int r = 0; r < n; ++r) {
-    ASSERT_EQ(outputs[r].shape(), to.ShardShape()) << ctx;
-    const std::vector<int> group = to.PartialGroup(r);
-    bool bad = false;
-    ForBox(to.ShardOffsets(r), to.ShardShape(),
-           [&](const std::vector<int64_t>& li, const std::vector<int64_t>& gi) {
-             double sum = 0;
-             for (int q : group) sum += outputs[q][LinearOf(to.ShardShape(), li)];
-             if (sum != GlobalValue(LinearOf(to.shape(), gi))) bad = true;
-           });
-    ASSERT_FALSE(bad) << "wrong values on rank " << r << "\n" << ctx;
-  }
+  CheckOutputs(plan, outputs, ctx);
 }
 
 TEST(RedistributionExecutorTest, RandomPlansOnInProcessDevices) {
@@ -98,6 +106,63 @@ TEST(RedistributionExecutorTest, EveryStepKindRuns) {
     Result<RedistPlan> plan = PlanRedistribution(Spec(m, a, shape), Spec(m, b, shape), cost);
     ASSERT_TRUE(plan.ok());
     RunAndCheck(*plan, a + " -> " + b + "\n" + plan->ToString());
+  }
+}
+
+// One workspace per rank and one output tensor per plan, reused over two rounds of random
+// plans on 8 devices (as DistExecutor does every step): the second round writes into the
+// outputs' existing storage, which was poisoned with NaN, and still yields the target shards
+// with exactly the planned traffic.
+TEST(RedistributionExecutorTest, ReusedWorkspaceAndOutputs) {
+  constexpr int kDevices = 8;
+  std::mt19937 rng(777);
+  CostModel cost;
+  std::vector<RedistPlan> plans;
+  for (int i = 0; plans.size() < 40 && i < 5000; ++i) {
+    const redist_test::Case c = redist_test::RandomCase(rng, i % 2 == 0, 16, 1 + i % 3);
+    if (c.from.mesh().size() != kDevices) continue;
+    Result<RedistPlan> plan = PlanRedistribution(c.from, c.to, cost);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    plans.push_back(*std::move(plan));
+  }
+  ASSERT_EQ(plans.size(), 40u);
+  constexpr int kRounds = 2;
+  // outputs[round][plan][rank]; reused[plan][rank]: round 2 wrote into round 1's storage.
+  std::vector<std::vector<std::vector<Tensor>>> outputs(
+      kRounds, std::vector<std::vector<Tensor>>(plans.size(), std::vector<Tensor>(kDevices)));
+  std::vector<std::vector<int>> reused(plans.size(), std::vector<int>(kDevices, 0));
+  std::vector<std::vector<int64_t>> traffic(plans.size(), std::vector<int64_t>(kDevices, -1));
+  std::mutex mu;
+  const Status st = RunOnDevices(kDevices, [&](Communicator& world) -> Status {
+    const int r = world.rank();
+    RedistWorkspace workspace;
+    std::vector<Tensor> mine(plans.size());
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t k = 0; k < plans.size(); ++k) {
+        mine[k].Fill(std::numeric_limits<float>::quiet_NaN());
+        const float* storage = mine[k].data();
+        const int64_t before = world.stats().bytes_received;
+        SHARDSCOPE_RETURN_IF_ERROR(ExecuteRedistribution(
+            plans[k], world, InputShard(plans[k].from, r), &mine[k], &workspace));
+        std::lock_guard<std::mutex> lock(mu);
+        outputs[round][k][r] = mine[k];
+        if (round > 0) {
+          reused[k][r] = mine[k].data() == storage;
+          traffic[k][r] = world.stats().bytes_received - before;
+        }
+      }
+    }
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (size_t k = 0; k < plans.size(); ++k) {
+    const std::string ctx = "plan " + std::to_string(k) + "\n" + plans[k].ToString();
+    for (int round = 0; round < kRounds; ++round) CheckOutputs(plans[k], outputs[round][k], ctx);
+    EXPECT_EQ(traffic[k], plans[k].recv_bytes) << ctx;
+    for (int r = 0; r < kDevices; ++r) {
+      EXPECT_TRUE(reused[k][r]) << "rank " << r << "\n" << ctx;
+    }
+    if (HasFailure()) break;
   }
 }
 

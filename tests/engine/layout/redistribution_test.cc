@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -435,6 +436,69 @@ TEST(RedistributionTest, CacheSharesPlansAcrossThreads) {
 }
 
 // Planning stays fast on bigger meshes (the search works on layouts, not elements).
+// Large irregular steps carry their transfers as a compact description: planning does not
+// list them, reading does (once, shared by copies of the plan), and the list then agrees with
+// the step's per-rank bytes and groups.
+TEST(RedistributionTest, IrregularStepsExpandTheirTransfersOnDemand) {
+  struct Case {
+    DeviceMesh mesh;
+    std::string from, to;
+    Shape shape;
+    Kind kind;
+    int64_t transfers;
+  };
+  const std::vector<Case> cases = {
+      // All-to-all-v: every rank needs a piece from each of the 63 others.
+      {MakeMesh({4, 16}, {"a", "b"}),
+       "-,(a,b),-,-",
+       "-,-,-,a",
+       {3, 64, 1, 4},
+       Kind::kAllToAll,
+       64 * 63},
+      // Direct all-reduce of a one-element partial sum: each rank gets the 7 other addends.
+      {MakeMesh({8}, {"a"}), "-|P(a)", "-", {1}, Kind::kAllReduce, 8 * 7},
+  };
+  for (const Case& c : cases) {
+    Result<RedistPlan> planned =
+        PlanRedistribution(Spec(c.mesh, c.from, c.shape), Spec(c.mesh, c.to, c.shape), CostModel{});
+    ASSERT_TRUE(planned.ok()) << planned.status().message();
+    ASSERT_EQ(planned->steps.size(), 1u) << planned->ToString();
+    const RedistStep& step = planned->steps[0];
+    ASSERT_EQ(step.kind, c.kind) << planned->ToString();
+    ASSERT_TRUE(step.irregular());
+    EXPECT_FALSE(step.transfers.expanded());
+    EXPECT_EQ(step.transfers.size(), c.transfers);
+    const RedistPlan copy = *planned;  // shares the description
+    const int n = c.mesh.size();
+    std::vector<int64_t> recv(n, 0), sent(n, 0);
+    std::vector<int> parent(n);
+    std::iota(parent.begin(), parent.end(), 0);
+    auto find = [&](int x) {
+      while (parent[x] != x) x = parent[x];
+      return x;
+    };
+    for (const RedistTransfer& t : copy.steps[0].transfers) {
+      recv[t.dst] += NumElements(t.extent) * 4;
+      sent[t.src] += NumElements(t.extent) * 4;
+      parent[find(t.src)] = find(t.dst);
+    }
+    EXPECT_TRUE(step.transfers.expanded());
+    EXPECT_EQ(static_cast<int64_t>(step.transfers.list().size()), c.transfers);
+    EXPECT_EQ(&step.transfers.list(), &copy.steps[0].transfers.list());
+    EXPECT_EQ(recv, step.bytes_recv);
+    EXPECT_EQ(sent, step.bytes_sent);
+    std::vector<std::vector<int>> groups(n);
+    for (int r = 0; r < n; ++r) groups[find(r)].push_back(r);
+    std::erase_if(groups, [](const std::vector<int>& g) { return g.size() < 2; });
+    std::sort(groups.begin(), groups.end());
+    EXPECT_EQ(groups, step.groups);
+    // And the plan is right (the simulator reads the list).
+    const redist_test::SimResult sim = Simulate(copy);
+    EXPECT_TRUE(sim.ok) << sim.error;
+    EXPECT_EQ(sim.recv, copy.recv_bytes);
+  }
+}
+
 TEST(RedistributionTest, PlansBigMeshesQuickly) {
   const DeviceMesh m = MakeMesh({4, 4, 4, 4}, {"pp", "dp", "sp", "mp"});
   const Shape shape = {1024, 512, 256};
