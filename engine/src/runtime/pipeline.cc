@@ -33,6 +33,8 @@ void CopyRows(const Tensor& whole, int64_t row, Tensor* dst) {
   std::memcpy(Bytes(*dst).data(), src + row * per_row * 4, dst->size() * 4);
 }
 
+// Tags 0..kPipelineTags-1 carry activations and gradients; the recorder uses one above.
+constexpr int kPipelineTags = 7000;
 int Tag(int edge, int micro, int micro_count) { return edge * micro_count + micro; }
 
 }  // namespace
@@ -146,7 +148,7 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
       t->program_, PlaceGraph(g, {t->model_.loss}, params, grad_values, options.workers));
   SHARDSCOPE_ASSIGN_OR_RETURN(t->eval_program_,
                               PlaceGraph(g, {t->model_.logits}, {}, {}, options.workers));
-  if (static_cast<int64_t>(t->program_.edges.size()) * options.micro_batches > kMaxTag) {
+  if (static_cast<int64_t>(t->program_.edges.size()) * options.micro_batches > kPipelineTags) {
     return Status::Invalid(std::to_string(t->program_.edges.size()) + " cut edges times " +
                            std::to_string(options.micro_batches) +
                            " micro-batches exceed the message tags available");

@@ -56,5 +56,18 @@ int main() {
       std::printf("%s %s on %d ranks\n", ok ? "PASS" : "FAIL", c.name.c_str(), world.size());
     failed += ok ? 0 : 1;
   }
+  // A placed operator sharded over a sub-mesh is refused on every rank, before any message.
+  auto model = testing_law::BuildCrossingChain(8);
+  if (!model.ok()) return 1;
+  model->graph.mutable_node(model->graph.FindNode("d2.matmul")).annotations.in_strategy =
+      "((1,2),(2,1))";
+  auto refused = PipelineTrainer::Create(std::move(*model), testing_law::LawConfig(),
+                                         PipelineOptions{world.size(), 1}, world.rank());
+  const bool rejected = !refused.ok() && refused.status().code() == StatusCode::kNotImplemented &&
+                        refused.status().message().find("sub-mesh") != std::string::npos;
+  if (world.rank() == 0)
+    std::printf("%s placed + sharded block rejected on %d ranks\n", rejected ? "PASS" : "FAIL",
+                world.size());
+  failed += rejected ? 0 : 1;
   return failed == 0 ? 0 : 1;
 }
