@@ -61,7 +61,7 @@ struct RunReader::Impl {
   Stmt tensors_all, tensor_by_id, edges_all, edges_into, edges_from, edges_of_tensor;
   Stmt redists_all, redist_by_id, redists_of_op, redists_of_tensor, rsteps_all, rsteps_of;
   Stmt programs, instructions, send_recvs;
-  Stmt steps, rank_steps, rank_series, rank_totals, evaluations, events;
+  Stmt steps, rank_steps, rank_series, rank_totals, evaluations, events, pipeline_spans;
 
   ~Impl() {
     for (Stmt* s : AllStatements()) *s = Stmt();
@@ -69,12 +69,13 @@ struct RunReader::Impl {
   }
 
   std::vector<Stmt*> AllStatements() {
-    return {&run,          &counts,       &meshes,        &ops_all,           &op_by_id,
-            &ops_by_name,  &ops_in_scope, &cands_all,     &cands_of_op,       &tensors_all,
-            &tensor_by_id, &edges_all,    &edges_into,    &edges_from,        &edges_of_tensor,
-            &redists_all,  &redist_by_id, &redists_of_op, &redists_of_tensor, &rsteps_all,
-            &rsteps_of,    &programs,     &instructions,  &send_recvs,        &steps,
-            &rank_steps,   &rank_series,  &rank_totals,   &evaluations,       &events};
+    return {&run,           &counts,       &meshes,        &ops_all,           &op_by_id,
+            &ops_by_name,   &ops_in_scope, &cands_all,     &cands_of_op,       &tensors_all,
+            &tensor_by_id,  &edges_all,    &edges_into,    &edges_from,        &edges_of_tensor,
+            &redists_all,   &redist_by_id, &redists_of_op, &redists_of_tensor, &rsteps_all,
+            &rsteps_of,     &programs,     &instructions,  &send_recvs,        &steps,
+            &rank_steps,    &rank_series,  &rank_totals,   &evaluations,       &events,
+            &pipeline_spans};
   }
 
   Status Error(int rc, std::string_view what) const {
@@ -173,6 +174,10 @@ Status RunReader::Impl::PrepareAll() {
       {&events,
        "SELECT id, time, level, step, rank, source, message FROM event WHERE id > ?1 "
        "ORDER BY id LIMIT ?2"},
+      {&pipeline_spans,
+       "SELECT step, rank, micro_batch, phase, start_seconds, end_seconds, compute_seconds, "
+       "idle_seconds FROM pipeline_span WHERE step BETWEEN ?1 AND ?2 "
+       "ORDER BY step, rank, start_seconds"},
   };
   for (const auto& [stmt, sql] : statements) {
     const int rc = stmt->Prepare(db, sql);
@@ -767,6 +772,30 @@ Result<std::vector<SendRecvRecord>> RunReader::SendRecvs() const {
     p.dst_op = s.Ref(5);
     p.bytes = s.Int(6);
     p.is_backward = s.Bool(7);
+    out.push_back(std::move(p));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<PipelineSpanRecord>> RunReader::PipelineSpans(int64_t first,
+                                                                 int64_t last) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->pipeline_spans;
+  s.BindInt(1, first);
+  s.BindInt(2, last);
+  std::vector<PipelineSpanRecord> out;
+  Status st = impl_->ForEach(s, "reading the pipeline timeline", [&] {
+    PipelineSpanRecord p;
+    p.step = s.Int(0);
+    p.rank = s.Int(1);
+    p.micro_batch = s.Int(2);
+    p.phase = s.Text(3);
+    p.start_seconds = s.Double(4);
+    p.end_seconds = s.Double(5);
+    p.compute_seconds = s.Double(6);
+    p.idle_seconds = s.Double(7);
     out.push_back(std::move(p));
     return Status::Ok();
   });

@@ -232,9 +232,25 @@ CREATE TABLE event (
 CREATE INDEX event_by_step ON event(step);
 )sql";
 
+// Version 2: the pipeline timeline of placed runs (issue 8).
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE pipeline_span (
+  step            INTEGER NOT NULL,
+  rank            INTEGER NOT NULL,
+  micro_batch     INTEGER NOT NULL,
+  phase           TEXT    NOT NULL,
+  start_seconds   REAL,
+  end_seconds     REAL,
+  compute_seconds REAL,
+  idle_seconds    REAL,
+  PRIMARY KEY (step, rank, micro_batch, phase)
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema: run, meshes, graph, strategies, redistributions, partition, training",
      kSchemaV1},
+    {2, "pipeline timeline: pipeline_span", kSchemaV2},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
@@ -244,9 +260,10 @@ std::span<const Migration> Migrations() { return kMigrations; }
 
 const std::vector<std::string>& RequiredTables() {
   static const std::vector<std::string> tables = {
-      "run",       "mesh",           "operator",    "candidate",  "tensor",
-      "edge",      "redistribution", "redist_step", "program",    "instruction",
-      "send_recv", "step",           "rank_step",   "evaluation", "event"};
+      "run",       "mesh",        "operator",       "candidate",
+      "tensor",    "edge",        "redistribution", "redist_step",
+      "program",   "instruction", "send_recv",      "step",
+      "rank_step", "evaluation",  "event",          "pipeline_span"};
   return tables;
 }
 

@@ -153,7 +153,7 @@ struct RunWriter::Impl {
   Stmt undo_candidates, undo_op, undo_redist_steps, undo_redist, undo_instructions, undo_program;
   Stmt undo_rank_steps, undo_step;
   Stmt mesh, op, candidate, tensor, edge, redist, redist_step, program, instruction, send_recv;
-  Stmt step, rank_step, evaluation, event;
+  Stmt step, rank_step, evaluation, event, pipeline_span;
 
   // Background checkpoints (a connection of their own).
   sqlite3* ckpt_db = nullptr;
@@ -355,6 +355,9 @@ Status RunWriter::Impl::PrepareAll() {
       {&event,
        "INSERT INTO event (time, level, step, rank, source, message) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+      {&pipeline_span,
+       "INSERT INTO pipeline_span (step, rank, micro_batch, phase, start_seconds, end_seconds, "
+       "compute_seconds, idle_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
   };
   for (const auto& [stmt, sql] : statements) {
     if (Status st = Prepare(*stmt, sql); !st.ok()) return st;
@@ -376,7 +379,8 @@ void RunWriter::Impl::FinalizeStatements() {
                   &redist_step,  &program,
                   &instruction,  &send_recv,
                   &step,         &rank_step,
-                  &evaluation,   &event}) {
+                  &evaluation,   &event,
+                  &pipeline_span}) {
     *s = Stmt();
   }
 }
@@ -864,6 +868,22 @@ Status RunWriter::AddSendRecv(const SendRecvRecord& p) {
   s.BindInt(6, p.bytes);
   s.BindBool(7, p.is_backward);
   return d.Run(s, "recording a send/receive pair");
+}
+
+Status RunWriter::AddPipelineSpan(const PipelineSpanRecord& p) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  if (Status st = d.Ready(); !st.ok()) return st;
+  Stmt& s = d.pipeline_span;
+  s.BindInt(1, p.step);
+  s.BindInt(2, p.rank);
+  s.BindInt(3, p.micro_batch);
+  s.BindText(4, p.phase);
+  s.BindDouble(5, p.start_seconds);
+  s.BindDouble(6, p.end_seconds);
+  s.BindDouble(7, p.compute_seconds);
+  s.BindDouble(8, p.idle_seconds);
+  return d.Run(s, "recording a pipeline span");
 }
 
 Status RunWriter::AddStep(const StepRecord& r) {

@@ -110,7 +110,8 @@ TEST(CorruptFile, MissingOrChangedTables) {
 
   MakeRunFile(path);
   Sql(path, "DROP TABLE step; CREATE TABLE step (step INTEGER PRIMARY KEY)");
-  ExpectRefused(path, ErrorCode::kCorrupt, "do not match schema version 1");
+  ExpectRefused(path, ErrorCode::kCorrupt,
+                "do not match schema version " + std::to_string(kSchemaVersion));
 
   MakeRunFile(path);
   Sql(path, "DELETE FROM run");

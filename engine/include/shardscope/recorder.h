@@ -10,9 +10,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "shardscope/communicator.h"
 #include "shardscope/dist_trainer.h"
+#include "shardscope/placement.h"
 #include "shardscope/store/writer.h"
 
 namespace shardscope {
@@ -29,12 +31,20 @@ class Recorder {
   // steps, and the per-rank program. One transaction.
   Status RecordPlan(const Graph& graph, const DistProgram& program);
 
+  // A placed model (placement.h): operators with their worker, tensors, edges, one program
+  // per worker (rank = worker, role "worker") with its send/recv instructions (bytes per
+  // message), and one send_recv row per cut edge with its bytes per training step
+  // (message bytes times `micro_batches`). One transaction.
+  Status RecordPlacement(const Graph& graph, const PlacedProgram& program, int micro_batches);
+
   // One training step with every rank's figures (ranks[r] from GatherRankStep). Queued: a
   // background thread writes and commits it (one commit per step while it keeps up, fewer
   // and larger ones when it falls behind), so training does not wait for the disk. A write
   // error is returned by a later call and by Finish().
   Status RecordStep(int64_t step, int64_t epoch, double loss, double seconds,
                     const std::vector<store::RankStepRecord>& ranks);
+  // One step's pipeline timeline (placed runs), queued and written like RecordStep.
+  Status RecordPipelineSpans(const std::vector<store::PipelineSpanRecord>& spans);
   Status RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
                           int64_t samples, double seconds);
   Status RecordEvent(const std::string& level, const std::string& text);
@@ -52,6 +62,7 @@ class Recorder {
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<store::StepRecord> queue_;
+  std::vector<store::PipelineSpanRecord> span_queue_;
   bool stop_ = false;
   Status error_;  // the first write error of the background thread
   std::thread thread_;

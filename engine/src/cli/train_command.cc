@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "cli/train_placed.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
 #include "shardscope/dist_trainer.h"
@@ -33,6 +34,8 @@ struct TrainOptions {
   int64_t log_every = 0;
   std::string record;  // empty: runs/<name>-<time>.db
   bool no_record = false;
+  int micro_batches = 1;           // placed models (train_placed.h)
+  std::string schedule = "gpipe";  // placed models
 };
 
 Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
@@ -104,14 +107,6 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
   }
   // Annotations are honoured or refused, never dropped silently.
   if (!o.ignore_parallel) {
-    for (const AnnotationEntry& a : parallel.annotations) {
-      if (a.annotations.worker >= 0) {
-        return Status::NotImplemented(a.location.ToString() + ": place(worker, " +
-                                      std::to_string(a.annotations.worker) + ") on " + a.op +
-                                      " is not implemented yet (issue 8); run with "
-                                      "--ignore-parallel to train without it");
-      }
-    }
     if (!parallel.shard_blocks.empty()) {
       const ShardBlockEntry& b = parallel.shard_blocks[0];
       return Status::NotImplemented(
@@ -325,6 +320,12 @@ int RunTrain(const TrainOptions& o) {
                                    " is larger than the training set (" +
                                    std::to_string(train->size()) + " examples)");
   }
+  if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
+    return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
+                           o.micro_batches, o.schedule, o.dump_ir, o.record, o.no_record,
+                           o.log_every});
+  }
+  if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
   {
     auto model = mf->Build(tc.batch);
@@ -422,8 +423,12 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Devices: --devices N runs N in-process devices (threads); under mpirun each rank is a\n"
       "device and --devices must agree or be omitted. Modes: stand_alone (1 device),\n"
       "data_parallel (batch split, strategies ignored), semi_auto (the model file's\n"
-      "strategies and layouts; other operators data-parallel). Not yet: auto (searches),\n"
-      "place() and shard() blocks; --ignore-parallel trains such a model without them.\n"
+      "strategies and layouts; other operators data-parallel). Not yet: auto (searches)\n"
+      "and shard() blocks; --ignore-parallel trains such a model without them.\n"
+      "Placed models (place: in the file, seed 001) run one worker per device, joined by\n"
+      "send/receive; --micro-batches M pipelines each batch (gpipe or 1f1b schedule):\n"
+      "  shardscope train samples/models/lenet5_place.yaml --devices 5 --micro-batches 4\n"
+      "  shardscope launch -n 5 -- train samples/models/lenet5_place.yaml   (MPI)\n"
       "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
       "Flags override the model file's training section.");
@@ -452,6 +457,13 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--log-every", o->log_every,
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(CLI::PositiveNumber);
+  app->add_option("--micro-batches", o->micro_batches,
+                  "Placed models: split each batch into M micro-batches, pipelined over the "
+                  "workers (gradients accumulated: same result)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--schedule", o->schedule,
+                  "Placed models: gpipe (all forwards, then all backwards) or 1f1b")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}));
   app->add_option(
       "--dump-ir", o->dump_ir,
       "Write the graph after autodiff and the program after each partitioning pass to FILE");

@@ -125,10 +125,11 @@ Result<std::vector<OpStrategy>> AssignStrategies(const Graph& g, const Partition
       strategies[n.id] = InferBackward(g, sig, n, strategies, sigs);
       continue;
     }
-    if (n.annotations.worker >= 0) {  // refused, never ignored
+    if (n.annotations.worker >= 0) {  // placed graphs go to PlaceGraph (placement.h)
       return Status::NotImplemented("operator '" + n.name + "': place(\"worker\", " +
                                     std::to_string(n.annotations.worker) +
-                                    ") is not implemented yet (issue 8)");
+                                    ") cannot be combined with SPMD sharding; placed models "
+                                    "run one worker per rank (placement.h, pipeline.h)");
     }
     if (n.annotations.in_strategy.empty()) {
       strategies[n.id] = DataParallelStrategy(sig, shapes, o.devices);

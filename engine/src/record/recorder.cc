@@ -30,6 +30,19 @@ std::string TensorKind(const Value& v, bool is_grad) {
   return is_grad ? "gradient" : "activation";
 }
 
+// A tensor's record without its layout.
+store::TensorRecord TensorOf(const Value& v, bool is_grad) {
+  store::TensorRecord t;
+  t.id = v.id;
+  t.name = v.name;
+  t.shape.assign(v.shape.begin(), v.shape.end());
+  t.dtype = DTypeName(v.dtype);
+  t.kind = TensorKind(v, is_grad);
+  t.producer_op = v.producer == kNoNode ? store::kNone : v.producer;
+  t.producer_output = v.producer_output;
+  return t;
+}
+
 // Meshes, each recorded once, keyed by their printed form.
 class MeshTable {
  public:
@@ -77,14 +90,19 @@ const std::string& Recorder::path() const { return writer_->path(); }
 void Recorder::WriteLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (queue_.empty() && stop_) return;
+    wake_.wait(lock, [this] { return stop_ || !queue_.empty() || !span_queue_.empty(); });
+    if (queue_.empty() && span_queue_.empty() && stop_) return;
     std::deque<store::StepRecord> batch;
     batch.swap(queue_);
+    std::vector<store::PipelineSpanRecord> spans;
+    spans.swap(span_queue_);
     lock.unlock();
     Status st;
     for (const store::StepRecord& s : batch) {
       if (st.ok()) st = FromStore(writer_->AddStep(s));
+    }
+    for (const store::PipelineSpanRecord& s : spans) {
+      if (st.ok()) st = FromStore(writer_->AddPipelineSpan(s));
     }
     if (st.ok()) st = FromStore(writer_->Commit());
     lock.lock();
@@ -133,14 +151,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
     for (ValueId v : n.outputs) is_grad[v] = n.is_backward;
   }
   for (const Value& v : g.values()) {
-    store::TensorRecord t;
-    t.id = v.id;
-    t.name = v.name;
-    t.shape.assign(v.shape.begin(), v.shape.end());
-    t.dtype = DTypeName(v.dtype);
-    t.kind = TensorKind(v, is_grad[v.id]);
-    t.producer_op = v.producer == kNoNode ? store::kNone : v.producer;
-    t.producer_output = v.producer_output;
+    store::TensorRecord t = TensorOf(v, is_grad[v.id]);
     if (p.home[v.id] >= 0) {
       const Layout& l = p.values[p.home[v.id]].layout;
       t.layout = l.ToString();
@@ -246,6 +257,83 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
   return FromStore(writer_->Commit());
 }
 
+Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int micro_batches) {
+  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->Begin()));
+  std::vector<bool> is_grad(g.num_values(), false);
+  for (const Node& n : g.nodes()) {
+    for (ValueId v : n.outputs) is_grad[v] = n.is_backward;
+    store::OperatorRecord op;
+    op.id = n.id;
+    op.name = n.name;
+    op.scope = Scope(n.name);
+    op.kind = OpName(n.op);
+    op.is_backward = n.is_backward;
+    op.forward_id = n.forward_node;
+    op.provenance = n.annotations.worker >= 0 ? "user" : n.is_backward ? "derived" : "default";
+    op.provenance_detail = n.annotations.worker >= 0
+                               ? "place(\"worker\", " + std::to_string(n.annotations.worker) + ")"
+                           : n.is_backward ? "runs with its forward operator"
+                                           : "not placed: worker 0";
+    if (n.is_backward) op.provenance_op = n.forward_node;
+    op.worker = p.node_worker[n.id] >= 0 ? p.node_worker[n.id] : store::kNone;
+    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddOperator(op)));
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Value& v = g.value(n.inputs[k]);
+      store::EdgeRecord e;
+      e.tensor_id = v.id;
+      e.src_op = v.producer == kNoNode ? store::kNone : v.producer;
+      e.src_output = v.producer_output;
+      e.dst_op = n.id;
+      e.dst_input = static_cast<int64_t>(k);
+      SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEdge(e)));
+    }
+  }
+  for (const Value& v : g.values()) {
+    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddTensor(TensorOf(v, is_grad[v.id]))));
+  }
+  for (int w = 0; w < p.workers; ++w) {
+    store::ProgramRecord program;
+    program.rank = w;
+    program.role = "worker";
+    program.text = p.WorkerText(g, w);
+    const WorkerProgram& wp = p.programs[w];
+    for (const auto* list : {&wp.forward, &wp.backward}) {
+      for (const PlacedInstr& in : *list) {
+        store::InstructionRecord ir;
+        ir.ordinal = static_cast<int64_t>(program.instructions.size());
+        if (in.kind == PlacedInstr::Kind::kCompute) {
+          ir.kind = "compute";
+          ir.op_id = in.node;
+          ir.text = g.node(in.node).name + " = " + OpName(g.node(in.node).op);
+        } else {
+          const CutEdge& e = p.edges[in.edge];
+          const bool send = in.kind == PlacedInstr::Kind::kSend;
+          ir.kind = send ? "send" : "recv";
+          ir.tensor_id = e.value;
+          ir.peer = send ? e.dst_worker : e.src_worker;
+          ir.bytes = e.bytes;
+          ir.text = (send ? "send " : "recv ") + g.value(e.value).name +
+                    (send ? " -> worker " : " <- worker ") + std::to_string(ir.peer);
+        }
+        program.instructions.push_back(std::move(ir));
+      }
+    }
+    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddProgram(program)));
+  }
+  for (const CutEdge& e : p.edges) {
+    store::SendRecvRecord sr;
+    sr.tensor_id = e.value;
+    sr.src_rank = e.src_worker;
+    sr.dst_rank = e.dst_worker;
+    sr.src_op = e.src_node;
+    sr.dst_op = e.dst_node;
+    sr.bytes = e.bytes * micro_batches;  // per training step
+    sr.is_backward = e.is_backward;
+    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddSendRecv(sr)));
+  }
+  return FromStore(writer_->Commit());
+}
+
 Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double seconds,
                             const std::vector<store::RankStepRecord>& ranks) {
   store::StepRecord s;
@@ -260,6 +348,16 @@ Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double sec
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_.ok()) return error_;
     queue_.push_back(std::move(s));
+  }
+  wake_.notify_one();
+  return Status::Ok();
+}
+
+Status Recorder::RecordPipelineSpans(const std::vector<store::PipelineSpanRecord>& spans) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_.ok()) return error_;
+    span_queue_.insert(span_queue_.end(), spans.begin(), spans.end());
   }
   wake_.notify_one();
   return Status::Ok();

@@ -85,6 +85,10 @@ class RunReader {
   Result<std::vector<std::pair<int64_t, RankStepRecord>>> RankSeries(int64_t rank) const;
   Result<std::vector<RankTotalsRecord>> RankTotals() const;  // by rank
   Result<std::vector<EvaluationRecord>> Evaluations() const;
+  // The pipeline timeline of steps first..last, by (step, rank, start).
+  Result<std::vector<PipelineSpanRecord>> PipelineSpans(
+      int64_t first = std::numeric_limits<int64_t>::min(),
+      int64_t last = std::numeric_limits<int64_t>::max()) const;
   // Events with id > after_id in id order, at most `limit` (< 0: all).
   Result<std::vector<EventRecord>> Events(int64_t after_id = 0, int64_t limit = -1) const;
 

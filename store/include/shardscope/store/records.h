@@ -26,7 +26,7 @@ namespace shardscope::store {
 
 // The run file's format: PRAGMA application_id and PRAGMA user_version.
 inline constexpr int32_t kApplicationId = 0x53685363;  // "ShSc"
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 inline constexpr int64_t kNone = -1;
 inline constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
@@ -243,6 +243,21 @@ struct RankStepRecord {
 };
 
 static_assert(std::is_trivially_copyable_v<RankStepRecord>);
+
+// One phase (forward or backward) of one micro-batch on one worker during one step of a
+// pipelined placed run: the pipeline timeline. Times in seconds from the worker's start of
+// the step (workers start a step together: the previous step ends with a collective).
+struct PipelineSpanRecord {
+  int64_t step = 0;
+  int64_t rank = 0;  // the worker
+  int64_t micro_batch = 0;
+  std::string phase;  // "forward" or "backward"
+  double start_seconds = 0;
+  double end_seconds = 0;
+  double compute_seconds = 0;  // in kernels
+  double idle_seconds = 0;     // waiting for messages
+  friend bool operator==(const PipelineSpanRecord&, const PipelineSpanRecord&) = default;
+};
 
 // One training step. A step number is unique in a run.
 struct StepRecord {

@@ -85,7 +85,8 @@ class RunWriter {
   // Training. A step number may be recorded once. A `time` of 0 is taken as now.
   Status AddStep(const StepRecord& step);                    // with its per-rank figures
   Status AddEvaluation(const EvaluationRecord& evaluation);  // id assigned by the store
-  Status AddEvent(const EventRecord& event);                 // id assigned by the store
+  Status AddPipelineSpan(const PipelineSpanRecord& span);
+  Status AddEvent(const EventRecord& event);  // id assigned by the store
   // An event now: time = now, no step or rank unless given.
   Status AddEvent(std::string_view level, std::string_view source, std::string_view text,
                   int64_t step = kNone, int64_t rank = kNone);

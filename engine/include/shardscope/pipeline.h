@@ -1,0 +1,125 @@
+// Training a placed model (placement.h): one worker per rank, micro-batch pipelining.
+//
+// Every rank creates a PipelineTrainer with the same model and options and its own rank;
+// the communicator spans all ranks (in-process devices or MPI). Each worker runs only its
+// program: its operators, its parameters and their optimizer state, and point-to-point
+// sends/receives along the cut edges (tag = edge * micro_batches + micro-batch).
+//
+// Micro-batches. The model is built with the micro-batch size b; Step() takes the global
+// batch of M * b examples, runs M micro-batches and applies the mean of their gradients
+// once (gradient accumulation), so for a loss that is a mean over the batch it equals the
+// non-pipelined step up to float rounding (the correctness law). Schedules per worker:
+//   gpipe  F0 F1 .. F(M-1) B0 B1 .. B(M-1)
+//   1f1b   (stages - 1 - stage) warm-up forwards, then one forward / one backward, then
+//          the remaining backwards (fewer live activations). Needs each worker to be one
+//          contiguous stage of a chain: when a placement crosses workers back and forth
+//          the schedule would deadlock, which Create() detects (by simulating the message
+//          order) and refuses, naming the worker.
+// Stochastic operators (Dropout) see the step number, not the micro-batch: with M > 1
+// their masks differ from the non-pipelined run.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shardscope/communicator.h"
+#include "shardscope/data.h"
+#include "shardscope/optimizer.h"
+#include "shardscope/placement.h"
+#include "shardscope/trainer.h"
+
+namespace shardscope {
+
+enum class PipelineSchedule { kGPipe, kOneFOneB };
+const char* PipelineScheduleName(PipelineSchedule schedule);  // "gpipe", "1f1b"
+Result<PipelineSchedule> ParsePipelineSchedule(const std::string& name);
+
+struct PipelineOptions {
+  int workers = 1;        // ranks of the communicator; must exceed the highest placed worker
+  int micro_batches = 1;  // M
+  PipelineSchedule schedule = PipelineSchedule::kGPipe;
+};
+
+// One phase of one micro-batch on one worker. Times in seconds from the start of the
+// worker's Step() (workers start a step together: the previous one ends with a collective).
+struct PhaseSpan {
+  int micro_batch = 0;
+  bool backward = false;
+  double start = 0, end = 0;
+  double compute_seconds = 0;  // in kernels
+  double idle_seconds = 0;     // waiting in receives
+};
+
+// Accumulated over steps on one worker.
+struct WorkerStats {
+  double compute_seconds = 0;
+  double idle_seconds = 0;  // waiting for messages
+  double step_seconds = 0;  // wall time inside Step()
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  int64_t parameter_bytes = 0;
+  int64_t activation_bytes = 0;  // buffers of all micro-batches
+};
+
+class PipelineTrainer {
+ public:
+  // Differentiates `model` (built with the micro-batch size), places it on
+  // `options.workers` workers and initialises this worker's parameters from the seed (the
+  // numbers a single-device Trainer draws).
+  static Result<std::unique_ptr<PipelineTrainer>> Create(ModelGraph model,
+                                                         const TrainConfig& config,
+                                                         const PipelineOptions& options, int rank);
+
+  // One step on the global batch (micro_batches * b examples; every worker passes the same
+  // batch). Returns the batch's mean loss on every worker.
+  Result<float> Step(Communicator& comm, const Tensor& images, const Tensor& labels);
+  // Top-1 accuracy on `data` (forward only, in batches of b); the same on every worker.
+  Result<double> Evaluate(Communicator& comm, const Dataset& data);
+
+  const Graph& graph() const { return model_.graph; }
+  const PlacedProgram& program() const { return program_; }
+  const PlacedProgram& eval_program() const { return eval_program_; }
+  const PipelineOptions& options() const { return options_; }
+  int rank() const { return rank_; }
+  const std::vector<ValueId>& parameters() const { return params_; }  // all, graph order
+  // This worker's copy of a parameter; nullptr when another worker owns it.
+  const Tensor* Parameter(ValueId param) const;
+  const WorkerStats& stats() const { return stats_; }
+  const std::vector<PhaseSpan>& last_step_spans() const { return spans_; }
+
+ private:
+  PipelineTrainer() = default;
+  Tensor& Buffer(int micro, ValueId v);
+  Status RunPhase(Communicator& comm, const PlacedProgram& program,
+                  const std::vector<PlacedInstr>& instrs, int micro, int micro_count, bool training,
+                  PhaseSpan* span);
+
+  ModelGraph model_;
+  TrainConfig config_;
+  PipelineOptions options_;
+  PlacedProgram program_, eval_program_;
+  std::vector<std::pair<bool, int>> order_;  // this worker's (backward, micro) phases
+  int rank_ = 0;
+  std::vector<Tensor> shared_;              // parameters and constants
+  std::vector<std::vector<Tensor>> micro_;  // per micro-batch, activations and batch
+  std::vector<Tensor> grad_sum_;            // per owned parameter
+  std::vector<ValueId> params_;
+  std::vector<Tensor*> param_ptrs_;
+  std::vector<const Tensor*> grad_ptrs_;
+  std::unique_ptr<Optimizer> optimizer_;
+  WorkerStats stats_;
+  std::vector<PhaseSpan> spans_;
+  int64_t step_ = 0;
+};
+
+// Each worker's phase order for `program` (see the schedules above).
+std::vector<std::vector<std::pair<bool, int>>> PipelineOrder(const PlacedProgram& program,
+                                                             const PipelineOptions& options);
+// Whether running the orders completes: every receive is eventually matched by a send
+// (sends never block). Otherwise an error naming a worker stuck and the message it waits
+// for.
+Status CheckDeadlockFree(const Graph& graph, const PlacedProgram& program,
+                         const std::vector<std::vector<std::pair<bool, int>>>& order);
+
+}  // namespace shardscope

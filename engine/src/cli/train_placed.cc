@@ -1,0 +1,303 @@
+// `shardscope train` for placed models: one worker per device, micro-batch pipelining.
+#include "cli/train_placed.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/progress.h"
+#include "shardscope/communicator.h"
+#include "shardscope/pipeline.h"
+#include "shardscope/recorder.h"
+
+namespace shardscope::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The placed operator with the highest worker (nullptr: none).
+const AnnotationEntry* HighestPlaced(const ModelFile& mf) {
+  const AnnotationEntry* best = nullptr;
+  for (const AnnotationEntry& a : mf.parallel().annotations) {
+    if (a.annotations.worker >= 0 &&
+        (best == nullptr || a.annotations.worker > best->annotations.worker))
+      best = &a;
+  }
+  return best;
+}
+
+struct Setup {
+  const PlacedTrainRequest* request;
+  PipelineOptions options;
+  int64_t micro_batch = 0;
+  Recorder* recorder = nullptr;  // rank 0 only
+};
+
+Result<std::unique_ptr<PipelineTrainer>> MakeTrainer(const Setup& s, int rank) {
+  const PlacedTrainRequest& r = *s.request;
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, r.model->Build(s.micro_batch));
+  return PipelineTrainer::Create(
+      std::move(model), TrainConfig{r.training.seed, r.training.optimizer}, s.options, rank);
+}
+
+// This step's figures of every worker, and its pipeline timeline, to rank 0's recorder.
+Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
+                  WorkerStats* previous, int64_t step, int64_t epoch, float loss, double seconds) {
+  const WorkerStats& now = t.stats();
+  store::RankStepRecord mine;
+  mine.rank = comm.rank();
+  mine.compute_seconds = now.compute_seconds - previous->compute_seconds;
+  mine.comm_seconds = now.idle_seconds - previous->idle_seconds;
+  mine.bytes_sent = now.bytes_sent - previous->bytes_sent;
+  mine.bytes_recv = now.bytes_received - previous->bytes_received;
+  mine.param_bytes = now.parameter_bytes;
+  mine.grad_bytes = now.parameter_bytes;
+  mine.optimizer_bytes = now.parameter_bytes;  // momentum: one buffer per parameter
+  mine.activation_bytes = now.activation_bytes;
+  mine.peak_bytes = 3 * now.parameter_bytes + now.activation_bytes;
+  *previous = now;
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
+  // Spans: every worker runs 2 * M phases per step, so the blocks have equal sizes.
+  std::vector<float> spans;
+  for (const PhaseSpan& p : t.last_step_spans()) {
+    spans.insert(spans.end(),
+                 {static_cast<float>(p.micro_batch), p.backward ? 1.0f : 0.0f,
+                  static_cast<float>(p.start), static_cast<float>(p.end),
+                  static_cast<float>(p.compute_seconds), static_cast<float>(p.idle_seconds)});
+  }
+  std::vector<float> all(spans.size() * comm.size());
+  SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(spans, all));
+  if (s.recorder == nullptr) return Status::Ok();
+  SHARDSCOPE_RETURN_IF_ERROR(s.recorder->RecordStep(step, epoch, loss, seconds, ranks));
+  std::vector<store::PipelineSpanRecord> records;
+  for (size_t i = 0; i + 6 <= all.size(); i += 6) {
+    store::PipelineSpanRecord r;
+    r.step = step;
+    r.rank = static_cast<int64_t>(i / std::max<size_t>(1, spans.size()));
+    r.micro_batch = static_cast<int64_t>(all[i]);
+    r.phase = all[i + 1] != 0.0f ? "backward" : "forward";
+    r.start_seconds = all[i + 2];
+    r.end_seconds = all[i + 3];
+    r.compute_seconds = all[i + 4];
+    r.idle_seconds = all[i + 5];
+    records.push_back(r);
+  }
+  return s.recorder->RecordPipelineSpans(records);
+}
+
+Status TrainWorker(Communicator& comm, const Setup& s) {
+  const PlacedTrainRequest& r = *s.request;
+  const TrainingConfig& tc = r.training;
+  const bool lead = comm.rank() == 0;
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto trainer, MakeTrainer(s, comm.rank()));
+  if (s.recorder != nullptr) {
+    SHARDSCOPE_RETURN_IF_ERROR(
+        s.recorder->RecordPlacement(trainer->graph(), trainer->program(), s.options.micro_batches));
+  }
+  BatchIterator batches(*r.train, tc.batch, tc.seed, /*shuffle=*/true);
+  const int64_t per_epoch = batches.batches_per_epoch();
+  const int64_t total = tc.steps > 0 ? tc.steps : per_epoch * tc.epochs;
+  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  const PlacedProgram& program = trainer->program();
+  if (lead) {
+    std::printf(
+        "training %s: %d worker(s) (%s, placed), %zu cut edge(s), batch %lld in %d "
+        "micro-batch(es) of %lld (%s), %s lr %g, %lld steps (%lld per epoch), seed %llu\n",
+        r.model->name().c_str(), comm.size(), r.mpi ? "MPI" : "in-process", program.edges.size(),
+        static_cast<long long>(tc.batch), s.options.micro_batches,
+        static_cast<long long>(s.micro_batch), PipelineScheduleName(s.options.schedule),
+        OptimizerKindName(tc.optimizer.kind), tc.optimizer.lr, static_cast<long long>(total),
+        static_cast<long long>(per_epoch), static_cast<unsigned long long>(tc.seed));
+    std::fflush(stdout);
+  }
+  Progress progress(stdout, total,
+                    r.log_every > 0 ? r.log_every : std::max<int64_t>(1, per_epoch / 10),
+                    r.log_every > 0);
+  WorkerStats previous = trainer->stats();
+  Tensor x, y;
+  int64_t step = 0;
+  const auto start = Clock::now();
+  for (int64_t epoch = 0; epoch < epochs && step < total; ++epoch) {
+    batches.Reset(static_cast<int>(epoch));
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    while (step < total && batches.Next(&x, &y)) {
+      const auto step_start = Clock::now();
+      SHARDSCOPE_ASSIGN_OR_RETURN(float loss, trainer->Step(comm, x, y));
+      if (!r.no_record) {
+        SHARDSCOPE_RETURN_IF_ERROR(
+            RecordStep(comm, s, *trainer, &previous, step + 1, epoch + 1, loss, Since(step_start)));
+      }
+      if (!std::isfinite(loss)) {
+        if (lead) progress.Finish();
+        return Status::Internal("loss became " + std::to_string(loss) + " at step " +
+                                std::to_string(step + 1) + " (try a smaller --lr)");
+      }
+      epoch_loss += loss;
+      ++epoch_steps;
+      ++step;
+      if (lead)
+        progress.Update(step, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
+                        loss, tc.batch);
+    }
+    if (lead) {
+      progress.Finish();
+      std::printf("epoch %lld: mean loss %.4f\n", static_cast<long long>(epoch + 1),
+                  epoch_loss / std::max<int64_t>(1, epoch_steps));
+    }
+  }
+  const double secs = Since(start);
+  const auto eval_start = Clock::now();
+  SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, *r.test));
+  if (s.recorder != nullptr) {
+    SHARDSCOPE_RETURN_IF_ERROR(s.recorder->RecordEvaluation(step, epochs, "test", accuracy,
+                                                            r.test->size(), Since(eval_start)));
+  }
+  const WorkerStats& ws = trainer->stats();
+  std::vector<float> mine = {static_cast<float>(ws.compute_seconds),
+                             static_cast<float>(ws.idle_seconds),
+                             static_cast<float>(program.SentBytes(comm.rank())),
+                             static_cast<float>(program.ReceivedBytes(comm.rank())),
+                             static_cast<float>(ws.parameter_bytes)};
+  std::vector<float> all(mine.size() * comm.size());
+  SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(mine, all));
+  if (lead) {
+    std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
+                static_cast<long long>(r.test->size()), static_cast<long long>(step),
+                FormatDuration(secs).c_str(), step ? 1e3 * secs / step : 0.0);
+    std::printf("\nper worker (per step)  compute ms  idle ms  sent B  received B  parameters\n");
+    const double n = std::max<int64_t>(1, step);
+    const int m = s.options.micro_batches;
+    for (int w = 0; w < comm.size(); ++w) {
+      const float* f = &all[w * mine.size()];
+      std::printf("  worker %-3d            %9.3f %8.3f %7.0f %11.0f  %.0f B\n", w, 1e3 * f[0] / n,
+                  1e3 * f[1] / n, f[2] * m, f[3] * m, f[4]);
+    }
+  }
+  return Status::Ok();
+}
+
+store::RunInfo DescribeRun(const PlacedTrainRequest& r, const PipelineOptions& o) {
+  const TrainingConfig& tc = r.training;
+  store::RunInfo info;
+  info.name = r.model->name();
+  info.mode = "train";
+  info.search = "place";
+  info.devices = r.devices;
+  info.backend = r.mpi ? "mpi" : "in-process";
+  info.model_path = r.model->path();
+  info.model_text = r.model->text();
+  info.config_json = nlohmann::json{{"batch", tc.batch},
+                                    {"epochs", tc.epochs},
+                                    {"steps", tc.steps},
+                                    {"seed", tc.seed},
+                                    {"optimizer", OptimizerKindName(tc.optimizer.kind)},
+                                    {"lr", tc.optimizer.lr},
+                                    {"momentum", tc.optimizer.momentum},
+                                    {"mode", "place"},
+                                    {"devices", r.devices},
+                                    {"micro_batches", o.micro_batches},
+                                    {"schedule", PipelineScheduleName(o.schedule)}}
+                         .dump();
+  info.command_line = CommandLine();
+  info.shardscope_version = "0.1.0";
+  return info;
+}
+
+}  // namespace
+
+bool ModelIsPlaced(const ModelFile& model) { return HighestPlaced(model) != nullptr; }
+
+int RunPlacedTrain(const PlacedTrainRequest& r) {
+  Setup s;
+  s.request = &r;
+  auto schedule = ParsePipelineSchedule(r.schedule);
+  if (!schedule.ok()) return Fail(kExitBadInput, schedule.status().message());
+  s.options = {r.devices, r.micro_batches, *schedule};
+  const int64_t batch = r.training.batch;
+  if (r.micro_batches < 1 || batch % r.micro_batches != 0) {
+    return Fail(kExitBadInput, "--micro-batches " + std::to_string(r.micro_batches) +
+                                   " must divide the batch of " + std::to_string(batch));
+  }
+  s.micro_batch = batch / r.micro_batches;
+  const AnnotationEntry* highest = HighestPlaced(*r.model);
+  if (highest->annotations.worker >= r.devices) {
+    const std::string need = std::to_string(highest->annotations.worker + 1);
+    return Fail(kExitBadInput,
+                highest->place_location.ToString() + ": " + highest->op + " is placed on worker " +
+                    std::to_string(highest->annotations.worker) + " but the run has " +
+                    std::to_string(r.devices) + " device(s); use --devices " + need +
+                    (r.mpi ? " (mpirun -np " + need + ")" : std::string()));
+  }
+  {  // Check the placement and the schedule once, before any device starts.
+    auto probe = MakeTrainer(s, 0);
+    if (!probe.ok()) {
+      const StatusCode code = probe.status().code();
+      const bool bad = code == StatusCode::kInvalidInput || code == StatusCode::kNotImplemented;
+      return Fail(bad ? kExitBadInput : kExitRunFailure, probe.status().message());
+    }
+    if (!r.dump_ir.empty()) {
+      std::ofstream out(r.dump_ir);
+      out << "// ---- graph after autodiff\n"
+          << (*probe)->graph().ToText() << "// ---- after placement\n"
+          << (*probe)->program().ToText((*probe)->graph());
+      if (!out) return Fail(kExitBadInput, "cannot write --dump-ir file " + r.dump_ir);
+    }
+  }
+  std::unique_ptr<Communicator> world;
+  if (r.mpi) {
+    auto w = MpiWorld();
+    if (!w.ok()) return Fail(kExitRunFailure, w.status().message());
+    world = std::move(*w);
+  }
+  const bool lead = world == nullptr || world->rank() == 0;
+  std::unique_ptr<Recorder> recorder;
+  Status created;
+  if (lead && !r.no_record) {
+    auto rec = Recorder::Create(r.record.empty() ? DefaultRunPath(r.model->name()) : r.record,
+                                DescribeRun(r, s.options));
+    if (rec.ok())
+      recorder = std::move(*rec);
+    else
+      created = rec.status();
+  }
+  if (world != nullptr) {  // every rank learns whether rank 0 could create the file
+    std::vector<float> flag = {created.ok() ? 1.0f : 0.0f};
+    if (!world->Broadcast(flag, 0).ok() || flag[0] != 1.0f)
+      return lead ? Fail(kExitBadInput, created.message()) : kExitBadInput;
+  } else if (!created.ok()) {
+    return Fail(kExitBadInput, created.message());
+  }
+  auto run = [&](Communicator& comm) {
+    Setup mine = s;
+    mine.recorder = comm.rank() == 0 ? recorder.get() : nullptr;
+    return TrainWorker(comm, mine);
+  };
+  Status st;
+  if (world != nullptr) {
+    st = run(*world);
+    if (!st.ok()) st = st.WithContext("worker " + std::to_string(world->rank()));
+  } else {
+    st = RunOnDevices(r.devices, run);
+  }
+  if (recorder != nullptr) {
+    Status fin = recorder->Finish(st.ok(), st.ok() ? "" : st.message());
+    if (st.ok() && !fin.ok()) st = fin;
+    if (st.ok()) {
+      std::printf("\nrecorded %s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
+                  recorder->path().c_str(), recorder->path().c_str(), recorder->path().c_str());
+    }
+  }
+  if (!st.ok()) return Fail(kExitRunFailure, st.message());
+  return kExitOk;
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,35 @@
+// Internal: `shardscope train` for placed models (place(worker, r); placement.h, pipeline.h).
+#pragma once
+
+#include <string>
+
+#include "shardscope/data.h"
+#include "shardscope/model_file.h"
+
+namespace shardscope::cli {
+
+struct PlacedTrainRequest {
+  const ModelFile* model = nullptr;
+  const Dataset* train = nullptr;
+  const Dataset* test = nullptr;
+  TrainingConfig training;  // with the command line's overrides
+  int devices = 1;          // in-process devices or the MPI world's size
+  bool mpi = false;
+  int micro_batches = 1;
+  std::string schedule = "gpipe";
+  std::string dump_ir;
+  std::string record;  // empty: runs/<name>-<time>.db
+  bool no_record = false;
+  int64_t log_every = 0;
+};
+
+// True when the model file places some operator on a worker.
+bool ModelIsPlaced(const ModelFile& model);
+
+// Trains a placed model: one worker per device (thread or MPI rank), pipelined over
+// micro-batches; prints progress and test accuracy like `train`; records the per-worker
+// programs, send/recv edges, per-worker step figures and the pipeline timeline. Returns the
+// exit code.
+int RunPlacedTrain(const PlacedTrainRequest& request);
+
+}  // namespace shardscope::cli
