@@ -27,6 +27,7 @@
 // A CostModel is a plain value; const methods are thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -55,6 +56,10 @@ struct CostModel {
   // Local memory bandwidth (copies, slicing), bytes/s. Local steps are not priced by the
   // planner (they are free next to communication), but searches may use it.
   double memory_bandwidth = 20e9;
+  // Fixed cost of issuing one collective or exchange (launch, synchronisation), seconds.
+  // Only the searches count it (fewer, larger collectives beat many small ones); the
+  // planner's prices above do not include it.
+  double collective_overhead_s = 20e-6;
 
   // Bandwidth of one axis by name (see axis_bandwidth).
   double AxisBandwidth(const std::string& axis_name) const;
@@ -79,6 +84,24 @@ struct CostModel {
   double ComputeSeconds(double flop) const { return flop > 0 ? flop / flops : 0.0; }
   // Local memory traffic of `bytes`.
   double MemorySeconds(double bytes) const { return bytes > 0 ? bytes / memory_bandwidth : 0.0; }
+
+  // One operator's local work: `flop` operations touching `bytes` of operands, limited by
+  // whichever of compute rate and memory bandwidth is slower.
+  double OperatorSeconds(double flop, double bytes) const {
+    return std::max(ComputeSeconds(flop), MemorySeconds(bytes));
+  }
+  // Training memory of a device holding `parameter_bytes` of parameter shards (each with a
+  // gradient and `optimizer_states` state tensors) and `activation_bytes` of saved outputs.
+  static double TrainingMemoryBytes(double parameter_bytes, int optimizer_states,
+                                    double activation_bytes) {
+    return parameter_bytes * (2 + optimizer_states) + activation_bytes;
+  }
+  // A collective as the searches price it: CollectiveSeconds plus collective_overhead_s
+  // (0 when it costs nothing).
+  double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
+    const double s = CollectiveSeconds(kind, bytes, group_size, default_bandwidth);
+    return s > 0 ? s + collective_overhead_s : 0.0;
+  }
 
   // Hash of every parameter (plan caches key on it).
   size_t Fingerprint() const;

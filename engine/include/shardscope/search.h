@@ -1,0 +1,126 @@
+// Strategy search (DESIGN.md §2 "Search modes"): chooses a sharding strategy for every
+// forward operator that the user did not configure, and explains each choice.
+//
+// The output is plain seed notation written into the forward graph's annotations
+// (OpAnnotations::in_strategy, splits such as "((2,4),(4,1))"), so the partitioner turns a
+// searched graph into an SPMD program exactly as it does a hand-annotated one. Operators the
+// user configured keep their strategy; backward operators follow their forward operator.
+//
+// Candidates (CandidateSplits): every assignment of split counts to an operator's splittable
+// dimension letters (not `whole`, dimension divisible) whose product divides the device
+// count, keeping those that use the most devices (all N whenever some split does). Any N
+// works, not only powers of two: counts are products of N's prime factors.
+//
+// Costs (the symbolic model all modes share; seconds per training step, from CostModel):
+//   operator   3 x max(flops / flops_rate, bytes touched / memory_bandwidth) on its shard
+//              (forward + backward), plus the all-reduce of each parameter's gradient over
+//              the devices that replicate it;
+//   edge       the reduction of a partial-sum producer (reduce-scatter or all-reduce over
+//              the summed parts) plus the exchange from the producer's blocks to the
+//              consumer's and back (the gradient): a rank receives the part of its target
+//              block its source block lacks, latency per peer, at default_bandwidth.
+//   memory     per device: parameters x (weight + gradient + optimizer states) / parts, plus
+//              each saved output / parts.
+// The total of a whole assignment is the predicted step time (SearchResult::step_seconds).
+//
+// Modes:
+//   semi_auto               the user's strategies; everything else data-parallel (no search).
+//   sharding_propagation    from the configured operators outward along edges, breadth
+//                           first; a reached operator takes the candidate with the least
+//                           own cost plus redistribution to all already-decided neighbours.
+//                           When nothing configured reaches an operator, the heaviest
+//                           unreached operator takes its cheapest candidate on its own (a
+//                           "reasoned default") and propagation continues from it.
+//   recursive_programming   fully automatic: one round per prime factor of N (largest
+//                           first); each round, operators in descending weight (flops) pick
+//                           which letter to multiply by the factor, by own cost plus the
+//                           redistribution penalty to neighbours; linear per round.
+//   dynamic_programming     the exact optimum of the symbolic model over the candidates by
+//                           leaf, series and parallel elimination; refuses graphs that do not
+//                           reduce that way or exceed max_dp_operators, naming the reason.
+//
+// Determinism: operators in node order, stable sorts, ties to the lower candidate index;
+// every rank computes the same result.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "shardscope/cost_model.h"
+#include "shardscope/graph.h"
+#include "shardscope/status.h"
+
+namespace shardscope {
+
+enum class SearchMode {
+  kSemiAuto,
+  kShardingPropagation,
+  kRecursiveProgramming,
+  kDynamicProgramming
+};
+// "semi_auto", "sharding_propagation", "recursive_programming", "dynamic_programming".
+const char* SearchModeName(SearchMode mode);
+Result<SearchMode> ParseSearchMode(const std::string& name);
+
+struct SearchOptions {
+  SearchMode mode = SearchMode::kShardingPropagation;
+  int devices = 1;
+  CostModel cost;
+  // Per-device memory budget in bytes; 0 = unlimited.
+  double memory_budget_bytes = 0;
+  // Optimizer state tensors per parameter (Momentum 1, Adam 2).
+  int optimizer_states = 1;
+  // Runners-up recorded per operator.
+  int top_k = 3;
+  // dynamic_programming refuses larger graphs (forward operators).
+  int max_dp_operators = 5000;
+  // Named meshes that layout-notation strategies in the annotations refer to.
+  std::map<std::string, DeviceMesh> meshes;
+};
+
+struct ScoredCandidate {
+  std::string strategy;  // splits notation
+  double cost_s = 0;     // own cost + redistribution to its neighbours as chosen
+};
+
+struct OperatorChoice {
+  NodeId node = kNoNode;
+  std::string name;
+  std::string strategy;     // splits notation ("((2,4),(4,1))"), or the user's text
+  std::string provenance;   // "user", "propagated from X over edge E", "round k of ...", ...
+  double compute_s = 0;     // own cost (computation + gradient reduction)
+  double local_cost_s = 0;  // own cost + redistribution to neighbours as chosen
+  double memory_bytes = 0;  // per device
+  std::vector<ScoredCandidate> runners_up;  // best first, at most top_k
+};
+
+struct SearchResult {
+  SearchMode mode = SearchMode::kSemiAuto;
+  int devices = 1;
+  std::vector<OperatorChoice> operators;  // forward operators in node order
+  double step_seconds = 0;                // predicted: operators + edges
+  double compute_seconds = 0;             // of which operators
+  double memory_per_device_bytes = 0;
+};
+
+// Searches strategies for the forward operators of `forward` (backward operators, if any,
+// are skipped). Errors name the operator and the rule (memory budget, DP size bound).
+Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions& options);
+
+// Writes the chosen strategies into the annotations of the operators the user did not
+// configure. Fails when a name is missing from `graph`.
+Status ApplySearchResult(const SearchResult& result, Graph* graph);
+
+// Strategy files (JSON): {"devices": N, "search": "...", "operators": [{"name", "strategy",
+// "provenance", "cost_s", "runners_up": [...]}]}.
+std::string SearchResultToJson(const SearchResult& result, int indent = 2);
+// Reads a strategy file and writes its strategies into `graph` (every operator it names must
+// exist and its strategy must parse); returns how many operators it configured.
+Result<int> LoadStrategyFile(const std::string& path, Graph* graph);
+
+// The search's per-operator cost pieces, for tests and `plan`: the symbolic step time of the
+// strategies currently in `forward`'s annotations (unannotated operators data-parallel).
+Result<double> PredictStepSeconds(const Graph& forward, const SearchOptions& options);
+
+}  // namespace shardscope

@@ -1,0 +1,203 @@
+// SearchStrategies: builds the search graph, runs a mode, explains the result (search.h).
+#include "shardscope/search.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "search/search_graph.h"
+#include "shardscope/strategy.h"
+
+namespace shardscope {
+
+using search_internal::Assignment;
+using search_internal::Parts;
+using search_internal::SearchGraph;
+
+const char* SearchModeName(SearchMode mode) {
+  switch (mode) {
+    case SearchMode::kSemiAuto:
+      return "semi_auto";
+    case SearchMode::kShardingPropagation:
+      return "sharding_propagation";
+    case SearchMode::kRecursiveProgramming:
+      return "recursive_programming";
+    case SearchMode::kDynamicProgramming:
+      return "dynamic_programming";
+  }
+  return "?";
+}
+
+Result<SearchMode> ParseSearchMode(const std::string& name) {
+  for (SearchMode m : {SearchMode::kSemiAuto, SearchMode::kShardingPropagation,
+                       SearchMode::kRecursiveProgramming, SearchMode::kDynamicProgramming}) {
+    if (name == SearchModeName(m)) return m;
+  }
+  return Status::Invalid("unknown search mode '" + name +
+                         "' (known: semi_auto, sharding_propagation, recursive_programming, "
+                         "dynamic_programming)");
+}
+
+namespace {
+
+// semi_auto: the user's strategies, the data-parallel default elsewhere.
+Assignment SemiAuto(const SearchGraph& g) {
+  Assignment a;
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const auto& op = g.ops()[i];
+    a.parts.push_back(op.fixed ? *op.fixed : g.DataParallel(static_cast<int>(i)));
+    a.provenance.push_back(op.fixed ? "user: " + op.fixed_text
+                                    : "semi_auto: data-parallel default");
+  }
+  return a;
+}
+
+double LocalCost(const SearchGraph& g, int v, const Parts& p, const std::vector<Parts>& parts) {
+  double c = g.OpCost(v, p);
+  for (int e : g.ops()[v].edges) c += g.EdgeCostFrom(e, v, p, parts[g.Other(e, v)]);
+  return c;
+}
+
+SearchResult Explain(const SearchGraph& g, const Assignment& a, const SearchOptions& o) {
+  SearchResult r;
+  r.mode = o.mode;
+  r.devices = o.devices;
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const int v = static_cast<int>(i);
+    const auto& op = g.ops()[i];
+    OperatorChoice c;
+    c.node = op.node;
+    c.name = op.name;
+    c.strategy = op.fixed ? op.fixed_text : g.Notation(v, a.parts[i]);
+    c.provenance = a.provenance[i];
+    c.compute_s = g.OpCost(v, a.parts[i]);
+    c.local_cost_s = LocalCost(g, v, a.parts[i], a.parts);
+    c.memory_bytes = g.OpMemory(v, a.parts[i]);
+    if (!op.fixed) {
+      std::vector<ScoredCandidate> others;
+      for (const Parts& p : op.candidates) {
+        if (p == a.parts[i]) continue;
+        others.push_back({g.Notation(v, p), LocalCost(g, v, p, a.parts)});
+      }
+      std::stable_sort(others.begin(), others.end(),
+                       [](const auto& x, const auto& y) { return x.cost_s < y.cost_s; });
+      if (static_cast<int>(others.size()) > o.top_k) others.resize(std::max(0, o.top_k));
+      c.runners_up = std::move(others);
+    }
+    r.compute_seconds += c.compute_s;
+    r.memory_per_device_bytes += c.memory_bytes;
+    r.operators.push_back(std::move(c));
+  }
+  r.step_seconds = g.Total(a.parts);
+  return r;
+}
+
+}  // namespace
+
+Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions& options) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchGraph g, SearchGraph::Build(forward, options));
+  if (options.mode != SearchMode::kSemiAuto) SHARDSCOPE_RETURN_IF_ERROR(g.ApplyMemoryBudget());
+  Assignment a;
+  switch (options.mode) {
+    case SearchMode::kSemiAuto:
+      a = SemiAuto(g);
+      break;
+    case SearchMode::kShardingPropagation:
+      a = search_internal::RunPropagation(g);
+      break;
+    case SearchMode::kRecursiveProgramming:
+      a = search_internal::RunRecursive(g);
+      break;
+    case SearchMode::kDynamicProgramming: {
+      SHARDSCOPE_ASSIGN_OR_RETURN(a, search_internal::RunDynamicProgramming(g));
+      break;
+    }
+  }
+  SearchResult r = Explain(g, a, options);
+  if (options.memory_budget_bytes > 0 && r.memory_per_device_bytes > options.memory_budget_bytes) {
+    const auto largest = std::max_element(
+        r.operators.begin(), r.operators.end(),
+        [](const auto& x, const auto& y) { return x.memory_bytes < y.memory_bytes; });
+    return Status::Invalid(std::string(SearchModeName(options.mode)) + ": the strategies need " +
+                           std::to_string(static_cast<int64_t>(r.memory_per_device_bytes)) +
+                           " bytes per device, over the budget of " +
+                           std::to_string(static_cast<int64_t>(options.memory_budget_bytes)) +
+                           "; largest consumer: operator '" + largest->name + "' (" +
+                           std::to_string(static_cast<int64_t>(largest->memory_bytes)) + " bytes)");
+  }
+  return r;
+}
+
+Status ApplySearchResult(const SearchResult& result, Graph* graph) {
+  for (const OperatorChoice& c : result.operators) {
+    const NodeId id = graph->FindNode(c.name);
+    if (id == kNoNode) return Status::NotFound("strategy for unknown operator '" + c.name + "'");
+    OpAnnotations& ann = graph->mutable_node(id).annotations;
+    if (ann.in_strategy.empty()) ann.in_strategy = c.strategy;
+  }
+  return Status::Ok();
+}
+
+std::string SearchResultToJson(const SearchResult& r, int indent) {
+  nlohmann::ordered_json j;
+  j["devices"] = r.devices;
+  j["search"] = SearchModeName(r.mode);
+  j["predicted_step_seconds"] = r.step_seconds;
+  j["memory_per_device_bytes"] = r.memory_per_device_bytes;
+  j["operators"] = nlohmann::ordered_json::array();
+  for (const OperatorChoice& c : r.operators) {
+    nlohmann::ordered_json o;
+    o["name"] = c.name;
+    o["strategy"] = c.strategy;
+    o["provenance"] = c.provenance;
+    o["cost_s"] = c.local_cost_s;
+    o["memory_bytes"] = c.memory_bytes;
+    o["runners_up"] = nlohmann::ordered_json::array();
+    for (const ScoredCandidate& s : c.runners_up)
+      o["runners_up"].push_back({{"strategy", s.strategy}, {"cost_s", s.cost_s}});
+    j["operators"].push_back(std::move(o));
+  }
+  return j.dump(indent);
+}
+
+Result<int> LoadStrategyFile(const std::string& path, Graph* graph) {
+  std::ifstream in(path);
+  if (!in) return Status::Io(path + ": cannot open strategy file");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("operators") ||
+      !j["operators"].is_array()) {
+    return Status::Invalid(path +
+                           ": not a strategy file (expected a JSON object with an "
+                           "\"operators\" array, as --save-strategy writes)");
+  }
+  int count = 0;
+  for (size_t i = 0; i < j["operators"].size(); ++i) {
+    const auto& o = j["operators"][i];
+    const std::string where = path + ": operators[" + std::to_string(i) + "]";
+    if (!o.is_object() || !o.contains("name") || !o["name"].is_string() ||
+        !o.contains("strategy") || !o["strategy"].is_string()) {
+      return Status::Invalid(where + ": needs string fields \"name\" and \"strategy\"");
+    }
+    const std::string name = o["name"], strategy = o["strategy"];
+    const NodeId id = graph->FindNode(name);
+    if (id == kNoNode)
+      return Status::NotFound(where + ": the model has no operator '" + name + "'");
+    // Layout notation needs the model's named meshes: those are checked when partitioned.
+    auto parsed = ParseStrategy(strategy, {});
+    if (!parsed.ok() && parsed.status().message().find("not a declared mesh") == std::string::npos)
+      return parsed.status().WithContext(where);
+    graph->mutable_node(id).annotations.in_strategy = strategy;
+    ++count;
+  }
+  return count;
+}
+
+Result<double> PredictStepSeconds(const Graph& forward, const SearchOptions& options) {
+  SearchOptions o = options;
+  o.mode = SearchMode::kSemiAuto;
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult r, SearchStrategies(forward, o));
+  return r.step_seconds;
+}
+
+}  // namespace shardscope

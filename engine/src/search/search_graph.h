@@ -1,0 +1,96 @@
+// Internal: the graph the searches work on — forward operators, their candidates and the
+// symbolic costs of search.h — plus the three search algorithms.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardscope/search.h"
+#include "shardscope/sharding_rule.h"
+
+namespace shardscope::search_internal {
+
+// Split counts per letter of SearchOp::letters.
+using Parts = std::vector<int64_t>;
+
+struct SearchOp {
+  NodeId node = kNoNode;
+  std::string name;
+  ShardingSignature sig;
+  std::string letters;               // splittable input letters, in order of appearance
+  std::vector<int64_t> letter_size;  // per letter
+  double flops = 0;                  // forward, whole operator
+  double weight = 0;                 // ordering key of recursive_programming (= flops)
+  std::vector<Parts> candidates;
+  std::optional<Parts> fixed;  // the user's strategy (as split counts)
+  std::string fixed_text;
+  std::vector<int> edges;           // indices into SearchGraph::edges, in edge order
+  double memory_allowance = 1e300;  // bytes per device (ApplyMemoryBudget)
+};
+
+struct SearchEdge {
+  int producer = -1, consumer = -1;  // op indices
+  ValueId value = kNoValue;
+  int output = 0, input = 0;  // producer output index, consumer input index
+  double bytes = 0;           // whole tensor
+  int fanout = 1;             // forward operators reading the value
+};
+
+class SearchGraph {
+ public:
+  static Result<SearchGraph> Build(const Graph& forward, const SearchOptions& options);
+
+  const std::vector<SearchOp>& ops() const { return ops_; }
+  const std::vector<SearchEdge>& edges() const { return edges_; }
+  const SearchOptions& options() const { return options_; }
+  const Graph& graph() const { return *graph_; }
+  // The other end of edge `e` seen from op `op`.
+  int Other(int e, int op) const {
+    return edges_[e].producer == op ? edges_[e].consumer : edges_[e].producer;
+  }
+
+  // Own cost of op `op` under `parts` (computation + gradient all-reduce), seconds.
+  double OpCost(int op, const Parts& parts) const;
+  // Memory per device of op `op` under `parts`, bytes.
+  double OpMemory(int op, const Parts& parts) const;
+  // Redistribution cost of edge `e` with its producer / consumer under these parts.
+  double EdgeCost(int e, const Parts& producer, const Parts& consumer) const;
+  // Edge cost with `op` under `parts` and the other end under `other`.
+  double EdgeCostFrom(int e, int op, const Parts& parts, const Parts& other) const {
+    return edges_[e].producer == op ? EdgeCost(e, parts, other) : EdgeCost(e, other, parts);
+  }
+  // Total predicted step time of a complete assignment.
+  double Total(const std::vector<Parts>& assignment) const;
+  // "((2,4),(4,1))".
+  std::string Notation(int op, const Parts& parts) const;
+  // The data-parallel default of op `op` as split counts (what the partitioner would do).
+  Parts DataParallel(int op) const;
+  // Restricts candidates to the memory budget (see search.cc); error names the largest
+  // consumer when nothing fits.
+  Status ApplyMemoryBudget();
+
+ private:
+  std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;
+  const Graph* graph_ = nullptr;
+  SearchOptions options_;
+  std::vector<SearchOp> ops_;
+  std::vector<SearchEdge> edges_;
+};
+
+// A search's decisions: parts and provenance per op.
+struct Assignment {
+  std::vector<Parts> parts;
+  std::vector<std::string> provenance;
+};
+
+Assignment RunPropagation(const SearchGraph& g);
+Assignment RunRecursive(const SearchGraph& g);
+Result<Assignment> RunDynamicProgramming(const SearchGraph& g);
+
+// Every candidate list of `n` devices' splits: letter sizes and which letters may split.
+std::vector<Parts> CandidateSplits(const std::vector<int64_t>& letter_size, int devices);
+// Prime factors of n, largest first (12 -> 3, 2, 2).
+std::vector<int> PrimeFactorsDescending(int n);
+
+}  // namespace shardscope::search_internal

@@ -1,0 +1,60 @@
+// A GPT-style stack of transformer blocks for the searches (issue 7): token embedding,
+// `layers` pre-LayerNorm blocks (samples/cpp/models.h TransformerBlock), mean over tokens,
+// a classifier head. Header-only, like models.h, so tests and benchmarks build the same model.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models.h"
+#include "shardscope/rng.h"
+
+namespace shardscope::samples {
+
+class Gpt : public nn::Module {
+ public:
+  Gpt(int layers, int64_t vocab, int64_t tokens, int64_t dim, int64_t heads, int64_t classes)
+      : nn::Module(""), embedding{"embedding", vocab, dim}, head{"head", dim, classes} {
+    for (int i = 0; i < layers; ++i) {
+      blocks.push_back(
+          std::make_unique<TransformerBlock>("layer" + std::to_string(i), tokens, dim, heads));
+    }
+  }
+  nn::Embedding embedding;
+  std::vector<std::unique_ptr<TransformerBlock>> blocks;
+  nn::Dense head;
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId tokens) override {
+    ValueId x = embedding(b, tokens);
+    for (auto& block : blocks) x = (*block)(b, x);
+    OpAttrs mean;
+    mean.axes = {1};
+    return head(b, b.Op(OpKind::kReduceMean, "pool", {x}, mean));
+  }
+};
+
+// Token sequences for the Gpt: ids uniform in [0, vocab) from `seed`; the label of a
+// sequence is the sum of its ids modulo `classes` (something attention must look across
+// tokens for).
+inline Dataset MakeTokenSumDataset(int64_t n, int64_t tokens, int64_t vocab, int classes,
+                                   uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> ids(n * tokens), labels(n, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t sum = 0;
+    for (int64_t t = 0; t < tokens; ++t) {
+      ids[i * tokens + t] = static_cast<int32_t>(rng.Below(static_cast<uint64_t>(vocab)));
+      sum += ids[i * tokens + t];
+    }
+    labels[i] = static_cast<int32_t>(sum % classes);
+  }
+  Dataset d;
+  d.images = Tensor::FromInts({n, tokens}, ids);
+  d.labels = Tensor::FromInts({n}, labels);
+  d.num_classes = classes;
+  return d;
+}
+
+}  // namespace shardscope::samples

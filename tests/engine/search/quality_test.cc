@@ -1,0 +1,99 @@
+// Search quality (issue 7): on 50 random graphs within dynamic_programming's reach, the
+// heuristics' predicted step time against the exact optimum: median <= 1.10, max <= 1.5.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "shardscope/rng.h"
+#include "shardscope/search.h"
+
+namespace shardscope {
+namespace {
+
+// A random series-parallel training graph: dense layers (MatMul against a fresh weight),
+// ReLUs, residual blocks and two-branch blocks joined by Add, on [batch, width] tensors.
+Graph RandomGraph(uint64_t seed) {
+  Rng rng(seed);
+  const int64_t widths[] = {16, 32, 64, 128, 256, 512, 1024};
+  const int64_t batches[] = {8, 16, 64, 256};
+  Graph g;
+  int64_t width = widths[rng.Below(7)];
+  ValueId x = g.AddInput("x", {batches[rng.Below(4)], width});
+  int id = 0;
+  auto name = [&](const char* what) { return std::string(what) + std::to_string(id++); };
+  auto out = [&](Result<NodeId> n) { return g.node(n.value()).outputs[0]; };
+  auto dense = [&](ValueId in, int64_t to) {
+    const int64_t from = g.value(in).shape[1];
+    ValueId w = g.AddParameter(name("w"), {from, to}, InitSpec{});
+    return out(g.AddNode(OpKind::kMatMul, name("matmul"), {in, w}));
+  };
+  const int blocks = 3 + static_cast<int>(rng.Below(6));
+  for (int b = 0; b < blocks; ++b) {
+    switch (rng.Below(4)) {
+      case 0:  // dense + relu
+        width = widths[rng.Below(7)];
+        x = out(g.AddNode(OpKind::kReLU, name("relu"), {dense(x, width)}));
+        break;
+      case 1: {  // residual: x + dense(relu(dense(x)))
+        const int64_t hidden = widths[rng.Below(7)];
+        ValueId y = out(g.AddNode(OpKind::kReLU, name("relu"), {dense(x, hidden)}));
+        x = out(g.AddNode(OpKind::kAdd, name("add"), {x, dense(y, width)}));
+        break;
+      }
+      case 2: {  // two branches
+        const int64_t to = widths[rng.Below(7)];
+        ValueId a = dense(x, to);
+        ValueId c = dense(out(g.AddNode(OpKind::kReLU, name("relu"), {x})), to);
+        x = out(g.AddNode(OpKind::kAdd, name("add"), {a, c}));
+        width = to;
+        break;
+      }
+      default:
+        width = widths[rng.Below(7)];
+        x = dense(x, width);
+    }
+  }
+  return g;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+TEST(SearchQuality, HeuristicsWithinTenPercentOfTheOptimumOnMedian) {
+  std::vector<double> propagation, recursive;
+  const int device_counts[] = {4, 8, 8, 16, 6};
+  for (int i = 0; i < 50; ++i) {
+    const Graph g = RandomGraph(1000 + i);
+    SearchOptions o;
+    o.devices = device_counts[i % 5];
+    o.mode = SearchMode::kDynamicProgramming;
+    auto best = SearchStrategies(g, o);
+    ASSERT_TRUE(best.ok()) << best.status().message();
+    o.mode = SearchMode::kShardingPropagation;
+    auto p = SearchStrategies(g, o);
+    o.mode = SearchMode::kRecursiveProgramming;
+    auto r = SearchStrategies(g, o);
+    ASSERT_TRUE(p.ok() && r.ok());
+    EXPECT_GE(p->step_seconds, best->step_seconds * (1 - 1e-9)) << "graph " << i;
+    EXPECT_GE(r->step_seconds, best->step_seconds * (1 - 1e-9)) << "graph " << i;
+    propagation.push_back(p->step_seconds / best->step_seconds);
+    recursive.push_back(r->step_seconds / best->step_seconds);
+  }
+  const double pm = Median(propagation), rm = Median(recursive);
+  const double px = *std::max_element(propagation.begin(), propagation.end());
+  const double rx = *std::max_element(recursive.begin(), recursive.end());
+  std::printf(
+      "[   INFO   ] cost / optimum on 50 graphs: sharding_propagation median %.3f max %.3f;"
+      " recursive_programming median %.3f max %.3f\n",
+      pm, px, rm, rx);
+  EXPECT_LE(pm, 1.10);
+  EXPECT_LE(px, 1.5);
+  EXPECT_LE(rm, 1.10);
+  EXPECT_LE(rx, 1.5);
+}
+
+}  // namespace
+}  // namespace shardscope
