@@ -147,6 +147,16 @@ void GraphView::ZoomBy(double factor) { scale(factor, factor); }
 
 void GraphView::Fit() { fitInView(scene()->sceneRect(), Qt::KeepAspectRatio); }
 
+void GraphView::FitReadable() {
+  resetTransform();
+  const QRectF r = scene()->sceneRect();
+  if (r.isEmpty()) return;
+  const double fit = std::min(viewport()->width() / r.width(), viewport()->height() / r.height());
+  const double s = std::clamp(fit, 0.75, 1.25);
+  scale(s, s);
+  centerOn(r.center().x(), r.top() + viewport()->height() / (2 * s));
+}
+
 void GraphView::wheelEvent(QWheelEvent* event) {
   ZoomBy(event->angleDelta().y() > 0 ? 1.15 : 1 / 1.15);
   event->accept();

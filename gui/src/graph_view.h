@@ -69,6 +69,8 @@ class GraphView : public QGraphicsView {
   bool SelectItem(const QString& role, int64_t id);
   void ZoomBy(double factor);
   void Fit();
+  // Fits the graph when that keeps text readable; else a readable scale, top of the graph.
+  void FitReadable();
 
  signals:
   // role "operator" / "tensor" / "edge" (id = tensor) / "redistribution" / "cluster" (key).

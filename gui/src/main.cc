@@ -6,6 +6,7 @@
 #include <QTimer>
 #include <cstdio>
 
+#include "graph_view.h"
 #include "main_window.h"
 #include "shardscope/viewer/run_document.h"
 #include "stepper.h"
@@ -19,6 +20,8 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
   for (const char* view :
        {"graph", "overview", "mesh", "tensor", "redistribution", "charts", "ranks", "compare"}) {
     const QString name(view);
+    // Docks are shown beside the graph; overview and compare are tabs of their own.
+    if (name != "overview" && name != "compare") window->ShowView("graph");
     window->ShowView(name);
     if (name == "graph") window->ShowView("redistribution");
     if (name == "tensor" && window->document() &&
@@ -28,6 +31,8 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
       window->SelectTensor(r.tensor_id);
     }
     if (name == "redistribution") window->stepper()->GoTo(window->stepper()->frames() > 1 ? 1 : 0);
+    QApplication::processEvents();
+    if (name == "graph") window->graph_view()->FitReadable();
     QApplication::processEvents();
     const QString path = dir + "/" + prefix + QString(view) + ".png";
     if (!window->grab().save(path)) std::fprintf(stderr, "cannot write %s\n", qPrintable(path));

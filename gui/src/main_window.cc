@@ -17,6 +17,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -208,6 +209,8 @@ void MainWindow::BuildDocks() {
   details->addWidget(details_);
   candidates_ = MakeTable(candidate_model_, this);
   details->addWidget(candidates_);
+  details->setStretchFactor(0, 3);
+  details->setStretchFactor(1, 1);
   QDockWidget* details_dock =
       MakeDock("Details", "details", details, this, Qt::RightDockWidgetArea);
 
@@ -217,7 +220,7 @@ void MainWindow::BuildDocks() {
   mesh_controls->addWidget(new QLabel("highlight groups along", mesh));
   mesh_controls->addWidget(mesh_axis_, 1);
   mesh_layout->addLayout(mesh_controls);
-  mesh_layout->addWidget(mesh_view_, 1);
+  mesh_layout->addWidget(InScrollArea(mesh_view_, mesh), 1);
   mesh_view_->SetMessage("The device matrix of the selection appears here.");
   QDockWidget* mesh_dock = MakeDock("Device matrix", "mesh", mesh, this, Qt::RightDockWidgetArea);
   connect(mesh_axis_, &QComboBox::activated, this, [this](int index) {
@@ -231,10 +234,11 @@ void MainWindow::BuildDocks() {
   auto* tensor_controls = new QHBoxLayout;
   tensor_controls->addWidget(new QLabel("one rank's view", tensor));
   tensor_rank_->setRange(-1, 0);
+  tensor_rank_->setValue(-1);
   tensor_rank_->setSpecialValueText("all ranks");
   tensor_controls->addWidget(tensor_rank_, 1);
   tensor_layout->addLayout(tensor_controls);
-  tensor_layout->addWidget(tensor_view_, 1);
+  tensor_layout->addWidget(InScrollArea(tensor_view_, tensor), 1);
   tensor_view_->SetMessage("The tensor map of the selected tensor appears here.");
   QDockWidget* tensor_dock =
       MakeDock("Tensor map", "tensor", tensor, this, Qt::RightDockWidgetArea);
@@ -266,7 +270,7 @@ void MainWindow::BuildDocks() {
   tabifyDockWidget(charts_dock, ranks_dock);
   redist_dock->raise();
   resizeDocks({details_dock, mesh_dock}, {420, 420}, Qt::Horizontal);
-  resizeDocks({redist_dock}, {330}, Qt::Vertical);
+  resizeDocks({redist_dock}, {420}, Qt::Vertical);
   QMenu* view = menuBar()->addMenu("&View");
   for (QDockWidget* dock :
        {details_dock, mesh_dock, tensor_dock, redist_dock, charts_dock, ranks_dock}) {
@@ -364,7 +368,7 @@ bool MainWindow::OpenRun(const QString& path) {
   shown_tensor_ = -1;
   ShowRun();
   RebuildGraph();
-  graph_->Fit();
+  graph_->FitReadable();
   // Start where a person looks first: the first redistribution, the largest mesh.
   const auto& data = document_->data();
   if (!data.redistributions.empty()) SelectRedistribution(data.redistributions.front().id);

@@ -1,8 +1,12 @@
-// SceneWidget: paints a viewer::Scene scaled to fit the widget (device matrix, tensor map and
-// redistribution frames in docks); a click reports the scene item under the mouse.
+// SceneWidget: paints a viewer::Scene (device matrix, tensor map and redistribution frames in
+// docks) scaled to the widget's width, never below a readable scale: when the picture does
+// not fit it asks for more room (minimum size) and the scroll area around it scrolls. A
+// click reports the scene item under the mouse.
 #pragma once
 
 #include <QWidget>
+
+class QScrollArea;
 
 #include "shardscope/viewer/scene.h"
 
@@ -27,9 +31,14 @@ class SceneWidget : public QWidget {
   void mousePressEvent(QMouseEvent* event) override;
 
  private:
-  QTransform Transform() const;
+  double Scale() const;
+  void UpdateMinimumSize();
+  void resizeEvent(QResizeEvent* event) override;
   viewer::Scene scene_;
   QString message_;
 };
+
+// `widget` inside a scroll area (resizable), as SceneWidget expects.
+QScrollArea* InScrollArea(SceneWidget* widget, QWidget* parent);
 
 }  // namespace shardscope::gui

@@ -4,6 +4,7 @@
 #include <QKeyEvent>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSlider>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -35,7 +36,7 @@ RedistributionStepper::RedistributionStepper(QWidget* parent)
   controls->addWidget(position_);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
-  layout->addWidget(view_, 1);
+  layout->addWidget(InScrollArea(view_, this), 1);
   connect(previous, &QPushButton::clicked, this, &RedistributionStepper::Previous);
   connect(next, &QPushButton::clicked, this, &RedistributionStepper::Next);
   connect(play_, &QPushButton::clicked, this, &RedistributionStepper::TogglePlay);

@@ -1,12 +1,12 @@
 #include "shardscope/viewer/tensor_scene.h"
 
 #include <QStringList>
-#include <map>
+#include <algorithm>
 
 namespace shardscope::viewer {
 namespace {
 
-constexpr double kCellW = 78;
+constexpr double kMinCellW = 78;
 constexpr double kCellH = 40;
 
 QString Join(const std::vector<int>& values) { return JoinNumbers(values); }
@@ -95,18 +95,21 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   y += 8;
 
   // One colour per distinct owner set, in block order.
-  std::vector<int> colour_index(owners.size());
-  {
-    std::map<std::vector<int>, int> first_seen;
-    for (size_t b = 0; b < owners.size(); ++b) {
-      colour_index[b] =
-          first_seen.emplace(owners[b], static_cast<int>(first_seen.size())).first->second;
-    }
+  // A block's colour is its lowest holder's: a rank holds one block, so colours are distinct
+  // within a map and the same rank keeps its colour from one map to the next.
+  std::vector<int> colour_index(owners.size(), 0);
+  for (size_t b = 0; b < owners.size(); ++b) {
+    if (!owners[b].empty()) colour_index[b] = *std::min_element(owners[b].begin(), owners[b].end());
   }
   const std::vector<int64_t> rank_block = options.rank >= 0 && options.rank < layout.mesh().size()
                                               ? layout.BlockIndex(options.rank)
                                               : std::vector<int64_t>{};
-  const double slice_w = 56 + cols * kCellW;
+  // Wide enough for the longest "ranks a,b,c" label.
+  size_t longest = 0;
+  for (const auto& set : owners) longest = std::max<size_t>(longest, Join(set).size() + 6);
+  const double cell_w =
+      std::max(kMinCellW, 6.0 * static_cast<double>(std::min<size_t>(longest, 40)) + 12);
+  const double slice_w = 56 + cols * cell_w;
   const double slice_h = 38 + rows * kCellH;
   const int per_row = slices <= 4 ? static_cast<int>(slices) : 4;
   double max_x = 480;
@@ -134,7 +137,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
         col_label += " over " + AxesText(layout, layout.dim_axes(dims - 1));
       }
       scene.items.push_back(
-          TextItem(QRectF(gx, oy + 14, cols * kCellW, 14), col_label + " →", 8, false, 0x0084));
+          TextItem(QRectF(gx, oy + 14, cols * cell_w, 14), col_label + " →", 8, false, 0x0084));
     }
     if (dims >= 2) {
       QString row_label = QString("dim %1").arg(dims - 2);
@@ -155,10 +158,10 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
         if (!rank_block.empty() && !mine) fill = QColor(235, 235, 235);
         QString text = "ranks " + Join(owners[linear]);
         if (owners[linear].size() == 1) text = "rank " + Join(owners[linear]);
-        SceneItem block = BoxItem(QRectF(gx + c * kCellW, gy + r * kCellH, kCellW - 3, kCellH - 3),
+        SceneItem block = BoxItem(QRectF(gx + c * cell_w, gy + r * kCellH, cell_w - 3, kCellH - 3),
                                   fill, text, "block", linear);
         block.text_color = Qt::black;
-        block.font_size = owners[linear].size() > 4 ? 7 : 9;
+        block.font_size = owners[linear].size() > 8 ? 7 : 9;
         block.hatched = layout.is_partial();
         block.tooltip =
             "block " + RangeText(layout, index) + " held by ranks " + Join(owners[linear]);
