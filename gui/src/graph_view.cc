@@ -154,7 +154,17 @@ void GraphView::FitReadable() {
   const double fit = std::min(viewport()->width() / r.width(), viewport()->height() / r.height());
   const double s = std::clamp(fit, 0.75, 1.25);
   scale(s, s);
-  centerOn(r.center().x(), r.top() + viewport()->height() / (2 * s));
+  // Horizontally on the first operator (the top of the forward graph), vertically the top.
+  double x = r.center().x();
+  double top = r.bottom();
+  for (QGraphicsItem* g : scene()->items()) {
+    auto* item = dynamic_cast<SceneGraphicsItem*>(g);
+    if (item && item->item().role == "operator" && item->item().rect.top() < top) {
+      top = item->item().rect.top();
+      x = item->item().rect.center().x();
+    }
+  }
+  centerOn(x, r.top() + viewport()->height() / (2 * s));
 }
 
 void GraphView::wheelEvent(QWheelEvent* event) {

@@ -371,6 +371,11 @@ bool MainWindow::OpenRun(const QString& path) {
   graph_->FitReadable();
   // Start where a person looks first: the first redistribution, the largest mesh.
   const auto& data = document_->data();
+  stepper_->SetIdleMessage(
+      data.redistributions.empty()
+          ? "This run has no redistributions: every consumer reads its producer's layout."
+          : "Click an orange redistribution edge in the graph (or pick one in the list) to step "
+            "through its plan.");
   if (!data.redistributions.empty()) SelectRedistribution(data.redistributions.front().id);
   int64_t best = -1, best_size = 0;
   for (const auto& m : data.meshes) {

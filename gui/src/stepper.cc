@@ -41,6 +41,9 @@ RedistributionStepper::RedistributionStepper(QWidget* parent)
   connect(next, &QPushButton::clicked, this, &RedistributionStepper::Next);
   connect(play_, &QPushButton::clicked, this, &RedistributionStepper::TogglePlay);
   connect(timeline_, &QSlider::valueChanged, this, &RedistributionStepper::GoTo);
+  idle_message_ =
+      "Click an orange redistribution edge in the graph (or pick one in the list) to step "
+      "through its plan.";
   timer_->setInterval(900);
   connect(timer_, &QTimer::timeout, this, [this] {
     if (step_ + 1 >= frames_) {
@@ -65,6 +68,11 @@ void RedistributionStepper::SetRedistribution(const viewer::RunData* run, int64_
   timeline_->setValue(0);
   timeline_->blockSignals(false);
   Show();
+}
+
+void RedistributionStepper::SetIdleMessage(const QString& message) {
+  idle_message_ = message;
+  if (!run_ || !run_->Redistribution(id_)) view_->SetMessage(message);
 }
 
 bool RedistributionStepper::playing() const { return timer_->isActive(); }
@@ -100,9 +108,7 @@ void RedistributionStepper::Show() {
   const store::RedistributionRecord* r = run_ ? run_->Redistribution(id_) : nullptr;
   if (!r) {
     position_->setText("");
-    view_->SetMessage(
-        "Click an orange redistribution edge in the graph (or pick one in the Redistributions "
-        "list) to step through its plan.");
+    view_->SetMessage(idle_message_);
     return;
   }
   position_->setText(QString("step %1 / %2").arg(step_ + 1).arg(frames_));

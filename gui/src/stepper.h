@@ -28,6 +28,8 @@ class RedistributionStepper : public QWidget {
   bool playing() const;
   const SceneWidget* frame_view() const { return view_; }
   QString error() const { return error_; }
+  // What the frame area says when no redistribution is shown.
+  void SetIdleMessage(const QString& message);
 
  public slots:
   void Next();
@@ -48,6 +50,7 @@ class RedistributionStepper : public QWidget {
   int step_ = 0;
   int frames_ = 0;
   QString error_;
+  QString idle_message_;
   SceneWidget* view_;
   QSlider* timeline_;
   QLabel* position_;
