@@ -17,6 +17,7 @@ done
 command -v xvfb-run >/dev/null || { echo "xvfb-run missing: apt-get install xvfb" >&2; exit 2; }
 RUNS=$(mktemp -d)
 trap 'rm -rf "$RUNS"' EXIT
+export XDG_CONFIG_HOME="$RUNS/config"   # keep the temporary runs out of the recent-files list
 mkdir -p "$OUT"
 record() {  # record NAME MODEL
   "$BIN/shardscope" train "samples/models/$2.yaml" --devices 8 --steps 20 --limit 2048 \

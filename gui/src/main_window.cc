@@ -52,6 +52,10 @@ QTableView* MakeTable(QAbstractItemModel* model, QWidget* parent) {
   table->verticalHeader()->hide();
   table->horizontalHeader()->setStretchLastSection(true);
   table->setAlternatingRowColors(true);
+  table->setWordWrap(false);
+  // Columns fit their contents whenever the model is refilled.
+  QObject::connect(model, &QAbstractItemModel::modelReset, table,
+                   [table] { table->resizeColumnsToContents(); });
   return table;
 }
 

@@ -2,6 +2,7 @@
 #include <sqlite3.h>
 
 #include <QAbstractItemModelTester>
+#include <QFileInfo>
 #include <QMessageBox>
 #include <QSettings>
 #include <QTest>
@@ -38,9 +39,25 @@ class GuiTest : public QObject {
 
  private slots:
   void initTestCase() {
-    // Keep the developer's recent-files list out of the tests.
-    QCoreApplication::setOrganizationName("ShardscopeTest");
-    QSettings("Shardscope", "shardscope-gui").remove("recent");
+    // Settings (the recent-files list) go to a private directory, not the user's.
+    qputenv("XDG_CONFIG_HOME", QByteArray::fromStdString(dir_.Sibling("config")));
+  }
+
+  void recentFilesRememberOpenedRuns() {
+    MainWindow window;
+    const QString first = QString::fromStdString(Synthetic("recent1.db"));
+    const QString second = QString::fromStdString(Synthetic("recent2.db"));
+    QVERIFY(window.OpenRun(first));
+    QVERIFY(window.OpenRun(second));
+    QVERIFY(window.OpenRun(first));
+    const QStringList recent =
+        QSettings("Shardscope", "shardscope-gui").value("recent").toStringList();
+    QCOMPARE(recent.size(), 2);
+    QCOMPARE(recent[0], QFileInfo(first).absoluteFilePath());  // most recent first, no duplicates
+    QCOMPARE(recent[1], QFileInfo(second).absoluteFilePath());
+    QSettings("Shardscope", "shardscope-gui").sync();
+    QVERIFY(QFileInfo::exists(QString::fromStdString(dir_.Sibling("config")) +
+                              "/Shardscope/shardscope-gui.conf"));
   }
 
   void modelsPassTheModelTester() {
