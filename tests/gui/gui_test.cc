@@ -3,7 +3,9 @@
 
 #include <QAbstractItemModelTester>
 #include <QFileInfo>
+#include <QGraphicsScene>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QSettings>
 #include <QTest>
 #include <filesystem>
@@ -213,6 +215,34 @@ class GuiTest : public QObject {
     QCOMPARE(window.charts()->loss_points(), 3);
     QVERIFY(!window.Refresh());  // nothing new
     QVERIFY((*writer)->Finish(shardscope::store::RunStatus::kCompleted).ok());
+  }
+
+  void droppedFileOpensAndScopesExpandOnDoubleClick() {
+    MainWindow window;
+    window.show();
+    const QString path = QString::fromStdString(
+        Synthetic("drop.db", {.num_ops = 100, .ops_per_scope = 50, .steps = 1, .workers = 0}));
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(path)});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(&window, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(&window, &drop);
+    QVERIFY2(window.document() != nullptr, qPrintable(window.last_error()));
+    QCOMPARE(QString::fromStdString(window.document()->path()), path);
+    auto operators = [&] {
+      int count = 0;
+      for (QGraphicsItem* item : window.graph_view()->scene()->items()) {
+        count += item->type() == shardscope::gui::OperatorItem::Type ? 1 : 0;
+      }
+      return count;
+    };
+    QCOMPARE(operators(), 0);  // two scopes of 50, both collapsed
+    emit window.graph_view()->ClusterActivated("block1");
+    QCOMPARE(operators(), 50);
+    emit window.graph_view()->ClusterActivated("block1");
+    QCOMPARE(operators(), 0);
   }
 
   void comparesTwoRuns() {

@@ -57,6 +57,28 @@ TEST_F(GraphSceneTest, SameStrategySameColour) {
   EXPECT_EQ(all.size(), 3u);
 }
 
+TEST_F(GraphSceneTest, ColourByWorkerAndByMemory) {
+  Open({});
+  GraphOptions options;
+  options.color_by = ColorBy::kWorker;
+  auto by_worker = BuildGraphScene(run(), options);
+  ASSERT_TRUE(by_worker.ok());
+  std::map<int64_t, std::set<QRgb>> worker_colours;
+  for (const SceneItem* op : by_worker->Find("operator")) {
+    worker_colours[run().Operator(op->id)->worker].insert(op->fill.rgb());
+  }
+  ASSERT_EQ(worker_colours.size(), 4u);
+  for (const auto& [worker, set] : worker_colours) EXPECT_EQ(set.size(), 1u) << worker;
+  // By memory: the chosen candidate's bytes (4096 for every operator here): one shade.
+  options.color_by = ColorBy::kMemory;
+  auto by_memory = BuildGraphScene(run(), options);
+  ASSERT_TRUE(by_memory.ok());
+  std::set<QRgb> shades;
+  for (const SceneItem* op : by_memory->Find("operator")) shades.insert(op->fill.rgb());
+  EXPECT_EQ(shades.size(), 1u);
+  EXPECT_NE(*shades.begin(), QColor(Qt::white).rgb());
+}
+
 TEST_F(GraphSceneTest, RedistributionEdgesAreLabelledWithCollectivesAndBytes) {
   Open({});
   auto scene = BuildGraphScene(run());

@@ -6,6 +6,7 @@
 
 #include <QImage>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -142,6 +143,20 @@ TEST_F(RenderTest, BadRequestsFailWithAReason) {
                        &output),
             0);
   EXPECT_NE(output.find("/nonexistent.db"), std::string::npos) << output;
+}
+
+TEST_F(RenderTest, ShardscopeRenderWithoutTheRendererSaysHowToGetIt) {
+  // The engine binary alone in a directory: `render` cannot find its sibling.
+  const std::string lonely = dir_->Sibling("lonely");
+  std::filesystem::create_directories(lonely);
+  std::filesystem::copy_file(kBin + "/shardscope", lonely + "/shardscope");
+  std::string output;
+  EXPECT_EQ(RunCommand(lonely + "/shardscope render " + RunFile("matmul3") +
+                           " --view graph --out " + dir_->Sibling("x.svg"),
+                       &output),
+            2);
+  EXPECT_NE(output.find(lonely + "/shardscope-render"), std::string::npos) << output;
+  EXPECT_NE(output.find("SHARDSCOPE_BUILD_GUI"), std::string::npos) << output;
 }
 
 TEST(RenderViewTest, EveryViewOfASyntheticRunPaintsToPngAndSvg) {
