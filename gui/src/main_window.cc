@@ -87,6 +87,7 @@ MainWindow::MainWindow()
       charts_(new ChartsWidget(this)),
       rank_model_(new RankTableModel(this)),
       compare_model_(new CompareModel(this)),
+      figures_model_(new FiguresCompareModel(this)),
       compare_left_(new QPlainTextEdit(this)),
       compare_right_(new QPlainTextEdit(this)),
       search_(new QLineEdit(this)),
@@ -111,6 +112,7 @@ MainWindow::MainWindow()
   compare_table_ = MakeTable(compare_model_, this);
   auto* compare = new QSplitter(Qt::Vertical, this);
   compare->addWidget(compare_table_);
+  compare->addWidget(MakeTable(figures_model_, this));
   auto* figures = new QSplitter(Qt::Horizontal, compare);
   figures->addWidget(compare_left_);
   figures->addWidget(compare_right_);
@@ -580,6 +582,7 @@ bool MainWindow::CompareWith(const QString& path) {
 void MainWindow::UpdateCompare() {
   if (!document_ || !other_) return;
   compare_model_->SetRuns(document_->data(), other_->data());
+  figures_model_->SetRuns(document_->data(), other_->data());
   compare_left_->setPlainText(
       QString::fromStdString(document_->path() + "\n\n" + document_->Summary()));
   compare_right_->setPlainText(QString::fromStdString(other_->path() + "\n\n" + other_->Summary()));

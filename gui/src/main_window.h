@@ -30,6 +30,7 @@ namespace shardscope::gui {
 class CandidateTableModel;
 class ChartsWidget;
 class CompareModel;
+class FiguresCompareModel;
 class GraphView;
 class RankTableModel;
 class RedistributionStepper;
@@ -64,6 +65,7 @@ class MainWindow : public QMainWindow {
   RankTableModel* rank_model() const { return rank_model_; }
   CandidateTableModel* candidate_model() const { return candidate_model_; }
   CompareModel* compare_model() const { return compare_model_; }
+  FiguresCompareModel* figures_model() const { return figures_model_; }
   RedistributionTableModel* redistribution_model() const { return redistribution_model_; }
   SceneWidget* mesh_view() const { return mesh_view_; }
   SceneWidget* tensor_view() const { return tensor_view_; }
@@ -121,6 +123,7 @@ class MainWindow : public QMainWindow {
   RankTableModel* rank_model_;
   QTableView* ranks_;
   CompareModel* compare_model_;
+  FiguresCompareModel* figures_model_;
   QTableView* compare_table_;
   QPlainTextEdit* compare_left_;
   QPlainTextEdit* compare_right_;

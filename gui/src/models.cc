@@ -176,6 +176,85 @@ QVariant CompareModel::headerData(int section, Qt::Orientation o, int role) cons
   return Header(kCompareColumns, kCompareColumnCount, section, o, role);
 }
 
+// ---- FiguresCompareModel
+
+static const char* const kFigureColumns[] = {"figure", "left", "right"};
+
+namespace {
+
+std::vector<QString> Figures(const viewer::RunData& run) {
+  int64_t backward = 0, bytes = 0, lower = 0;
+  for (const auto& op : run.operators) backward += op.is_backward ? 1 : 0;
+  for (const auto& r : run.redistributions) {
+    bytes += r.bytes;
+    lower += r.lower_bound_bytes;
+  }
+  double seconds = 0, compute = 0, comm = 0;
+  for (const auto& step : run.steps) {
+    seconds += step.seconds;
+    double c = 0, m = 0;
+    for (const auto& rank : step.ranks) {
+      c = std::max(c, rank.compute_seconds);
+      m = std::max(m, rank.comm_seconds);
+    }
+    compute += c;
+    comm += m;
+  }
+  int64_t peak = 0;
+  for (const auto& t : run.rank_totals) peak = std::max(peak, t.peak_bytes);
+  const double n = static_cast<double>(run.steps.size());
+  const QString none = "none recorded";
+  auto ms = [&](double total) {
+    return n > 0 ? QString("%1 ms").arg(total / n * 1e3, 0, 'f', 3) : none;
+  };
+  return {QString::fromStdString(run.run.name + " (" + RunStatusName(run.run.status) + ")"),
+          QString::number(run.run.devices),
+          QString("%1 (%2 backward)").arg(run.operators.size()).arg(backward),
+          QString::number(run.redistributions.size()),
+          QString("%1 (lower bound %2)").arg(Bytes(bytes), Bytes(lower)),
+          QString::number(run.steps.size()),
+          run.steps.empty() ? none : QString::number(run.steps.back().loss, 'g', 5),
+          ms(seconds),
+          ms(compute),
+          ms(comm),
+          run.rank_totals.empty() ? none : Bytes(peak)};
+}
+
+}  // namespace
+
+void FiguresCompareModel::SetRuns(const viewer::RunData& a, const viewer::RunData& b) {
+  static const char* const kNames[] = {"run",
+                                       "devices",
+                                       "operators",
+                                       "redistributions",
+                                       "bytes per step (max/rank, planned)",
+                                       "steps",
+                                       "last loss",
+                                       "step time (mean)",
+                                       "compute per step (mean of max/rank)",
+                                       "communication per step (mean of max/rank)",
+                                       "peak memory (max/rank)"};
+  beginResetModel();
+  const auto left = Figures(a), right = Figures(b);
+  rows_.clear();
+  for (size_t i = 0; i < left.size(); ++i) rows_.push_back({kNames[i], left[i], right[i]});
+  endResetModel();
+}
+int FiguresCompareModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int FiguresCompareModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : 3;
+}
+QVariant FiguresCompareModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= 3) return {};
+  if (role != Qt::DisplayRole) return {};
+  return rows_[index.row()][index.column()];
+}
+QVariant FiguresCompareModel::headerData(int section, Qt::Orientation o, int role) const {
+  return Header(kFigureColumns, 3, section, o, role);
+}
+
 // ---- RedistributionTableModel
 
 static const char* const kRedistColumns[] = {"id",          "tensor", "consumer",

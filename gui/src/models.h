@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <array>
 #include <vector>
 
 #include "shardscope/viewer/run_document.h"
@@ -60,6 +61,23 @@ class CompareModel : public QAbstractTableModel {
   };
   std::vector<Row> rows_;
   int differing_ = 0;
+};
+
+// Two runs' figures side by side: devices, operators, redistributions and their bytes
+// against the lower bound, steps, final loss, mean step time (compute and communication,
+// max over ranks), peak memory. "none recorded" where a run has no such figure.
+class FiguresCompareModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  using QAbstractTableModel::QAbstractTableModel;
+  void SetRuns(const viewer::RunData& a, const viewer::RunData& b);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  std::vector<std::array<QString, 3>> rows_;  // figure, left, right
 };
 
 // The redistributions of a run: id, tensor, consumer, collectives, bytes, lower bound.

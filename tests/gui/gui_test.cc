@@ -102,6 +102,17 @@ class GuiTest : public QObject {
     QCOMPARE(compare.rowCount(), 30);
     QCOMPARE(compare.differing(), 6);  // the 6 operators only the right run has
     QCOMPARE(compare.data(compare.index(0, 1)).toString(), QString("(absent)"));
+
+    shardscope::gui::FiguresCompareModel figures;
+    QAbstractItemModelTester figures_tester(&figures,
+                                            QAbstractItemModelTester::FailureReportingMode::QtTest);
+    figures.SetRuns(data, (*other)->data());
+    QCOMPARE(figures.columnCount(), 3);
+    QVERIFY(figures.rowCount() > 5);
+    QCOMPARE(figures.data(figures.index(2, 1)).toString(), QString("24 (0 backward)"));
+    QCOMPARE(figures.data(figures.index(2, 2)).toString(), QString("30 (0 backward)"));
+    QCOMPARE(figures.data(figures.index(5, 1)).toString(), QString("4"));  // steps
+    QCOMPARE(figures.data(figures.index(5, 2)).toString(), QString("1"));
   }
 
   void selectionFillsTheDetails() {

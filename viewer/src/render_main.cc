@@ -11,7 +11,8 @@
 
 int main(int argc, char** argv) {
   namespace viewer = shardscope::viewer;
-  CLI::App app{"Draw one view of a run file into an SVG or PNG picture (no display needed)."};
+  CLI::App app{"Draw one view of a run file into an SVG or PNG picture (no display needed).",
+               "shardscope render"};
   app.footer(R"(Views:
   graph                   the operator graph (dot layout), redistributions in orange
   mesh [ID|NAME]          a device matrix (default: the largest mesh); --axis highlights groups
