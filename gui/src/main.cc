@@ -1,20 +1,89 @@
 // shardscope-gui [RUN]: the desktop debugger.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
+#include <QScreen>
+#include <QTimer>
+#include <cstdio>
 
+#include "graph_view.h"
 #include "main_window.h"
+#include "shardscope/viewer/run_document.h"
+#include "stepper.h"
+
+namespace {
+
+// Saves a PNG of the window with each main view in front, then quits (scripts/screenshots.sh).
+void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
+                     const QString& prefix) {
+  QDir().mkpath(dir);
+  for (const char* view :
+       {"graph", "overview", "mesh", "tensor", "redistribution", "charts", "ranks", "compare"}) {
+    const QString name(view);
+    // Docks are shown beside the graph; overview and compare are tabs of their own.
+    if (name != "overview" && name != "compare") window->ShowView("graph");
+    window->ShowView(name);
+    if (name == "graph") window->ShowView("redistribution");
+    if (name == "tensor" && window->document() &&
+        !window->document()->data().redistributions.empty()) {
+      // Show a rank's view of the first redistributed tensor.
+      const auto& r = window->document()->data().redistributions.front();
+      window->SelectTensor(r.tensor_id);
+    }
+    if (name == "redistribution") window->stepper()->GoTo(window->stepper()->frames() > 1 ? 1 : 0);
+    QApplication::processEvents();
+    if (name == "graph") window->graph_view()->FitReadable();
+    QApplication::processEvents();
+    const QString path = dir + "/" + prefix + QString(view) + ".png";
+    if (!window->grab().save(path)) std::fprintf(stderr, "cannot write %s\n", qPrintable(path));
+    std::printf("wrote %s\n", qPrintable(path));
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("shardscope-gui");
+  QApplication::setOrganizationName("Shardscope");
   QCommandLineParser parser;
   parser.setApplicationDescription(
-      "Shardscope's debugger: what the engine decided for a run, and why.");
+      "Shardscope's debugger: what the engine decided for a run, and why.\n\n"
+      "Examples:\n"
+      "  shardscope train samples/models/ffn.yaml --devices 8 --steps 20 --record runs/ffn.db\n"
+      "  shardscope-gui runs/ffn.db\n"
+      "  shardscope-gui runs/ffn.db --compare runs/ffn_dp.db\n"
+      "  xvfb-run shardscope-gui runs/ffn.db --screenshots shots/   (PNG of each view)\n\n"
+      "In the window: click an operator for its strategy, layouts and runners-up; click an\n"
+      "orange redistribution edge to step through its plan (Left/Right keys); double-click a\n"
+      "collapsed scope to open it. Headless pictures: `shardscope render --help`.");
   parser.addHelpOption();
-  parser.addPositionalArgument("run", "A run file written by `shardscope train` (runs/*.db).");
+  parser.addPositionalArgument("run",
+                               "A run file written by `shardscope train --record` (runs/*.db).");
+  QCommandLineOption compare("compare", "Open RUN2 side by side (Compare tab).", "RUN2");
+  QCommandLineOption screenshots("screenshots", "Save a PNG of each main view into DIR and quit.",
+                                 "DIR");
+  QCommandLineOption prefix("prefix", "File name prefix of --screenshots.", "PREFIX");
+  parser.addOption(compare);
+  parser.addOption(screenshots);
+  parser.addOption(prefix);
   parser.process(app);
   shardscope::gui::MainWindow window;
   window.show();
-  if (!parser.positionalArguments().isEmpty()) window.OpenRun(parser.positionalArguments().first());
+  bool opened = false;
+  if (!parser.positionalArguments().isEmpty())
+    opened = window.OpenRun(parser.positionalArguments().first());
+  if (parser.isSet(compare)) window.CompareWith(parser.value(compare));
+  if (parser.isSet(screenshots)) {
+    if (!opened) {
+      std::fprintf(stderr, "shardscope-gui: %s\n", qPrintable(window.last_error()));
+      return 1;
+    }
+    window.resize(1600, 1000);
+    QTimer::singleShot(300, &window, [&] {
+      SaveScreenshots(&window, parser.value(screenshots), parser.value(prefix));
+      app.quit();
+    });
+  }
   return app.exec();
 }

@@ -1,31 +1,141 @@
-// MainWindow: opens a run file (dialog, argument or drag and drop) and shows its overview.
+// MainWindow: the debugger. Opens a run (dialog, recent files, drag and drop, argument) and
+// shows its graph (centre), overview and a comparison with a second run (tabs), and docks
+// that follow the selection: details (with runners-up), device matrix, tensor map,
+// redistribution stepper, charts, per-rank table. A run still being written is re-read
+// while it changes. A file that cannot be opened leaves the current run in place and shows
+// a (non-blocking) dialog with the reason.
 #pragma once
 
 #include <QMainWindow>
 #include <memory>
 
+#include "shardscope/viewer/graph_scene.h"
 #include "shardscope/viewer/run_document.h"
 
+class QCheckBox;
+class QComboBox;
+class QFileSystemWatcher;
+class QLabel;
+class QLineEdit;
+class QMenu;
 class QPlainTextEdit;
+class QSpinBox;
+class QTabWidget;
+class QTableView;
+class QTextBrowser;
+class QTimer;
 
 namespace shardscope::gui {
+
+class CandidateTableModel;
+class ChartsWidget;
+class CompareModel;
+class FiguresCompareModel;
+class GraphView;
+class RankTableModel;
+class RedistributionStepper;
+class RedistributionTableModel;
+class SceneWidget;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
   MainWindow();
-  // Opens `path`; on failure shows a dialog with the reason and keeps the current run.
+  ~MainWindow() override;
+  // Opens `path`; on failure shows a dialog with the reason, keeps the current run, and
+  // returns false (last_error() has the reason).
   bool OpenRun(const QString& path);
+  // Opens `path` as the right-hand run of the Compare tab.
+  bool CompareWith(const QString& path);
+  // Re-reads the open run (live refresh); true when something changed.
+  bool Refresh();
+
+  // Selection, as a click in the graph would do it.
+  void SelectOperator(int64_t id);
+  void SelectTensor(int64_t id);
+  void SelectRedistribution(int64_t id);
+
+  // For tests and scripts.
+  const viewer::RunDocument* document() const { return document_.get(); }
+  const QString& last_error() const { return last_error_; }
+  QString details_html() const;
+  GraphView* graph_view() const { return graph_; }
+  RedistributionStepper* stepper() const { return stepper_; }
+  RankTableModel* rank_model() const { return rank_model_; }
+  CandidateTableModel* candidate_model() const { return candidate_model_; }
+  CompareModel* compare_model() const { return compare_model_; }
+  FiguresCompareModel* figures_model() const { return figures_model_; }
+  RedistributionTableModel* redistribution_model() const { return redistribution_model_; }
+  SceneWidget* mesh_view() const { return mesh_view_; }
+  SceneWidget* tensor_view() const { return tensor_view_; }
+  ChartsWidget* charts() const { return charts_; }
+  QTabWidget* tabs() const { return tabs_; }
+  // Shows one of the main views in front: "graph", "overview", "compare", "mesh",
+  // "tensor", "redistribution", "charts", "ranks" (screenshots).
+  void ShowView(const QString& name);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
  private:
+  void BuildMenus();
+  void BuildDocks();
   void ChooseRun();
-  QPlainTextEdit* overview_;
+  void ChooseCompare();
+  void ExportGraph();
+  void AddRecent(const QString& path);
+  void UpdateRecentMenu();
+  void ShowError(const QString& title, const QString& message);
+  void ShowRun();
+  void RebuildGraph();
+  void OnGraphSelected(const QString& role, qint64 id, const QString& key);
+  void ShowMesh(int64_t mesh_id, const std::vector<int>& axes);
+  void ShowTensorMap(int64_t tensor_id);
+  void OnStepChanged(int step);
+  void UpdateCompare();
+
   std::unique_ptr<viewer::RunDocument> document_;
+  std::unique_ptr<viewer::RunDocument> other_;
+  viewer::GraphOptions graph_options_;
+  QString last_error_;
+  int64_t shown_mesh_ = -1;
+  std::vector<int> shown_axes_;
+  int64_t shown_tensor_ = -1;
+  double last_updated_at_ = 0;
+  int64_t last_steps_ = -1;
+
+  QTabWidget* tabs_;
+  GraphView* graph_;
+  QPlainTextEdit* overview_;
+  QTextBrowser* details_;
+  QTableView* candidates_;
+  CandidateTableModel* candidate_model_;
+  SceneWidget* mesh_view_;
+  QComboBox* mesh_axis_;
+  SceneWidget* tensor_view_;
+  QSpinBox* tensor_rank_;
+  RedistributionStepper* stepper_;
+  RedistributionTableModel* redistribution_model_;
+  QTableView* redistributions_;
+  ChartsWidget* charts_;
+  RankTableModel* rank_model_;
+  QTableView* ranks_;
+  CompareModel* compare_model_;
+  FiguresCompareModel* figures_model_;
+  QTableView* compare_table_;
+  QPlainTextEdit* compare_left_;
+  QPlainTextEdit* compare_right_;
+  QLineEdit* search_;
+  QComboBox* color_by_;
+  QCheckBox* backward_;
+  QCheckBox* partitioned_;
+  QLineEdit* filter_;
+  QMenu* recent_menu_;
+  QLabel* status_;
+  QTimer* refresh_timer_;
+  QFileSystemWatcher* watcher_;
 };
 
 }  // namespace shardscope::gui

@@ -1,8 +1,72 @@
 #include "shardscope/viewer/run_document.h"
 
+#include <algorithm>
+
 #include "shardscope/store/summary.h"
 
 namespace shardscope::viewer {
+namespace {
+
+template <typename Record>
+const Record* FindById(const std::vector<Record>& records, int64_t id) {
+  auto it = std::lower_bound(records.begin(), records.end(), id,
+                             [](const Record& r, int64_t key) { return r.id < key; });
+  return it != records.end() && it->id == id ? &*it : nullptr;
+}
+
+template <typename Record>
+void SortById(std::vector<Record>* records) {
+  std::stable_sort(records->begin(), records->end(),
+                   [](const Record& a, const Record& b) { return a.id < b.id; });
+}
+
+#define VIEWER_ASSIGN(target, expr)             \
+  do {                                          \
+    auto result_ = (expr);                      \
+    if (!result_.ok()) return result_.status(); \
+    target = std::move(result_).value();        \
+  } while (0)
+
+}  // namespace
+
+const store::MeshRecord* RunData::Mesh(int64_t id) const { return FindById(meshes, id); }
+const store::OperatorRecord* RunData::Operator(int64_t id) const { return FindById(operators, id); }
+const store::TensorRecord* RunData::Tensor(int64_t id) const { return FindById(tensors, id); }
+const store::RedistributionRecord* RunData::Redistribution(int64_t id) const {
+  return FindById(redistributions, id);
+}
+const store::OperatorRecord* RunData::OperatorNamed(const std::string& name) const {
+  for (const auto& op : operators) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+const store::TensorRecord* RunData::TensorNamed(const std::string& name) const {
+  for (const auto& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+store::Result<RunData> LoadRunData(const store::RunReader& reader) {
+  RunData data;
+  VIEWER_ASSIGN(data.run, reader.Run());
+  VIEWER_ASSIGN(data.counts, reader.Counts());
+  VIEWER_ASSIGN(data.meshes, reader.Meshes());
+  VIEWER_ASSIGN(data.operators, reader.Operators(true));
+  VIEWER_ASSIGN(data.tensors, reader.Tensors());
+  VIEWER_ASSIGN(data.edges, reader.Edges());
+  VIEWER_ASSIGN(data.redistributions, reader.Redistributions(true));
+  VIEWER_ASSIGN(data.send_recvs, reader.SendRecvs());
+  VIEWER_ASSIGN(data.steps, reader.Steps(std::numeric_limits<int64_t>::min(),
+                                         std::numeric_limits<int64_t>::max(), true));
+  VIEWER_ASSIGN(data.rank_totals, reader.RankTotals());
+  SortById(&data.meshes);
+  SortById(&data.operators);
+  SortById(&data.tensors);
+  SortById(&data.redistributions);
+  return data;
+}
 
 store::Result<std::unique_ptr<RunDocument>> RunDocument::Open(const std::string& path) {
   auto reader = store::RunReader::Open(path);
@@ -10,7 +74,17 @@ store::Result<std::unique_ptr<RunDocument>> RunDocument::Open(const std::string&
   std::unique_ptr<RunDocument> doc(new RunDocument());
   doc->path_ = path;
   doc->reader_ = std::move(reader).value();
+  auto data = LoadRunData(*doc->reader_);
+  if (!data.ok()) return data.status();
+  doc->data_ = std::move(data).value();
   return doc;
+}
+
+store::Status RunDocument::Reload() {
+  auto data = LoadRunData(*reader_);
+  if (!data.ok()) return data.status();
+  data_ = std::move(data).value();
+  return store::Status::Ok();
 }
 
 std::string RunDocument::Summary() const {

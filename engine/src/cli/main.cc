@@ -1,5 +1,9 @@
 // shardscope: the command-line front end. Subcommands register in their own files.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "cli/command.h"
 
@@ -20,12 +24,25 @@ int Fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace shardscope::cli;
+  // `shardscope render ...` execs the Qt renderer beside this binary (this one links no Qt).
+  if (argc >= 2 && std::string(argv[1]) == "render") {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    std::string render = n > 0 ? std::string(self, n) : std::string(argv[0]);
+    render = render.substr(0, render.rfind('/') + 1) + "shardscope-render";
+    argv[1] = render.data();
+    execv(render.c_str(), argv + 1);
+    return Fail(kExitBadInput, "cannot run " + render + " (" + std::strerror(errno) +
+                                   "): it is built with the GUI (cmake -DSHARDSCOPE_BUILD_GUI=ON; "
+                                   "target shardscope-render)");
+  }
   for (int i = 0; i < argc; ++i) command_line += std::string(i ? " " : "") + argv[i];
   CLI::App app{
       "Shardscope: automatic parallel training of neural networks, recorded for the debugger.\n"
       "\n"
       "Start with `shardscope train samples/models/lenet5.yaml --epochs 1`, then read\n"
       "docs/model-format.md to write your own model file. Each subcommand has --help.\n"
+      "`shardscope render RUN --view graph --out g.svg` draws a run (shardscope-render).\n"
       "Exit codes: 0 ok, 1 run failure, 2 bad input.",
       "shardscope"};
   app.require_subcommand(1);

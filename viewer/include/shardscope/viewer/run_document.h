@@ -1,15 +1,46 @@
-// RunDocument: one opened run file, as the views read it.
+// RunDocument: one opened run file, read once into plain records for the views.
 //
-// Owns the store reader. Open() never throws and never crashes on a bad file: it returns
-// the reader's error (naming the file and the reason) for the caller to show.
+// Open() never throws and never crashes on a bad file: it returns the reader's error (naming
+// the file and the reason: not a run file, damaged, written by a newer Shardscope) for the
+// caller to show. Reload() reads the file again (a run still being written); on failure the
+// document keeps what it had.
+//
+// Lookups by id use sorted vectors or std::map (deterministic iteration).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "shardscope/store/reader.h"
 
 namespace shardscope::viewer {
+
+// Everything the views draw, as read from the file.
+struct RunData {
+  store::RunInfo run;
+  store::RunCounts counts;
+  std::vector<store::MeshRecord> meshes;
+  std::vector<store::OperatorRecord> operators;  // id order, with candidates
+  std::vector<store::TensorRecord> tensors;
+  std::vector<store::EdgeRecord> edges;
+  std::vector<store::RedistributionRecord> redistributions;  // with steps
+  std::vector<store::SendRecvRecord> send_recvs;
+  std::vector<store::StepRecord> steps;  // with per-rank figures
+  std::vector<store::RankTotalsRecord> rank_totals;
+
+  // nullptr when absent.
+  const store::MeshRecord* Mesh(int64_t id) const;
+  const store::OperatorRecord* Operator(int64_t id) const;
+  const store::TensorRecord* Tensor(int64_t id) const;
+  const store::RedistributionRecord* Redistribution(int64_t id) const;
+  const store::OperatorRecord* OperatorNamed(const std::string& name) const;
+  const store::TensorRecord* TensorNamed(const std::string& name) const;
+};
+
+// Reads every table the views need.
+store::Result<RunData> LoadRunData(const store::RunReader& reader);
 
 class RunDocument {
  public:
@@ -17,6 +48,9 @@ class RunDocument {
 
   const std::string& path() const { return path_; }
   const store::RunReader& reader() const { return *reader_; }
+  const RunData& data() const { return data_; }
+  // Reads the file again; keeps the old data on failure.
+  store::Status Reload();
   // The run's overview as text (config, meshes, strategies, redistributions, losses).
   std::string Summary() const;
 
@@ -24,6 +58,7 @@ class RunDocument {
   RunDocument() = default;
   std::string path_;
   std::unique_ptr<store::RunReader> reader_;
+  RunData data_;
 };
 
 }  // namespace shardscope::viewer

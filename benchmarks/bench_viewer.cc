@@ -1,0 +1,110 @@
+// Viewer (issue 6): a 10,000-operator run from opening the file to the first painted graph
+// (target < 2 s), and one redistribution frame built and painted (target < 16 ms).
+//
+// The run is synthetic (tests/viewer/synthetic_run.h, written with store's RunWriter):
+// 10,000 forward operators in 100 scopes of 100, 3 candidates each, 10,000 tensors and
+// edges, 2,000 two-step redistributions, send/receive pairs for 4 workers, 50 steps on 8
+// ranks. The graph is laid out with the default options: scopes above 40 operators are
+// collapsed, as the GUI opens it. Painting goes into a QImage on the offscreen platform.
+#include <benchmark/benchmark.h>
+
+#include <QGuiApplication>
+#include <QImage>
+#include <QPainter>
+#include <cstdio>
+#include <filesystem>
+
+#include "shardscope/viewer/graph_scene.h"
+#include "shardscope/viewer/painter.h"
+#include "shardscope/viewer/redistribution_scene.h"
+#include "shardscope/viewer/run_document.h"
+#include "synthetic_run.h"
+
+namespace {
+
+using namespace shardscope::viewer;
+
+const std::string& RunPath(int num_ops) {
+  static std::map<int, std::string> paths;
+  auto it = paths.find(num_ops);
+  if (it != paths.end()) return it->second;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("shardscope_bench_viewer_" + std::to_string(num_ops) + ".db"))
+                               .string();
+  const auto status = testing::WriteSyntheticRun(
+      path, {.num_ops = num_ops, .ops_per_scope = 100, .steps = 50, .workers = 4});
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    std::abort();
+  }
+  return paths[num_ops] = path;
+}
+
+void Paint(const Scene& scene) {
+  QImage image(scene.bounds.size().toSize().boundedTo(QSize(4000, 4000)),
+               QImage::Format_ARGB32_Premultiplied);
+  QPainter painter(&image);
+  PaintScene(scene, &painter);
+  benchmark::DoNotOptimize(image.bits());
+}
+
+// Open + read every table + dot layout + paint: what stands between a click on a file and a
+// picture.
+void BM_OpenToFirstPaint(benchmark::State& state) {
+  const std::string& path = RunPath(static_cast<int>(state.range(0)));
+  size_t items = 0;
+  for (auto _ : state) {
+    auto doc = RunDocument::Open(path);
+    if (!doc.ok()) state.SkipWithError(doc.status().message().c_str());
+    auto scene = BuildGraphScene((*doc)->data());
+    if (!scene.ok()) state.SkipWithError(scene.status().message().c_str());
+    Paint(*scene);
+    items = scene->items.size();
+  }
+  state.counters["scene_items"] = static_cast<double>(items);
+}
+BENCHMARK(BM_OpenToFirstPaint)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The parts: reading the file, and the graph scene (layout) alone.
+void BM_LoadRunData(benchmark::State& state) {
+  const std::string& path = RunPath(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    auto doc = RunDocument::Open(path);
+    benchmark::DoNotOptimize(doc.ok());
+  }
+}
+BENCHMARK(BM_LoadRunData)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_GraphScene(benchmark::State& state) {
+  auto doc = RunDocument::Open(RunPath(static_cast<int>(state.range(0))));
+  for (auto _ : state) {
+    auto scene = BuildGraphScene((*doc)->data());
+    benchmark::DoNotOptimize(scene.ok());
+  }
+}
+BENCHMARK(BM_GraphScene)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One frame of the stepper: build the frame of step 1 (two tensor maps, exchanges, bars)
+// and paint it.
+void BM_RedistributionFrame(benchmark::State& state) {
+  auto doc = RunDocument::Open(RunPath(10000));
+  const auto& data = (*doc)->data();
+  const auto& r = data.redistributions[data.redistributions.size() / 2];
+  for (auto _ : state) {
+    auto frame = BuildRedistributionFrame(data, r, 1);
+    if (!frame.ok()) state.SkipWithError(frame.status().message().c_str());
+    Paint(*frame);
+  }
+}
+BENCHMARK(BM_RedistributionFrame)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QGuiApplication app(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,147 @@
+#include "details.h"
+
+#include <QStringList>
+
+#include "shardscope/viewer/graph_scene.h"
+#include "shardscope/viewer/scene.h"
+
+namespace shardscope::gui {
+namespace {
+
+QString E(const std::string& text) { return QString::fromStdString(text).toHtmlEscaped(); }
+
+QString Row(const QString& key, const QString& value) {
+  return "<tr><td><b>" + key + "</b></td><td>" + value + "</td></tr>";
+}
+
+QString MeshText(const viewer::RunData& run, int64_t id) {
+  const store::MeshRecord* m = run.Mesh(id);
+  if (!m) return "none recorded";
+  QStringList axes;
+  for (size_t i = 0; i < m->shape.size() && i < m->axis_names.size(); ++i) {
+    axes << QString("%1=%2").arg(E(m->axis_names[i])).arg(m->shape[i]);
+  }
+  QString text = QString("mesh %1 (%2)").arg(m->id).arg(axes.join(", "));
+  if (!m->ranks.empty()) {
+    QStringList ranks;
+    for (int64_t r : m->ranks) ranks << QString::number(r);
+    text += " ranks [" + ranks.join(",") + "]";
+  }
+  return text;
+}
+
+QString OpName(const viewer::RunData& run, int64_t id) {
+  const store::OperatorRecord* op = run.Operator(id);
+  return op ? E(op->name) : QString("(none)");
+}
+
+QString ShapeText(const std::vector<int64_t>& shape) {
+  return "[" + viewer::JoinNumbers(shape, ", ") + "]";
+}
+
+QString RedistLine(const viewer::RunData& run, const store::RedistributionRecord& r) {
+  const store::TensorRecord* t = run.Tensor(r.tensor_id);
+  return QString("#%1 %2: %3 → %4, %5, %6 (lower bound %7)")
+      .arg(r.id)
+      .arg(t ? E(t->name) : QString("?"))
+      .arg(E(r.from_layout), E(r.to_layout), E(viewer::DescribeCollectives(r)),
+           viewer::FormatBytes(static_cast<double>(r.bytes)),
+           viewer::FormatBytes(static_cast<double>(r.lower_bound_bytes)));
+}
+
+}  // namespace
+
+QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id) {
+  const store::OperatorRecord* op = run.Operator(id);
+  if (!op) return QString("operator %1 is not in the run").arg(id);
+  QString html = "<h3>" + E(op->name) + "</h3><table cellspacing=4>";
+  html += Row("kind", E(op->kind) + (op->is_backward ? " (backward)" : ""));
+  if (op->forward_id != store::kNone) html += Row("forward operator", OpName(run, op->forward_id));
+  html += Row("scope", op->scope.empty() ? "(top level)" : E(op->scope));
+  html += Row("strategy", "<tt>" + E(op->strategy) + "</tt>");
+  html += Row("mesh", MeshText(run, op->mesh_id));
+  QString why = E(op->provenance.empty() ? "none recorded" : op->provenance);
+  if (!op->provenance_detail.empty()) why += ": " + E(op->provenance_detail);
+  html += Row("why", why);
+  if (op->provenance_op != store::kNone)
+    html += Row("from operator", OpName(run, op->provenance_op));
+  html += Row("search round", op->search_round == store::kNone ? QString("none recorded")
+                                                               : QString::number(op->search_round));
+  html += Row("cost", op->cost > 0 ? QString("%1 ms").arg(op->cost * 1e3, 0, 'f', 4)
+                                   : QString("none recorded"));
+  html += Row("worker", op->worker == store::kNone ? QString("none (not placed)")
+                                                   : QString("rank %1").arg(op->worker));
+  int64_t memory = -1;
+  for (const auto& c : op->candidates) {
+    if (c.strategy == op->strategy) memory = c.memory_bytes;
+  }
+  html += Row("memory", memory >= 0 ? viewer::FormatBytes(static_cast<double>(memory))
+                                    : QString("none recorded (no candidates)"));
+  html += "</table><p><b>Inputs</b> (layout this operator needs)</p><ul>";
+  bool any = false;
+  for (const auto& e : run.edges) {
+    if (e.dst_op != op->id) continue;
+    const store::TensorRecord* t = run.Tensor(e.tensor_id);
+    html += QString("<li>%1: %2 <tt>%3</tt></li>")
+                .arg(e.dst_input)
+                .arg(t ? E(t->name) : QString::number(e.tensor_id), E(e.layout));
+    any = true;
+  }
+  if (!any) html += "<li>none recorded</li>";
+  html += "</ul><p><b>Outputs</b> (layout as produced)</p><ul>";
+  any = false;
+  for (const auto& t : run.tensors) {
+    if (t.producer_op != op->id) continue;
+    html += QString("<li>%1 %2 <tt>%3</tt></li>").arg(E(t.name), ShapeText(t.shape), E(t.layout));
+    any = true;
+  }
+  if (!any) html += "<li>none recorded</li>";
+  html += "</ul><p><b>Redistributions into it</b></p><ul>";
+  any = false;
+  for (const auto& r : run.redistributions) {
+    if (r.consumer_op != op->id) continue;
+    html += "<li>" + RedistLine(run, r) + "</li>";
+    any = true;
+  }
+  if (!any) html += "<li>none</li>";
+  html += "</ul><p><b>Runners-up</b>: ";
+  html += op->candidates.empty()
+              ? "none recorded (this run's search kept no candidates)"
+              : QString("%1 candidates in the table below").arg(op->candidates.size());
+  html += "</p>";
+  return html;
+}
+
+QString TensorDetailsHtml(const viewer::RunData& run, int64_t id) {
+  const store::TensorRecord* t = run.Tensor(id);
+  if (!t) return QString("tensor %1 is not in the run").arg(id);
+  QString html = "<h3>" + E(t->name) + "</h3><table cellspacing=4>";
+  html += Row("kind", E(t->kind) + " " + E(t->dtype));
+  html += Row("shape", ShapeText(t->shape));
+  html += Row("producer", t->producer_op == store::kNone ? QString("(none: fed to the graph)")
+                                                         : OpName(run, t->producer_op));
+  html += Row("layout", "<tt>" + E(t->layout.empty() ? "none recorded" : t->layout) + "</tt>");
+  html += Row("mesh", MeshText(run, t->mesh_id));
+  html += "</table><p><b>Consumers</b> (layout each needs)</p><ul>";
+  bool any = false;
+  for (const auto& e : run.edges) {
+    if (e.tensor_id != id) continue;
+    html += QString("<li>%1 input %2: <tt>%3</tt></li>")
+                .arg(OpName(run, e.dst_op))
+                .arg(e.dst_input)
+                .arg(E(e.layout));
+    any = true;
+  }
+  if (!any) html += "<li>none</li>";
+  html += "</ul><p><b>Redistributions</b></p><ul>";
+  any = false;
+  for (const auto& r : run.redistributions) {
+    if (r.tensor_id != id) continue;
+    html += "<li>" + RedistLine(run, r) + "</li>";
+    any = true;
+  }
+  if (!any) html += "<li>none</li>";
+  return html + "</ul>";
+}
+
+}  // namespace shardscope::gui

@@ -1,0 +1,313 @@
+#include "models.h"
+
+#include <algorithm>
+#include <map>
+
+#include "shardscope/viewer/graph_scene.h"
+#include "shardscope/viewer/scene.h"
+
+namespace shardscope::gui {
+namespace {
+
+QVariant Header(const char* const* names, int count, int section, Qt::Orientation o, int role) {
+  if (role != Qt::DisplayRole || o != Qt::Horizontal || section < 0 || section >= count) return {};
+  return QString(names[section]);
+}
+
+QString Bytes(int64_t bytes) { return viewer::FormatBytes(static_cast<double>(bytes)); }
+
+}  // namespace
+
+// ---- RankTableModel
+
+static const char* const kRankColumns[] = {"rank", "steps",    "compute (s)", "comm (s)",
+                                           "sent", "received", "peak memory", "parameters"};
+constexpr int kRankColumnCount = 8;
+
+void RankTableModel::SetRows(std::vector<store::RankTotalsRecord> rows) {
+  beginResetModel();
+  rows_ = std::move(rows);
+  endResetModel();
+}
+int RankTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int RankTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kRankColumnCount;
+}
+QVariant RankTableModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kRankColumnCount)
+    return {};
+  const auto& r = rows_[index.row()];
+  if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role != Qt::DisplayRole && role != Qt::UserRole) return {};
+  const bool raw = role == Qt::UserRole;  // sortable numbers
+  switch (index.column()) {
+    case 0:
+      return QVariant::fromValue<qlonglong>(r.rank);
+    case 1:
+      return QVariant::fromValue<qlonglong>(r.steps);
+    case 2:
+      return raw ? QVariant(r.compute_seconds)
+                 : QVariant(QString::number(r.compute_seconds, 'f', 4));
+    case 3:
+      return raw ? QVariant(r.comm_seconds) : QVariant(QString::number(r.comm_seconds, 'f', 4));
+    case 4:
+      return raw ? QVariant::fromValue<qlonglong>(r.bytes_sent) : QVariant(Bytes(r.bytes_sent));
+    case 5:
+      return raw ? QVariant::fromValue<qlonglong>(r.bytes_recv) : QVariant(Bytes(r.bytes_recv));
+    case 6:
+      return raw ? QVariant::fromValue<qlonglong>(r.peak_bytes) : QVariant(Bytes(r.peak_bytes));
+    case 7:
+      return raw ? QVariant::fromValue<qlonglong>(r.param_bytes) : QVariant(Bytes(r.param_bytes));
+  }
+  return {};
+}
+QVariant RankTableModel::headerData(int section, Qt::Orientation o, int role) const {
+  return Header(kRankColumns, kRankColumnCount, section, o, role);
+}
+
+// ---- CandidateTableModel
+
+static const char* const kCandidateColumns[] = {
+    "", "strategy", "cost (ms)", "compute (ms)", "comm (ms)", "memory", "note"};
+constexpr int kCandidateColumnCount = 7;
+
+void CandidateTableModel::SetOperator(const store::OperatorRecord* op) {
+  beginResetModel();
+  rows_ = op ? op->candidates : std::vector<store::CandidateRecord>{};
+  chosen_ = op ? op->strategy : "";
+  endResetModel();
+}
+int CandidateTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int CandidateTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kCandidateColumnCount;
+}
+QVariant CandidateTableModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kCandidateColumnCount) {
+    return {};
+  }
+  const auto& c = rows_[index.row()];
+  if (role == Qt::ToolTipRole && index.column() == 6) return QString::fromStdString(c.note);
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case 0:
+      return c.strategy == chosen_ ? QString("chosen") : QString("#%1").arg(index.row() + 1);
+    case 1:
+      return QString::fromStdString(c.strategy);
+    case 2:
+      return QString::number(c.cost * 1e3, 'f', 3);
+    case 3:
+      return QString::number(c.compute_seconds * 1e3, 'f', 3);
+    case 4:
+      return QString::number(c.comm_seconds * 1e3, 'f', 3);
+    case 5:
+      return Bytes(c.memory_bytes);
+    case 6:
+      return QString::fromStdString(c.note);
+  }
+  return {};
+}
+QVariant CandidateTableModel::headerData(int section, Qt::Orientation o, int role) const {
+  return Header(kCandidateColumns, kCandidateColumnCount, section, o, role);
+}
+
+// ---- CompareModel
+
+static const char* const kCompareColumns[] = {"operator", "strategy (left)", "strategy (right)",
+                                              "why (left)", "why (right)"};
+constexpr int kCompareColumnCount = 5;
+
+void CompareModel::SetRuns(const viewer::RunData& a, const viewer::RunData& b) {
+  beginResetModel();
+  std::map<std::string, Row> by_name;
+  for (const auto& op : a.operators) {
+    Row& row = by_name[op.name];
+    row.name = QString::fromStdString(op.name);
+    row.strategy_a = QString::fromStdString(op.strategy);
+    row.provenance_a = QString::fromStdString(op.provenance);
+  }
+  for (const auto& op : b.operators) {
+    Row& row = by_name[op.name];
+    row.name = QString::fromStdString(op.name);
+    row.strategy_b = QString::fromStdString(op.strategy);
+    row.provenance_b = QString::fromStdString(op.provenance);
+  }
+  rows_.clear();
+  differing_ = 0;
+  for (auto& [name, row] : by_name) {
+    row.differs = row.strategy_a != row.strategy_b;
+    differing_ += row.differs ? 1 : 0;
+    rows_.push_back(row);
+  }
+  std::stable_sort(rows_.begin(), rows_.end(),
+                   [](const Row& x, const Row& y) { return x.differs && !y.differs; });
+  endResetModel();
+}
+int CompareModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int CompareModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kCompareColumnCount;
+}
+QVariant CompareModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kCompareColumnCount)
+    return {};
+  const Row& r = rows_[index.row()];
+  if (role == Qt::BackgroundRole && r.differs) return QColor(255, 236, 210);
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case 0:
+      return r.name;
+    case 1:
+      return r.strategy_a.isEmpty() ? QString("(absent)") : r.strategy_a;
+    case 2:
+      return r.strategy_b.isEmpty() ? QString("(absent)") : r.strategy_b;
+    case 3:
+      return r.provenance_a;
+    case 4:
+      return r.provenance_b;
+  }
+  return {};
+}
+QVariant CompareModel::headerData(int section, Qt::Orientation o, int role) const {
+  return Header(kCompareColumns, kCompareColumnCount, section, o, role);
+}
+
+// ---- FiguresCompareModel
+
+static const char* const kFigureColumns[] = {"figure", "left", "right"};
+
+namespace {
+
+std::vector<QString> Figures(const viewer::RunData& run) {
+  int64_t backward = 0, bytes = 0, lower = 0;
+  for (const auto& op : run.operators) backward += op.is_backward ? 1 : 0;
+  for (const auto& r : run.redistributions) {
+    bytes += r.bytes;
+    lower += r.lower_bound_bytes;
+  }
+  double seconds = 0, compute = 0, comm = 0;
+  for (const auto& step : run.steps) {
+    seconds += step.seconds;
+    double c = 0, m = 0;
+    for (const auto& rank : step.ranks) {
+      c = std::max(c, rank.compute_seconds);
+      m = std::max(m, rank.comm_seconds);
+    }
+    compute += c;
+    comm += m;
+  }
+  int64_t peak = 0;
+  for (const auto& t : run.rank_totals) peak = std::max(peak, t.peak_bytes);
+  const double n = static_cast<double>(run.steps.size());
+  const QString none = "none recorded";
+  auto ms = [&](double total) {
+    return n > 0 ? QString("%1 ms").arg(total / n * 1e3, 0, 'f', 3) : none;
+  };
+  return {QString::fromStdString(run.run.name + " (" + RunStatusName(run.run.status) + ")"),
+          QString::number(run.run.devices),
+          QString("%1 (%2 backward)").arg(run.operators.size()).arg(backward),
+          QString::number(run.redistributions.size()),
+          QString("%1 (lower bound %2)").arg(Bytes(bytes), Bytes(lower)),
+          QString::number(run.steps.size()),
+          run.steps.empty() ? none : QString::number(run.steps.back().loss, 'g', 5),
+          ms(seconds),
+          ms(compute),
+          ms(comm),
+          run.rank_totals.empty() ? none : Bytes(peak)};
+}
+
+}  // namespace
+
+void FiguresCompareModel::SetRuns(const viewer::RunData& a, const viewer::RunData& b) {
+  static const char* const kNames[] = {"run",
+                                       "devices",
+                                       "operators",
+                                       "redistributions",
+                                       "bytes per step (max/rank, planned)",
+                                       "steps",
+                                       "last loss",
+                                       "step time (mean)",
+                                       "compute per step (mean of max/rank)",
+                                       "communication per step (mean of max/rank)",
+                                       "peak memory (max/rank)"};
+  beginResetModel();
+  const auto left = Figures(a), right = Figures(b);
+  rows_.clear();
+  for (size_t i = 0; i < left.size(); ++i) rows_.push_back({kNames[i], left[i], right[i]});
+  endResetModel();
+}
+int FiguresCompareModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int FiguresCompareModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : 3;
+}
+QVariant FiguresCompareModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= 3) return {};
+  if (role != Qt::DisplayRole) return {};
+  return rows_[index.row()][index.column()];
+}
+QVariant FiguresCompareModel::headerData(int section, Qt::Orientation o, int role) const {
+  return Header(kFigureColumns, 3, section, o, role);
+}
+
+// ---- RedistributionTableModel
+
+static const char* const kRedistColumns[] = {"id",          "tensor", "consumer",
+                                             "collectives", "bytes",  "lower bound"};
+constexpr int kRedistColumnCount = 6;
+
+void RedistributionTableModel::SetRun(const viewer::RunData* run) {
+  beginResetModel();
+  rows_.clear();
+  if (run) {
+    for (const auto& r : run->redistributions) {
+      const auto* t = run->Tensor(r.tensor_id);
+      const auto* c = run->Operator(r.consumer_op);
+      rows_.push_back({r.id, t ? QString::fromStdString(t->name) : QString("?"),
+                       c ? QString::fromStdString(c->name) : QString("optimizer"),
+                       QString::fromStdString(viewer::DescribeCollectives(r)), r.bytes,
+                       r.lower_bound_bytes});
+    }
+  }
+  endResetModel();
+}
+int RedistributionTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int RedistributionTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kRedistColumnCount;
+}
+QVariant RedistributionTableModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kRedistColumnCount)
+    return {};
+  const Row& r = rows_[index.row()];
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case 0:
+      return QVariant::fromValue<qlonglong>(r.id);
+    case 1:
+      return r.tensor;
+    case 2:
+      return r.consumer;
+    case 3:
+      return r.collectives;
+    case 4:
+      return Bytes(r.bytes);
+    case 5:
+      return Bytes(r.lower_bound);
+  }
+  return {};
+}
+QVariant RedistributionTableModel::headerData(int section, Qt::Orientation o, int role) const {
+  return Header(kRedistColumns, kRedistColumnCount, section, o, role);
+}
+int64_t RedistributionTableModel::IdAt(int row) const {
+  return row >= 0 && row < rowCount() ? rows_[row].id : -1;
+}
+
+}  // namespace shardscope::gui

@@ -1,0 +1,104 @@
+// Item models over a run's plain records, for stock Qt views (QTableView). Each model copies
+// its rows when set; an empty model has zero rows, never a fake one.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <array>
+#include <vector>
+
+#include "shardscope/viewer/run_document.h"
+
+namespace shardscope::gui {
+
+// Per-rank totals over the training steps: compute, communication, bytes, peak memory.
+class RankTableModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  using QAbstractTableModel::QAbstractTableModel;
+  void SetRows(std::vector<store::RankTotalsRecord> rows);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  std::vector<store::RankTotalsRecord> rows_;
+};
+
+// The strategies a search considered for one operator, best first (the chosen one marked).
+class CandidateTableModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  using QAbstractTableModel::QAbstractTableModel;
+  void SetOperator(const store::OperatorRecord* op);  // nullptr: empty
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  std::vector<store::CandidateRecord> rows_;
+  std::string chosen_;
+};
+
+// Two runs side by side: one row per operator name found in either, with both strategies
+// (and provenance); rows whose strategies differ come first, then by name.
+class CompareModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  using QAbstractTableModel::QAbstractTableModel;
+  void SetRuns(const viewer::RunData& a, const viewer::RunData& b);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+  int differing() const { return differing_; }
+
+ private:
+  struct Row {
+    QString name, strategy_a, strategy_b, provenance_a, provenance_b;
+    bool differs = false;
+  };
+  std::vector<Row> rows_;
+  int differing_ = 0;
+};
+
+// Two runs' figures side by side: devices, operators, redistributions and their bytes
+// against the lower bound, steps, final loss, mean step time (compute and communication,
+// max over ranks), peak memory. "none recorded" where a run has no such figure.
+class FiguresCompareModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  using QAbstractTableModel::QAbstractTableModel;
+  void SetRuns(const viewer::RunData& a, const viewer::RunData& b);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  std::vector<std::array<QString, 3>> rows_;  // figure, left, right
+};
+
+// The redistributions of a run: id, tensor, consumer, collectives, bytes, lower bound.
+class RedistributionTableModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  using QAbstractTableModel::QAbstractTableModel;
+  void SetRun(const viewer::RunData* run);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+  int64_t IdAt(int row) const;
+
+ private:
+  struct Row {
+    int64_t id;
+    QString tensor, consumer, collectives;
+    int64_t bytes, lower_bound;
+  };
+  std::vector<Row> rows_;
+};
+
+}  // namespace shardscope::gui

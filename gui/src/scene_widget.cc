@@ -1,0 +1,86 @@
+#include "scene_widget.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QScrollArea>
+
+#include "shardscope/viewer/painter.h"
+
+namespace shardscope::gui {
+
+SceneWidget::SceneWidget(QWidget* parent) : QWidget(parent) {
+  setMinimumSize(200, 150);
+  setAutoFillBackground(true);
+}
+
+void SceneWidget::SetScene(viewer::Scene scene) {
+  scene_ = std::move(scene);
+  message_.clear();
+  UpdateMinimumSize();
+  update();
+}
+
+void SceneWidget::SetMessage(const QString& message) {
+  scene_ = {};
+  message_ = message;
+  UpdateMinimumSize();
+  update();
+}
+
+constexpr double kMinScale = 0.7;  // text stays readable (8 pt items at 5.6 px)
+constexpr double kMaxScale = 1.5;
+
+double SceneWidget::Scale() const {
+  const QSizeF size = scene_.bounds.size();
+  if (size.isEmpty() || !parentWidget()) return 1;
+  // Fit the visible width (the scroll area's viewport), then the height if it allows more.
+  const QWidget* room = parentWidget();
+  const double fit = std::min(room->width() / size.width(), room->height() / size.height());
+  const double fit_width = room->width() / size.width();
+  return std::clamp(std::max(fit, std::min(fit_width, 1.0)), kMinScale, kMaxScale);
+}
+
+void SceneWidget::UpdateMinimumSize() {
+  const double scale = Scale();
+  const QSize needed = (scene_.bounds.size() * scale).toSize();
+  setMinimumSize(scene_.items.empty() ? QSize(200, 150) : needed);
+}
+
+void SceneWidget::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  UpdateMinimumSize();
+}
+
+void SceneWidget::paintEvent(QPaintEvent*) {
+  QPainter painter(this);
+  painter.fillRect(rect(), Qt::white);
+  if (scene_.items.empty()) {
+    painter.setPen(QColor(90, 90, 90));
+    painter.drawText(rect().adjusted(10, 10, -10, -10), Qt::AlignCenter | Qt::TextWordWrap,
+                     message_);
+    return;
+  }
+  const double scale = Scale();
+  painter.scale(scale, scale);
+  viewer::PaintScene(scene_, &painter);
+}
+
+void SceneWidget::mousePressEvent(QMouseEvent* event) {
+  const QPointF at = event->position() / Scale() + scene_.bounds.topLeft();
+  for (auto it = scene_.items.rbegin(); it != scene_.items.rend(); ++it) {
+    if ((it->role == "rank" || it->role == "block") && it->rect.contains(at)) {
+      emit Clicked(it->role, it->id);
+      return;
+    }
+  }
+}
+
+QScrollArea* InScrollArea(SceneWidget* widget, QWidget* parent) {
+  auto* area = new QScrollArea(parent);
+  area->setWidgetResizable(true);
+  area->setWidget(widget);
+  area->setBackgroundRole(QPalette::Base);
+  return area;
+}
+
+}  // namespace shardscope::gui

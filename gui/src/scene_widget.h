@@ -1,0 +1,44 @@
+// SceneWidget: paints a viewer::Scene (device matrix, tensor map and redistribution frames in
+// docks) scaled to the widget's width, never below a readable scale: when the picture does
+// not fit it asks for more room (minimum size) and the scroll area around it scrolls. A
+// click reports the scene item under the mouse.
+#pragma once
+
+#include <QWidget>
+
+class QScrollArea;
+
+#include "shardscope/viewer/scene.h"
+
+namespace shardscope::gui {
+
+class SceneWidget : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SceneWidget(QWidget* parent = nullptr);
+  void SetScene(viewer::Scene scene);
+  // Shown instead of a picture (e.g. "select a tensor").
+  void SetMessage(const QString& message);
+  const viewer::Scene& scene() const { return scene_; }
+  const QString& message() const { return message_; }
+  QSize sizeHint() const override { return {420, 300}; }
+
+ signals:
+  void Clicked(const QString& role, qint64 id);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+
+ private:
+  double Scale() const;
+  void UpdateMinimumSize();
+  void resizeEvent(QResizeEvent* event) override;
+  viewer::Scene scene_;
+  QString message_;
+};
+
+// `widget` inside a scroll area (resizable), as SceneWidget expects.
+QScrollArea* InScrollArea(SceneWidget* widget, QWidget* parent);
+
+}  // namespace shardscope::gui

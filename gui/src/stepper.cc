@@ -1,0 +1,148 @@
+#include "stepper.h"
+
+#include <QHBoxLayout>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSlider>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "scene_widget.h"
+#include "shardscope/viewer/redistribution_scene.h"
+
+namespace shardscope::gui {
+
+RedistributionStepper::RedistributionStepper(QWidget* parent)
+    : QWidget(parent),
+      view_(new SceneWidget(this)),
+      timeline_(new QSlider(Qt::Horizontal, this)),
+      position_(new QLabel(this)),
+      play_(new QPushButton("Play", this)),
+      timer_(new QTimer(this)) {
+  setFocusPolicy(Qt::StrongFocus);
+  auto* previous = new QPushButton("◀ Prev", this);
+  auto* next = new QPushButton("Next ▶", this);
+  previous->setToolTip("Previous step (Left arrow)");
+  next->setToolTip("Next step (Right arrow)");
+  timeline_->setTickPosition(QSlider::TicksBelow);
+  timeline_->setPageStep(1);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(previous);
+  controls->addWidget(play_);
+  controls->addWidget(next);
+  controls->addWidget(timeline_, 1);
+  controls->addWidget(position_);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  layout->addWidget(InScrollArea(view_, this), 1);
+  connect(previous, &QPushButton::clicked, this, &RedistributionStepper::Previous);
+  connect(next, &QPushButton::clicked, this, &RedistributionStepper::Next);
+  connect(play_, &QPushButton::clicked, this, &RedistributionStepper::TogglePlay);
+  connect(timeline_, &QSlider::valueChanged, this, &RedistributionStepper::GoTo);
+  idle_message_ =
+      "Click an orange redistribution edge in the graph (or pick one in the list) to step "
+      "through its plan.";
+  timer_->setInterval(900);
+  connect(timer_, &QTimer::timeout, this, [this] {
+    if (step_ + 1 >= frames_) {
+      TogglePlay();
+    } else {
+      Next();
+    }
+  });
+  SetRedistribution(nullptr, -1);
+}
+
+void RedistributionStepper::SetRedistribution(const viewer::RunData* run, int64_t id) {
+  timer_->stop();
+  play_->setText("Play");
+  run_ = run;
+  id_ = id;
+  step_ = 0;
+  const store::RedistributionRecord* r = run ? run->Redistribution(id) : nullptr;
+  frames_ = r ? viewer::FrameCount(*r) : 0;
+  timeline_->blockSignals(true);
+  timeline_->setRange(0, std::max(0, frames_ - 1));
+  timeline_->setValue(0);
+  timeline_->blockSignals(false);
+  Show();
+}
+
+void RedistributionStepper::SetIdleMessage(const QString& message) {
+  idle_message_ = message;
+  if (!run_ || !run_->Redistribution(id_)) view_->SetMessage(message);
+}
+
+bool RedistributionStepper::playing() const { return timer_->isActive(); }
+
+void RedistributionStepper::Next() { GoTo(step_ + 1); }
+void RedistributionStepper::Previous() { GoTo(step_ - 1); }
+
+void RedistributionStepper::GoTo(int step) {
+  if (frames_ == 0) return;
+  step = std::clamp(step, 0, frames_ - 1);
+  if (step == step_ && timeline_->value() == step) return;
+  step_ = step;
+  timeline_->blockSignals(true);
+  timeline_->setValue(step);
+  timeline_->blockSignals(false);
+  Show();
+  emit StepChanged(step_);
+}
+
+void RedistributionStepper::TogglePlay() {
+  if (timer_->isActive()) {
+    timer_->stop();
+    play_->setText("Play");
+  } else if (frames_ > 1) {
+    if (step_ + 1 >= frames_) GoTo(0);
+    timer_->start();
+    play_->setText("Pause");
+  }
+}
+
+void RedistributionStepper::Show() {
+  error_.clear();
+  const store::RedistributionRecord* r = run_ ? run_->Redistribution(id_) : nullptr;
+  if (!r) {
+    position_->setText("");
+    view_->SetMessage(idle_message_);
+    return;
+  }
+  position_->setText(QString("step %1 / %2").arg(step_ + 1).arg(frames_));
+  auto scene = viewer::BuildRedistributionFrame(*run_, *r, step_);
+  if (!scene.ok()) {
+    error_ = QString::fromStdString(scene.status().message());
+    view_->SetMessage(error_);
+    return;
+  }
+  view_->SetScene(std::move(scene).value());
+}
+
+void RedistributionStepper::keyPressEvent(QKeyEvent* event) {
+  switch (event->key()) {
+    case Qt::Key_Right:
+      Next();
+      break;
+    case Qt::Key_Left:
+      Previous();
+      break;
+    case Qt::Key_Home:
+      GoTo(0);
+      break;
+    case Qt::Key_End:
+      GoTo(frames_ - 1);
+      break;
+    case Qt::Key_Space:
+      TogglePlay();
+      break;
+    default:
+      QWidget::keyPressEvent(event);
+      return;
+  }
+  event->accept();
+}
+
+}  // namespace shardscope::gui

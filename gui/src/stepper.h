@@ -1,0 +1,61 @@
+// RedistributionStepper: walks the frames of one redistribution plan: previous, next, play,
+// the Left/Right arrow keys, Home/End, and a timeline slider with one tick per step.
+#pragma once
+
+#include <QWidget>
+
+#include "shardscope/viewer/run_document.h"
+
+class QLabel;
+class QPushButton;
+class QSlider;
+class QTimer;
+
+namespace shardscope::gui {
+
+class SceneWidget;
+
+class RedistributionStepper : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RedistributionStepper(QWidget* parent = nullptr);
+  // Shows redistribution `id` of `run` from its first step; `run` must outlive the stepper's
+  // use of it (SetRun(nullptr, -1) clears).
+  void SetRedistribution(const viewer::RunData* run, int64_t id);
+  int64_t redistribution() const { return id_; }
+  int step() const { return step_; }
+  int frames() const { return frames_; }
+  bool playing() const;
+  const SceneWidget* frame_view() const { return view_; }
+  QString error() const { return error_; }
+  // What the frame area says when no redistribution is shown.
+  void SetIdleMessage(const QString& message);
+
+ public slots:
+  void Next();
+  void Previous();
+  void GoTo(int step);
+  void TogglePlay();
+
+ signals:
+  void StepChanged(int step);
+
+ protected:
+  void keyPressEvent(QKeyEvent* event) override;
+
+ private:
+  void Show();
+  const viewer::RunData* run_ = nullptr;
+  int64_t id_ = -1;
+  int step_ = 0;
+  int frames_ = 0;
+  QString error_;
+  QString idle_message_;
+  SceneWidget* view_;
+  QSlider* timeline_;
+  QLabel* position_;
+  QPushButton* play_;
+  QTimer* timer_;
+};
+
+}  // namespace shardscope::gui

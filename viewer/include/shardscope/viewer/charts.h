@@ -1,0 +1,21 @@
+// Chart series of a run's training steps, as plain data (the GUI draws them with QtCharts).
+#pragma once
+
+#include <vector>
+
+#include "shardscope/viewer/run_document.h"
+
+namespace shardscope::viewer {
+
+struct ChartsData {
+  std::vector<double> step;                 // x for the per-step series
+  std::vector<double> loss;                 // NaN where missing
+  std::vector<double> compute_ms;           // max over ranks
+  std::vector<double> comm_ms;              // max over ranks
+  std::vector<double> bytes;                // sent + received, summed over ranks
+  std::vector<double> peak_bytes_per_rank;  // index = rank, max over steps
+};
+
+ChartsData BuildChartsData(const RunData& run);
+
+}  // namespace shardscope::viewer

@@ -1,0 +1,42 @@
+// Graph view: the forward and backward operator graph of a run, laid out by Graphviz `dot`
+// in-process (libgvc; one GVC_t for the process, guarded by a mutex).
+//
+// Name scopes are clusters; a scope with more than `collapse_above` operators is drawn as one
+// box (role "cluster", key = scope) unless listed in `expanded`, so a 10,000-operator graph
+// stays readable. Operators (role "operator", id = operator id) are coloured by strategy (same
+// strategy, same colour; a legend lists them), by worker or by memory. Edges (role "edge",
+// id = tensor id) that carry a redistribution are drawn thick and orange (role
+// "redistribution", id = redistribution id) and labelled with their collectives and bytes;
+// gradient reductions (no consumer) go to an "optimizer" node. The partitioned view draws one
+// cluster per worker (place()) and the send/receive edges of the send_recv table (role
+// "send_recv"); without placement it says so.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "shardscope/store/status.h"
+#include "shardscope/viewer/run_document.h"
+#include "shardscope/viewer/scene.h"
+
+namespace shardscope::viewer {
+
+enum class ColorBy { kStrategy, kWorker, kMemory };
+
+struct GraphOptions {
+  ColorBy color_by = ColorBy::kStrategy;
+  bool show_backward = true;
+  bool partitioned = false;         // one cluster per worker, send/recv edges
+  int collapse_above = 40;          // scopes with more operators are collapsed ...
+  std::set<std::string> expanded;   // ... unless listed here
+  std::set<std::string> collapsed;  // always collapsed
+  std::string filter;               // only operators whose name contains this (empty: all)
+};
+
+store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& options = {});
+
+// The collectives of a redistribution in words: "all-gather(mp) + local slice(dp)", or
+// "no communication" when it has no steps.
+std::string DescribeCollectives(const store::RedistributionRecord& redistribution);
+
+}  // namespace shardscope::viewer

@@ -1,0 +1,23 @@
+// Meshes and layouts of a run file back as engine values (shardscope_layout), so the views
+// use the engine's own layout math (blocks, owners, replica and partial groups).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "shardscope/layout.h"
+#include "shardscope/mesh.h"
+#include "shardscope/store/records.h"
+
+namespace shardscope::viewer {
+
+// The mesh of a MeshRecord (shape, axis names, rank list) through DeviceMesh::Create.
+Result<DeviceMesh> MeshFromRecord(const store::MeshRecord& mesh);
+
+// A layout as the engine prints it ("[mp | sp.dp] P(dp)", "[-]", "[]") for a tensor of
+// `shape` on `mesh`: rewritten to the spec form ("mp,sp.dp|P(dp)") and read by
+// ParseLayoutSpec. Errors name the text and the reason.
+Result<Layout> ParseStoredLayout(const std::string& text, const DeviceMesh& mesh,
+                                 const std::vector<int64_t>& shape);
+
+}  // namespace shardscope::viewer

@@ -1,0 +1,22 @@
+// Painting a Scene with QPainter: on screen, into a PNG (QImage) or an SVG (QSvgGenerator).
+//
+// SaveScene works without a display as long as a QGuiApplication exists (the offscreen
+// platform is enough: QT_QPA_PLATFORM=offscreen).
+#pragma once
+
+#include <QPainter>
+#include <string>
+
+#include "shardscope/store/status.h"
+#include "shardscope/viewer/scene.h"
+
+namespace shardscope::viewer {
+
+void PaintItem(const SceneItem& item, QPainter* painter);
+// Fills the background and paints every item, translated so that bounds.topLeft() is at 0,0.
+void PaintScene(const Scene& scene, QPainter* painter);
+// Writes `scene` to `path`: SVG for *.svg, PNG for *.png (scale 2 for sharp text); any other
+// extension is kInvalidArgument. Errors name the file.
+store::Status SaveScene(const Scene& scene, const std::string& path);
+
+}  // namespace shardscope::viewer

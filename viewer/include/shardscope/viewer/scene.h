@@ -1,0 +1,72 @@
+// Scene: a picture as plain data (shapes, text, colours), built by the views and drawn by
+// PaintScene (QPainter: screen, PNG, SVG) or turned into QGraphicsItems by the GUI, so the
+// same description is shown on screen and rendered headless.
+//
+// Coordinates are in points, y down. Every item says what it depicts (`role`, `id`) so a
+// click or a test can find it: role "operator" id = operator id, "cluster" (key = scope or
+// worker), "edge", "redistribution" id = redistribution id, "send_recv", "tensor", "rank"
+// id = rank, "block" id = linear block index, "legend", "label".
+#pragma once
+
+#include <QColor>
+#include <QPolygonF>
+#include <QRectF>
+#include <QString>
+#include <cstdint>
+#include <vector>
+
+namespace shardscope::viewer {
+
+struct SceneItem {
+  enum class Shape { kRect, kRoundedRect, kEllipse, kPolyline, kBezier, kText };
+  Shape shape = Shape::kRect;
+  QRectF rect;         // boxes and the box text is laid out in
+  QPolygonF points;    // polylines; beziers as start + (control, control, end)*
+  bool arrow = false;  // an arrow head at the last point
+  QColor fill = Qt::transparent;
+  QColor stroke = Qt::black;
+  double stroke_width = 1;
+  bool dashed = false;
+  bool hatched = false;  // diagonal hatching over the fill (partial sums)
+  QString text;          // drawn centred in rect (kText: aligned by `align`)
+  QColor text_color = Qt::black;
+  double font_size = 9;
+  bool bold = false;
+  int align = 0x0084;  // Qt::AlignCenter
+  QString role;
+  QString key;      // e.g. a cluster's scope
+  int64_t id = -1;  // the operator, redistribution, rank or block it depicts
+  QString tooltip;
+};
+
+struct Scene {
+  QRectF bounds;
+  QColor background = Qt::white;
+  std::vector<SceneItem> items;  // drawn in order
+  // Items with `role` (and `id` when >= 0), in order.
+  std::vector<const SceneItem*> Find(const QString& role, int64_t id = -1) const;
+};
+
+// Helpers the views share.
+SceneItem TextItem(const QRectF& rect, const QString& text, double font_size = 9, bool bold = false,
+                   int align = 0x0081 /* left | vcenter */);
+SceneItem BoxItem(const QRectF& rect, const QColor& fill, const QString& text,
+                  const QString& role = {}, int64_t id = -1);
+// A palette of distinguishable colours; index wraps around.
+QColor PaletteColor(int index);
+// Light text on dark fills, dark text on light ones.
+QColor TextColorOn(const QColor& fill);
+// "0,4,2,6" (separator ","), "[2, 4]" with JoinNumbers(shape, ", ") wrapped by the caller.
+template <typename Int>
+QString JoinNumbers(const std::vector<Int>& values, const QString& separator = ",") {
+  QString text;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) text += separator;
+    text += QString::number(values[i]);
+  }
+  return text;
+}
+// "1.5 MB", "312 B".
+QString FormatBytes(double bytes);
+
+}  // namespace shardscope::viewer

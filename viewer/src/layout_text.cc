@@ -1,0 +1,43 @@
+#include "shardscope/viewer/layout_text.h"
+
+namespace shardscope::viewer {
+
+Result<DeviceMesh> MeshFromRecord(const store::MeshRecord& mesh) {
+  std::vector<int> ranks(mesh.ranks.begin(), mesh.ranks.end());
+  auto result =
+      DeviceMesh::Create(Shape(mesh.shape.begin(), mesh.shape.end()), mesh.axis_names, ranks);
+  if (!result.ok()) {
+    return result.status().WithContext("mesh " + std::to_string(mesh.id) + " '" + mesh.name + "'");
+  }
+  return result;
+}
+
+Result<Layout> ParseStoredLayout(const std::string& text, const DeviceMesh& mesh,
+                                 const std::vector<int64_t>& shape) {
+  // "[a | b.c | -] P(x,y)" -> "a,b.c,-|P(x,y)"
+  std::string body = text;
+  std::string partial;
+  const size_t p = body.find("P(");
+  if (p != std::string::npos) {
+    partial = "|" + body.substr(p);
+    body = body.substr(0, p);
+  }
+  const size_t open = body.find('[');
+  const size_t close = body.rfind(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) {
+    return Status::Invalid("layout '" + text + "': expected '[dims...]' as the engine prints it");
+  }
+  std::string spec;
+  for (char c : body.substr(open + 1, close - open - 1)) {
+    if (c == '|') {
+      spec += ',';
+    } else if (c != ' ') {
+      spec += c;
+    }
+  }
+  auto layout = ParseLayoutSpec(spec + partial, mesh, Shape(shape.begin(), shape.end()));
+  if (!layout.ok()) return layout.status().WithContext("layout '" + text + "'");
+  return layout;
+}
+
+}  // namespace shardscope::viewer

@@ -1,0 +1,121 @@
+#include "shardscope/viewer/render.h"
+
+#include <sstream>
+
+#include "shardscope/viewer/layout_text.h"
+#include "shardscope/viewer/mesh_scene.h"
+#include "shardscope/viewer/redistribution_scene.h"
+#include "shardscope/viewer/tensor_scene.h"
+
+namespace shardscope::viewer {
+namespace {
+
+store::Status Bad(store::ErrorCode code, const std::string& message) {
+  return store::Status(code, message);
+}
+
+bool ParseInt(const std::string& text, int64_t* value) {
+  if (text.empty()) return false;
+  size_t used = 0;
+  try {
+    *value = std::stoll(text, &used);
+  } catch (...) {
+    return false;
+  }
+  return used == text.size();
+}
+
+int64_t MeshSize(const store::MeshRecord& mesh) {
+  int64_t size = 1;
+  for (int64_t d : mesh.shape) size *= d;
+  return size;
+}
+
+store::Result<Scene> RenderMesh(const RunData& run, const RenderRequest& request) {
+  const store::MeshRecord* record = nullptr;
+  int64_t id = 0;
+  for (const auto& m : run.meshes) {
+    if (request.target.empty()) {
+      if (!record || MeshSize(m) > MeshSize(*record)) record = &m;
+    } else if (m.name == request.target || (ParseInt(request.target, &id) && m.id == id)) {
+      record = &m;
+      break;
+    }
+  }
+  if (!record) {
+    std::string known;
+    for (const auto& m : run.meshes) known += (known.empty() ? "" : ", ") + std::to_string(m.id);
+    return Bad(store::ErrorCode::kNotFound,
+               "mesh '" + request.target +
+                   "' is not in the run (meshes: " + (known.empty() ? "none" : known) + ")");
+  }
+  auto mesh = MeshFromRecord(*record);
+  if (!mesh.ok()) return Bad(store::ErrorCode::kCorrupt, mesh.status().message());
+  MeshSceneOptions options;
+  options.title = QString("mesh %1").arg(record->id);
+  options.selected_rank = request.rank;
+  if (!request.axis.empty()) {
+    std::stringstream names(request.axis);
+    std::string name;
+    while (std::getline(names, name, ',')) {
+      auto axis = mesh->axis_index(name);
+      if (!axis.ok()) return Bad(store::ErrorCode::kInvalidArgument, axis.status().message());
+      options.axes.push_back(*axis);
+    }
+  }
+  return BuildMeshScene(*mesh, options);
+}
+
+store::Result<Scene> RenderTensor(const RunData& run, const RenderRequest& request) {
+  const store::TensorRecord* tensor = run.TensorNamed(request.target);
+  if (!tensor) {
+    return Bad(store::ErrorCode::kNotFound,
+               "tensor '" + request.target + "' is not in the run (see `shardscope inspect`)");
+  }
+  const store::MeshRecord* record = run.Mesh(tensor->mesh_id);
+  if (!record || tensor->layout.empty()) {
+    return Bad(store::ErrorCode::kNotFound,
+               "tensor '" + request.target + "' has no recorded layout");
+  }
+  auto mesh = MeshFromRecord(*record);
+  if (!mesh.ok()) return Bad(store::ErrorCode::kCorrupt, mesh.status().message());
+  auto layout = ParseStoredLayout(tensor->layout, *mesh, tensor->shape);
+  if (!layout.ok()) {
+    return Bad(store::ErrorCode::kCorrupt,
+               "tensor '" + tensor->name + "': " + layout.status().message());
+  }
+  if (request.rank >= mesh->size()) {
+    return Bad(store::ErrorCode::kInvalidArgument,
+               "rank " + std::to_string(request.rank) + " is not on " + mesh->ToString());
+  }
+  TensorSceneOptions options;
+  options.title = QString::fromStdString(tensor->name);
+  options.rank = request.rank;
+  return BuildTensorScene(*layout, options);
+}
+
+}  // namespace
+
+store::Result<Scene> RenderView(const RunData& run, const RenderRequest& request) {
+  if (request.view == "graph") return BuildGraphScene(run, request.graph);
+  if (request.view == "mesh") return RenderMesh(run, request);
+  if (request.view == "tensor") return RenderTensor(run, request);
+  if (request.view == "redistribution") {
+    int64_t id = 0;
+    if (!ParseInt(request.target, &id)) {
+      return Bad(store::ErrorCode::kInvalidArgument,
+                 "redistribution: expected an id (0, 1, ...), got '" + request.target + "'");
+    }
+    const store::RedistributionRecord* r = run.Redistribution(id);
+    if (!r) {
+      return Bad(store::ErrorCode::kNotFound, "redistribution " + request.target +
+                                                  " is not in the run (it has " +
+                                                  std::to_string(run.redistributions.size()) + ")");
+    }
+    return BuildRedistributionFrame(run, *r, request.step);
+  }
+  return Bad(store::ErrorCode::kInvalidArgument,
+             "unknown view '" + request.view + "': use graph, mesh, tensor or redistribution");
+}
+
+}  // namespace shardscope::viewer

@@ -1,0 +1,199 @@
+#include "shardscope/viewer/tensor_scene.h"
+
+#include <QStringList>
+#include <algorithm>
+
+namespace shardscope::viewer {
+namespace {
+
+constexpr double kMinCellW = 78;
+constexpr double kCellH = 40;
+
+QString Join(const std::vector<int>& values) { return JoinNumbers(values); }
+
+QString ShapeText(const Shape& shape) { return "[" + JoinNumbers(shape, ", ") + "]"; }
+
+QString AxesText(const Layout& layout, const std::vector<int>& axes) {
+  QStringList names;
+  for (int a : axes) names << QString::fromStdString(layout.mesh().axis_name(a));
+  return names.join(",");
+}
+
+// The element ranges of block `index` (per dimension block coordinates).
+QString RangeText(const Layout& layout, const std::vector<int64_t>& index) {
+  const Shape shard = layout.ShardShape();
+  QStringList parts;
+  for (size_t d = 0; d < index.size(); ++d) {
+    parts << QString("%1:%2").arg(index[d] * shard[d]).arg((index[d] + 1) * shard[d]);
+  }
+  return "[" + parts.join(", ") + "]";
+}
+
+std::vector<int64_t> Unlinear(int64_t linear, const std::vector<int64_t>& per_dim) {
+  std::vector<int64_t> index(per_dim.size(), 0);
+  for (int d = static_cast<int>(per_dim.size()) - 1; d >= 0; --d) {
+    index[d] = linear % per_dim[d];
+    linear /= per_dim[d];
+  }
+  return index;
+}
+
+}  // namespace
+
+QString DescribeBlocks(const Layout& layout) {
+  const auto owners = layout.BlockOwners();
+  const auto per_dim = layout.BlocksPerDim();
+  QStringList lines;
+  for (size_t b = 0; b < owners.size(); ++b) {
+    const auto index = Unlinear(static_cast<int64_t>(b), per_dim);
+    std::vector<int> idx(index.begin(), index.end());
+    lines << QString("block (%1) %2: ranks %3")
+                 .arg(Join(idx), RangeText(layout, index), Join(owners[b]));
+  }
+  return lines.join("\n");
+}
+
+Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) {
+  Scene scene;
+  const int dims = layout.rank();
+  const auto per_dim = layout.BlocksPerDim();
+  const auto owners = layout.BlockOwners();
+  const int64_t rows = dims >= 2 ? per_dim[dims - 2] : 1;
+  const int64_t cols = dims >= 1 ? per_dim[dims - 1] : 1;
+  int64_t slices = 1;
+  for (int d = 0; d + 2 < dims; ++d) slices *= per_dim[d];
+
+  double y = 0;
+  const QString title = options.title.isEmpty() ? "tensor" : options.title;
+  scene.items.push_back(TextItem(QRectF(0, y, 700, 18),
+                                 title + "  " + QString::fromStdString(layout.ToString()) +
+                                     "  shape " + ShapeText(layout.shape()),
+                                 11, true));
+  y += 20;
+  QString caption = "shard " + ShapeText(layout.ShardShape()) + " on every rank; " +
+                    QString::number(layout.NumBlocks()) + " block(s) on " +
+                    QString::fromStdString(layout.mesh().ToString());
+  scene.items.push_back(TextItem(QRectF(0, y, 700, 16), caption, 9));
+  y += 16;
+  if (layout.ReplicationFactor() > 1) {
+    scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
+                                   QString("each block held by %1 replicas (axes %2 not used)")
+                                       .arg(layout.ReplicationFactor())
+                                       .arg(AxesText(layout, layout.replica_axes())),
+                                   9));
+    y += 16;
+  }
+  if (layout.is_partial()) {
+    scene.items.push_back(TextItem(
+        QRectF(0, y, 700, 16),
+        QString("hatched: partial sum over %1 — the %2 ranks of a block hold addends, not copies")
+            .arg(AxesText(layout, layout.partial_axes()))
+            .arg(layout.PartialFactor()),
+        9));
+    y += 16;
+  }
+  y += 8;
+
+  // One colour per distinct owner set, in block order.
+  // A block's colour is its lowest holder's: a rank holds one block, so colours are distinct
+  // within a map and the same rank keeps its colour from one map to the next.
+  std::vector<int> colour_index(owners.size(), 0);
+  for (size_t b = 0; b < owners.size(); ++b) {
+    if (!owners[b].empty()) colour_index[b] = *std::min_element(owners[b].begin(), owners[b].end());
+  }
+  const std::vector<int64_t> rank_block = options.rank >= 0 && options.rank < layout.mesh().size()
+                                              ? layout.BlockIndex(options.rank)
+                                              : std::vector<int64_t>{};
+  // Wide enough for the longest "ranks a,b,c" label.
+  size_t longest = 0;
+  for (const auto& set : owners) longest = std::max<size_t>(longest, Join(set).size() + 6);
+  const double cell_w =
+      std::max(kMinCellW, 6.0 * static_cast<double>(std::min<size_t>(longest, 40)) + 12);
+  const double slice_w = 56 + cols * cell_w;
+  const double slice_h = 38 + rows * kCellH;
+  const int per_row = slices <= 4 ? static_cast<int>(slices) : 4;
+  double max_x = 480;
+  for (int64_t s = 0; s < slices; ++s) {
+    std::vector<int64_t> lead(std::max(0, dims - 2), 0);
+    int64_t rest = s;
+    for (int d = dims - 3; d >= 0; --d) {
+      lead[d] = rest % per_dim[d];
+      rest /= per_dim[d];
+    }
+    const double ox = (s % per_row) * (slice_w + 20);
+    const double oy = y + (s / per_row) * (slice_h + 16);
+    if (!lead.empty()) {
+      QStringList where;
+      for (size_t d = 0; d < lead.size(); ++d) {
+        where << QString("dim %1 block %2").arg(d).arg(lead[d]);
+      }
+      scene.items.push_back(TextItem(QRectF(ox, oy, slice_w, 14), where.join(", "), 8, true));
+    }
+    const double gx = ox + 52;
+    const double gy = oy + 30;
+    if (dims >= 1) {
+      QString col_label = QString("dim %1").arg(dims - 1);
+      if (!layout.dim_axes(dims - 1).empty()) {
+        col_label += " over " + AxesText(layout, layout.dim_axes(dims - 1));
+      }
+      scene.items.push_back(
+          TextItem(QRectF(gx, oy + 14, cols * cell_w, 14), col_label + " →", 8, false, 0x0084));
+    }
+    if (dims >= 2) {
+      QString row_label = QString("dim %1").arg(dims - 2);
+      if (!layout.dim_axes(dims - 2).empty()) {
+        row_label += "\n" + AxesText(layout, layout.dim_axes(dims - 2));
+      }
+      scene.items.push_back(TextItem(QRectF(ox, gy, 50, 30), row_label + " ↓", 8, false, 0x0084));
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        std::vector<int64_t> index = lead;
+        if (dims >= 2) index.push_back(r);
+        if (dims >= 1) index.push_back(c);
+        int64_t linear = 0;
+        for (int d = 0; d < dims; ++d) linear = linear * per_dim[d] + index[d];
+        QColor fill = PaletteColor(colour_index[linear]).lighter(125);
+        const bool mine = !rank_block.empty() && index == rank_block;
+        if (!rank_block.empty() && !mine) fill = QColor(235, 235, 235);
+        QString text = "ranks " + Join(owners[linear]);
+        if (owners[linear].size() == 1) text = "rank " + Join(owners[linear]);
+        SceneItem block = BoxItem(QRectF(gx + c * cell_w, gy + r * kCellH, cell_w - 3, kCellH - 3),
+                                  fill, text, "block", linear);
+        block.text_color = Qt::black;
+        block.font_size = owners[linear].size() > 8 ? 7 : 9;
+        block.hatched = layout.is_partial();
+        block.tooltip =
+            "block " + RangeText(layout, index) + " held by ranks " + Join(owners[linear]);
+        if (mine) {
+          block.stroke = QColor(200, 0, 0);
+          block.stroke_width = 3;
+        } else if (static_cast<size_t>(linear) < options.changed_blocks.size() &&
+                   options.changed_blocks[linear]) {
+          block.stroke = QColor(230, 120, 0);
+          block.stroke_width = 2.5;
+        }
+        scene.items.push_back(block);
+      }
+    }
+    max_x = std::max(max_x, ox + slice_w + 10);
+  }
+  y += ((slices + per_row - 1) / per_row) * (slice_h + 16);
+  if (options.rank >= 0 && !rank_block.empty()) {
+    const int rank = options.rank;
+    std::vector<int> idx(rank_block.begin(), rank_block.end());
+    QString text =
+        QString("rank %1 holds block (%2) = elements %3, shard %4")
+            .arg(rank)
+            .arg(Join(idx), RangeText(layout, rank_block), ShapeText(layout.ShardShape()));
+    if (layout.ReplicationFactor() > 1)
+      text += "; same data on ranks " + Join(layout.ReplicaGroup(rank));
+    if (layout.is_partial()) text += "; sums with ranks " + Join(layout.PartialGroup(rank));
+    scene.items.push_back(TextItem(QRectF(0, y, std::max(max_x, 600.0), 16), text, 9, true));
+    y += 18;
+  }
+  scene.bounds = QRectF(-8, -8, max_x + 16, y + 16);
+  return scene;
+}
+
+}  // namespace shardscope::viewer
