@@ -1,6 +1,6 @@
 // Redistribution planner (issue 3): planning time per layout pair and bytes planned, on a fixed
 // seeded suite of random layout pairs for meshes of 8, 64, 512 and 1024 devices with 1 to 4
-// axes (see benchmarks/distributed.md for the figures).
+// axes (see benchmarks/README.md for the figures).
 //
 //   build/bin/bench_redistribution                                  # timing + bytes tables
 //   build/bin/bench_redistribution --benchmark_filter='/1024/'      # one size class

@@ -325,6 +325,22 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
   return ex;
 }
 
+// The parts of `p` that ComputeExchange reads (a lazy list keeps a copy; the layouts and the
+// target boxes are not needed).
+Problem ExchangeProblem(const Problem& p) {
+  Problem q;
+  q.num_dims = p.num_dims;
+  q.num_ranks = p.num_ranks;
+  q.num_axes = p.num_axes;
+  q.elem = p.elem;
+  q.axis_size = p.axis_size;
+  q.coords = p.coords;
+  q.pos_of_rank = p.pos_of_rank;
+  q.rank_of_pos = p.rank_of_pos;
+  q.pos_stride = p.pos_stride;
+  return q;
+}
+
 RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Boxes& cur,
                                       const std::vector<int64_t>& tlo,
                                       const std::vector<int64_t>& thi,
@@ -336,7 +352,7 @@ RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Bo
     std::vector<int64_t> tlo, thi;
     std::vector<char> want;
   };
-  auto args = std::make_shared<const Args>(Args{p, s, cur, tlo, thi, want});
+  auto args = std::make_shared<const Args>(Args{ExchangeProblem(p), s, cur, tlo, thi, want});
   return RedistTransfers::Lazy(count, [args] {
     return ComputeExchange(args->p, args->s, args->cur, args->tlo, args->thi, args->want).transfers;
   });
