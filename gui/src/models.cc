@@ -9,40 +9,48 @@
 namespace shardscope::gui {
 namespace {
 
-QVariant Header(const char* const* names, int count, int section, Qt::Orientation o, int role) {
-  if (role != Qt::DisplayRole || o != Qt::Horizontal || section < 0 || section >= count) return {};
-  return QString(names[section]);
-}
-
 QString Bytes(int64_t bytes) { return viewer::FormatBytes(static_cast<double>(bytes)); }
 
 }  // namespace
 
+ColumnsModel::ColumnsModel(QStringList columns, QObject* parent)
+    : QAbstractTableModel(parent), columns_(std::move(columns)) {}
+int ColumnsModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : RowCount();
+}
+int ColumnsModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(columns_.size());
+}
+QVariant ColumnsModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= RowCount() || index.column() >= columnCount()) return {};
+  return Cell(index.row(), index.column(), role);
+}
+QVariant ColumnsModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (role != Qt::DisplayRole || o != Qt::Horizontal || section < 0 || section >= columnCount()) {
+    return {};
+  }
+  return columns_[section];
+}
+
 // ---- RankTableModel
 
-static const char* const kRankColumns[] = {"rank", "steps",    "compute (s)", "comm (s)",
-                                           "sent", "received", "peak memory", "parameters"};
-constexpr int kRankColumnCount = 8;
+RankTableModel::RankTableModel(QObject* parent)
+    : ColumnsModel({"rank", "steps", "compute (s)", "comm (s)", "sent", "received", "peak memory",
+                    "parameters"},
+                   parent) {}
 
 void RankTableModel::SetRows(std::vector<store::RankTotalsRecord> rows) {
   beginResetModel();
   rows_ = std::move(rows);
   endResetModel();
 }
-int RankTableModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
-}
-int RankTableModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : kRankColumnCount;
-}
-QVariant RankTableModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kRankColumnCount)
-    return {};
-  const auto& r = rows_[index.row()];
+int RankTableModel::RowCount() const { return static_cast<int>(rows_.size()); }
+QVariant RankTableModel::Cell(int row, int column, int role) const {
+  const auto& r = rows_[row];
   if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole && role != Qt::UserRole) return {};
   const bool raw = role == Qt::UserRole;  // sortable numbers
-  switch (index.column()) {
+  switch (column) {
     case 0:
       return QVariant::fromValue<qlonglong>(r.rank);
     case 1:
@@ -63,15 +71,12 @@ QVariant RankTableModel::data(const QModelIndex& index, int role) const {
   }
   return {};
 }
-QVariant RankTableModel::headerData(int section, Qt::Orientation o, int role) const {
-  return Header(kRankColumns, kRankColumnCount, section, o, role);
-}
 
 // ---- CandidateTableModel
 
-static const char* const kCandidateColumns[] = {
-    "", "strategy", "cost (ms)", "compute (ms)", "comm (ms)", "memory", "note"};
-constexpr int kCandidateColumnCount = 7;
+CandidateTableModel::CandidateTableModel(QObject* parent)
+    : ColumnsModel({"", "strategy", "cost (ms)", "compute (ms)", "comm (ms)", "memory", "note"},
+                   parent) {}
 
 void CandidateTableModel::SetOperator(const store::OperatorRecord* op) {
   beginResetModel();
@@ -79,22 +84,14 @@ void CandidateTableModel::SetOperator(const store::OperatorRecord* op) {
   chosen_ = op ? op->strategy : "";
   endResetModel();
 }
-int CandidateTableModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
-}
-int CandidateTableModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : kCandidateColumnCount;
-}
-QVariant CandidateTableModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kCandidateColumnCount) {
-    return {};
-  }
-  const auto& c = rows_[index.row()];
-  if (role == Qt::ToolTipRole && index.column() == 6) return QString::fromStdString(c.note);
+int CandidateTableModel::RowCount() const { return static_cast<int>(rows_.size()); }
+QVariant CandidateTableModel::Cell(int row, int column, int role) const {
+  const auto& c = rows_[row];
+  if (role == Qt::ToolTipRole && column == 6) return QString::fromStdString(c.note);
   if (role != Qt::DisplayRole) return {};
-  switch (index.column()) {
+  switch (column) {
     case 0:
-      return c.strategy == chosen_ ? QString("chosen") : QString("#%1").arg(index.row() + 1);
+      return c.strategy == chosen_ ? QString("chosen") : QString("#%1").arg(row + 1);
     case 1:
       return QString::fromStdString(c.strategy);
     case 2:
@@ -110,15 +107,12 @@ QVariant CandidateTableModel::data(const QModelIndex& index, int role) const {
   }
   return {};
 }
-QVariant CandidateTableModel::headerData(int section, Qt::Orientation o, int role) const {
-  return Header(kCandidateColumns, kCandidateColumnCount, section, o, role);
-}
 
 // ---- CompareModel
 
-static const char* const kCompareColumns[] = {"operator", "strategy (left)", "strategy (right)",
-                                              "why (left)", "why (right)"};
-constexpr int kCompareColumnCount = 5;
+CompareModel::CompareModel(QObject* parent)
+    : ColumnsModel({"operator", "strategy (left)", "strategy (right)", "why (left)", "why (right)"},
+                   parent) {}
 
 void CompareModel::SetRuns(const viewer::RunData& a, const viewer::RunData& b) {
   beginResetModel();
@@ -146,19 +140,12 @@ void CompareModel::SetRuns(const viewer::RunData& a, const viewer::RunData& b) {
                    [](const Row& x, const Row& y) { return x.differs && !y.differs; });
   endResetModel();
 }
-int CompareModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
-}
-int CompareModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : kCompareColumnCount;
-}
-QVariant CompareModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kCompareColumnCount)
-    return {};
-  const Row& r = rows_[index.row()];
+int CompareModel::RowCount() const { return static_cast<int>(rows_.size()); }
+QVariant CompareModel::Cell(int row, int column, int role) const {
+  const Row& r = rows_[row];
   if (role == Qt::BackgroundRole && r.differs) return QColor(255, 236, 210);
   if (role != Qt::DisplayRole) return {};
-  switch (index.column()) {
+  switch (column) {
     case 0:
       return r.name;
     case 1:
@@ -172,13 +159,11 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
   }
   return {};
 }
-QVariant CompareModel::headerData(int section, Qt::Orientation o, int role) const {
-  return Header(kCompareColumns, kCompareColumnCount, section, o, role);
-}
 
 // ---- FiguresCompareModel
 
-static const char* const kFigureColumns[] = {"figure", "left", "right"};
+FiguresCompareModel::FiguresCompareModel(QObject* parent)
+    : ColumnsModel({"figure", "left", "right"}, parent) {}
 
 namespace {
 
@@ -240,26 +225,16 @@ void FiguresCompareModel::SetRuns(const viewer::RunData& a, const viewer::RunDat
   for (size_t i = 0; i < left.size(); ++i) rows_.push_back({kNames[i], left[i], right[i]});
   endResetModel();
 }
-int FiguresCompareModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
-}
-int FiguresCompareModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : 3;
-}
-QVariant FiguresCompareModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= rowCount() || index.column() >= 3) return {};
+int FiguresCompareModel::RowCount() const { return static_cast<int>(rows_.size()); }
+QVariant FiguresCompareModel::Cell(int row, int column, int role) const {
   if (role != Qt::DisplayRole) return {};
-  return rows_[index.row()][index.column()];
-}
-QVariant FiguresCompareModel::headerData(int section, Qt::Orientation o, int role) const {
-  return Header(kFigureColumns, 3, section, o, role);
+  return rows_[row][column];
 }
 
 // ---- RedistributionTableModel
 
-static const char* const kRedistColumns[] = {"id",          "tensor", "consumer",
-                                             "collectives", "bytes",  "lower bound"};
-constexpr int kRedistColumnCount = 6;
+RedistributionTableModel::RedistributionTableModel(QObject* parent)
+    : ColumnsModel({"id", "tensor", "consumer", "collectives", "bytes", "lower bound"}, parent) {}
 
 void RedistributionTableModel::SetRun(const viewer::RunData* run) {
   beginResetModel();
@@ -276,18 +251,11 @@ void RedistributionTableModel::SetRun(const viewer::RunData* run) {
   }
   endResetModel();
 }
-int RedistributionTableModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
-}
-int RedistributionTableModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : kRedistColumnCount;
-}
-QVariant RedistributionTableModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kRedistColumnCount)
-    return {};
-  const Row& r = rows_[index.row()];
+int RedistributionTableModel::RowCount() const { return static_cast<int>(rows_.size()); }
+QVariant RedistributionTableModel::Cell(int row, int column, int role) const {
+  const Row& r = rows_[row];
   if (role != Qt::DisplayRole) return {};
-  switch (index.column()) {
+  switch (column) {
     case 0:
       return QVariant::fromValue<qlonglong>(r.id);
     case 1:
@@ -303,11 +271,8 @@ QVariant RedistributionTableModel::data(const QModelIndex& index, int role) cons
   }
   return {};
 }
-QVariant RedistributionTableModel::headerData(int section, Qt::Orientation o, int role) const {
-  return Header(kRedistColumns, kRedistColumnCount, section, o, role);
-}
 int64_t RedistributionTableModel::IdAt(int row) const {
-  return row >= 0 && row < rowCount() ? rows_[row].id : -1;
+  return row >= 0 && row < RowCount() ? rows_[row].id : -1;
 }
 
 }  // namespace shardscope::gui

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QStringList>
 #include <array>
 #include <vector>
 
@@ -10,31 +11,50 @@
 
 namespace shardscope::gui {
 
-// Per-rank totals over the training steps: compute, communication, bytes, peak memory.
-class RankTableModel : public QAbstractTableModel {
+// A flat table with fixed, named columns: subclasses give the row count and each cell.
+class ColumnsModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  using QAbstractTableModel::QAbstractTableModel;
+  ColumnsModel(QStringList columns, QObject* parent);
+  int rowCount(const QModelIndex& parent = {}) const final;
+  int columnCount(const QModelIndex& parent = {}) const final;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const final;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const final;
+
+ protected:
+  virtual int RowCount() const = 0;
+  // Only called with row and column in range.
+  virtual QVariant Cell(int row, int column, int role) const = 0;
+
+ private:
+  QStringList columns_;
+};
+
+// Per-rank totals over the training steps: compute, communication, bytes, peak memory.
+class RankTableModel : public ColumnsModel {
+  Q_OBJECT
+ public:
+  explicit RankTableModel(QObject* parent = nullptr);
   void SetRows(std::vector<store::RankTotalsRecord> rows);
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
-  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ protected:
+  int RowCount() const override;
+  QVariant Cell(int row, int column, int role) const override;
 
  private:
   std::vector<store::RankTotalsRecord> rows_;
 };
 
 // The strategies a search considered for one operator, best first (the chosen one marked).
-class CandidateTableModel : public QAbstractTableModel {
+class CandidateTableModel : public ColumnsModel {
   Q_OBJECT
  public:
-  using QAbstractTableModel::QAbstractTableModel;
+  explicit CandidateTableModel(QObject* parent = nullptr);
   void SetOperator(const store::OperatorRecord* op);  // nullptr: empty
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
-  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ protected:
+  int RowCount() const override;
+  QVariant Cell(int row, int column, int role) const override;
 
  private:
   std::vector<store::CandidateRecord> rows_;
@@ -43,16 +63,16 @@ class CandidateTableModel : public QAbstractTableModel {
 
 // Two runs side by side: one row per operator name found in either, with both strategies
 // (and provenance); rows whose strategies differ come first, then by name.
-class CompareModel : public QAbstractTableModel {
+class CompareModel : public ColumnsModel {
   Q_OBJECT
  public:
-  using QAbstractTableModel::QAbstractTableModel;
+  explicit CompareModel(QObject* parent = nullptr);
   void SetRuns(const viewer::RunData& a, const viewer::RunData& b);
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
-  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
   int differing() const { return differing_; }
+
+ protected:
+  int RowCount() const override;
+  QVariant Cell(int row, int column, int role) const override;
 
  private:
   struct Row {
@@ -66,31 +86,31 @@ class CompareModel : public QAbstractTableModel {
 // Two runs' figures side by side: devices, operators, redistributions and their bytes
 // against the lower bound, steps, final loss, mean step time (compute and communication,
 // max over ranks), peak memory. "none recorded" where a run has no such figure.
-class FiguresCompareModel : public QAbstractTableModel {
+class FiguresCompareModel : public ColumnsModel {
   Q_OBJECT
  public:
-  using QAbstractTableModel::QAbstractTableModel;
+  explicit FiguresCompareModel(QObject* parent = nullptr);
   void SetRuns(const viewer::RunData& a, const viewer::RunData& b);
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
-  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ protected:
+  int RowCount() const override;
+  QVariant Cell(int row, int column, int role) const override;
 
  private:
   std::vector<std::array<QString, 3>> rows_;  // figure, left, right
 };
 
 // The redistributions of a run: id, tensor, consumer, collectives, bytes, lower bound.
-class RedistributionTableModel : public QAbstractTableModel {
+class RedistributionTableModel : public ColumnsModel {
   Q_OBJECT
  public:
-  using QAbstractTableModel::QAbstractTableModel;
+  explicit RedistributionTableModel(QObject* parent = nullptr);
   void SetRun(const viewer::RunData* run);
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
-  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
   int64_t IdAt(int row) const;
+
+ protected:
+  int RowCount() const override;
+  QVariant Cell(int row, int column, int role) const override;
 
  private:
   struct Row {

@@ -1,5 +1,6 @@
 #include "shardscope/viewer/render.h"
 
+#include <charconv>
 #include <sstream>
 
 #include "shardscope/viewer/layout_text.h"
@@ -15,14 +16,9 @@ store::Status Bad(store::ErrorCode code, const std::string& message) {
 }
 
 bool ParseInt(const std::string& text, int64_t* value) {
-  if (text.empty()) return false;
-  size_t used = 0;
-  try {
-    *value = std::stoll(text, &used);
-  } catch (...) {
-    return false;
-  }
-  return used == text.size();
+  const char* end = text.data() + text.size();
+  auto [at, error] = std::from_chars(text.data(), end, *value);
+  return !text.empty() && error == std::errc() && at == end;
 }
 
 int64_t MeshSize(const store::MeshRecord& mesh) {
