@@ -59,6 +59,8 @@ struct WorkerStats {
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
   int64_t parameter_bytes = 0;
+  int64_t gradient_bytes = 0;    // accumulated gradients of its parameters
+  int64_t optimizer_bytes = 0;   // optimizer state of its parameters
   int64_t activation_bytes = 0;  // buffers of all micro-batches
 };
 

@@ -59,10 +59,11 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
   mine.bytes_sent = now.bytes_sent - previous->bytes_sent;
   mine.bytes_recv = now.bytes_received - previous->bytes_received;
   mine.param_bytes = now.parameter_bytes;
-  mine.grad_bytes = now.parameter_bytes;
-  mine.optimizer_bytes = now.parameter_bytes;  // momentum: one buffer per parameter
+  mine.grad_bytes = now.gradient_bytes;
+  mine.optimizer_bytes = now.optimizer_bytes;
   mine.activation_bytes = now.activation_bytes;
-  mine.peak_bytes = 3 * now.parameter_bytes + now.activation_bytes;
+  mine.peak_bytes =  // every buffer lives for the whole run
+      now.parameter_bytes + now.gradient_bytes + now.optimizer_bytes + now.activation_bytes;
   *previous = now;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
   // Spans: every worker runs 2 * M phases per step, so the blocks have equal sizes.

@@ -193,6 +193,7 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
   const WorkerProgram& mine = t->program_.programs[rank];
   for (size_t i = 0; i < mine.params.size(); ++i) {
     t->grad_sum_.emplace_back(g.value(mine.grads[i]).shape);
+    t->stats_.gradient_bytes += t->grad_sum_.back().size() * 4;
   }
   for (size_t i = 0; i < mine.params.size(); ++i) {
     t->param_ptrs_.push_back(&t->shared_[mine.params[i]]);
@@ -300,6 +301,7 @@ Result<float> PipelineTrainer::Step(Communicator& comm, const Tensor& images,
       for (int64_t j = 0; j < sum.size(); ++j) sum[j] *= scale;
   }
   optimizer_->Step(param_ptrs_, grad_ptrs_);
+  stats_.optimizer_bytes = optimizer_->StateBytes();
   ++step_;
   // The loss, from its worker to all.
   const int loss_worker = program_.target_worker[0];
