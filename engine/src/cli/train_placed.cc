@@ -206,7 +206,8 @@ store::RunInfo DescribeRun(const PlacedTrainRequest& r, const PipelineOptions& o
                                     {"mode", "place"},
                                     {"devices", r.devices},
                                     {"micro_batches", o.micro_batches},
-                                    {"schedule", PipelineScheduleName(o.schedule)}}
+                                    {"schedule", PipelineScheduleName(o.schedule)},
+                                    {"unplaced", UnplacedPolicyName(o.unplaced)}}
                          .dump();
   info.command_line = CommandLine();
   info.shardscope_version = "0.1.0";
@@ -222,7 +223,9 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
   s.request = &r;
   auto schedule = ParsePipelineSchedule(r.schedule);
   if (!schedule.ok()) return Fail(kExitBadInput, schedule.status().message());
-  s.options = {r.devices, r.micro_batches, *schedule};
+  auto unplaced = ParseUnplacedPolicy(r.unplaced);
+  if (!unplaced.ok()) return Fail(kExitBadInput, unplaced.status().message());
+  s.options = {r.devices, r.micro_batches, *schedule, *unplaced};
   const int64_t batch = r.training.batch;
   if (r.micro_batches < 1 || batch % r.micro_batches != 0) {
     return Fail(kExitBadInput, "--micro-batches " + std::to_string(r.micro_batches) +

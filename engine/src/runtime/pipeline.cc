@@ -111,10 +111,10 @@ Status CheckDeadlockFree(const Graph& graph, const PlacedProgram& program,
     return Status::Invalid("the schedule deadlocks: worker " + std::to_string(w) + " waits for " +
                            graph.value(e.value).name + " of micro-batch " +
                            std::to_string(it.micro) + " from worker " +
-                           std::to_string(e.src_worker) + ", which waits on worker " +
-                           std::to_string(w) +
-                           " in turn (the placement crosses workers back and forth, so a "
-                           "worker is not one contiguous stage); use the gpipe schedule");
+                           std::to_string(e.src_worker) +
+                           ", which is itself blocked before sending it (the placement "
+                           "crosses workers back and forth, so some worker is not one "
+                           "contiguous stage); use the gpipe schedule");
   }
   return Status::Ok();
 }
@@ -144,10 +144,10 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
     grad_values.push_back(grads.grads[i]);
   }
   t->params_ = params;
-  SHARDSCOPE_ASSIGN_OR_RETURN(
-      t->program_, PlaceGraph(g, {t->model_.loss}, params, grad_values, options.workers));
-  SHARDSCOPE_ASSIGN_OR_RETURN(t->eval_program_,
-                              PlaceGraph(g, {t->model_.logits}, {}, {}, options.workers));
+  SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlaceGraph(g, {t->model_.loss}, params, grad_values,
+                                                      options.workers, options.unplaced));
+  SHARDSCOPE_ASSIGN_OR_RETURN(t->eval_program_, PlaceGraph(g, {t->model_.logits}, {}, {},
+                                                           options.workers, options.unplaced));
   if (static_cast<int64_t>(t->program_.edges.size()) * options.micro_batches > kPipelineTags) {
     return Status::Invalid(std::to_string(t->program_.edges.size()) + " cut edges times " +
                            std::to_string(options.micro_batches) +
