@@ -14,7 +14,8 @@
 //          the remaining backwards (fewer live activations). Needs each worker to be one
 //          contiguous stage of a chain: when a placement crosses workers back and forth
 //          the schedule would deadlock, which Create() detects (by simulating the message
-//          order) and refuses, naming the worker.
+//          order) and refuses, naming the worker. (UnplacedPolicy::kWithProducer often
+//          makes a placement a chain: seed 001.)
 // Stochastic operators (Dropout) see the step number, not the micro-batch: with M > 1
 // their masks differ from the non-pipelined run.
 #pragma once
@@ -39,6 +40,7 @@ struct PipelineOptions {
   int workers = 1;        // ranks of the communicator; must exceed the highest placed worker
   int micro_batches = 1;  // M
   PipelineSchedule schedule = PipelineSchedule::kGPipe;
+  UnplacedPolicy unplaced = UnplacedPolicy::kWorkerZero;
 };
 
 // One phase of one micro-batch on one worker. Times in seconds from the start of the
@@ -59,6 +61,8 @@ struct WorkerStats {
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
   int64_t parameter_bytes = 0;
+  int64_t gradient_bytes = 0;    // accumulated gradients of its parameters
+  int64_t optimizer_bytes = 0;   // optimizer state of its parameters
   int64_t activation_bytes = 0;  // buffers of all micro-batches
 };
 

@@ -1,10 +1,11 @@
 // Placement: the training graph cut into one program per worker (seed 001, `place`).
 //
 // Runs after autodiff on the forward + backward graph (DESIGN.md §4, MPMD):
-//   - each forward operator runs on its `place("worker", r)` worker, or on worker 0 when
-//     it is not placed; each backward operator runs where its forward operator runs
-//     (Node::forward_node), so a parameter, its gradient and its optimizer state live on
-//     the worker of the operators that read it, and the loss on the worker computing it;
+//   - each forward operator runs on its `place("worker", r)` worker, or, when it is not
+//     placed, on worker 0 (or with its producer: UnplacedPolicy); each backward operator runs where
+//     its forward operator runs (Node::forward_node), so a parameter, its gradient and its
+//     optimizer state live on the worker of the operators that read it, and the loss on the worker
+//     computing it;
 //   - every edge whose producer and consumer run on different workers (a cut edge) becomes
 //     a send on the producer's worker and a receive on the consumer's: activations
 //     forward, gradients backward. Inputs, labels and constants are read locally by every
@@ -76,6 +77,17 @@ struct PlacedProgram {
   std::string ToText(const Graph& graph) const;
 };
 
+// Where operators that are not placed run.
+enum class UnplacedPolicy {
+  kWorkerZero,    // worker 0 (the rule; seed 001's ReLUs then cross back to 0)
+  kWithProducer,  // the worker of the operator producing its first input (worker 0 when
+                  // none): a placed layer's activation and pooling stay with it, so a
+                  // chain of placed layers stays a chain of contiguous stages
+};
+// "worker0" or "producer".
+const char* UnplacedPolicyName(UnplacedPolicy policy);
+Result<UnplacedPolicy> ParseUnplacedPolicy(const std::string& name);
+
 // Cuts the nodes needed for `targets` (for training: the loss and the parameter gradients;
 // for evaluation: the logits) into `workers` programs. `params` are the trained parameters
 // and `grads` their gradients (same order; may be empty for evaluation). Errors name the
@@ -83,7 +95,8 @@ struct PlacedProgram {
 // strategy, a parameter shared across workers.
 Result<PlacedProgram> PlaceGraph(const Graph& graph, const std::vector<ValueId>& targets,
                                  const std::vector<ValueId>& params,
-                                 const std::vector<ValueId>& grads, int workers);
+                                 const std::vector<ValueId>& grads, int workers,
+                                 UnplacedPolicy unplaced = UnplacedPolicy::kWorkerZero);
 
 // True when some operator of `graph` is placed (its annotations name a worker).
 bool HasPlacement(const Graph& graph);

@@ -34,8 +34,9 @@ struct TrainOptions {
   int64_t log_every = 0;
   std::string record;  // empty: runs/<name>-<time>.db
   bool no_record = false;
-  int micro_batches = 1;           // placed models (train_placed.h)
-  std::string schedule = "gpipe";  // placed models
+  int micro_batches = 1;             // placed models (train_placed.h)
+  std::string schedule = "gpipe";    // placed models
+  std::string unplaced = "worker0";  // placed models
 };
 
 Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
@@ -322,8 +323,8 @@ int RunTrain(const TrainOptions& o) {
   }
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
-                           o.micro_batches, o.schedule, o.dump_ir, o.record, o.no_record,
-                           o.log_every});
+                           o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
+                           o.no_record, o.log_every});
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -428,6 +429,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Placed models (place: in the file, seed 001) run one worker per device, joined by\n"
       "send/receive; --micro-batches M pipelines each batch (gpipe or 1f1b schedule):\n"
       "  shardscope train samples/models/lenet5_place.yaml --devices 5 --micro-batches 4\n"
+      "  shardscope train samples/models/lenet5_place.yaml --micro-batches 4 --schedule 1f1b \\\n"
+      "      --unplaced producer\n"
       "  shardscope launch -n 5 -- train samples/models/lenet5_place.yaml   (MPI)\n"
       "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
@@ -464,6 +467,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--schedule", o->schedule,
                   "Placed models: gpipe (all forwards, then all backwards) or 1f1b")
       ->check(CLI::IsMember({"gpipe", "1f1b"}));
+  app->add_option("--unplaced", o->unplaced,
+                  "Placed models: where operators without place run: worker0 (default) or "
+                  "producer (with the operator feeding them; keeps placed layers contiguous "
+                  "stages, which 1f1b needs)")
+      ->check(CLI::IsMember({"worker0", "producer"}));
   app->add_option(
       "--dump-ir", o->dump_ir,
       "Write the graph after autodiff and the program after each partitioning pass to FILE");

@@ -59,10 +59,11 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
   mine.bytes_sent = now.bytes_sent - previous->bytes_sent;
   mine.bytes_recv = now.bytes_received - previous->bytes_received;
   mine.param_bytes = now.parameter_bytes;
-  mine.grad_bytes = now.parameter_bytes;
-  mine.optimizer_bytes = now.parameter_bytes;  // momentum: one buffer per parameter
+  mine.grad_bytes = now.gradient_bytes;
+  mine.optimizer_bytes = now.optimizer_bytes;
   mine.activation_bytes = now.activation_bytes;
-  mine.peak_bytes = 3 * now.parameter_bytes + now.activation_bytes;
+  mine.peak_bytes =  // every buffer lives for the whole run
+      now.parameter_bytes + now.gradient_bytes + now.optimizer_bytes + now.activation_bytes;
   *previous = now;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
   // Spans: every worker runs 2 * M phases per step, so the blocks have equal sizes.
@@ -205,7 +206,8 @@ store::RunInfo DescribeRun(const PlacedTrainRequest& r, const PipelineOptions& o
                                     {"mode", "place"},
                                     {"devices", r.devices},
                                     {"micro_batches", o.micro_batches},
-                                    {"schedule", PipelineScheduleName(o.schedule)}}
+                                    {"schedule", PipelineScheduleName(o.schedule)},
+                                    {"unplaced", UnplacedPolicyName(o.unplaced)}}
                          .dump();
   info.command_line = CommandLine();
   info.shardscope_version = "0.1.0";
@@ -221,7 +223,9 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
   s.request = &r;
   auto schedule = ParsePipelineSchedule(r.schedule);
   if (!schedule.ok()) return Fail(kExitBadInput, schedule.status().message());
-  s.options = {r.devices, r.micro_batches, *schedule};
+  auto unplaced = ParseUnplacedPolicy(r.unplaced);
+  if (!unplaced.ok()) return Fail(kExitBadInput, unplaced.status().message());
+  s.options = {r.devices, r.micro_batches, *schedule, *unplaced};
   const int64_t batch = r.training.batch;
   if (r.micro_batches < 1 || batch % r.micro_batches != 0) {
     return Fail(kExitBadInput, "--micro-batches " + std::to_string(r.micro_batches) +

@@ -17,6 +17,7 @@ struct PlacedTrainRequest {
   bool mpi = false;
   int micro_batches = 1;
   std::string schedule = "gpipe";
+  std::string unplaced = "worker0";  // UnplacedPolicy
   std::string dump_ir;
   std::string record;  // empty: runs/<name>-<time>.db
   bool no_record = false;

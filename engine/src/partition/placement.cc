@@ -23,15 +23,15 @@ std::vector<bool> NeededNodes(const Graph& g, const std::vector<ValueId>& target
   return run;
 }
 
-// The worker of each node: its placement, its forward node's, or worker 0.
-Result<std::vector<int>> AssignWorkers(const Graph& g, const std::vector<bool>& needed,
-                                       int workers) {
+// The worker of each node: its placement, its forward node's, or the unplaced policy's.
+Result<std::vector<int>> AssignWorkers(const Graph& g, const std::vector<bool>& needed, int workers,
+                                       UnplacedPolicy unplaced) {
   std::vector<int> worker(g.num_nodes(), -1);
   for (const Node& n : g.nodes()) {
     if (!needed[n.id]) continue;
     if (n.is_backward && n.forward_node != kNoNode) {
-      const Node& f = g.node(n.forward_node);
-      worker[n.id] = std::max(0, f.annotations.worker);
+      const NodeId f = n.forward_node;  // earlier in graph order: assigned already
+      worker[n.id] = worker[f] >= 0 ? worker[f] : std::max(0, g.node(f).annotations.worker);
       continue;
     }
     const OpAnnotations& a = n.annotations;
@@ -49,6 +49,13 @@ Result<std::vector<int>> AssignWorkers(const Graph& g, const std::vector<bool>& 
                              std::to_string(a.worker + 1) + " or more");
     }
     worker[n.id] = std::max(0, a.worker);
+    if (a.worker >= 0 || unplaced != UnplacedPolicy::kWithProducer) continue;
+    for (ValueId v : n.inputs) {
+      const NodeId producer = g.value(v).producer;
+      if (producer == kNoNode || worker[producer] < 0) continue;
+      worker[n.id] = worker[producer];
+      break;
+    }
   }
   return worker;
 }
@@ -56,6 +63,17 @@ Result<std::vector<int>> AssignWorkers(const Graph& g, const std::vector<bool>& 
 std::string NodeLabel(const Graph& g, NodeId n) { return g.node(n).name; }
 
 }  // namespace
+
+const char* UnplacedPolicyName(UnplacedPolicy policy) {
+  return policy == UnplacedPolicy::kWorkerZero ? "worker0" : "producer";
+}
+
+Result<UnplacedPolicy> ParseUnplacedPolicy(const std::string& name) {
+  if (name == "worker0") return UnplacedPolicy::kWorkerZero;
+  if (name == "producer") return UnplacedPolicy::kWithProducer;
+  return Status::Invalid("unknown placement of unplaced operators '" + name +
+                         "' (worker0, producer)");
+}
 
 bool HasPlacement(const Graph& graph) { return HighestWorker(graph) >= 0; }
 
@@ -67,7 +85,8 @@ int HighestWorker(const Graph& graph) {
 
 Result<PlacedProgram> PlaceGraph(const Graph& g, const std::vector<ValueId>& targets,
                                  const std::vector<ValueId>& params,
-                                 const std::vector<ValueId>& grads, int workers) {
+                                 const std::vector<ValueId>& grads, int workers,
+                                 UnplacedPolicy unplaced) {
   if (workers < 1) return Status::Invalid("placement needs at least one worker");
   if (params.size() != grads.size())
     return Status::Invalid("placement: parameters and gradients differ in number");
@@ -76,7 +95,7 @@ Result<PlacedProgram> PlaceGraph(const Graph& g, const std::vector<ValueId>& tar
   const std::vector<bool> needed = NeededNodes(g, all_targets);
   PlacedProgram p;
   p.workers = workers;
-  SHARDSCOPE_ASSIGN_OR_RETURN(p.node_worker, AssignWorkers(g, needed, workers));
+  SHARDSCOPE_ASSIGN_OR_RETURN(p.node_worker, AssignWorkers(g, needed, workers, unplaced));
   p.programs.resize(workers);
 
   // Parameters live with the operators reading them; all of those must share one worker.
@@ -185,7 +204,7 @@ std::string PlacedProgram::WorkerText(const Graph& g, int worker) const {
       const bool send = in.kind == PlacedInstr::Kind::kSend;
       out << "    " << (send ? "send " : "recv ") << g.value(e.value).name
           << (send ? " -> worker " : " <- worker ") << (send ? e.dst_worker : e.src_worker) << " ("
-          << e.bytes << " B, tag " << in.edge << ")\n";
+          << e.bytes << " B, edge " << in.edge << ")\n";
     }
   }
   return out.str();

@@ -111,10 +111,10 @@ Status CheckDeadlockFree(const Graph& graph, const PlacedProgram& program,
     return Status::Invalid("the schedule deadlocks: worker " + std::to_string(w) + " waits for " +
                            graph.value(e.value).name + " of micro-batch " +
                            std::to_string(it.micro) + " from worker " +
-                           std::to_string(e.src_worker) + ", which waits on worker " +
-                           std::to_string(w) +
-                           " in turn (the placement crosses workers back and forth, so a "
-                           "worker is not one contiguous stage); use the gpipe schedule");
+                           std::to_string(e.src_worker) +
+                           ", which is itself blocked before sending it (the placement "
+                           "crosses workers back and forth, so some worker is not one "
+                           "contiguous stage); use the gpipe schedule");
   }
   return Status::Ok();
 }
@@ -144,10 +144,10 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
     grad_values.push_back(grads.grads[i]);
   }
   t->params_ = params;
-  SHARDSCOPE_ASSIGN_OR_RETURN(
-      t->program_, PlaceGraph(g, {t->model_.loss}, params, grad_values, options.workers));
-  SHARDSCOPE_ASSIGN_OR_RETURN(t->eval_program_,
-                              PlaceGraph(g, {t->model_.logits}, {}, {}, options.workers));
+  SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlaceGraph(g, {t->model_.loss}, params, grad_values,
+                                                      options.workers, options.unplaced));
+  SHARDSCOPE_ASSIGN_OR_RETURN(t->eval_program_, PlaceGraph(g, {t->model_.logits}, {}, {},
+                                                           options.workers, options.unplaced));
   if (static_cast<int64_t>(t->program_.edges.size()) * options.micro_batches > kPipelineTags) {
     return Status::Invalid(std::to_string(t->program_.edges.size()) + " cut edges times " +
                            std::to_string(options.micro_batches) +
@@ -193,6 +193,7 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
   const WorkerProgram& mine = t->program_.programs[rank];
   for (size_t i = 0; i < mine.params.size(); ++i) {
     t->grad_sum_.emplace_back(g.value(mine.grads[i]).shape);
+    t->stats_.gradient_bytes += t->grad_sum_.back().size() * 4;
   }
   for (size_t i = 0; i < mine.params.size(); ++i) {
     t->param_ptrs_.push_back(&t->shared_[mine.params[i]]);
@@ -300,6 +301,7 @@ Result<float> PipelineTrainer::Step(Communicator& comm, const Tensor& images,
       for (int64_t j = 0; j < sum.size(); ++j) sum[j] *= scale;
   }
   optimizer_->Step(param_ptrs_, grad_ptrs_);
+  stats_.optimizer_bytes = optimizer_->StateBytes();
   ++step_;
   // The loss, from its worker to all.
   const int loss_worker = program_.target_worker[0];

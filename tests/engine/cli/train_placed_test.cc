@@ -51,12 +51,15 @@ TEST(TrainPlaced, Seed001PrintsTheSingleDeviceLosses) {
   Output one = Shardscope(args + " --ignore-parallel --devices 1");
   Output placed = Shardscope(args);
   Output piped = Shardscope(args + " --micro-batches 4");
+  Output one_f_one_b = Shardscope(args + " --micro-batches 4 --schedule 1f1b --unplaced producer");
   ASSERT_EQ(one.code, 0) << one.text;
   ASSERT_EQ(placed.code, 0) << placed.text;
   ASSERT_EQ(piped.code, 0) << piped.text;
   EXPECT_NE(placed.text.find("5 worker(s)"), std::string::npos) << placed.text;
   EXPECT_EQ(Losses(one.text), Losses(placed.text)) << one.text << "\n----\n" << placed.text;
   EXPECT_EQ(Losses(one.text), Losses(piped.text)) << one.text << "\n----\n" << piped.text;
+  ASSERT_EQ(one_f_one_b.code, 0) << one_f_one_b.text;
+  EXPECT_EQ(Losses(one.text), Losses(one_f_one_b.text)) << one_f_one_b.text;
   EXPECT_GE(Losses(one.text).size(), 6u);
 }
 

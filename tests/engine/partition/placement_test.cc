@@ -223,6 +223,31 @@ TEST(PlacedLaw, Seed001LeNetOnMnistFirst20Steps) {
   o.micro_batches = 4;
   st = CheckPlacedLaw(build, *data, 32, 5, o, 5);
   EXPECT_TRUE(st.ok()) << "4 micro-batches: " << st.message();
+  // Unplaced operators with their producer: each layer a contiguous stage, so 1F1B runs.
+  o.schedule = PipelineSchedule::kOneFOneB;
+  o.unplaced = UnplacedPolicy::kWithProducer;
+  st = CheckPlacedLaw(build, *data, 32, 5, o, 5);
+  EXPECT_TRUE(st.ok()) << "1f1b, unplaced with producer: " << st.message();
+}
+
+TEST(Placement, UnplacedOperatorsFollowTheirProducerWhenAsked) {
+  auto mf = LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/lenet5_place.yaml");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  auto model = mf->Build(8);
+  ASSERT_TRUE(model.ok());
+  const Graph& g = model->graph;
+  for (UnplacedPolicy policy : {UnplacedPolicy::kWorkerZero, UnplacedPolicy::kWithProducer}) {
+    auto p = PlaceGraph(g, {model->logits}, {}, {}, 5, policy);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    const bool follow = policy == UnplacedPolicy::kWithProducer;
+    EXPECT_EQ(p->node_worker[g.FindNode("relu")], follow ? 3 : 0);     // after conv1
+    EXPECT_EQ(p->node_worker[g.FindNode("flatten")], follow ? 4 : 0);  // after conv2
+    EXPECT_EQ(p->node_worker[g.FindNode("fc1.matmul")], 0);            // placed
+    EXPECT_EQ(p->node_worker[g.FindNode("relu_3")], follow ? 1 : 0);   // after fc2
+    // Up to the logits: 3 -> 0 -> 4 -> 0 -> 1 -> 0 -> 2 (six cut edges), or with the
+    // producer the chain 3 -> 4 -> 0 -> 1 -> 2 (four).
+    EXPECT_EQ(p->edges.size(), follow ? 4u : 6u);
+  }
 }
 
 }  // namespace
