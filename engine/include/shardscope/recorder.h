@@ -13,6 +13,7 @@
 
 #include "shardscope/communicator.h"
 #include "shardscope/dist_trainer.h"
+#include "shardscope/search.h"
 #include "shardscope/store/writer.h"
 
 namespace shardscope {
@@ -27,7 +28,9 @@ class Recorder {
   // The partitioned graph: meshes, operators with strategies and provenance, tensors with
   // their layouts, edges with the layouts consumers need, every redistribution with its
   // steps, and the per-rank program. One transaction.
-  Status RecordPlan(const Graph& graph, const DistProgram& program);
+  // With `search`: the forward operators' provenance, cost and candidates come from it.
+  Status RecordPlan(const Graph& graph, const DistProgram& program,
+                    const SearchResult* search = nullptr);
 
   // One training step with every rank's figures (ranks[r] from GatherRankStep). Queued: a
   // background thread writes and commits it (one commit per step while it keeps up, fewer

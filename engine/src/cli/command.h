@@ -24,6 +24,7 @@ void AddTrainCommand(CLI::App& root, Commands& commands);
 void AddLayoutCommand(CLI::App& root, Commands& commands);
 void AddRedistributeCommand(CLI::App& root, Commands& commands);
 void AddInspectCommand(CLI::App& root, Commands& commands);
+void AddPlanCommand(CLI::App& root, Commands& commands);
 
 // The command line as typed (recorded in run files).
 const std::string& CommandLine();

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   AddLayoutCommand(app, commands);
   AddRedistributeCommand(app, commands);
   AddInspectCommand(app, commands);
+  AddPlanCommand(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -6,25 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "run_shardscope.h"
+
 namespace {
 
-struct Output {
-  int code = -1;
-  std::string text;  // stdout and stderr
-};
-
-Output Shardscope(const std::string& args) {
-  Output out;
-  const std::string cmd = std::string(SHARDSCOPE_BIN) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
-  const int status = pclose(pipe);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
+using shardscope_cli_test::Output;
+using shardscope_cli_test::Shardscope;
 
 const std::string kSamples = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/";
 const std::string kMnist = std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
