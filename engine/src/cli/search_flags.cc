@@ -56,4 +56,16 @@ Result<std::optional<SearchResult>> ApplySearchFlags(
   return std::optional<SearchResult>(std::move(r));
 }
 
+Result<std::optional<SearchMode>> TrainSearchMode(const SearchFlags& f,
+                                                  const std::string& file_mode,
+                                                  const std::string& file_search) {
+  std::string name = f.search;
+  if (name.empty() && (file_mode == "auto" || file_mode == "auto_parallel"))
+    name = file_search.empty() ? "sharding_propagation" : file_search;
+  if (name.empty() && !f.load_strategy.empty()) name = "semi_auto";
+  if (name.empty()) return std::optional<SearchMode>();
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchMode mode, ParseSearchMode(name));
+  return std::optional<SearchMode>(mode);
+}
+
 }  // namespace shardscope::cli

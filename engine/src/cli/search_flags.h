@@ -32,4 +32,10 @@ Result<std::optional<SearchResult>> ApplySearchFlags(
     const SearchFlags& flags, std::optional<SearchMode> mode, Graph* forward, int devices,
     const std::map<std::string, DeviceMesh>& meshes, bool save);
 
+// The search `train` runs: --search, else the model file's `mode: auto` with its `search`
+// (default sharding_propagation), else semi_auto when --load-strategy is given, else none.
+Result<std::optional<SearchMode>> TrainSearchMode(const SearchFlags& flags,
+                                                  const std::string& file_mode,
+                                                  const std::string& file_search);
+
 }  // namespace shardscope::cli
