@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   AddRedistributeCommand(app, commands);
   AddInspectCommand(app, commands);
   AddPlanCommand(app, commands);
+  AddCalibrateCommand(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -121,6 +121,25 @@ TEST(PlanCommand, RecordsProvenanceAndCandidates) {
   std::filesystem::remove(run);
 }
 
+TEST(PlanCommand, CalibrateWritesAProfileThatPlanReads) {
+  const std::string profile = TempPath("profile.json");
+  auto c = shardscope_cli_test::Shardscope("calibrate --devices 4 --repeats 5 --out " + profile);
+  ASSERT_EQ(c.code, 0) << c.text;
+  EXPECT_NE(c.text.find("fitted: alpha"), std::string::npos) << c.text;
+  Output o = Plan(kSamples + "ffn.yaml --json --profile " + profile, false);
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_GT(nlohmann::json::parse(o.text)["predicted_step_seconds"].get<double>(), 0);
+  {
+    std::FILE* f = std::fopen(profile.c_str(), "w");
+    std::fputs("{\"latency\": 1e-6}", f);
+    std::fclose(f);
+  }
+  Output bad = Plan(kSamples + "ffn.yaml --profile " + profile);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.text.find("unknown field 'latency'"), std::string::npos) << bad.text;
+  std::filesystem::remove(profile);
+}
+
 TEST(PlanCommand, BadInputSaysWhat) {
   Output o = Plan(kSamples + "ffn.yaml --search fastest");
   EXPECT_EQ(o.code, 2);
