@@ -49,9 +49,10 @@ TEST(Cli, UnimplementedParallelFeaturesAreRefusedNotIgnored) {
   EXPECT_EQ(place.code, 2);
   EXPECT_NE(place.text.find("not implemented yet"), std::string::npos) << place.text;
   EXPECT_NE(place.text.find("lenet5_place.yaml:"), std::string::npos) << place.text;
-  Output search = Shardscope("train " + kSamples + "ffn.yaml --data " + kMnist + " --steps 1");
-  EXPECT_EQ(search.code, 2);
-  EXPECT_NE(search.text.find("not implemented yet"), std::string::npos) << search.text;
+  Output blocks =
+      Shardscope("train " + kSamples + "basic_blocks.yaml --data " + kMnist + " --steps 1");
+  EXPECT_EQ(blocks.code, 2);
+  EXPECT_NE(blocks.text.find("not implemented yet"), std::string::npos) << blocks.text;
 }
 
 TEST(Cli, TrainsLeNet5OnRealMnistAndReportsAccuracy) {

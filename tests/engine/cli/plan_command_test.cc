@@ -140,6 +140,24 @@ TEST(PlanCommand, CalibrateWritesAProfileThatPlanReads) {
   std::filesystem::remove(profile);
 }
 
+// `train` runs mode auto (seed 003's ffn.yaml: two strategies, the rest propagated) and
+// takes the strategy file `plan` wrote.
+TEST(PlanCommand, TrainSearchesAndLoadsStrategyFiles) {
+  const std::string data = std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
+  const std::string file = TempPath("ffn_train.json");
+  auto t =
+      shardscope_cli_test::Shardscope("train " + kSamples + "ffn.yaml --data " + data +
+                                      " --steps 2 --limit 256 --no-record --save-strategy " + file);
+  ASSERT_EQ(t.code, 0) << t.text;
+  EXPECT_NE(t.text.find("(in-process, auto)"), std::string::npos) << t.text;
+  ASSERT_TRUE(std::filesystem::exists(file));
+  auto l = shardscope_cli_test::Shardscope("train " + kSamples + "network3.yaml --data " + data +
+                                           " --steps 2 --limit 256 --no-record --search "
+                                           "dynamic_programming --devices 4");
+  EXPECT_EQ(l.code, 0) << l.text;
+  std::filesystem::remove(file);
+}
+
 TEST(PlanCommand, BadInputSaysWhat) {
   Output o = Plan(kSamples + "ffn.yaml --search fastest");
   EXPECT_EQ(o.code, 2);
