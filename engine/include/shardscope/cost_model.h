@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "shardscope/mesh.h"
+#include "shardscope/status.h"
 
 namespace shardscope {
 
@@ -108,5 +109,13 @@ struct CostModel {
   // "alpha=5us beta=10GB/s (mp=150GB/s) flops=50GF/s".
   std::string ToString() const;
 };
+
+// Profiles (`shardscope calibrate --out FILE`, read by `plan`/`train --profile FILE`): a JSON
+// object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
+// "flops", "memory_bandwidth", "collective_overhead_s"; missing fields keep the defaults
+// above, unknown fields are refused (a typo would silently keep a default).
+Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);
+Result<CostModel> LoadCostModel(const std::string& path);
+std::string CostModelToJson(const CostModel& model);
 
 }  // namespace shardscope

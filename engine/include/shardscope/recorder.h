@@ -15,6 +15,7 @@
 #include "shardscope/communicator.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/placement.h"
+#include "shardscope/search.h"
 #include "shardscope/store/writer.h"
 
 namespace shardscope {
@@ -29,7 +30,9 @@ class Recorder {
   // The partitioned graph: meshes, operators with strategies and provenance, tensors with
   // their layouts, edges with the layouts consumers need, every redistribution with its
   // steps, and the per-rank program. One transaction.
-  Status RecordPlan(const Graph& graph, const DistProgram& program);
+  // With `search`: the forward operators' provenance, cost and candidates come from it.
+  Status RecordPlan(const Graph& graph, const DistProgram& program,
+                    const SearchResult* search = nullptr);
 
   // A placed model (placement.h): operators with their worker, tensors, edges, one program
   // per worker (rank = worker, role "worker") with its send/recv instructions (bytes per

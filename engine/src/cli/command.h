@@ -25,6 +25,8 @@ void AddLayoutCommand(CLI::App& root, Commands& commands);
 void AddRedistributeCommand(CLI::App& root, Commands& commands);
 void AddInspectCommand(CLI::App& root, Commands& commands);
 void AddLaunchCommand(CLI::App& root, Commands& commands);
+void AddPlanCommand(CLI::App& root, Commands& commands);
+void AddCalibrateCommand(CLI::App& root, Commands& commands);
 
 // The command line as typed (recorded in run files).
 const std::string& CommandLine();

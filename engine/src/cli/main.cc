@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   AddRedistributeCommand(app, commands);
   AddInspectCommand(app, commands);
   AddLaunchCommand(app, commands);
+  AddPlanCommand(app, commands);
+  AddCalibrateCommand(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

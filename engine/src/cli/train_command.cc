@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "cli/search_flags.h"
 #include "cli/train_placed.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
@@ -37,6 +38,7 @@ struct TrainOptions {
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models
+  SearchFlags search;
 };
 
 Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
@@ -73,6 +75,7 @@ struct RunPlan {
   PartitionOptions partition;
   std::string mode;
   bool mpi = false;
+  std::optional<SearchMode> search;  // mode "auto": the search that sets the strategies
 };
 
 Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
@@ -95,16 +98,12 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
   if (o.ignore_parallel && o.mode.empty())
     plan.mode = devices > 1 ? "data_parallel" : "stand_alone";
   if (plan.mode == "stand_alone" && devices > 1) plan.mode = "data_parallel";
-  if (plan.mode != "stand_alone" && plan.mode != "data_parallel" && plan.mode != "semi_auto") {
-    if (plan.mode == "auto" || plan.mode == "auto_parallel") {
-      return Status::NotImplemented(
-          "mode " + plan.mode + " (search " +
-          (parallel.search.empty() ? "default" : parallel.search) +
-          ") is not implemented yet (issue 7); use semi_auto with strategies on "
-          "some operators, or data_parallel");
-    }
+  SHARDSCOPE_ASSIGN_OR_RETURN(plan.search, TrainSearchMode(o.search, plan.mode, parallel.search));
+  if (plan.search) plan.mode = "auto";
+  if (plan.mode != "stand_alone" && plan.mode != "data_parallel" && plan.mode != "semi_auto" &&
+      plan.mode != "auto") {
     return Status::Invalid("unknown mode '" + plan.mode +
-                           "' (stand_alone, data_parallel, semi_auto)");
+                           "' (stand_alone, data_parallel, semi_auto, auto)");
   }
   // Annotations are honoured or refused, never dropped silently.
   if (!o.ignore_parallel) {
@@ -119,7 +118,7 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
       strategies =
           strategies || !a.annotations.in_strategy.empty() || !a.annotations.out_strategy.empty();
     }
-    if (strategies && plan.mode != "semi_auto") {
+    if (strategies && plan.mode != "semi_auto" && plan.mode != "auto") {
       const AnnotationEntry& a = parallel.annotations[0];
       return Status::Invalid(
           a.location.ToString() + ": " + a.op + " has a strategy, which mode " + plan.mode +
@@ -132,6 +131,9 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
     }
   }
   plan.partition.devices = devices;
+  if (!o.search.profile.empty()) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(plan.partition.cost, LoadCostModel(o.search.profile));
+  }
   plan.training = mf.training();
   TrainingConfig& tc = plan.training;
   if (o.batch > 0) tc.batch = o.batch;
@@ -160,7 +162,11 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   const bool lead = comm.rank() == 0;
   const TrainingConfig& tc = plan.training;
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(tc.batch));
-  if (plan.mode != "semi_auto" || o.ignore_parallel) StripAnnotations(model);
+  if ((plan.mode != "semi_auto" && plan.mode != "auto") || o.ignore_parallel)
+    StripAnnotations(model);
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      auto searched, ApplySearchFlags(o.search, plan.search, &model.graph, plan.partition.devices,
+                                      plan.partition.meshes, lead));
   PartitionOptions options = plan.partition;
   std::string ir;
   if (!o.dump_ir.empty() && lead) {
@@ -177,7 +183,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     if (!out) return Status::Invalid("cannot write --dump-ir file " + o.dump_ir);
   }
   if (recorder != nullptr)
-    SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordPlan(trainer->graph(), trainer->program()));
+    SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordPlan(trainer->graph(), trainer->program(),
+                                                    searched ? &*searched : nullptr));
   BatchIterator batches(train, tc.batch, tc.seed, /*shuffle=*/true);
   const int64_t per_epoch = batches.batches_per_epoch();
   const int64_t total = tc.steps > 0 ? tc.steps : per_epoch * tc.epochs;
@@ -322,6 +329,11 @@ int RunTrain(const TrainOptions& o) {
                                    std::to_string(train->size()) + " examples)");
   }
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
+    if (plan->search) {
+      return Fail(kExitBadInput,
+                  "a placed model (place: in the file) is not searched: operators pinned to "
+                  "workers take no strategies; drop --search / mode auto, or the place entries");
+    }
     return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
                            o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
                            o.no_record, o.log_every});
@@ -331,7 +343,11 @@ int RunTrain(const TrainOptions& o) {
   {
     auto model = mf->Build(tc.batch);
     if (!model.ok()) return Fail(kExitBadInput, model.status().message());
-    if (plan->mode != "semi_auto" || o.ignore_parallel) StripAnnotations(*model);
+    if ((plan->mode != "semi_auto" && plan->mode != "auto") || o.ignore_parallel)
+      StripAnnotations(*model);
+    auto searched = ApplySearchFlags(o.search, plan->search, &model->graph, plan->partition.devices,
+                                     plan->partition.meshes, false);
+    if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
     auto probe = DistTrainer::Create(std::move(*model), TrainConfig{tc.seed, tc.optimizer},
                                      plan->partition, 0);
     if (!probe.ok()) {
@@ -421,11 +437,15 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "  shardscope train samples/models/lenet5.yaml --epochs 3\n"
       "  shardscope train samples/models/matmul_relu.yaml --devices 8      (seed 002, semi_auto)\n"
       "  mpirun -np 4 shardscope train samples/models/ffn.yaml --mode data_parallel\n"
+      "  shardscope train samples/models/ffn.yaml --devices 8 --search dynamic_programming\n"
+      "      --save-strategy ffn8.json          (auto: a search picks the strategies)\n"
       "Devices: --devices N runs N in-process devices (threads); under mpirun each rank is a\n"
       "device and --devices must agree or be omitted. Modes: stand_alone (1 device),\n"
       "data_parallel (batch split, strategies ignored), semi_auto (the model file's\n"
-      "strategies and layouts; other operators data-parallel). Not yet: auto (searches)\n"
-      "and shard() blocks; --ignore-parallel trains such a model without them.\n"
+      "strategies and layouts; other operators data-parallel), auto (a search chooses the\n"
+      "strategies the file does not give: --search MODE or the file's parallel.search;\n"
+      "see `shardscope plan --help`). Not yet: shard() blocks; --ignore-parallel trains\n"
+      "such a model without them.\n"
       "Placed models (place: in the file, seed 001) run one worker per device, joined by\n"
       "send/receive; --micro-batches M pipelines each batch (gpipe or 1f1b schedule):\n"
       "  shardscope train samples/models/lenet5_place.yaml --devices 5 --micro-batches 4\n"
@@ -451,7 +471,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--devices", o->devices, "In-process devices (default: the model file's, or 1)")
       ->check(CLI::PositiveNumber);
   app->add_option("--mode", o->mode,
-                  "stand_alone | data_parallel | semi_auto (default: the model file's)");
+                  "stand_alone | data_parallel | semi_auto | auto (default: the model file's)");
+  AddSearchFlags(app, o->search);
   app->add_flag(
       "--ignore-parallel", o->ignore_parallel,
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");

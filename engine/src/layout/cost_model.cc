@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 namespace shardscope {
@@ -128,6 +131,66 @@ std::string CostModel::ToString() const {
   }
   out += " flops=" + Rate(flops, "F/s") + " mem=" + Rate(memory_bandwidth, "B/s");
   return out;
+}
+
+Result<CostModel> CostModelFromJson(const std::string& text, const std::string& where) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return Status::Invalid(where + ": not a JSON object (a cost profile, as calibrate writes)");
+  CostModel m;
+  const std::pair<const char*, double*> fields[] = {
+      {"latency_s", &m.latency_s},
+      {"default_bandwidth", &m.default_bandwidth},
+      {"flops", &m.flops},
+      {"memory_bandwidth", &m.memory_bandwidth},
+      {"collective_overhead_s", &m.collective_overhead_s}};
+  for (const auto& [key, value] : j.items()) {
+    if (key == "axis_bandwidth") {
+      if (!value.is_object()) return Status::Invalid(where + ": axis_bandwidth must be an object");
+      for (const auto& [axis, bw] : value.items()) {
+        if (!bw.is_number() || bw.get<double>() <= 0)
+          return Status::Invalid(where + ": axis_bandwidth." + axis + " must be a positive number");
+        m.axis_bandwidth[axis] = bw.get<double>();
+      }
+      continue;
+    }
+    if (key == "measured" || key == "comment") continue;  // calibrate's notes
+    double* target = nullptr;
+    for (const auto& [name, field] : fields) {
+      if (key == name) target = field;
+    }
+    if (target == nullptr) {
+      return Status::Invalid(where + ": unknown field '" + key +
+                             "' (known: latency_s, default_bandwidth, axis_bandwidth, flops, "
+                             "memory_bandwidth, collective_overhead_s)");
+    }
+    if (!value.is_number() || value.get<double>() < 0 ||
+        (key != "latency_s" && key != "collective_overhead_s" && value.get<double>() == 0)) {
+      return Status::Invalid(where + ": " + key + " must be a positive number");
+    }
+    *target = value.get<double>();
+  }
+  return m;
+}
+
+Result<CostModel> LoadCostModel(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Io(path + ": cannot open cost profile");
+  std::stringstream text;
+  text << in.rdbuf();
+  return CostModelFromJson(text.str(), path);
+}
+
+std::string CostModelToJson(const CostModel& m) {
+  nlohmann::ordered_json j;
+  j["latency_s"] = m.latency_s;
+  j["default_bandwidth"] = m.default_bandwidth;
+  j["axis_bandwidth"] = nlohmann::ordered_json::object();
+  for (const auto& [axis, bw] : m.axis_bandwidth) j["axis_bandwidth"][axis] = bw;
+  j["flops"] = m.flops;
+  j["memory_bandwidth"] = m.memory_bandwidth;
+  j["collective_overhead_s"] = m.collective_overhead_s;
+  return j.dump(2);
 }
 
 }  // namespace shardscope

@@ -1,5 +1,6 @@
 #include "shardscope/recorder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -121,7 +122,51 @@ Status Recorder::Drain() {
   return error_;
 }
 
-Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
+namespace {
+
+// The search's account of one forward operator: provenance (user, propagated from which
+// operator, search, default), its cost and the candidates it beat, best first.
+void AddSearchProvenance(const Graph& g, const SearchResult& search, NodeId id,
+                         store::OperatorRecord* op) {
+  for (const OperatorChoice& c : search.operators) {
+    if (c.node != id) continue;
+    const std::string& why = c.provenance;
+    const size_t from = why.find("propagated from operator '");
+    op->provenance = why.rfind("user", 0) == 0                           ? "user"
+                     : from != std::string::npos                         ? "propagated"
+                     : why.find("reasoned default") != std::string::npos ? "default"
+                                                                         : "search";
+    if (from != std::string::npos) {
+      const size_t begin = from + std::string("propagated from operator '").size();
+      op->provenance_op = g.FindNode(why.substr(begin, why.find('\'', begin) - begin));
+      if (op->provenance_op == kNoNode) op->provenance_op = store::kNone;
+    }
+    op->provenance_detail = why + "; " + op->provenance_detail;
+    op->cost = c.local_cost_s;
+    store::CandidateRecord chosen;
+    chosen.strategy = c.strategy;
+    chosen.cost = c.local_cost_s;
+    chosen.compute_seconds = c.compute_s;
+    chosen.comm_seconds = c.local_cost_s - c.compute_s;
+    chosen.memory_bytes = static_cast<int64_t>(c.memory_bytes);
+    chosen.note = "chosen";
+    op->candidates.push_back(chosen);
+    for (const ScoredCandidate& s : c.runners_up) {
+      store::CandidateRecord r;
+      r.strategy = s.strategy;
+      r.cost = s.cost_s;
+      r.note = "runner-up";
+      op->candidates.push_back(r);
+    }
+    std::stable_sort(op->candidates.begin(), op->candidates.end(),
+                     [](const auto& a, const auto& b) { return a.cost < b.cost; });
+    return;
+  }
+}
+
+}  // namespace
+
+Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchResult* search) {
   SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->Begin()));
   MeshTable meshes(*writer_);
   for (const Node& n : g.nodes()) {
@@ -143,6 +188,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p) {
     op.provenance_detail = prov + "; " + s.ToString();
     if (n.is_backward) op.provenance_op = n.forward_node;
     op.worker = n.annotations.worker >= 0 ? n.annotations.worker : store::kNone;
+    if (search != nullptr) AddSearchProvenance(g, *search, n.id, &op);
     SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddOperator(op)));
   }
   // Tensors: the layout at their home (as produced or stored).

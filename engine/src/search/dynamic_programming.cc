@@ -38,7 +38,7 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
   std::vector<int> size(n);
   for (int v = 0; v < n; ++v) {
     size[v] = static_cast<int>(g.ops()[v].candidates.size());
-    for (const Parts& p : g.ops()[v].candidates) node[v].push_back(g.OpCost(v, p));
+    node[v] = g.ops()[v].own_cost;
   }
   std::map<std::pair<int, int>, Matrix> edges;
   std::vector<std::set<int>> adj(n);

@@ -19,7 +19,7 @@ double BestResponse(const SearchGraph& g, int e, int v, const Parts& p, int w) {
   double best = 0;
   const auto& cands = g.ops()[w].candidates;
   for (size_t c = 0; c < cands.size(); ++c) {
-    const double cost = g.OpCost(w, cands[c]) + g.EdgeCostFrom(e, v, p, cands[c]);
+    const double cost = g.ops()[w].own_cost[c] + g.EdgeCostFrom(e, v, p, cands[c]);
     if (c == 0 || cost < best) best = cost;
   }
   return best;
@@ -33,7 +33,7 @@ const Parts& BestGivenNeighbours(const SearchGraph& g, int v, const std::vector<
   size_t best = 0;
   double best_cost = 0;
   for (size_t c = 0; c < op.candidates.size(); ++c) {
-    double cost = g.OpCost(v, op.candidates[c]);
+    double cost = op.own_cost[c];
     for (int e : op.edges) {
       const int w = g.Other(e, v);
       if (done[w]) {

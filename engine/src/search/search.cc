@@ -98,6 +98,7 @@ SearchResult Explain(const SearchGraph& g, const Assignment& a, const SearchOpti
 Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions& options) {
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchGraph g, SearchGraph::Build(forward, options));
   if (options.mode != SearchMode::kSemiAuto) SHARDSCOPE_RETURN_IF_ERROR(g.ApplyMemoryBudget());
+  g.CacheOwnCosts();
   Assignment a;
   switch (options.mode) {
     case SearchMode::kSemiAuto:

@@ -42,16 +42,19 @@ double Flops(const Graph& g, const Node& n, const ShardingSignature& sig,
   }
 }
 
-void Enumerate(const std::vector<int64_t>& size, int devices, size_t i, int64_t used, Parts& cur,
-               std::vector<Parts>& out) {
+// Every split of letters i.. whose counts divide their sizes and whose product divides
+// `devices`; `divisors` are the divisors of `devices`, ascending.
+void Enumerate(const std::vector<int64_t>& size, int devices, const std::vector<int64_t>& divisors,
+               size_t i, int64_t used, Parts& cur, std::vector<Parts>& out) {
   if (i == size.size()) {
     out.push_back(cur);
     return;
   }
-  for (int64_t k = 1; used * k <= devices; ++k) {
+  for (int64_t k : divisors) {
+    if (used * k > devices) break;
     if (devices % (used * k) != 0 || size[i] % k != 0) continue;
     cur[i] = k;
-    Enumerate(size, devices, i + 1, used * k, cur, out);
+    Enumerate(size, devices, divisors, i + 1, used * k, cur, out);
   }
   cur[i] = 1;
 }
@@ -72,9 +75,16 @@ std::vector<int> PrimeFactorsDescending(int n) {
 }
 
 std::vector<Parts> CandidateSplits(const std::vector<int64_t>& letter_size, int devices) {
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d * d <= devices; ++d) {
+    if (devices % d != 0) continue;
+    divisors.push_back(d);
+    if (d * d != devices) divisors.push_back(devices / d);
+  }
+  std::sort(divisors.begin(), divisors.end());
   std::vector<Parts> all;
   Parts cur(letter_size.size(), 1);
-  Enumerate(letter_size, devices, 0, 1, cur, all);
+  Enumerate(letter_size, devices, divisors, 0, 1, cur, all);
   int64_t best = 1;
   for (const Parts& p : all) best = std::max(best, Product(p));
   std::vector<Parts> out;
@@ -133,6 +143,24 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       }
     }
     op.candidates = CandidateSplits(op.letter_size, options.devices);
+    auto operand = [&](const std::string& letters, const Value& v, bool input) {
+      SearchOperand x;
+      for (char c : letters) {
+        const size_t l = op.letters.find(c);
+        x.letter.push_back(l == std::string::npos ? -1 : static_cast<int>(l));
+      }
+      for (size_t l = 0; input && l < op.letters.size(); ++l) {
+        if (letters.find(op.letters[l]) == std::string::npos)
+          x.missing.push_back(static_cast<int>(l));
+      }
+      x.bytes = Bytes(v);
+      x.kind = v.kind;
+      return x;
+    };
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      op.inputs.push_back(operand(op.sig.inputs[i], forward.value(n.inputs[i]), true));
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      op.outputs.push_back(operand(op.sig.outputs[k], forward.value(n.outputs[k]), false));
     if (!n.annotations.in_strategy.empty()) {
       // Fixed by the user: resolve it to split counts per letter.
       auto parsed = ParseStrategy(n.annotations.in_strategy, options.meshes);
@@ -170,6 +198,19 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       g.edges_.push_back(e);
     }
   }
+  for (SearchEdge& e : g.edges_) {
+    const SearchOp& p = g.ops_[e.producer];
+    const SearchOp& c = g.ops_[e.consumer];
+    auto index = [](const SearchOp& op, char letter) {
+      const size_t l = op.letters.find(letter);
+      return l == std::string::npos ? -1 : static_cast<int>(l);
+    };
+    for (char l : p.sig.outputs[e.output]) e.src_letter.push_back(index(p, l));
+    for (char l : c.sig.inputs[e.input]) e.dst_letter.push_back(index(c, l));
+    for (char l : SummedLetters(p.sig, e.output)) {
+      if (index(p, l) >= 0) e.summed_letter.push_back(index(p, l));
+    }
+  }
   std::map<ValueId, int> readers;
   for (const SearchEdge& e : g.edges_) ++readers[e.value];
   for (SearchEdge& e : g.edges_) e.fanout = readers[e.value];
@@ -195,69 +236,52 @@ std::vector<int64_t> SearchGraph::TensorParts(int op, const std::string& letters
 
 double SearchGraph::OpCost(int op, const Parts& parts) const {
   const SearchOp& o = ops_[op];
-  const Node& n = graph_->node(o.node);
   const CostModel& cm = options_.cost;
   const double used = static_cast<double>(Product(parts));
   double touched = 0, grad_reduce = 0;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const Value& v = graph_->value(n.inputs[i]);
-    const double shard =
-        Bytes(v) / static_cast<double>(Product(TensorParts(op, o.sig.inputs[i], parts)));
+  for (const SearchOperand& in : o.inputs) {
+    const double split = in.Parts(parts);
+    const double shard = in.bytes / split;
     touched += shard;
-    if (v.kind == ValueKind::kActivation) {
+    if (in.kind == ValueKind::kActivation) {
       // Backward: this input's gradient is a partial sum over the split letters it lacks
       // (MatMul's dX over n), reduced before its producer can use it.
       int64_t partial = 1;
-      for (size_t l = 0; l < o.letters.size(); ++l) {
-        if (o.sig.inputs[i].find(o.letters[l]) == std::string::npos) partial *= parts[l];
-      }
+      for (int l : in.missing) partial *= parts[l];
       grad_reduce += cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, partial);
     }
-    if (v.kind == ValueKind::kParameter) {
-      const int64_t replicas = options_.devices / Product(TensorParts(op, o.sig.inputs[i], parts));
+    if (in.kind == ValueKind::kParameter) {
+      const auto replicas = static_cast<int64_t>(options_.devices / split);
       grad_reduce += cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, replicas);
     }
   }
-  for (size_t k = 0; k < n.outputs.size(); ++k) {
-    touched += Bytes(graph_->value(n.outputs[k])) /
-               static_cast<double>(Product(TensorParts(op, o.sig.outputs[k], parts)));
-  }
+  for (const SearchOperand& out : o.outputs) touched += out.bytes / out.Parts(parts);
   return 3 * cm.OperatorSeconds(o.flops / used, touched) + grad_reduce;
 }
 
 double SearchGraph::OpMemory(int op, const Parts& parts) const {
   const SearchOp& o = ops_[op];
-  const Node& n = graph_->node(o.node);
   double params = 0, saved = 0;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const Value& v = graph_->value(n.inputs[i]);
-    if (v.kind != ValueKind::kParameter) continue;
-    params += Bytes(v) / static_cast<double>(Product(TensorParts(op, o.sig.inputs[i], parts)));
+  for (const SearchOperand& in : o.inputs) {
+    if (in.kind == ValueKind::kParameter) params += in.bytes / in.Parts(parts);
   }
-  for (size_t k = 0; k < n.outputs.size(); ++k) {
-    saved += Bytes(graph_->value(n.outputs[k])) /
-             static_cast<double>(Product(TensorParts(op, o.sig.outputs[k], parts)));
-  }
+  for (const SearchOperand& out : o.outputs) saved += out.bytes / out.Parts(parts);
   return CostModel::TrainingMemoryBytes(params, options_.optimizer_states, saved);
 }
 
 double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer) const {
   const SearchEdge& edge = edges_[e];
-  const SearchOp& p = ops_[edge.producer];
-  const SearchOp& c = ops_[edge.consumer];
   const CostModel& cm = options_.cost;
-  const double bw = cm.default_bandwidth;
-  const std::vector<int64_t> src = TensorParts(edge.producer, p.sig.outputs[edge.output], producer);
-  const std::vector<int64_t> dst = TensorParts(edge.consumer, c.sig.inputs[edge.input], consumer);
-  const double src_parts = static_cast<double>(Product(src));
-  const double dst_parts = static_cast<double>(Product(dst));
+  const size_t rank = edge.src_letter.size();
+  double src_parts = 1, dst_parts = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (edge.src_letter[d] >= 0) src_parts *= static_cast<double>(producer[edge.src_letter[d]]);
+    if (edge.dst_letter[d] >= 0) dst_parts *= static_cast<double>(consumer[edge.dst_letter[d]]);
+  }
   double cost = 0;
   // A partial-sum producer: reduce over the summed letters' parts.
   int64_t partial = 1;
-  for (char s : SummedLetters(p.sig, edge.output)) {
-    const size_t l = p.letters.find(s);
-    if (l != std::string::npos) partial *= producer[l];
-  }
+  for (int l : edge.summed_letter) partial *= producer[l];
   if (partial > 1) {
     const double shard = edge.bytes / src_parts;
     const bool scatter = dst_parts >= src_parts * static_cast<double>(partial);
@@ -265,21 +289,25 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
         scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial);
   }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
-  auto move = [&](const std::vector<int64_t>& a, const std::vector<int64_t>& b, double b_parts) {
-    double overlap_parts = 1, peers = 1;
-    for (size_t d = 0; d < a.size(); ++d) {
-      const int64_t l = std::lcm(a[d], b[d]);
-      overlap_parts *= static_cast<double>(l);
-      peers *= static_cast<double>(l / b[d]);
-    }
-    const double recv = edge.bytes / b_parts - edge.bytes / overlap_parts;
+  double overlap = 1, peers_forward = 1, peers_backward = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t a = edge.src_letter[d] >= 0 ? producer[edge.src_letter[d]] : 1;
+    const int64_t b = edge.dst_letter[d] >= 0 ? consumer[edge.dst_letter[d]] : 1;
+    const int64_t l = std::lcm(a, b);
+    overlap *= static_cast<double>(l);
+    peers_forward *= static_cast<double>(l / b);
+    peers_backward *= static_cast<double>(l / a);
+  }
+  auto move = [&](double target_parts, double peers) {
+    const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
-    return cm.ExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, bw) + cm.collective_overhead_s;
+    return cm.ExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, cm.default_bandwidth) +
+           cm.collective_overhead_s;
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
   // partitioner redistributes a value once per layout), so each edge carries its share.
-  cost += move(src, dst, dst_parts) / edge.fanout;
-  cost += move(dst, src, src_parts);  // backward: its gradient
+  cost += move(dst_parts, peers_forward) / edge.fanout;
+  cost += move(src_parts, peers_backward);  // backward: its gradient
   return cost;
 }
 
@@ -310,6 +338,14 @@ Parts SearchGraph::DataParallel(int op) const {
   const size_t l = o.sig.batch ? o.letters.find(o.sig.batch) : std::string::npos;
   if (l != std::string::npos && o.letter_size[l] % options_.devices == 0) p[l] = options_.devices;
   return p;
+}
+
+void SearchGraph::CacheOwnCosts() {
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    ops_[i].own_cost.clear();
+    for (const Parts& p : ops_[i].candidates)
+      ops_[i].own_cost.push_back(OpCost(static_cast<int>(i), p));
+  }
 }
 
 // Each operator may use at most its share of the budget, in proportion to its least memory:

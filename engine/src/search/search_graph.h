@@ -14,6 +14,20 @@ namespace shardscope::search_internal {
 // Split counts per letter of SearchOp::letters.
 using Parts = std::vector<int64_t>;
 
+// One operand of an operator, indexed for the cost functions.
+struct SearchOperand {
+  std::vector<int> letter;   // per dimension: index into SearchOp::letters, -1 if not split
+  std::vector<int> missing;  // inputs: split letters the operand lacks (its gradient's sum)
+  double bytes = 0;
+  ValueKind kind = ValueKind::kActivation;
+  // Parts the operand is split into under `parts`.
+  double Parts(const std::vector<int64_t>& parts) const {
+    double p = 1;
+    for (int l : letter) p *= l >= 0 ? static_cast<double>(parts[l]) : 1.0;
+    return p;
+  }
+};
+
 struct SearchOp {
   NodeId node = kNoNode;
   std::string name;
@@ -27,6 +41,8 @@ struct SearchOp {
   std::string fixed_text;
   std::vector<int> edges;           // indices into SearchGraph::edges, in edge order
   double memory_allowance = 1e300;  // bytes per device (ApplyMemoryBudget)
+  std::vector<double> own_cost;     // OpCost per candidate (CacheOwnCosts)
+  std::vector<SearchOperand> inputs, outputs;
 };
 
 struct SearchEdge {
@@ -35,6 +51,9 @@ struct SearchEdge {
   int output = 0, input = 0;  // producer output index, consumer input index
   double bytes = 0;           // whole tensor
   int fanout = 1;             // forward operators reading the value
+  // Per tensor dimension, the letter index of the producer / consumer (-1: not split), and
+  // the producer's summed letters (partial sums): precomputed, EdgeCost is the hot loop.
+  std::vector<int> src_letter, dst_letter, summed_letter;
 };
 
 class SearchGraph {
@@ -69,6 +88,8 @@ class SearchGraph {
   // Restricts candidates to the memory budget (see search.cc); error names the largest
   // consumer when nothing fits.
   Status ApplyMemoryBudget();
+  // Fills SearchOp::own_cost (after the candidates are final).
+  void CacheOwnCosts();
 
  private:
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;

@@ -6,25 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "run_shardscope.h"
+
 namespace {
 
-struct Output {
-  int code = -1;
-  std::string text;  // stdout and stderr
-};
-
-Output Shardscope(const std::string& args) {
-  Output out;
-  const std::string cmd = std::string(SHARDSCOPE_BIN) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
-  const int status = pclose(pipe);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
+using shardscope_cli_test::Output;
+using shardscope_cli_test::Shardscope;
 
 const std::string kSamples = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/";
 const std::string kMnist = std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
@@ -65,9 +52,10 @@ TEST(Cli, UnimplementedParallelFeaturesAreRefusedNotIgnored) {
             std::string::npos)
       << place.text;
   EXPECT_NE(place.text.find("lenet5_place.yaml:"), std::string::npos) << place.text;
-  Output search = Shardscope("train " + kSamples + "ffn.yaml --data " + kMnist + " --steps 1");
-  EXPECT_EQ(search.code, 2);
-  EXPECT_NE(search.text.find("not implemented yet"), std::string::npos) << search.text;
+  Output blocks =
+      Shardscope("train " + kSamples + "basic_blocks.yaml --data " + kMnist + " --steps 1");
+  EXPECT_EQ(blocks.code, 2);
+  EXPECT_NE(blocks.text.find("not implemented yet"), std::string::npos) << blocks.text;
 }
 
 TEST(Cli, TrainsLeNet5OnRealMnistAndReportsAccuracy) {

@@ -6,6 +6,7 @@
 #include "gpt.h"
 #include "law.h"
 #include "models.h"
+#include "searched.h"
 #include "shardscope/search.h"
 
 namespace shardscope {
@@ -13,19 +14,7 @@ namespace {
 
 using testing_law::BuildFn;
 using testing_law::CheckLaw;
-
-// `build`, then the search's strategies in its annotations.
-BuildFn Searched(BuildFn build, SearchMode mode, int devices) {
-  return [build, mode, devices]() -> Result<ModelGraph> {
-    SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph m, build());
-    SearchOptions o;
-    o.mode = mode;
-    o.devices = devices;
-    SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult r, SearchStrategies(m.graph, o));
-    SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(r, &m.graph));
-    return m;
-  };
-}
+using testing_law::Searched;
 
 constexpr SearchMode kModes[] = {SearchMode::kShardingPropagation,
                                  SearchMode::kRecursiveProgramming,

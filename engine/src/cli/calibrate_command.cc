@@ -1,0 +1,188 @@
+// `shardscope calibrate [--out FILE]`: measures this machine's collective latency and
+// overhead, link bandwidth, GEMM throughput and memory bandwidth, and writes a cost profile
+// that `plan` and `train` read with --profile FILE (cost_model.h).
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "cli/command.h"
+#include "shardscope/communicator.h"
+#include "shardscope/cost_model.h"
+
+namespace shardscope::cli {
+namespace {
+
+struct CalibrateOptions {
+  std::string out;
+  int devices = 8;
+  int repeats = 50;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The median seconds of `repeats` runs of `fn` on every rank (rank-synchronised).
+Result<double> TimeCollective(Communicator& comm, int repeats, const std::function<Status()>& fn) {
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    SHARDSCOPE_RETURN_IF_ERROR(comm.Barrier());
+    const auto start = Clock::now();
+    SHARDSCOPE_RETURN_IF_ERROR(fn());
+    times.push_back(Since(start));
+  }
+  std::sort(times.begin(), times.end());
+  // Every rank agrees on rank 0's figure.
+  std::vector<float> t = {static_cast<float>(times[times.size() / 2])};
+  SHARDSCOPE_RETURN_IF_ERROR(comm.Broadcast(t, 0));
+  return static_cast<double>(t[0]);
+}
+
+struct Measured {
+  double small_2 = 0, small_n = 0;  // all-reduce of 4 bytes on 2 and on n ranks
+  double gather_n = 0;              // all-gather of gather_bytes on n ranks
+  double gather_bytes = 0;
+};
+
+Status MeasureCommunication(Communicator& world, int repeats, Measured* m) {
+  const int n = world.size();
+  std::vector<float> one(1, 1.0f), out(1);
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      m->small_n, TimeCollective(world, repeats, [&] { return world.AllReduce(one, out); }));
+  // A pair of ranks: the fixed part of a collective.
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto pair, world.Split(world.rank() < 2 ? 0 : 1, world.rank()));
+  if (world.rank() < 2) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        m->small_2, TimeCollective(*pair, repeats, [&] { return pair->AllReduce(one, out); }));
+  }
+  std::vector<float> t = {static_cast<float>(m->small_2)};
+  SHARDSCOPE_RETURN_IF_ERROR(world.Broadcast(t, 0));
+  m->small_2 = t[0];
+  const size_t per_rank = (4u << 20) / sizeof(float) / static_cast<size_t>(n);  // 4 MB gathered
+  std::vector<float> part(per_rank, 1.0f), all(per_rank * n);
+  SHARDSCOPE_ASSIGN_OR_RETURN(m->gather_n, TimeCollective(world, std::max(3, repeats / 10), [&] {
+                                return world.AllGather(part, all);
+                              }));
+  m->gather_bytes = static_cast<double>(all.size() * sizeof(float));
+  return Status::Ok();
+}
+
+// Fits the alpha-beta model: t(p) = 2 (p-1) alpha + overhead for tiny all-reduces, and
+// (p-1) alpha + overhead + (p-1)/p n / beta for the all-gather.
+CostModel Fit(const Measured& m, int n, double gemm_flops, double memory_bandwidth) {
+  CostModel c;
+  if (n > 2) {
+    c.latency_s = std::max(0.0, (m.small_n - m.small_2) / (2.0 * (n - 2)));
+    c.collective_overhead_s = std::max(0.0, m.small_2 - 2 * c.latency_s);
+  } else {
+    c.latency_s = m.small_n / 2;
+    c.collective_overhead_s = 0;
+  }
+  const double fixed = (n - 1) * c.latency_s + c.collective_overhead_s;
+  const double moving = std::max(1e-9, m.gather_n - fixed);
+  c.default_bandwidth = (n - 1.0) / n * m.gather_bytes / moving;
+  c.flops = gemm_flops;
+  c.memory_bandwidth = memory_bandwidth;
+  return c;
+}
+
+double MeasureGemm() {
+  const int s = 384;
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(s, s), b = Eigen::MatrixXf::Random(s, s), c(s, s);
+  double best = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    const auto start = Clock::now();
+    c.noalias() = a * b;
+    best = std::min(best, Since(start));
+  }
+  return 2.0 * s * s * s / best;
+}
+
+double MeasureMemory() {
+  const size_t bytes = 64u << 20;
+  std::vector<char> from(bytes, 1), to(bytes);
+  double best = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = Clock::now();
+    std::memcpy(to.data(), from.data(), bytes);
+    best = std::min(best, Since(start));
+  }
+  return 2.0 * bytes / best;  // read + write
+}
+
+int RunCalibrate(const CalibrateOptions& o) {
+  const bool mpi = RunningUnderMpi();
+  Measured m;
+  int n = o.devices, rank = 0;
+  Status st;
+  if (mpi) {
+    auto world = MpiWorld();
+    if (!world.ok()) return Fail(kExitRunFailure, world.status().message());
+    n = (*world)->size();
+    rank = (*world)->rank();
+    if (n < 2) return Fail(kExitBadInput, "calibrate under mpirun needs at least 2 ranks");
+    st = MeasureCommunication(**world, o.repeats, &m);
+  } else {
+    st = RunOnDevices(n, [&](Communicator& comm) -> Status {
+      Measured mine;
+      SHARDSCOPE_RETURN_IF_ERROR(MeasureCommunication(comm, o.repeats, &mine));
+      if (comm.rank() == 0) m = mine;
+      return Status::Ok();
+    });
+  }
+  if (!st.ok()) return Fail(kExitRunFailure, st.message());
+  if (rank != 0) return kExitOk;
+  const CostModel c = Fit(m, n, MeasureGemm(), MeasureMemory());
+  std::printf(
+      "calibrated on %d %s device(s):\n"
+      "  all-reduce of 4 bytes   %.1f us on 2 ranks, %.1f us on %d\n"
+      "  all-gather of %.1f MB    %.3f ms\n"
+      "  fitted: alpha %.2f us, overhead per collective %.2f us, bandwidth %.2f GB/s,\n"
+      "          GEMM %.2f GFLOP/s, memory %.2f GB/s\n",
+      n, mpi ? "MPI" : "in-process", m.small_2 * 1e6, m.small_n * 1e6, n, m.gather_bytes / 1e6,
+      m.gather_n * 1e3, c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.default_bandwidth / 1e9,
+      c.flops / 1e9, c.memory_bandwidth / 1e9);
+  if (o.out.empty()) {
+    std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
+                CostModelToJson(c).c_str());
+    return kExitOk;
+  }
+  std::ofstream out(o.out);
+  out << CostModelToJson(c) << "\n";
+  if (!out) return Fail(kExitBadInput, "cannot write " + o.out);
+  std::printf("wrote %s (use: shardscope plan MODEL --profile %s)\n", o.out.c_str(), o.out.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddCalibrateCommand(CLI::App& root, Commands& commands) {
+  auto o = std::make_shared<CalibrateOptions>();
+  CLI::App* app = root.add_subcommand(
+      "calibrate",
+      "Measure this machine for the cost model: collective latency and fixed overhead,\n"
+      "bandwidth, GEMM throughput and memory bandwidth; write a profile that plan and train\n"
+      "read with --profile FILE (without one they use built-in figures).\n"
+      "\n"
+      "Examples:\n"
+      "  shardscope calibrate --out profile.json                 (8 in-process devices)\n"
+      "  mpirun -np 4 shardscope calibrate --out mpi4.json        (one device per rank)\n"
+      "  shardscope plan samples/models/ffn.yaml --profile profile.json\n"
+      "Measured once per run, between the given devices only: links between hosts are not\n"
+      "told apart yet (every mesh axis gets the same bandwidth).");
+  app->add_option("--out", o->out, "Write the profile (JSON) to FILE");
+  app->add_option("--devices", o->devices, "In-process devices to measure between (default 8)")
+      ->check(CLI::Range(2, 256));
+  app->add_option("--repeats", o->repeats, "Repetitions of each small collective (default 50)")
+      ->check(CLI::Range(3, 100000));
+  commands.push_back({app, [o] { return RunCalibrate(*o); }});
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,229 @@
+// `shardscope plan MODEL --devices N --search MODE`: strategies, redistributions, predicted
+// step time and memory per device, without running anything (a dry run for any cluster).
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/search_flags.h"
+#include "shardscope/autodiff.h"
+#include "shardscope/model_file.h"
+#include "shardscope/partition.h"
+#include "shardscope/recorder.h"
+
+namespace shardscope::cli {
+namespace {
+
+struct PlanOptions {
+  std::string model;
+  int devices = 0;
+  int64_t batch = 0;
+  bool json = false;
+  std::string explain;
+  std::string record;
+  int show = 20;
+  SearchFlags search;
+};
+
+std::string Human(double bytes) {
+  char buf[32];
+  if (bytes >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  } else if (bytes >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
+  } else if (bytes >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1f kB", bytes / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  }
+  return buf;
+}
+
+// The training graph partitioned with the searched annotations: what `train` would run.
+Result<DistProgram> PartitionTraining(ModelGraph& model, const PartitionOptions& options) {
+  const std::vector<ValueId> params = model.graph.Parameters();
+  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(model.graph, model.loss, params));
+  TrainingValues tv;
+  tv.loss = model.loss;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (grads.grads[i] == kNoValue) continue;
+    tv.params.push_back(params[i]);
+    tv.grads.push_back(grads.grads[i]);
+  }
+  return Partition(model.graph, tv, options);
+}
+
+void PrintExplain(const OperatorChoice& c) {
+  std::printf(
+      "%s\n  strategy   %s\n  why        %s\n  cost       %.3f us (own %.3f us + "
+      "redistribution to its neighbours)\n  memory     %s per device\n",
+      c.name.c_str(), c.strategy.c_str(), c.provenance.c_str(), c.local_cost_s * 1e6,
+      c.compute_s * 1e6, Human(c.memory_bytes).c_str());
+  if (c.runners_up.empty()) {
+    std::printf("  runners-up none (fixed by the user, or no other candidate)\n");
+    return;
+  }
+  std::printf("  runners-up (their cost with the neighbours as chosen)\n");
+  for (const ScoredCandidate& s : c.runners_up)
+    std::printf("    %-28s %.3f us\n", s.strategy.c_str(), s.cost_s * 1e6);
+}
+
+int RunPlan(const PlanOptions& o) {
+  auto mf = LoadModelFile(o.model);
+  if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
+  const ParallelConfig& parallel = mf->parallel();
+  const int devices = o.devices > 0 ? o.devices : std::max(1, parallel.devices);
+  std::string mode_name = o.search.search;
+  if (mode_name.empty()) {
+    mode_name = !parallel.search.empty() ? parallel.search
+                : parallel.mode == "auto" || parallel.mode == "auto_parallel"
+                    ? "sharding_propagation"
+                    : "semi_auto";
+  }
+  auto mode = ParseSearchMode(mode_name);
+  if (!mode.ok()) return Fail(kExitBadInput, mode.status().message());
+  PartitionOptions partition;
+  partition.devices = devices;
+  for (const auto& [name, text] : parallel.meshes) {
+    auto mesh = ParseMeshExpr(text);
+    if (!mesh.ok())
+      return Fail(kExitBadInput, mf->path() + ": mesh " + name + ": " + mesh.status().message());
+    partition.meshes[name] = *mesh;
+  }
+  auto model = mf->Build(o.batch > 0 ? o.batch : mf->training().batch);
+  if (!model.ok()) return Fail(kExitBadInput, model.status().message());
+  auto searched = ApplySearchFlags(o.search, *mode, &model->graph, devices, partition.meshes,
+                                   /*save=*/true);
+  if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
+  const SearchResult& r = **searched;
+  auto options = MakeSearchOptions(o.search, *mode, devices, partition.meshes);
+  if (!options.ok()) return Fail(kExitBadInput, options.status().message());
+  partition.cost = options->cost;
+
+  if (!o.explain.empty()) {
+    for (const OperatorChoice& c : r.operators) {
+      if (c.name != o.explain) continue;
+      PrintExplain(c);
+      return kExitOk;
+    }
+    return Fail(kExitBadInput, "--explain: the model has no forward operator '" + o.explain + "'");
+  }
+  auto program = PartitionTraining(*model, partition);
+  if (!program.ok()) return Fail(kExitBadInput, program.status().message());
+  int64_t max_recv = 0;
+  for (int rank = 0; rank < devices && rank < 64; ++rank)
+    max_recv = std::max(max_recv, program->PlannedRecvBytes(rank));
+
+  if (!o.record.empty()) {
+    store::RunInfo info;
+    info.name = mf->name();
+    info.mode = "plan";
+    info.search = SearchModeName(*mode);
+    info.devices = devices;
+    info.backend = "none (plan)";
+    info.model_path = o.model;
+    info.model_text = mf->text();
+    info.config_json = SearchResultToJson(r, -1);
+    info.command_line = CommandLine();
+    info.shardscope_version = "0.1.0";
+    auto rec = Recorder::Create(o.record, info);
+    if (!rec.ok()) return Fail(kExitBadInput, rec.status().message());
+    Status st = (*rec)->RecordPlan(model->graph, *program, &r);
+    Status fin = (*rec)->Finish(st.ok(), st.message());
+    if (!st.ok() || !fin.ok()) return Fail(kExitRunFailure, st.ok() ? fin.message() : st.message());
+  }
+
+  if (o.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(SearchResultToJson(r));
+    j["redistributions"] = nlohmann::ordered_json::array();
+    for (const DistInstr& in : program->instrs) {
+      if (in.kind != DistInstr::Kind::kRedistribute) continue;
+      j["redistributions"].push_back({{"value", program->values[in.inputs[0]].name},
+                                      {"from", in.plan->from.ToString()},
+                                      {"to", in.plan->to.ToString()},
+                                      {"bytes", in.plan->planned_bytes},
+                                      {"seconds", in.plan->predicted_seconds},
+                                      {"reason", in.reason}});
+    }
+    j["max_recv_bytes_per_step"] = max_recv;
+    std::printf("%s\n", j.dump(2).c_str());
+    return kExitOk;
+  }
+
+  std::printf("plan %s (%s): %d devices, %s, batch %lld\ncost model: %s\n\n", mf->name().c_str(),
+              o.model.c_str(), devices, SearchModeName(*mode),
+              static_cast<long long>(o.batch > 0 ? o.batch : mf->training().batch),
+              partition.cost.ToString().c_str());
+  std::printf("%-32s %-24s %11s %10s  %s\n", "operator", "strategy", "cost us", "memory", "why");
+  for (const OperatorChoice& c : r.operators) {
+    std::printf("%-32s %-24s %11.2f %10s  %s\n", c.name.c_str(), c.strategy.c_str(),
+                c.local_cost_s * 1e6, Human(c.memory_bytes).c_str(), c.provenance.c_str());
+  }
+  const int count = program->NumRedistributions();
+  std::printf("\nredistributions per training step (forward and backward): %d\n", count);
+  int shown = 0;
+  for (const DistInstr& in : program->instrs) {
+    if (in.kind != DistInstr::Kind::kRedistribute) continue;
+    if (shown++ >= o.show) {
+      std::printf("  ... %d more (--show N, or --json for all)\n", count - o.show);
+      break;
+    }
+    std::printf("  %-40s %10s  %s\n", program->values[in.inputs[0]].name.c_str(),
+                Human(static_cast<double>(in.plan->planned_bytes)).c_str(), in.reason.c_str());
+  }
+  std::printf(
+      "\npredicted step time: %.3f ms (operators %.3f ms, redistributions %.3f ms)\n"
+      "memory per device:   %s (parameters, gradients, optimizer state, saved activations)\n"
+      "received per step:   %s by the busiest rank (planned)\n",
+      r.step_seconds * 1e3, r.compute_seconds * 1e3, (r.step_seconds - r.compute_seconds) * 1e3,
+      Human(r.memory_per_device_bytes).c_str(), Human(static_cast<double>(max_recv)).c_str());
+  if (!o.search.save_strategy.empty())
+    std::printf("strategies written to %s\n", o.search.save_strategy.c_str());
+  if (!o.record.empty()) std::printf("recorded %s\n", o.record.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& root, Commands& commands) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* app = root.add_subcommand(
+      "plan",
+      "Choose strategies and plan a training step without running it: per-operator\n"
+      "strategies and why, redistributions with bytes, predicted step time and memory per\n"
+      "device. Nothing is executed, so --devices may be far larger than this machine.\n"
+      "\n"
+      "Examples:\n"
+      "  shardscope plan samples/models/ffn.yaml --devices 8   (seed 003)\n"
+      "  shardscope plan samples/models/network3.yaml --devices 1024 --batch 1024 \\\n"
+      "      --search recursive_programming\n"
+      "  shardscope plan samples/models/ffn.yaml --devices 8 --search dynamic_programming \\\n"
+      "      --explain dense2.matmul\n"
+      "  shardscope plan samples/models/ffn.yaml --devices 8 --search sharding_propagation \\\n"
+      "      --save-strategy ffn8.json    (then: shardscope train ... --load-strategy ffn8.json)\n"
+      "Search modes: semi_auto (the model's strategies, the rest data-parallel),\n"
+      "sharding_propagation (from the configured operators outward), recursive_programming\n"
+      "(fully automatic, one round per prime factor of N), dynamic_programming (the exact\n"
+      "optimum of the cost model; refuses graphs that do not reduce, naming why).\n"
+      "Default: the model file's parallel.search, else semi_auto. Costs come from the\n"
+      "built-in figures or --profile (shardscope calibrate).");
+  app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
+  app->add_option("--devices", o->devices, "Devices to plan for (default: the model file's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--batch", o->batch, "Global batch size (default: the model file's)")
+      ->check(CLI::PositiveNumber);
+  app->add_flag("--json", o->json, "Print the plan as JSON");
+  app->add_option("--explain", o->explain,
+                  "Print one operator's strategy, why it was chosen and the runners-up");
+  app->add_option("--record", o->record,
+                  "Write the plan (operators, provenance, candidates, redistributions) to a "
+                  "run file for the GUI");
+  app->add_option("--show", o->show, "Redistributions to list (default 20)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")
+      ->check(CLI::NonNegativeNumber);
+  AddSearchFlags(app, o->search);
+  commands.push_back({app, [o] { return RunPlan(*o); }});
+}
+
+}  // namespace shardscope::cli

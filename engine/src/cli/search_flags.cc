@@ -1,0 +1,71 @@
+#include "cli/search_flags.h"
+
+#include <fstream>
+
+namespace shardscope::cli {
+
+void AddSearchFlags(CLI::App* app, SearchFlags& f) {
+  app->add_option("--search", f.search,
+                  "sharding_propagation | recursive_programming | dynamic_programming | "
+                  "semi_auto: choose strategies for the operators the model does not configure");
+  app->add_option("--save-strategy", f.save_strategy,
+                  "Write every operator's strategy, provenance and runners-up to FILE (JSON)");
+  app->add_option("--load-strategy", f.load_strategy,
+                  "Read strategies from FILE (JSON, as --save-strategy writes); they count as "
+                  "the user's")
+      ->check(CLI::ExistingFile);
+  app->add_option("--profile", f.profile,
+                  "Cost profile from `shardscope calibrate --out FILE` (default: built-in "
+                  "figures)")
+      ->check(CLI::ExistingFile);
+  app->add_option("--memory-budget", f.memory_budget_mb,
+                  "Per-device memory budget in MB the search must respect (default: none)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, int devices,
+                                        const std::map<std::string, DeviceMesh>& meshes) {
+  SearchOptions o;
+  o.mode = mode;
+  o.devices = devices;
+  o.meshes = meshes;
+  o.top_k = f.top_k;
+  o.memory_budget_bytes = f.memory_budget_mb * 1e6;
+  if (!f.profile.empty()) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(o.cost, LoadCostModel(f.profile));
+  }
+  return o;
+}
+
+Result<std::optional<SearchResult>> ApplySearchFlags(
+    const SearchFlags& f, std::optional<SearchMode> mode, Graph* forward, int devices,
+    const std::map<std::string, DeviceMesh>& meshes, bool save) {
+  if (!f.load_strategy.empty()) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(int loaded, LoadStrategyFile(f.load_strategy, forward));
+    (void)loaded;
+  }
+  if (!mode) return std::optional<SearchResult>();
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchOptions o, MakeSearchOptions(f, *mode, devices, meshes));
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult r, SearchStrategies(*forward, o));
+  SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(r, forward));
+  if (save && !f.save_strategy.empty()) {
+    std::ofstream out(f.save_strategy);
+    out << SearchResultToJson(r) << "\n";
+    if (!out) return Status::Io(f.save_strategy + ": cannot write the strategy file");
+  }
+  return std::optional<SearchResult>(std::move(r));
+}
+
+Result<std::optional<SearchMode>> TrainSearchMode(const SearchFlags& f,
+                                                  const std::string& file_mode,
+                                                  const std::string& file_search) {
+  std::string name = f.search;
+  if (name.empty() && (file_mode == "auto" || file_mode == "auto_parallel"))
+    name = file_search.empty() ? "sharding_propagation" : file_search;
+  if (name.empty() && !f.load_strategy.empty()) name = "semi_auto";
+  if (name.empty()) return std::optional<SearchMode>();
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchMode mode, ParseSearchMode(name));
+  return std::optional<SearchMode>(mode);
+}
+
+}  // namespace shardscope::cli

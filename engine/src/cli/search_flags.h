@@ -1,0 +1,41 @@
+// Internal: the search flags `plan` and `train` share (--search, --save-strategy,
+// --load-strategy, --profile, --memory-budget) and how they are applied to a forward graph.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "shardscope/graph.h"
+#include "shardscope/search.h"
+
+namespace shardscope::cli {
+
+struct SearchFlags {
+  std::string search;  // a SearchMode name; empty: no search
+  std::string save_strategy, load_strategy, profile;
+  double memory_budget_mb = 0;
+  int top_k = 3;
+};
+
+// Registers the flags on `app`.
+void AddSearchFlags(CLI::App* app, SearchFlags& flags);
+
+// The search options the flags describe (the profile loaded, or the defaults).
+Result<SearchOptions> MakeSearchOptions(const SearchFlags& flags, SearchMode mode, int devices,
+                                        const std::map<std::string, DeviceMesh>& meshes);
+
+// Applies --load-strategy, then the search `mode` (when set) to `forward`'s annotations;
+// writes --save-strategy when `save` (rank 0 only). Returns the search's result, if any.
+Result<std::optional<SearchResult>> ApplySearchFlags(
+    const SearchFlags& flags, std::optional<SearchMode> mode, Graph* forward, int devices,
+    const std::map<std::string, DeviceMesh>& meshes, bool save);
+
+// The search `train` runs: --search, else the model file's `mode: auto` with its `search`
+// (default sharding_propagation), else semi_auto when --load-strategy is given, else none.
+Result<std::optional<SearchMode>> TrainSearchMode(const SearchFlags& flags,
+                                                  const std::string& file_mode,
+                                                  const std::string& file_search);
+
+}  // namespace shardscope::cli

@@ -1,0 +1,170 @@
+// `shardscope plan` as a user runs it: strategies with provenance, JSON, --explain,
+// strategy files, large device counts, run files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "run_shardscope.h"
+#include "shardscope/store/reader.h"
+
+namespace {
+
+using shardscope_cli_test::Output;
+
+Output Plan(const std::string& args, bool merge_stderr = true) {
+  return shardscope_cli_test::Shardscope("plan " + args, merge_stderr);
+}
+
+const std::string kSamples = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/";
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("shardscope_plan_test_" + name)).string();
+}
+
+TEST(PlanCommand, Seed003FfnKeepsTheUsersStrategiesAndPropagates) {
+  Output o = Plan(kSamples + "ffn.yaml --devices 8 --search sharding_propagation");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("user: ((2, 4), (4, 1))"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("propagated from operator 'dense1.matmul'"), std::string::npos);
+  EXPECT_NE(o.text.find("predicted step time"), std::string::npos);
+  EXPECT_NE(o.text.find("memory per device"), std::string::npos);
+  EXPECT_NE(o.text.find("redistributions per training step"), std::string::npos);
+}
+
+TEST(PlanCommand, JsonListsOperatorsAndRedistributions) {
+  Output o = Plan(kSamples + "ffn.yaml --devices 8 --search dynamic_programming --json", false);
+  ASSERT_EQ(o.code, 0) << o.text;
+  const auto j = nlohmann::json::parse(o.text);
+  EXPECT_EQ(j["devices"], 8);
+  EXPECT_EQ(j["search"], "dynamic_programming");
+  ASSERT_GE(j["operators"].size(), 10u);
+  EXPECT_EQ(j["operators"][1]["name"], "dense1.matmul");
+  EXPECT_EQ(j["operators"][1]["strategy"], "((2, 4), (4, 1))");
+  EXPECT_GT(j["redistributions"].size(), 0u);
+  for (const auto& r : j["redistributions"]) EXPECT_GE(r["bytes"].get<int64_t>(), 0);
+  EXPECT_GT(j["predicted_step_seconds"].get<double>(), 0);
+}
+
+TEST(PlanCommand, ExplainShowsWhyAndTheRunnersUp) {
+  Output o = Plan(kSamples +
+                  "network3.yaml --devices 8 --search recursive_programming "
+                  "--explain layer2.matmul");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("recursive_programming: round 1/3"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("runners-up"), std::string::npos);
+  Output missing = Plan(kSamples + "network3.yaml --explain nothing");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.text.find("no forward operator 'nothing'"), std::string::npos);
+}
+
+TEST(PlanCommand, PlansForManyMoreDevicesThanTheMachineHas) {
+  Output o = Plan(kSamples +
+                      "network3.yaml --devices 4096 --batch 4096 --search "
+                      "recursive_programming --json",
+                  false);
+  ASSERT_EQ(o.code, 0) << o.text;
+  const auto j = nlohmann::json::parse(o.text);
+  EXPECT_EQ(j["devices"], 4096);
+  EXPECT_GT(j["memory_per_device_bytes"].get<double>(), 0);
+}
+
+TEST(PlanCommand, StrategyFilesRoundTrip) {
+  const std::string file = TempPath("ffn.json");
+  Output saved = Plan(kSamples +
+                          "ffn.yaml --devices 8 --search dynamic_programming --json "
+                          "--save-strategy " +
+                          file,
+                      false);
+  ASSERT_EQ(saved.code, 0) << saved.text;
+  Output loaded = Plan(
+      kSamples + "ffn.yaml --devices 8 --search semi_auto --json --load-strategy " + file, false);
+  ASSERT_EQ(loaded.code, 0) << loaded.text;
+  const auto a = nlohmann::json::parse(saved.text), b = nlohmann::json::parse(loaded.text);
+  ASSERT_EQ(a["operators"].size(), b["operators"].size());
+  for (size_t i = 0; i < a["operators"].size(); ++i)
+    EXPECT_EQ(a["operators"][i]["strategy"], b["operators"][i]["strategy"]) << i;
+  EXPECT_DOUBLE_EQ(a["predicted_step_seconds"].get<double>(),
+                   b["predicted_step_seconds"].get<double>());
+  std::filesystem::remove(file);
+}
+
+TEST(PlanCommand, RecordsProvenanceAndCandidates) {
+  const std::string run = TempPath("ffn.db");
+  std::filesystem::remove(run);
+  Output o = Plan(kSamples + "ffn.yaml --devices 8 --search sharding_propagation --record " + run);
+  ASSERT_EQ(o.code, 0) << o.text;
+  auto reader = shardscope::store::RunReader::Open(run);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto ops = (*reader)->Operators();
+  ASSERT_TRUE(ops.ok());
+  int propagated = 0, user = 0, with_runners_up = 0;
+  for (const auto& op : *ops) {
+    if (op.is_backward) continue;
+    if (op.provenance == "user") ++user;
+    if (op.provenance == "propagated") {
+      ++propagated;
+      EXPECT_NE(op.provenance_op, shardscope::store::kNone) << op.name;
+      ASSERT_GE(op.candidates.size(), 1u) << op.name;
+      with_runners_up += op.candidates.size() >= 2;
+      bool chosen = false;
+      for (const auto& c : op.candidates) chosen = chosen || c.strategy == op.strategy;
+      EXPECT_TRUE(chosen) << op.name << ": the chosen strategy is among the candidates";
+    }
+  }
+  EXPECT_EQ(user, 2);
+  EXPECT_GE(propagated, 10);
+  EXPECT_GE(with_runners_up, 8);
+  std::filesystem::remove(run);
+}
+
+TEST(PlanCommand, CalibrateWritesAProfileThatPlanReads) {
+  const std::string profile = TempPath("profile.json");
+  auto c = shardscope_cli_test::Shardscope("calibrate --devices 4 --repeats 5 --out " + profile);
+  ASSERT_EQ(c.code, 0) << c.text;
+  EXPECT_NE(c.text.find("fitted: alpha"), std::string::npos) << c.text;
+  Output o = Plan(kSamples + "ffn.yaml --json --profile " + profile, false);
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_GT(nlohmann::json::parse(o.text)["predicted_step_seconds"].get<double>(), 0);
+  {
+    std::FILE* f = std::fopen(profile.c_str(), "w");
+    std::fputs("{\"latency\": 1e-6}", f);
+    std::fclose(f);
+  }
+  Output bad = Plan(kSamples + "ffn.yaml --profile " + profile);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.text.find("unknown field 'latency'"), std::string::npos) << bad.text;
+  std::filesystem::remove(profile);
+}
+
+// `train` runs mode auto (seed 003's ffn.yaml: two strategies, the rest propagated) and
+// takes the strategy file `plan` wrote.
+TEST(PlanCommand, TrainSearchesAndLoadsStrategyFiles) {
+  const std::string data = std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
+  const std::string file = TempPath("ffn_train.json");
+  auto t =
+      shardscope_cli_test::Shardscope("train " + kSamples + "ffn.yaml --data " + data +
+                                      " --steps 2 --limit 256 --no-record --save-strategy " + file);
+  ASSERT_EQ(t.code, 0) << t.text;
+  EXPECT_NE(t.text.find("(in-process, auto)"), std::string::npos) << t.text;
+  ASSERT_TRUE(std::filesystem::exists(file));
+  auto l = shardscope_cli_test::Shardscope("train " + kSamples + "network3.yaml --data " + data +
+                                           " --steps 2 --limit 256 --no-record --search "
+                                           "dynamic_programming --devices 4");
+  EXPECT_EQ(l.code, 0) << l.text;
+  std::filesystem::remove(file);
+}
+
+TEST(PlanCommand, BadInputSaysWhat) {
+  Output o = Plan(kSamples + "ffn.yaml --search fastest");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.text.find("unknown search mode 'fastest'"), std::string::npos) << o.text;
+  Output help = Plan("--help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.text.find("Examples"), std::string::npos);
+}
+
+}  // namespace
