@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/search_flags.h"
+#include "cli/train_loop.h"
 #include "cli/train_placed.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
@@ -186,9 +187,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordPlan(trainer->graph(), trainer->program(),
                                                     searched ? &*searched : nullptr));
   BatchIterator batches(train, tc.batch, tc.seed, /*shuffle=*/true);
-  const int64_t per_epoch = batches.batches_per_epoch();
-  const int64_t total = tc.steps > 0 ? tc.steps : per_epoch * tc.epochs;
-  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+  const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
   const DistProgram& program = trainer->program();
   if (lead) {
     int64_t params = 0;
@@ -209,61 +209,37 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   }
   const bool recording = !o.no_record;  // every rank takes part in gathering the figures
   RankStats previous;
-  Progress progress(stdout, total,
-                    o.log_every > 0 ? o.log_every : std::max<int64_t>(1, per_epoch / 10),
-                    o.log_every > 0);
-  Tensor x, y;
-  int64_t step = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t epoch = 0; epoch < epochs && step < total; ++epoch) {
-    batches.Reset(static_cast<int>(epoch));
-    double epoch_loss = 0;
-    int64_t epoch_steps = 0;
-    while (step < total && batches.Next(&x, &y)) {
-      const auto step_start = std::chrono::steady_clock::now();
-      SHARDSCOPE_ASSIGN_OR_RETURN(float loss, trainer->Step(comm, x, y));
-      if (recording) {
-        // This step's figures of every rank, to rank 0 (which writes them).
-        const RankStats& now = trainer->stats();
-        store::RankStepRecord mine;
-        mine.rank = comm.rank();
-        mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
-        mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
-        mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
-        mine.bytes_recv = now.bytes_received - previous.bytes_received;
-        mine.param_bytes = now.parameter_bytes;
-        mine.grad_bytes = now.gradient_bytes;
-        mine.optimizer_bytes = now.optimizer_bytes;
-        mine.activation_bytes = now.activation_bytes;
-        mine.peak_bytes = now.peak_bytes;
-        previous = now;
-        SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
-        if (recorder != nullptr) {
-          const double secs =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-          SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordStep(step + 1, epoch + 1, loss, secs, ranks));
-        }
-      }
-      if (!std::isfinite(loss)) {
-        if (lead) progress.Finish();
-        return Status::Internal("loss became " + std::to_string(loss) + " at step " +
-                                std::to_string(step + 1) + " (try a smaller --lr)");
-      }
-      epoch_loss += loss;
-      ++epoch_steps;
-      ++step;
-      if (lead)
-        progress.Update(step, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
-                        loss, tc.batch);
-    }
-    if (lead) {
-      progress.Finish();
-      std::printf("epoch %lld: mean loss %.4f\n", static_cast<long long>(epoch + 1),
-                  epoch_loss / std::max<int64_t>(1, epoch_steps));
-    }
+  EpochLoop loop;
+  loop.batches = &batches;
+  loop.count = count;
+  loop.batch = tc.batch;
+  loop.log_every = o.log_every;
+  loop.lead = lead;
+  loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
+  if (recording) {
+    loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
+      // This step's figures of every rank, to rank 0 (which writes them).
+      const RankStats& now = trainer->stats();
+      store::RankStepRecord mine;
+      mine.rank = comm.rank();
+      mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
+      mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
+      mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
+      mine.bytes_recv = now.bytes_received - previous.bytes_received;
+      mine.param_bytes = now.parameter_bytes;
+      mine.grad_bytes = now.gradient_bytes;
+      mine.optimizer_bytes = now.optimizer_bytes;
+      mine.activation_bytes = now.activation_bytes;
+      mine.peak_bytes = now.peak_bytes;
+      previous = now;
+      SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
+      if (recorder == nullptr) return Status::Ok();
+      return recorder->RecordStep(step, epoch, loss, secs, ranks);
+    };
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
+  const int64_t step = done.steps;
+  const double secs = done.seconds;
   const auto eval_start = std::chrono::steady_clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
   if (recorder != nullptr) {

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "cli/train_loop.h"
 #include "shardscope/communicator.h"
 #include "shardscope/pipeline.h"
 #include "shardscope/recorder.h"
@@ -104,9 +105,8 @@ Status TrainWorker(Communicator& comm, const Setup& s) {
         s.recorder->RecordPlacement(trainer->graph(), trainer->program(), s.options.micro_batches));
   }
   BatchIterator batches(*r.train, tc.batch, tc.seed, /*shuffle=*/true);
-  const int64_t per_epoch = batches.batches_per_epoch();
-  const int64_t total = tc.steps > 0 ? tc.steps : per_epoch * tc.epochs;
-  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+  const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
   const PlacedProgram& program = trainer->program();
   if (lead) {
     std::printf(
@@ -119,43 +119,22 @@ Status TrainWorker(Communicator& comm, const Setup& s) {
         static_cast<long long>(per_epoch), static_cast<unsigned long long>(tc.seed));
     std::fflush(stdout);
   }
-  Progress progress(stdout, total,
-                    r.log_every > 0 ? r.log_every : std::max<int64_t>(1, per_epoch / 10),
-                    r.log_every > 0);
   WorkerStats previous = trainer->stats();
-  Tensor x, y;
-  int64_t step = 0;
-  const auto start = Clock::now();
-  for (int64_t epoch = 0; epoch < epochs && step < total; ++epoch) {
-    batches.Reset(static_cast<int>(epoch));
-    double epoch_loss = 0;
-    int64_t epoch_steps = 0;
-    while (step < total && batches.Next(&x, &y)) {
-      const auto step_start = Clock::now();
-      SHARDSCOPE_ASSIGN_OR_RETURN(float loss, trainer->Step(comm, x, y));
-      if (!r.no_record) {
-        SHARDSCOPE_RETURN_IF_ERROR(
-            RecordStep(comm, s, *trainer, &previous, step + 1, epoch + 1, loss, Since(step_start)));
-      }
-      if (!std::isfinite(loss)) {
-        if (lead) progress.Finish();
-        return Status::Internal("loss became " + std::to_string(loss) + " at step " +
-                                std::to_string(step + 1) + " (try a smaller --lr)");
-      }
-      epoch_loss += loss;
-      ++epoch_steps;
-      ++step;
-      if (lead)
-        progress.Update(step, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
-                        loss, tc.batch);
-    }
-    if (lead) {
-      progress.Finish();
-      std::printf("epoch %lld: mean loss %.4f\n", static_cast<long long>(epoch + 1),
-                  epoch_loss / std::max<int64_t>(1, epoch_steps));
-    }
+  EpochLoop loop;
+  loop.batches = &batches;
+  loop.count = count;
+  loop.batch = tc.batch;
+  loop.log_every = r.log_every;
+  loop.lead = lead;
+  loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
+  if (!r.no_record) {
+    loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) {
+      return RecordStep(comm, s, *trainer, &previous, step, epoch, loss, secs);
+    };
   }
-  const double secs = Since(start);
+  SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
+  const int64_t step = done.steps;
+  const double secs = done.seconds;
   const auto eval_start = Clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, *r.test));
   if (s.recorder != nullptr) {

@@ -1,0 +1,70 @@
+#include "cli/train_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "cli/progress.h"
+
+namespace shardscope::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+StepCount CountSteps(const BatchIterator& batches, int64_t steps, int64_t epochs) {
+  StepCount c;
+  c.per_epoch = batches.batches_per_epoch();
+  c.total = steps > 0 ? steps : c.per_epoch * epochs;
+  c.epochs = (c.total + c.per_epoch - 1) / std::max<int64_t>(1, c.per_epoch);
+  return c;
+}
+
+Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
+  const StepCount& c = loop.count;
+  Progress progress(stdout, c.total,
+                    loop.log_every > 0 ? loop.log_every : std::max<int64_t>(1, c.per_epoch / 10),
+                    loop.log_every > 0);
+  Tensor x, y;
+  int64_t step = 0;
+  const auto start = Clock::now();
+  for (int64_t epoch = 0; epoch < c.epochs && step < c.total; ++epoch) {
+    loop.batches->Reset(static_cast<int>(epoch));
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    while (step < c.total && loop.batches->Next(&x, &y)) {
+      const auto step_start = Clock::now();
+      SHARDSCOPE_ASSIGN_OR_RETURN(float loss, loop.step(x, y));
+      if (loop.after_step) {
+        SHARDSCOPE_RETURN_IF_ERROR(loop.after_step(step + 1, epoch + 1, loss, Since(step_start)));
+      }
+      if (!std::isfinite(loss)) {
+        if (loop.lead) progress.Finish();
+        return Status::Internal("loss became " + std::to_string(loss) + " at step " +
+                                std::to_string(step + 1) + " (try a smaller --lr)");
+      }
+      epoch_loss += loss;
+      ++epoch_steps;
+      ++step;
+      if (loop.lead) {
+        progress.Update(step, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(c.epochs),
+                        loss, loop.batch);
+      }
+    }
+    if (loop.lead) {
+      progress.Finish();
+      std::printf("epoch %lld: mean loss %.4f\n", static_cast<long long>(epoch + 1),
+                  epoch_loss / std::max<int64_t>(1, epoch_steps));
+    }
+  }
+  return EpochLoopResult{step, Since(start)};
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,43 @@
+// Internal: the epoch and step loop `train` runs for every kind of trainer (SPMD and placed):
+// batches in the seeded order, progress, the stop on a non-finite loss, each epoch's mean loss.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "shardscope/data.h"
+#include "shardscope/status.h"
+
+namespace shardscope::cli {
+
+// How many steps a run takes: `steps` if positive, else `epochs` whole epochs.
+struct StepCount {
+  int64_t per_epoch = 0;
+  int64_t total = 0;
+  int64_t epochs = 0;  // epochs started, the last one possibly partial
+};
+StepCount CountSteps(const BatchIterator& batches, int64_t steps, int64_t epochs);
+
+struct EpochLoop {
+  BatchIterator* batches = nullptr;
+  StepCount count;
+  int64_t batch = 0;      // examples per step, for the progress rate
+  int64_t log_every = 0;  // > 0: a plain line every N steps; 0: about ten per epoch
+  bool lead = false;      // this rank prints
+  // Trains one batch; returns its loss.
+  std::function<Result<float>(const Tensor& x, const Tensor& y)> step;
+  // Runs after every step on every rank (1-based step and epoch, the step's wall seconds),
+  // e.g. to gather and record figures; may be empty.
+  std::function<Status(int64_t step, int64_t epoch, float loss, double seconds)> after_step;
+};
+
+struct EpochLoopResult {
+  int64_t steps = 0;
+  double seconds = 0;  // wall time of the loop
+};
+
+// Runs the loop. Fails with the first error of `step` or `after_step`, or when a loss is not
+// finite (naming the step).
+Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop);
+
+}  // namespace shardscope::cli
