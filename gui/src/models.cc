@@ -46,11 +46,12 @@ RankTableModel::RankTableModel(QObject* parent)
                    parent) {}
 
 void RankTableModel::SetRows(std::vector<store::RankTotalsRecord> rows, bool placed) {
+  // Renamed first: the views fit their columns to the contents on the reset.
+  SetColumnName(0, placed ? "worker" : "rank");
+  SetColumnName(3, placed ? "idle (s)" : "comm (s)");
   beginResetModel();
   rows_ = std::move(rows);
   endResetModel();
-  SetColumnName(0, placed ? "worker" : "rank");
-  SetColumnName(3, placed ? "idle (s)" : "comm (s)");
 }
 int RankTableModel::RowCount() const { return static_cast<int>(rows_.size()); }
 QVariant RankTableModel::Cell(int row, int column, int role) const {
