@@ -195,6 +195,7 @@ void MainWindow::BuildMenus() {
   bar->addWidget(filter_);
   connect(color_by_, &QComboBox::currentIndexChanged, this, [this](int index) {
     graph_options_.color_by = static_cast<viewer::ColorBy>(index);
+    auto_worker_colour_ = false;
     RebuildGraph();
   });
   connect(backward_, &QCheckBox::toggled, this, [this](bool on) {
@@ -390,6 +391,19 @@ bool MainWindow::OpenRun(const QString& path) {
   shown_mesh_ = -1;
   shown_tensor_ = -1;
   ShowRun();
+  // A placed run has no strategies to tell apart: colour its graph by worker (and back to
+  // strategies for the next run, unless the person chose a colouring).
+  const bool placed = !document_->data().send_recvs.empty();
+  const auto colour = placed && graph_options_.color_by == viewer::ColorBy::kStrategy
+                          ? viewer::ColorBy::kWorker
+                      : !placed && auto_worker_colour_ ? viewer::ColorBy::kStrategy
+                                                       : graph_options_.color_by;
+  if (colour != graph_options_.color_by) {
+    const QSignalBlocker blocker(color_by_);
+    color_by_->setCurrentIndex(static_cast<int>(colour));
+    graph_options_.color_by = colour;
+    auto_worker_colour_ = colour == viewer::ColorBy::kWorker;
+  }
   RebuildGraph();
   graph_->FitReadable();
   // Start where a person looks first: the first redistribution, the largest mesh.

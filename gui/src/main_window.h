@@ -107,6 +107,7 @@ class MainWindow : public QMainWindow {
   int64_t shown_mesh_ = -1;
   std::vector<int> shown_axes_;
   int64_t shown_tensor_ = -1;
+  bool auto_worker_colour_ = false;  // colour by worker chosen for a placed run, not by hand
   double last_updated_at_ = 0;
   int64_t last_steps_ = -1;
 

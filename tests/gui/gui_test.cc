@@ -2,6 +2,7 @@
 #include <sqlite3.h>
 
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QFileInfo>
 #include <QGraphicsScene>
 #include <QMessageBox>
@@ -143,6 +144,23 @@ class GuiTest : public QObject {
     QVERIFY(!window.timeline_step()->isEnabled());
     QVERIFY(window.timeline_view()->message().contains("No pipeline timeline recorded"));
     QCOMPARE(ranks->headerData(3, Qt::Horizontal, Qt::DisplayRole).toString(), QString("comm (s)"));
+  }
+
+  void placedRunsAreColouredByWorkerUntilTheNextRun() {
+    MainWindow window;
+    QComboBox* colour = nullptr;
+    for (auto* combo : window.findChildren<QComboBox*>()) {
+      if (combo->findText("memory") >= 0) colour = combo;
+    }
+    QVERIFY(colour);
+    QVERIFY(window.OpenRun(QString::fromStdString(Synthetic("placed.db"))));  // has workers
+    QCOMPARE(colour->currentText(), QString("worker"));
+    QVERIFY(window.OpenRun(QString::fromStdString(
+        Synthetic("unplaced.db", {.num_ops = 10, .ops_per_scope = 5, .steps = 1, .workers = 0}))));
+    QCOMPARE(colour->currentText(), QString("strategy"));
+    colour->setCurrentText("memory");  // a choice by hand stays
+    QVERIFY(window.OpenRun(QString::fromStdString(Synthetic("placed.db"))));
+    QCOMPARE(colour->currentText(), QString("memory"));
   }
 
   void selectionFillsTheDetails() {
