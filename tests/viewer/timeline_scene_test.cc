@@ -166,6 +166,8 @@ TEST_F(TimelineTest, PartitionedGraphOfTheSeed001Run) {
   for (const SceneItem* c : partitioned->Find("cluster")) clusters.insert(c->key);
   EXPECT_EQ(clusters,
             (std::set<QString>{"worker 0", "worker 1", "worker 2", "worker 3", "worker 4"}));
+  // Legend: a swatch per worker and the send/receive line (the run has no redistributions).
+  EXPECT_EQ(partitioned->Find("legend").size(), 5u + 1u);
   const auto* fc3 = run.OperatorNamed("fc3.matmul");
   ASSERT_NE(fc3, nullptr);
   ASSERT_EQ(partitioned->Find("operator", fc3->id).size(), 1u);

@@ -185,12 +185,12 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
       max_memory = std::max(max_memory, memory[op->id]);
     }
   }
+  // The partitioned view colours by worker (placed runs have no strategies to tell apart).
+  const ColorBy colour_by = options.partitioned && options.color_by == ColorBy::kStrategy
+                                ? ColorBy::kWorker
+                                : options.color_by;
   auto colour_of = [&](const store::OperatorRecord& op) -> QColor {
-    // The partitioned view colours by worker (placed runs have no strategies to tell apart).
-    const ColorBy by = options.partitioned && options.color_by == ColorBy::kStrategy
-                           ? ColorBy::kWorker
-                           : options.color_by;
-    switch (by) {
+    switch (colour_by) {
       case ColorBy::kStrategy:
         return PaletteColor(strategy_colour[op.strategy]).lighter(115);
       case ColorBy::kWorker:
@@ -431,6 +431,24 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
                                                : "memory (darker: more bytes per device)")),
       10, true));
   legend_h = 18;
+  if (colour_by == ColorBy::kWorker) {  // one row of swatches
+    std::set<int64_t> workers;
+    for (const auto* op : shown) workers.insert(op->worker);
+    double x = 0;
+    for (int64_t w : workers) {
+      SceneItem swatch = BoxItem(QRectF(x, legend_h + 2, 12, 12),
+                                 w == store::kNone ? QColor(220, 220, 220)
+                                                   : PaletteColor(static_cast<int>(w)).lighter(115),
+                                 "");
+      swatch.role = "legend";
+      scene.items.push_back(swatch);
+      scene.items.push_back(
+          TextItem(QRectF(x + 16, legend_h, 80, 16),
+                   w == store::kNone ? "not placed" : "worker " + QString::number(w), 9));
+      x += 90;
+    }
+    legend_h += 16;
+  }
   if (options.color_by == ColorBy::kStrategy && !options.partitioned) {
     const size_t limit = 12;
     for (size_t i = 0; i < strategy_order.size() && i < limit; ++i) {
@@ -463,8 +481,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
   }
   if (options.partitioned && !run.send_recvs.empty()) {
     add_line_legend(QColor(30, 90, 200), true,
-                    "send/receive between workers rA→rB (bytes per training step); colour = "
-                    "worker");
+                    "send/receive between workers rA→rB (bytes per training step)");
   }
   if (options.partitioned && run.send_recvs.empty()) {
     scene.items.push_back(
