@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Screenshots of each main view of shardscope-gui for the seed 004 run (matmul3.yaml: 8
-# devices, layouts on non-contiguous ranks 0,4,2,6) and the seed 002 run (matmul_relu.yaml),
-# under a virtual X server (xvfb-run), plus the headless renders of the same views.
+# devices, layouts on non-contiguous ranks 0,4,2,6), the seed 002 run (matmul_relu.yaml) and
+# the seed 001 run (lenet5_place.yaml: LeNet5 placed on 5 workers, 4 micro-batches, GPipe: the
+# engine refuses 1F1B for this placement),
+# under a virtual X server (xvfb-run), plus the headless renders of the same views (seed 001:
+# the partitioned graph and the pipeline timeline).
 #
 #   scripts/screenshots.sh [OUT_DIR]     (default docs/screenshots; needs a built build/)
 #   BUILD_DIR=build-debug scripts/screenshots.sh /tmp/shots
@@ -37,4 +40,13 @@ for run in seed004 seed002; do
 done
 "$BIN/shardscope-render" "$RUNS/seed004.db" --view tensor matmul1 --out "$OUT/seed004_render_tensor.png"
 "$BIN/shardscope-render" "$RUNS/seed004.db" --view mesh 1 --axis sp --out "$OUT/seed004_render_mesh.png"
+# Seed 001: a placed pipeline run (place(worker, r) per layer).
+"$BIN/shardscope" train samples/models/lenet5_place.yaml --devices 5 --micro-batches 4 \
+  --schedule gpipe --steps 20 --limit 2048 --data "$DATA" --record "$RUNS/seed001.db" \
+  --log-every 1000 >/dev/null
+xvfb-run -a -s "-screen 0 1700x1100x24" "$BIN/shardscope-gui" "$RUNS/seed001.db" \
+  --screenshots "$OUT" --prefix "seed001_"
+"$BIN/shardscope-render" "$RUNS/seed001.db" --view graph --partitioned --forward-only \
+  --out "$OUT/seed001_render_partitioned.png"
+"$BIN/shardscope-render" "$RUNS/seed001.db" --view timeline --out "$OUT/seed001_render_timeline.png"
 ls -la "$OUT"

@@ -17,8 +17,8 @@ namespace {
 void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
                      const QString& prefix) {
   QDir().mkpath(dir);
-  for (const char* view :
-       {"graph", "overview", "mesh", "tensor", "redistribution", "charts", "ranks", "compare"}) {
+  for (const char* view : {"graph", "overview", "mesh", "tensor", "redistribution", "charts",
+                           "ranks", "timeline", "compare"}) {
     const QString name(view);
     // Docks are shown beside the graph; overview and compare are tabs of their own.
     if (name != "overview" && name != "compare") window->ShowView("graph");

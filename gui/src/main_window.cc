@@ -19,6 +19,7 @@
 #include <QPlainTextEdit>
 #include <QScrollArea>
 #include <QSettings>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
@@ -39,6 +40,7 @@
 #include "shardscope/viewer/mesh_scene.h"
 #include "shardscope/viewer/painter.h"
 #include "shardscope/viewer/tensor_scene.h"
+#include "shardscope/viewer/timeline_scene.h"
 #include "stepper.h"
 
 namespace shardscope::gui {
@@ -86,6 +88,8 @@ MainWindow::MainWindow()
       redistribution_model_(new RedistributionTableModel(this)),
       charts_(new ChartsWidget(this)),
       rank_model_(new RankTableModel(this)),
+      timeline_view_(new SceneWidget(this)),
+      timeline_step_(new QSpinBox(this)),
       compare_model_(new CompareModel(this)),
       figures_model_(new FiguresCompareModel(this)),
       compare_left_(new QPlainTextEdit(this)),
@@ -191,6 +195,7 @@ void MainWindow::BuildMenus() {
   bar->addWidget(filter_);
   connect(color_by_, &QComboBox::currentIndexChanged, this, [this](int index) {
     graph_options_.color_by = static_cast<viewer::ColorBy>(index);
+    auto_worker_colour_ = false;
     RebuildGraph();
   });
   connect(backward_, &QCheckBox::toggled, this, [this](bool on) {
@@ -272,14 +277,29 @@ void MainWindow::BuildDocks() {
   QDockWidget* charts_dock = MakeDock("Charts", "charts", charts_, this, Qt::BottomDockWidgetArea);
   ranks_ = MakeTable(rank_model_, this);
   QDockWidget* ranks_dock = MakeDock("Ranks", "ranks", ranks_, this, Qt::BottomDockWidgetArea);
+  auto* timeline = new QWidget(this);
+  auto* timeline_layout = new QVBoxLayout(timeline);
+  auto* timeline_controls = new QHBoxLayout;
+  timeline_controls->addWidget(new QLabel("training step", timeline));
+  timeline_step_->setRange(0, 0);
+  timeline_step_->setEnabled(false);
+  timeline_controls->addWidget(timeline_step_);
+  timeline_controls->addStretch(1);
+  timeline_layout->addLayout(timeline_controls);
+  timeline_layout->addWidget(InScrollArea(timeline_view_, timeline), 1);
+  timeline_view_->SetMessage("The pipeline timeline of a placed run appears here.");
+  connect(timeline_step_, &QSpinBox::valueChanged, this, [this] { ShowTimeline(); });
+  QDockWidget* timeline_dock =
+      MakeDock("Pipeline timeline", "timeline", timeline, this, Qt::BottomDockWidgetArea);
   tabifyDockWidget(redist_dock, charts_dock);
   tabifyDockWidget(charts_dock, ranks_dock);
+  tabifyDockWidget(ranks_dock, timeline_dock);
   redist_dock->raise();
   resizeDocks({details_dock, mesh_dock}, {420, 420}, Qt::Horizontal);
   resizeDocks({redist_dock}, {420}, Qt::Vertical);
   QMenu* view = menuBar()->addMenu("&View");
-  for (QDockWidget* dock :
-       {details_dock, mesh_dock, tensor_dock, redist_dock, charts_dock, ranks_dock}) {
+  for (QDockWidget* dock : {details_dock, mesh_dock, tensor_dock, redist_dock, charts_dock,
+                            ranks_dock, timeline_dock}) {
     view->addAction(dock->toggleViewAction());
   }
 }
@@ -288,11 +308,9 @@ void MainWindow::ShowView(const QString& name) {
   if (name == "graph") tabs_->setCurrentIndex(0);
   if (name == "overview") tabs_->setCurrentIndex(1);
   if (name == "compare") tabs_->setCurrentIndex(2);
-  const std::map<QString, QString> docks = {{"mesh", "mesh"},
-                                            {"tensor", "tensor"},
-                                            {"redistribution", "redistribution"},
-                                            {"charts", "charts"},
-                                            {"ranks", "ranks"}};
+  const std::map<QString, QString> docks = {
+      {"mesh", "mesh"},     {"tensor", "tensor"}, {"redistribution", "redistribution"},
+      {"charts", "charts"}, {"ranks", "ranks"},   {"timeline", "timeline"}};
   auto it = docks.find(name);
   if (it != docks.end()) {
     if (auto* dock = findChild<QDockWidget*>(it->second)) {
@@ -373,6 +391,19 @@ bool MainWindow::OpenRun(const QString& path) {
   shown_mesh_ = -1;
   shown_tensor_ = -1;
   ShowRun();
+  // A placed run has no strategies to tell apart: colour its graph by worker (and back to
+  // strategies for the next run, unless the person chose a colouring).
+  const bool placed = !document_->data().send_recvs.empty();
+  const auto colour = placed && graph_options_.color_by == viewer::ColorBy::kStrategy
+                          ? viewer::ColorBy::kWorker
+                      : !placed && auto_worker_colour_ ? viewer::ColorBy::kStrategy
+                                                       : graph_options_.color_by;
+  if (colour != graph_options_.color_by) {
+    const QSignalBlocker blocker(color_by_);
+    color_by_->setCurrentIndex(static_cast<int>(colour));
+    graph_options_.color_by = colour;
+    auto_worker_colour_ = colour == viewer::ColorBy::kWorker;
+  }
   RebuildGraph();
   graph_->FitReadable();
   // Start where a person looks first: the first redistribution, the largest mesh.
@@ -396,7 +427,9 @@ bool MainWindow::OpenRun(const QString& path) {
 void MainWindow::ShowRun() {
   const auto& data = document_->data();
   overview_->setPlainText(QString::fromStdString(document_->Summary()));
-  rank_model_->SetRows(data.rank_totals);
+  rank_model_->SetRows(data.rank_totals,
+                       data.run.search == "place" || !data.pipeline_spans.empty());
+  ShowTimeline();
   redistribution_model_->SetRun(&data);
   charts_->SetData(viewer::BuildChartsData(data));
   last_updated_at_ = data.run.updated_at;
@@ -511,6 +544,27 @@ void MainWindow::OnStepChanged(int step) {
     for (int64_t a : r->steps[step].axes) axes.push_back(static_cast<int>(a));
   }
   ShowMesh(r->plan_mesh_id, axes);
+}
+
+void MainWindow::ShowTimeline() {
+  if (!document_) return;
+  const auto& spans = document_->data().pipeline_spans;
+  const std::vector<int64_t> steps = viewer::TimelineSteps(spans);
+  if (steps.empty()) {
+    timeline_step_->setEnabled(false);
+    timeline_view_->SetMessage(
+        "No pipeline timeline recorded: only runs with place() and --micro-batches record "
+        "one (docs/run-format.md, pipeline_span).");
+    return;
+  }
+  // Keep the chosen step across refreshes; a new run starts at its last step.
+  const QSignalBlocker blocker(timeline_step_);
+  const bool in_range = timeline_step_->isEnabled() && timeline_step_->value() >= steps.front() &&
+                        timeline_step_->value() <= steps.back();
+  timeline_step_->setRange(static_cast<int>(steps.front()), static_cast<int>(steps.back()));
+  if (!in_range) timeline_step_->setValue(static_cast<int>(steps.back()));
+  timeline_step_->setEnabled(true);
+  timeline_view_->SetScene(viewer::BuildTimelineScene(spans, timeline_step_->value()));
 }
 
 void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {

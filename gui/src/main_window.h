@@ -1,9 +1,9 @@
 // MainWindow: the debugger. Opens a run (dialog, recent files, drag and drop, argument) and
 // shows its graph (centre), overview and a comparison with a second run (tabs), and docks
 // that follow the selection: details (with runners-up), device matrix, tensor map,
-// redistribution stepper, charts, per-rank table. A run still being written is re-read
-// while it changes. A file that cannot be opened leaves the current run in place and shows
-// a (non-blocking) dialog with the reason.
+// redistribution stepper, charts, per-rank table (per worker for placed runs), pipeline timeline. A
+// run still being written is re-read while it changes. A file that cannot be opened leaves the
+// current run in place and shows a (non-blocking) dialog with the reason.
 #pragma once
 
 #include <QMainWindow>
@@ -70,9 +70,11 @@ class MainWindow : public QMainWindow {
   SceneWidget* mesh_view() const { return mesh_view_; }
   SceneWidget* tensor_view() const { return tensor_view_; }
   ChartsWidget* charts() const { return charts_; }
+  SceneWidget* timeline_view() const { return timeline_view_; }
+  QSpinBox* timeline_step() const { return timeline_step_; }
   QTabWidget* tabs() const { return tabs_; }
   // Shows one of the main views in front: "graph", "overview", "compare", "mesh",
-  // "tensor", "redistribution", "charts", "ranks" (screenshots).
+  // "tensor", "redistribution", "charts", "ranks", "timeline" (screenshots).
   void ShowView(const QString& name);
 
  protected:
@@ -94,6 +96,8 @@ class MainWindow : public QMainWindow {
   void ShowMesh(int64_t mesh_id, const std::vector<int>& axes);
   void ShowTensorMap(int64_t tensor_id);
   void OnStepChanged(int step);
+  // The pipeline timeline of the step in timeline_step_ (placed runs), or why there is none.
+  void ShowTimeline();
   void UpdateCompare();
 
   std::unique_ptr<viewer::RunDocument> document_;
@@ -103,6 +107,7 @@ class MainWindow : public QMainWindow {
   int64_t shown_mesh_ = -1;
   std::vector<int> shown_axes_;
   int64_t shown_tensor_ = -1;
+  bool auto_worker_colour_ = false;  // colour by worker chosen for a placed run, not by hand
   double last_updated_at_ = 0;
   int64_t last_steps_ = -1;
 
@@ -122,6 +127,8 @@ class MainWindow : public QMainWindow {
   ChartsWidget* charts_;
   RankTableModel* rank_model_;
   QTableView* ranks_;
+  SceneWidget* timeline_view_;
+  QSpinBox* timeline_step_;
   CompareModel* compare_model_;
   FiguresCompareModel* figures_model_;
   QTableView* compare_table_;

@@ -32,6 +32,12 @@ QVariant ColumnsModel::headerData(int section, Qt::Orientation o, int role) cons
   return columns_[section];
 }
 
+void ColumnsModel::SetColumnName(int column, const QString& name) {
+  if (columns_[column] == name) return;
+  columns_[column] = name;
+  emit headerDataChanged(Qt::Horizontal, column, column);
+}
+
 // ---- RankTableModel
 
 RankTableModel::RankTableModel(QObject* parent)
@@ -39,7 +45,10 @@ RankTableModel::RankTableModel(QObject* parent)
                     "parameters"},
                    parent) {}
 
-void RankTableModel::SetRows(std::vector<store::RankTotalsRecord> rows) {
+void RankTableModel::SetRows(std::vector<store::RankTotalsRecord> rows, bool placed) {
+  // Renamed first: the views fit their columns to the contents on the reset.
+  SetColumnName(0, placed ? "worker" : "rank");
+  SetColumnName(3, placed ? "idle (s)" : "comm (s)");
   beginResetModel();
   rows_ = std::move(rows);
   endResetModel();

@@ -22,6 +22,8 @@ class ColumnsModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role) const final;
 
  protected:
+  // Renames a column (e.g. for a kind of run); emits headerDataChanged.
+  void SetColumnName(int column, const QString& name);
   virtual int RowCount() const = 0;
   // Only called with row and column in range.
   virtual QVariant Cell(int row, int column, int role) const = 0;
@@ -30,12 +32,14 @@ class ColumnsModel : public QAbstractTableModel {
   QStringList columns_;
 };
 
-// Per-rank totals over the training steps: compute, communication, bytes, peak memory.
+// Per-rank totals over the training steps: compute, communication, bytes, peak memory. In a
+// placed run (place(): one worker per rank) the rows are workers and the communication
+// column is idle time (blocked in receives), as the run file records it.
 class RankTableModel : public ColumnsModel {
   Q_OBJECT
  public:
   explicit RankTableModel(QObject* parent = nullptr);
-  void SetRows(std::vector<store::RankTotalsRecord> rows);
+  void SetRows(std::vector<store::RankTotalsRecord> rows, bool placed = false);
 
  protected:
   int RowCount() const override;

@@ -2,11 +2,13 @@
 #include <sqlite3.h>
 
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QFileInfo>
 #include <QGraphicsScene>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSettings>
+#include <QSpinBox>
 #include <QTest>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +115,52 @@ class GuiTest : public QObject {
     QCOMPARE(figures.data(figures.index(2, 2)).toString(), QString("30 (0 backward)"));
     QCOMPARE(figures.data(figures.index(5, 1)).toString(), QString("4"));  // steps
     QCOMPARE(figures.data(figures.index(5, 2)).toString(), QString("1"));
+  }
+
+  void pipelineTimelineDockFollowsTheStep() {
+    MainWindow window;
+    QVERIFY(window.OpenRun(QString::fromStdString(Synthetic(
+        "pipeline.db",
+        {.num_ops = 12, .ops_per_scope = 6, .steps = 3, .workers = 4, .micro_batches = 3}))));
+    QVERIFY(window.timeline_step()->isEnabled());
+    QCOMPARE(window.timeline_step()->minimum(), 0);
+    QCOMPARE(window.timeline_step()->maximum(), 2);
+    QCOMPARE(window.timeline_step()->value(), 2);  // the last step first
+    const auto& scene = window.timeline_view()->scene();
+    QCOMPARE(static_cast<int>(scene.Find("lane").size()), 4);
+    QCOMPARE(static_cast<int>(scene.Find("span").size()), 4 * 3 * 2);
+    QVERIFY(scene.items.front().text.contains("step 2"));
+    window.timeline_step()->setValue(1);
+    QVERIFY(window.timeline_view()->scene().items.front().text.contains("step 1"));
+    // A placed run's rank table is per worker, its communication column idle time.
+    auto* ranks = window.rank_model();
+    QAbstractItemModelTester tester(ranks, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(ranks->headerData(0, Qt::Horizontal, Qt::DisplayRole).toString(), QString("worker"));
+    QCOMPARE(ranks->headerData(3, Qt::Horizontal, Qt::DisplayRole).toString(), QString("idle (s)"));
+    window.ShowView("timeline");
+
+    // A run without spans says so and the table is per rank again.
+    QVERIFY(window.OpenRun(QString::fromStdString(Synthetic("plain.db"))));
+    QVERIFY(!window.timeline_step()->isEnabled());
+    QVERIFY(window.timeline_view()->message().contains("No pipeline timeline recorded"));
+    QCOMPARE(ranks->headerData(3, Qt::Horizontal, Qt::DisplayRole).toString(), QString("comm (s)"));
+  }
+
+  void placedRunsAreColouredByWorkerUntilTheNextRun() {
+    MainWindow window;
+    QComboBox* colour = nullptr;
+    for (auto* combo : window.findChildren<QComboBox*>()) {
+      if (combo->findText("memory") >= 0) colour = combo;
+    }
+    QVERIFY(colour);
+    QVERIFY(window.OpenRun(QString::fromStdString(Synthetic("placed.db"))));  // has workers
+    QCOMPARE(colour->currentText(), QString("worker"));
+    QVERIFY(window.OpenRun(QString::fromStdString(
+        Synthetic("unplaced.db", {.num_ops = 10, .ops_per_scope = 5, .steps = 1, .workers = 0}))));
+    QCOMPARE(colour->currentText(), QString("strategy"));
+    colour->setCurrentText("memory");  // a choice by hand stays
+    QVERIFY(window.OpenRun(QString::fromStdString(Synthetic("placed.db"))));
+    QCOMPARE(colour->currentText(), QString("memory"));
   }
 
   void selectionFillsTheDetails() {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "run_command.h"
 #include "shardscope/viewer/painter.h"
 #include "synthetic_run.h"
 #include "temp_file.h"
@@ -20,16 +21,7 @@ namespace {
 const std::string kBin = SHARDSCOPE_BIN_DIR;
 const std::string kSource = SHARDSCOPE_SOURCE_DIR;
 
-// Runs `command`, returns its exit status; output goes to `output`.
-int RunCommand(const std::string& command, std::string* output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buffer[4096];
-  output->clear();
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using testing::RunCommand;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

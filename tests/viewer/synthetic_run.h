@@ -20,6 +20,9 @@ struct SyntheticRunOptions {
   int ops_per_scope = 6;
   int steps = 4;
   int workers = 4;  // 0: no place() workers, no send/recv
+  // > 0 (with workers > 0): pipeline spans of a GPipe schedule, forward 1 ms and backward
+  // 2 ms per micro-batch and worker, for every step.
+  int micro_batches = 0;
 };
 
 inline store::Status WriteSyntheticRun(const std::string& path, const SyntheticRunOptions& o = {}) {
@@ -164,6 +167,26 @@ inline store::Status WriteSyntheticRun(const std::string& path, const SyntheticR
       step.ranks.push_back(rs);
     }
     s = writer->AddStep(step);
+    for (int w = 0; w < o.workers && o.micro_batches > 0 && s.ok(); ++w) {
+      const int p = o.workers, m = o.micro_batches;
+      for (int mb = 0; mb < m && s.ok(); ++mb) {
+        store::PipelineSpanRecord forward;
+        forward.step = k;
+        forward.rank = w;
+        forward.micro_batch = mb;
+        forward.phase = "forward";
+        forward.start_seconds = 0.001 * (w + mb);
+        forward.end_seconds = forward.start_seconds + 0.001;
+        forward.compute_seconds = 0.001;
+        s = writer->AddPipelineSpan(forward);
+        store::PipelineSpanRecord backward = forward;
+        backward.phase = "backward";
+        backward.start_seconds = 0.001 * (p + m - 1) + 0.002 * ((p - 1 - w) + mb);
+        backward.end_seconds = backward.start_seconds + 0.002;
+        backward.compute_seconds = 0.002;
+        if (s.ok()) s = writer->AddPipelineSpan(backward);
+      }
+    }
     if (s.ok()) s = writer->Commit();
   }
   if (!s.ok()) return s;

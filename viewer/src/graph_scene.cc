@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "shardscope/viewer/layout_text.h"
 
@@ -100,6 +101,11 @@ QString ShortName(const store::OperatorRecord& op, const std::string& cluster) {
   return QString::fromStdString(op.name);
 }
 
+int64_t WorkerOf(const RunData& run, int64_t op_id) {
+  const store::OperatorRecord* op = run.Operator(op_id);
+  return op ? op->worker : store::kNone;
+}
+
 double TextWidth(const QString& label) {
   double widest = 0;
   for (const QString& line : label.split('\n')) widest = std::max<double>(widest, line.size());
@@ -179,8 +185,12 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
       max_memory = std::max(max_memory, memory[op->id]);
     }
   }
+  // The partitioned view colours by worker (placed runs have no strategies to tell apart).
+  const ColorBy colour_by = options.partitioned && options.color_by == ColorBy::kStrategy
+                                ? ColorBy::kWorker
+                                : options.color_by;
   auto colour_of = [&](const store::OperatorRecord& op) -> QColor {
-    switch (options.color_by) {
+    switch (colour_by) {
       case ColorBy::kStrategy:
         return PaletteColor(strategy_colour[op.strategy]).lighter(115);
       case ColorBy::kWorker:
@@ -210,7 +220,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
     DrawnNode n;
     n.key = "op" + std::to_string(op->id);
     n.cluster = cluster_of[op->id];
-    n.label = ShortName(*op, options.partitioned ? op->scope : n.cluster) + "\n" +
+    n.label = ShortName(*op, options.partitioned ? std::string() : n.cluster) + "\n" +
               QString::fromStdString(op->kind + " " + op->strategy);
     n.tooltip = QString::fromStdString(op->name + "\nstrategy " + op->strategy + " (" +
                                        op->provenance + ")");
@@ -259,6 +269,8 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
       e.bytes += r->bytes;
     }
   };
+  std::set<std::pair<int64_t, int64_t>> sent_to;  // (tensor, destination worker)
+  for (const auto& sr : run.send_recvs) sent_to.insert({sr.tensor_id, sr.dst_rank});
   for (const auto& e : run.edges) {
     auto dst = key_of_op.find(e.dst_op);
     if (dst == key_of_op.end()) continue;
@@ -286,6 +298,11 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
     }
     auto src = key_of_op.find(e.src_op);
     if (src == key_of_op.end()) continue;
+    // Across workers the send/receive edge stands for the data edge: draw it once.
+    if (options.partitioned && sent_to.count({e.tensor_id, WorkerOf(run, e.dst_op)}) &&
+        WorkerOf(run, e.src_op) != WorkerOf(run, e.dst_op)) {
+      continue;
+    }
     add_edge(src->second, dst->second, e.tensor_id, redists);
   }
   // Gradient reductions and other redistributions without a consumer.
@@ -379,8 +396,13 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
       Set(e.gv, "label", e.label.toStdString());
       Set(e.gv, "fontsize", "8");
     }
-    if (e.send_recv) Set(e.gv, "constraint", "false");
+    // A send/receive edge stands for the data edge it cuts (that one is not drawn), so it
+    // ranks the layout like any data edge.
   }
+  // Worker clusters interleave along the data flow (seed 001 goes 3→0→4→0→1→0→2→0): with
+  // the default ranking Graphviz 2.43's spline router fails on them and corrupts its heap
+  // ("triangulation failed", then a double free); ranking the whole graph at once avoids it.
+  if (options.partitioned) Set(g, "newrank", "true");
   if (gvLayout(gvc, g, "dot") != 0) {
     agclose(g);
     return store::Status(store::ErrorCode::kInternal,
@@ -409,6 +431,24 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
                                                : "memory (darker: more bytes per device)")),
       10, true));
   legend_h = 18;
+  if (colour_by == ColorBy::kWorker) {  // one row of swatches
+    std::set<int64_t> workers;
+    for (const auto* op : shown) workers.insert(op->worker);
+    double x = 0;
+    for (int64_t w : workers) {
+      SceneItem swatch = BoxItem(QRectF(x, legend_h + 2, 12, 12),
+                                 w == store::kNone ? QColor(220, 220, 220)
+                                                   : PaletteColor(static_cast<int>(w)).lighter(115),
+                                 "");
+      swatch.role = "legend";
+      scene.items.push_back(swatch);
+      scene.items.push_back(
+          TextItem(QRectF(x + 16, legend_h, 80, 16),
+                   w == store::kNone ? "not placed" : "worker " + QString::number(w), 9));
+      x += 90;
+    }
+    legend_h += 16;
+  }
   if (options.color_by == ColorBy::kStrategy && !options.partitioned) {
     const size_t limit = 12;
     for (size_t i = 0; i < strategy_order.size() && i < limit; ++i) {
@@ -423,18 +463,25 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
       legend_h += 16;
     }
   }
-  {
+  auto add_line_legend = [&](const QColor& colour, bool dashed, const QString& text) {
     SceneItem line;
     line.shape = SceneItem::Shape::kPolyline;
     line.points << QPointF(0, legend_h + 8) << QPointF(12, legend_h + 8);
-    line.stroke = QColor(230, 100, 0);
+    line.stroke = colour;
     line.stroke_width = 2.5;
+    line.dashed = dashed;
     line.role = "legend";
     scene.items.push_back(line);
-    scene.items.push_back(TextItem(QRectF(18, legend_h, 600, 16),
-                                   "redistribution (collectives, bytes received per rank, max)",
-                                   9));
+    scene.items.push_back(TextItem(QRectF(18, legend_h, 600, 16), text, 9));
     legend_h += 16;
+  };
+  if (!options.partitioned || !run.redistributions.empty()) {
+    add_line_legend(QColor(230, 100, 0), false,
+                    "redistribution (collectives, bytes received per rank, max)");
+  }
+  if (options.partitioned && !run.send_recvs.empty()) {
+    add_line_legend(QColor(30, 90, 200), true,
+                    "send/receive between workers rA→rB (bytes per training step)");
   }
   if (options.partitioned && run.send_recvs.empty()) {
     scene.items.push_back(

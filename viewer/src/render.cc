@@ -1,5 +1,6 @@
 #include "shardscope/viewer/render.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 #include "shardscope/viewer/mesh_scene.h"
 #include "shardscope/viewer/redistribution_scene.h"
 #include "shardscope/viewer/tensor_scene.h"
+#include "shardscope/viewer/timeline_scene.h"
 
 namespace shardscope::viewer {
 namespace {
@@ -90,6 +92,19 @@ store::Result<Scene> RenderTensor(const RunData& run, const RenderRequest& reque
   return BuildTensorScene(*layout, options);
 }
 
+store::Result<Scene> RenderTimeline(const RunData& run, const RenderRequest& request) {
+  const std::vector<int64_t> steps = TimelineSteps(run.pipeline_spans);
+  // An empty table draws "no pipeline timeline recorded" rather than failing.
+  if (steps.empty()) return BuildTimelineScene(run.pipeline_spans, request.step);
+  const int64_t step = request.step < 0 ? steps.back() : request.step;
+  if (!std::binary_search(steps.begin(), steps.end(), step)) {
+    return Bad(store::ErrorCode::kNotFound,
+               "timeline: step " + std::to_string(step) + " has no pipeline spans (steps " +
+                   std::to_string(steps.front()) + ".." + std::to_string(steps.back()) + ")");
+  }
+  return BuildTimelineScene(run.pipeline_spans, step);
+}
+
 }  // namespace
 
 store::Result<Scene> RenderView(const RunData& run, const RenderRequest& request) {
@@ -110,8 +125,10 @@ store::Result<Scene> RenderView(const RunData& run, const RenderRequest& request
     }
     return BuildRedistributionFrame(run, *r, request.step);
   }
-  return Bad(store::ErrorCode::kInvalidArgument,
-             "unknown view '" + request.view + "': use graph, mesh, tensor or redistribution");
+  if (request.view == "timeline") return RenderTimeline(run, request);
+  return Bad(
+      store::ErrorCode::kInvalidArgument,
+      "unknown view '" + request.view + "': use graph, mesh, tensor, redistribution or timeline");
 }
 
 }  // namespace shardscope::viewer

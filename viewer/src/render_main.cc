@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   tensor NAME             a tensor's blocks and the ranks holding them; --rank: one rank's view
   redistribution ID       one step of a redistribution plan: maps before/after, who exchanges
                           what, bytes against the lower bound (--step K, from 0)
+  timeline                the pipeline timeline of a placed run (place(), --micro-batches):
+                          one lane per worker, forward/backward boxes per micro-batch, the
+                          measured bubble next to (p-1)/(m+p-1) (--step K; default: the last step)
 
 Examples:
   shardscope render runs/ffn.db --view graph --out graph.svg
@@ -27,6 +30,7 @@ Examples:
   shardscope render runs/ffn.db --view mesh --axis mp --out mesh.png
   shardscope render runs/ffn.db --view tensor dense1.weight --rank 3 --out w.svg
   shardscope render runs/ffn.db --view redistribution 0 --step 1 --out r0.png
+  shardscope render runs/lenet5_place.db --view timeline --step 3 --out pipeline.svg
 Tensor and operator names and redistribution ids: `shardscope inspect RUN`.)");
   std::string run_path, out;
   std::vector<std::string> view;
@@ -35,11 +39,12 @@ Tensor and operator names and redistribution ids: `shardscope inspect RUN`.)");
   std::vector<std::string> expand;
   bool forward_only = false;
   app.add_option("run", run_path, "Run file (runs/*.db)")->required();
-  app.add_option("--view", view, "graph | mesh [ID] | tensor NAME | redistribution ID")
+  app.add_option("--view", view, "graph | mesh [ID] | tensor NAME | redistribution ID | timeline")
       ->required()
       ->expected(1, 2);
   app.add_option("--out", out, "Output picture: *.svg or *.png")->required();
-  app.add_option("--step", request.step, "redistribution: the step to show (0, 1, ...)");
+  app.add_option("--step", request.step,
+                 "redistribution: the step to show (0, 1, ...); timeline: the training step");
   app.add_option("--rank", request.rank, "tensor: show what this rank holds; mesh: outline it");
   app.add_option("--axis", request.axis,
                  "mesh: highlight the rank groups along these axes (dp,mp)");
@@ -60,6 +65,7 @@ Tensor and operator names and redistribution ids: `shardscope inspect RUN`.)");
   QGuiApplication qt(argc, argv);
 
   request.view = view[0];
+  if (request.view == "timeline" && app.count("--step") == 0) request.step = -1;  // the last
   if (view.size() > 1) request.target = view[1];
   if ((request.view == "tensor" || request.view == "redistribution") && request.target.empty()) {
     std::fprintf(stderr, "shardscope render: --view %s needs a %s (e.g. --view %s)\n",

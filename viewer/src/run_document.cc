@@ -61,6 +61,7 @@ store::Result<RunData> LoadRunData(const store::RunReader& reader) {
   VIEWER_ASSIGN(data.steps, reader.Steps(std::numeric_limits<int64_t>::min(),
                                          std::numeric_limits<int64_t>::max(), true));
   VIEWER_ASSIGN(data.rank_totals, reader.RankTotals());
+  VIEWER_ASSIGN(data.pipeline_spans, reader.PipelineSpans());
   SortById(&data.meshes);
   SortById(&data.operators);
   SortById(&data.tensors);

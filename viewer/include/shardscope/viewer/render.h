@@ -4,6 +4,7 @@
 //   mesh [ID|NAME]           a device matrix (default: the mesh with the most devices)
 //   tensor NAME              a tensor's map at its producer
 //   redistribution ID        frame `step` of a redistribution plan
+//   timeline                 the pipeline timeline of training step `step` (< 0: the last)
 //
 // Errors (kInvalidArgument / kNotFound) name what was asked and what exists.
 #pragma once
@@ -18,9 +19,9 @@
 namespace shardscope::viewer {
 
 struct RenderRequest {
-  std::string view;    // graph | mesh | tensor | redistribution
+  std::string view;    // graph | mesh | tensor | redistribution | timeline
   std::string target;  // mesh id or name, tensor name, redistribution id
-  int step = 0;        // redistribution frame
+  int step = 0;        // redistribution frame; timeline: training step (< 0: the last)
   int rank = -1;       // tensor: one rank's view; mesh: the rank outlined
   std::string axis;    // mesh: highlight the rank groups along this axis (names, comma-separated)
   GraphOptions graph;

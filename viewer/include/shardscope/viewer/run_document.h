@@ -29,6 +29,7 @@ struct RunData {
   std::vector<store::SendRecvRecord> send_recvs;
   std::vector<store::StepRecord> steps;  // with per-rank figures
   std::vector<store::RankTotalsRecord> rank_totals;
+  std::vector<store::PipelineSpanRecord> pipeline_spans;  // placed runs; by (step, rank, start)
 
   // nullptr when absent.
   const store::MeshRecord* Mesh(int64_t id) const;
