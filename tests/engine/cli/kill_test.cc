@@ -37,9 +37,10 @@ pid_t Start(const std::vector<std::string>& args) {
   return pid;
 }
 
-// Waits until the run file holds at least `steps` committed steps (or 60 s pass).
+// Waits until the run file holds at least `steps` committed steps (or 180 s pass: 8 MPI ranks
+// start slowly on 2 busy cores; the wait ends as soon as the steps are there).
 int64_t WaitForSteps(const std::string& path, int64_t steps) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
   while (std::chrono::steady_clock::now() < deadline) {
     auto reader = shardscope::store::RunReader::Open(path);
     if (reader.ok()) {
