@@ -213,6 +213,8 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "      --explain dense2.matmul\n"
       "  shardscope plan samples/models/ffn.yaml --devices 8 --search sharding_propagation \\\n"
       "      --save-strategy ffn8.json    (then: shardscope train ... --load-strategy ffn8.json)\n"
+      "  shardscope plan samples/models/basic_blocks.yaml   (seed 000: shard(block1, ...);\n"
+      "      the block's boundary fixed, its inside searched, the rest data-parallel)\n"
       "Search modes: semi_auto (the model's strategies, the rest data-parallel),\n"
       "sharding_propagation (from the configured operators outward), recursive_programming\n"
       "(fully automatic, one round per prime factor of N), dynamic_programming (the exact\n"
