@@ -1,5 +1,6 @@
 // `shardscope plan MODEL --devices N --search MODE`: strategies, redistributions, predicted
 // step time and memory per device, without running anything (a dry run for any cluster).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -92,11 +93,13 @@ int RunPlan(const PlanOptions& o) {
   }
   auto model = mf->Build(o.batch > 0 ? o.batch : mf->training().batch);
   if (!model.ok()) return Fail(kExitBadInput, model.status().message());
-  auto searched = ApplySearchFlags(o.search, *mode, &model->graph, devices, partition.meshes,
+  SearchFlags flags = o.search;
+  flags.shard_blocks = ShardBlockSpecs(parallel);
+  auto searched = ApplySearchFlags(flags, *mode, &model->graph, devices, partition.meshes,
                                    /*save=*/true);
   if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
   const SearchResult& r = **searched;
-  auto options = MakeSearchOptions(o.search, *mode, devices, partition.meshes);
+  auto options = MakeSearchOptions(flags, *mode, devices, partition.meshes);
   if (!options.ok()) return Fail(kExitBadInput, options.status().message());
   partition.cost = options->cost;
 
@@ -154,6 +157,15 @@ int RunPlan(const PlanOptions& o) {
               o.model.c_str(), devices, SearchModeName(*mode),
               static_cast<long long>(o.batch > 0 ? o.batch : mf->training().batch),
               partition.cost.ToString().c_str());
+  static const char* const kLevels[] = {"most computation per byte communicated",
+                                        "least memory per device", "least step time"};
+  for (const ShardBlockSpec& b : flags.shard_blocks) {
+    std::printf("shard block %s: boundary in %s out %s fixed, inside level %d (%s)\n",
+                b.scope.c_str(), b.in_strategy.c_str(),
+                b.out_strategy.empty() ? "(not fixed)" : b.out_strategy.c_str(), b.level,
+                kLevels[std::clamp(b.level, 0, 2)]);
+  }
+  if (!flags.shard_blocks.empty()) std::printf("operators outside shard blocks: data-parallel\n\n");
   std::printf("%-32s %-24s %11s %10s  %s\n", "operator", "strategy", "cost us", "memory", "why");
   for (const OperatorChoice& c : r.operators) {
     std::printf("%-32s %-24s %11.2f %10s  %s\n", c.name.c_str(), c.strategy.c_str(),
@@ -201,6 +213,8 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "      --explain dense2.matmul\n"
       "  shardscope plan samples/models/ffn.yaml --devices 8 --search sharding_propagation \\\n"
       "      --save-strategy ffn8.json    (then: shardscope train ... --load-strategy ffn8.json)\n"
+      "  shardscope plan samples/models/basic_blocks.yaml   (seed 000: shard(block1, ...);\n"
+      "      the block's boundary fixed, its inside searched, the rest data-parallel)\n"
       "Search modes: semi_auto (the model's strategies, the rest data-parallel),\n"
       "sharding_propagation (from the configured operators outward), recursive_programming\n"
       "(fully automatic, one round per prime factor of N), dynamic_programming (the exact\n"

@@ -31,6 +31,7 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
   o.meshes = meshes;
   o.top_k = f.top_k;
   o.memory_budget_bytes = f.memory_budget_mb * 1e6;
+  o.shard_blocks = f.shard_blocks;
   if (!f.profile.empty()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(o.cost, LoadCostModel(f.profile));
   }
@@ -54,6 +55,13 @@ Result<std::optional<SearchResult>> ApplySearchFlags(
     if (!out) return Status::Io(f.save_strategy + ": cannot write the strategy file");
   }
   return std::optional<SearchResult>(std::move(r));
+}
+
+std::vector<ShardBlockSpec> ShardBlockSpecs(const ParallelConfig& parallel) {
+  std::vector<ShardBlockSpec> specs;
+  for (const ShardBlockEntry& b : parallel.shard_blocks)
+    specs.push_back({b.block, b.in_strategy, b.out_strategy, b.level});
+  return specs;
 }
 
 Result<std::optional<SearchMode>> TrainSearchMode(const SearchFlags& f,

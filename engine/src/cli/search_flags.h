@@ -8,6 +8,7 @@
 #include <string>
 
 #include "shardscope/graph.h"
+#include "shardscope/model_file.h"
 #include "shardscope/search.h"
 
 namespace shardscope::cli {
@@ -17,7 +18,11 @@ struct SearchFlags {
   std::string save_strategy, load_strategy, profile;
   double memory_budget_mb = 0;
   int top_k = 3;
+  std::vector<ShardBlockSpec> shard_blocks;  // not a flag: the model file's shard blocks
 };
+
+// The model file's shard blocks as the search takes them.
+std::vector<ShardBlockSpec> ShardBlockSpecs(const ParallelConfig& parallel);
 
 // Registers the flags on `app`.
 void AddSearchFlags(CLI::App* app, SearchFlags& flags);

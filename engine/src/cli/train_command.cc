@@ -108,12 +108,6 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
   }
   // Annotations are honoured or refused, never dropped silently.
   if (!o.ignore_parallel) {
-    if (!parallel.shard_blocks.empty()) {
-      const ShardBlockEntry& b = parallel.shard_blocks[0];
-      return Status::NotImplemented(
-          b.location.ToString() + ": shard(" + b.block +
-          ", ...) blocks are not implemented yet (issue 7); run with --ignore-parallel");
-    }
     bool strategies = false;
     for (const AnnotationEntry& a : parallel.annotations) {
       strategies =
@@ -156,6 +150,13 @@ std::string Megabytes(double bytes) {
   return buf;
 }
 
+// The search flags plus the model file's shard blocks (unless --ignore-parallel).
+SearchFlags SearchFlagsFor(const TrainOptions& o, const ModelFile& mf) {
+  SearchFlags flags = o.search;
+  if (!o.ignore_parallel) flags.shard_blocks = ShardBlockSpecs(mf.parallel());
+  return flags;
+}
+
 // The training loop of one rank. Rank 0 prints.
 Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
                    const TrainOptions& o, const Dataset& train, const Dataset& test,
@@ -166,8 +167,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   if ((plan.mode != "semi_auto" && plan.mode != "auto") || o.ignore_parallel)
     StripAnnotations(model);
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      auto searched, ApplySearchFlags(o.search, plan.search, &model.graph, plan.partition.devices,
-                                      plan.partition.meshes, lead));
+      auto searched, ApplySearchFlags(SearchFlagsFor(o, mf), plan.search, &model.graph,
+                                      plan.partition.devices, plan.partition.meshes, lead));
   PartitionOptions options = plan.partition;
   std::string ir;
   if (!o.dump_ir.empty() && lead) {
@@ -321,8 +322,8 @@ int RunTrain(const TrainOptions& o) {
     if (!model.ok()) return Fail(kExitBadInput, model.status().message());
     if ((plan->mode != "semi_auto" && plan->mode != "auto") || o.ignore_parallel)
       StripAnnotations(*model);
-    auto searched = ApplySearchFlags(o.search, plan->search, &model->graph, plan->partition.devices,
-                                     plan->partition.meshes, false);
+    auto searched = ApplySearchFlags(SearchFlagsFor(o, *mf), plan->search, &model->graph,
+                                     plan->partition.devices, plan->partition.meshes, false);
     if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
     auto probe = DistTrainer::Create(std::move(*model), TrainConfig{tc.seed, tc.optimizer},
                                      plan->partition, 0);

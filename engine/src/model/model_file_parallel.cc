@@ -414,6 +414,13 @@ void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* dra
             {"block", "in_strategy", "out_strategy", "level"});
       ShardBlockEntry entry;
       entry.block = ReadString(src, m.Require("block"), "the block of a shard entry");
+      for (const ShardBlockEntry& earlier : config.shard_blocks) {
+        // The model-file form of the seed's misuse: one block, two shard() results.
+        if (earlier.block != entry.block) continue;
+        src.Fail(m.Require("block"),
+                 "shard block '" + entry.block + "' is sharded twice (first at " +
+                     earlier.location.ToString() + "); shard a block once, with one in_strategy");
+      }
       const std::string what = "the in_strategy of shard block '" + entry.block + "'";
       Strategy in = ReadStrategy(src, m.Require("in_strategy"), what, draft->meshes, true);
       Strategy out;

@@ -180,7 +180,7 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
     const Step* how = step_of[v];
     std::string why = "dynamic_programming: exact optimum; ";
     if (g.ops()[v].fixed) {
-      why = "user: " + g.ops()[v].fixed_text;
+      why = g.ops()[v].fixed_provenance;
     } else if (how->u < 0) {
       why += "the last operator of its component, its best total";
     } else if (how->w < 0) {

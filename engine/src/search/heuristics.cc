@@ -62,7 +62,7 @@ Assignment RunPropagation(const SearchGraph& g) {
   for (int i = 0; i < n; ++i) {
     if (!g.ops()[i].fixed) continue;
     a.parts[i] = *g.ops()[i].fixed;
-    a.provenance[i] = "user: " + g.ops()[i].fixed_text;
+    a.provenance[i] = g.ops()[i].fixed_provenance;
     done[i] = true;
     queue.push_back(i);
   }
@@ -109,6 +109,10 @@ double RoundResponse(const SearchGraph& g, int e, int v, const Parts& p, int w, 
   for (size_t l = 0; l < op.letters.size(); ++l) {
     if (op.letter_size[l] % (mine[l] * f) != 0) continue;
     mine[l] *= f;
+    if (!g.Reaches(w, mine)) {
+      mine[l] /= f;
+      continue;
+    }
     const double cost = g.OpCost(w, mine) + g.EdgeCostFrom(e, v, p, mine);
     mine[l] /= f;
     if (best < 0 || cost < best) best = cost;
@@ -128,7 +132,7 @@ Assignment RunRecursive(const SearchGraph& g) {
     const SearchOp& op = g.ops()[i];
     if (op.fixed) {
       a.parts[i] = *op.fixed;
-      a.provenance[i] = "user: " + op.fixed_text;
+      a.provenance[i] = op.fixed_provenance;
     } else {
       a.parts[i] = Parts(op.letters.size(), 1);
       a.provenance[i] = "recursive_programming:";
@@ -152,6 +156,10 @@ Assignment RunRecursive(const SearchGraph& g) {
       for (size_t l = 0; l < op.letters.size(); ++l) {
         if (op.letter_size[l] % (a.parts[v][l] * f) != 0) continue;
         trial[l] *= f;
+        if (!g.Reaches(v, trial)) {
+          trial[l] /= f;
+          continue;
+        }
         double cost = g.OpCost(v, trial);
         for (int e : op.edges) {
           const int w = g.Other(e, v);
@@ -198,6 +206,7 @@ Assignment RunRecursive(const SearchGraph& g) {
           Parts p = a.parts[v];
           p[from] /= f;
           p[to] *= f;
+          if (!g.Reaches(v, p)) continue;
           const double c = local(p);
           if (c < best) {
             best = c;
@@ -210,6 +219,24 @@ Assignment RunRecursive(const SearchGraph& g) {
     }
     a.parts[v] = best_parts;
     a.provenance[v] += move;
+  }
+  // A shard block's operator whose rounds found no way into its candidates (a prime factor
+  // no allowed letter takes) takes the cheapest candidate against its neighbours.
+  for (int v : order) {
+    const SearchOp& op = g.ops()[v];
+    if (!op.narrowed ||
+        std::find(op.candidates.begin(), op.candidates.end(), a.parts[v]) != op.candidates.end())
+      continue;
+    double best = -1;
+    for (const Parts& p : op.candidates) {
+      double c = g.OpCost(v, p);
+      for (int e : op.edges) c += g.EdgeCostFrom(e, v, p, a.parts[g.Other(e, v)]);
+      if (best < 0 || c < best) {
+        best = c;
+        a.parts[v] = p;
+      }
+    }
+    a.provenance[v] += "; shard block: its cheapest allowed strategy";
   }
   return a;
 }

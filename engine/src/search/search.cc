@@ -47,8 +47,7 @@ Assignment SemiAuto(const SearchGraph& g) {
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const auto& op = g.ops()[i];
     a.parts.push_back(op.fixed ? *op.fixed : g.DataParallel(static_cast<int>(i)));
-    a.provenance.push_back(op.fixed ? "user: " + op.fixed_text
-                                    : "semi_auto: data-parallel default");
+    a.provenance.push_back(op.fixed ? op.fixed_provenance : "semi_auto: data-parallel default");
   }
   return a;
 }
@@ -96,6 +95,11 @@ SearchResult Explain(const SearchGraph& g, const Assignment& a, const SearchOpti
 }  // namespace
 
 Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions& options) {
+  if (options.mode == SearchMode::kSemiAuto && !options.shard_blocks.empty()) {
+    return Status::Invalid("shard block '" + options.shard_blocks[0].scope +
+                           "' is searched inside, which semi_auto does not do; use "
+                           "sharding_propagation, recursive_programming or dynamic_programming");
+  }
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchGraph g, SearchGraph::Build(forward, options));
   if (options.mode != SearchMode::kSemiAuto) SHARDSCOPE_RETURN_IF_ERROR(g.ApplyMemoryBudget());
   g.CacheOwnCosts();

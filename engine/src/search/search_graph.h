@@ -37,8 +37,10 @@ struct SearchOp {
   double flops = 0;                  // forward, whole operator
   double weight = 0;                 // ordering key of recursive_programming (= flops)
   std::vector<Parts> candidates;
+  bool narrowed = false;       // candidates cut by a shard block: searches must end in one
   std::optional<Parts> fixed;  // the user's strategy (as split counts)
   std::string fixed_text;
+  std::string fixed_provenance;     // "user: ((2,4),(4,1))", or why it was fixed
   std::vector<int> edges;           // indices into SearchGraph::edges, in edge order
   double memory_allowance = 1e300;  // bytes per device (ApplyMemoryBudget)
   std::vector<double> own_cost;     // OpCost per candidate (CacheOwnCosts)
@@ -71,6 +73,8 @@ class SearchGraph {
 
   // Own cost of op `op` under `parts` (computation + gradient all-reduce), seconds.
   double OpCost(int op, const Parts& parts) const;
+  // Of OpCost: the gradient all-reduces, seconds.
+  double OpCommunication(int op, const Parts& parts) const;
   // Memory per device of op `op` under `parts`, bytes.
   double OpMemory(int op, const Parts& parts) const;
   // Redistribution cost of edge `e` with its producer / consumer under these parts.
@@ -85,11 +89,17 @@ class SearchGraph {
   std::string Notation(int op, const Parts& parts) const;
   // The data-parallel default of op `op` as split counts (what the partitioner would do).
   Parts DataParallel(int op) const;
+  // Whether `parts` can still grow into one of op's candidates (always, unless narrowed).
+  bool Reaches(int op, const Parts& parts) const;
   // Restricts candidates to the memory budget (see search.cc); error names the largest
   // consumer when nothing fits.
   Status ApplyMemoryBudget();
   // Fills SearchOp::own_cost (after the candidates are final).
   void CacheOwnCosts();
+
+ private:
+  // Options::shard_blocks: restricts candidates (see ShardBlockSpec).
+  Status ApplyShardBlocks();
 
  private:
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;

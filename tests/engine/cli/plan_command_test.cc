@@ -35,6 +35,29 @@ TEST(PlanCommand, Seed003FfnKeepsTheUsersStrategiesAndPropagates) {
   EXPECT_NE(o.text.find("redistributions per training step"), std::string::npos);
 }
 
+TEST(PlanCommand, Seed000ShardBlockShowsItsBoundaryAndSearchesInside) {
+  Output o = Plan(kSamples + "basic_blocks.yaml");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("shard block block1: boundary in ((1, 8),) out (None,) fixed, inside "
+                        "level 0 (most computation per byte communicated)"),
+            std::string::npos)
+      << o.text;
+  // block1's input arrives split 8 ways along the features; its output leaves data-parallel.
+  EXPECT_NE(o.text.find("block1.dense1.matmul             ((1,8),(8,1))"), std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("block1.dense2.bias_add           ((8,1),(1,))"), std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("block2.dense1.matmul             ((8,1),(1,1))                  "),
+            std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("outside shard blocks: data-parallel"), std::string::npos);
+
+  Output semi = Plan(kSamples + "basic_blocks.yaml --search semi_auto");
+  EXPECT_EQ(semi.code, 2) << semi.text;
+  EXPECT_NE(semi.text.find("shard block 'block1' is searched inside"), std::string::npos)
+      << semi.text;
+}
+
 TEST(PlanCommand, JsonListsOperatorsAndRedistributions) {
   Output o = Plan(kSamples + "ffn.yaml --devices 8 --search dynamic_programming --json", false);
   ASSERT_EQ(o.code, 0) << o.text;

@@ -183,7 +183,7 @@ TEST(ModelFileSamplesTest, BasicBlocks) {
   EXPECT_EQ(NodeNames(built->graph), expected);
   EXPECT_EQ(built->graph.Parameters().size(), 12u);
   EXPECT_EQ(built->graph.value(built->graph.FindValue("block2.dense1.weight")).shape,
-            (Shape{10, 10}));
+            (Shape{16, 16}));
 }
 
 TEST(ModelFileSamplesTest, EverySampleBuildsForAnyBatch) {
