@@ -15,9 +15,7 @@
 //   optimizer = nn.Momentum(net.trainable_params(), 1e-3, 0.1)
 //   loss_fn = nn.CrossEntropyLoss()
 //
-// Not yet (issue 7): sharding propagation. The seed lets it choose the strategies of every
-// other operator; here they run data-parallel (the semi-auto default), and the partitioner
-// redistributes between the layouts wherever they differ.
+// As in the seed, sharding propagation chooses the strategies of every other operator.
 #include "models.h"
 #include "sample_runner.h"
 
@@ -33,9 +31,7 @@ int main(int argc, char** argv) {
   spec.description =
       "Seed 003: the FFN on MNIST, dense1 and dense3 sharded, on 8 in-process devices";
   spec.headline = "seed 003: FFN, dense1.matmul ((2, 4), (4, 1)), dense3.matmul ((1, 8), (8, 1))";
-  spec.note =
-      "sharding propagation is not implemented yet (issue 7); the operators without a "
-      "strategy run data-parallel";
+  spec.search = SearchMode::kShardingPropagation;
   spec.devices_help = "In-process devices (the strategies need 8)";
   spec.config = {.seed = 1,
                  .optimizer = {.kind = OptimizerConfig::kMomentum, .lr = 1e-3f, .momentum = 0.1f}};

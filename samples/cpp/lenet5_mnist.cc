@@ -18,24 +18,25 @@
 //   self.conv1.place("MS_WORKER", 3)
 //   self.conv2.place("MS_WORKER", 4)
 //
-// Not yet (issue 8): place(). The modules accept it (net.fc1.place("MS_WORKER", 0)), but the
-// partitioner does not cut the graph into per-worker subgraphs yet, so this program does not
-// call it: it trains the whole network on every device.
+// The placed run (place(), 5 workers joined by send/receive) is the model file
+// samples/models/lenet5_place.yaml: `shardscope train samples/models/lenet5_place.yaml
+// --micro-batches 4`. This program, like the shared sample runner, drives the SPMD trainer and
+// trains the unplaced network.
 #include "models.h"
 #include "sample_runner.h"
 
 using namespace shardscope;
 
 int main(int argc, char** argv) {
-  samples::LeNet5 net;  // no place() yet (see above)
+  samples::LeNet5 net;  // unplaced (see above)
 
   samples::SampleSpec spec;
   spec.description =
       "Seed 001: LeNet5 on MNIST, one device or data-parallel on N in-process devices";
   spec.headline = "seed 001: LeNet5";
   spec.note =
-      "place() is not implemented yet (issue 8); training the whole network on every "
-      "device (data-parallel when --devices > 1)";
+      "the placed run is samples/models/lenet5_place.yaml (shardscope train); this program trains "
+      "the unplaced network";
   spec.devices = 1;
   spec.devices_help = "In-process devices (data-parallel when more than 1)";
   spec.mnist_data.images.pad_to = 32;  // the seed resizes 28x28 to 32x32

@@ -16,8 +16,7 @@
 // with MAELoss; softmax cross-entropy is the only loss here, so layer3 is Dense(512, 10) and
 // the network is a 10-class classifier.
 //
-// Not yet (issue 7): the recursive_programming search. No operator has a strategy, so the
-// whole network runs data-parallel until the search chooses strategies for it.
+// As in the seed, the recursive_programming search chooses every strategy.
 #include "models.h"
 #include "sample_runner.h"
 
@@ -28,10 +27,8 @@ int main(int argc, char** argv) {
 
   samples::SampleSpec spec;
   spec.description = "Seed 003: the 3-layer network on MNIST on 8 in-process devices";
-  spec.headline = "seed 003: Network (3 layers) data-parallel";
-  spec.note =
-      "the recursive_programming search is not implemented yet (issue 7); training "
-      "data-parallel";
+  spec.headline = "seed 003: Network (3 layers), recursive_programming";
+  spec.search = SearchMode::kRecursiveProgramming;
   spec.devices_help = "In-process devices (the seed: 8)";
   spec.config = {.seed = 1,
                  .optimizer = {.kind = OptimizerConfig::kMomentum, .lr = 1e-3f, .momentum = 0.1f}};

@@ -76,10 +76,23 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
   auto model = nn::BuildClassifier(net, spec.input_shape, spec.batch);
   if (!model.ok()) return Fail(model.status());
   spec.options.devices = devices;
-
   std::printf("data: %s (%lld training, %lld test examples)\n", splits->source.c_str(),
               static_cast<long long>(train.size()), static_cast<long long>(test.size()));
   if (!spec.note.empty()) std::printf("note: %s\n", spec.note.c_str());
+  if (spec.search && devices > 1) {
+    SearchOptions search;
+    search.mode = *spec.search;
+    search.devices = devices;
+    search.meshes = spec.options.meshes;
+    auto chosen = SearchStrategies(model->graph, search);
+    if (!chosen.ok()) return Fail(chosen.status());
+    if (Status applied = ApplySearchResult(*chosen, &model->graph); !applied.ok()) {
+      return Fail(applied);
+    }
+    std::printf("%s chose the strategies of %zu operator(s); predicted step %.3f ms\n",
+                SearchModeName(*spec.search), chosen->operators.size(), 1e3 * chosen->step_seconds);
+  }
+
   // One thread per device; every device runs this with its own rank.
   Status status = RunOnDevices(devices, [&](Communicator& comm) -> Status {
     const bool lead = comm.rank() == 0;

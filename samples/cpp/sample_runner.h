@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "shardscope/partition.h"
+#include "shardscope/search.h"
 #include "shardscope/shardscope.h"
 
 namespace shardscope::samples {
@@ -36,6 +38,9 @@ struct SampleSpec {
   int64_t batch = 32;
   TrainConfig config;
   PartitionOptions options;  // devices is set from --devices
+  // A search that chooses the strategies the network does not set (as the seeds'
+  // set_auto_parallel_context(search_mode=...)); devices and meshes are set from `options`.
+  std::optional<SearchMode> search;
   bool epoch_times = false;  // print each epoch's wall time
 };
 

@@ -43,7 +43,7 @@ TEST(Cli, BadInputExitsWithTwoAndSaysWhat) {
   EXPECT_NE(layout.text.find("not divisible"), std::string::npos) << layout.text;
 }
 
-TEST(Cli, UnimplementedParallelFeaturesAreRefusedNotIgnored) {
+TEST(Cli, PlacedAndShardBlockModelsTrainOrSayWhyNot) {
   // place() is implemented (train_placed_test.cc); too few devices for it is refused.
   Output place = Shardscope("train " + kSamples + "lenet5_place.yaml --data " + kMnist +
                             " --steps 1 --devices 3 --no-record");
