@@ -205,14 +205,15 @@ class MatMulReluNet : public nn::Module {
   }
 };
 
-// Seed 000: Dense(10, 10) -> GELU -> Dense(10, 10); its operators are
-// "block1.dense1.matmul", "block1.gelu", ... inside BasicBlocksNet.
+// Seed 000: Dense -> GELU -> Dense; its operators are "block1.dense1.matmul", "block1.gelu",
+// ... inside BasicBlocksNet. 16 features instead of the seed's 10, as in
+// samples/models/basic_blocks.yaml: block1's in_strategy ((1, 8),) splits them 8 ways.
 class BasicBlock : public nn::Module {
  public:
   explicit BasicBlock(std::string name) : nn::Module(std::move(name)) {}
-  nn::Dense dense1{"dense1", 10, 10};
+  nn::Dense dense1{"dense1", 16, 16};
   nn::GELU gelu{"gelu"};
-  nn::Dense dense2{"dense2", 10, 10};
+  nn::Dense dense2{"dense2", 16, 16};
 
  protected:
   ValueId Forward(Builder& b, ValueId x) override {

@@ -79,11 +79,16 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
   std::printf("data: %s (%lld training, %lld test examples)\n", splits->source.c_str(),
               static_cast<long long>(train.size()), static_cast<long long>(test.size()));
   if (!spec.note.empty()) std::printf("note: %s\n", spec.note.c_str());
+  if (!model->shard_blocks.empty() && !spec.search) {
+    return Fail(Status::Invalid("shard() on '" + model->shard_blocks[0].scope +
+                                "' needs a search to choose the strategies inside the block"));
+  }
   if (spec.search && devices > 1) {
     SearchOptions search;
     search.mode = *spec.search;
     search.devices = devices;
     search.meshes = spec.options.meshes;
+    search.shard_blocks = model->shard_blocks;
     auto chosen = SearchStrategies(model->graph, search);
     if (!chosen.ok()) return Fail(chosen.status());
     if (Status applied = ApplySearchResult(*chosen, &model->graph); !applied.ok()) {

@@ -41,6 +41,10 @@ class Builder {
   // Records a failure found by model code (kept only if it is the first).
   void Fail(Status status);
 
+  // shard() blocks met while building (Module::shard), in the order their modules ran.
+  void AddShardBlock(ShardBlockSpec block) { shard_blocks_.push_back(std::move(block)); }
+  const std::vector<ShardBlockSpec>& shard_blocks() const { return shard_blocks_; }
+
   // The worker that operators without their own place() go to (set by Module::place).
   int default_worker() const { return default_worker_; }
   void set_default_worker(int worker) { default_worker_ = worker; }
@@ -51,6 +55,7 @@ class Builder {
   std::vector<std::string> scopes_;
   Status status_;
   int default_worker_ = -1;
+  std::vector<ShardBlockSpec> shard_blocks_;
 };
 
 }  // namespace shardscope

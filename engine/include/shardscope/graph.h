@@ -70,6 +70,19 @@ struct OpAnnotations {
   bool operator==(const OpAnnotations&) const = default;
 };
 
+// shard(block, in_strategy, out_strategy, level) of seed 000, on a name scope: the operators
+// under `scope` are searched with objective `level`; the block's boundary layouts are fixed
+// (each candidate inside must produce / read them); once any block is given, the operators
+// outside every block are data-parallel. Set by nn::Module::shard or a model file's
+// `shard:` section; read by the searches (search.h).
+struct ShardBlockSpec {
+  std::string scope;         // module scope, e.g. "block1"
+  std::string in_strategy;   // "((1,8),)": per block input, split counts or None (data-parallel)
+  std::string out_strategy;  // "(None,)": per block output; empty: not fixed
+  int level = 2;  // 0: most computation per byte communicated, 1: least memory, 2: least time
+  bool operator==(const ShardBlockSpec&) const = default;
+};
+
 struct Node {
   NodeId id = kNoNode;
   OpKind op = OpKind::kMatMul;

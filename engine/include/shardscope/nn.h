@@ -45,6 +45,13 @@ class Module {
   ValueId operator()(Builder& b, ValueId x);
   // Pins every operator inside (not already placed) to a worker.
   Module& place(const std::string& role, int rank);
+  // Seed 000's shard(block, in_strategy, out_strategy, level): fixes this block's boundary
+  // layouts ("((1, 8),)" per input, "(None,)" per output; None = data-parallel) and lets the
+  // search choose the strategies inside with objective `level` (0: most computation per byte
+  // communicated, 1: least memory, 2: least step time). Needs a search (mode auto); building
+  // fails if a module is sharded twice (the seed's `block = block.shard(...)` misuse).
+  Module& shard(const std::string& in_strategy, const std::string& out_strategy = "",
+                int level = 2);
 
  protected:
   virtual ValueId Forward(Builder& b, ValueId x) = 0;
@@ -58,6 +65,7 @@ class Module {
   std::string name_;
   int worker_ = -1;
   std::string role_;
+  std::vector<ShardBlockSpec> shard_;  // at most one; more is the misuse building reports
 };
 
 // Initialisers as in the seeds: "normal", "truncated_normal(0.02)", "xavier_uniform", ...
@@ -135,6 +143,8 @@ class SingleOp : public Module, public OpSlot {
   SingleOp(std::string name, OpKind op, OpAttrs attrs = {})
       : Module(std::move(name)), op_(op), attrs_(std::move(attrs)) {}
   using Module::place;
+  // A single operator's shard() is its strategy (seed 002: ops.ReLU().shard(((8, 1),))).
+  using OpSlot::shard;
 
  protected:
   ValueId Forward(Builder& b, ValueId x) override;

@@ -63,16 +63,7 @@ enum class SearchMode {
 const char* SearchModeName(SearchMode mode);
 Result<SearchMode> ParseSearchMode(const std::string& name);
 
-// shard(block, in_strategy, out_strategy, level) of seed 000. The operators under `scope`
-// are searched with objective `level`; the block's boundary layouts are fixed (each
-// candidate inside must produce / read them); once any block is given, the operators
-// outside every block are data-parallel.
-struct ShardBlockSpec {
-  std::string scope;         // module scope, e.g. "block1"
-  std::string in_strategy;   // "((1,8),)": per block input, split counts or None (data-parallel)
-  std::string out_strategy;  // "(None,)": per block output; empty: not fixed
-  int level = 2;  // 0: most computation per byte communicated, 1: least memory, 2: least time
-};
+// ShardBlockSpec (graph.h): shard() blocks, searched inside with their level.
 
 struct SearchOptions {
   SearchMode mode = SearchMode::kShardingPropagation;

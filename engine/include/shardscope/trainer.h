@@ -14,10 +14,11 @@ namespace shardscope {
 // A forward graph with its four distinguished values. Shapes carry the batch size.
 struct ModelGraph {
   Graph graph;
-  ValueId input = kNoValue;   // f32 [batch, ...]
-  ValueId labels = kNoValue;  // i32 [batch]
-  ValueId logits = kNoValue;  // f32 [batch, classes]
-  ValueId loss = kNoValue;    // f32 scalar
+  ValueId input = kNoValue;                  // f32 [batch, ...]
+  ValueId labels = kNoValue;                 // i32 [batch]
+  ValueId logits = kNoValue;                 // f32 [batch, classes]
+  ValueId loss = kNoValue;                   // f32 scalar
+  std::vector<ShardBlockSpec> shard_blocks;  // nn::Module::shard blocks (seed 000), for the search
 };
 
 struct TrainConfig {

@@ -25,11 +25,41 @@ Module& Module::place(const std::string& role, int rank) {
   return *this;
 }
 
+Module& Module::shard(const std::string& in_strategy, const std::string& out_strategy, int level) {
+  shard_.push_back({"", in_strategy, out_strategy, level});
+  return *this;
+}
+
 ValueId Module::operator()(Builder& b, ValueId x) {
   if (!role_.empty() && role_ != "worker" && role_ != "MS_WORKER") {
     b.Fail(Status::Invalid("module '" + b.ScopedName(name_) + "': place(\"" + role_ + "\", " +
                            std::to_string(worker_) + "): the only role is \"worker\""));
     return kNoValue;
+  }
+  if (!shard_.empty()) {
+    const std::string scope = b.ScopedName(name_);
+    if (shard_.size() > 1) {
+      b.Fail(Status::Invalid("module '" + scope + "': shard() called " +
+                             std::to_string(shard_.size()) +
+                             " times; a block is sharded once (call shard() on the block, do not "
+                             "assign its result back over the block)"));
+      return kNoValue;
+    }
+    if (!scoped()) {
+      b.Fail(Status::Invalid("module '" + scope +
+                             "': shard() is for blocks of operators under their own name scope; "
+                             "shard the operators inside with their slots "
+                             "(dense.matmul.shard(\"((2, 4), (4, 1))\"))"));
+      return kNoValue;
+    }
+    if (shard_[0].level < 0 || shard_[0].level > 2) {
+      b.Fail(Status::Invalid("module '" + scope + "': shard() level " +
+                             std::to_string(shard_[0].level) + "; the levels are 0, 1 and 2"));
+      return kNoValue;
+    }
+    ShardBlockSpec block = shard_[0];
+    block.scope = scope;
+    b.AddShardBlock(std::move(block));
   }
   if (scoped()) b.PushScope(name_);
   const int saved = b.default_worker();
@@ -183,6 +213,7 @@ Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int6
   }
   m.loss = SoftmaxCrossEntropy(b, m.logits, m.labels);
   if (!b.ok()) return b.status();
+  m.shard_blocks = b.shard_blocks();
   SHARDSCOPE_RETURN_IF_ERROR(m.graph.Verify());
   return m;
 }

@@ -52,20 +52,36 @@ int64_t WaitForSteps(const std::string& path, int64_t steps) {
   return -1;
 }
 
-// SIGKILLs every process whose command line mentions `marker` (MPI ranks live outside the
-// launcher's process group), and the launcher's group.
-void KillAll(pid_t group, const std::string& marker) {
-  kill(-group, SIGKILL);
+// Sends `signal` (0: none) to every process whose command line mentions `marker`; returns
+// how many there were.
+int SignalMatching(const std::string& marker, int signal) {
+  int found = 0;
   DIR* proc = opendir("/proc");
-  if (proc == nullptr) return;
+  if (proc == nullptr) return 0;
   while (dirent* e = readdir(proc)) {
     const int pid = std::atoi(e->d_name);
     if (pid <= 0 || pid == getpid()) continue;
     std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
     const std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (cmd.find(marker) != std::string::npos) kill(pid, SIGKILL);
+    if (cmd.find(marker) == std::string::npos) continue;
+    ++found;
+    if (signal != 0) kill(pid, signal);
   }
   closedir(proc);
+  return found;
+}
+
+// SIGKILLs every process whose command line mentions `marker` (MPI ranks live outside the
+// launcher's process group) and the launcher's group, then waits (up to 30 s) until they are
+// gone: a killed writer holds its lock until the kernel has closed its files, and until then
+// the run rightly reads as running.
+void KillAll(pid_t group, const std::string& marker) {
+  kill(-group, SIGKILL);
+  SignalMatching(marker, SIGKILL);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (SignalMatching(marker, 0) > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 void KillAndCheck(const std::vector<std::string>& command, const std::string& path) {

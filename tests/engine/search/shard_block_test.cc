@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "law.h"
+#include "models.h"
 #include "shardscope/model_file.h"
 #include "shardscope/search.h"
 
@@ -166,6 +167,80 @@ TEST(ShardBlock, ModelFileShardingABlockTwiceNamesTheLine) {
       << message;
   EXPECT_NE(message.find("shard block 'block1' is sharded twice (first at"), std::string::npos)
       << message;
+}
+
+// The C++ API: Module::shard records the block under its full scope, and searching with it
+// chooses what the model file's shard section chooses, and trains like one device.
+Result<ModelGraph> BuildCppBasicBlocks(int level) {
+  samples::BasicBlocksNet net;
+  net.block1.shard("((1, 8),)", "(None,)", level);
+  return nn::BuildClassifier(net, {16}, kBatch);
+}
+
+TEST(ShardBlock, CppModuleShardRecordsTheBlockAndSearchesLikeTheModelFile) {
+  Result<ModelGraph> cpp = BuildCppBasicBlocks(2);
+  ASSERT_TRUE(cpp.ok()) << cpp.status().message();
+  ASSERT_EQ(cpp->shard_blocks.size(), 1u);
+  EXPECT_EQ(cpp->shard_blocks[0], (ShardBlockSpec{"block1", "((1, 8),)", "(None,)", 2}));
+
+  SearchOptions options = BlockOptions(SearchMode::kShardingPropagation, 2);
+  options.shard_blocks = cpp->shard_blocks;
+  Result<SearchResult> from_cpp = SearchStrategies(cpp->graph, options);
+  ASSERT_TRUE(from_cpp.ok()) << from_cpp.status().message();
+  Result<SearchResult> from_file = Search(BlockOptions(SearchMode::kShardingPropagation, 2));
+  ASSERT_TRUE(from_file.ok()) << from_file.status().message();
+  std::map<std::string, std::string> file_choice;
+  for (const OperatorChoice& c : from_file->operators) file_choice[c.name] = c.strategy;
+  int compared = 0;
+  for (const OperatorChoice& c : from_cpp->operators) {
+    auto it = file_choice.find(c.name);
+    if (it == file_choice.end()) continue;
+    EXPECT_EQ(c.strategy, it->second) << c.name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 12);  // every block operator of the three blocks
+
+  Dataset data = MakeSyntheticDataset(kBatch * 3, {16}, 16, 21);
+  Status law = CheckLaw(
+      []() -> Result<ModelGraph> {
+        SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph m, BuildCppBasicBlocks(0));
+        SearchOptions o = BlockOptions(SearchMode::kShardingPropagation, 0);
+        o.shard_blocks = m.shard_blocks;
+        SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult r, SearchStrategies(m.graph, o));
+        SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(r, &m.graph));
+        return m;
+      },
+      data, kBatch, 8, {}, 3);
+  EXPECT_TRUE(law.ok()) << law.message();
+}
+
+TEST(ShardBlock, CppMisuseIsRefusedNamingTheModule) {
+  {  // the seed's `self.block1 = self.block1.shard(...)` done twice over
+    samples::BasicBlocksNet net;
+    net.block1.shard("((1, 8),)", "(None,)");
+    net.block1.shard("((1, 8),)", "(None,)");
+    Result<ModelGraph> m = nn::BuildClassifier(net, {16}, kBatch);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("module 'block1': shard() called 2 times"),
+              std::string::npos)
+        << m.status().message();
+  }
+  {
+    samples::BasicBlocksNet net;
+    net.block2.shard("((1, 8),)", "(None,)", 3);
+    Result<ModelGraph> m = nn::BuildClassifier(net, {16}, kBatch);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("module 'block2': shard() level 3"), std::string::npos)
+        << m.status().message();
+  }
+  {
+    samples::BasicBlocksNet net;  // the whole net has no scope of its own
+    net.shard("((1, 8),)", "(None,)");
+    Result<ModelGraph> m = nn::BuildClassifier(net, {16}, kBatch);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("shard() is for blocks of operators"), std::string::npos)
+        << m.status().message();
+  }
 }
 
 }  // namespace
