@@ -244,7 +244,10 @@ double SearchGraph::OpCost(int op, const Parts& parts) const {
   for (const SearchOperand& in : o.inputs) touched += in.bytes / in.Parts(parts);
   for (const SearchOperand& out : o.outputs) touched += out.bytes / out.Parts(parts);
   const double used = static_cast<double>(Product(parts));
-  return 3 * options_.cost.OperatorSeconds(o.flops / used, touched) + OpCommunication(op, parts);
+  // Devices sharing too few cores compute one after another (ComputeSlowdown).
+  return 3 * options_.cost.OperatorSeconds(o.flops / used, touched) *
+             options_.cost.ComputeSlowdown(options_.devices) +
+         OpCommunication(op, parts);
 }
 
 double SearchGraph::OpCommunication(int op, const Parts& parts) const {
