@@ -67,6 +67,10 @@ struct CostModel {
   // measures it (N threads of GEMM against one); the planner's prices and Fingerprint
   // ignore it.
   double compute_slots = 0;
+  // What one collective or exchange costs on top of the above when the ranks arrive from
+  // computation (device threads sharing cores must each be scheduled again), seconds.
+  // Searches only, like collective_overhead_s; calibrate measures it.
+  double collective_handoff_s = 0;
 
   // Bandwidth of one axis by name (see axis_bandwidth).
   double AxisBandwidth(const std::string& axis_name) const;
@@ -108,11 +112,13 @@ struct CostModel {
                                     double activation_bytes) {
     return parameter_bytes * (2 + optimizer_states) + activation_bytes;
   }
-  // A collective as the searches price it: CollectiveSeconds plus collective_overhead_s
+  // The fixed part the searches add to every collective or exchange that moves anything.
+  double SearchFixedSeconds() const { return collective_overhead_s + collective_handoff_s; }
+  // A collective as the searches price it: CollectiveSeconds plus SearchFixedSeconds
   // (0 when it costs nothing).
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
     const double s = CollectiveSeconds(kind, bytes, group_size, default_bandwidth);
-    return s > 0 ? s + collective_overhead_s : 0.0;
+    return s > 0 ? s + SearchFixedSeconds() : 0.0;
   }
 
   // Hash of every parameter (plan caches key on it).
@@ -123,8 +129,9 @@ struct CostModel {
 
 // Profiles (`shardscope calibrate --out FILE`, read by `plan`/`train --profile FILE`): a JSON
 // object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
-// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots"; missing fields keep the
-// defaults above, unknown fields are refused (a typo would silently keep a default).
+// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s";
+// missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a
+// default).
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);
 Result<CostModel> LoadCostModel(const std::string& path);
 std::string CostModelToJson(const CostModel& model);

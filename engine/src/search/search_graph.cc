@@ -315,7 +315,7 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
     return cm.ExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, cm.default_bandwidth) +
-           cm.collective_overhead_s;
+           cm.SearchFixedSeconds();
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
   // partitioner redistributes a value once per layout), so each edge carries its share.

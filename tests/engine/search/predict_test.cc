@@ -18,6 +18,7 @@ CostModel Calibrated() {
   c.memory_bandwidth = 9e9;
   c.collective_overhead_s = 30e-6;
   c.compute_slots = 2.1;
+  c.collective_handoff_s = 50e-6;
   return c;
 }
 
@@ -32,6 +33,7 @@ TEST(Profile, CalibratedProfileRoundTripsWithComputeSlots) {
   EXPECT_EQ(back->memory_bandwidth, c.memory_bandwidth);
   EXPECT_EQ(back->collective_overhead_s, c.collective_overhead_s);
   EXPECT_EQ(back->compute_slots, c.compute_slots);
+  EXPECT_EQ(back->collective_handoff_s, c.collective_handoff_s);
   EXPECT_EQ(back->Fingerprint(), c.Fingerprint());
   // An older profile without the field keeps "one core per device".
   auto old = CostModelFromJson(R"({"latency_s": 1e-5})", "old.json");
@@ -44,6 +46,7 @@ TEST(Profile, CalibratedProfileRoundTripsWithComputeSlots) {
 TEST(Profile, ComputeSlotsLeaveThePlannersPricesAlone) {
   CostModel shared = Calibrated(), own = Calibrated();
   own.compute_slots = 0;
+  own.collective_handoff_s = 0;
   EXPECT_EQ(shared.Fingerprint(), own.Fingerprint());
   EXPECT_EQ(shared.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9),
             own.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9));
@@ -51,11 +54,13 @@ TEST(Profile, ComputeSlotsLeaveThePlannersPricesAlone) {
   EXPECT_EQ(shared.ComputeSlowdown(2), 1.0);  // fewer devices than slots: no slowdown
 }
 
-double Predict(const Graph& forward, int devices, double compute_slots) {
+double Predict(const Graph& forward, int devices, double compute_slots,
+               double collective_handoff_s = 50e-6) {
   SearchOptions o;
   o.devices = devices;
   o.cost = Calibrated();
   o.cost.compute_slots = compute_slots;
+  o.cost.collective_handoff_s = collective_handoff_s;
   auto s = PredictStepSeconds(forward, o);
   EXPECT_TRUE(s.ok()) << s.status().message();
   return s.ok() ? *s : 0.0;
@@ -77,6 +82,26 @@ TEST(Predict, StepTimeGrowsAsDevicesShareFewerCores) {
   EXPECT_NEAR(two - four, 2 * compute_on_own_core, 1e-12);
   EXPECT_NEAR(one - two, 4 * compute_on_own_core, 1e-12);
   EXPECT_GT(eight - compute_on_own_core, 0);  // collectives remain
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(Predict, EveryCollectivePaysTheMeasuredHandOff) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  const double none = Predict(m.graph, 8, 2, 0), some = Predict(m.graph, 8, 2, 50e-6),
+               more = Predict(m.graph, 8, 2, 100e-6);
+  EXPECT_GT(some, none);
+  // Linear in the hand-off: the same collectives pay it twice as much.
+  EXPECT_NEAR(more - some, some - none, 1e-12);
+  // The FFN's step has several collectives (gradient reductions and redistributions).
+  EXPECT_GT(some - none, 5 * 50e-6);
+  // One device: no collective, nothing to hand off.
+  EXPECT_EQ(Predict(m.graph, 1, 2, 0), Predict(m.graph, 1, 2, 100e-6));
 }
 
 }  // namespace
