@@ -245,8 +245,9 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "Measured once per run, between the given devices only: links between hosts are not\n"
       "told apart yet (every mesh axis gets the same bandwidth). In-process, it also measures\n"
       "how many device threads compute at once (compute_slots: 8 threads on 2 cores give\n"
-      "about 2), which the predicted step time divides computation by, and what a collective\n"
-      "costs more when the ranks come from computation (collective_handoff_s); under mpirun every\n"
+      "about 2), which the predicted step time divides computation by. It measures what a\n"
+      "collective costs more when the ranks come from computation (collective_handoff_s),\n"
+      "in-process and under mpirun; under mpirun every\n"
       "rank is assumed to have its own core (oversubscribed ranks are not measured yet).");
   app->add_option("--out", o->out, "Write the profile (JSON) to FILE");
   app->add_option("--devices", o->devices, "In-process devices to measure between (default 8)")
