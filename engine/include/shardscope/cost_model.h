@@ -61,6 +61,16 @@ struct CostModel {
   // Only the searches count it (fewer, larger collectives beat many small ones); the
   // planner's prices above do not include it.
   double collective_overhead_s = 20e-6;
+  // Devices that can compute at the same time (cores available to in-process device
+  // threads); 0 = every device has its own. With N devices on fewer slots their computation
+  // is serialised, so the searches multiply operator time by ComputeSlowdown(N). Calibrate
+  // measures it (N threads of GEMM against one); the planner's prices and Fingerprint
+  // ignore it.
+  double compute_slots = 0;
+  // What one collective or exchange costs on top of the above when the ranks arrive from
+  // computation (device threads sharing cores must each be scheduled again), seconds.
+  // Searches only, like collective_overhead_s; calibrate measures it.
+  double collective_handoff_s = 0;
 
   // Bandwidth of one axis by name (see axis_bandwidth).
   double AxisBandwidth(const std::string& axis_name) const;
@@ -83,6 +93,11 @@ struct CostModel {
   double ExchangeSeconds(int64_t messages, double bytes_received, double bandwidth) const;
   // Local computation of `flop` floating-point operations.
   double ComputeSeconds(double flop) const { return flop > 0 ? flop / flops : 0.0; }
+  // How much slower each of `devices` concurrent devices computes than one alone:
+  // max(1, devices / compute_slots), 1 when compute_slots is 0.
+  double ComputeSlowdown(int devices) const {
+    return compute_slots > 0 ? std::max(1.0, devices / compute_slots) : 1.0;
+  }
   // Local memory traffic of `bytes`.
   double MemorySeconds(double bytes) const { return bytes > 0 ? bytes / memory_bandwidth : 0.0; }
 
@@ -97,11 +112,13 @@ struct CostModel {
                                     double activation_bytes) {
     return parameter_bytes * (2 + optimizer_states) + activation_bytes;
   }
-  // A collective as the searches price it: CollectiveSeconds plus collective_overhead_s
+  // The fixed part the searches add to every collective or exchange that moves anything.
+  double SearchFixedSeconds() const { return collective_overhead_s + collective_handoff_s; }
+  // A collective as the searches price it: CollectiveSeconds plus SearchFixedSeconds
   // (0 when it costs nothing).
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
     const double s = CollectiveSeconds(kind, bytes, group_size, default_bandwidth);
-    return s > 0 ? s + collective_overhead_s : 0.0;
+    return s > 0 ? s + SearchFixedSeconds() : 0.0;
   }
 
   // Hash of every parameter (plan caches key on it).
@@ -112,8 +129,9 @@ struct CostModel {
 
 // Profiles (`shardscope calibrate --out FILE`, read by `plan`/`train --profile FILE`): a JSON
 // object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
-// "flops", "memory_bandwidth", "collective_overhead_s"; missing fields keep the defaults
-// above, unknown fields are refused (a typo would silently keep a default).
+// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s";
+// missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a
+// default).
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);
 Result<CostModel> LoadCostModel(const std::string& path);
 std::string CostModelToJson(const CostModel& model);

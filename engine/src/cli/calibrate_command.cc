@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "cli/command.h"
@@ -49,7 +50,36 @@ struct Measured {
   double small_2 = 0, small_n = 0;  // all-reduce of 4 bytes on 2 and on n ranks
   double gather_n = 0;              // all-gather of gather_bytes on n ranks
   double gather_bytes = 0;
+  double interleaved_n = 0;  // one all-reduce of 4 bytes on n ranks between computations
 };
+
+// A small GEMM, as a layer of the samples computes between two collectives.
+void SmallGemm(Eigen::MatrixXf& a, const Eigen::MatrixXf& b, Eigen::MatrixXf& c) {
+  c.noalias() = a * b;
+  a(0, 0) = c(0, 0) * 1e-6f;  // a data dependency: no GEMM can be skipped
+}
+
+// The cost of one collective when every rank arrives from computation (threads sharing
+// cores must each be scheduled again): k computations each followed by an all-reduce,
+// against the same k computations followed by one all-reduce, divided by k - 1.
+Result<double> MeasureInterleaved(Communicator& world, int repeats) {
+  const int k = 10, s = 96;
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(s, s), b = Eigen::MatrixXf::Random(s, s), c(s, s);
+  std::vector<float> one(1, 1.0f), out(1);
+  const int runs = std::max(3, repeats / 5);
+  SHARDSCOPE_ASSIGN_OR_RETURN(double each, TimeCollective(world, runs, [&]() -> Status {
+                                for (int i = 0; i < k; ++i) {
+                                  SmallGemm(a, b, c);
+                                  SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
+                                }
+                                return Status::Ok();
+                              }));
+  SHARDSCOPE_ASSIGN_OR_RETURN(double once, TimeCollective(world, runs, [&]() -> Status {
+                                for (int i = 0; i < k; ++i) SmallGemm(a, b, c);
+                                return world.AllReduce(one, out);
+                              }));
+  return std::max(0.0, (each - once) / (k - 1));
+}
 
 Status MeasureCommunication(Communicator& world, int repeats, Measured* m) {
   const int n = world.size();
@@ -71,6 +101,7 @@ Status MeasureCommunication(Communicator& world, int repeats, Measured* m) {
                                 return world.AllGather(part, all);
                               }));
   m->gather_bytes = static_cast<double>(all.size() * sizeof(float));
+  SHARDSCOPE_ASSIGN_OR_RETURN(m->interleaved_n, MeasureInterleaved(world, repeats));
   return Status::Ok();
 }
 
@@ -88,6 +119,8 @@ CostModel Fit(const Measured& m, int n, double gemm_flops, double memory_bandwid
   const double fixed = (n - 1) * c.latency_s + c.collective_overhead_s;
   const double moving = std::max(1e-9, m.gather_n - fixed);
   c.default_bandwidth = (n - 1.0) / n * m.gather_bytes / moving;
+  // What a collective costs beyond the fit when the ranks come from computation.
+  c.collective_handoff_s = std::max(0.0, m.interleaved_n - m.small_n);
   c.flops = gemm_flops;
   c.memory_bandwidth = memory_bandwidth;
   return c;
@@ -103,6 +136,34 @@ double MeasureGemm() {
     best = std::min(best, Since(start));
   }
   return 2.0 * s * s * s / best;
+}
+
+// Wall seconds for `threads` threads each running `gemms` GEMMs of s x s at the same time.
+double TimeConcurrentGemms(int threads, int gemms) {
+  const auto start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([gemms] {
+      const int s = 192;
+      Eigen::MatrixXf a = Eigen::MatrixXf::Random(s, s), b = Eigen::MatrixXf::Random(s, s);
+      Eigen::MatrixXf c(s, s);
+      for (int i = 0; i < gemms; ++i) SmallGemm(a, b, c);
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  return Since(start);
+}
+
+// How many of `devices` threads compute at once: devices x (one thread's time) / (all
+// threads' wall time), best of 3, within [1, devices]. 8 device threads on 2 cores give ~2.
+double MeasureComputeSlots(int devices) {
+  const int gemms = 40;
+  double one = 1e9, all = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    one = std::min(one, TimeConcurrentGemms(1, gemms));
+    all = std::min(all, TimeConcurrentGemms(devices, gemms));
+  }
+  return std::clamp(devices * one / all, 1.0, static_cast<double>(devices));
 }
 
 double MeasureMemory() {
@@ -139,16 +200,22 @@ int RunCalibrate(const CalibrateOptions& o) {
   }
   if (!st.ok()) return Fail(kExitRunFailure, st.message());
   if (rank != 0) return kExitOk;
-  const CostModel c = Fit(m, n, MeasureGemm(), MeasureMemory());
+  CostModel c = Fit(m, n, MeasureGemm(), MeasureMemory());
+  // In-process devices are threads sharing this machine's cores; MPI ranks are taken to
+  // have a core each (under --oversubscribe they do not: not measured yet).
+  if (!mpi) c.compute_slots = MeasureComputeSlots(n);
   std::printf(
       "calibrated on %d %s device(s):\n"
       "  all-reduce of 4 bytes   %.1f us on 2 ranks, %.1f us on %d\n"
       "  all-gather of %.1f MB    %.3f ms\n"
-      "  fitted: alpha %.2f us, overhead per collective %.2f us, bandwidth %.2f GB/s,\n"
-      "          GEMM %.2f GFLOP/s, memory %.2f GB/s\n",
+      "  all-reduce of 4 bytes between computations %.1f us on %d\n"
+      "  fitted: alpha %.2f us, overhead per collective %.2f us (+ %.2f us hand-off),\n"
+      "          bandwidth %.2f GB/s,\n"
+      "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n",
       n, mpi ? "MPI" : "in-process", m.small_2 * 1e6, m.small_n * 1e6, n, m.gather_bytes / 1e6,
-      m.gather_n * 1e3, c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.default_bandwidth / 1e9,
-      c.flops / 1e9, c.memory_bandwidth / 1e9);
+      m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6, c.collective_overhead_s * 1e6,
+      c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
+      c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "");
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -176,7 +243,12 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "  mpirun -np 4 shardscope calibrate --out mpi4.json        (one device per rank)\n"
       "  shardscope plan samples/models/ffn.yaml --profile profile.json\n"
       "Measured once per run, between the given devices only: links between hosts are not\n"
-      "told apart yet (every mesh axis gets the same bandwidth).");
+      "told apart yet (every mesh axis gets the same bandwidth). In-process, it also measures\n"
+      "how many device threads compute at once (compute_slots: 8 threads on 2 cores give\n"
+      "about 2), which the predicted step time divides computation by. It measures what a\n"
+      "collective costs more when the ranks come from computation (collective_handoff_s),\n"
+      "in-process and under mpirun; under mpirun every\n"
+      "rank is assumed to have its own core (oversubscribed ranks are not measured yet).");
   app->add_option("--out", o->out, "Write the profile (JSON) to FILE");
   app->add_option("--devices", o->devices, "In-process devices to measure between (default 8)")
       ->check(CLI::Range(2, 256));

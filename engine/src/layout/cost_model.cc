@@ -130,6 +130,16 @@ std::string CostModel::ToString() const {
     out += ")";
   }
   out += " flops=" + Rate(flops, "F/s") + " mem=" + Rate(memory_bandwidth, "B/s");
+  if (compute_slots > 0) {
+    char slots[32];
+    std::snprintf(slots, sizeof slots, " slots=%g", compute_slots);
+    out += slots;
+  }
+  if (collective_handoff_s > 0) {
+    char handoff[48];
+    std::snprintf(handoff, sizeof handoff, " handoff=%g us", collective_handoff_s * 1e6);
+    out += handoff;
+  }
   return out;
 }
 
@@ -143,7 +153,9 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       {"default_bandwidth", &m.default_bandwidth},
       {"flops", &m.flops},
       {"memory_bandwidth", &m.memory_bandwidth},
-      {"collective_overhead_s", &m.collective_overhead_s}};
+      {"collective_overhead_s", &m.collective_overhead_s},
+      {"compute_slots", &m.compute_slots},
+      {"collective_handoff_s", &m.collective_handoff_s}};
   for (const auto& [key, value] : j.items()) {
     if (key == "axis_bandwidth") {
       if (!value.is_object()) return Status::Invalid(where + ": axis_bandwidth must be an object");
@@ -162,10 +174,12 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
     if (target == nullptr) {
       return Status::Invalid(where + ": unknown field '" + key +
                              "' (known: latency_s, default_bandwidth, axis_bandwidth, flops, "
-                             "memory_bandwidth, collective_overhead_s)");
+                             "memory_bandwidth, collective_overhead_s, compute_slots, "
+                             "collective_handoff_s)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
-        (key != "latency_s" && key != "collective_overhead_s" && value.get<double>() == 0)) {
+        (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
+         key != "collective_handoff_s" && value.get<double>() == 0)) {
       return Status::Invalid(where + ": " + key + " must be a positive number");
     }
     *target = value.get<double>();
@@ -190,6 +204,8 @@ std::string CostModelToJson(const CostModel& m) {
   j["flops"] = m.flops;
   j["memory_bandwidth"] = m.memory_bandwidth;
   j["collective_overhead_s"] = m.collective_overhead_s;
+  j["compute_slots"] = m.compute_slots;
+  j["collective_handoff_s"] = m.collective_handoff_s;
   return j.dump(2);
 }
 

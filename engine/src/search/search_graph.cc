@@ -244,7 +244,10 @@ double SearchGraph::OpCost(int op, const Parts& parts) const {
   for (const SearchOperand& in : o.inputs) touched += in.bytes / in.Parts(parts);
   for (const SearchOperand& out : o.outputs) touched += out.bytes / out.Parts(parts);
   const double used = static_cast<double>(Product(parts));
-  return 3 * options_.cost.OperatorSeconds(o.flops / used, touched) + OpCommunication(op, parts);
+  // Devices sharing too few cores compute one after another (ComputeSlowdown).
+  return 3 * options_.cost.OperatorSeconds(o.flops / used, touched) *
+             options_.cost.ComputeSlowdown(options_.devices) +
+         OpCommunication(op, parts);
 }
 
 double SearchGraph::OpCommunication(int op, const Parts& parts) const {
@@ -312,7 +315,7 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
     return cm.ExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, cm.default_bandwidth) +
-           cm.collective_overhead_s;
+           cm.SearchFixedSeconds();
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
   // partitioner redistributes a value once per layout), so each edge carries its share.

@@ -1,0 +1,108 @@
+// The prediction's model of this machine: the calibrated profile (compute_slots included)
+// round-trips through JSON, and the predicted step time grows as devices share fewer cores.
+#include <gtest/gtest.h>
+
+#include "models.h"
+#include "shardscope/cost_model.h"
+#include "shardscope/search.h"
+
+namespace shardscope {
+namespace {
+
+CostModel Calibrated() {
+  CostModel c;
+  c.latency_s = 14e-6;
+  c.default_bandwidth = 1.7e9;
+  c.axis_bandwidth = {{"dp", 1.5e9}};
+  c.flops = 88e9;
+  c.memory_bandwidth = 9e9;
+  c.collective_overhead_s = 30e-6;
+  c.compute_slots = 2.1;
+  c.collective_handoff_s = 50e-6;
+  return c;
+}
+
+TEST(Profile, CalibratedProfileRoundTripsWithComputeSlots) {
+  const CostModel c = Calibrated();
+  auto back = CostModelFromJson(CostModelToJson(c), "profile.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->latency_s, c.latency_s);
+  EXPECT_EQ(back->default_bandwidth, c.default_bandwidth);
+  EXPECT_EQ(back->axis_bandwidth, c.axis_bandwidth);
+  EXPECT_EQ(back->flops, c.flops);
+  EXPECT_EQ(back->memory_bandwidth, c.memory_bandwidth);
+  EXPECT_EQ(back->collective_overhead_s, c.collective_overhead_s);
+  EXPECT_EQ(back->compute_slots, c.compute_slots);
+  EXPECT_EQ(back->collective_handoff_s, c.collective_handoff_s);
+  EXPECT_EQ(back->Fingerprint(), c.Fingerprint());
+  // An older profile without the field keeps "one core per device".
+  auto old = CostModelFromJson(R"({"latency_s": 1e-5})", "old.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->compute_slots, 0);
+  EXPECT_EQ(old->ComputeSlowdown(8), 1.0);
+  EXPECT_FALSE(CostModelFromJson(R"({"compute_slots": -1})", "bad.json").ok());
+}
+
+TEST(Profile, ComputeSlotsLeaveThePlannersPricesAlone) {
+  CostModel shared = Calibrated(), own = Calibrated();
+  own.compute_slots = 0;
+  own.collective_handoff_s = 0;
+  EXPECT_EQ(shared.Fingerprint(), own.Fingerprint());
+  EXPECT_EQ(shared.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9),
+            own.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9));
+  EXPECT_EQ(shared.ComputeSlowdown(8), 8 / 2.1);
+  EXPECT_EQ(shared.ComputeSlowdown(2), 1.0);  // fewer devices than slots: no slowdown
+}
+
+double Predict(const Graph& forward, int devices, double compute_slots,
+               double collective_handoff_s = 50e-6) {
+  SearchOptions o;
+  o.devices = devices;
+  o.cost = Calibrated();
+  o.cost.compute_slots = compute_slots;
+  o.cost.collective_handoff_s = collective_handoff_s;
+  auto s = PredictStepSeconds(forward, o);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? *s : 0.0;
+}
+
+TEST(Predict, StepTimeGrowsAsDevicesShareFewerCores) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  const double own_cores = Predict(m.graph, 8, 0), eight = Predict(m.graph, 8, 8);
+  const double four = Predict(m.graph, 8, 4), two = Predict(m.graph, 8, 2),
+               one = Predict(m.graph, 8, 1);
+  EXPECT_EQ(eight, own_cores);
+  EXPECT_GT(four, eight);
+  EXPECT_GT(two, four);
+  EXPECT_GT(one, two);
+  // Only computation is serialised: the communication part stays, so halving the slots
+  // adds exactly as much again as the previous halving added in computation terms.
+  const double compute_on_own_core = (four - eight) / (2 - 1);
+  EXPECT_NEAR(two - four, 2 * compute_on_own_core, 1e-12);
+  EXPECT_NEAR(one - two, 4 * compute_on_own_core, 1e-12);
+  EXPECT_GT(eight - compute_on_own_core, 0);  // collectives remain
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(Predict, EveryCollectivePaysTheMeasuredHandOff) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  const double none = Predict(m.graph, 8, 2, 0), some = Predict(m.graph, 8, 2, 50e-6),
+               more = Predict(m.graph, 8, 2, 100e-6);
+  EXPECT_GT(some, none);
+  // Linear in the hand-off: the same collectives pay it twice as much.
+  EXPECT_NEAR(more - some, some - none, 1e-12);
+  // The FFN's step has several collectives (gradient reductions and redistributions).
+  EXPECT_GT(some - none, 5 * 50e-6);
+  // One device: no collective, nothing to hand off.
+  EXPECT_EQ(Predict(m.graph, 1, 2, 0), Predict(m.graph, 1, 2, 100e-6));
+}
+
+}  // namespace
+}  // namespace shardscope
