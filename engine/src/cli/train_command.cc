@@ -334,72 +334,33 @@ int RunTrain(const TrainOptions& o) {
     }
   }
   // The run file, created by rank 0 before any step so that an unwritable place fails now.
-  std::unique_ptr<Recorder> recorder;
-  std::unique_ptr<Communicator> world;
-  if (plan->mpi) {
-    auto w = MpiWorld();
-    if (!w.ok()) return Fail(kExitRunFailure, w.status().message());
-    world = std::move(*w);
-  }
-  const bool lead = world == nullptr || world->rank() == 0;
-  Status created;
-  if (lead && !o.no_record) {
-    store::RunInfo info;
-    info.name = mf->name();
-    info.mode = "train";
-    info.search = plan->mode;
-    info.devices = plan->partition.devices;
-    info.backend = plan->mpi ? "mpi" : "in-process";
-    info.model_path = o.model;
-    info.model_text = mf->text();
-    nlohmann::json config = {{"batch", tc.batch},
-                             {"epochs", tc.epochs},
-                             {"steps", tc.steps},
-                             {"seed", tc.seed},
-                             {"optimizer", OptimizerKindName(tc.optimizer.kind)},
-                             {"lr", tc.optimizer.lr},
-                             {"momentum", tc.optimizer.momentum},
-                             {"mode", plan->mode},
-                             {"devices", plan->partition.devices},
-                             {"ignore_parallel", o.ignore_parallel}};
-    info.config_json = config.dump();
-    info.command_line = CommandLine();
-    info.shardscope_version = "0.1.0";
-    auto r = Recorder::Create(o.record.empty() ? DefaultRunPath(mf->name()) : o.record, info);
-    if (r.ok())
-      recorder = std::move(*r);
-    else
-      created = r.status();
-  }
-  if (world != nullptr) {  // every rank learns whether rank 0 could create the file
-    std::vector<float> flag = {created.ok() ? 1.0f : 0.0f};
-    if (!world->Broadcast(flag, 0).ok() || flag[0] != 1.0f) {
-      return lead ? Fail(kExitBadInput, created.message()) : kExitBadInput;
-    }
-  } else if (!created.ok()) {
-    return Fail(kExitBadInput, created.message());
-  }
-  auto run = [&](Communicator& comm) {
+  store::RunInfo info;
+  info.name = mf->name();
+  info.mode = "train";
+  info.search = plan->mode;
+  info.devices = plan->partition.devices;
+  info.backend = plan->mpi ? "mpi" : "in-process";
+  info.model_path = o.model;
+  info.model_text = mf->text();
+  nlohmann::json config = {{"batch", tc.batch},
+                           {"epochs", tc.epochs},
+                           {"steps", tc.steps},
+                           {"seed", tc.seed},
+                           {"optimizer", OptimizerKindName(tc.optimizer.kind)},
+                           {"lr", tc.optimizer.lr},
+                           {"momentum", tc.optimizer.momentum},
+                           {"mode", plan->mode},
+                           {"devices", plan->partition.devices},
+                           {"ignore_parallel", o.ignore_parallel}};
+  info.config_json = config.dump();
+  info.command_line = CommandLine();
+  info.shardscope_version = "0.1.0";
+  TrainSession session;
+  if (auto stop = OpenTrainSession(plan->mpi, o.no_record, o.record, info, &session)) return *stop;
+  return RunTrainSession(session, plan->partition.devices, "rank", [&](Communicator& comm) {
     return TrainOnRank(comm, *mf, *plan, o, *train, *test,
-                       comm.rank() == 0 ? recorder.get() : nullptr);
-  };
-  Status st;
-  if (world != nullptr) {
-    st = run(*world);
-    if (!st.ok()) st = st.WithContext("rank " + std::to_string(world->rank()));
-  } else {
-    st = RunOnDevices(plan->partition.devices, run);
-  }
-  if (recorder != nullptr) {
-    Status fin = recorder->Finish(st.ok(), st.ok() ? "" : st.message());
-    if (st.ok() && !fin.ok()) st = fin;
-    if (st.ok()) {
-      std::printf("\nrecorded %s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
-                  recorder->path().c_str(), recorder->path().c_str(), recorder->path().c_str());
-    }
-  }
-  if (!st.ok()) return Fail(kExitRunFailure, st.message());
-  return kExitOk;
+                       comm.rank() == 0 ? session.recorder.get() : nullptr);
+  });
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/command.h"
 #include "cli/progress.h"
 
 namespace shardscope::cli {
@@ -18,6 +19,54 @@ double Since(Clock::time_point start) {
 }
 
 }  // namespace
+
+std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string& path,
+                                    const store::RunInfo& info, TrainSession* session) {
+  if (mpi) {
+    auto world = MpiWorld();
+    if (!world.ok()) return Fail(kExitRunFailure, world.status().message());
+    session->world = std::move(*world);
+  }
+  const bool lead = session->lead();
+  Status created;
+  if (lead && !no_record) {
+    auto recorder = Recorder::Create(path.empty() ? DefaultRunPath(info.name) : path, info);
+    if (recorder.ok())
+      session->recorder = std::move(*recorder);
+    else
+      created = recorder.status();
+  }
+  if (session->world != nullptr) {  // every rank learns whether rank 0 could create the file
+    std::vector<float> flag = {created.ok() ? 1.0f : 0.0f};
+    if (!session->world->Broadcast(flag, 0).ok() || flag[0] != 1.0f) {
+      return lead ? Fail(kExitBadInput, created.message()) : kExitBadInput;
+    }
+  } else if (!created.ok()) {
+    return Fail(kExitBadInput, created.message());
+  }
+  return std::nullopt;
+}
+
+int RunTrainSession(TrainSession& session, int devices, const std::string& rank_word,
+                    const std::function<Status(Communicator&)>& train) {
+  Status st;
+  if (session.world != nullptr) {
+    st = train(*session.world);
+    if (!st.ok()) st = st.WithContext(rank_word + " " + std::to_string(session.world->rank()));
+  } else {
+    st = RunOnDevices(devices, train);
+  }
+  if (Recorder* recorder = session.recorder.get(); recorder != nullptr) {
+    Status fin = recorder->Finish(st.ok(), st.ok() ? "" : st.message());
+    if (st.ok() && !fin.ok()) st = fin;
+    if (st.ok()) {
+      std::printf("\nrecorded %s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
+                  recorder->path().c_str(), recorder->path().c_str(), recorder->path().c_str());
+    }
+  }
+  if (!st.ok()) return Fail(kExitRunFailure, st.message());
+  return kExitOk;
+}
 
 StepCount CountSteps(const BatchIterator& batches, int64_t steps, int64_t epochs) {
   StepCount c;

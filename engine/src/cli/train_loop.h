@@ -1,14 +1,40 @@
-// Internal: the epoch and step loop `train` runs for every kind of trainer (SPMD and placed):
-// batches in the seeded order, progress, the stop on a non-finite loss, each epoch's mean loss.
+// Internal: what `train` does the same for every kind of trainer (SPMD and placed): the MPI
+// world and the run file around a run (TrainSession), and the epoch and step loop (batches in
+// the seeded order, progress, the stop on a non-finite loss, each epoch's mean loss).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
+#include <string>
 
+#include "shardscope/communicator.h"
 #include "shardscope/data.h"
+#include "shardscope/recorder.h"
 #include "shardscope/status.h"
 
 namespace shardscope::cli {
+
+// The ranks of one training run and its run file.
+struct TrainSession {
+  std::unique_ptr<Communicator> world;  // under mpirun; null: in-process devices
+  std::unique_ptr<Recorder> recorder;   // rank 0, when recording
+  bool lead() const { return world == nullptr || world->rank() == 0; }
+};
+
+// Joins the MPI world when `mpi`, and on rank 0 creates the run file (`path`, or the default
+// path for `info.name`) unless `no_record`, before any step, so that an unwritable place fails
+// now; every rank learns whether that worked. Returns the exit code to stop with, or nothing
+// to go on.
+std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string& path,
+                                    const store::RunInfo& info, TrainSession* session);
+
+// Runs `train` on this rank (under MPI; errors get "<rank_word> <rank>" as context) or on
+// `devices` in-process devices, records the run's final status and says where the run file
+// is. Returns the process exit code.
+int RunTrainSession(TrainSession& session, int devices, const std::string& rank_word,
+                    const std::function<Status(Communicator&)>& train);
 
 // How many steps a run takes: `steps` if positive, else `epochs` whole epochs.
 struct StepCount {

@@ -235,52 +235,15 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
       if (!out) return Fail(kExitBadInput, "cannot write --dump-ir file " + r.dump_ir);
     }
   }
-  std::unique_ptr<Communicator> world;
-  if (r.mpi) {
-    auto w = MpiWorld();
-    if (!w.ok()) return Fail(kExitRunFailure, w.status().message());
-    world = std::move(*w);
-  }
-  const bool lead = world == nullptr || world->rank() == 0;
-  std::unique_ptr<Recorder> recorder;
-  Status created;
-  if (lead && !r.no_record) {
-    auto rec = Recorder::Create(r.record.empty() ? DefaultRunPath(r.model->name()) : r.record,
-                                DescribeRun(r, s.options));
-    if (rec.ok())
-      recorder = std::move(*rec);
-    else
-      created = rec.status();
-  }
-  if (world != nullptr) {  // every rank learns whether rank 0 could create the file
-    std::vector<float> flag = {created.ok() ? 1.0f : 0.0f};
-    if (!world->Broadcast(flag, 0).ok() || flag[0] != 1.0f)
-      return lead ? Fail(kExitBadInput, created.message()) : kExitBadInput;
-  } else if (!created.ok()) {
-    return Fail(kExitBadInput, created.message());
-  }
-  auto run = [&](Communicator& comm) {
+  TrainSession session;
+  if (auto stop =
+          OpenTrainSession(r.mpi, r.no_record, r.record, DescribeRun(r, s.options), &session))
+    return *stop;
+  return RunTrainSession(session, r.devices, "worker", [&](Communicator& comm) {
     Setup mine = s;
-    mine.recorder = comm.rank() == 0 ? recorder.get() : nullptr;
+    mine.recorder = comm.rank() == 0 ? session.recorder.get() : nullptr;
     return TrainWorker(comm, mine);
-  };
-  Status st;
-  if (world != nullptr) {
-    st = run(*world);
-    if (!st.ok()) st = st.WithContext("worker " + std::to_string(world->rank()));
-  } else {
-    st = RunOnDevices(r.devices, run);
-  }
-  if (recorder != nullptr) {
-    Status fin = recorder->Finish(st.ok(), st.ok() ? "" : st.message());
-    if (st.ok() && !fin.ok()) st = fin;
-    if (st.ok()) {
-      std::printf("\nrecorded %s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
-                  recorder->path().c_str(), recorder->path().c_str(), recorder->path().c_str());
-    }
-  }
-  if (!st.ok()) return Fail(kExitRunFailure, st.message());
-  return kExitOk;
+  });
 }
 
 }  // namespace shardscope::cli
