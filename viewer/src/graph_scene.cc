@@ -475,7 +475,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
     scene.items.push_back(TextItem(QRectF(18, legend_h, 600, 16), text, 9));
     legend_h += 16;
   };
-  if (!options.partitioned || !run.redistributions.empty()) {
+  if (!run.redistributions.empty()) {  // no legend for edges the run does not have
     add_line_legend(QColor(230, 100, 0), false,
                     "redistribution (collectives, bytes received per rank, max)");
   }
