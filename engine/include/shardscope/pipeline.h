@@ -44,7 +44,8 @@ struct PipelineOptions {
 };
 
 // One phase of one micro-batch on one worker. Times in seconds from the start of the
-// worker's Step() (workers start a step together: the previous one ends with a collective).
+// worker's Step(); workers leave the previous step's collective at slightly different
+// moments, so compare workers through last_step_origin().
 struct PhaseSpan {
   int micro_batch = 0;
   bool backward = false;
@@ -91,6 +92,9 @@ class PipelineTrainer {
   const Tensor* Parameter(ValueId param) const;
   const WorkerStats& stats() const { return stats_; }
   const std::vector<PhaseSpan>& last_step_spans() const { return spans_; }
+  // When the last Step() began, in seconds of the steady clock (shared by the threads and
+  // processes of one host, not across hosts).
+  double last_step_origin() const { return step_origin_; }
 
  private:
   PipelineTrainer() = default;
@@ -114,6 +118,7 @@ class PipelineTrainer {
   std::unique_ptr<Optimizer> optimizer_;
   WorkerStats stats_;
   std::vector<PhaseSpan> spans_;
+  double step_origin_ = 0;
   int64_t step_ = 0;
 };
 

@@ -1,6 +1,7 @@
 // `shardscope train` for placed models: one worker per device, micro-batch pipelining.
 #include "cli/train_placed.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -67,8 +68,16 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
       now.parameter_bytes + now.gradient_bytes + now.optimizer_bytes + now.activation_bytes;
   *previous = now;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
-  // Spans: every worker runs 2 * M phases per step, so the blocks have equal sizes.
+  // Spans: every worker runs 2 * M phases per step, so the blocks have equal sizes. Each
+  // block opens with the worker's step origin on the steady clock as a float pair (high part,
+  // remainder): floats cannot hold it to the microsecond, the pair can.
+  constexpr size_t kFields = 6;
   std::vector<float> spans;
+  const double origin = t.last_step_origin();
+  const float origin_high = static_cast<float>(origin);
+  spans.insert(spans.end(),
+               {origin_high, static_cast<float>(origin - static_cast<double>(origin_high)), 0, 0,
+                0, 0});
   for (const PhaseSpan& p : t.last_step_spans()) {
     spans.insert(spans.end(),
                  {static_cast<float>(p.micro_batch), p.backward ? 1.0f : 0.0f,
@@ -79,18 +88,31 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
   SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(spans, all));
   if (s.recorder == nullptr) return Status::Ok();
   SHARDSCOPE_RETURN_IF_ERROR(s.recorder->RecordStep(step, epoch, loss, seconds, ranks));
+  // Every worker's times from the earliest step origin. Workers on other hosts have unrelated
+  // clocks (boot times seconds or hours apart): origins further apart than the step, or than
+  // a second, mean that, and then each worker keeps its own origin.
+  std::vector<double> origins(comm.size());
+  for (int r = 0; r < comm.size(); ++r)
+    origins[r] = static_cast<double>(all[r * spans.size()]) +
+                 static_cast<double>(all[r * spans.size() + 1]);
+  const double earliest = *std::min_element(origins.begin(), origins.end());
+  const double latest = *std::max_element(origins.begin(), origins.end());
+  const bool one_clock = latest - earliest <= std::max(seconds, 1.0);
   std::vector<store::PipelineSpanRecord> records;
-  for (size_t i = 0; i + 6 <= all.size(); i += 6) {
-    store::PipelineSpanRecord r;
-    r.step = step;
-    r.rank = static_cast<int64_t>(i / std::max<size_t>(1, spans.size()));
-    r.micro_batch = static_cast<int64_t>(all[i]);
-    r.phase = all[i + 1] != 0.0f ? "backward" : "forward";
-    r.start_seconds = all[i + 2];
-    r.end_seconds = all[i + 3];
-    r.compute_seconds = all[i + 4];
-    r.idle_seconds = all[i + 5];
-    records.push_back(r);
+  for (int r = 0; r < comm.size(); ++r) {
+    const double shift = one_clock ? origins[r] - earliest : 0.0;
+    for (size_t i = (r * spans.size()) + kFields; i < (r + 1) * spans.size(); i += kFields) {
+      store::PipelineSpanRecord rec;
+      rec.step = step;
+      rec.rank = r;
+      rec.micro_batch = static_cast<int64_t>(all[i]);
+      rec.phase = all[i + 1] != 0.0f ? "backward" : "forward";
+      rec.start_seconds = shift + all[i + 2];
+      rec.end_seconds = shift + all[i + 3];
+      rec.compute_seconds = all[i + 4];
+      rec.idle_seconds = all[i + 5];
+      records.push_back(rec);
+    }
   }
   return s.recorder->RecordPipelineSpans(records);
 }

@@ -271,6 +271,7 @@ Result<float> PipelineTrainer::Step(Communicator& comm, const Tensor& images,
   }
   const WorkerProgram& mine = program_.programs[rank_];
   const auto step_start = Clock::now();
+  step_origin_ = std::chrono::duration<double>(step_start.time_since_epoch()).count();
   for (int i = 0; i < m; ++i) {
     if (mine.reads_input) CopyRows(images, i * b, &micro_[i][model_.input]);
     if (mine.reads_labels) CopyRows(labels, i * b, &micro_[i][model_.labels]);
