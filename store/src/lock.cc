@@ -39,9 +39,17 @@ Status OpenError(int err, const std::string& run_path) {
   const std::string reason = std::strerror(err);
   switch (err) {
     case ENOENT:
-    case ENOTDIR:
+    case ENOTDIR: {
+      // Some file systems (/proc, /sys) answer ENOENT for a directory that exists.
+      struct stat st {};
+      if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        return Status(ErrorCode::kReadOnly, run_path + ": cannot create the run file: directory '" +
+                                                dir + "' does not accept new files (" + reason +
+                                                ")");
+      }
       return Status(ErrorCode::kNotFound, run_path + ": cannot create the run file: directory '" +
                                               dir + "' does not exist (" + reason + ")");
+    }
     case EACCES:
     case EPERM:
     case EROFS:

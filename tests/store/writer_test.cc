@@ -138,6 +138,17 @@ TEST(RunWriter, RefusesMissingDirectory) {
   EXPECT_EQ(empty.status().code(), ErrorCode::kInvalidArgument);
 }
 
+// /proc exists but answers ENOENT to a new file: the message must not claim it is missing.
+TEST(RunWriter, DirectoryThatRefusesNewFilesIsNotCalledMissing) {
+  struct stat st {};
+  if (stat("/proc/self", &st) != 0) GTEST_SKIP() << "no /proc here";
+  auto w = RunWriter::Create("/proc/run.db", SampleRunInfo());
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), ErrorCode::kReadOnly) << w.status().message();
+  EXPECT_TRUE(Contains(w.status().message(), "directory '/proc' does not accept new files"))
+      << w.status().message();
+}
+
 TEST(RunWriter, RefusesReadOnlyDirectory) {
   TempDir dir;
   const std::string ro = dir.File("ro");

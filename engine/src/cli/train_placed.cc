@@ -75,9 +75,9 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
   std::vector<float> spans;
   const double origin = t.last_step_origin();
   const float origin_high = static_cast<float>(origin);
-  spans.insert(spans.end(),
-               {origin_high, static_cast<float>(origin - static_cast<double>(origin_high)), 0, 0,
-                0, 0});
+  spans.insert(
+      spans.end(),
+      {origin_high, static_cast<float>(origin - static_cast<double>(origin_high)), 0, 0, 0, 0});
   for (const PhaseSpan& p : t.last_step_spans()) {
     spans.insert(spans.end(),
                  {static_cast<float>(p.micro_batch), p.backward ? 1.0f : 0.0f,
@@ -93,8 +93,8 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
   // a second, mean that, and then each worker keeps its own origin.
   std::vector<double> origins(comm.size());
   for (int r = 0; r < comm.size(); ++r)
-    origins[r] = static_cast<double>(all[r * spans.size()]) +
-                 static_cast<double>(all[r * spans.size() + 1]);
+    origins[r] =
+        static_cast<double>(all[r * spans.size()]) + static_cast<double>(all[r * spans.size() + 1]);
   const double earliest = *std::min_element(origins.begin(), origins.end());
   const double latest = *std::max_element(origins.begin(), origins.end());
   const bool one_clock = latest - earliest <= std::max(seconds, 1.0);
