@@ -1,8 +1,10 @@
 // A GPT-style stack of transformer blocks for the searches (issue 7): token embedding,
-// `layers` pre-LayerNorm blocks (samples/cpp/models.h TransformerBlock), mean over tokens,
+// `layers` pre-LayerNorm blocks (samples/cpp/models.h TransformerBlock), a final LayerNorm
+// (as GPT-2's ln_f: it keeps the residual stream of a deep stack in scale), mean over tokens,
 // a classifier head. Header-only, like models.h, so tests and benchmarks build the same model.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -14,7 +16,10 @@ namespace shardscope::samples {
 class Gpt : public nn::Module {
  public:
   Gpt(int layers, int64_t vocab, int64_t tokens, int64_t dim, int64_t heads, int64_t classes)
-      : nn::Module(""), embedding{"embedding", vocab, dim}, head{"head", dim, classes} {
+      : nn::Module(""),
+        embedding{"embedding", vocab, dim},
+        ln_f{"ln_f", dim},
+        head{"head", dim, classes} {
     for (int i = 0; i < layers; ++i) {
       blocks.push_back(
           std::make_unique<TransformerBlock>("layer" + std::to_string(i), tokens, dim, heads));
@@ -22,6 +27,7 @@ class Gpt : public nn::Module {
   }
   nn::Embedding embedding;
   std::vector<std::unique_ptr<TransformerBlock>> blocks;
+  nn::LayerNorm ln_f;
   nn::Dense head;
 
  protected:
@@ -31,7 +37,7 @@ class Gpt : public nn::Module {
     for (auto& block : blocks) x = (*block)(b, x);
     OpAttrs mean;
     mean.axes = {1};
-    return head(b, b.Op(OpKind::kReduceMean, "pool", {x}, mean));
+    return head(b, b.Op(OpKind::kReduceMean, "pool", {ln_f(b, x)}, mean));
   }
 };
 
@@ -54,6 +60,22 @@ inline Dataset MakeTokenSumDataset(int64_t n, int64_t tokens, int64_t vocab, int
   d.images = Tensor::FromInts({n, tokens}, ids);
   d.labels = Tensor::FromInts({n}, labels);
   d.num_classes = classes;
+  return d;
+}
+
+// Token sequences whose label is the most frequent id residue modulo `classes` (ties: the
+// smallest residue): learnable from the bag of tokens within a few epochs, unlike the sum.
+inline Dataset MakeTokenMajorityDataset(int64_t n, int64_t tokens, int64_t vocab, int classes,
+                                        uint64_t seed) {
+  Dataset d = MakeTokenSumDataset(n, tokens, vocab, classes, seed);
+  std::vector<int32_t> labels(n, 0);
+  const int32_t* ids = d.images.ints();
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int> count(classes, 0);
+    for (int64_t t = 0; t < tokens; ++t) ++count[ids[i * tokens + t] % classes];
+    labels[i] = static_cast<int32_t>(std::max_element(count.begin(), count.end()) - count.begin());
+  }
+  d.labels = Tensor::FromInts({n}, labels);
   return d;
 }
 

@@ -29,6 +29,14 @@ Result<Splits> LoadData(const SampleSpec& spec, const std::string& data, int64_t
     SHARDSCOPE_ASSIGN_OR_RETURN(splits.test,
                                 LoadIdxDataset(dir, Split::kTest, spec.mnist_data.images, limit));
     splits.source = dir;
+  } else if (spec.custom.make) {
+    Dataset all = spec.custom.make(spec.custom.train + spec.custom.test, /*seed=*/1);
+    BatchIterator split(all, spec.custom.train, /*seed=*/1, /*shuffle=*/false,
+                        /*drop_remainder=*/false);
+    split.Next(&splits.train.images, &splits.train.labels);
+    split.Next(&splits.test.images, &splits.test.labels);
+    splits.train.num_classes = splits.test.num_classes = all.num_classes;
+    splits.source = spec.custom.source;
   } else {
     // Training and test examples drawn around the same class prototypes.
     const int64_t train = 4096, test = 1024;
@@ -67,13 +75,25 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("--show-plan", show_plan, "Print the partitioned program");
+  std::string search_name = spec.search ? SearchModeName(*spec.search) : "";
+  if (spec.search) {
+    app.add_option("--search", search_name,
+                   "Strategy search: sharding_propagation, recursive_programming or "
+                   "dynamic_programming")
+        ->capture_default_str();
+  }
   CLI11_PARSE(app, argc, argv);
+  if (spec.search) {
+    auto mode = ParseSearchMode(search_name);
+    if (!mode.ok()) return Fail(mode.status());
+    spec.search = *mode;
+  }
 
   auto splits = LoadData(spec, data, limit);
   if (!splits.ok()) return Fail(splits.status());
   const Dataset& train = splits->train;
   const Dataset& test = splits->test;
-  auto model = nn::BuildClassifier(net, spec.input_shape, spec.batch);
+  auto model = nn::BuildClassifier(net, spec.input_shape, spec.batch, spec.input_dtype);
   if (!model.ok()) return Fail(model.status());
   spec.options.devices = devices;
   std::printf("data: %s (%lld training, %lld test examples)\n", splits->source.c_str(),
@@ -96,6 +116,7 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
     }
     std::printf("%s chose the strategies of %zu operator(s); predicted step %.3f ms\n",
                 SearchModeName(*spec.search), chosen->operators.size(), 1e3 * chosen->step_seconds);
+    if (spec.report_search) spec.report_search(*chosen);
   }
 
   // One thread per device; every device runs this with its own rank.
