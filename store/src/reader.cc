@@ -13,6 +13,7 @@
 
 namespace shardscope::store {
 
+using internal::RefId;
 using internal::Stmt;
 
 namespace {
@@ -194,17 +195,8 @@ Status RunReader::Impl::ReadRun(RunInfo* out) {
   Status st = ForEach(run, "reading the run", [&] {
     found = true;
     RunInfo& r = *out;
-    r.name = run.Text(0);
-    r.mode = run.Text(1);
-    r.search = run.Text(2);
-    r.devices = run.Int(3);
-    r.backend = run.Text(4);
-    r.model_path = run.Text(5);
-    r.model_text = run.Text(6);
-    r.config_json = run.Text(7);
-    r.command_line = run.Text(8);
-    r.shardscope_version = run.Text(9);
-    r.versions_json = run.Text(10);
+    run.ReadRow(0, r.name, r.mode, r.search, r.devices, r.backend, r.model_path, r.model_text,
+                r.config_json, r.command_line, r.shardscope_version, r.versions_json);
     const std::string status = run.Text(11);
     if (!ParseRunStatus(status, &r.stored_status)) {
       return Damaged("unknown run status '" + status + "'");
@@ -225,21 +217,9 @@ Status RunReader::Impl::ReadRun(RunInfo* out) {
 }
 
 Status RunReader::Impl::ReadOperatorRow(Stmt& s, OperatorRecord* o) {
-  o->id = s.Int(0);
-  o->name = s.Text(1);
-  o->scope = s.Text(2);
-  o->kind = s.Text(3);
-  o->is_backward = s.Bool(4);
-  o->forward_id = s.Ref(5);
-  o->mesh_id = s.Ref(6);
-  o->strategy = s.Text(7);
-  o->provenance = s.Text(8);
-  o->provenance_detail = s.Text(9);
-  o->provenance_op = s.Ref(10);
-  o->search_round = s.Ref(11);
-  o->cost = s.Double(12);
-  o->worker = s.Ref(13);
-  o->attrs = s.Text(14);
+  s.ReadRow(0, o->id, o->name, o->scope, o->kind, o->is_backward, RefId{o->forward_id},
+            RefId{o->mesh_id}, o->strategy, o->provenance, o->provenance_detail,
+            RefId{o->provenance_op}, RefId{o->search_round}, o->cost, RefId{o->worker}, o->attrs);
   return Status::Ok();
 }
 
@@ -258,12 +238,8 @@ Status RunReader::Impl::AttachCandidates(std::vector<OperatorRecord>* ops) {
     while (i < ops->size() && (*ops)[i].id < op_id) ++i;
     if (i == ops->size() || (*ops)[i].id != op_id) return Status::Ok();  // no such operator
     CandidateRecord c;
-    c.strategy = cands_all.Text(1);
-    c.cost = cands_all.Double(2);
-    c.compute_seconds = cands_all.Double(3);
-    c.comm_seconds = cands_all.Double(4);
-    c.memory_bytes = cands_all.Int(5);
-    c.note = cands_all.Text(6);
+    cands_all.ReadRow(1, c.strategy, c.cost, c.compute_seconds, c.comm_seconds, c.memory_bytes,
+                      c.note);
     (*ops)[i].candidates.push_back(std::move(c));
     return Status::Ok();
   });
@@ -276,23 +252,14 @@ Status RunReader::Impl::ReadTensorRow(Stmt& s, TensorRecord* t) {
       !st.ok()) {
     return st;
   }
-  t->dtype = s.Text(3);
-  t->kind = s.Text(4);
-  t->producer_op = s.Ref(5);
-  t->producer_output = s.Int(6);
-  t->layout = s.Text(7);
-  t->mesh_id = s.Ref(8);
+  s.ReadRow(3, t->dtype, t->kind, RefId{t->producer_op}, t->producer_output, t->layout,
+            RefId{t->mesh_id});
   return Status::Ok();
 }
 
 void RunReader::Impl::ReadEdgeRow(Stmt& s, EdgeRecord* e) {
-  e->tensor_id = s.Int(0);
-  e->src_op = s.Ref(1);
-  e->src_output = s.Int(2);
-  e->dst_op = s.Int(3);
-  e->dst_input = s.Int(4);
-  e->layout = s.Text(5);
-  e->mesh_id = s.Ref(6);
+  s.ReadRow(0, e->tensor_id, RefId{e->src_op}, e->src_output, e->dst_op, e->dst_input, e->layout,
+            RefId{e->mesh_id});
 }
 
 Status RunReader::Impl::ReadEdges(Stmt& s, std::vector<EdgeRecord>* out) {
@@ -304,21 +271,10 @@ Status RunReader::Impl::ReadEdges(Stmt& s, std::vector<EdgeRecord>* out) {
 }
 
 Status RunReader::Impl::ReadRedistRow(Stmt& s, RedistributionRecord* r) {
-  r->id = s.Int(0);
-  r->tensor_id = s.Ref(1);
-  r->consumer_op = s.Ref(2);
-  r->consumer_input = s.Ref(3);
-  r->is_backward = s.Bool(4);
-  r->from_layout = s.Text(5);
-  r->from_mesh_id = s.Ref(6);
-  r->to_layout = s.Text(7);
-  r->to_mesh_id = s.Ref(8);
-  r->plan_mesh_id = s.Ref(9);
-  r->reason = s.Text(10);
-  r->bytes = s.Int(11);
-  r->lower_bound_bytes = s.Int(12);
-  r->bytes_total = s.Int(13);
-  r->lower_bound_total = s.Int(14);
+  s.ReadRow(0, r->id, RefId{r->tensor_id}, RefId{r->consumer_op}, RefId{r->consumer_input},
+            r->is_backward, r->from_layout, RefId{r->from_mesh_id}, r->to_layout,
+            RefId{r->to_mesh_id}, RefId{r->plan_mesh_id}, r->reason, r->bytes, r->lower_bound_bytes,
+            r->bytes_total, r->lower_bound_total);
   if (Status st = Json(internal::ParseInts(s.Text(15), &r->lower_bound_per_rank), "redistribution",
                        r->id, "lower_bound_per_rank");
       !st.ok()) {
@@ -354,10 +310,7 @@ Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x) {
   if (Status st = check(internal::ParseInts(s.Text(11), &x->bytes_recv), "bytes_recv"); !st.ok()) {
     return st;
   }
-  x->messages = s.Int(12);
-  x->seconds = s.Double(13);
-  x->layout_after = s.Text(14);
-  x->reason = s.Text(15);
+  s.ReadRow(12, x->messages, x->seconds, x->layout_after, x->reason);
   if (Status st = check(internal::ParseTransfers(s.Text(16), &x->transfers), "transfers");
       !st.ok()) {
     return st;
@@ -391,16 +344,8 @@ Status RunReader::Impl::ReadRedists(Stmt& s, bool with_steps,
 }
 
 void RunReader::Impl::ReadRankStepRow(Stmt& s, RankStepRecord* k) {
-  k->rank = s.Int(1);
-  k->compute_seconds = s.Double(2);
-  k->comm_seconds = s.Double(3);
-  k->bytes_sent = s.Int(4);
-  k->bytes_recv = s.Int(5);
-  k->param_bytes = s.Int(6);
-  k->grad_bytes = s.Int(7);
-  k->optimizer_bytes = s.Int(8);
-  k->activation_bytes = s.Int(9);
-  k->peak_bytes = s.Int(10);
+  s.ReadRow(1, k->rank, k->compute_seconds, k->comm_seconds, k->bytes_sent, k->bytes_recv,
+            k->param_bytes, k->grad_bytes, k->optimizer_bytes, k->activation_bytes, k->peak_bytes);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -553,12 +498,7 @@ Status CandidatesByLookup(Impl& d, std::vector<OperatorRecord>* ops) {
     s.BindInt(1, o.id);
     Status st = d.ForEach(s, "reading candidates", [&] {
       CandidateRecord c;
-      c.strategy = s.Text(1);
-      c.cost = s.Double(2);
-      c.compute_seconds = s.Double(3);
-      c.comm_seconds = s.Double(4);
-      c.memory_bytes = s.Int(5);
-      c.note = s.Text(6);
+      s.ReadRow(1, c.strategy, c.cost, c.compute_seconds, c.comm_seconds, c.memory_bytes, c.note);
       o.candidates.push_back(std::move(c));
       return Status::Ok();
     });
@@ -743,14 +683,8 @@ Result<std::vector<ProgramRecord>> RunReader::Programs(bool with_instructions) c
     while (i < out.size() && out[i].rank < rank) ++i;
     if (i == out.size() || out[i].rank != rank) return Status::Ok();
     InstructionRecord in;
-    in.ordinal = s.Int(1);
-    in.kind = s.Text(2);
-    in.op_id = s.Ref(3);
-    in.redistribution_id = s.Ref(4);
-    in.tensor_id = s.Ref(5);
-    in.peer = s.Ref(6);
-    in.bytes = s.Int(7);
-    in.text = s.Text(8);
+    s.ReadRow(1, in.ordinal, in.kind, RefId{in.op_id}, RefId{in.redistribution_id},
+              RefId{in.tensor_id}, RefId{in.peer}, in.bytes, in.text);
     out[i].instructions.push_back(std::move(in));
     return Status::Ok();
   });
@@ -764,14 +698,8 @@ Result<std::vector<SendRecvRecord>> RunReader::SendRecvs() const {
   std::vector<SendRecvRecord> out;
   Status st = impl_->ForEach(s, "reading send/receive pairs", [&] {
     SendRecvRecord p;
-    p.id = s.Int(0);
-    p.tensor_id = s.Ref(1);
-    p.src_rank = s.Int(2);
-    p.dst_rank = s.Int(3);
-    p.src_op = s.Ref(4);
-    p.dst_op = s.Ref(5);
-    p.bytes = s.Int(6);
-    p.is_backward = s.Bool(7);
+    s.ReadRow(0, p.id, RefId{p.tensor_id}, p.src_rank, p.dst_rank, RefId{p.src_op}, RefId{p.dst_op},
+              p.bytes, p.is_backward);
     out.push_back(std::move(p));
     return Status::Ok();
   });
@@ -788,14 +716,8 @@ Result<std::vector<PipelineSpanRecord>> RunReader::PipelineSpans(int64_t first,
   std::vector<PipelineSpanRecord> out;
   Status st = impl_->ForEach(s, "reading the pipeline timeline", [&] {
     PipelineSpanRecord p;
-    p.step = s.Int(0);
-    p.rank = s.Int(1);
-    p.micro_batch = s.Int(2);
-    p.phase = s.Text(3);
-    p.start_seconds = s.Double(4);
-    p.end_seconds = s.Double(5);
-    p.compute_seconds = s.Double(6);
-    p.idle_seconds = s.Double(7);
+    s.ReadRow(0, p.step, p.rank, p.micro_batch, p.phase, p.start_seconds, p.end_seconds,
+              p.compute_seconds, p.idle_seconds);
     out.push_back(std::move(p));
     return Status::Ok();
   });
@@ -813,11 +735,7 @@ Result<std::vector<StepRecord>> RunReader::Steps(int64_t first, int64_t last,
   s.BindInt(2, last);
   Status st = d.ForEach(s, "reading steps", [&] {
     StepRecord r;
-    r.step = s.Int(0);
-    r.epoch = s.Int(1);
-    r.loss = s.Double(2);
-    r.seconds = s.Double(3);
-    r.time = s.Double(4);
+    s.ReadRow(0, r.step, r.epoch, r.loss, r.seconds, r.time);
     out.push_back(std::move(r));
     return Status::Ok();
   });
@@ -859,17 +777,8 @@ Result<std::vector<RankTotalsRecord>> RunReader::RankTotals() const {
   std::vector<RankTotalsRecord> out;
   Status st = impl_->ForEach(s, "summing per-rank figures", [&] {
     RankTotalsRecord t;
-    t.rank = s.Int(0);
-    t.steps = s.Int(1);
-    t.compute_seconds = s.Double(2);
-    t.comm_seconds = s.Double(3);
-    t.bytes_sent = s.Int(4);
-    t.bytes_recv = s.Int(5);
-    t.peak_bytes = s.Int(6);
-    t.param_bytes = s.Int(7);
-    t.grad_bytes = s.Int(8);
-    t.optimizer_bytes = s.Int(9);
-    t.activation_bytes = s.Int(10);
+    s.ReadRow(0, t.rank, t.steps, t.compute_seconds, t.comm_seconds, t.bytes_sent, t.bytes_recv,
+              t.peak_bytes, t.param_bytes, t.grad_bytes, t.optimizer_bytes, t.activation_bytes);
     out.push_back(t);
     return Status::Ok();
   });
@@ -883,15 +792,7 @@ Result<std::vector<EvaluationRecord>> RunReader::Evaluations() const {
   std::vector<EvaluationRecord> out;
   Status st = impl_->ForEach(s, "reading evaluations", [&] {
     EvaluationRecord e;
-    e.id = s.Int(0);
-    e.step = s.Int(1);
-    e.epoch = s.Int(2);
-    e.name = s.Text(3);
-    e.loss = s.Double(4);
-    e.accuracy = s.Double(5);
-    e.samples = s.Int(6);
-    e.seconds = s.Double(7);
-    e.time = s.Double(8);
+    s.ReadRow(0, e.id, e.step, e.epoch, e.name, e.loss, e.accuracy, e.samples, e.seconds, e.time);
     out.push_back(std::move(e));
     return Status::Ok();
   });
@@ -907,13 +808,7 @@ Result<std::vector<EventRecord>> RunReader::Events(int64_t after_id, int64_t lim
   std::vector<EventRecord> out;
   Status st = impl_->ForEach(s, "reading events", [&] {
     EventRecord e;
-    e.id = s.Int(0);
-    e.time = s.Double(1);
-    e.level = s.Text(2);
-    e.step = s.Ref(3);
-    e.rank = s.Ref(4);
-    e.source = s.Text(5);
-    e.text = s.Text(6);
+    s.ReadRow(0, e.id, e.time, e.level, RefId{e.step}, RefId{e.rank}, e.source, e.text);
     out.push_back(std::move(e));
     return Status::Ok();
   });

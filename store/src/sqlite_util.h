@@ -5,9 +5,11 @@
 #include <sqlite3.h>
 
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "shardscope/store/status.h"
@@ -19,6 +21,14 @@ namespace shardscope::store::internal {
 Status SqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what);
 // The same without a connection (sqlite3_errstr).
 Status SqliteCodeError(int rc, const std::string& path, std::string_view what);
+
+// An id column whose kNone (-1) is NULL, for Stmt::BindRow (RefId{o.mesh_id}) and Stmt::ReadRow.
+template <typename Id>
+struct RefId {
+  Id& id;
+};
+template <typename Id>
+RefId(Id&) -> RefId<Id>;
 
 // A prepared statement. Bind* take 1-based parameter indices, column getters 0-based ones.
 // Text is bound without a copy (SQLITE_STATIC): the bound string must outlive the Step().
@@ -72,6 +82,24 @@ class Stmt {
   }
   void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
 
+  // Binds parameters 1, 2, ... to `values` by type: integers, bool, floating point, text, RefId.
+  // Text is not copied: a temporary std::string is refused at compile time.
+  template <typename... T>
+  void BindRow(T&&... values) {
+    static_assert(((!std::is_same_v<std::remove_cvref_t<T>, std::string> ||
+                    std::is_lvalue_reference_v<T>)&&...),
+                  "BindRow: bind a named string, not a temporary (SQLite keeps a pointer)");
+    int i = 0;
+    (Bind(++i, values), ...);
+  }
+  // Reads columns first, first + 1, ... into `out` by type (as Int, Bool, Double, Text, Ref for a
+  // RefId).
+  template <typename... T>
+  void ReadRow(int first, T&&... out) const {
+    int col = first;
+    (Read(col++, out), ...);
+  }
+
   int Step() { return sqlite3_step(stmt_); }
   void Reset() {
     sqlite3_reset(stmt_);
@@ -95,6 +123,35 @@ class Stmt {
   }
 
  private:
+  // Integers and bool by exact type (a pointer must not convert to bool).
+  template <std::integral I>
+  void Bind(int i, I v) {
+    if constexpr (std::is_same_v<I, bool>) {
+      BindBool(i, v);
+    } else {
+      BindInt(i, static_cast<int64_t>(v));
+    }
+  }
+  void Bind(int i, double v) { BindDouble(i, v); }
+  void Bind(int i, std::string_view v) { BindText(i, v); }
+  void Bind(int i, const char* v) { BindText(i, v); }
+  template <typename Id>
+  void Bind(int i, RefId<Id> r) {
+    BindRef(i, r.id);
+  }
+
+  void Read(int col, bool& v) const { v = Bool(col); }
+  template <std::integral I>
+  void Read(int col, I& v) const {
+    v = static_cast<I>(Int(col));
+  }
+  template <std::floating_point F>
+  void Read(int col, F& v) const {
+    v = static_cast<F>(Double(col));
+  }
+  void Read(int col, std::string& v) const { v = Text(col); }
+  void Read(int col, RefId<int64_t> r) const { r.id = Ref(col); }
+
   sqlite3_stmt* stmt_ = nullptr;
 };
 

@@ -22,6 +22,7 @@
 
 namespace shardscope::store {
 
+using internal::RefId;
 using internal::Stmt;
 
 namespace {
@@ -67,17 +68,9 @@ std::string HumanBytes(int64_t bytes) {
 }
 
 void BindRunFields(Stmt& s, const RunInfo& run) {
-  s.BindText(1, run.name);
-  s.BindText(2, run.mode);
-  s.BindText(3, run.search);
-  s.BindInt(4, run.devices);
-  s.BindText(5, run.backend);
-  s.BindText(6, run.model_path);
-  s.BindText(7, run.model_text);
-  s.BindText(8, run.config_json);
-  s.BindText(9, run.command_line);
-  s.BindText(10, run.shardscope_version);
-  s.BindText(11, run.versions_json);
+  s.BindRow(run.name, run.mode, run.search, run.devices, run.backend, run.model_path,
+            run.model_text, run.config_json, run.command_line, run.shardscope_version,
+            run.versions_json);
 }
 
 constexpr std::string_view kInsertRun =
@@ -505,9 +498,7 @@ Status RunWriter::Impl::CommitLocked() {
 Status RunWriter::Impl::FinishLocked(RunStatus status, std::string_view message) {
   if (Status st = Usable(); !st.ok()) return st;
   Status first = CommitLocked();
-  finish_run.BindText(1, RunStatusName(status));
-  finish_run.BindText(2, message);
-  finish_run.BindDouble(3, Now());
+  finish_run.BindRow(RunStatusName(status), message, Now());
   if (Status st = Run(finish_run, "recording the final status"); !st.ok() && first.ok()) {
     first = st;
   }
@@ -670,11 +661,7 @@ Status RunWriter::AddMesh(const MeshRecord& m) {
   const std::string names = internal::JsonStrings(m.axis_names);
   const std::string ranks = internal::JsonInts(m.ranks);
   Stmt& s = d.mesh;
-  s.BindInt(1, m.id);
-  s.BindText(2, m.name);
-  s.BindText(3, shape);
-  s.BindText(4, names);
-  s.BindText(5, ranks);
+  s.BindRow(m.id, m.name, shape, names, ranks);
   return d.Run(s, what);
 }
 
@@ -687,33 +674,15 @@ Status RunWriter::AddOperator(const OperatorRecord& o) {
   if (o.id < 0) return d.Invalid(what(), "negative id");
   if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.op;
-  s.BindInt(1, o.id);
-  s.BindText(2, o.name);
-  s.BindText(3, o.scope);
-  s.BindText(4, o.kind);
-  s.BindBool(5, o.is_backward);
-  s.BindRef(6, o.forward_id);
-  s.BindRef(7, o.mesh_id);
-  s.BindText(8, o.strategy);
-  s.BindText(9, o.provenance);
-  s.BindText(10, o.provenance_detail);
-  s.BindRef(11, o.provenance_op);
-  s.BindRef(12, o.search_round);
-  s.BindDouble(13, o.cost);
-  s.BindRef(14, o.worker);
-  s.BindText(15, o.attrs);
+  s.BindRow(o.id, o.name, o.scope, o.kind, o.is_backward, RefId{o.forward_id}, RefId{o.mesh_id},
+            o.strategy, o.provenance, o.provenance_detail, RefId{o.provenance_op},
+            RefId{o.search_round}, o.cost, RefId{o.worker}, o.attrs);
   if (Status st = d.Run(s, what); !st.ok()) return st;
   for (size_t i = 0; i < o.candidates.size(); ++i) {
     const CandidateRecord& c = o.candidates[i];
     Stmt& cs = d.candidate;
-    cs.BindInt(1, o.id);
-    cs.BindInt(2, static_cast<int64_t>(i));
-    cs.BindText(3, c.strategy);
-    cs.BindDouble(4, c.cost);
-    cs.BindDouble(5, c.compute_seconds);
-    cs.BindDouble(6, c.comm_seconds);
-    cs.BindInt(7, c.memory_bytes);
-    cs.BindText(8, c.note);
+    cs.BindRow(o.id, static_cast<int64_t>(i), c.strategy, c.cost, c.compute_seconds, c.comm_seconds,
+               c.memory_bytes, c.note);
     if (Status st = d.Run(cs, what); !st.ok()) {
       d.Undo({&d.undo_candidates, &d.undo_op}, o.id);
       return st;
@@ -732,15 +701,8 @@ Status RunWriter::AddTensor(const TensorRecord& t) {
   if (Status st = d.Ready(); !st.ok()) return st;
   const std::string shape = internal::JsonInts(t.shape);
   Stmt& s = d.tensor;
-  s.BindInt(1, t.id);
-  s.BindText(2, t.name);
-  s.BindText(3, shape);
-  s.BindText(4, t.dtype);
-  s.BindText(5, t.kind);
-  s.BindRef(6, t.producer_op);
-  s.BindInt(7, t.producer_output);
-  s.BindText(8, t.layout);
-  s.BindRef(9, t.mesh_id);
+  s.BindRow(t.id, t.name, shape, t.dtype, t.kind, RefId{t.producer_op}, t.producer_output, t.layout,
+            RefId{t.mesh_id});
   return d.Run(s, what);
 }
 
@@ -749,13 +711,8 @@ Status RunWriter::AddEdge(const EdgeRecord& e) {
   Impl& d = *impl_;
   if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.edge;
-  s.BindInt(1, e.dst_op);
-  s.BindInt(2, e.dst_input);
-  s.BindInt(3, e.tensor_id);
-  s.BindRef(4, e.src_op);
-  s.BindInt(5, e.src_output);
-  s.BindText(6, e.layout);
-  s.BindRef(7, e.mesh_id);
+  s.BindRow(e.dst_op, e.dst_input, e.tensor_id, RefId{e.src_op}, e.src_output, e.layout,
+            RefId{e.mesh_id});
   return d.Run(s, [&] {
     return "recording the edge of tensor " + std::to_string(e.tensor_id) + " into operator " +
            std::to_string(e.dst_op) + " input " + std::to_string(e.dst_input);
@@ -770,24 +727,10 @@ Status RunWriter::AddRedistribution(const RedistributionRecord& r) {
   if (Status st = d.Ready(); !st.ok()) return st;
   const std::string lower_bound = internal::JsonInts(r.lower_bound_per_rank);
   Stmt& s = d.redist;
-  s.BindInt(1, r.id);
-  s.BindRef(2, r.tensor_id);
-  s.BindRef(3, r.consumer_op);
-  s.BindRef(4, r.consumer_input);
-  s.BindBool(5, r.is_backward);
-  s.BindText(6, r.from_layout);
-  s.BindRef(7, r.from_mesh_id);
-  s.BindText(8, r.to_layout);
-  s.BindRef(9, r.to_mesh_id);
-  s.BindRef(10, r.plan_mesh_id);
-  s.BindText(11, r.reason);
-  s.BindInt(12, r.bytes);
-  s.BindInt(13, r.lower_bound_bytes);
-  s.BindInt(14, r.bytes_total);
-  s.BindInt(15, r.lower_bound_total);
-  s.BindText(16, lower_bound);
-  s.BindBool(17, r.byte_optimal);
-  s.BindDouble(18, r.predicted_seconds);
+  s.BindRow(r.id, RefId{r.tensor_id}, RefId{r.consumer_op}, RefId{r.consumer_input}, r.is_backward,
+            r.from_layout, RefId{r.from_mesh_id}, r.to_layout, RefId{r.to_mesh_id},
+            RefId{r.plan_mesh_id}, r.reason, r.bytes, r.lower_bound_bytes, r.bytes_total,
+            r.lower_bound_total, lower_bound, r.byte_optimal, r.predicted_seconds);
   if (Status st = d.Run(s, what); !st.ok()) return st;
   for (const RedistStepRecord& x : r.steps) {
     const std::string axes = internal::JsonInts(x.axes);
@@ -798,24 +741,9 @@ Status RunWriter::AddRedistribution(const RedistributionRecord& r) {
     const std::string transfers = internal::JsonTransfers(x.transfers);
     const std::string zeros = internal::JsonInts(x.zero_ranks);
     Stmt& t = d.redist_step;
-    t.BindInt(1, r.id);
-    t.BindInt(2, x.ordinal);
-    t.BindText(3, x.kind);
-    t.BindText(4, axes);
-    t.BindText(5, names);
-    t.BindInt(6, x.dim);
-    t.BindInt(7, x.dim_to);
-    t.BindText(8, groups);
-    t.BindInt(9, x.bytes_sent_max);
-    t.BindInt(10, x.bytes_recv_max);
-    t.BindText(11, sent);
-    t.BindText(12, recv);
-    t.BindInt(13, x.messages);
-    t.BindDouble(14, x.seconds);
-    t.BindText(15, x.layout_after);
-    t.BindText(16, x.reason);
-    t.BindText(17, transfers);
-    t.BindText(18, zeros);
+    t.BindRow(r.id, x.ordinal, x.kind, axes, names, x.dim, x.dim_to, groups, x.bytes_sent_max,
+              x.bytes_recv_max, sent, recv, x.messages, x.seconds, x.layout_after, x.reason,
+              transfers, zeros);
     if (Status st = d.Run(t, [&] { return what() + " step " + std::to_string(x.ordinal); });
         !st.ok()) {
       d.Undo({&d.undo_redist_steps, &d.undo_redist}, r.id);
@@ -831,21 +759,12 @@ Status RunWriter::AddProgram(const ProgramRecord& p) {
   const auto what = [&] { return "recording the program of rank " + std::to_string(p.rank); };
   if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.program;
-  s.BindInt(1, p.rank);
-  s.BindText(2, p.role);
-  s.BindText(3, p.text);
+  s.BindRow(p.rank, p.role, p.text);
   if (Status st = d.Run(s, what); !st.ok()) return st;
   for (const InstructionRecord& in : p.instructions) {
     Stmt& t = d.instruction;
-    t.BindInt(1, p.rank);
-    t.BindInt(2, in.ordinal);
-    t.BindText(3, in.kind);
-    t.BindRef(4, in.op_id);
-    t.BindRef(5, in.redistribution_id);
-    t.BindRef(6, in.tensor_id);
-    t.BindRef(7, in.peer);
-    t.BindInt(8, in.bytes);
-    t.BindText(9, in.text);
+    t.BindRow(p.rank, in.ordinal, in.kind, RefId{in.op_id}, RefId{in.redistribution_id},
+              RefId{in.tensor_id}, RefId{in.peer}, in.bytes, in.text);
     if (Status st = d.Run(t, [&] { return what() + " instruction " + std::to_string(in.ordinal); });
         !st.ok()) {
       d.Undo({&d.undo_instructions, &d.undo_program}, p.rank);
@@ -860,13 +779,8 @@ Status RunWriter::AddSendRecv(const SendRecvRecord& p) {
   Impl& d = *impl_;
   if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.send_recv;
-  s.BindRef(1, p.tensor_id);
-  s.BindInt(2, p.src_rank);
-  s.BindInt(3, p.dst_rank);
-  s.BindRef(4, p.src_op);
-  s.BindRef(5, p.dst_op);
-  s.BindInt(6, p.bytes);
-  s.BindBool(7, p.is_backward);
+  s.BindRow(RefId{p.tensor_id}, p.src_rank, p.dst_rank, RefId{p.src_op}, RefId{p.dst_op}, p.bytes,
+            p.is_backward);
   return d.Run(s, "recording a send/receive pair");
 }
 
@@ -875,14 +789,8 @@ Status RunWriter::AddPipelineSpan(const PipelineSpanRecord& p) {
   Impl& d = *impl_;
   if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.pipeline_span;
-  s.BindInt(1, p.step);
-  s.BindInt(2, p.rank);
-  s.BindInt(3, p.micro_batch);
-  s.BindText(4, p.phase);
-  s.BindDouble(5, p.start_seconds);
-  s.BindDouble(6, p.end_seconds);
-  s.BindDouble(7, p.compute_seconds);
-  s.BindDouble(8, p.idle_seconds);
+  s.BindRow(p.step, p.rank, p.micro_batch, p.phase, p.start_seconds, p.end_seconds,
+            p.compute_seconds, p.idle_seconds);
   return d.Run(s, "recording a pipeline span");
 }
 
@@ -892,25 +800,12 @@ Status RunWriter::AddStep(const StepRecord& r) {
   const auto what = [&] { return "recording step " + std::to_string(r.step); };
   if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.step;
-  s.BindInt(1, r.step);
-  s.BindInt(2, r.epoch);
-  s.BindDouble(3, r.loss);
-  s.BindDouble(4, r.seconds);
-  s.BindDouble(5, r.time != 0 ? r.time : Now());
+  s.BindRow(r.step, r.epoch, r.loss, r.seconds, r.time != 0 ? r.time : Now());
   if (Status st = d.Run(s, what); !st.ok()) return st;
   for (const RankStepRecord& k : r.ranks) {
     Stmt& t = d.rank_step;
-    t.BindInt(1, r.step);
-    t.BindInt(2, k.rank);
-    t.BindDouble(3, k.compute_seconds);
-    t.BindDouble(4, k.comm_seconds);
-    t.BindInt(5, k.bytes_sent);
-    t.BindInt(6, k.bytes_recv);
-    t.BindInt(7, k.param_bytes);
-    t.BindInt(8, k.grad_bytes);
-    t.BindInt(9, k.optimizer_bytes);
-    t.BindInt(10, k.activation_bytes);
-    t.BindInt(11, k.peak_bytes);
+    t.BindRow(r.step, k.rank, k.compute_seconds, k.comm_seconds, k.bytes_sent, k.bytes_recv,
+              k.param_bytes, k.grad_bytes, k.optimizer_bytes, k.activation_bytes, k.peak_bytes);
     if (Status st = d.Run(t, [&] { return what() + " rank " + std::to_string(k.rank); });
         !st.ok()) {
       d.Undo({&d.undo_rank_steps, &d.undo_step}, r.step);
@@ -925,14 +820,8 @@ Status RunWriter::AddEvaluation(const EvaluationRecord& e) {
   Impl& d = *impl_;
   if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.evaluation;
-  s.BindInt(1, e.step);
-  s.BindInt(2, e.epoch);
-  s.BindText(3, e.name);
-  s.BindDouble(4, e.loss);
-  s.BindDouble(5, e.accuracy);
-  s.BindInt(6, e.samples);
-  s.BindDouble(7, e.seconds);
-  s.BindDouble(8, e.time != 0 ? e.time : Now());
+  s.BindRow(e.step, e.epoch, e.name, e.loss, e.accuracy, e.samples, e.seconds,
+            e.time != 0 ? e.time : Now());
   return d.Run(s, "recording an evaluation");
 }
 
@@ -941,12 +830,7 @@ Status RunWriter::AddEvent(const EventRecord& e) {
   Impl& d = *impl_;
   if (Status st = d.Ready(); !st.ok()) return st;
   Stmt& s = d.event;
-  s.BindDouble(1, e.time != 0 ? e.time : Now());
-  s.BindText(2, e.level);
-  s.BindRef(3, e.step);
-  s.BindRef(4, e.rank);
-  s.BindText(5, e.source);
-  s.BindText(6, e.text);
+  s.BindRow(e.time != 0 ? e.time : Now(), e.level, RefId{e.step}, RefId{e.rank}, e.source, e.text);
   return d.Run(s, "recording an event");
 }
 

@@ -74,18 +74,19 @@ TEST_F(TimelineTest, SummaryHasEveryWorkerAndMicroBatchOfEachStep) {
       EXPECT_NEAR(w.busy_seconds + w.idle_seconds, summary.makespan_seconds, 1e-9);
     }
     // Forward micro-batch 0 flows from the first stage (conv1 on worker 3) to the last
-    // (fc3 on worker 2): it is done on the first before the last, and the first stage, which
-    // reads the data itself, waits less for forward input than the last.
-    double first_end = -1, last_end = -1, first_wait = 0, last_wait = 0;
+    // (fc3 on worker 2): the last finishes it after the first has computed it (the first's
+    // span itself may end later: it ends after its send, and the thread may sleep there), and
+    // the first stage, which reads the data itself, waits less for forward input than the last.
+    double first_computed = -1, last_end = -1, first_wait = 0, last_wait = 0;
     for (const auto& s : summary.spans) {
       if (s.phase != "forward") continue;
-      if (s.rank == 3 && s.micro_batch == 0) first_end = s.end_seconds;
+      if (s.rank == 3 && s.micro_batch == 0) first_computed = s.start_seconds + s.compute_seconds;
       if (s.rank == 2 && s.micro_batch == 0) last_end = s.end_seconds;
       if (s.rank == 3) first_wait += s.idle_seconds;
       if (s.rank == 2) last_wait += s.idle_seconds;
     }
-    EXPECT_GT(first_end, 0);
-    EXPECT_LT(first_end, last_end);
+    EXPECT_GT(first_computed, 0);
+    EXPECT_LT(first_computed, last_end);
     EXPECT_LT(first_wait, last_wait);
   }
 }
