@@ -49,6 +49,19 @@ struct Slot {
   int key = 0;
 };
 
+// The slot of a collective that reads `in` and writes `out`.
+Slot BufferSlot(std::string_view op, std::span<const float> in, std::span<float> out,
+                ReduceOp reduce = ReduceOp::kSum) {
+  Slot slot;
+  slot.op = op;
+  slot.in = in.data();
+  slot.in_n = in.size();
+  slot.out = out.data();
+  slot.out_n = out.size();
+  slot.reduce = reduce;
+  return slot;
+}
+
 struct Message {
   int src;
   int tag;
@@ -339,13 +352,7 @@ Result<std::unique_ptr<Communicator>> InProcessComm::DoSplit(int color, int key)
 }
 
 Status InProcessComm::DoAllReduce(std::span<const float> in, std::span<float> out, ReduceOp op) {
-  Slot slot;
-  slot.op = "AllReduce";
-  slot.in = in.data();
-  slot.in_n = in.size();
-  slot.out = out.data();
-  slot.out_n = out.size();
-  slot.reduce = op;
+  Slot slot = BufferSlot("AllReduce", in, out, op);
   return Collective(std::move(slot), [&](const std::vector<Slot>& s) {
     const int p = static_cast<int>(s.size());
     const int64_t n = static_cast<int64_t>(in.size());
@@ -364,12 +371,7 @@ Status InProcessComm::DoAllReduce(std::span<const float> in, std::span<float> ou
 }
 
 Status InProcessComm::DoAllGather(std::span<const float> in, std::span<float> out) {
-  Slot slot;
-  slot.op = "AllGather";
-  slot.in = in.data();
-  slot.in_n = in.size();
-  slot.out = out.data();
-  slot.out_n = out.size();
+  Slot slot = BufferSlot("AllGather", in, out);
   return Collective(std::move(slot), [&](const std::vector<Slot>& s) {
     const size_t m = in.size();
     for (size_t k = 0; k < s.size(); ++k) {
@@ -382,13 +384,7 @@ Status InProcessComm::DoAllGather(std::span<const float> in, std::span<float> ou
 
 Status InProcessComm::DoReduceScatter(std::span<const float> in, std::span<float> out,
                                       ReduceOp op) {
-  Slot slot;
-  slot.op = "ReduceScatter";
-  slot.in = in.data();
-  slot.in_n = in.size();
-  slot.out = out.data();
-  slot.out_n = out.size();
-  slot.reduce = op;
+  Slot slot = BufferSlot("ReduceScatter", in, out, op);
   return Collective(std::move(slot), [&](const std::vector<Slot>& s) {
     const int p = static_cast<int>(s.size());
     const int64_t m = static_cast<int64_t>(out.size());
@@ -401,12 +397,7 @@ Status InProcessComm::DoReduceScatter(std::span<const float> in, std::span<float
 }
 
 Status InProcessComm::DoAllToAll(std::span<const float> in, std::span<float> out) {
-  Slot slot;
-  slot.op = "AllToAll";
-  slot.in = in.data();
-  slot.in_n = in.size();
-  slot.out = out.data();
-  slot.out_n = out.size();
+  Slot slot = BufferSlot("AllToAll", in, out);
   return Collective(std::move(slot), [&](const std::vector<Slot>& s) {
     const size_t m = in.size() / s.size();
     if (m == 0) return Status::Ok();
@@ -421,12 +412,7 @@ Status InProcessComm::DoAllToAllV(std::span<const float> in, std::span<const int
                                   std::span<const int64_t> send_displs, std::span<float> out,
                                   std::span<const int64_t> recv_counts,
                                   std::span<const int64_t> recv_displs) {
-  Slot slot;
-  slot.op = "AllToAllV";
-  slot.in = in.data();
-  slot.in_n = in.size();
-  slot.out = out.data();
-  slot.out_n = out.size();
+  Slot slot = BufferSlot("AllToAllV", in, out);
   slot.send_counts = send_counts.data();
   slot.send_displs = send_displs.data();
   slot.recv_counts = recv_counts.data();
