@@ -216,32 +216,24 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       sig.batch = x.empty() ? 0 : x[0];
       return sig;
     }
-    case OpKind::kConv2D: {  // x nchw, w ocij -> nohw (window letters whole)
-      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
-                 o = l.Next('o'), i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'),
-                 ow = l.Next('x');
-      sig.inputs = {std::string{n, c, h, w}, std::string{o, c, i, j}};
-      sig.outputs = {std::string{n, o, oh, ow}};
-      sig.whole = std::string{h, w, i, j, oh, ow};
-      sig.batch = n;
-      return sig;
-    }
-    case OpKind::kConv2DBackpropInput: {  // dy nohw, w ocij -> dx nchw
-      const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
-                 o = l.Next('o'), i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'),
-                 ow = l.Next('x');
-      sig.inputs = {std::string{n, o, oh, ow}, std::string{o, c, i, j}};
-      sig.outputs = {std::string{n, c, h, w}};
-      sig.whole = std::string{h, w, i, j, oh, ow};
-      sig.batch = n;
-      return sig;
-    }
+    case OpKind::kConv2D:                  // x nchw, w ocij -> y nohw
+    case OpKind::kConv2DBackpropInput:     // dy nohw, w ocij -> dx nchw
     case OpKind::kConv2DBackpropFilter: {  // dy nohw, x nchw -> dw ocij
+      // The window letters (h, w, i, j and the output's) stay whole.
       const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
                  o = l.Next('o'), i = l.Next('i'), j = l.Next('j'), oh = l.Next('y'),
                  ow = l.Next('x');
-      sig.inputs = {std::string{n, o, oh, ow}, std::string{n, c, h, w}};
-      sig.outputs = {std::string{o, c, i, j}};
+      const std::string x{n, c, h, w}, weight{o, c, i, j}, y{n, o, oh, ow};
+      if (op == OpKind::kConv2D) {
+        sig.inputs = {x, weight};
+        sig.outputs = {y};
+      } else if (op == OpKind::kConv2DBackpropInput) {
+        sig.inputs = {y, weight};
+        sig.outputs = {x};
+      } else {
+        sig.inputs = {y, x};
+        sig.outputs = {weight};
+      }
       sig.whole = std::string{h, w, i, j, oh, ow};
       sig.batch = n;
       return sig;
