@@ -164,19 +164,25 @@ void AddSearchProvenance(const Graph& g, const SearchResult& search, NodeId id,
   }
 }
 
+// The fields of an operator's row that come from its node alone.
+store::OperatorRecord OperatorOf(const Node& n) {
+  store::OperatorRecord op;
+  op.id = n.id;
+  op.name = n.name;
+  op.scope = Scope(n.name);
+  op.kind = OpName(n.op);
+  op.is_backward = n.is_backward;
+  op.forward_id = n.forward_node;
+  return op;
+}
+
 }  // namespace
 
 Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchResult* search) {
   SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->Begin()));
   MeshTable meshes(*writer_);
   for (const Node& n : g.nodes()) {
-    store::OperatorRecord op;
-    op.id = n.id;
-    op.name = n.name;
-    op.scope = Scope(n.name);
-    op.kind = OpName(n.op);
-    op.is_backward = n.is_backward;
-    op.forward_id = n.forward_node;
+    store::OperatorRecord op = OperatorOf(n);
     const OpStrategy& s = p.strategies[n.id];
     SHARDSCOPE_ASSIGN_OR_RETURN(op.mesh_id, meshes.Id(s.mesh));
     op.strategy = !n.annotations.in_strategy.empty() ? n.annotations.in_strategy : s.ToString();
@@ -308,13 +314,7 @@ Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int mic
   std::vector<bool> is_grad(g.num_values(), false);
   for (const Node& n : g.nodes()) {
     for (ValueId v : n.outputs) is_grad[v] = n.is_backward;
-    store::OperatorRecord op;
-    op.id = n.id;
-    op.name = n.name;
-    op.scope = Scope(n.name);
-    op.kind = OpName(n.op);
-    op.is_backward = n.is_backward;
-    op.forward_id = n.forward_node;
+    store::OperatorRecord op = OperatorOf(n);
     op.provenance = n.annotations.worker >= 0 ? "user" : n.is_backward ? "derived" : "default";
     op.provenance_detail = n.annotations.worker >= 0
                                ? "place(\"worker\", " + std::to_string(n.annotations.worker) + ")"
