@@ -143,4 +143,8 @@ class Graph {
   std::unordered_map<std::string, ValueId> value_by_name_;
 };
 
+// The nodes that computing `targets` needs, directly or through their inputs (indexed by
+// NodeId; nodes are in topological order, so one backward sweep finds them).
+std::vector<bool> NodesNeededFor(const Graph& g, const std::vector<ValueId>& targets);
+
 }  // namespace shardscope

@@ -307,4 +307,17 @@ std::string Graph::ToDot() const {
   return out.str();
 }
 
+std::vector<bool> NodesNeededFor(const Graph& g, const std::vector<ValueId>& targets) {
+  std::vector<bool> needed_value(g.num_values(), false);
+  for (ValueId v : targets) needed_value[v] = true;
+  std::vector<bool> run(g.num_nodes(), false);
+  for (NodeId n = g.num_nodes() - 1; n >= 0; --n) {
+    const Node& node = g.node(n);
+    for (ValueId v : node.outputs) run[n] = run[n] || needed_value[v];
+    if (!run[n]) continue;
+    for (ValueId v : node.inputs) needed_value[v] = true;
+  }
+  return run;
+}
+
 }  // namespace shardscope

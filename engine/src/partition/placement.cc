@@ -9,20 +9,6 @@ namespace {
 
 int64_t ValueBytes(const Value& v) { return NumElements(v.shape) * 4; }
 
-// Nodes needed for `targets`, as Executor::Schedule computes them.
-std::vector<bool> NeededNodes(const Graph& g, const std::vector<ValueId>& targets) {
-  std::vector<bool> needed_value(g.num_values(), false);
-  for (ValueId v : targets) needed_value[v] = true;
-  std::vector<bool> run(g.num_nodes(), false);
-  for (NodeId n = g.num_nodes() - 1; n >= 0; --n) {
-    const Node& node = g.node(n);
-    for (ValueId v : node.outputs) run[n] = run[n] || needed_value[v];
-    if (!run[n]) continue;
-    for (ValueId v : node.inputs) needed_value[v] = true;
-  }
-  return run;
-}
-
 // The worker of each node: its placement, its forward node's, or the unplaced policy's.
 Result<std::vector<int>> AssignWorkers(const Graph& g, const std::vector<bool>& needed, int workers,
                                        UnplacedPolicy unplaced) {
@@ -92,7 +78,7 @@ Result<PlacedProgram> PlaceGraph(const Graph& g, const std::vector<ValueId>& tar
     return Status::Invalid("placement: parameters and gradients differ in number");
   std::vector<ValueId> all_targets = targets;
   all_targets.insert(all_targets.end(), grads.begin(), grads.end());
-  const std::vector<bool> needed = NeededNodes(g, all_targets);
+  const std::vector<bool> needed = NodesNeededFor(g, all_targets);
   PlacedProgram p;
   p.workers = workers;
   SHARDSCOPE_ASSIGN_OR_RETURN(p.node_worker, AssignWorkers(g, needed, workers, unplaced));

@@ -22,15 +22,7 @@ void Executor::InitializeParameters(uint64_t seed) {
 }
 
 std::vector<NodeId> Executor::Schedule(const std::vector<ValueId>& targets) const {
-  std::vector<bool> needed(graph_.num_values(), false);
-  for (ValueId v : targets) needed[v] = true;
-  std::vector<bool> run(graph_.num_nodes(), false);
-  for (NodeId n = graph_.num_nodes() - 1; n >= 0; --n) {
-    const Node& node = graph_.node(n);
-    for (ValueId v : node.outputs) run[n] = run[n] || needed[v];
-    if (!run[n]) continue;
-    for (ValueId v : node.inputs) needed[v] = true;
-  }
+  const std::vector<bool> run = NodesNeededFor(graph_, targets);
   std::vector<NodeId> schedule;
   for (NodeId n = 0; n < graph_.num_nodes(); ++n) {
     if (run[n]) schedule.push_back(n);
