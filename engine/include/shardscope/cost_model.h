@@ -71,6 +71,12 @@ struct CostModel {
   // computation (device threads sharing cores must each be scheduled again), seconds.
   // Searches only, like collective_overhead_s; calibrate measures it.
   double collective_handoff_s = 0;
+  // In-process devices: the least one collective or exchange costs, whatever its group,
+  // because every device thread takes part (the groups of one redistribution step run at
+  // once on shared cores, and each thread must be scheduled to post and to finish), seconds.
+  // Calibrate measures it in-process as the all-reduce of 4 bytes on all devices; 0 (MPI,
+  // defaults) = the formulas' latency terms alone. Searches only, like collective_handoff_s.
+  double group_sync_s = 0;
 
   // Bandwidth of one axis by name (see axis_bandwidth).
   double AxisBandwidth(const std::string& axis_name) const;
@@ -114,12 +120,16 @@ struct CostModel {
   }
   // The fixed part the searches add to every collective or exchange that moves anything.
   double SearchFixedSeconds() const { return collective_overhead_s + collective_handoff_s; }
-  // A collective as the searches price it: CollectiveSeconds plus SearchFixedSeconds
-  // (0 when it costs nothing).
+  // A collective as the searches price it: CollectiveSeconds with its latency terms raised to
+  // at least group_sync_s, plus SearchFixedSeconds (0 when it costs nothing).
+  double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                 double bandwidth) const;
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
-    const double s = CollectiveSeconds(kind, bytes, group_size, default_bandwidth);
-    return s > 0 ? s + SearchFixedSeconds() : 0.0;
+    return SearchCollectiveSeconds(kind, bytes, group_size, default_bandwidth);
   }
+  // An irregular exchange as the searches price it: ExchangeSeconds with its latency raised
+  // to at least group_sync_s, plus SearchFixedSeconds (0 when nothing moves).
+  double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth) const;
 
   // Hash of every parameter (plan caches key on it).
   size_t Fingerprint() const;
@@ -129,7 +139,8 @@ struct CostModel {
 
 // Profiles (`shardscope calibrate --out FILE`, read by `plan`/`train --profile FILE`): a JSON
 // object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
-// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s";
+// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
+// "group_sync_s";
 // missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a
 // default).
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);

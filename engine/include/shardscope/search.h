@@ -79,6 +79,14 @@ struct SearchOptions {
   int max_dp_operators = 5000;
   // Named meshes that layout-notation strategies in the annotations refer to.
   std::map<std::string, DeviceMesh> meshes;
+  // How the `devices` are arranged (ranks row-major, last axis fastest), e.g. node=2,local=4
+  // for two hosts of four: a collective whose group spans an axis runs at that axis's
+  // bandwidth (cost.axis_bandwidth by axis name, else default_bandwidth), the slowest of its
+  // axes when it spans several. An operator's mesh maps onto the ranks row-major too (its
+  // split letters in order, then the replica axis), so a letter's group of ranks is known.
+  // Without axes (the default) every collective runs at default_bandwidth. Its size must be
+  // `devices`.
+  DeviceMesh device_mesh;
   std::vector<ShardBlockSpec> shard_blocks;
 };
 
@@ -104,6 +112,8 @@ struct SearchResult {
   std::vector<OperatorChoice> operators;  // forward operators in node order
   double step_seconds = 0;                // predicted: operators + edges
   double compute_seconds = 0;             // of which operators
+  double operator_seconds = 0;            // of which computation (no gradient reductions)
+  double collectives = 0;  // collectives and exchanges priced per step (readers share one)
   double memory_per_device_bytes = 0;
 };
 

@@ -203,7 +203,12 @@ int RunCalibrate(const CalibrateOptions& o) {
   CostModel c = Fit(m, n, MeasureGemm(), MeasureMemory());
   // In-process devices are threads sharing this machine's cores; MPI ranks are taken to
   // have a core each (under --oversubscribe they do not: not measured yet).
-  if (!mpi) c.compute_slots = MeasureComputeSlots(n);
+  if (!mpi) {
+    c.compute_slots = MeasureComputeSlots(n);
+    // Every device thread takes part in every collective step (the groups of a step run at
+    // once on shared cores): none costs less than a tiny collective over all of them.
+    c.group_sync_s = m.small_n;
+  }
   std::printf(
       "calibrated on %d %s device(s):\n"
       "  all-reduce of 4 bytes   %.1f us on 2 ranks, %.1f us on %d\n"
@@ -211,11 +216,13 @@ int RunCalibrate(const CalibrateOptions& o) {
       "  all-reduce of 4 bytes between computations %.1f us on %d\n"
       "  fitted: alpha %.2f us, overhead per collective %.2f us (+ %.2f us hand-off),\n"
       "          bandwidth %.2f GB/s,\n"
-      "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n",
+      "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
+      "          least cost of any collective or exchange (group sync) %.1f us%s\n",
       n, mpi ? "MPI" : "in-process", m.small_2 * 1e6, m.small_n * 1e6, n, m.gather_bytes / 1e6,
       m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6, c.collective_overhead_s * 1e6,
       c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
-      c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "");
+      c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "",
+      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "");
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());

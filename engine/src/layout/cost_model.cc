@@ -103,6 +103,21 @@ double CostModel::ExchangeSeconds(int64_t messages, double bytes_received, doubl
          std::max(0.0, bytes_received) / bandwidth;
 }
 
+double CostModel::SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                          double bandwidth) const {
+  const double s = CollectiveSeconds(kind, bytes, group_size, bandwidth);
+  if (s <= 0) return 0.0;
+  const double latency = CollectiveSeconds(kind, 0, group_size, bandwidth);
+  return s - latency + std::max(latency, group_sync_s) + SearchFixedSeconds();
+}
+
+double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received,
+                                        double bandwidth) const {
+  if (bytes_received <= 0) return 0.0;
+  const double latency = static_cast<double>(std::max<int64_t>(0, messages)) * latency_s;
+  return std::max(latency, group_sync_s) + bytes_received / bandwidth + SearchFixedSeconds();
+}
+
 size_t CostModel::Fingerprint() const {
   size_t h = std::hash<double>()(latency_s);
   h = HashCombine(h, std::hash<double>()(default_bandwidth));
@@ -140,6 +155,11 @@ std::string CostModel::ToString() const {
     std::snprintf(handoff, sizeof handoff, " handoff=%g us", collective_handoff_s * 1e6);
     out += handoff;
   }
+  if (group_sync_s > 0) {
+    char sync[48];
+    std::snprintf(sync, sizeof sync, " sync=%g us", group_sync_s * 1e6);
+    out += sync;
+  }
   return out;
 }
 
@@ -155,7 +175,8 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       {"memory_bandwidth", &m.memory_bandwidth},
       {"collective_overhead_s", &m.collective_overhead_s},
       {"compute_slots", &m.compute_slots},
-      {"collective_handoff_s", &m.collective_handoff_s}};
+      {"collective_handoff_s", &m.collective_handoff_s},
+      {"group_sync_s", &m.group_sync_s}};
   for (const auto& [key, value] : j.items()) {
     if (key == "axis_bandwidth") {
       if (!value.is_object()) return Status::Invalid(where + ": axis_bandwidth must be an object");
@@ -175,11 +196,11 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       return Status::Invalid(where + ": unknown field '" + key +
                              "' (known: latency_s, default_bandwidth, axis_bandwidth, flops, "
                              "memory_bandwidth, collective_overhead_s, compute_slots, "
-                             "collective_handoff_s)");
+                             "collective_handoff_s, group_sync_s)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
         (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
-         key != "collective_handoff_s" && value.get<double>() == 0)) {
+         key != "collective_handoff_s" && key != "group_sync_s" && value.get<double>() == 0)) {
       return Status::Invalid(where + ": " + key + " must be a positive number");
     }
     *target = value.get<double>();
@@ -206,6 +227,7 @@ std::string CostModelToJson(const CostModel& m) {
   j["collective_overhead_s"] = m.collective_overhead_s;
   j["compute_slots"] = m.compute_slots;
   j["collective_handoff_s"] = m.collective_handoff_s;
+  j["group_sync_s"] = m.group_sync_s;
   return j.dump(2);
 }
 

@@ -19,6 +19,7 @@ CostModel Calibrated() {
   c.collective_overhead_s = 30e-6;
   c.compute_slots = 2.1;
   c.collective_handoff_s = 50e-6;
+  c.group_sync_s = 120e-6;
   return c;
 }
 
@@ -34,6 +35,7 @@ TEST(Profile, CalibratedProfileRoundTripsWithComputeSlots) {
   EXPECT_EQ(back->collective_overhead_s, c.collective_overhead_s);
   EXPECT_EQ(back->compute_slots, c.compute_slots);
   EXPECT_EQ(back->collective_handoff_s, c.collective_handoff_s);
+  EXPECT_EQ(back->group_sync_s, c.group_sync_s);
   EXPECT_EQ(back->Fingerprint(), c.Fingerprint());
   // An older profile without the field keeps "one core per device".
   auto old = CostModelFromJson(R"({"latency_s": 1e-5})", "old.json");
@@ -47,6 +49,7 @@ TEST(Profile, ComputeSlotsLeaveThePlannersPricesAlone) {
   CostModel shared = Calibrated(), own = Calibrated();
   own.compute_slots = 0;
   own.collective_handoff_s = 0;
+  own.group_sync_s = 0;
   EXPECT_EQ(shared.Fingerprint(), own.Fingerprint());
   EXPECT_EQ(shared.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9),
             own.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9));
@@ -102,6 +105,77 @@ TEST(Predict, EveryCollectivePaysTheMeasuredHandOff) {
   EXPECT_GT(some - none, 5 * 50e-6);
   // One device: no collective, nothing to hand off.
   EXPECT_EQ(Predict(m.graph, 1, 2, 0), Predict(m.graph, 1, 2, 100e-6));
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(Profile, GroupSyncIsTheLeastAnyCollectiveOrExchangeCosts) {
+  CostModel c;
+  c.latency_s = 10e-6;
+  c.collective_overhead_s = 0;
+  c.collective_handoff_s = 0;
+  c.group_sync_s = 0;
+  // Without it: the formulas (an exchange with one peer pays one latency).
+  EXPECT_DOUBLE_EQ(c.SearchExchangeSeconds(1, 1e3, 1e9), 10e-6 + 1e-6);
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 0, 8), 14 * 10e-6);
+  c.group_sync_s = 100e-6;
+  // With it: the latency part is raised to the synchronisation of the devices; bytes still
+  // cost their bandwidth term on top.
+  EXPECT_DOUBLE_EQ(c.SearchExchangeSeconds(1, 1e3, 1e9), 100e-6 + 1e-6);
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllGather, 8e3, 2, 1e9),
+                   100e-6 + 0.5 * 8e3 / 1e9);
+  // A collective whose formula latency is larger keeps it.
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 0, 8), 14 * 10e-6);
+  // Nothing moved, nothing paid.
+  EXPECT_EQ(c.SearchExchangeSeconds(3, 0, 1e9), 0.0);
+  EXPECT_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 1e3, 1), 0.0);
+}
+
+double PredictWithSync(const Graph& forward, double group_sync_s, SearchResult* result) {
+  SearchOptions o;
+  o.devices = 8;
+  o.mode = SearchMode::kSemiAuto;
+  o.cost = Calibrated();
+  o.cost.group_sync_s = group_sync_s;
+  auto r = SearchStrategies(forward, o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (r.ok()) *result = *r;
+  return r.ok() ? r->step_seconds : 0.0;
+}
+
+TEST(Predict, StepTimeGrowsWithTheGroupSyncOfEveryCollective) {
+  samples::FFN net;
+  net.dense1.matmul.shard("((2,4),(4,1))");
+  net.dense3.matmul.shard("((1,8),(8,1))");
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  SearchResult none, big;
+  const double t0 = PredictWithSync(m.graph, 0, &none);
+  const double t1 = PredictWithSync(m.graph, 1e-3, &big);
+  // The same strategies (semi_auto), the same collectives; each now costs at least 1 ms
+  // (+ the hand-off), so the step is at least that many milliseconds.
+  EXPECT_EQ(none.collectives, big.collectives);
+  EXPECT_GT(none.collectives, 5);
+  EXPECT_GT(t1, t0);
+  EXPECT_GE(t1 - none.operator_seconds, big.collectives * (1e-3 + 50e-6) - 1e-9);
+  // Computation does not change.
+  EXPECT_EQ(none.operator_seconds, big.operator_seconds);
+}
+
+TEST(Predict, TheReportedLossIsReducedWhenTheBatchIsSplit) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  SearchOptions o;
+  o.mode = SearchMode::kSemiAuto;
+  o.cost = Calibrated();
+  o.devices = 8;
+  SearchResult dp = SearchStrategies(m.graph, o).value();
+  // Data-parallel: one all-reduce per parameter gradient (10) and one for the loss, which is
+  // a partial sum over the batch; nothing else communicates.
+  EXPECT_EQ(dp.collectives, 11);
 }
 
 }  // namespace
