@@ -127,9 +127,11 @@ struct CostModel {
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
     return SearchCollectiveSeconds(kind, bytes, group_size, default_bandwidth);
   }
-  // An irregular exchange as the searches price it: ExchangeSeconds with its latency raised
-  // to at least group_sync_s, plus SearchFixedSeconds (0 when nothing moves).
-  double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth) const;
+  // An irregular exchange as the searches price it, done in `steps` collective steps (the
+  // planner gathers one tensor dimension per step): ExchangeSeconds with its latency raised
+  // to at least steps x group_sync_s, plus steps x SearchFixedSeconds (0 when nothing moves).
+  double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
+                               int steps = 1) const;
 
   // Hash of every parameter (plan caches key on it).
   size_t Fingerprint() const;

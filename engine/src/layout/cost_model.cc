@@ -111,11 +111,13 @@ double CostModel::SearchCollectiveSeconds(CollectiveKind kind, double bytes, int
   return s - latency + std::max(latency, group_sync_s) + SearchFixedSeconds();
 }
 
-double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received,
-                                        double bandwidth) const {
+double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
+                                        int steps) const {
   if (bytes_received <= 0) return 0.0;
   const double latency = static_cast<double>(std::max<int64_t>(0, messages)) * latency_s;
-  return std::max(latency, group_sync_s) + bytes_received / bandwidth + SearchFixedSeconds();
+  const double n = std::max(1, steps);
+  return std::max(latency, n * group_sync_s) + bytes_received / bandwidth +
+         n * SearchFixedSeconds();
 }
 
 size_t CostModel::Fingerprint() const {

@@ -300,9 +300,17 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
   double touched = 0;
   for (const SearchOperand& in : o.inputs) touched += in.bytes / in.Parts(parts);
   for (const SearchOperand& out : o.outputs) touched += out.bytes / out.Parts(parts);
+  // The optimizer's update of each parameter shard: it reads the weight, its gradient and
+  // every state tensor and writes the weight and the states back (memory-bound).
+  double update = 0;
+  for (const SearchOperand& in : o.inputs) {
+    if (in.kind == ValueKind::kParameter)
+      update += in.bytes / in.Parts(parts) * (3 + 2 * options_.optimizer_states);
+  }
   const double used = static_cast<double>(Product(parts));
   // Devices sharing too few cores compute one after another (ComputeSlowdown).
-  return 3 * options_.cost.OperatorSeconds(o.flops / used, touched) *
+  return (3 * options_.cost.OperatorSeconds(o.flops / used, touched) +
+          options_.cost.MemorySeconds(update)) *
          options_.cost.ComputeSlowdown(options_.devices);
 }
 
@@ -381,6 +389,10 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
   }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
   double overlap = 1, peers_forward = 1, peers_backward = 1;
+  // Dimensions a rank must gather (its target block is larger than its source block along
+  // them): the planner spends one collective step on each (an all-to-all also covers one
+  // dimension that splits further).
+  int gather_forward = 0, gather_backward = 0;
   // With a device mesh: the slowest axis spanned by the letters whose split differs between
   // the two ends (data moves along those, in the producer's and in the consumer's mesh).
   double bandwidth =
@@ -392,6 +404,8 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     overlap *= static_cast<double>(l);
     peers_forward *= static_cast<double>(l / b);
     peers_backward *= static_cast<double>(l / a);
+    gather_forward += l > b;
+    gather_backward += l > a;
     if (!physical_.empty() && a != b) {
       if (a > 1) {
         bandwidth = std::min(
@@ -404,17 +418,18 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     }
   }
   if (std::isinf(bandwidth)) bandwidth = cm.default_bandwidth;
-  auto move = [&](double target_parts, double peers, double share) {
+  auto move = [&](double target_parts, double peers, int gathered, double share) {
     const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
-    if (collectives != nullptr) *collectives += share;
-    return cm.SearchExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, bandwidth);
+    const int steps = std::max(1, gathered);
+    if (collectives != nullptr) *collectives += steps * share;
+    return cm.SearchExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, bandwidth, steps);
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
   // partitioner redistributes a value once per layout), so each edge carries its share.
   const double share = 1.0 / edge.fanout;
-  cost += move(dst_parts, peers_forward, share) * share;
-  cost += move(src_parts, peers_backward, 1.0);  // backward: its gradient
+  cost += move(dst_parts, peers_forward, gather_forward, share) * share;
+  cost += move(src_parts, peers_backward, gather_backward, 1.0);  // backward: its gradient
   return cost;
 }
 

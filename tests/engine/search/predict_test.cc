@@ -180,3 +180,46 @@ TEST(Predict, TheReportedLossIsReducedWhenTheBatchIsSplit) {
 
 }  // namespace
 }  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(Predict, TheOptimizerUpdateIsPricedByTheBytesItMoves) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  auto compute = [&](int states, double memory_bandwidth) {
+    SearchOptions o;
+    o.mode = SearchMode::kSemiAuto;
+    o.devices = 1;
+    o.cost = Calibrated();
+    o.cost.memory_bandwidth = memory_bandwidth;
+    o.optimizer_states = states;
+    return SearchStrategies(m.graph, o).value().operator_seconds;
+  };
+  // SGD reads the weight and the gradient and writes the weight (3 x the parameter bytes);
+  // each state tensor adds a read and a write.
+  const double sgd = compute(0, 9e9), momentum = compute(1, 9e9), adam = compute(2, 9e9);
+  double parameter_bytes = 0;
+  for (const Value& v : m.graph.values()) {
+    if (v.kind == ValueKind::kParameter) parameter_bytes += 4.0 * NumElements(v.shape);
+  }
+  EXPECT_NEAR(momentum - sgd, 2 * parameter_bytes / 9e9, 1e-12);
+  EXPECT_NEAR(adam - momentum, 2 * parameter_bytes / 9e9, 1e-12);
+  // Memory-bound: a slower memory makes it dearer.
+  EXPECT_GT(compute(1, 4.5e9), momentum);
+}
+
+TEST(Profile, AnExchangeInSeveralStepsSynchronisesOncePerStep) {
+  CostModel c;
+  c.latency_s = 10e-6;
+  c.collective_overhead_s = 5e-6;
+  c.collective_handoff_s = 0;
+  c.group_sync_s = 100e-6;
+  const double one = c.SearchExchangeSeconds(3, 4e3, 1e9, 1);
+  const double two = c.SearchExchangeSeconds(3, 4e3, 1e9, 2);
+  EXPECT_DOUBLE_EQ(one, 100e-6 + 4e-6 + 5e-6);
+  EXPECT_DOUBLE_EQ(two - one, 100e-6 + 5e-6);  // the bytes are moved once either way
+}
+
+}  // namespace
+}  // namespace shardscope
