@@ -13,12 +13,17 @@
 //
 // Costs (the symbolic model all modes share; seconds per training step, from CostModel):
 //   operator   3 x max(flops / flops_rate, bytes touched / memory_bandwidth) on its shard
-//              (forward + backward), plus the all-reduce of each parameter's gradient over
-//              the devices that replicate it;
+//              (forward + backward) plus the optimizer's update of its parameter shards
+//              (bytes moved / memory_bandwidth), times ComputeSlowdown; plus the all-reduce of
+//              each parameter's gradient over the devices that replicate it, and of a
+//              result nothing reads (the loss) left as a partial sum;
 //   edge       the reduction of a partial-sum producer (reduce-scatter or all-reduce over
 //              the summed parts) plus the exchange from the producer's blocks to the
 //              consumer's and back (the gradient): a rank receives the part of its target
-//              block its source block lacks, latency per peer, at default_bandwidth.
+//              block its source block lacks, latency per peer (at least group_sync_s per
+//              gathered dimension), at the bandwidth of the axes of
+//              SearchOptions::device_mesh the moving letters span (default_bandwidth
+//              without one).
 //   memory     per device: parameters x (weight + gradient + optimizer states) / parts, plus
 //              each saved output / parts.
 // The total of a whole assignment is the predicted step time (SearchResult::step_seconds).

@@ -250,12 +250,15 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "  mpirun -np 4 shardscope calibrate --out mpi4.json        (one device per rank)\n"
       "  shardscope plan samples/models/ffn.yaml --profile profile.json\n"
       "Measured once per run, between the given devices only: links between hosts are not\n"
-      "told apart yet (every mesh axis gets the same bandwidth). In-process, it also measures\n"
-      "how many device threads compute at once (compute_slots: 8 threads on 2 cores give\n"
-      "about 2), which the predicted step time divides computation by. It measures what a\n"
-      "collective costs more when the ranks come from computation (collective_handoff_s),\n"
-      "in-process and under mpirun; under mpirun every\n"
-      "rank is assumed to have its own core (oversubscribed ranks are not measured yet).");
+      "measured apart (calibrate writes one default_bandwidth; give slower axes with the\n"
+      "profile's \"axis_bandwidth\": {\"node\": 1.25e9} or plan --device-mesh node=2,local=4\n"
+      "--axis-bandwidth node=1.25e9). In-process, it also measures how many device threads\n"
+      "compute at once (compute_slots: 8 threads on 2 cores give about 2), which the\n"
+      "predicted step time divides computation by, and the least any collective costs when\n"
+      "every device thread takes part (group_sync_s: a 4-byte all-reduce on all devices).\n"
+      "It measures what a collective costs more when the ranks come from computation\n"
+      "(collective_handoff_s), in-process and under mpirun; under mpirun every rank is\n"
+      "assumed to have its own core (oversubscribed ranks are not measured yet).");
   app->add_option("--out", o->out, "Write the profile (JSON) to FILE");
   app->add_option("--devices", o->devices, "In-process devices to measure between (default 8)")
       ->check(CLI::Range(2, 256));
