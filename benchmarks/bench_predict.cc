@@ -1,7 +1,11 @@
 // Predicted against measured step time (issue 7), broken down: for each sample model file on
 // N in-process devices, the search's prediction (SearchResult: computation, communication,
 // collectives per step) next to what a training step measures (per-rank kernel time,
-// communication time, communicator calls per step, and each redistribution timed alone).
+// communication time, communicator calls per step, and each redistribution timed alone),
+// then the kernels alone: one device's share of the step (the model at batch / N) run by
+// the single-device Executor with per-operator timing, against the search's computation
+// price for it, per operator kind (calls, mean time per call: the per-operator overhead of
+// small operators shows there).
 //
 //   cmake --build build -j2 --target bench_predict
 //   build/bin/bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL.yaml ...]
@@ -19,10 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/autodiff.h"
 #include "shardscope/communicator.h"
 #include "shardscope/cost_model.h"
 #include "shardscope/data.h"
 #include "shardscope/dist_trainer.h"
+#include "shardscope/executor.h"
 #include "shardscope/model_file.h"
 #include "shardscope/redistribution.h"
 #include "shardscope/search.h"
@@ -172,6 +178,74 @@ Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, R
   return Status::Ok();
 }
 
+// One device's share of a data-parallel step (the model at batch / devices): every kernel of
+// forward and backward timed by the Executor, against the search's price of the same
+// computation on one device (no optimizer: the Executor does not run it).
+void PrintKernels(const ModelFile& mf, const Options& opt, const CostModel& cost) {
+  const int64_t batch = std::max<int64_t>(1, mf.training().batch / opt.devices);
+  auto model = mf.Build(batch);
+  if (!model.ok()) {
+    std::printf("\n%s: %s\n", mf.name().c_str(), model.status().message().c_str());
+    return;
+  }
+  // One device: the file's strategies (for N devices) do not apply.
+  for (const Node& n : model->graph.nodes())
+    model->graph.mutable_node(n.id).annotations = OpAnnotations{};
+  SearchOptions o;
+  o.mode = SearchMode::kSemiAuto;
+  o.devices = 1;
+  o.cost = cost;
+  o.cost.compute_slots = 0;
+  o.optimizer_states = 0;
+  auto predicted = SearchStrategies(model->graph, o);
+  const std::vector<ValueId> params = model->graph.Parameters();
+  double parameter_bytes = 0;
+  for (ValueId p : params) parameter_bytes += 4.0 * NumElements(model->graph.value(p).shape);
+  auto grads = BuildBackward(model->graph, model->loss, params);
+  if (!predicted.ok() || !grads.ok()) {
+    std::printf("\n%s: %s\n", mf.name().c_str(),
+                (predicted.ok() ? grads.status() : predicted.status()).message().c_str());
+    return;
+  }
+  std::vector<ValueId> targets = {model->loss};
+  for (ValueId g : grads->grads) {
+    if (g != kNoValue) targets.push_back(g);
+  }
+  Executor ex(model->graph);
+  ex.InitializeParameters(1);
+  const Dataset data = MakeSyntheticDataset(batch, mf.example_shape(), mf.num_classes(), 7);
+  ex.value(model->input) = data.images;
+  ex.value(model->labels) = data.labels;
+  const auto schedule = ex.Schedule(targets);
+  for (int i = 0; i < 5; ++i) ex.Run(schedule, i, true);
+  ex.set_profiling(true);
+  const int runs = 50;
+  for (int i = 0; i < runs; ++i) ex.Run(schedule, i, true);
+  std::map<std::string, std::pair<int, double>> by_kind;  // calls per step, seconds per step
+  double total = 0;
+  for (NodeId n : schedule) {
+    const OpTiming& t = ex.timings()[n];
+    if (t.runs == 0) continue;
+    auto& [calls, secs] = by_kind[OpName(model->graph.node(n).op)];
+    ++calls;
+    secs += t.seconds / runs;
+    total += t.seconds / runs;
+  }
+  // The search's price without the optimizer's update (optimizer_states 0 still counts
+  // reading the weight and the gradient and writing the weight).
+  const double price = predicted->operator_seconds - cost.MemorySeconds(3 * parameter_bytes);
+  std::printf(
+      "\n%s, batch %lld (one device's share of %d): kernels %.3f ms measured, "
+      "%.3f ms priced (ratio %.2f), %zu kernels per step\n",
+      mf.name().c_str(), static_cast<long long>(batch), opt.devices, total * 1e3, price * 1e3,
+      total / price, schedule.size());
+  std::printf("  %-32s %6s %12s %14s\n", "operator kind", "calls", "us per step", "us per call");
+  for (const auto& [kind, v] : by_kind) {
+    std::printf("  %-32s %6d %12.2f %14.2f\n", kind.c_str(), v.first, v.second * 1e6,
+                v.second * 1e6 / v.first);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -238,5 +312,6 @@ int main(int argc, char** argv) {
     std::printf("\n%s: each redistribution alone (rank 0, median of 10)\n", r.name.c_str());
     for (const std::string& s : r.alone) std::printf("  %s\n", s.c_str());
   }
+  for (const std::string& path : opt.models) PrintKernels(LoadModelFile(path).value(), opt, cost);
   return 0;
 }
