@@ -30,11 +30,56 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
                   "AXIS=BYTES_PER_S, repeatable: the link bandwidth along one axis of "
                   "--device-mesh (by name or index), e.g. node=1.25e9; overrides the profile's "
                   "axis_bandwidth");
+  app->add_option("--axis-latency", f.axis_latency,
+                  "AXIS=SECONDS, repeatable: the per-message latency along one axis of "
+                  "--device-mesh, e.g. node=20e-6; overrides the profile's axis_latency");
 }
 
 namespace {
 
-// --device-mesh and --axis-bandwidth into `o`.
+// "AXIS=VALUE" entries of `flag` (AXIS a name or an index of `mesh`) into `out`; values must
+// be numbers, positive for bandwidths and non-negative for latencies.
+Status ParseAxisValues(const std::string& flag, const std::vector<std::string>& entries,
+                       const DeviceMesh& mesh, std::map<std::string, double>* out) {
+  const bool bandwidth = flag == "--axis-bandwidth";
+  for (const std::string& entry : entries) {
+    const std::string what = flag + " " + entry;
+    if (mesh.num_axes() == 0)
+      return Status::Invalid(what + ": needs --device-mesh (which axes there are)");
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::Invalid(
+          what + ": expected AXIS=" +
+          (bandwidth ? "BYTES_PER_S, e.g. node=1.25e9" : "SECONDS, e.g. node=20e-6"));
+    }
+    std::string axis = entry.substr(0, eq);
+    const std::string number = entry.substr(eq + 1);
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (number.empty() || end == nullptr || *end != '\0' || !(bandwidth ? value > 0 : value >= 0)) {
+      return Status::Invalid(what + ": '" + number + "' is not a " +
+                             (bandwidth ? "positive number of bytes/s" : "number of seconds >= 0"));
+    }
+    if (axis.find_first_not_of("0123456789") == std::string::npos) {
+      const int index = std::atoi(axis.c_str());
+      if (index >= mesh.num_axes())
+        return Status::Invalid(what + ": the device mesh " + mesh.ToString() + " has no axis " +
+                               axis);
+      axis = mesh.axis_name(index);
+    } else {
+      bool known = false;
+      for (int a = 0; a < mesh.num_axes(); ++a) known |= mesh.axis_name(a) == axis;
+      if (!known) {
+        return Status::Invalid(what + ": the device mesh " + mesh.ToString() + " has no axis '" +
+                               axis + "'");
+      }
+    }
+    (*out)[axis] = value;
+  }
+  return Status::Ok();
+}
+
+// --device-mesh, --axis-bandwidth and --axis-latency into `o`.
 Status ApplyAxisFlags(const SearchFlags& f, SearchOptions& o) {
   if (!f.device_mesh.empty()) {
     auto mesh = ParseMeshSpec(f.device_mesh);
@@ -46,37 +91,10 @@ Status ApplyAxisFlags(const SearchFlags& f, SearchOptions& o) {
     }
     o.device_mesh = *mesh;
   }
-  for (const std::string& entry : f.axis_bandwidth) {
-    const std::string what = "--axis-bandwidth " + entry;
-    if (o.device_mesh.num_axes() == 0)
-      return Status::Invalid(what + ": needs --device-mesh (which axes there are)");
-    const size_t eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Status::Invalid(what + ": expected AXIS=BYTES_PER_S, e.g. node=1.25e9");
-    std::string axis = entry.substr(0, eq);
-    const std::string number = entry.substr(eq + 1);
-    char* end = nullptr;
-    const double bw = std::strtod(number.c_str(), &end);
-    if (number.empty() || end == nullptr || *end != '\0' || !(bw > 0))
-      return Status::Invalid(what + ": '" + number + "' is not a positive number of bytes/s");
-    if (axis.find_first_not_of("0123456789") == std::string::npos) {
-      const int index = std::atoi(axis.c_str());
-      if (index >= o.device_mesh.num_axes()) {
-        return Status::Invalid(what + ": the device mesh " + o.device_mesh.ToString() +
-                               " has no axis " + axis);
-      }
-      axis = o.device_mesh.axis_name(index);
-    } else {
-      bool known = false;
-      for (int a = 0; a < o.device_mesh.num_axes(); ++a)
-        known |= o.device_mesh.axis_name(a) == axis;
-      if (!known) {
-        return Status::Invalid(what + ": the device mesh " + o.device_mesh.ToString() +
-                               " has no axis '" + axis + "'");
-      }
-    }
-    o.cost.axis_bandwidth[axis] = bw;
-  }
+  SHARDSCOPE_RETURN_IF_ERROR(
+      ParseAxisValues("--axis-bandwidth", f.axis_bandwidth, o.device_mesh, &o.cost.axis_bandwidth));
+  SHARDSCOPE_RETURN_IF_ERROR(
+      ParseAxisValues("--axis-latency", f.axis_latency, o.device_mesh, &o.cost.axis_latency));
   return Status::Ok();
 }
 

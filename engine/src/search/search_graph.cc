@@ -242,41 +242,43 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     int64_t stride = options.devices;
     for (int a = 0; a < mesh.num_axes(); ++a) {
       stride /= mesh.axis_size(a);
-      g.physical_.push_back(
-          {stride, mesh.axis_size(a), options.cost.AxisBandwidth(mesh.axis_name(a))});
+      g.physical_.push_back({stride, mesh.axis_size(a),
+                             options.cost.AxisBandwidth(mesh.axis_name(a)),
+                             options.cost.AxisLatency(mesh.axis_name(a))});
     }
   }
   SHARDSCOPE_RETURN_IF_ERROR(g.ApplyShardBlocks());
   return g;
 }
 
-int64_t SearchGraph::LetterStride(int op, const Parts& parts, int l) const {
+int64_t SearchGraph::LetterStride(const Parts& parts, int l) const {
   int64_t stride = options_.devices / Product(parts);  // the replica axis is the last
   for (size_t k = static_cast<size_t>(l) + 1; k < parts.size(); ++k) stride *= parts[k];
-  (void)op;
   return stride;
 }
 
-double SearchGraph::SpanBandwidth(int64_t stride, int64_t size) const {
-  if (physical_.empty()) return options_.cost.default_bandwidth;
-  double bw = std::numeric_limits<double>::infinity();
-  if (size <= 1) return bw;
+SearchGraph::Link SearchGraph::NoMeshLink() const { return {options_.cost.default_bandwidth, -1}; }
+
+void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
+  if (size <= 1) return;
   // Ranks stride, 2 stride, ... (size - 1) stride apart change the coordinate of every axis
   // whose digit range [axis stride, axis stride x axis size) meets [stride, stride x size).
   for (const PhysicalAxis& a : physical_) {
-    if (a.size > 1 && stride < a.stride * a.size && a.stride < stride * size)
-      bw = std::min(bw, a.bandwidth);
+    if (a.size > 1 && stride < a.stride * a.size && a.stride < stride * size) {
+      link->bandwidth = std::min(link->bandwidth, a.bandwidth);
+      link->latency = std::max(link->latency, a.latency);
+    }
   }
-  return bw;
 }
 
-double SearchGraph::GroupBandwidth(int op, const Parts& parts, const std::vector<int>& letters,
-                                   bool replicas) const {
-  if (physical_.empty()) return options_.cost.default_bandwidth;
-  double bw = std::numeric_limits<double>::infinity();
-  for (int l : letters) bw = std::min(bw, SpanBandwidth(LetterStride(op, parts, l), parts[l]));
-  if (replicas) bw = std::min(bw, SpanBandwidth(1, options_.devices / Product(parts)));
-  return std::isinf(bw) ? options_.cost.default_bandwidth : bw;
+SearchGraph::Link SearchGraph::GroupLink(const Parts& parts, const std::vector<int>& letters,
+                                         bool replicas) const {
+  if (physical_.empty()) return NoMeshLink();
+  Link link{std::numeric_limits<double>::infinity(), -1};
+  for (int l : letters) Span(LetterStride(parts, l), parts[l], &link);
+  if (replicas) Span(1, options_.devices / Product(parts), &link);
+  if (std::isinf(link.bandwidth)) return NoMeshLink();
+  return link;
 }
 
 std::vector<int64_t> SearchGraph::TensorParts(int op, const std::string& letters,
@@ -318,9 +320,9 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
   const SearchOp& o = ops_[op];
   const CostModel& cm = options_.cost;
   double grad_reduce = 0;
-  const auto reduce = [&](double shard, int64_t group, double bandwidth) {
-    const double s =
-        cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, group, bandwidth);
+  const auto reduce = [&](double shard, int64_t group, const Link& link) {
+    const double s = cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, group,
+                                                link.bandwidth, link.latency);
     if (collectives != nullptr && s > 0) *collectives += 1;
     return s;
   };
@@ -332,14 +334,13 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
       // (MatMul's dX over n), reduced before its producer can use it.
       int64_t partial = 1;
       for (int l : in.missing) partial *= parts[l];
-      if (partial > 1) grad_reduce += reduce(shard, partial, GroupBandwidth(op, parts, in.missing));
+      if (partial > 1) grad_reduce += reduce(shard, partial, GroupLink(parts, in.missing));
     }
     if (in.kind == ValueKind::kParameter) {
       // Its gradient is summed over the ranks that replicate it: the letters it lacks and the
       // replica axis.
       const auto replicas = static_cast<int64_t>(options_.devices / split);
-      if (replicas > 1)
-        grad_reduce += reduce(shard, replicas, GroupBandwidth(op, parts, in.missing, true));
+      if (replicas > 1) grad_reduce += reduce(shard, replicas, GroupLink(parts, in.missing, true));
     }
   }
   for (const SearchOperand& out : o.outputs) {
@@ -348,8 +349,7 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     int64_t partial = 1;
     for (int l : out.summed) partial *= parts[l];
     if (partial > 1)
-      grad_reduce +=
-          reduce(out.bytes / out.Parts(parts), partial, GroupBandwidth(op, parts, out.summed));
+      grad_reduce += reduce(out.bytes / out.Parts(parts), partial, GroupLink(parts, out.summed));
   }
   return grad_reduce;
 }
@@ -381,10 +381,10 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
   if (partial > 1) {
     const double shard = edge.bytes / src_parts;
     const bool scatter = dst_parts >= src_parts * static_cast<double>(partial);
+    const Link link = GroupLink(producer, edge.summed_letter);
     cost += cm.SearchCollectiveSeconds(
         scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial,
-        physical_.empty() ? cm.default_bandwidth
-                          : GroupBandwidth(edge.producer, producer, edge.summed_letter));
+        link.bandwidth, link.latency);
     if (collectives != nullptr) *collectives += 1;
   }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
@@ -393,10 +393,9 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
   // them): the planner spends one collective step on each (an all-to-all also covers one
   // dimension that splits further).
   int gather_forward = 0, gather_backward = 0;
-  // With a device mesh: the slowest axis spanned by the letters whose split differs between
+  // With a device mesh: the slowest axes spanned by the letters whose split differs between
   // the two ends (data moves along those, in the producer's and in the consumer's mesh).
-  double bandwidth =
-      physical_.empty() ? cm.default_bandwidth : std::numeric_limits<double>::infinity();
+  Link link = physical_.empty() ? NoMeshLink() : Link{std::numeric_limits<double>::infinity(), -1};
   for (size_t d = 0; d < rank; ++d) {
     const int64_t a = edge.src_letter[d] >= 0 ? producer[edge.src_letter[d]] : 1;
     const int64_t b = edge.dst_letter[d] >= 0 ? consumer[edge.dst_letter[d]] : 1;
@@ -407,23 +406,18 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     gather_forward += l > b;
     gather_backward += l > a;
     if (!physical_.empty() && a != b) {
-      if (a > 1) {
-        bandwidth = std::min(
-            bandwidth, SpanBandwidth(LetterStride(edge.producer, producer, edge.src_letter[d]), a));
-      }
-      if (b > 1) {
-        bandwidth = std::min(
-            bandwidth, SpanBandwidth(LetterStride(edge.consumer, consumer, edge.dst_letter[d]), b));
-      }
+      if (a > 1) Span(LetterStride(producer, edge.src_letter[d]), a, &link);
+      if (b > 1) Span(LetterStride(consumer, edge.dst_letter[d]), b, &link);
     }
   }
-  if (std::isinf(bandwidth)) bandwidth = cm.default_bandwidth;
+  if (std::isinf(link.bandwidth)) link = NoMeshLink();
   auto move = [&](double target_parts, double peers, int gathered, double share) {
     const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
     const int steps = std::max(1, gathered);
     if (collectives != nullptr) *collectives += steps * share;
-    return cm.SearchExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, bandwidth, steps);
+    return cm.SearchExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth, steps,
+                                    link.latency);
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
   // partitioner redistributes a value once per layout), so each edge carries its share.

@@ -118,17 +118,21 @@ class SearchGraph {
   // One axis of SearchOptions::device_mesh: ranks `stride` apart differ in it.
   struct PhysicalAxis {
     int64_t stride = 1, size = 1;
-    double bandwidth = 0;
+    double bandwidth = 0, latency = 0;
   };
-  // Ranks between consecutive members of letter `l`'s groups in op `op`'s mesh under `parts`.
-  int64_t LetterStride(int op, const Parts& parts, int l) const;
-  // The bandwidth of a group of `size` ranks `stride` apart: the slowest physical axis it
-  // spans; +infinity when it spans none (size 1) and default_bandwidth without axes.
-  double SpanBandwidth(int64_t stride, int64_t size) const;
-  // The bandwidth of a group along `letters` of op `op` under `parts` (and its replica axis
-  // when `replicas`).
-  double GroupBandwidth(int op, const Parts& parts, const std::vector<int>& letters,
-                        bool replicas = false) const;
+  // What a group's messages travel over: the slowest bandwidth and the largest latency of
+  // the axes it spans. latency < 0: CostModel::latency_s (no device mesh).
+  struct Link {
+    double bandwidth = 0, latency = -1;
+  };
+  // Ranks between consecutive members of letter `l`'s groups under `parts`.
+  int64_t LetterStride(const Parts& parts, int l) const;
+  // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.
+  void Span(int64_t stride, int64_t size, Link* link) const;
+  // The link of a group along `letters` of an operator under `parts` (and its replica axis
+  // when `replicas`): default_bandwidth and latency_s without a device mesh.
+  Link GroupLink(const Parts& parts, const std::vector<int>& letters, bool replicas = false) const;
+  Link NoMeshLink() const;
   std::vector<PhysicalAxis> physical_;
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;
   const Graph* graph_ = nullptr;

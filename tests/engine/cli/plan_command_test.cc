@@ -197,6 +197,10 @@ TEST(PlanCommand, AxisBandwidthOfADeviceMesh) {
   ASSERT_EQ(by_index.code, 0) << by_index.text;
   EXPECT_EQ(nlohmann::json::parse(by_index.text)["predicted_step_seconds"],
             s["predicted_step_seconds"]);
+  Output latency = Plan(base + " --axis-latency node=1e-3", false);
+  ASSERT_EQ(latency.code, 0) << latency.text;
+  EXPECT_GT(nlohmann::json::parse(latency.text)["predicted_step_seconds"].get<double>(),
+            u["predicted_step_seconds"].get<double>());
   Output no_mesh = Plan(kSamples + "ffn.yaml --axis-bandwidth node=1e8");
   EXPECT_EQ(no_mesh.code, 2);
   EXPECT_NE(no_mesh.text.find("needs --device-mesh"), std::string::npos) << no_mesh.text;

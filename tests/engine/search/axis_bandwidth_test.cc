@@ -1,5 +1,6 @@
-// Bandwidth per mesh axis: with the devices arranged as two hosts of four (node=2,local=4)
-// and a slow link between the hosts, the searches keep the heavy collectives inside a host.
+// Bandwidth and latency per mesh axis: with the devices arranged as two hosts of four
+// (node=2,local=4) and a slow link between the hosts, the searches keep the heavy
+// collectives inside a host.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -64,6 +65,23 @@ TEST(AxisBandwidth, ASlowOuterAxisMovesTheContractionsInsideAHost) {
     const double uniform_on_slow = PredictStepSeconds(g, semi).value();
     EXPECT_LT(slow->step_seconds, 0.8 * uniform_on_slow);
   }
+}
+
+TEST(AxisBandwidth, ALatencyPerAxisIsPaidOnlyByGroupsThatSpanIt) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 256).value();
+  SearchOptions o = TwoHostsOfFour(SearchMode::kDynamicProgramming, 0);
+  const SearchResult base = SearchStrategies(m.graph, o).value();
+  // The inner axis at the default latency: nothing changes.
+  o.cost.axis_latency["local"] = o.cost.latency_s;
+  EXPECT_DOUBLE_EQ(SearchStrategies(m.graph, o).value().step_seconds, base.step_seconds);
+  // 1 ms per message between hosts: the optimum gets dearer and keeps every contraction's
+  // reduction inside a host, as with a slow bandwidth.
+  o.cost.axis_latency["node"] = 1e-3;
+  const SearchResult slow = SearchStrategies(m.graph, o).value();
+  EXPECT_GT(slow.step_seconds, base.step_seconds);
+  EXPECT_FALSE(ContractionsAcrossHosts(base).empty());
+  EXPECT_TRUE(ContractionsAcrossHosts(slow).empty()) << Join(ContractionsAcrossHosts(slow));
 }
 
 TEST(AxisBandwidth, WithoutADeviceMeshEveryCollectiveRunsAtTheDefault) {

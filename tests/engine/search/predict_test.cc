@@ -14,6 +14,7 @@ CostModel Calibrated() {
   c.latency_s = 14e-6;
   c.default_bandwidth = 1.7e9;
   c.axis_bandwidth = {{"dp", 1.5e9}};
+  c.axis_latency = {{"dp", 40e-6}};
   c.flops = 88e9;
   c.memory_bandwidth = 9e9;
   c.collective_overhead_s = 30e-6;
@@ -30,6 +31,7 @@ TEST(Profile, CalibratedProfileRoundTripsWithComputeSlots) {
   EXPECT_EQ(back->latency_s, c.latency_s);
   EXPECT_EQ(back->default_bandwidth, c.default_bandwidth);
   EXPECT_EQ(back->axis_bandwidth, c.axis_bandwidth);
+  EXPECT_EQ(back->axis_latency, c.axis_latency);
   EXPECT_EQ(back->flops, c.flops);
   EXPECT_EQ(back->memory_bandwidth, c.memory_bandwidth);
   EXPECT_EQ(back->collective_overhead_s, c.collective_overhead_s);
@@ -50,6 +52,7 @@ TEST(Profile, ComputeSlotsLeaveThePlannersPricesAlone) {
   own.compute_slots = 0;
   own.collective_handoff_s = 0;
   own.group_sync_s = 0;
+  own.axis_latency.clear();
   EXPECT_EQ(shared.Fingerprint(), own.Fingerprint());
   EXPECT_EQ(shared.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9),
             own.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9));
