@@ -52,6 +52,11 @@ struct CostModel {
   // is not found is looked up again without a trailing "_<digits>" (the sub-axes a mesh
   // unification creates, "dp_0", "dp_1", inherit the bandwidth of "dp").
   std::map<std::string, double> axis_bandwidth;
+  // Per-message latency per mesh axis name, seconds (e.g. {"node", 20e-6}); latency_s for an
+  // axis without an entry ("dp_0" falls back to "dp" as for axis_bandwidth). Searches only:
+  // a collective over a group spanning several axes waits for the slowest of them. The
+  // planner's prices and Fingerprint use latency_s alone.
+  std::map<std::string, double> axis_latency;
   // Sustained compute rate per device, flop/s.
   double flops = 50e9;
   // Local memory bandwidth (copies, slicing), bytes/s. Local steps are not priced by the
@@ -71,9 +76,20 @@ struct CostModel {
   // computation (device threads sharing cores must each be scheduled again), seconds.
   // Searches only, like collective_overhead_s; calibrate measures it.
   double collective_handoff_s = 0;
+  // In-process devices: the least one collective or exchange costs, whatever its group,
+  // because every device thread takes part (the groups of one redistribution step run at
+  // once on shared cores, and each thread must be scheduled to post and to finish), seconds.
+  // Calibrate measures it in-process as the all-reduce of 4 bytes on all devices; 0 (MPI,
+  // defaults) = the formulas' latency terms alone. Searches only, like collective_handoff_s.
+  double group_sync_s = 0;
 
   // Bandwidth of one axis by name (see axis_bandwidth).
   double AxisBandwidth(const std::string& axis_name) const;
+  // Latency of one axis by name (see axis_latency).
+  double AxisLatency(const std::string& axis_name) const;
+  // Sequential messages one rank receives in a collective of `kind` on `group_size` ranks
+  // (the latency terms of the formulas above: p-1, 2(p-1) for all-reduce, 1 for permute).
+  static double LatencyMessages(CollectiveKind kind, int64_t group_size);
   // Bandwidth of a group spanning `axes` of `mesh`: the minimum over the axes (the slowest
   // link); default_bandwidth when `axes` is empty.
   double Bandwidth(const DeviceMesh& mesh, const std::vector<int>& axes) const;
@@ -114,12 +130,19 @@ struct CostModel {
   }
   // The fixed part the searches add to every collective or exchange that moves anything.
   double SearchFixedSeconds() const { return collective_overhead_s + collective_handoff_s; }
-  // A collective as the searches price it: CollectiveSeconds plus SearchFixedSeconds
-  // (0 when it costs nothing).
+  // A collective as the searches price it: CollectiveSeconds with its latency terms raised to
+  // at least group_sync_s, plus SearchFixedSeconds (0 when it costs nothing).
+  // `latency` < 0: latency_s.
+  double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                 double bandwidth, double latency = -1) const;
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
-    const double s = CollectiveSeconds(kind, bytes, group_size, default_bandwidth);
-    return s > 0 ? s + SearchFixedSeconds() : 0.0;
+    return SearchCollectiveSeconds(kind, bytes, group_size, default_bandwidth);
   }
+  // An irregular exchange as the searches price it, done in `steps` collective steps (the
+  // planner gathers one tensor dimension per step): ExchangeSeconds with its latency raised
+  // to at least steps x group_sync_s, plus steps x SearchFixedSeconds (0 when nothing moves).
+  double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
+                               int steps = 1, double latency = -1) const;
 
   // Hash of every parameter (plan caches key on it).
   size_t Fingerprint() const;
@@ -129,7 +152,9 @@ struct CostModel {
 
 // Profiles (`shardscope calibrate --out FILE`, read by `plan`/`train --profile FILE`): a JSON
 // object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
-// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s";
+// "axis_latency" ({"dp": 20e-6}),
+// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
+// "group_sync_s";
 // missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a
 // default).
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);

@@ -13,12 +13,17 @@
 //
 // Costs (the symbolic model all modes share; seconds per training step, from CostModel):
 //   operator   3 x max(flops / flops_rate, bytes touched / memory_bandwidth) on its shard
-//              (forward + backward), plus the all-reduce of each parameter's gradient over
-//              the devices that replicate it;
+//              (forward + backward) plus the optimizer's update of its parameter shards
+//              (bytes moved / memory_bandwidth), times ComputeSlowdown; plus the all-reduce of
+//              each parameter's gradient over the devices that replicate it, and of a
+//              result nothing reads (the loss) left as a partial sum;
 //   edge       the reduction of a partial-sum producer (reduce-scatter or all-reduce over
 //              the summed parts) plus the exchange from the producer's blocks to the
 //              consumer's and back (the gradient): a rank receives the part of its target
-//              block its source block lacks, latency per peer, at default_bandwidth.
+//              block its source block lacks, latency per peer (at least group_sync_s per
+//              gathered dimension), at the bandwidth of the axes of
+//              SearchOptions::device_mesh the moving letters span (default_bandwidth
+//              without one).
 //   memory     per device: parameters x (weight + gradient + optimizer states) / parts, plus
 //              each saved output / parts.
 // The total of a whole assignment is the predicted step time (SearchResult::step_seconds).
@@ -79,6 +84,14 @@ struct SearchOptions {
   int max_dp_operators = 5000;
   // Named meshes that layout-notation strategies in the annotations refer to.
   std::map<std::string, DeviceMesh> meshes;
+  // How the `devices` are arranged (ranks row-major, last axis fastest), e.g. node=2,local=4
+  // for two hosts of four: a collective whose group spans an axis runs at that axis's
+  // bandwidth (cost.axis_bandwidth by axis name, else default_bandwidth), the slowest of its
+  // axes when it spans several. An operator's mesh maps onto the ranks row-major too (its
+  // split letters in order, then the replica axis), so a letter's group of ranks is known.
+  // Without axes (the default) every collective runs at default_bandwidth. Its size must be
+  // `devices`.
+  DeviceMesh device_mesh;
   std::vector<ShardBlockSpec> shard_blocks;
 };
 
@@ -104,6 +117,8 @@ struct SearchResult {
   std::vector<OperatorChoice> operators;  // forward operators in node order
   double step_seconds = 0;                // predicted: operators + edges
   double compute_seconds = 0;             // of which operators
+  double operator_seconds = 0;            // of which computation (no gradient reductions)
+  double collectives = 0;  // collectives and exchanges priced per step (readers share one)
   double memory_per_device_bytes = 0;
 };
 

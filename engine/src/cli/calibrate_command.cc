@@ -138,13 +138,17 @@ double MeasureGemm() {
   return 2.0 * s * s * s / best;
 }
 
-// Wall seconds for `threads` threads each running `gemms` GEMMs of s x s at the same time.
+// The GEMM the device threads run to measure compute slots: s x s, about what one device
+// computes between two collectives in the samples.
+constexpr int kSlotGemmSize = 192;
+
+// Wall seconds for `threads` threads each running `gemms` GEMMs of kSlotGemmSize at once.
 double TimeConcurrentGemms(int threads, int gemms) {
   const auto start = Clock::now();
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([gemms] {
-      const int s = 192;
+      const int s = kSlotGemmSize;
       Eigen::MatrixXf a = Eigen::MatrixXf::Random(s, s), b = Eigen::MatrixXf::Random(s, s);
       Eigen::MatrixXf c(s, s);
       for (int i = 0; i < gemms; ++i) SmallGemm(a, b, c);
@@ -154,16 +158,22 @@ double TimeConcurrentGemms(int threads, int gemms) {
   return Since(start);
 }
 
-// How many of `devices` threads compute at once: devices x (one thread's time) / (all
-// threads' wall time), best of 3, within [1, devices]. 8 device threads on 2 cores give ~2.
-double MeasureComputeSlots(int devices) {
-  const int gemms = 40;
-  double one = 1e9, all = 1e9;
-  for (int i = 0; i < 3; ++i) {
-    one = std::min(one, TimeConcurrentGemms(1, gemms));
-    all = std::min(all, TimeConcurrentGemms(devices, gemms));
+// How many of `devices` threads compute at once, in units of one thread alone at
+// `gemm_flops` (MeasureGemm's best): the GEMM rate all of them reach together (median of 5,
+// each round every thread 40 GEMMs), divided by that. 8 device threads on 2 free cores give
+// ~2; when other processes hold cores it falls (below 1 when the devices share less than one
+// core), which is what a training step then sees. (The ratio of 8 threads to one thread
+// timed under the same load swung between 1 and 2 on a shared machine: a lone thread gets
+// only its share of a loaded core too.)
+double MeasureComputeSlots(int devices, double gemm_flops) {
+  const int gemms = 40, s = kSlotGemmSize;
+  std::vector<double> rates;
+  for (int i = 0; i < 5; ++i) {
+    const double wall = TimeConcurrentGemms(devices, gemms);
+    rates.push_back(devices * gemms * 2.0 * s * s * s / wall);
   }
-  return std::clamp(devices * one / all, 1.0, static_cast<double>(devices));
+  std::sort(rates.begin(), rates.end());
+  return std::clamp(rates[rates.size() / 2] / gemm_flops, 0.05, static_cast<double>(devices));
 }
 
 double MeasureMemory() {
@@ -203,7 +213,12 @@ int RunCalibrate(const CalibrateOptions& o) {
   CostModel c = Fit(m, n, MeasureGemm(), MeasureMemory());
   // In-process devices are threads sharing this machine's cores; MPI ranks are taken to
   // have a core each (under --oversubscribe they do not: not measured yet).
-  if (!mpi) c.compute_slots = MeasureComputeSlots(n);
+  if (!mpi) {
+    c.compute_slots = MeasureComputeSlots(n, c.flops);
+    // Every device thread takes part in every collective step (the groups of a step run at
+    // once on shared cores): none costs less than a tiny collective over all of them.
+    c.group_sync_s = m.small_n;
+  }
   std::printf(
       "calibrated on %d %s device(s):\n"
       "  all-reduce of 4 bytes   %.1f us on 2 ranks, %.1f us on %d\n"
@@ -211,11 +226,13 @@ int RunCalibrate(const CalibrateOptions& o) {
       "  all-reduce of 4 bytes between computations %.1f us on %d\n"
       "  fitted: alpha %.2f us, overhead per collective %.2f us (+ %.2f us hand-off),\n"
       "          bandwidth %.2f GB/s,\n"
-      "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n",
+      "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
+      "          least cost of any collective or exchange (group sync) %.1f us%s\n",
       n, mpi ? "MPI" : "in-process", m.small_2 * 1e6, m.small_n * 1e6, n, m.gather_bytes / 1e6,
       m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6, c.collective_overhead_s * 1e6,
       c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
-      c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "");
+      c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "",
+      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "");
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -243,12 +260,15 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "  mpirun -np 4 shardscope calibrate --out mpi4.json        (one device per rank)\n"
       "  shardscope plan samples/models/ffn.yaml --profile profile.json\n"
       "Measured once per run, between the given devices only: links between hosts are not\n"
-      "told apart yet (every mesh axis gets the same bandwidth). In-process, it also measures\n"
-      "how many device threads compute at once (compute_slots: 8 threads on 2 cores give\n"
-      "about 2), which the predicted step time divides computation by. It measures what a\n"
-      "collective costs more when the ranks come from computation (collective_handoff_s),\n"
-      "in-process and under mpirun; under mpirun every\n"
-      "rank is assumed to have its own core (oversubscribed ranks are not measured yet).");
+      "measured apart (calibrate writes one default_bandwidth; give slower axes with the\n"
+      "profile's \"axis_bandwidth\": {\"node\": 1.25e9} or plan --device-mesh node=2,local=4\n"
+      "--axis-bandwidth node=1.25e9). In-process, it also measures how many device threads\n"
+      "compute at once (compute_slots: 8 threads on 2 cores give about 2), which the\n"
+      "predicted step time divides computation by, and the least any collective costs when\n"
+      "every device thread takes part (group_sync_s: a 4-byte all-reduce on all devices).\n"
+      "It measures what a collective costs more when the ranks come from computation\n"
+      "(collective_handoff_s), in-process and under mpirun; under mpirun every rank is\n"
+      "assumed to have its own core (oversubscribed ranks are not measured yet).");
   app->add_option("--out", o->out, "Write the profile (JSON) to FILE");
   app->add_option("--devices", o->devices, "In-process devices to measure between (default 8)")
       ->check(CLI::Range(2, 256));

@@ -1,5 +1,6 @@
 #include "cli/search_flags.h"
 
+#include <cstdlib>
 #include <fstream>
 
 namespace shardscope::cli {
@@ -21,7 +22,83 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
   app->add_option("--memory-budget", f.memory_budget_mb,
                   "Per-device memory budget in MB the search must respect (default: none)")
       ->check(CLI::NonNegativeNumber);
+  app->add_option("--device-mesh", f.device_mesh,
+                  "How the devices are arranged, outer axis first, e.g. node=2,local=4 (two "
+                  "hosts of four); ranks are row-major. With --axis-bandwidth the searches price "
+                  "a collective at the slowest axis its group spans (default: one axis)");
+  app->add_option("--axis-bandwidth", f.axis_bandwidth,
+                  "AXIS=BYTES_PER_S, repeatable: the link bandwidth along one axis of "
+                  "--device-mesh (by name or index), e.g. node=1.25e9; overrides the profile's "
+                  "axis_bandwidth");
+  app->add_option("--axis-latency", f.axis_latency,
+                  "AXIS=SECONDS, repeatable: the per-message latency along one axis of "
+                  "--device-mesh, e.g. node=20e-6; overrides the profile's axis_latency");
 }
+
+namespace {
+
+// "AXIS=VALUE" entries of `flag` (AXIS a name or an index of `mesh`) into `out`; values must
+// be numbers, positive for bandwidths and non-negative for latencies.
+Status ParseAxisValues(const std::string& flag, const std::vector<std::string>& entries,
+                       const DeviceMesh& mesh, std::map<std::string, double>* out) {
+  const bool bandwidth = flag == "--axis-bandwidth";
+  for (const std::string& entry : entries) {
+    const std::string what = flag + " " + entry;
+    if (mesh.num_axes() == 0)
+      return Status::Invalid(what + ": needs --device-mesh (which axes there are)");
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::Invalid(
+          what + ": expected AXIS=" +
+          (bandwidth ? "BYTES_PER_S, e.g. node=1.25e9" : "SECONDS, e.g. node=20e-6"));
+    }
+    std::string axis = entry.substr(0, eq);
+    const std::string number = entry.substr(eq + 1);
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (number.empty() || end == nullptr || *end != '\0' || !(bandwidth ? value > 0 : value >= 0)) {
+      return Status::Invalid(what + ": '" + number + "' is not a " +
+                             (bandwidth ? "positive number of bytes/s" : "number of seconds >= 0"));
+    }
+    if (axis.find_first_not_of("0123456789") == std::string::npos) {
+      const int index = std::atoi(axis.c_str());
+      if (index >= mesh.num_axes())
+        return Status::Invalid(what + ": the device mesh " + mesh.ToString() + " has no axis " +
+                               axis);
+      axis = mesh.axis_name(index);
+    } else {
+      bool known = false;
+      for (int a = 0; a < mesh.num_axes(); ++a) known |= mesh.axis_name(a) == axis;
+      if (!known) {
+        return Status::Invalid(what + ": the device mesh " + mesh.ToString() + " has no axis '" +
+                               axis + "'");
+      }
+    }
+    (*out)[axis] = value;
+  }
+  return Status::Ok();
+}
+
+// --device-mesh, --axis-bandwidth and --axis-latency into `o`.
+Status ApplyAxisFlags(const SearchFlags& f, SearchOptions& o) {
+  if (!f.device_mesh.empty()) {
+    auto mesh = ParseMeshSpec(f.device_mesh);
+    if (!mesh.ok()) return mesh.status().WithContext("--device-mesh " + f.device_mesh);
+    if (mesh->size() != o.devices) {
+      return Status::Invalid("--device-mesh " + f.device_mesh + " has " +
+                             std::to_string(mesh->size()) + " devices but the run has " +
+                             std::to_string(o.devices));
+    }
+    o.device_mesh = *mesh;
+  }
+  SHARDSCOPE_RETURN_IF_ERROR(
+      ParseAxisValues("--axis-bandwidth", f.axis_bandwidth, o.device_mesh, &o.cost.axis_bandwidth));
+  SHARDSCOPE_RETURN_IF_ERROR(
+      ParseAxisValues("--axis-latency", f.axis_latency, o.device_mesh, &o.cost.axis_latency));
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, int devices,
                                         const std::map<std::string, DeviceMesh>& meshes) {
@@ -35,6 +112,7 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
   if (!f.profile.empty()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(o.cost, LoadCostModel(f.profile));
   }
+  SHARDSCOPE_RETURN_IF_ERROR(ApplyAxisFlags(f, o));
   return o;
 }
 

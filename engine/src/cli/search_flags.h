@@ -18,6 +18,9 @@ struct SearchFlags {
   std::string save_strategy, load_strategy, profile;
   double memory_budget_mb = 0;
   int top_k = 3;
+  std::string device_mesh;                   // "node=2,local=4": how the devices are arranged
+  std::vector<std::string> axis_bandwidth;   // "node=12.5e9" or "0=12.5e9", per axis
+  std::vector<std::string> axis_latency;     // "node=20e-6", per axis
   std::vector<ShardBlockSpec> shard_blocks;  // not a flag: the model file's shard blocks
 };
 

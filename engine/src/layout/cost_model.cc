@@ -28,6 +28,17 @@ std::string Rate(double v, const char* unit) {
   return buf;
 }
 
+// "dp_0" -> "dp" (sub-axes made by mesh unification); empty when there is no such suffix.
+std::string BaseAxisName(const std::string& axis_name) {
+  const size_t us = axis_name.rfind('_');
+  if (us != std::string::npos && us + 1 < axis_name.size() &&
+      std::all_of(axis_name.begin() + us + 1, axis_name.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    return axis_name.substr(0, us);
+  }
+  return "";
+}
+
 }  // namespace
 
 const char* CollectiveKindName(CollectiveKind kind) {
@@ -49,14 +60,31 @@ const char* CollectiveKindName(CollectiveKind kind) {
 double CostModel::AxisBandwidth(const std::string& axis_name) const {
   auto it = axis_bandwidth.find(axis_name);
   if (it != axis_bandwidth.end()) return it->second;
-  // "dp_0" -> "dp" (sub-axes made by mesh unification).
-  const size_t us = axis_name.rfind('_');
-  if (us != std::string::npos && us + 1 < axis_name.size() &&
-      std::all_of(axis_name.begin() + us + 1, axis_name.end(),
-                  [](char c) { return c >= '0' && c <= '9'; })) {
-    return AxisBandwidth(axis_name.substr(0, us));
+  const std::string base = BaseAxisName(axis_name);
+  return base.empty() ? default_bandwidth : AxisBandwidth(base);
+}
+
+double CostModel::AxisLatency(const std::string& axis_name) const {
+  auto it = axis_latency.find(axis_name);
+  if (it != axis_latency.end()) return it->second;
+  const std::string base = BaseAxisName(axis_name);
+  return base.empty() ? latency_s : AxisLatency(base);
+}
+
+double CostModel::LatencyMessages(CollectiveKind kind, int64_t group_size) {
+  if (group_size <= 1) return 0.0;
+  const double p = static_cast<double>(group_size);
+  switch (kind) {
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return p - 1;
+    case CollectiveKind::kAllReduce:
+      return 2 * (p - 1);
+    case CollectiveKind::kPermute:
+      return 1;
   }
-  return default_bandwidth;
+  return 0.0;
 }
 
 double CostModel::Bandwidth(const DeviceMesh& mesh, const std::vector<int>& axes) const {
@@ -103,6 +131,24 @@ double CostModel::ExchangeSeconds(int64_t messages, double bytes_received, doubl
          std::max(0.0, bytes_received) / bandwidth;
 }
 
+double CostModel::SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                          double bandwidth, double latency) const {
+  const double s = CollectiveSeconds(kind, bytes, group_size, bandwidth);
+  if (s <= 0) return 0.0;
+  const double messages = LatencyMessages(kind, group_size);
+  const double own = messages * (latency < 0 ? latency_s : latency);
+  return s - messages * latency_s + std::max(own, group_sync_s) + SearchFixedSeconds();
+}
+
+double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
+                                        int steps, double latency) const {
+  if (bytes_received <= 0) return 0.0;
+  const double own =
+      static_cast<double>(std::max<int64_t>(0, messages)) * (latency < 0 ? latency_s : latency);
+  const double n = std::max(1, steps);
+  return std::max(own, n * group_sync_s) + bytes_received / bandwidth + n * SearchFixedSeconds();
+}
+
 size_t CostModel::Fingerprint() const {
   size_t h = std::hash<double>()(latency_s);
   h = HashCombine(h, std::hash<double>()(default_bandwidth));
@@ -129,6 +175,11 @@ std::string CostModel::ToString() const {
     }
     out += ")";
   }
+  for (const auto& [name, lat] : axis_latency) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " alpha(%s)=%g us", name.c_str(), lat * 1e6);
+    out += buf;
+  }
   out += " flops=" + Rate(flops, "F/s") + " mem=" + Rate(memory_bandwidth, "B/s");
   if (compute_slots > 0) {
     char slots[32];
@@ -139,6 +190,11 @@ std::string CostModel::ToString() const {
     char handoff[48];
     std::snprintf(handoff, sizeof handoff, " handoff=%g us", collective_handoff_s * 1e6);
     out += handoff;
+  }
+  if (group_sync_s > 0) {
+    char sync[48];
+    std::snprintf(sync, sizeof sync, " sync=%g us", group_sync_s * 1e6);
+    out += sync;
   }
   return out;
 }
@@ -155,7 +211,8 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       {"memory_bandwidth", &m.memory_bandwidth},
       {"collective_overhead_s", &m.collective_overhead_s},
       {"compute_slots", &m.compute_slots},
-      {"collective_handoff_s", &m.collective_handoff_s}};
+      {"collective_handoff_s", &m.collective_handoff_s},
+      {"group_sync_s", &m.group_sync_s}};
   for (const auto& [key, value] : j.items()) {
     if (key == "axis_bandwidth") {
       if (!value.is_object()) return Status::Invalid(where + ": axis_bandwidth must be an object");
@@ -166,6 +223,16 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       }
       continue;
     }
+    if (key == "axis_latency") {
+      if (!value.is_object()) return Status::Invalid(where + ": axis_latency must be an object");
+      for (const auto& [axis, lat] : value.items()) {
+        if (!lat.is_number() || lat.get<double>() < 0)
+          return Status::Invalid(where + ": axis_latency." + axis +
+                                 " must be a non-negative number of seconds");
+        m.axis_latency[axis] = lat.get<double>();
+      }
+      continue;
+    }
     if (key == "measured" || key == "comment") continue;  // calibrate's notes
     double* target = nullptr;
     for (const auto& [name, field] : fields) {
@@ -173,13 +240,14 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
     }
     if (target == nullptr) {
       return Status::Invalid(where + ": unknown field '" + key +
-                             "' (known: latency_s, default_bandwidth, axis_bandwidth, flops, "
+                             "' (known: latency_s, default_bandwidth, axis_bandwidth, "
+                             "axis_latency, flops, "
                              "memory_bandwidth, collective_overhead_s, compute_slots, "
-                             "collective_handoff_s)");
+                             "collective_handoff_s, group_sync_s)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
         (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
-         key != "collective_handoff_s" && value.get<double>() == 0)) {
+         key != "collective_handoff_s" && key != "group_sync_s" && value.get<double>() == 0)) {
       return Status::Invalid(where + ": " + key + " must be a positive number");
     }
     *target = value.get<double>();
@@ -201,11 +269,14 @@ std::string CostModelToJson(const CostModel& m) {
   j["default_bandwidth"] = m.default_bandwidth;
   j["axis_bandwidth"] = nlohmann::ordered_json::object();
   for (const auto& [axis, bw] : m.axis_bandwidth) j["axis_bandwidth"][axis] = bw;
+  j["axis_latency"] = nlohmann::ordered_json::object();
+  for (const auto& [axis, lat] : m.axis_latency) j["axis_latency"][axis] = lat;
   j["flops"] = m.flops;
   j["memory_bandwidth"] = m.memory_bandwidth;
   j["collective_overhead_s"] = m.collective_overhead_s;
   j["compute_slots"] = m.compute_slots;
   j["collective_handoff_s"] = m.collective_handoff_s;
+  j["group_sync_s"] = m.group_sync_s;
   return j.dump(2);
 }
 

@@ -89,6 +89,9 @@ SearchResult Explain(const SearchGraph& g, const Assignment& a, const SearchOpti
     r.operators.push_back(std::move(c));
   }
   r.step_seconds = g.Total(a.parts);
+  const SearchGraph::Breakdown b = g.Explain(a.parts);
+  r.operator_seconds = b.compute_s;
+  r.collectives = b.collectives;
   return r;
 }
 
@@ -149,6 +152,8 @@ std::string SearchResultToJson(const SearchResult& r, int indent) {
   j["devices"] = r.devices;
   j["search"] = SearchModeName(r.mode);
   j["predicted_step_seconds"] = r.step_seconds;
+  j["predicted_compute_seconds"] = r.operator_seconds;
+  j["predicted_collectives"] = r.collectives;
   j["memory_per_device_bytes"] = r.memory_per_device_bytes;
   j["operators"] = nlohmann::ordered_json::array();
   for (const OperatorChoice& c : r.operators) {

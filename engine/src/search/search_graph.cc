@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -161,8 +163,15 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     };
     for (size_t i = 0; i < n.inputs.size(); ++i)
       op.inputs.push_back(operand(op.sig.inputs[i], forward.value(n.inputs[i]), true));
-    for (size_t k = 0; k < n.outputs.size(); ++k)
-      op.outputs.push_back(operand(op.sig.outputs[k], forward.value(n.outputs[k]), false));
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      SearchOperand out = operand(op.sig.outputs[k], forward.value(n.outputs[k]), false);
+      for (char c : SummedLetters(op.sig, static_cast<int>(k))) {
+        const size_t l = op.letters.find(c);
+        if (l != std::string::npos) out.summed.push_back(static_cast<int>(l));
+      }
+      out.read = false;  // set below, from the edges
+      op.outputs.push_back(std::move(out));
+    }
     if (!n.annotations.in_strategy.empty()) {
       // Fixed by the user: resolve it to split counts per letter.
       auto parsed = ParseStrategy(n.annotations.in_strategy, options.meshes);
@@ -216,14 +225,60 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
   }
   std::map<ValueId, int> readers;
   for (const SearchEdge& e : g.edges_) ++readers[e.value];
+  for (const SearchEdge& e : g.edges_) g.ops_[e.producer].outputs[e.output].read = true;
   for (SearchEdge& e : g.edges_) e.fanout = readers[e.value];
   for (size_t e = 0; e < g.edges_.size(); ++e) {
     g.ops_[g.edges_[e].producer].edges.push_back(static_cast<int>(e));
     g.ops_[g.edges_[e].consumer].edges.push_back(static_cast<int>(e));
   }
   for (SearchOp& op : g.ops_) std::sort(op.edges.begin(), op.edges.end());
+  if (options.device_mesh.num_axes() > 0) {
+    const DeviceMesh& mesh = options.device_mesh;
+    if (mesh.size() != options.devices) {
+      return Status::Invalid("search: the device mesh " + mesh.ToString() + " has " +
+                             std::to_string(mesh.size()) + " devices but the plan is for " +
+                             std::to_string(options.devices));
+    }
+    int64_t stride = options.devices;
+    for (int a = 0; a < mesh.num_axes(); ++a) {
+      stride /= mesh.axis_size(a);
+      g.physical_.push_back({stride, mesh.axis_size(a),
+                             options.cost.AxisBandwidth(mesh.axis_name(a)),
+                             options.cost.AxisLatency(mesh.axis_name(a))});
+    }
+  }
   SHARDSCOPE_RETURN_IF_ERROR(g.ApplyShardBlocks());
   return g;
+}
+
+int64_t SearchGraph::LetterStride(const Parts& parts, int l) const {
+  int64_t stride = options_.devices / Product(parts);  // the replica axis is the last
+  for (size_t k = static_cast<size_t>(l) + 1; k < parts.size(); ++k) stride *= parts[k];
+  return stride;
+}
+
+SearchGraph::Link SearchGraph::NoMeshLink() const { return {options_.cost.default_bandwidth, -1}; }
+
+void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
+  if (size <= 1) return;
+  // Ranks stride, 2 stride, ... (size - 1) stride apart change the coordinate of every axis
+  // whose digit range [axis stride, axis stride x axis size) meets [stride, stride x size).
+  for (const PhysicalAxis& a : physical_) {
+    if (a.size > 1 && stride < a.stride * a.size && a.stride < stride * size) {
+      link->bandwidth = std::min(link->bandwidth, a.bandwidth);
+      link->latency = std::max(link->latency, a.latency);
+    }
+  }
+}
+
+SearchGraph::Link SearchGraph::GroupLink(const Parts& parts, const std::vector<int>& letters,
+                                         bool replicas) const {
+  if (physical_.empty()) return NoMeshLink();
+  Link link{std::numeric_limits<double>::infinity(), -1};
+  for (int l : letters) Span(LetterStride(parts, l), parts[l], &link);
+  if (replicas) Span(1, options_.devices / Product(parts), &link);
+  if (std::isinf(link.bandwidth)) return NoMeshLink();
+  return link;
 }
 
 std::vector<int64_t> SearchGraph::TensorParts(int op, const std::string& letters,
@@ -239,21 +294,38 @@ std::vector<int64_t> SearchGraph::TensorParts(int op, const std::string& letters
 }
 
 double SearchGraph::OpCost(int op, const Parts& parts) const {
+  return OpCompute(op, parts) + OpCommunication(op, parts);
+}
+
+double SearchGraph::OpCompute(int op, const Parts& parts) const {
   const SearchOp& o = ops_[op];
   double touched = 0;
   for (const SearchOperand& in : o.inputs) touched += in.bytes / in.Parts(parts);
   for (const SearchOperand& out : o.outputs) touched += out.bytes / out.Parts(parts);
+  // The optimizer's update of each parameter shard: it reads the weight, its gradient and
+  // every state tensor and writes the weight and the states back (memory-bound).
+  double update = 0;
+  for (const SearchOperand& in : o.inputs) {
+    if (in.kind == ValueKind::kParameter)
+      update += in.bytes / in.Parts(parts) * (3 + 2 * options_.optimizer_states);
+  }
   const double used = static_cast<double>(Product(parts));
   // Devices sharing too few cores compute one after another (ComputeSlowdown).
-  return 3 * options_.cost.OperatorSeconds(o.flops / used, touched) *
-             options_.cost.ComputeSlowdown(options_.devices) +
-         OpCommunication(op, parts);
+  return (3 * options_.cost.OperatorSeconds(o.flops / used, touched) +
+          options_.cost.MemorySeconds(update)) *
+         options_.cost.ComputeSlowdown(options_.devices);
 }
 
-double SearchGraph::OpCommunication(int op, const Parts& parts) const {
+double SearchGraph::OpCommunication(int op, const Parts& parts, double* collectives) const {
   const SearchOp& o = ops_[op];
   const CostModel& cm = options_.cost;
   double grad_reduce = 0;
+  const auto reduce = [&](double shard, int64_t group, const Link& link) {
+    const double s = cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, group,
+                                                link.bandwidth, link.latency);
+    if (collectives != nullptr && s > 0) *collectives += 1;
+    return s;
+  };
   for (const SearchOperand& in : o.inputs) {
     const double split = in.Parts(parts);
     const double shard = in.bytes / split;
@@ -262,12 +334,22 @@ double SearchGraph::OpCommunication(int op, const Parts& parts) const {
       // (MatMul's dX over n), reduced before its producer can use it.
       int64_t partial = 1;
       for (int l : in.missing) partial *= parts[l];
-      grad_reduce += cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, partial);
+      if (partial > 1) grad_reduce += reduce(shard, partial, GroupLink(parts, in.missing));
     }
     if (in.kind == ValueKind::kParameter) {
+      // Its gradient is summed over the ranks that replicate it: the letters it lacks and the
+      // replica axis.
       const auto replicas = static_cast<int64_t>(options_.devices / split);
-      grad_reduce += cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, replicas);
+      if (replicas > 1) grad_reduce += reduce(shard, replicas, GroupLink(parts, in.missing, true));
     }
+  }
+  for (const SearchOperand& out : o.outputs) {
+    // A result nothing reads (the loss) left as a partial sum is all-reduced to be reported.
+    if (out.read || out.summed.empty()) continue;
+    int64_t partial = 1;
+    for (int l : out.summed) partial *= parts[l];
+    if (partial > 1)
+      grad_reduce += reduce(out.bytes / out.Parts(parts), partial, GroupLink(parts, out.summed));
   }
   return grad_reduce;
 }
@@ -282,7 +364,8 @@ double SearchGraph::OpMemory(int op, const Parts& parts) const {
   return CostModel::TrainingMemoryBytes(params, options_.optimizer_states, saved);
 }
 
-double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer) const {
+double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer,
+                             double* collectives) const {
   const SearchEdge& edge = edges_[e];
   const CostModel& cm = options_.cost;
   const size_t rank = edge.src_letter.size();
@@ -298,11 +381,21 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
   if (partial > 1) {
     const double shard = edge.bytes / src_parts;
     const bool scatter = dst_parts >= src_parts * static_cast<double>(partial);
+    const Link link = GroupLink(producer, edge.summed_letter);
     cost += cm.SearchCollectiveSeconds(
-        scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial);
+        scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial,
+        link.bandwidth, link.latency);
+    if (collectives != nullptr) *collectives += 1;
   }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
   double overlap = 1, peers_forward = 1, peers_backward = 1;
+  // Dimensions a rank must gather (its target block is larger than its source block along
+  // them): the planner spends one collective step on each (an all-to-all also covers one
+  // dimension that splits further).
+  int gather_forward = 0, gather_backward = 0;
+  // With a device mesh: the slowest axes spanned by the letters whose split differs between
+  // the two ends (data moves along those, in the producer's and in the consumer's mesh).
+  Link link = physical_.empty() ? NoMeshLink() : Link{std::numeric_limits<double>::infinity(), -1};
   for (size_t d = 0; d < rank; ++d) {
     const int64_t a = edge.src_letter[d] >= 0 ? producer[edge.src_letter[d]] : 1;
     const int64_t b = edge.dst_letter[d] >= 0 ? consumer[edge.dst_letter[d]] : 1;
@@ -310,17 +403,27 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     overlap *= static_cast<double>(l);
     peers_forward *= static_cast<double>(l / b);
     peers_backward *= static_cast<double>(l / a);
+    gather_forward += l > b;
+    gather_backward += l > a;
+    if (!physical_.empty() && a != b) {
+      if (a > 1) Span(LetterStride(producer, edge.src_letter[d]), a, &link);
+      if (b > 1) Span(LetterStride(consumer, edge.dst_letter[d]), b, &link);
+    }
   }
-  auto move = [&](double target_parts, double peers) {
+  if (std::isinf(link.bandwidth)) link = NoMeshLink();
+  auto move = [&](double target_parts, double peers, int gathered, double share) {
     const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
-    return cm.ExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, cm.default_bandwidth) +
-           cm.SearchFixedSeconds();
+    const int steps = std::max(1, gathered);
+    if (collectives != nullptr) *collectives += steps * share;
+    return cm.SearchExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth, steps,
+                                    link.latency);
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
   // partitioner redistributes a value once per layout), so each edge carries its share.
-  cost += move(dst_parts, peers_forward) / edge.fanout;
-  cost += move(src_parts, peers_backward);  // backward: its gradient
+  const double share = 1.0 / edge.fanout;
+  cost += move(dst_parts, peers_forward, gather_forward, share) * share;
+  cost += move(src_parts, peers_backward, gather_backward, 1.0);  // backward: its gradient
   return cost;
 }
 
@@ -331,6 +434,17 @@ double SearchGraph::Total(const std::vector<Parts>& a) const {
     total += EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer]);
   }
   return total;
+}
+
+SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {
+  Breakdown b;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    b.compute_s += OpCompute(static_cast<int>(i), a[i]);
+    OpCommunication(static_cast<int>(i), a[i], &b.collectives);
+  }
+  for (size_t e = 0; e < edges_.size(); ++e)
+    EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer], &b.collectives);
+  return b;
 }
 
 std::string SearchGraph::Notation(int op, const Parts& parts) const {

@@ -18,6 +18,8 @@ using Parts = std::vector<int64_t>;
 struct SearchOperand {
   std::vector<int> letter;   // per dimension: index into SearchOp::letters, -1 if not split
   std::vector<int> missing;  // inputs: split letters the operand lacks (its gradient's sum)
+  std::vector<int> summed;   // outputs: split letters the output is a partial sum over
+  bool read = true;          // outputs: some forward operator reads it
   double bytes = 0;
   ValueKind kind = ValueKind::kActivation;
   // Parts the operand is split into under `parts`.
@@ -73,18 +75,29 @@ class SearchGraph {
 
   // Own cost of op `op` under `parts` (computation + gradient all-reduce), seconds.
   double OpCost(int op, const Parts& parts) const;
-  // Of OpCost: the gradient all-reduces, seconds.
-  double OpCommunication(int op, const Parts& parts) const;
+  // Of OpCost: the computation, seconds.
+  double OpCompute(int op, const Parts& parts) const;
+  // Of OpCost: the gradient all-reduces, seconds; adds their number to `*collectives`.
+  double OpCommunication(int op, const Parts& parts, double* collectives = nullptr) const;
   // Memory per device of op `op` under `parts`, bytes.
   double OpMemory(int op, const Parts& parts) const;
-  // Redistribution cost of edge `e` with its producer / consumer under these parts.
-  double EdgeCost(int e, const Parts& producer, const Parts& consumer) const;
+  // Redistribution cost of edge `e` with its producer / consumer under these parts; adds the
+  // number of collectives and exchanges it prices to `*collectives` (fractional when a value's
+  // readers share one).
+  double EdgeCost(int e, const Parts& producer, const Parts& consumer,
+                  double* collectives = nullptr) const;
   // Edge cost with `op` under `parts` and the other end under `other`.
   double EdgeCostFrom(int e, int op, const Parts& parts, const Parts& other) const {
     return edges_[e].producer == op ? EdgeCost(e, parts, other) : EdgeCost(e, other, parts);
   }
   // Total predicted step time of a complete assignment.
   double Total(const std::vector<Parts>& assignment) const;
+  // Of Total: the computation, and the number of collectives and exchanges per step.
+  struct Breakdown {
+    double compute_s = 0;
+    double collectives = 0;
+  };
+  Breakdown Explain(const std::vector<Parts>& assignment) const;
   // "((2,4),(4,1))".
   std::string Notation(int op, const Parts& parts) const;
   // The data-parallel default of op `op` as split counts (what the partitioner would do).
@@ -102,6 +115,25 @@ class SearchGraph {
   Status ApplyShardBlocks();
 
  private:
+  // One axis of SearchOptions::device_mesh: ranks `stride` apart differ in it.
+  struct PhysicalAxis {
+    int64_t stride = 1, size = 1;
+    double bandwidth = 0, latency = 0;
+  };
+  // What a group's messages travel over: the slowest bandwidth and the largest latency of
+  // the axes it spans. latency < 0: CostModel::latency_s (no device mesh).
+  struct Link {
+    double bandwidth = 0, latency = -1;
+  };
+  // Ranks between consecutive members of letter `l`'s groups under `parts`.
+  int64_t LetterStride(const Parts& parts, int l) const;
+  // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.
+  void Span(int64_t stride, int64_t size, Link* link) const;
+  // The link of a group along `letters` of an operator under `parts` (and its replica axis
+  // when `replicas`): default_bandwidth and latency_s without a device mesh.
+  Link GroupLink(const Parts& parts, const std::vector<int>& letters, bool replicas = false) const;
+  Link NoMeshLink() const;
+  std::vector<PhysicalAxis> physical_;
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;
   const Graph* graph_ = nullptr;
   SearchOptions options_;

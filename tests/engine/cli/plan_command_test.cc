@@ -181,6 +181,38 @@ TEST(PlanCommand, TrainSearchesAndLoadsStrategyFiles) {
   std::filesystem::remove(file);
 }
 
+// Bandwidth per axis of the cluster: two hosts of four with a slow link between them keep
+// the contractions' reductions inside a host.
+TEST(PlanCommand, AxisBandwidthOfADeviceMesh) {
+  const std::string base = kSamples +
+                           "ffn.yaml --devices 8 --batch 256 --search dynamic_programming --json "
+                           "--device-mesh node=2,local=4";
+  Output uniform = Plan(base, false), slow = Plan(base + " --axis-bandwidth node=1e8", false);
+  ASSERT_EQ(uniform.code, 0) << uniform.text;
+  ASSERT_EQ(slow.code, 0) << slow.text;
+  const auto u = nlohmann::json::parse(uniform.text), s = nlohmann::json::parse(slow.text);
+  EXPECT_GT(s["predicted_step_seconds"].get<double>(), u["predicted_step_seconds"].get<double>());
+  EXPECT_NE(u["operators"][4]["strategy"], s["operators"][4]["strategy"]);  // dense2.matmul
+  Output by_index = Plan(base + " --axis-bandwidth 0=1e8", false);
+  ASSERT_EQ(by_index.code, 0) << by_index.text;
+  EXPECT_EQ(nlohmann::json::parse(by_index.text)["predicted_step_seconds"],
+            s["predicted_step_seconds"]);
+  Output latency = Plan(base + " --axis-latency node=1e-3", false);
+  ASSERT_EQ(latency.code, 0) << latency.text;
+  EXPECT_GT(nlohmann::json::parse(latency.text)["predicted_step_seconds"].get<double>(),
+            u["predicted_step_seconds"].get<double>());
+  Output no_mesh = Plan(kSamples + "ffn.yaml --axis-bandwidth node=1e8");
+  EXPECT_EQ(no_mesh.code, 2);
+  EXPECT_NE(no_mesh.text.find("needs --device-mesh"), std::string::npos) << no_mesh.text;
+  Output unknown = Plan(base + " --axis-bandwidth host=1e8");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.text.find("has no axis 'host'"), std::string::npos) << unknown.text;
+  Output wrong_size = Plan(kSamples + "ffn.yaml --devices 8 --device-mesh node=2,local=2");
+  EXPECT_EQ(wrong_size.code, 2);
+  EXPECT_NE(wrong_size.text.find("has 4 devices but the run has 8"), std::string::npos)
+      << wrong_size.text;
+}
+
 TEST(PlanCommand, BadInputSaysWhat) {
   Output o = Plan(kSamples + "ffn.yaml --search fastest");
   EXPECT_EQ(o.code, 2);

@@ -14,11 +14,13 @@ CostModel Calibrated() {
   c.latency_s = 14e-6;
   c.default_bandwidth = 1.7e9;
   c.axis_bandwidth = {{"dp", 1.5e9}};
+  c.axis_latency = {{"dp", 40e-6}};
   c.flops = 88e9;
   c.memory_bandwidth = 9e9;
   c.collective_overhead_s = 30e-6;
   c.compute_slots = 2.1;
   c.collective_handoff_s = 50e-6;
+  c.group_sync_s = 120e-6;
   return c;
 }
 
@@ -29,11 +31,13 @@ TEST(Profile, CalibratedProfileRoundTripsWithComputeSlots) {
   EXPECT_EQ(back->latency_s, c.latency_s);
   EXPECT_EQ(back->default_bandwidth, c.default_bandwidth);
   EXPECT_EQ(back->axis_bandwidth, c.axis_bandwidth);
+  EXPECT_EQ(back->axis_latency, c.axis_latency);
   EXPECT_EQ(back->flops, c.flops);
   EXPECT_EQ(back->memory_bandwidth, c.memory_bandwidth);
   EXPECT_EQ(back->collective_overhead_s, c.collective_overhead_s);
   EXPECT_EQ(back->compute_slots, c.compute_slots);
   EXPECT_EQ(back->collective_handoff_s, c.collective_handoff_s);
+  EXPECT_EQ(back->group_sync_s, c.group_sync_s);
   EXPECT_EQ(back->Fingerprint(), c.Fingerprint());
   // An older profile without the field keeps "one core per device".
   auto old = CostModelFromJson(R"({"latency_s": 1e-5})", "old.json");
@@ -47,6 +51,8 @@ TEST(Profile, ComputeSlotsLeaveThePlannersPricesAlone) {
   CostModel shared = Calibrated(), own = Calibrated();
   own.compute_slots = 0;
   own.collective_handoff_s = 0;
+  own.group_sync_s = 0;
+  own.axis_latency.clear();
   EXPECT_EQ(shared.Fingerprint(), own.Fingerprint());
   EXPECT_EQ(shared.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9),
             own.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9));
@@ -102,6 +108,120 @@ TEST(Predict, EveryCollectivePaysTheMeasuredHandOff) {
   EXPECT_GT(some - none, 5 * 50e-6);
   // One device: no collective, nothing to hand off.
   EXPECT_EQ(Predict(m.graph, 1, 2, 0), Predict(m.graph, 1, 2, 100e-6));
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(Profile, GroupSyncIsTheLeastAnyCollectiveOrExchangeCosts) {
+  CostModel c;
+  c.latency_s = 10e-6;
+  c.collective_overhead_s = 0;
+  c.collective_handoff_s = 0;
+  c.group_sync_s = 0;
+  // Without it: the formulas (an exchange with one peer pays one latency).
+  EXPECT_DOUBLE_EQ(c.SearchExchangeSeconds(1, 1e3, 1e9), 10e-6 + 1e-6);
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 0, 8), 14 * 10e-6);
+  c.group_sync_s = 100e-6;
+  // With it: the latency part is raised to the synchronisation of the devices; bytes still
+  // cost their bandwidth term on top.
+  EXPECT_DOUBLE_EQ(c.SearchExchangeSeconds(1, 1e3, 1e9), 100e-6 + 1e-6);
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllGather, 8e3, 2, 1e9),
+                   100e-6 + 0.5 * 8e3 / 1e9);
+  // A collective whose formula latency is larger keeps it.
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 0, 8), 14 * 10e-6);
+  // Nothing moved, nothing paid.
+  EXPECT_EQ(c.SearchExchangeSeconds(3, 0, 1e9), 0.0);
+  EXPECT_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 1e3, 1), 0.0);
+}
+
+double PredictWithSync(const Graph& forward, double group_sync_s, SearchResult* result) {
+  SearchOptions o;
+  o.devices = 8;
+  o.mode = SearchMode::kSemiAuto;
+  o.cost = Calibrated();
+  o.cost.group_sync_s = group_sync_s;
+  auto r = SearchStrategies(forward, o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (r.ok()) *result = *r;
+  return r.ok() ? r->step_seconds : 0.0;
+}
+
+TEST(Predict, StepTimeGrowsWithTheGroupSyncOfEveryCollective) {
+  samples::FFN net;
+  net.dense1.matmul.shard("((2,4),(4,1))");
+  net.dense3.matmul.shard("((1,8),(8,1))");
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  SearchResult none, big;
+  const double t0 = PredictWithSync(m.graph, 0, &none);
+  const double t1 = PredictWithSync(m.graph, 1e-3, &big);
+  // The same strategies (semi_auto), the same collectives; each now costs at least 1 ms
+  // (+ the hand-off), so the step is at least that many milliseconds.
+  EXPECT_EQ(none.collectives, big.collectives);
+  EXPECT_GT(none.collectives, 5);
+  EXPECT_GT(t1, t0);
+  EXPECT_GE(t1 - none.operator_seconds, big.collectives * (1e-3 + 50e-6) - 1e-9);
+  // Computation does not change.
+  EXPECT_EQ(none.operator_seconds, big.operator_seconds);
+}
+
+TEST(Predict, TheReportedLossIsReducedWhenTheBatchIsSplit) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  SearchOptions o;
+  o.mode = SearchMode::kSemiAuto;
+  o.cost = Calibrated();
+  o.devices = 8;
+  SearchResult dp = SearchStrategies(m.graph, o).value();
+  // Data-parallel: one all-reduce per parameter gradient (10) and one for the loss, which is
+  // a partial sum over the batch; nothing else communicates.
+  EXPECT_EQ(dp.collectives, 11);
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(Predict, TheOptimizerUpdateIsPricedByTheBytesItMoves) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  auto compute = [&](int states, double memory_bandwidth) {
+    SearchOptions o;
+    o.mode = SearchMode::kSemiAuto;
+    o.devices = 1;
+    o.cost = Calibrated();
+    o.cost.memory_bandwidth = memory_bandwidth;
+    o.optimizer_states = states;
+    return SearchStrategies(m.graph, o).value().operator_seconds;
+  };
+  // SGD reads the weight and the gradient and writes the weight (3 x the parameter bytes);
+  // each state tensor adds a read and a write.
+  const double sgd = compute(0, 9e9), momentum = compute(1, 9e9), adam = compute(2, 9e9);
+  double parameter_bytes = 0;
+  for (const Value& v : m.graph.values()) {
+    if (v.kind == ValueKind::kParameter) parameter_bytes += 4.0 * NumElements(v.shape);
+  }
+  EXPECT_NEAR(momentum - sgd, 2 * parameter_bytes / 9e9, 1e-12);
+  EXPECT_NEAR(adam - momentum, 2 * parameter_bytes / 9e9, 1e-12);
+  // Memory-bound: a slower memory makes it dearer.
+  EXPECT_GT(compute(1, 4.5e9), momentum);
+}
+
+TEST(Profile, AnExchangeInSeveralStepsSynchronisesOncePerStep) {
+  CostModel c;
+  c.latency_s = 10e-6;
+  c.collective_overhead_s = 5e-6;
+  c.collective_handoff_s = 0;
+  c.group_sync_s = 100e-6;
+  const double one = c.SearchExchangeSeconds(3, 4e3, 1e9, 1);
+  const double two = c.SearchExchangeSeconds(3, 4e3, 1e9, 2);
+  EXPECT_DOUBLE_EQ(one, 100e-6 + 4e-6 + 5e-6);
+  EXPECT_DOUBLE_EQ(two - one, 100e-6 + 5e-6);  // the bytes are moved once either way
 }
 
 }  // namespace

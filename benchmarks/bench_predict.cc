@@ -1,0 +1,317 @@
+// Predicted against measured step time (issue 7), broken down: for each sample model file on
+// N in-process devices, the search's prediction (SearchResult: computation, communication,
+// collectives per step) next to what a training step measures (per-rank kernel time,
+// communication time, communicator calls per step, and each redistribution timed alone),
+// then the kernels alone: one device's share of the step (the model at batch / N) run by
+// the single-device Executor with per-operator timing, against the search's computation
+// price for it, per operator kind (calls, mean time per call: the per-operator overhead of
+// small operators shows there).
+//
+//   cmake --build build -j2 --target bench_predict
+//   build/bin/bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL.yaml ...]
+//   (default models: samples/models/{ffn,network3,matmul_relu,lenet5}.yaml; run from the
+//   repository root)
+//
+// Plain tables, no Google Benchmark: the quantities compared are figures of one training
+// step, not of a loop of identical calls. Strategies are chosen as `shardscope plan` chooses
+// them (the file's search mode, else semi_auto); data are synthetic (timing only).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "shardscope/autodiff.h"
+#include "shardscope/communicator.h"
+#include "shardscope/cost_model.h"
+#include "shardscope/data.h"
+#include "shardscope/dist_trainer.h"
+#include "shardscope/executor.h"
+#include "shardscope/model_file.h"
+#include "shardscope/redistribution.h"
+#include "shardscope/search.h"
+
+namespace {
+
+using namespace shardscope;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Options {
+  std::string profile;
+  int devices = 8;
+  int steps = 40;
+  std::vector<std::string> models;
+};
+
+// One sample's figures.
+struct Row {
+  std::string name;
+  SearchResult predicted;
+  double step_ms = 0;              // rank 0, median over the timed steps, between barriers
+  double compute_ms = 0;           // mean over ranks of kernel (and optimizer) time per step
+  double comm_ms = 0;              // mean over ranks of redistribution time per step
+  double calls = 0;                // communicator calls per step, rank 0
+  int redistributions = 0;         // instructions per step
+  int communicating_steps = 0;     // their steps that move data
+  double alone_ms = 0;             // every redistribution timed alone, summed
+  std::vector<std::string> alone;  // per redistribution: "value kind.. measured us"
+  std::string error;
+};
+
+Result<ModelGraph> Searched(const ModelFile& mf, int devices, const CostModel& cost,
+                            SearchResult* result, PartitionOptions* partition) {
+  const ParallelConfig& parallel = mf.parallel();
+  std::string mode_name = parallel.search;
+  if (mode_name.empty()) mode_name = parallel.mode == "auto" ? "sharding_propagation" : "semi_auto";
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchMode mode, ParseSearchMode(mode_name));
+  partition->devices = devices;
+  partition->cost = cost;
+  for (const auto& [name, text] : parallel.meshes) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(partition->meshes[name], ParseMeshExpr(text));
+  }
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(mf.training().batch));
+  SearchOptions o;
+  o.mode = mode;
+  o.devices = devices;
+  o.cost = cost;
+  o.meshes = partition->meshes;
+  for (const ShardBlockEntry& b : parallel.shard_blocks)
+    o.shard_blocks.push_back({b.block, b.in_strategy, b.out_strategy, b.level});
+  SHARDSCOPE_ASSIGN_OR_RETURN(*result, SearchStrategies(model.graph, o));
+  SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(*result, &model.graph));
+  return model;
+}
+
+Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, Row* row) {
+  PartitionOptions partition;
+  const Dataset data =
+      MakeSyntheticDataset(mf.training().batch, mf.example_shape(), mf.num_classes(), /*seed=*/7);
+  std::vector<double> compute(opt.devices), comm(opt.devices);
+  std::vector<double> steps;
+  std::map<int, std::vector<double>> alone;  // instruction -> rank 0 seconds
+  Status st = RunOnDevices(opt.devices, [&](Communicator& world) -> Status {
+    SearchResult r;
+    PartitionOptions p;
+    SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, Searched(mf, opt.devices, cost, &r, &p));
+    TrainConfig config{mf.training().seed, mf.training().optimizer};
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto trainer,
+                                DistTrainer::Create(std::move(model), config, p, world.rank()));
+    for (int i = 0; i < 3; ++i) {  // warm-up: split communicators, first-touch buffers
+      SHARDSCOPE_RETURN_IF_ERROR(trainer->Step(world, data.images, data.labels).status());
+    }
+    const RankStats before = trainer->stats();
+    const int64_t calls_before = world.stats().calls;
+    for (int i = 0; i < opt.steps; ++i) {
+      SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+      const auto t = Clock::now();
+      SHARDSCOPE_RETURN_IF_ERROR(trainer->Step(world, data.images, data.labels).status());
+      SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+      if (world.rank() == 0) steps.push_back(Since(t));
+    }
+    const RankStats& after = trainer->stats();
+    compute[world.rank()] = (after.compute_seconds - before.compute_seconds) / opt.steps;
+    comm[world.rank()] = (after.comm_seconds - before.comm_seconds) / opt.steps;
+    // The barriers above are calls too: 2 per step.
+    if (world.rank() == 0) {
+      row->calls = static_cast<double>(world.stats().calls - calls_before) / opt.steps - 2;
+      row->predicted = r;
+    }
+    // Each redistribution alone, all ranks together, between barriers.
+    const DistProgram& program = trainer->program();
+    RedistWorkspace workspace;
+    for (size_t i = 0; i < program.instrs.size(); ++i) {
+      const DistInstr& in = program.instrs[i];
+      if (in.kind != DistInstr::Kind::kRedistribute) continue;
+      Tensor from = trainer->executor().local(in.inputs[0]);
+      Tensor to = trainer->executor().local(in.outputs[0]);
+      for (int k = 0; k < 12; ++k) {
+        SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+        const auto t = Clock::now();
+        SHARDSCOPE_RETURN_IF_ERROR(ExecuteRedistribution(*in.plan, world, from, &to, &workspace));
+        if (world.rank() == 0 && k >= 2) alone[static_cast<int>(i)].push_back(Since(t));
+      }
+      if (world.rank() != 0) continue;
+      std::string kinds;
+      for (const RedistStep& s : in.plan->steps) {
+        if (!kinds.empty()) kinds += "+";
+        kinds += RedistStepKindName(s.kind);
+      }
+      row->alone.push_back(program.values[in.inputs[0]].name + " (" + kinds + ")");
+    }
+    if (world.rank() == 0) {
+      row->redistributions = program.NumRedistributions();
+      for (const DistInstr& in : program.instrs) {
+        if (in.kind != DistInstr::Kind::kRedistribute) continue;
+        for (const RedistStep& s : in.plan->steps)
+          row->communicating_steps +=
+              s.kind != RedistStep::Kind::kLocalSlice && s.kind != RedistStep::Kind::kLocalReshape;
+      }
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  row->step_ms = Median(steps) * 1e3;
+  for (int r = 0; r < opt.devices; ++r) {
+    row->compute_ms += compute[r] * 1e3 / opt.devices;
+    row->comm_ms += comm[r] * 1e3 / opt.devices;
+  }
+  size_t k = 0;
+  for (auto& [instr, times] : alone) {
+    const double us = Median(times) * 1e6;
+    row->alone_ms += us / 1e3;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.1f us", us);
+    row->alone[k++] += buf;
+  }
+  return Status::Ok();
+}
+
+// One device's share of a data-parallel step (the model at batch / devices): every kernel of
+// forward and backward timed by the Executor, against the search's price of the same
+// computation on one device (no optimizer: the Executor does not run it).
+void PrintKernels(const ModelFile& mf, const Options& opt, const CostModel& cost) {
+  const int64_t batch = std::max<int64_t>(1, mf.training().batch / opt.devices);
+  auto model = mf.Build(batch);
+  if (!model.ok()) {
+    std::printf("\n%s: %s\n", mf.name().c_str(), model.status().message().c_str());
+    return;
+  }
+  // One device: the file's strategies (for N devices) do not apply.
+  for (const Node& n : model->graph.nodes())
+    model->graph.mutable_node(n.id).annotations = OpAnnotations{};
+  SearchOptions o;
+  o.mode = SearchMode::kSemiAuto;
+  o.devices = 1;
+  o.cost = cost;
+  o.cost.compute_slots = 0;
+  o.optimizer_states = 0;
+  auto predicted = SearchStrategies(model->graph, o);
+  const std::vector<ValueId> params = model->graph.Parameters();
+  double parameter_bytes = 0;
+  for (ValueId p : params) parameter_bytes += 4.0 * NumElements(model->graph.value(p).shape);
+  auto grads = BuildBackward(model->graph, model->loss, params);
+  if (!predicted.ok() || !grads.ok()) {
+    std::printf("\n%s: %s\n", mf.name().c_str(),
+                (predicted.ok() ? grads.status() : predicted.status()).message().c_str());
+    return;
+  }
+  std::vector<ValueId> targets = {model->loss};
+  for (ValueId g : grads->grads) {
+    if (g != kNoValue) targets.push_back(g);
+  }
+  Executor ex(model->graph);
+  ex.InitializeParameters(1);
+  const Dataset data = MakeSyntheticDataset(batch, mf.example_shape(), mf.num_classes(), 7);
+  ex.value(model->input) = data.images;
+  ex.value(model->labels) = data.labels;
+  const auto schedule = ex.Schedule(targets);
+  for (int i = 0; i < 5; ++i) ex.Run(schedule, i, true);
+  ex.set_profiling(true);
+  const int runs = 50;
+  for (int i = 0; i < runs; ++i) ex.Run(schedule, i, true);
+  std::map<std::string, std::pair<int, double>> by_kind;  // calls per step, seconds per step
+  double total = 0;
+  for (NodeId n : schedule) {
+    const OpTiming& t = ex.timings()[n];
+    if (t.runs == 0) continue;
+    auto& [calls, secs] = by_kind[OpName(model->graph.node(n).op)];
+    ++calls;
+    secs += t.seconds / runs;
+    total += t.seconds / runs;
+  }
+  // The search's price without the optimizer's update (optimizer_states 0 still counts
+  // reading the weight and the gradient and writing the weight).
+  const double price = predicted->operator_seconds - cost.MemorySeconds(3 * parameter_bytes);
+  std::printf(
+      "\n%s, batch %lld (one device's share of %d): kernels %.3f ms measured, "
+      "%.3f ms priced (ratio %.2f), %zu kernels per step\n",
+      mf.name().c_str(), static_cast<long long>(batch), opt.devices, total * 1e3, price * 1e3,
+      total / price, schedule.size());
+  std::printf("  %-32s %6s %12s %14s\n", "operator kind", "calls", "us per step", "us per call");
+  for (const auto& [kind, v] : by_kind) {
+    std::printf("  %-32s %6d %12.2f %14.2f\n", kind.c_str(), v.first, v.second * 1e6,
+                v.second * 1e6 / v.first);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--profile=", 0) == 0) {
+      opt.profile = a.substr(10);
+    } else if (a.rfind("--devices=", 0) == 0) {
+      opt.devices = std::max(2, std::atoi(a.c_str() + 10));
+    } else if (a.rfind("--steps=", 0) == 0) {
+      opt.steps = std::max(1, std::atoi(a.c_str() + 8));
+    } else if (a == "--help" || a == "-h") {
+      std::printf("usage: bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL ...]\n");
+      return 0;
+    } else {
+      opt.models.push_back(a);
+    }
+  }
+  if (opt.models.empty()) {
+    for (const char* m : {"ffn", "network3", "matmul_relu", "lenet5"})
+      opt.models.push_back(std::string("samples/models/") + m + ".yaml");
+  }
+  CostModel cost;
+  if (!opt.profile.empty()) {
+    auto loaded = LoadCostModel(opt.profile);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().message().c_str());
+      return 2;
+    }
+    cost = *loaded;
+  }
+  std::printf("cost model: %s\n%d in-process devices, %d timed steps per sample\n\n",
+              cost.ToString().c_str(), opt.devices, opt.steps);
+  std::vector<Row> rows;
+  for (const std::string& path : opt.models) {
+    Row row;
+    auto mf = LoadModelFile(path);
+    if (!mf.ok()) {
+      std::fprintf(stderr, "%s\n", mf.status().message().c_str());
+      return 2;
+    }
+    row.name = mf->name();
+    if (Status st = Measure(*mf, opt, cost, &row); !st.ok()) row.error = st.message();
+    rows.push_back(std::move(row));
+  }
+  std::printf(
+      "| sample | predicted ms | measured ms | ratio | pred. compute ms | meas. compute ms | "
+      "pred. comm ms | meas. comm ms | pred. collectives | program comm. steps | calls/step | "
+      "redistributions alone ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    if (!r.error.empty()) {
+      std::printf("| %s | error: %s |\n", r.name.c_str(), r.error.c_str());
+      continue;
+    }
+    const SearchResult& p = r.predicted;
+    std::printf(
+        "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %d | %.0f | %.2f |\n",
+        r.name.c_str(), p.step_seconds * 1e3, r.step_ms, r.step_ms / (p.step_seconds * 1e3),
+        p.operator_seconds * 1e3, r.compute_ms, (p.step_seconds - p.operator_seconds) * 1e3,
+        r.comm_ms, p.collectives, r.communicating_steps, r.calls, r.alone_ms);
+  }
+  for (const Row& r : rows) {
+    std::printf("\n%s: each redistribution alone (rank 0, median of 10)\n", r.name.c_str());
+    for (const std::string& s : r.alone) std::printf("  %s\n", s.c_str());
+  }
+  for (const std::string& path : opt.models) PrintKernels(LoadModelFile(path).value(), opt, cost);
+  return 0;
+}
