@@ -75,6 +75,7 @@ int g_visits = 0;       // timed calls per pair; 0: 5 up to 64 devices, 3 from 5
 int g_slowest = 5;      // slowest pairs listed per size class
 bool g_bytes = true;    // --bytes=0: timing only
 std::string g_explain;  // "devices/axes/index": print that pair's plan and references, exit
+int g_repeat = 0;       // --explain: plan the pair this many more times (profiling; median CPU)
 constexpr int64_t kElementBytes = 4;
 
 // Timed calls per pair: --visits, or 5 for classes up to 64 devices and 3 above (the slowest
@@ -696,8 +697,8 @@ void PrintBytesTable() {
   }
 }
 
-// Removes --pairs=, --visits=, --slowest=, --bytes=, --explain= from argv (Google Benchmark rejects
-// unknown flags).
+// Removes --pairs=, --visits=, --slowest=, --bytes=, --explain=, --repeat= from argv (Google
+// Benchmark rejects unknown flags).
 void ParseOwnFlags(int* argc, char** argv) {
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
@@ -710,6 +711,8 @@ void ParseOwnFlags(int* argc, char** argv) {
       g_slowest = std::max(0, value);
     } else if (std::sscanf(argv[i], "--bytes=%d", &value) == 1) {
       g_bytes = value != 0;
+    } else if (std::sscanf(argv[i], "--repeat=%d", &value) == 1) {
+      g_repeat = std::max(0, value);
     } else if (std::strncmp(argv[i], "--explain=", 10) == 0) {
       g_explain = argv[i] + 10;
     } else {
@@ -726,9 +729,18 @@ int Explain() {
   const std::vector<Pair>& suite = Suite(devices, axes);
   if (index < 0 || index >= static_cast<int>(suite.size())) return 1;
   const Pair& p = suite[index];
-  const double c0 = ThreadCpuMicros();
+  double c0 = ThreadCpuMicros();
   auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
-  const double cpu_us = ThreadCpuMicros() - c0;
+  double cpu_us = ThreadCpuMicros() - c0;
+  if (g_repeat > 0) {  // --repeat=K: K more plans (for a profiler), the median CPU time
+    std::vector<double> times;
+    for (int k = 0; k < g_repeat; ++k) {
+      c0 = ThreadCpuMicros();
+      benchmark::DoNotOptimize(PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{}));
+      times.push_back(ThreadCpuMicros() - c0);
+    }
+    cpu_us = Percentile(times, 0.5);
+  }
   if (!plan.ok()) {
     std::printf("error: %s\n", plan.status().message().c_str());
     return 1;

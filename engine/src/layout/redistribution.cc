@@ -90,46 +90,34 @@ double PlanSeconds(const RedistPlan& plan, const CostModel& cost) {
   return t;
 }
 
-struct RedistTransfers::Store {
-  std::once_flag once;
-  std::function<std::vector<RedistTransfer>()> expand;  // empty for an explicit list
-  std::vector<RedistTransfer> list;
-  std::atomic<bool> done{false};
-};
-
 RedistTransfers::RedistTransfers(std::vector<RedistTransfer> list)
     : count_(static_cast<int64_t>(list.size())) {
-  if (list.empty()) return;
-  store_ = std::make_shared<Store>();
-  store_->list = std::move(list);
-  store_->done = true;
+  if (!list.empty()) list_ = redist_detail::SharedLazyList<RedistTransfer>(std::move(list));
 }
 
 RedistTransfers RedistTransfers::Lazy(int64_t count,
                                       std::function<std::vector<RedistTransfer>()> expand) {
   RedistTransfers t;
   t.count_ = count;
-  if (count == 0) return t;
-  t.store_ = std::make_shared<Store>();
-  t.store_->expand = std::move(expand);
+  if (count > 0) t.list_ = redist_detail::SharedLazyList<RedistTransfer>(std::move(expand));
   return t;
 }
 
-bool RedistTransfers::expanded() const { return !store_ || store_->done.load(); }
-
 const std::vector<RedistTransfer>& RedistTransfers::list() const {
-  static const std::vector<RedistTransfer> kEmpty;
-  if (!store_) return kEmpty;
-  Store& store = *store_;
-  std::call_once(store.once, [&store] {
-    if (store.expand) {
-      store.list = store.expand();
-      store.expand = nullptr;
-    }
-    store.done = true;
-  });
-  assert(static_cast<int64_t>(store.list.size()) == count_);
-  return store.list;
+  const std::vector<RedistTransfer>& out = list_.list();
+  assert(static_cast<int64_t>(out.size()) == count_);
+  return out;
+}
+
+RedistGroups::RedistGroups(std::vector<Group> list) : empty_(list.empty()) {
+  if (!list.empty()) list_ = redist_detail::SharedLazyList<Group>(std::move(list));
+}
+
+RedistGroups RedistGroups::Lazy(bool empty, std::function<std::vector<Group>()> expand) {
+  RedistGroups g;
+  g.empty_ = empty;
+  if (!empty) g.list_ = redist_detail::SharedLazyList<Group>(std::move(expand));
+  return g;
 }
 
 namespace {
@@ -341,10 +329,9 @@ Problem ExchangeProblem(const Problem& p) {
   return q;
 }
 
-RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Boxes& cur,
-                                      const std::vector<int64_t>& tlo,
-                                      const std::vector<int64_t>& thi,
-                                      const std::vector<char>& want, int64_t count) {
+void SetLazyExchangeLists(const Problem& p, const State& s, const Boxes& cur,
+                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
+                          const std::vector<char>& want, int64_t count, RedistStep* step) {
   struct Args {
     Problem p;
     State s;
@@ -353,9 +340,27 @@ RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Bo
     std::vector<char> want;
   };
   auto args = std::make_shared<const Args>(Args{ExchangeProblem(p), s, cur, tlo, thi, want});
-  return RedistTransfers::Lazy(count, [args] {
+  step->transfers = RedistTransfers::Lazy(count, [args] {
     return ComputeExchange(args->p, args->s, args->cur, args->tlo, args->thi, args->want).transfers;
   });
+  step->groups = RedistGroups::Lazy(count == 0, [args] {
+    return ComputeExchange(args->p, args->s, args->cur, args->tlo, args->thi, args->want,
+                           /*record=*/false, /*with_groups=*/true)
+        .groups;
+  });
+}
+
+Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, const State* into,
+                        const Boxes& into_boxes, const std::vector<char>& want,
+                        uint32_t zero_mask) {
+  Exchange ex;
+  if (into && CountExchange(p, s, cur, *into, into_boxes, zero_mask, &ex)) return ex;
+  return ComputeExchange(p, s, cur, into_boxes.lo, into_boxes.hi, want, /*record=*/false);
+}
+
+RedistGroups LazyGroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes) {
+  auto args = std::make_shared<const std::pair<DeviceMesh, std::vector<int>>>(mesh, axes);
+  return RedistGroups::Lazy(false, [args] { return GroupsAlong(args->first, args->second); });
 }
 
 std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes) {
@@ -881,11 +886,13 @@ class Planner {
   }
 
   // The irregular exchange from state s (boxes `boxes`) into landing i.
-  Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i, bool record = true,
-                        bool with_groups = false) const {
-    const Boxes& lb = LandingBoxes(i);
-    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want, record,
-                                            with_groups);
+  Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i) const {
+    // Landings are states on M when the target is one (unified meshes); landing 0 is wanted by
+    // the active ranks (index 0 along new partial axes), the others by every rank.
+    const Landing& l = landings_[i];
+    return redist_internal::ExchangeCounts(p_, s, boxes, p_.has_target_state ? &l.x : nullptr,
+                                           LandingBoxes(i), l.want,
+                                           i == 0 ? p_.new_partial_mask : 0);
   }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
@@ -1044,7 +1051,7 @@ class Planner {
                               : static_cast<double>(m) / bw_max_ +
                                     static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        ex = ExchangeInto(node.state, boxes, i, /*record=*/false, /*with_groups=*/true);
+        ex = ExchangeInto(node.state, boxes, i);
         kind = EdgeKind::kExchange;
       } else {
         ex = ReduceScatterV(node.state, boxes, i, /*record=*/false);
@@ -1383,8 +1390,8 @@ class Planner {
     }
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
       const Exchange ex =
-          redist_internal::ComputeExchange(p_, node.state, *sr.cur, next_boxes->lo, next_boxes->hi,
-                                           std::vector<char>(p_.num_ranks, 1), /*record=*/false);
+          redist_internal::ExchangeCounts(p_, node.state, *sr.cur, &child.state, *next_boxes,
+                                          std::vector<char>(p_.num_ranks, 1), 0);
       seconds = ExchangeSeconds(ex);
     }
     child.time = node.time + seconds;
@@ -1539,7 +1546,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       fill_bytes(&st, std::vector<int64_t>(n, elems * p.elem),
                  std::vector<int64_t>(n, elems * p.elem));
       st.messages = messages;
-      st.groups = GroupsAlong(p.mesh, e.axes);
+      st.groups = redist_internal::LazyGroupsAlong(p.mesh, e.axes);
     };
     switch (e.kind) {
       case EdgeKind::kSlice:
@@ -1576,16 +1583,13 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       case EdgeKind::kPermute: {
         const Boxes nb = BoxesOf(p, next);
         const std::vector<char> all(n, 1);
-        Exchange ex = redist_internal::ComputeExchange(p, prev, b, nb.lo, nb.hi, all,
-                                                       /*record=*/false, /*with_groups=*/true);
+        Exchange ex = redist_internal::ExchangeCounts(p, prev, b, &next, nb, all, 0);
         st.kind = Kind::kPermute;
         st.reason = Reason(p, e, prev, &ex);
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, ex);
-        st.transfers =
-            redist_internal::LazyExchangeTransfers(p, prev, b, nb.lo, nb.hi, all, ex.num_transfers);
-        st.groups = std::move(ex.groups);
+        redist_internal::SetLazyExchangeLists(p, prev, b, nb.lo, nb.hi, all, ex.num_transfers, &st);
         break;
       }
       case EdgeKind::kReduceScatterV: {
@@ -1597,7 +1601,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
         st.dim_to = -1;
         irregular(&st, *ex);
         st.transfers = LazyReduceScatterVTransfers(p, prev, b, b, all, ex->num_transfers);
-        st.groups = GroupsAlong(p.mesh, st.axes);
+        st.groups = redist_internal::LazyGroupsAlong(p.mesh, st.axes);
         st.reason = "the tensor is a partial sum over " + AxesName(p.mesh, e.axes) +
                     " that every rank needs whole: a direct all-reduce, each rank receiving "
                     "the other addends of its block at once (" +
@@ -1645,7 +1649,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     irregular(&st, *ex);
     st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes, landing.want,
                                                ex->num_transfers);
-    st.groups = GroupsAlong(p.mesh, st.axes);
+    st.groups = redist_internal::LazyGroupsAlong(p.mesh, st.axes);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1672,9 +1676,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     const Boxes b = BoxesOf(p, last.state);
     // Counts and groups only: the transfer list (up to one per pair of ranks) is expanded
     // when someone reads it.
-    Exchange ex = cand.exchange ? *cand.exchange
-                                : planner.ExchangeInto(last.state, b, cand.landing,
-                                                       /*record=*/false, /*with_groups=*/true);
+    Exchange ex =
+        cand.exchange ? *cand.exchange : planner.ExchangeInto(last.state, b, cand.landing);
     RedistStep st;
     if (ex.num_transfers == 0) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
@@ -1703,9 +1706,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       st.reason = Reason(p, {EdgeKind::kExchange, {}, -1, -1}, last.state, &ex) + suffix_note;
     }
     irregular(&st, ex);
-    st.transfers = LazyExchangeTransfers(p, last.state, b, landing_boxes.lo, landing_boxes.hi,
-                                         landing.want, ex.num_transfers);
-    st.groups = std::move(ex.groups);
+    redist_internal::SetLazyExchangeLists(p, last.state, b, landing_boxes.lo, landing_boxes.hi,
+                                          landing.want, ex.num_transfers, &st);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1816,8 +1818,8 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
       count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
     if (count - (have > 0 ? 1 : 0) > 1) return false;
   }
-  Exchange ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active,
-                                                 /*record=*/false, /*with_groups=*/true);
+  Exchange ex = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr, p.target,
+                                                p.active, p.new_partial_mask);
   if (ex.messages != 1) return false;
   const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));
   if (bw != cost.MaxBandwidth(p.mesh)) return false;
@@ -1827,15 +1829,14 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
                       : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
   st.axes = MaskAxes(ex.axes_mask);
   for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
-  st.transfers = redist_internal::LazyExchangeTransfers(p, p.src, b, p.target.lo, p.target.hi,
-                                                        p.active, ex.num_transfers);
+  redist_internal::SetLazyExchangeLists(p, p.src, b, p.target.lo, p.target.hi, p.active,
+                                        ex.num_transfers, &st);
   st.bytes_recv = ex.recv;
   st.bytes_sent = ex.sent;
   st.bytes_recv_per_rank = ex.max_recv;
   st.bytes_sent_per_rank = ex.max_sent;
   st.messages = ex.messages;
   st.seconds = cost.ExchangeSeconds(ex.messages, static_cast<double>(ex.max_recv), bw);
-  st.groups = std::move(ex.groups);
   if (!is_swap) st.zero_ranks = p.zero_ranks;
   st.after = p.to;
   RedistPlan& plan = *out;
@@ -1970,7 +1971,7 @@ std::string RedistPlan::ToString() const {
     if (s.dim >= 0) os << ", dim " << s.dim;
     if (s.dim_to >= 0) os << " -> " << s.dim_to;
     os << "  => " << s.after.ToString() << "\n";
-    if (!s.groups.empty()) os << "     groups " << GroupsString(s.groups) << "\n";
+    if (!s.groups.empty()) os << "     groups " << GroupsString(s.groups.list()) << "\n";
     if (s.bytes_recv_per_rank || s.bytes_sent_per_rank) {
       os << "     recv " << Bytes(s.bytes_recv_per_rank) << "/rank, sent "
          << Bytes(s.bytes_sent_per_rank) << "/rank (max), " << s.messages << " messages, "
@@ -2021,7 +2022,7 @@ std::string RedistPlan::ToJson() const {
     st["axes"] = s.axis_names;
     st["dim"] = s.dim;
     st["dim_to"] = s.dim_to;
-    st["groups"] = s.groups;
+    st["groups"] = s.groups.list();
     st["bytes_sent_per_rank"] = s.bytes_sent_per_rank;
     st["bytes_recv_per_rank"] = s.bytes_recv_per_rank;
     st["bytes_sent"] = s.bytes_sent;

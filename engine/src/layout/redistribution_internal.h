@@ -138,12 +138,29 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
                          const std::vector<char>& want, bool record = true,
                          bool with_groups = false);
-// The transfer list ComputeExchange(p, s, cur, tlo, thi, want) records, as a lazy list of
-// `count` transfers (the exchange's num_transfers): copies what it needs, expands on use.
-RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Boxes& cur,
-                                      const std::vector<int64_t>& tlo,
-                                      const std::vector<int64_t>& thi,
-                                      const std::vector<char>& want, int64_t count);
+// The counts of ComputeExchange(p, s, cur, into_boxes.lo, into_boxes.hi, want, false, false)
+// (recv, sent, max_recv, max_sent, messages, axes_mask, is_permute, num_transfers; no transfers,
+// no groups) in closed form, O(ranks x dims x axes) instead of one visit per (rank, peer) pair,
+// when the exchange lands in a state `into` on M (`into_boxes` = BoxesOf(p, into)) and the
+// wanting ranks are those with coordinate 0 on every axis of `zero_mask`. False (out
+// untouched) when the case is not covered: pending reductions in `s`, an empty dimension.
+// redistribution_count.cc has the derivation; a test compares the two on random cases.
+bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const State& into,
+                   const Boxes& into_boxes, uint32_t zero_mask, Exchange* out);
+
+// The counts of the exchange from state `s` (boxes `cur`) into boxes `into_boxes` for the
+// ranks with want[r] != 0: CountExchange when `into` (the state of those boxes, or null) is
+// given and covered (then the wanting ranks must be those CountExchange's `zero_mask`
+// describes), else ComputeExchange without transfers or groups.
+Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, const State* into,
+                        const Boxes& into_boxes, const std::vector<char>& want, uint32_t zero_mask);
+
+// Sets step->transfers and step->groups to the transfer list and the connected sets of
+// communicating ranks of ComputeExchange(p, s, cur, tlo, thi, want), as lazy lists (`count` =
+// the exchange's num_transfers): copies what they need, compute on first read.
+void SetLazyExchangeLists(const Problem& p, const State& s, const Boxes& cur,
+                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
+                          const std::vector<char>& want, int64_t count, RedistStep* step);
 
 // Ring receive volume: what each rank of a group of p receives when n elements are reduced
 // and scattered (n - floor(n / p)).
@@ -163,6 +180,8 @@ int64_t IntersectVolume(const int64_t* alo, const int64_t* ahi, const int64_t* b
 
 // DeviceMesh::Groups(axes), computed without per-member divisions.
 std::vector<std::vector<int>> GroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes);
+// The same, computed on first read (RedistStep::groups of a collective).
+RedistGroups LazyGroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes);
 
 // ---------------------------------------------------------------------------------------
 // Step reasons (shared by the search and the fast path, so that both explain a step alike).
