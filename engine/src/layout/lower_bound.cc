@@ -171,23 +171,13 @@ Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_by
   return s;
 }
 
-Result<Problem> MakeProblem(const Setup& setup) {
-  Problem p;
-  p.from = *setup.from;
-  p.to = *setup.to;
-  p.shape = setup.from->shape();
-  p.num_dims = setup.from->rank();
-  p.num_ranks = setup.from->mesh().size();
-  p.elem = setup.elem;
-  p.unified = setup.unified;
-  p.mesh = setup.mesh;
-  p.axes_of_from = setup.axes_of_from;
-  p.axes_of_to = setup.axes_of_to;
-  const Layout& from_m = setup.from_m();
-  const Layout& to_m = setup.to_m();
-  const int n = p.num_ranks;
+void FillRankGrid(Problem* problem) {
+  Problem& p = *problem;
+  const int n = p.mesh.size();
+  p.num_ranks = n;
   const int na = p.mesh.num_axes();
   p.num_axes = na;
+  p.axis_size.clear();
   for (int a = 0; a < na; ++a) p.axis_size.push_back(p.mesh.axis_size(a));
   p.pos_stride.assign(na, 1);
   for (int a = na - 2; a >= 0; --a) p.pos_stride[a] = p.pos_stride[a + 1] * p.axis_size[a + 1];
@@ -207,6 +197,24 @@ Result<Problem> MakeProblem(const Setup& setup) {
       }
     }
   }
+}
+
+Result<Problem> MakeProblem(const Setup& setup) {
+  Problem p;
+  p.from = *setup.from;
+  p.to = *setup.to;
+  p.shape = setup.from->shape();
+  p.num_dims = setup.from->rank();
+  p.num_ranks = setup.from->mesh().size();
+  p.elem = setup.elem;
+  p.unified = setup.unified;
+  p.mesh = setup.mesh;
+  p.axes_of_from = setup.axes_of_from;
+  p.axes_of_to = setup.axes_of_to;
+  const Layout& from_m = setup.from_m();
+  const Layout& to_m = setup.to_m();
+  FillRankGrid(&p);
+  const int n = p.num_ranks;
 
   const uint32_t from_partial = AxesMask(from_m.partial_axes());
   p.active.assign(n, 1);

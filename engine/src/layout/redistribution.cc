@@ -313,40 +313,49 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
   return ex;
 }
 
-// The parts of `p` that ComputeExchange reads (a lazy list keeps a copy; the layouts and the
-// target boxes are not needed).
-Problem ExchangeProblem(const Problem& p) {
-  Problem q;
-  q.num_dims = p.num_dims;
-  q.num_ranks = p.num_ranks;
-  q.num_axes = p.num_axes;
-  q.elem = p.elem;
-  q.axis_size = p.axis_size;
-  q.coords = p.coords;
-  q.pos_of_rank = p.pos_of_rank;
-  q.rank_of_pos = p.rank_of_pos;
-  q.pos_stride = p.pos_stride;
-  return q;
-}
-
-void SetLazyExchangeLists(const Problem& p, const State& s, const Boxes& cur,
-                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
-                          const std::vector<char>& want, int64_t count, RedistStep* step) {
+void SetLazyExchangeLists(const Problem& p, const State& s, const State* into,
+                          const Boxes& into_boxes, const std::vector<char>& want, int64_t count,
+                          RedistStep* step) {
+  // What the expansion needs, small: the per-rank data (coordinates, boxes) are rebuilt from
+  // the mesh and the states then, rather than copied now (about 100 KiB at 1024 ranks).
   struct Args {
-    Problem p;
+    DeviceMesh mesh;
+    Shape shape;
+    int64_t elem = 4;
     State s;
-    Boxes cur;
-    std::vector<int64_t> tlo, thi;
+    std::optional<State> into;
+    std::vector<int64_t> tlo, thi;  // when the landing is not a state on the mesh
     std::vector<char> want;
+    Exchange Compute(bool record, bool with_groups) const {
+      Problem q;
+      q.mesh = mesh;
+      q.shape = shape;
+      q.num_dims = static_cast<int>(shape.size());
+      q.elem = elem;
+      FillRankGrid(&q);
+      const Boxes cur = BoxesOf(q, s);
+      if (!into) return ComputeExchange(q, s, cur, tlo, thi, want, record, with_groups);
+      const Boxes target = BoxesOf(q, *into);
+      return ComputeExchange(q, s, cur, target.lo, target.hi, want, record, with_groups);
+    }
   };
-  auto args = std::make_shared<const Args>(Args{ExchangeProblem(p), s, cur, tlo, thi, want});
-  step->transfers = RedistTransfers::Lazy(count, [args] {
-    return ComputeExchange(args->p, args->s, args->cur, args->tlo, args->thi, args->want).transfers;
-  });
-  step->groups = RedistGroups::Lazy(count == 0, [args] {
-    return ComputeExchange(args->p, args->s, args->cur, args->tlo, args->thi, args->want,
-                           /*record=*/false, /*with_groups=*/true)
-        .groups;
+  auto args = std::make_shared<Args>();
+  args->mesh = p.mesh;
+  args->shape = p.shape;
+  args->elem = p.elem;
+  args->s = s;
+  if (into) {
+    args->into = *into;
+  } else {
+    args->tlo = into_boxes.lo;
+    args->thi = into_boxes.hi;
+  }
+  args->want = want;
+  std::shared_ptr<const Args> shared = std::move(args);
+  step->transfers = RedistTransfers::Lazy(
+      count, [shared] { return shared->Compute(/*record=*/true, false).transfers; });
+  step->groups = RedistGroups::Lazy(count == 0, [shared] {
+    return shared->Compute(/*record=*/false, /*with_groups=*/true).groups;
   });
 }
 
@@ -1589,7 +1598,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, ex);
-        redist_internal::SetLazyExchangeLists(p, prev, b, nb.lo, nb.hi, all, ex.num_transfers, &st);
+        redist_internal::SetLazyExchangeLists(p, prev, &next, nb, all, ex.num_transfers, &st);
         break;
       }
       case EdgeKind::kReduceScatterV: {
@@ -1706,8 +1715,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       st.reason = Reason(p, {EdgeKind::kExchange, {}, -1, -1}, last.state, &ex) + suffix_note;
     }
     irregular(&st, ex);
-    redist_internal::SetLazyExchangeLists(p, last.state, b, landing_boxes.lo, landing_boxes.hi,
-                                          landing.want, ex.num_transfers, &st);
+    redist_internal::SetLazyExchangeLists(p, last.state, p.has_target_state ? &landing.x : nullptr,
+                                          landing_boxes, landing.want, ex.num_transfers, &st);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1829,7 +1838,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
                       : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
   st.axes = MaskAxes(ex.axes_mask);
   for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
-  redist_internal::SetLazyExchangeLists(p, p.src, b, p.target.lo, p.target.hi, p.active,
+  redist_internal::SetLazyExchangeLists(p, p.src, p.unified ? &p.tgt : nullptr, p.target, p.active,
                                         ex.num_transfers, &st);
   st.bytes_recv = ex.recv;
   st.bytes_sent = ex.sent;

@@ -37,15 +37,14 @@ namespace {
 
 constexpr int kMaxDigits = 32;
 
-// The digits of one dimension's block index: sizes of its axes (most significant first),
-// and per digit the value it must have, or -1 when free.
+// The digits of one dimension's block index in the landing: sizes of its axes (most
+// significant first), and per digit the value it must have, or -1 when free.
 struct Digits {
   int k = 0;
   int64_t size[kMaxDigits];
   int64_t fixed[kMaxDigits];
   int64_t free_below[kMaxDigits + 1];  // product of the free sizes after each digit
   int64_t total = 1;                   // number of blocks
-  bool any_fixed = false;
 
   void Finish() {
     free_below[k] = 1;
@@ -80,6 +79,51 @@ struct Digits {
   }
 };
 
+// One tensor dimension: how a rank's source and landing block indices follow from its
+// coordinates (index = sum of coordinate x weight over the dimension's axes), and tables over
+// block indices, so that the per-rank loops do no division.
+struct Dim {
+  int64_t bs = 1;                                              // source block size
+  int64_t t = 1;                                               // landing block size
+  std::vector<std::pair<int, int64_t>> src_terms, into_terms;  // (axis, weight)
+  std::vector<std::pair<int, int64_t>> fixed_terms;  // landing axes in U: (axis, weight in key)
+  int64_t fixed_combos = 1;
+  // Per landing block: the source blocks it meets, [first, last].
+  std::vector<int64_t> first, last;
+  // Per source block: the landing blocks it meets, [bx, by].
+  std::vector<int64_t> bx, by;
+  // Per (landing block, source digit): that digit of every source block the landing block
+  // meets, or -1 when they differ.
+  std::vector<int64_t> digit_of;
+  Digits digits;
+  std::vector<int64_t> memo;  // (count, overlap) per (source block, fixed digits); -1: unset
+
+  int64_t SrcIndex(const int64_t* c) const {
+    int64_t i = 0;
+    for (const auto& [a, w] : src_terms) i += c[a] * w;
+    return i;
+  }
+  int64_t IntoIndex(const int64_t* c) const {
+    int64_t i = 0;
+    for (const auto& [a, w] : into_terms) i += c[a] * w;
+    return i;
+  }
+  int64_t Overlap(int64_t sb, int64_t tb) const {
+    return std::max<int64_t>(0, std::min((sb + 1) * bs, (tb + 1) * t) - std::max(sb * bs, tb * t));
+  }
+};
+
+// (axis, weight) of every axis of `axes` in the mixed-radix index over them.
+std::vector<std::pair<int, int64_t>> Terms(const Problem& p, const std::vector<int>& axes) {
+  std::vector<std::pair<int, int64_t>> out(axes.size());
+  int64_t w = 1;
+  for (int j = static_cast<int>(axes.size()) - 1; j >= 0; --j) {
+    out[j] = {axes[j], w};
+    w *= p.axis_size[axes[j]];
+  }
+  return out;
+}
+
 }  // namespace
 
 bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const State& into,
@@ -92,7 +136,7 @@ bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const Sta
     return false;
   }
   for (int i = 0; i < d; ++i) {
-    if (p.shape[i] <= 0) return false;
+    if (p.shape[i] <= 0 || static_cast<int>(into.dims[i].size()) > kMaxDigits) return false;
   }
   uint32_t used_mask = 0;  // V
   for (int i = 0; i < d; ++i) used_mask |= AxesMask(s.dims[i]);
@@ -107,11 +151,7 @@ bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const Sta
   }
   const uint32_t zero_fixed = zero_mask & ~used_mask;  // zero axes in U
 
-  Exchange& ex = *out;
-  ex = Exchange();
-  ex.recv.assign(n, 0);
-  ex.sent.assign(n, 0);
-  // Per dimension of s, per axis: (weight, size) of its digit in the block index.
+  // Source digits (axis, dimension, index among the dimension's digits, weight, size).
   struct SourceDigit {
     int axis;
     int dim;
@@ -119,103 +159,139 @@ bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const Sta
     int64_t size;
   };
   std::vector<SourceDigit> source_digits;
+  std::vector<Dim> dims(d);
+  int64_t need = 1;  // every landing block has the same volume
   for (int i = 0; i < d; ++i) {
-    int64_t w = 1;
-    for (int j = static_cast<int>(s.dims[i].size()) - 1; j >= 0; --j) {
-      const int a = s.dims[i][j];
-      if (p.axis_size[a] > 1) source_digits.push_back({a, i, w, p.axis_size[a]});
-      w *= p.axis_size[a];
+    Dim& g = dims[i];
+    g.bs = cur.block_size[i];
+    g.t = into_boxes.block_size[i];
+    need *= g.t;
+    g.src_terms = Terms(p, s.dims[i]);
+    g.into_terms = Terms(p, into.dims[i]);
+    const int64_t src_blocks = p.shape[i] / g.bs, into_blocks = p.shape[i] / g.t;
+    g.first.resize(into_blocks);
+    g.last.resize(into_blocks);
+    for (int64_t tb = 0; tb < into_blocks; ++tb) {
+      g.first[tb] = tb * g.t / g.bs;
+      g.last[tb] = ((tb + 1) * g.t - 1) / g.bs;
     }
+    g.bx.resize(src_blocks);
+    g.by.resize(src_blocks);
+    for (int64_t sb = 0; sb < src_blocks; ++sb) {
+      g.bx[sb] = sb * g.bs / g.t;
+      g.by[sb] = ((sb + 1) * g.bs - 1) / g.t;
+    }
+    const size_t digits_before = source_digits.size();
+    for (const auto& [a, w] : g.src_terms) {
+      if (p.axis_size[a] > 1) source_digits.push_back({a, i, w, p.axis_size[a]});
+    }
+    const size_t nd = source_digits.size() - digits_before;
+    g.digit_of.resize(into_blocks * nd);
+    for (int64_t tb = 0; tb < into_blocks; ++tb) {
+      for (size_t j = 0; j < nd; ++j) {
+        const SourceDigit& sd = source_digits[digits_before + j];
+        const int64_t f = g.first[tb] / sd.weight, l = g.last[tb] / sd.weight;
+        g.digit_of[tb * nd + j] = f == l ? f % sd.size : -1;
+      }
+    }
+    Digits& dg = g.digits;
+    dg.k = static_cast<int>(into.dims[i].size());
+    dg.total = into_blocks;
+    std::vector<int> fixed_axes;
+    for (int j = 0; j < dg.k; ++j) {
+      const int a = into.dims[i][j];
+      dg.size[j] = p.axis_size[a];
+      dg.fixed[j] = -1;
+      if (!(used_mask & (1u << a))) fixed_axes.push_back(a);
+    }
+    g.fixed_terms = Terms(p, fixed_axes);
+    for (int a : fixed_axes) g.fixed_combos *= p.axis_size[a];
+    if (!fixed_axes.empty()) g.memo.assign(2 * src_blocks * g.fixed_combos, -1);
   }
-  const int64_t* tlo = into_boxes.lo.data();
-  const int64_t* thi = into_boxes.hi.data();
-  const int64_t* slo = cur.lo.data();
-  const int64_t* shi = cur.hi.data();
+  // Each dimension's digits among source_digits, for the per-rank axes test.
+  std::vector<size_t> digits_start(d + 1, 0);
+  for (const SourceDigit& sd : source_digits) ++digits_start[sd.dim + 1];
+  for (int i = 0; i < d; ++i) digits_start[i + 1] += digits_start[i];
+
+  Exchange& ex = *out;
+  ex = Exchange();
+  ex.recv.assign(n, 0);
+  ex.sent.assign(n, 0);
   bool permute = true;
   int64_t most_messages = 0;
-  Digits digits[kMaxDigits];
-  // Receiving side.
+  int64_t sidx[kMaxDigits], tidx[kMaxDigits];
   for (int r = 0; r < n; ++r) {
     const int64_t* c = p.coords.data() + static_cast<size_t>(r) * na;
     bool wants = true;
     for (uint32_t m = zero_mask; m; m &= m - 1) wants &= c[__builtin_ctz(m)] == 0;
-    if (!wants) continue;
-    int64_t need = 1, have = 1, blocks = 1;
+    int64_t have = 1;
     for (int i = 0; i < d; ++i) {
-      const int64_t lo = tlo[r * d + i], hi = thi[r * d + i];
-      need *= hi - lo;
-      have *= std::max<int64_t>(0, std::min(hi, shi[r * d + i]) - std::max(lo, slo[r * d + i]));
-      const int64_t bs = cur.block_size[i];
-      blocks *= (hi - 1) / bs - lo / bs + 1;
+      sidx[i] = dims[i].SrcIndex(c);
+      tidx[i] = dims[i].IntoIndex(c);
+      have *= dims[i].Overlap(sidx[i], tidx[i]);
     }
-    const int64_t count = blocks - (have > 0 ? 1 : 0);
-    if (count == 0) continue;
-    ex.recv[r] = (need - have) * p.elem;
-    ex.num_transfers += count;
-    most_messages = std::max(most_messages, count);
-    if (count > 1 || have != 0 || need != cur.shard_elems) permute = false;
-    if (ex.axes_mask == used_mask) continue;
-    for (const SourceDigit& sd : source_digits) {
-      if (ex.axes_mask & (1u << sd.axis)) continue;
-      const int64_t bs = cur.block_size[sd.dim];
-      const int64_t first = tlo[r * d + sd.dim] / bs / sd.weight;
-      const int64_t last = (thi[r * d + sd.dim] - 1) / bs / sd.weight;
-      if (first != last || first % sd.size != c[sd.axis]) ex.axes_mask |= 1u << sd.axis;
+    // Receiving.
+    if (wants) {
+      int64_t blocks = 1;
+      for (int i = 0; i < d; ++i) blocks *= dims[i].last[tidx[i]] - dims[i].first[tidx[i]] + 1;
+      const int64_t count = blocks - (have > 0 ? 1 : 0);
+      if (count > 0) {
+        ex.recv[r] = (need - have) * p.elem;
+        ex.num_transfers += count;
+        most_messages = std::max(most_messages, count);
+        if (count > 1 || have != 0 || need != cur.shard_elems) permute = false;
+        if (ex.axes_mask != used_mask) {
+          for (int i = 0; i < d; ++i) {
+            const size_t nd = digits_start[i + 1] - digits_start[i];
+            const int64_t* dv = dims[i].digit_of.data() + tidx[i] * nd;
+            for (size_t j = 0; j < nd; ++j) {
+              const SourceDigit& sd = source_digits[digits_start[i] + j];
+              if (dv[j] != c[sd.axis]) ex.axes_mask |= 1u << sd.axis;
+            }
+          }
+        }
+      }
     }
-  }
-  // Sending side.
-  for (int i = 0; i < d; ++i) {
-    Digits& g = digits[i];
-    g.k = static_cast<int>(into.dims[i].size());
-    g.total = 1;
-    g.any_fixed = false;
-    for (int j = 0; j < g.k; ++j) {
-      const int a = into.dims[i][j];
-      g.size[j] = p.axis_size[a];
-      g.total *= g.size[j];
-      g.fixed[j] = -1;
-      g.any_fixed |= !(used_mask & (1u << a));
-    }
-  }
-  for (int q = 0; q < n; ++q) {
-    const int64_t* c = p.coords.data() + static_cast<size_t>(q) * na;
+    // Sending.
     bool receivers = true;
     for (uint32_t m = zero_fixed; m; m &= m - 1) receivers &= c[__builtin_ctz(m)] == 0;
     if (!receivers) continue;
     int64_t count = free_factor, elems = free_factor;
     for (int i = 0; i < d && count > 0; ++i) {
-      const int64_t lo = slo[q * d + i], hi = shi[q * d + i];
-      const int64_t t = into_boxes.block_size[i];
-      const int64_t bx = lo / t, by = (hi - 1) / t;
-      Digits& g = digits[i];
-      if (!g.any_fixed) {
+      Dim& g = dims[i];
+      const int64_t sb = sidx[i];
+      const int64_t bx = g.bx[sb], by = g.by[sb];
+      if (g.memo.empty()) {
         count *= by - bx + 1;
-        elems *= hi - lo;
+        elems *= g.bs;
         continue;
       }
-      for (int j = 0; j < g.k; ++j) {
-        const int a = into.dims[i][j];
-        g.fixed[j] = (used_mask & (1u << a)) ? -1 : c[a];
+      int64_t key = sb * g.fixed_combos;
+      for (const auto& [a, w] : g.fixed_terms) key += c[a] * w;
+      int64_t* memo = g.memo.data() + 2 * key;
+      if (memo[0] < 0) {
+        Digits& dg = g.digits;
+        for (int j = 0; j < dg.k; ++j) {
+          const int a = into.dims[i][j];
+          dg.fixed[j] = (used_mask & (1u << a)) ? -1 : c[a];
+        }
+        dg.Finish();
+        const int64_t m = dg.CountBelow(by + 1) - dg.CountBelow(bx);
+        int64_t overlap = g.t * m;
+        if (m > 0 && dg.Matches(bx)) overlap -= sb * g.bs - bx * g.t;
+        if (m > 0 && dg.Matches(by)) overlap -= (by + 1) * g.t - (sb + 1) * g.bs;
+        memo[0] = m;
+        memo[1] = overlap;
       }
-      g.Finish();
-      const int64_t m = g.CountBelow(by + 1) - g.CountBelow(bx);
-      int64_t overlap = t * m;
-      if (m > 0 && g.Matches(bx)) overlap -= lo - bx * t;
-      if (m > 0 && g.Matches(by)) overlap -= (by + 1) * t - hi;
-      count *= m;
-      elems *= overlap;
+      count *= memo[0];
+      elems *= memo[1];
     }
     if (count == 0) continue;
-    bool wants = true;
-    for (uint32_t m = zero_mask; m; m &= m - 1) wants &= c[__builtin_ctz(m)] == 0;
-    if (wants) {
-      const int64_t own = IntersectVolume(tlo + q * d, thi + q * d, slo + q * d, shi + q * d, d);
-      if (own > 0) {
-        --count;
-        elems -= own;
-      }
+    if (wants && have > 0) {
+      --count;
+      elems -= have;
     }
-    ex.sent[q] = elems * p.elem;
+    ex.sent[r] = elems * p.elem;
     most_messages = std::max(most_messages, count);
     if (count > 1) permute = false;
   }

@@ -103,6 +103,9 @@ struct Problem {
 };
 
 Result<Problem> MakeProblem(const Setup& setup);
+// Fills the per-rank grid data of `p` (num_ranks, num_axes, axis_size, coords, pos_of_rank,
+// rank_of_pos, pos_stride) from p->mesh.
+void FillRankGrid(Problem* p);
 Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t element_bytes);
 
 // Boxes of a state on M.
@@ -156,11 +159,14 @@ Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, cons
                         const Boxes& into_boxes, const std::vector<char>& want, uint32_t zero_mask);
 
 // Sets step->transfers and step->groups to the transfer list and the connected sets of
-// communicating ranks of ComputeExchange(p, s, cur, tlo, thi, want), as lazy lists (`count` =
-// the exchange's num_transfers): copies what they need, compute on first read.
-void SetLazyExchangeLists(const Problem& p, const State& s, const Boxes& cur,
-                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
-                          const std::vector<char>& want, int64_t count, RedistStep* step);
+// communicating ranks of ComputeExchange(p, s, BoxesOf(p, s), into_boxes.lo, into_boxes.hi,
+// want), as lazy lists (`count` = the exchange's num_transfers) computed on first read.
+// `into`: the state of `into_boxes` on p.mesh, or null. What they keep is small (mesh, states,
+// `want`): the per-rank data are rebuilt on expansion (only `into_boxes` is copied when `into`
+// is null).
+void SetLazyExchangeLists(const Problem& p, const State& s, const State* into,
+                          const Boxes& into_boxes, const std::vector<char>& want, int64_t count,
+                          RedistStep* step);
 
 // Ring receive volume: what each rank of a group of p receives when n elements are reduced
 // and scattered (n - floor(n / p)).
