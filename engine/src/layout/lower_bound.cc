@@ -245,6 +245,7 @@ Result<Problem> MakeProblem(const Setup& setup) {
       }
     }
   }
+  p.source = BoxesOf(p, p.src);
   p.target = p.unified ? BoxesOf(p, p.tgt) : BoxesOfLayout(to_m);
   p.target_block.resize(n);
   for (int r = 0; r < n; ++r) {
@@ -469,8 +470,8 @@ Result<RedistLowerBound> RedistributionLowerBound(const Layout& from, const Layo
                               redist_internal::MakeProblem(from, to, element_bytes));
   RedistLowerBound lb;
   lb.element_bytes = element_bytes;
-  const redist_internal::Boxes b = redist_internal::BoxesOf(p, p.src);
-  lb.per_rank = redist_internal::LowerBound(p, p.src, b, &lb.move_per_rank, &lb.reduce_per_rank);
+  lb.per_rank =
+      redist_internal::LowerBound(p, p.src, p.source, &lb.move_per_rank, &lb.reduce_per_rank);
   for (int64_t v : lb.per_rank) {
     lb.max_bytes = std::max(lb.max_bytes, v);
     lb.total_bytes += v;

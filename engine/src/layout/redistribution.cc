@@ -302,6 +302,7 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
     ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
     ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
     ex.messages = std::max<int64_t>(ex.messages, std::max(recv_count[r], send_count[r]));
+    ex.max_recv_peers = std::max<int64_t>(ex.max_recv_peers, recv_count[r]);
     if (recv_count[r] > 1 || send_count[r] > 1) permute = false;
   }
   ex.is_permute = permute;
@@ -363,7 +364,7 @@ Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, cons
                         const Boxes& into_boxes, const std::vector<char>& want,
                         uint32_t zero_mask) {
   Exchange ex;
-  if (into && CountExchange(p, s, cur, *into, into_boxes, zero_mask, &ex)) return ex;
+  if (into && CountExchange(p, s, *into, zero_mask, &ex)) return ex;
   return ComputeExchange(p, s, cur, into_boxes.lo, into_boxes.hi, want, /*record=*/false);
 }
 
@@ -781,8 +782,7 @@ class Planner {
  public:
   Planner(const Problem& p, const CostModel& cost) : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
-    src_boxes_ = BoxesOf(p, p.src);
-    lb_src_ = redist_internal::LowerBound(p, p.src, src_boxes_);
+    lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes.
     if (p.num_ranks <= 32) {
@@ -802,8 +802,9 @@ class Planner {
   }
 
   const std::vector<Landing>& landings() const { return landings_; }
-  // Landing i's boxes (computed on first use).
+  // Landing i's boxes (computed on first use; landing 0's are the problem's target boxes).
   const Boxes& LandingBoxes(size_t i) const {
+    if (i == 0) return p_.target;
     Landing& l = landings_[i];
     if (!l.boxes_ready) {
       l.boxes = BoxesOf(p_, l.x);
@@ -813,6 +814,17 @@ class Planner {
   }
 
   const std::vector<int64_t>& lb_src() const { return lb_src_; }
+  // Boxes of state s (kept for later calls while the cache is small).
+  std::shared_ptr<const Boxes> BoxesFor(const State& s) const {
+    if (s.dims == p_.src.dims) return {std::shared_ptr<const Boxes>(), &p_.source};
+    State dims_only;
+    dims_only.dims = s.dims;
+    std::string key = dims_only.Key();
+    if (auto it = boxes_.find(key); it != boxes_.end()) return it->second;
+    auto boxes = std::make_shared<const Boxes>(BoxesOf(p_, s));
+    if (boxes_.size() < kMaxCachedBoxes) boxes_.emplace(std::move(key), boxes);
+    return boxes;
+  }
   int states_explored() const { return explored_; }
 
   // Runs the search; returns the best candidate (node < 0 when none).
@@ -843,7 +855,8 @@ class Planner {
       const std::string key = node.state.Key();
       if (auto it = best_g.find(key); it != best_g.end() && Better(it->second, G(node))) continue;
       ++pops;
-      const Boxes boxes = BoxesOf(p_, node.state);
+      const std::shared_ptr<const Boxes> node_boxes = BoxesFor(node.state);
+      const Boxes& boxes = *node_boxes;
       Finish(index, node, boxes, &best);
       Expand(index, node, boxes, [&](Node child, const std::vector<int64_t>& lb) {
         const Score g = G(child);
@@ -896,12 +909,21 @@ class Planner {
 
   // The irregular exchange from state s (boxes `boxes`) into landing i.
   Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i) const {
-    // Landings are states on M when the target is one (unified meshes); landing 0 is wanted by
-    // the active ranks (index 0 along new partial axes), the others by every rank.
-    const Landing& l = landings_[i];
-    return redist_internal::ExchangeCounts(p_, s, boxes, p_.has_target_state ? &l.x : nullptr,
-                                           LandingBoxes(i), l.want,
-                                           i == 0 ? p_.new_partial_mask : 0);
+    if (std::optional<Exchange> ex = CountedExchangeInto(s, i)) return std::move(*ex);
+    const Boxes& lb = LandingBoxes(i);
+    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want,
+                                            /*record=*/false);
+  }
+  // The same in closed form (CountExchange), or nullopt when not covered. Landings are states
+  // on M when the target is one (unified meshes); landing 0 is wanted by the active ranks
+  // (index 0 along new partial axes), the others by every rank.
+  std::optional<Exchange> CountedExchangeInto(const State& s, size_t i) const {
+    Exchange ex;
+    if (!p_.has_target_state || !redist_internal::CountExchange(
+                                    p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, &ex)) {
+      return std::nullopt;
+    }
+    return ex;
   }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
@@ -1033,8 +1055,9 @@ class Planner {
             if (!l.want[r]) continue;
             int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
             if (l.boxes_ready) {
-              std::copy_n(l.boxes.lo.data() + r * d, d, lo);
-              std::copy_n(l.boxes.hi.data() + r * d, d, hi);
+              const Boxes& lb = LandingBoxes(i);
+              std::copy_n(lb.lo.data() + r * d, d, lo);
+              std::copy_n(lb.hi.data() + r * d, d, hi);
             } else {
               BoxOfRank(p_, l.x, r, lo, hi);
             }
@@ -1049,8 +1072,17 @@ class Planner {
           }
           if (!fits) continue;
         }
+        // The exchange's counts in closed form when the landing is a state (its receive counts
+        // are the missing bytes); else the missing bytes first, the exchange if still in play.
+        std::optional<Exchange> counted = CountedExchangeInto(node.state, i);
         int64_t peers = 0;
-        const std::vector<int64_t> missing = MissingBytes(boxes, i, &peers);
+        std::vector<int64_t> missing_bytes;
+        if (counted) {
+          peers = counted->max_recv_peers;
+        } else {
+          missing_bytes = MissingBytes(boxes, i, &peers);
+        }
+        const std::vector<int64_t>& missing = counted ? counted->recv : missing_bytes;
         if (!Fits(node.recv, &missing, l.recv)) continue;
         const int64_t m = *std::max_element(missing.begin(), missing.end());
         // Each block a rank lacks comes from a different peer: at least `peers` messages.
@@ -1060,7 +1092,7 @@ class Planner {
                               : static_cast<double>(m) / bw_max_ +
                                     static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        ex = ExchangeInto(node.state, boxes, i);
+        ex = counted ? std::move(counted) : ExchangeInto(node.state, boxes, i);
         kind = EdgeKind::kExchange;
       } else {
         ex = ReduceScatterV(node.state, boxes, i, /*record=*/false);
@@ -1119,8 +1151,7 @@ class Planner {
     Landing t;
     t.want = p_.active;
     if (p_.has_target_state) t.x = p_.tgt;
-    t.boxes = p_.target;  // the target's boxes (on the planning mesh when unified)
-    t.boxes_ready = true;
+    t.boxes_ready = true;  // p_.target (LandingBoxes)
     t.recv.assign(p_.num_ranks, 0);
     landings_.push_back(std::move(t));
     if (!p_.has_target_state) return;
@@ -1357,10 +1388,10 @@ class Planner {
         }
       }
     }
-    Boxes owned;
+    std::shared_ptr<const Boxes> owned;
     if (!next_boxes) {
-      owned = BoxesOf(p_, next);
-      next_boxes = &owned;
+      owned = BoxesFor(next);
+      next_boxes = owned.get();
     }
     std::vector<int64_t> step_recv;
     switch (sr.kind) {
@@ -1416,7 +1447,9 @@ class Planner {
   const CostModel& cost_;
   SearchConfig cfg_;
   double bw_max_ = 1;
-  Boxes src_boxes_;
+  // Boxes of states met so far (a few: they are N x dims each), by their dimensions.
+  static constexpr size_t kMaxCachedBoxes = 64;
+  mutable std::unordered_map<std::string, std::shared_ptr<const Boxes>> boxes_;
   std::vector<int64_t> lb_src_;
   std::vector<int> samples_;
   mutable std::vector<Landing> landings_;
@@ -1542,7 +1575,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
 
   // One structured step prev -> next along edge e.
   auto structured = [&](const State& prev, const Edge& e, const State& next) -> Result<RedistStep> {
-    const Boxes b = BoxesOf(p, prev);
+    const std::shared_ptr<const Boxes> prev_boxes = planner.BoxesFor(prev);
+    const Boxes& b = *prev_boxes;
     RedistStep st;
     set_axes(&st, e.axes);
     st.dim = e.dim;
@@ -1590,7 +1624,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
         break;
       }
       case EdgeKind::kPermute: {
-        const Boxes nb = BoxesOf(p, next);
+        const std::shared_ptr<const Boxes> next_boxes = planner.BoxesFor(next);
+        const Boxes& nb = *next_boxes;
         const std::vector<char> all(n, 1);
         Exchange ex = redist_internal::ExchangeCounts(p, prev, b, &next, nb, all, 0);
         st.kind = Kind::kPermute;
@@ -1640,7 +1675,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
                         " collective(s) finish the job, which needs fewer messages than "
                         "exchanging the target shards directly";
   if (cand.final == EdgeKind::kReduceScatterV) {
-    const Boxes b = BoxesOf(p, last.state);
+    const std::shared_ptr<const Boxes> last_boxes = planner.BoxesFor(last.state);
+    const Boxes& b = *last_boxes;
     std::optional<Exchange> ex =
         planner.ReduceScatterV(last.state, b, cand.landing, /*record=*/false);
     if (!ex) return Status::Internal("redistribution planner: reduce-scatter-v not applicable");
@@ -1682,7 +1718,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     plan.steps.push_back(std::move(st));
   } else if (cand.final == EdgeKind::kExchange) {
-    const Boxes b = BoxesOf(p, last.state);
+    const std::shared_ptr<const Boxes> last_boxes = planner.BoxesFor(last.state);
+    const Boxes& b = *last_boxes;
     // Counts and groups only: the transfer list (up to one per pair of ranks) is expanded
     // when someone reads it.
     Exchange ex =
@@ -1812,7 +1849,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
       }
     }
   }
-  const Boxes b = BoxesOf(p, p.src);
+  const Boxes& b = p.source;
   // Cheap test first: every rank's target box meets at most one other block of the source.
   const int d = p.num_dims;
   for (int r = 0; r < p.num_ranks; ++r) {

@@ -92,10 +92,9 @@ struct Dim {
   std::vector<int64_t> first, last;
   // Per source block: the landing blocks it meets, [bx, by].
   std::vector<int64_t> bx, by;
-  // Per (landing block, source digit): that digit of every source block the landing block
-  // meets, or -1 when they differ.
-  std::vector<int64_t> digit_of;
   Digits digits;
+  // Per landing block: its fixed digits as one index (mixed radix over fixed_terms' axes).
+  std::vector<int64_t> fixed_key;
   std::vector<int64_t> memo;  // (count, overlap) per (source block, fixed digits); -1: unset
 
   int64_t SrcIndex(const int64_t* c) const {
@@ -113,6 +112,23 @@ struct Dim {
   }
 };
 
+// floor((start + k step) / div) for k = 0 .. count-1, without a division per k.
+std::vector<int64_t> FloorSteps(int64_t start, int64_t step, int64_t div, int64_t count) {
+  std::vector<int64_t> out(count);
+  const int64_t q_step = step / div, r_step = step % div;
+  int64_t q = start / div, r = start % div;
+  for (int64_t k = 0; k < count; ++k) {
+    out[k] = q;
+    q += q_step;
+    r += r_step;
+    if (r >= div) {
+      r -= div;
+      ++q;
+    }
+  }
+  return out;
+}
+
 // (axis, weight) of every axis of `axes` in the mixed-radix index over them.
 std::vector<std::pair<int, int64_t>> Terms(const Problem& p, const std::vector<int>& axes) {
   std::vector<std::pair<int, int64_t>> out(axes.size());
@@ -126,8 +142,8 @@ std::vector<std::pair<int, int64_t>> Terms(const Problem& p, const std::vector<i
 
 }  // namespace
 
-bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const State& into,
-                   const Boxes& into_boxes, uint32_t zero_mask, Exchange* out) {
+bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
+                   Exchange* out) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
   const int na = p.num_axes;
@@ -160,39 +176,23 @@ bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const Sta
   };
   std::vector<SourceDigit> source_digits;
   std::vector<Dim> dims(d);
-  int64_t need = 1;  // every landing block has the same volume
+  int64_t need = 1;         // every landing block has the same volume
+  int64_t shard_elems = 1;  // and every source block
   for (int i = 0; i < d; ++i) {
     Dim& g = dims[i];
-    g.bs = cur.block_size[i];
-    g.t = into_boxes.block_size[i];
+    g.bs = p.shape[i] / p.mesh.GroupSize(s.dims[i]);
+    g.t = p.shape[i] / p.mesh.GroupSize(into.dims[i]);
     need *= g.t;
+    shard_elems *= g.bs;
     g.src_terms = Terms(p, s.dims[i]);
     g.into_terms = Terms(p, into.dims[i]);
     const int64_t src_blocks = p.shape[i] / g.bs, into_blocks = p.shape[i] / g.t;
-    g.first.resize(into_blocks);
-    g.last.resize(into_blocks);
-    for (int64_t tb = 0; tb < into_blocks; ++tb) {
-      g.first[tb] = tb * g.t / g.bs;
-      g.last[tb] = ((tb + 1) * g.t - 1) / g.bs;
-    }
-    g.bx.resize(src_blocks);
-    g.by.resize(src_blocks);
-    for (int64_t sb = 0; sb < src_blocks; ++sb) {
-      g.bx[sb] = sb * g.bs / g.t;
-      g.by[sb] = ((sb + 1) * g.bs - 1) / g.t;
-    }
-    const size_t digits_before = source_digits.size();
+    g.first = FloorSteps(0, g.t, g.bs, into_blocks);
+    g.last = FloorSteps(g.t - 1, g.t, g.bs, into_blocks);
+    g.bx = FloorSteps(0, g.bs, g.t, src_blocks);
+    g.by = FloorSteps(g.bs - 1, g.bs, g.t, src_blocks);
     for (const auto& [a, w] : g.src_terms) {
       if (p.axis_size[a] > 1) source_digits.push_back({a, i, w, p.axis_size[a]});
-    }
-    const size_t nd = source_digits.size() - digits_before;
-    g.digit_of.resize(into_blocks * nd);
-    for (int64_t tb = 0; tb < into_blocks; ++tb) {
-      for (size_t j = 0; j < nd; ++j) {
-        const SourceDigit& sd = source_digits[digits_before + j];
-        const int64_t f = g.first[tb] / sd.weight, l = g.last[tb] / sd.weight;
-        g.digit_of[tb * nd + j] = f == l ? f % sd.size : -1;
-      }
     }
     Digits& dg = g.digits;
     dg.k = static_cast<int>(into.dims[i].size());
@@ -206,13 +206,30 @@ bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const Sta
     }
     g.fixed_terms = Terms(p, fixed_axes);
     for (int a : fixed_axes) g.fixed_combos *= p.axis_size[a];
-    if (!fixed_axes.empty()) g.memo.assign(2 * src_blocks * g.fixed_combos, -1);
+    if (!fixed_axes.empty()) {
+      g.memo.assign(2 * src_blocks * g.fixed_combos, -1);
+      // Landing blocks' fixed keys by odometer over their digits.
+      int64_t weight[kMaxDigits], digit[kMaxDigits];
+      for (int j = dg.k - 1, f = static_cast<int>(fixed_axes.size()) - 1; j >= 0; --j) {
+        weight[j] = 0;
+        digit[j] = 0;
+        if (!(used_mask & (1u << into.dims[i][j]))) weight[j] = g.fixed_terms[f--].second;
+      }
+      g.fixed_key.resize(into_blocks);
+      int64_t key = 0;
+      for (int64_t tb = 0; tb < into_blocks; ++tb) {
+        g.fixed_key[tb] = key;
+        for (int j = dg.k - 1; j >= 0; --j) {
+          if (++digit[j] < dg.size[j]) {
+            key += weight[j];
+            break;
+          }
+          key -= (digit[j] - 1) * weight[j];
+          digit[j] = 0;
+        }
+      }
+    }
   }
-  // Each dimension's digits among source_digits, for the per-rank axes test.
-  std::vector<size_t> digits_start(d + 1, 0);
-  for (const SourceDigit& sd : source_digits) ++digits_start[sd.dim + 1];
-  for (int i = 0; i < d; ++i) digits_start[i + 1] += digits_start[i];
-
   Exchange& ex = *out;
   ex = Exchange();
   ex.recv.assign(n, 0);
@@ -239,16 +256,16 @@ bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const Sta
         ex.recv[r] = (need - have) * p.elem;
         ex.num_transfers += count;
         most_messages = std::max(most_messages, count);
-        if (count > 1 || have != 0 || need != cur.shard_elems) permute = false;
-        if (ex.axes_mask != used_mask) {
-          for (int i = 0; i < d; ++i) {
-            const size_t nd = digits_start[i + 1] - digits_start[i];
-            const int64_t* dv = dims[i].digit_of.data() + tidx[i] * nd;
-            for (size_t j = 0; j < nd; ++j) {
-              const SourceDigit& sd = source_digits[digits_start[i] + j];
-              if (dv[j] != c[sd.axis]) ex.axes_mask |= 1u << sd.axis;
-            }
-          }
+        ex.max_recv_peers = std::max(ex.max_recv_peers, count);
+        if (count > 1 || have != 0 || need != shard_elems) permute = false;
+        // Until every axis of V is found (usually within a few ranks).
+        for (size_t j = 0; j < source_digits.size() && ex.axes_mask != used_mask; ++j) {
+          const SourceDigit& sd = source_digits[j];
+          if (ex.axes_mask & (1u << sd.axis)) continue;
+          const Dim& g = dims[sd.dim];
+          const int64_t f = g.first[tidx[sd.dim]] / sd.weight;
+          const int64_t l = g.last[tidx[sd.dim]] / sd.weight;
+          if (f != l || f % sd.size != c[sd.axis]) ex.axes_mask |= 1u << sd.axis;
         }
       }
     }
@@ -266,9 +283,20 @@ bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const Sta
         elems *= g.bs;
         continue;
       }
-      int64_t key = sb * g.fixed_combos;
-      for (const auto& [a, w] : g.fixed_terms) key += c[a] * w;
-      int64_t* memo = g.memo.data() + 2 * key;
+      int64_t fixed = 0;
+      for (const auto& [a, w] : g.fixed_terms) fixed += c[a] * w;
+      if (by - bx < 16) {  // a short range: test its blocks
+        int64_t m = 0, overlap = 0;
+        for (int64_t b = bx; b <= by; ++b) {
+          if (g.fixed_key[b] != fixed) continue;
+          ++m;
+          overlap += g.Overlap(sb, b);
+        }
+        count *= m;
+        elems *= overlap;
+        continue;
+      }
+      int64_t* memo = g.memo.data() + 2 * (sb * g.fixed_combos + fixed);
       if (memo[0] < 0) {
         Digits& dg = g.digits;
         for (int j = 0; j < dg.k; ++j) {

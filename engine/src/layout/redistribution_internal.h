@@ -93,6 +93,7 @@ struct Problem {
   State src;
   bool has_target_state = false;  // unified: the target as a state (without new partial)
   State tgt;
+  Boxes source;                       // per-rank boxes of src
   Boxes target;                       // per-rank target boxes (on to's own mesh)
   std::vector<char> active;           // ranks that must end with data (not new zero addends)
   std::vector<int64_t> target_block;  // per rank: target block id, or -1 when inactive
@@ -130,7 +131,8 @@ struct Exchange {
   std::vector<int64_t> recv, sent;  // bytes per rank
   int64_t max_recv = 0, max_sent = 0;
   int64_t messages = 0;
-  uint32_t axes_mask = 0;  // axes of M along which some communicating pair differs
+  int64_t max_recv_peers = 0;  // the most peers a rank receives from
+  uint32_t axes_mask = 0;      // axes of M along which some communicating pair differs
   bool is_permute = false;
   int64_t num_transfers = 0;
   std::vector<std::vector<int>> groups;  // with_groups: connected sets of communicating ranks
@@ -141,15 +143,16 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
                          const std::vector<char>& want, bool record = true,
                          bool with_groups = false);
-// The counts of ComputeExchange(p, s, cur, into_boxes.lo, into_boxes.hi, want, false, false)
-// (recv, sent, max_recv, max_sent, messages, axes_mask, is_permute, num_transfers; no transfers,
-// no groups) in closed form, O(ranks x dims x axes) instead of one visit per (rank, peer) pair,
-// when the exchange lands in a state `into` on M (`into_boxes` = BoxesOf(p, into)) and the
-// wanting ranks are those with coordinate 0 on every axis of `zero_mask`. False (out
-// untouched) when the case is not covered: pending reductions in `s`, an empty dimension.
-// redistribution_count.cc has the derivation; a test compares the two on random cases.
-bool CountExchange(const Problem& p, const State& s, const Boxes& cur, const State& into,
-                   const Boxes& into_boxes, uint32_t zero_mask, Exchange* out);
+// The counts of ComputeExchange(p, s, BoxesOf(p, s), into_boxes.lo, into_boxes.hi, want,
+// false, false) (recv, sent, max_recv, max_sent, messages, max_recv_peers, axes_mask,
+// is_permute, num_transfers; no transfers, no groups) in closed form, O(ranks x dims x axes)
+// instead of one visit per (rank, peer) pair, when the exchange lands in a state `into` on M
+// (into_boxes = BoxesOf(p, into)) and the wanting ranks are those with coordinate 0 on every
+// axis of `zero_mask`. Needs no per-rank boxes. False (out untouched) when the case is not
+// covered: pending reductions in `s`, an empty dimension. redistribution_count.cc has the
+// derivation; a test compares the two on random cases.
+bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
+                   Exchange* out);
 
 // The counts of the exchange from state `s` (boxes `cur`) into boxes `into_boxes` for the
 // ranks with want[r] != 0: CountExchange when `into` (the state of those boxes, or null) is
