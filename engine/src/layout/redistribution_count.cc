@@ -236,17 +236,42 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
   ex.sent.assign(n, 0);
   bool permute = true;
   int64_t most_messages = 0;
-  int64_t sidx[kMaxDigits], tidx[kMaxDigits];
-  for (int r = 0; r < n; ++r) {
-    const int64_t* c = p.coords.data() + static_cast<size_t>(r) * na;
+  // Ranks in grid order, by odometer: each step moves one coordinate, which moves the block
+  // indices of at most one dimension of s and one of x (and one fixed key) by its weight.
+  struct AxisStep {
+    int src_dim = -1, into_dim = -1, fixed_dim = -1;
+    int64_t src_w = 0, into_w = 0, fixed_w = 0;
+  };
+  std::vector<AxisStep> steps(na);
+  for (int i = 0; i < d; ++i) {
+    for (const auto& [a, w] : dims[i].src_terms) steps[a].src_dim = i, steps[a].src_w = w;
+    for (const auto& [a, w] : dims[i].into_terms) steps[a].into_dim = i, steps[a].into_w = w;
+    for (const auto& [a, w] : dims[i].fixed_terms) steps[a].fixed_dim = i, steps[a].fixed_w = w;
+  }
+  int64_t sidx[kMaxDigits] = {}, tidx[kMaxDigits] = {}, fidx[kMaxDigits] = {};
+  int64_t c[kMaxDigits] = {};
+  auto move = [&](int a, int64_t delta) {
+    const AxisStep& st = steps[a];
+    if (st.src_dim >= 0) sidx[st.src_dim] += delta * st.src_w;
+    if (st.into_dim >= 0) tidx[st.into_dim] += delta * st.into_w;
+    if (st.fixed_dim >= 0) fidx[st.fixed_dim] += delta * st.fixed_w;
+  };
+  for (int pos = 0; pos < n; ++pos) {
+    if (pos > 0) {
+      for (int a = na - 1; a >= 0; --a) {
+        if (++c[a] < p.axis_size[a]) {
+          move(a, 1);
+          break;
+        }
+        move(a, -(c[a] - 1));
+        c[a] = 0;
+      }
+    }
+    const int r = p.rank_of_pos[pos];
     bool wants = true;
     for (uint32_t m = zero_mask; m; m &= m - 1) wants &= c[__builtin_ctz(m)] == 0;
     int64_t have = 1;
-    for (int i = 0; i < d; ++i) {
-      sidx[i] = dims[i].SrcIndex(c);
-      tidx[i] = dims[i].IntoIndex(c);
-      have *= dims[i].Overlap(sidx[i], tidx[i]);
-    }
+    for (int i = 0; i < d; ++i) have *= dims[i].Overlap(sidx[i], tidx[i]);
     // Receiving.
     if (wants) {
       int64_t blocks = 1;
@@ -283,8 +308,7 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
         elems *= g.bs;
         continue;
       }
-      int64_t fixed = 0;
-      for (const auto& [a, w] : g.fixed_terms) fixed += c[a] * w;
+      const int64_t fixed = fidx[i];
       if (by - bx < 16) {  // a short range: test its blocks
         int64_t m = 0, overlap = 0;
         for (int64_t b = bx; b <= by; ++b) {
