@@ -782,7 +782,15 @@ class Planner {
  public:
   Planner(const Problem& p, const CostModel& cost) : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
-    lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
+    // Nothing to reduce: the bound is what the exchange into the target receives.
+    Exchange to_target;
+    if (p.has_target_state && p.src.reduce_mask == 0 &&
+        redist_internal::CountExchange(p, p.src, p.tgt, p.new_partial_mask, &to_target,
+                                       /*with_senders=*/false)) {
+      lb_src_ = std::move(to_target.recv);
+    } else {
+      lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
+    }
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes.
     if (p.num_ranks <= 32) {
@@ -1388,11 +1396,29 @@ class Planner {
         }
       }
     }
-    std::shared_ptr<const Boxes> owned;
-    if (!next_boxes) {
-      owned = BoxesFor(next);
-      next_boxes = owned.get();
+    // In closed form when the states allow (no per-rank boxes needed): a permute's exchange,
+    // and the bound from `next` (its move part: the exchange from it into the target).
+    std::optional<Exchange> moved;
+    if (sr.kind == StepRecv::Kind::kNewBlocks) {
+      Exchange ex;
+      if (redist_internal::CountExchange(p_, node.state, next, 0, &ex)) moved = std::move(ex);
     }
+    std::vector<int64_t> lb;
+    if (p_.has_target_state && next.reduce_mask == 0) {
+      Exchange to_target;
+      if (redist_internal::CountExchange(p_, next, p_.tgt, p_.new_partial_mask, &to_target,
+                                         /*with_senders=*/false)) {
+        lb = std::move(to_target.recv);
+      }
+    }
+    std::shared_ptr<const Boxes> owned;
+    auto boxes = [&]() -> const Boxes& {
+      if (!next_boxes) {
+        owned = BoxesFor(next);
+        next_boxes = owned.get();
+      }
+      return *next_boxes;
+    };
     std::vector<int64_t> step_recv;
     switch (sr.kind) {
       case StepRecv::Kind::kUniform:
@@ -1404,11 +1430,16 @@ class Planner {
       case StepRecv::Kind::kNewBlocks: {
         // Each rank receives what its new block lacks (the exchange's receive counts); the
         // exchange itself (for its messages) is built only for a child that survives.
+        if (moved) {
+          step_recv = moved->recv;
+          break;
+        }
         const int d = p_.num_dims;
         step_recv.assign(p_.num_ranks, 0);
+        const Boxes& nb = boxes();
         for (int r = 0; r < p_.num_ranks; ++r) {
-          const int64_t* lo = next_boxes->lo.data() + r * d;
-          const int64_t* hi = next_boxes->hi.data() + r * d;
+          const int64_t* lo = nb.lo.data() + r * d;
+          const int64_t* hi = nb.hi.data() + r * d;
           step_recv[r] = (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->lo.data() + r * d,
                                                                  sr.cur->hi.data() + r * d, d)) *
                          p_.elem;
@@ -1416,7 +1447,7 @@ class Planner {
         break;
       }
     }
-    const std::vector<int64_t> lb = redist_internal::LowerBound(p_, next, *next_boxes);
+    if (lb.empty()) lb = redist_internal::LowerBound(p_, next, boxes());
     Node child;
     child.state = std::move(next);
     child.parent = index;
@@ -1429,10 +1460,10 @@ class Planner {
       if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
     }
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
-      const Exchange ex =
-          redist_internal::ExchangeCounts(p_, node.state, *sr.cur, &child.state, *next_boxes,
-                                          std::vector<char>(p_.num_ranks, 1), 0);
-      seconds = ExchangeSeconds(ex);
+      seconds = ExchangeSeconds(
+          moved ? *moved
+                : redist_internal::ExchangeCounts(p_, node.state, *sr.cur, &child.state, boxes(),
+                                                  std::vector<char>(p_.num_ranks, 1), 0));
     }
     child.time = node.time + seconds;
     child.bytes = node.bytes + static_cast<double>(max_recv);
@@ -1892,7 +1923,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
   plan.meshes_unified = p.unified;
   plan.element_bytes = p.elem;
   plan.recv_bytes = st.bytes_recv;
-  plan.lower_bound = redist_internal::LowerBound(p, p.src, b);
+  plan.lower_bound = plan.recv_bytes;  // nothing to reduce: the bound is the missing elements
   plan.predicted_seconds = st.seconds;
   plan.steps.push_back(std::move(st));
   plan.byte_optimal = true;

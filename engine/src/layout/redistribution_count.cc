@@ -143,7 +143,7 @@ std::vector<std::pair<int, int64_t>> Terms(const Problem& p, const std::vector<i
 }  // namespace
 
 bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
-                   Exchange* out) {
+                   Exchange* out, bool with_senders) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
   const int na = p.num_axes;
@@ -173,6 +173,7 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
     int dim;
     int64_t weight;
     int64_t size;
+    std::vector<int64_t> digit_of;  // per landing block (filled on demand; -2: not yet)
   };
   std::vector<SourceDigit> source_digits;
   std::vector<Dim> dims(d);
@@ -192,7 +193,7 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
     g.bx = FloorSteps(0, g.bs, g.t, src_blocks);
     g.by = FloorSteps(g.bs - 1, g.bs, g.t, src_blocks);
     for (const auto& [a, w] : g.src_terms) {
-      if (p.axis_size[a] > 1) source_digits.push_back({a, i, w, p.axis_size[a]});
+      if (p.axis_size[a] > 1) source_digits.push_back({a, i, w, p.axis_size[a], {}});
     }
     Digits& dg = g.digits;
     dg.k = static_cast<int>(into.dims[i].size());
@@ -283,18 +284,25 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
         most_messages = std::max(most_messages, count);
         ex.max_recv_peers = std::max(ex.max_recv_peers, count);
         if (count > 1 || have != 0 || need != shard_elems) permute = false;
-        // Until every axis of V is found (usually within a few ranks).
+        // Until every axis of V is found (usually within a few ranks; else the digits of each
+        // landing block's source blocks are kept, to divide once per block, not per rank).
         for (size_t j = 0; j < source_digits.size() && ex.axes_mask != used_mask; ++j) {
-          const SourceDigit& sd = source_digits[j];
+          SourceDigit& sd = source_digits[j];
           if (ex.axes_mask & (1u << sd.axis)) continue;
           const Dim& g = dims[sd.dim];
-          const int64_t f = g.first[tidx[sd.dim]] / sd.weight;
-          const int64_t l = g.last[tidx[sd.dim]] / sd.weight;
-          if (f != l || f % sd.size != c[sd.axis]) ex.axes_mask |= 1u << sd.axis;
+          const int64_t tb = tidx[sd.dim];
+          if (sd.digit_of.empty()) sd.digit_of.assign(g.first.size(), -2);
+          int64_t& digit = sd.digit_of[tb];
+          if (digit == -2) {
+            const int64_t f = g.first[tb] / sd.weight, l = g.last[tb] / sd.weight;
+            digit = f == l ? f % sd.size : -1;  // -1: the blocks differ along the axis
+          }
+          if (digit != c[sd.axis]) ex.axes_mask |= 1u << sd.axis;
         }
       }
     }
     // Sending.
+    if (!with_senders) continue;
     bool receivers = true;
     for (uint32_t m = zero_fixed; m; m &= m - 1) receivers &= c[__builtin_ctz(m)] == 0;
     if (!receivers) continue;

@@ -150,9 +150,11 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
 // (into_boxes = BoxesOf(p, into)) and the wanting ranks are those with coordinate 0 on every
 // axis of `zero_mask`. Needs no per-rank boxes. False (out untouched) when the case is not
 // covered: pending reductions in `s`, an empty dimension. redistribution_count.cc has the
-// derivation; a test compares the two on random cases.
+// derivation; a test compares the two on random cases. with_senders = false: the receiving
+// side only (recv, max_recv, max_recv_peers, num_transfers; sent stays 0 and messages is the
+// most peers a rank receives from).
 bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
-                   Exchange* out);
+                   Exchange* out, bool with_senders = true);
 
 // The counts of the exchange from state `s` (boxes `cur`) into boxes `into_boxes` for the
 // ranks with want[r] != 0: CountExchange when `into` (the state of those boxes, or null) is
