@@ -83,12 +83,15 @@
 // Their plans are exactly the search's (tests compare the JSON on thousands of cases). The
 // rest go to the search, whose per-rank work is kept down by testing a sample of ranks before
 // every rank, computing landings and exchanges only when needed, and a flat lower bound.
-// Irregular steps are chosen and assembled from per-rank counts: their transfer lists (up to
-// one per pair of ranks) are expanded only when read (RedistTransfers). Counting still visits
-// every (rank, peer) pair once, so an all-to-all-v over N ranks costs O(N^2) (15-25 ms
-// at 1024 ranks); every other step is O(N) per step. The median target of issue 3 (< 20 us
-// per pair up to 4 axes and 1024 devices) is met for 1 axis and for 2 axes up to 64
-// devices, not yet beyond (benchmarks/README.md has the figures).
+// Irregular steps are chosen and assembled from per-rank counts computed in closed form
+// (O(ranks x dims): per rank, the source blocks its target box meets and, per sender, the
+// receivers whose boxes meet its block, from block indices along mesh coordinates; no (rank,
+// peer) pair is visited), except with pending partial sums or meshes that do not unify. Their
+// transfer lists (up to one per pair of ranks) and the groups of every step are built only when
+// read (RedistTransfers, RedistGroups). Planning is O(ranks) per state the search touches;
+// benchmarks/README.md has the figures against the median target of issue 3 (< 20 us per pair
+// up to 4 axes and 1024 devices: met for 1 axis and small meshes, not for 3-4 axes on 512-1024
+// devices, where a plan still costs several passes over per-rank arrays).
 //
 // Thread safety: every function here is pure; RedistPlanCache is internally synchronised.
 #pragma once

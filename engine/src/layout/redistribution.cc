@@ -315,7 +315,7 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
 }
 
 void SetLazyExchangeLists(const Problem& p, const State& s, const State* into,
-                          const Boxes& into_boxes, const std::vector<char>& want, int64_t count,
+                          const Boxes* into_boxes, const std::vector<char>& want, int64_t count,
                           RedistStep* step) {
   // What the expansion needs, small: the per-rank data (coordinates, boxes) are rebuilt from
   // the mesh and the states then, rather than copied now (about 100 KiB at 1024 ranks).
@@ -348,8 +348,8 @@ void SetLazyExchangeLists(const Problem& p, const State& s, const State* into,
   if (into) {
     args->into = *into;
   } else {
-    args->tlo = into_boxes.lo;
-    args->thi = into_boxes.hi;
+    args->tlo = into_boxes->lo;
+    args->thi = into_boxes->hi;
   }
   args->want = want;
   std::shared_ptr<const Args> shared = std::move(args);
@@ -595,6 +595,8 @@ struct Node {
   int exchanges = 0;
   int steps = 0;
   std::vector<int64_t> recv;  // per rank, so far
+  // A permute edge: its exchange's counts (reused by the plan's assembly).
+  std::shared_ptr<const Exchange> exchange;
 };
 
 struct Candidate {
@@ -1460,10 +1462,12 @@ class Planner {
       if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
     }
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
-      seconds = ExchangeSeconds(
-          moved ? *moved
-                : redist_internal::ExchangeCounts(p_, node.state, *sr.cur, &child.state, boxes(),
-                                                  std::vector<char>(p_.num_ranks, 1), 0));
+      if (!moved) {
+        moved = redist_internal::ExchangeCounts(p_, node.state, *sr.cur, &child.state, boxes(),
+                                                std::vector<char>(p_.num_ranks, 1), 0);
+      }
+      seconds = ExchangeSeconds(*moved);
+      child.exchange = std::make_shared<const Exchange>(std::move(*moved));
     }
     child.time = node.time + seconds;
     child.bytes = node.bytes + static_cast<double>(max_recv);
@@ -1579,7 +1583,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   const int n = p.num_ranks;
   const std::vector<Node>& nodes = planner.nodes();
   const Landing& landing = planner.landings()[cand.landing];
-  const Boxes& landing_boxes = planner.LandingBoxes(cand.landing);
+  auto landing_boxes = [&]() -> const Boxes& { return planner.LandingBoxes(cand.landing); };
   std::vector<int> path;
   for (int i = cand.node; i >= 0; i = nodes[i].parent) path.push_back(i);
   std::reverse(path.begin(), path.end());
@@ -1605,16 +1609,16 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   };
 
   // One structured step prev -> next along edge e.
-  auto structured = [&](const State& prev, const Edge& e, const State& next) -> Result<RedistStep> {
-    const std::shared_ptr<const Boxes> prev_boxes = planner.BoxesFor(prev);
-    const Boxes& b = *prev_boxes;
+  // `known`: a permute's exchange counts as the search computed them, or null.
+  auto structured = [&](const State& prev, const Edge& e, const State& next,
+                        const Exchange* known) -> Result<RedistStep> {
     RedistStep st;
     set_axes(&st, e.axes);
     st.dim = e.dim;
     st.dim_to = e.dim_to;
     SHARDSCOPE_ASSIGN_OR_RETURN(st.after, redist_internal::LayoutOf(p, next));
     const int64_t g = p.mesh.GroupSize(e.axes);
-    const int64_t shard = b.shard_elems;
+    const int64_t shard = ShardElems(p, prev);
     const double bw = cost.Bandwidth(p.mesh, e.axes);
     auto uniform = [&](int64_t elems, int64_t messages) {
       fill_bytes(&st, std::vector<int64_t>(n, elems * p.elem),
@@ -1655,20 +1659,25 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
         break;
       }
       case EdgeKind::kPermute: {
-        const std::shared_ptr<const Boxes> next_boxes = planner.BoxesFor(next);
-        const Boxes& nb = *next_boxes;
         const std::vector<char> all(n, 1);
-        Exchange ex = redist_internal::ExchangeCounts(p, prev, b, &next, nb, all, 0);
+        Exchange ex;
+        if (known) {
+          ex = *known;
+        } else if (!redist_internal::CountExchange(p, prev, next, 0, &ex)) {
+          ex = redist_internal::ExchangeCounts(p, prev, *planner.BoxesFor(prev), nullptr,
+                                               *planner.BoxesFor(next), all, 0);
+        }
         st.kind = Kind::kPermute;
         st.reason = Reason(p, e, prev, &ex);
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, ex);
-        redist_internal::SetLazyExchangeLists(p, prev, &next, nb, all, ex.num_transfers, &st);
+        redist_internal::SetLazyExchangeLists(p, prev, &next, nullptr, all, ex.num_transfers, &st);
         break;
       }
       case EdgeKind::kReduceScatterV: {
         const std::vector<char> all(n, 1);
+        const Boxes& b = *planner.BoxesFor(prev);
         std::optional<Exchange> ex = planner.ReduceScatterV(prev, b, b, all, /*record=*/false);
         if (!ex) return Status::Internal("redistribution planner: direct all-reduce failed");
         st.kind = Kind::kAllReduce;
@@ -1692,9 +1701,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   };
 
   for (size_t k = 1; k < path.size(); ++k) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(
-        RedistStep st,
-        structured(nodes[path[k - 1]].state, nodes[path[k]].edge, nodes[path[k]].state));
+    SHARDSCOPE_ASSIGN_OR_RETURN(RedistStep st,
+                                structured(nodes[path[k - 1]].state, nodes[path[k]].edge,
+                                           nodes[path[k]].state, nodes[path[k]].exchange.get()));
     plan.steps.push_back(std::move(st));
   }
 
@@ -1717,13 +1726,13 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     for (int r = 0; r < n && whole; ++r) {
       if (!landing.want[r]) continue;
       for (int i = 0; i < p.num_dims; ++i) {
-        whole &= b.lo[r * p.num_dims + i] == landing_boxes.lo[r * p.num_dims + i] &&
-                 b.hi[r * p.num_dims + i] == landing_boxes.hi[r * p.num_dims + i];
+        whole &= b.lo[r * p.num_dims + i] == landing_boxes().lo[r * p.num_dims + i] &&
+                 b.hi[r * p.num_dims + i] == landing_boxes().hi[r * p.num_dims + i];
       }
     }
     st.kind = whole ? Kind::kAllReduce : Kind::kReduceScatter;
     irregular(&st, *ex);
-    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes, landing.want,
+    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes(), landing.want,
                                                ex->num_transfers);
     st.groups = redist_internal::LazyGroupsAlong(p.mesh, st.axes);
     if (into_target) {
@@ -1749,12 +1758,11 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     plan.steps.push_back(std::move(st));
   } else if (cand.final == EdgeKind::kExchange) {
-    const std::shared_ptr<const Boxes> last_boxes = planner.BoxesFor(last.state);
-    const Boxes& b = *last_boxes;
+    auto b = [&]() -> const Boxes& { return *planner.BoxesFor(last.state); };
     // Counts and groups only: the transfer list (up to one per pair of ranks) is expanded
     // when someone reads it.
     Exchange ex =
-        cand.exchange ? *cand.exchange : planner.ExchangeInto(last.state, b, cand.landing);
+        cand.exchange ? *cand.exchange : planner.ExchangeInto(last.state, b(), cand.landing);
     RedistStep st;
     if (ex.num_transfers == 0) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
@@ -1762,8 +1770,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       for (int r = 0; r < n && !boxes_change; ++r) {
         if (!landing.want[r]) continue;
         for (int i = 0; i < p.num_dims; ++i) {
-          boxes_change |= b.lo[r * p.num_dims + i] != landing_boxes.lo[r * p.num_dims + i] ||
-                          b.hi[r * p.num_dims + i] != landing_boxes.hi[r * p.num_dims + i];
+          boxes_change |= b().lo[r * p.num_dims + i] != landing_boxes().lo[r * p.num_dims + i] ||
+                          b().hi[r * p.num_dims + i] != landing_boxes().hi[r * p.num_dims + i];
         }
       }
       st.kind = boxes_change ? Kind::kLocalSlice : Kind::kLocalReshape;
@@ -1784,7 +1792,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     irregular(&st, ex);
     redist_internal::SetLazyExchangeLists(p, last.state, p.has_target_state ? &landing.x : nullptr,
-                                          landing_boxes, landing.want, ex.num_transfers, &st);
+                                          p.has_target_state ? nullptr : &landing_boxes(),
+                                          landing.want, ex.num_transfers, &st);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1796,8 +1805,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   // The landing's suffix.
   State prev = landing.x;
   for (size_t k = 0; k < landing.suffix.size(); ++k) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(RedistStep st,
-                                structured(prev, landing.suffix[k], landing.suffix_states[k]));
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        RedistStep st, structured(prev, landing.suffix[k], landing.suffix_states[k], nullptr));
     plan.steps.push_back(std::move(st));
     prev = landing.suffix_states[k];
   }
@@ -1906,7 +1915,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
                       : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
   st.axes = MaskAxes(ex.axes_mask);
   for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
-  redist_internal::SetLazyExchangeLists(p, p.src, p.unified ? &p.tgt : nullptr, p.target, p.active,
+  redist_internal::SetLazyExchangeLists(p, p.src, p.unified ? &p.tgt : nullptr, &p.target, p.active,
                                         ex.num_transfers, &st);
   st.bytes_recv = ex.recv;
   st.bytes_sent = ex.sent;

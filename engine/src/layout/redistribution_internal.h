@@ -166,11 +166,11 @@ Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, cons
 // Sets step->transfers and step->groups to the transfer list and the connected sets of
 // communicating ranks of ComputeExchange(p, s, BoxesOf(p, s), into_boxes.lo, into_boxes.hi,
 // want), as lazy lists (`count` = the exchange's num_transfers) computed on first read.
-// `into`: the state of `into_boxes` on p.mesh, or null. What they keep is small (mesh, states,
-// `want`): the per-rank data are rebuilt on expansion (only `into_boxes` is copied when `into`
-// is null).
+// `into`: the state of the landing boxes on p.mesh, or null; then `into_boxes` are the boxes
+// (else unused). What they keep is small (mesh, states, `want`): the per-rank data are rebuilt
+// on expansion (only `into_boxes` is copied when `into` is null).
 void SetLazyExchangeLists(const Problem& p, const State& s, const State* into,
-                          const Boxes& into_boxes, const std::vector<char>& want, int64_t count,
+                          const Boxes* into_boxes, const std::vector<char>& want, int64_t count,
                           RedistStep* step);
 
 // Ring receive volume: what each rank of a group of p receives when n elements are reduced
