@@ -784,15 +784,7 @@ class Planner {
  public:
   Planner(const Problem& p, const CostModel& cost) : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
-    // Nothing to reduce: the bound is what the exchange into the target receives.
-    Exchange to_target;
-    if (p.has_target_state && p.src.reduce_mask == 0 &&
-        redist_internal::CountExchange(p, p.src, p.tgt, p.new_partial_mask, &to_target,
-                                       /*with_senders=*/false)) {
-      lb_src_ = std::move(to_target.recv);
-    } else {
-      lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
-    }
+    lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes.
     if (p.num_ranks <= 32) {
@@ -1400,10 +1392,12 @@ class Planner {
     }
     // In closed form when the states allow (no per-rank boxes needed): a permute's exchange,
     // and the bound from `next` (its move part: the exchange from it into the target).
-    std::optional<Exchange> moved;
+    std::optional<Exchange> moved;  // receiving side first: most children are rejected
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
       Exchange ex;
-      if (redist_internal::CountExchange(p_, node.state, next, 0, &ex)) moved = std::move(ex);
+      if (redist_internal::CountExchange(p_, node.state, next, 0, &ex, /*with_senders=*/false)) {
+        moved = std::move(ex);
+      }
     }
     std::vector<int64_t> lb;
     if (p_.has_target_state && next.reduce_mask == 0) {
@@ -1462,10 +1456,15 @@ class Planner {
       if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
     }
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
-      if (!moved) {
-        moved = redist_internal::ExchangeCounts(p_, node.state, *sr.cur, &child.state, boxes(),
-                                                std::vector<char>(p_.num_ranks, 1), 0);
+      // (`next` has moved into the child.)
+      Exchange ex;
+      if (!redist_internal::CountExchange(p_, node.state, child.state, 0, &ex)) {
+        const std::shared_ptr<const Boxes> child_boxes = BoxesFor(child.state);
+        ex = redist_internal::ComputeExchange(p_, node.state, *sr.cur, child_boxes->lo,
+                                              child_boxes->hi, std::vector<char>(p_.num_ranks, 1),
+                                              /*record=*/false);
       }
+      moved = std::move(ex);
       seconds = ExchangeSeconds(*moved);
       child.exchange = std::make_shared<const Exchange>(std::move(*moved));
     }

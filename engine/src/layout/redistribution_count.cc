@@ -190,8 +190,10 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
     const int64_t src_blocks = p.shape[i] / g.bs, into_blocks = p.shape[i] / g.t;
     g.first = FloorSteps(0, g.t, g.bs, into_blocks);
     g.last = FloorSteps(g.t - 1, g.t, g.bs, into_blocks);
-    g.bx = FloorSteps(0, g.bs, g.t, src_blocks);
-    g.by = FloorSteps(g.bs - 1, g.bs, g.t, src_blocks);
+    if (with_senders) {
+      g.bx = FloorSteps(0, g.bs, g.t, src_blocks);
+      g.by = FloorSteps(g.bs - 1, g.bs, g.t, src_blocks);
+    }
     for (const auto& [a, w] : g.src_terms) {
       if (p.axis_size[a] > 1) source_digits.push_back({a, i, w, p.axis_size[a], {}});
     }
@@ -207,7 +209,7 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
     }
     g.fixed_terms = Terms(p, fixed_axes);
     for (int a : fixed_axes) g.fixed_combos *= p.axis_size[a];
-    if (!fixed_axes.empty()) {
+    if (with_senders && !fixed_axes.empty()) {
       g.memo.assign(2 * src_blocks * g.fixed_combos, -1);
       // Landing blocks' fixed keys by odometer over their digits.
       int64_t weight[kMaxDigits], digit[kMaxDigits];
@@ -286,7 +288,8 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
         if (count > 1 || have != 0 || need != shard_elems) permute = false;
         // Until every axis of V is found (usually within a few ranks; else the digits of each
         // landing block's source blocks are kept, to divide once per block, not per rank).
-        for (size_t j = 0; j < source_digits.size() && ex.axes_mask != used_mask; ++j) {
+        for (size_t j = 0; with_senders && j < source_digits.size() && ex.axes_mask != used_mask;
+             ++j) {
           SourceDigit& sd = source_digits[j];
           if (ex.axes_mask & (1u << sd.axis)) continue;
           const Dim& g = dims[sd.dim];

@@ -151,8 +151,8 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
 // axis of `zero_mask`. Needs no per-rank boxes. False (out untouched) when the case is not
 // covered: pending reductions in `s`, an empty dimension. redistribution_count.cc has the
 // derivation; a test compares the two on random cases. with_senders = false: the receiving
-// side only (recv, max_recv, max_recv_peers, num_transfers; sent stays 0 and messages is the
-// most peers a rank receives from).
+// side only (recv, max_recv, max_recv_peers, num_transfers; sent stays 0, messages is the
+// most peers a rank receives from, axes_mask and is_permute are not computed).
 bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
                    Exchange* out, bool with_senders = true);
 

@@ -77,6 +77,12 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisits) {
       Exchange fast;
       ASSERT_TRUE(CountExchange(p, src, p.tgt, p.new_partial_mask, &fast)) << ctx;
       ExpectSameCounts(slow, fast, ctx + " (into the target)");
+      Exchange receiving;  // the receiving side alone (the lower bound's move part)
+      ASSERT_TRUE(CountExchange(p, src, p.tgt, p.new_partial_mask, &receiving,
+                                /*with_senders=*/false));
+      EXPECT_EQ(receiving.recv, slow.recv) << ctx;
+      EXPECT_EQ(receiving.num_transfers, slow.num_transfers) << ctx;
+      EXPECT_EQ(receiving.max_recv_peers, slow.max_recv_peers) << ctx;
       ++compared;
       permutes += slow.is_permute;
       with_zero += p.new_partial_mask != 0;
