@@ -218,17 +218,21 @@ void FillRankGrid(Problem* problem) {
   p.rank_of_pos = p.mesh.rank_list();
   p.pos_of_rank.resize(n);
   for (int pos = 0; pos < n; ++pos) p.pos_of_rank[p.rank_of_pos[pos]] = pos;
-  // Coordinates: an odometer over grid positions (no divisions).
-  p.coords.assign(static_cast<size_t>(n) * na, 0);
-  {
-    std::vector<int64_t> c(na, 0);
-    for (int pos = 0; pos < n; ++pos) {
-      const int r = p.rank_of_pos[pos];
-      for (int a = 0; a < na; ++a) p.coords[static_cast<size_t>(r) * na + a] = c[a];
-      for (int a = na - 1; a >= 0; --a) {
-        if (++c[a] < p.axis_size[a]) break;
-        c[a] = 0;
-      }
+  p.coords.clear();  // filled on first use
+}
+
+void Problem::FillCoords() const {
+  const int n = num_ranks;
+  const int na = num_axes;
+  // An odometer over grid positions (no divisions).
+  coords.assign(static_cast<size_t>(n) * na, 0);
+  std::vector<int64_t> c(na, 0);
+  for (int pos = 0; pos < n; ++pos) {
+    const int r = rank_of_pos[pos];
+    for (int a = 0; a < na; ++a) coords[static_cast<size_t>(r) * na + a] = c[a];
+    for (int a = na - 1; a >= 0; --a) {
+      if (++c[a] < axis_size[a]) break;
+      c[a] = 0;
     }
   }
 }

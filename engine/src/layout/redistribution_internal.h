@@ -83,8 +83,10 @@ struct Problem {
   int num_ranks = 0;
   int num_axes = 0;
   int64_t elem = 4;
-  std::vector<int64_t> axis_size;   // per axis of M
-  std::vector<int64_t> coords;      // rank r, axis a at [r * A + a]
+  std::vector<int64_t> axis_size;  // per axis of M
+  // Rank r's coordinate along axis a at [r * A + a]; filled on first use (coord()): the
+  // common paths walk ranks in grid order and need none. Not thread-safe (one plan, one thread).
+  mutable std::vector<int64_t> coords;
   std::vector<int> pos_of_rank;     // grid position (row-major over M) of each rank
   std::vector<int> rank_of_pos;     // rank at each grid position
   std::vector<int64_t> pos_stride;  // per axis: grid position stride (row-major)
@@ -100,7 +102,11 @@ struct Problem {
   std::vector<int> zero_ranks;        // inactive ranks, ascending
   int64_t max_shard_elems = 0;        // memory cap for intermediate states
 
-  int64_t coord(int rank, int axis) const { return coords[rank * num_axes + axis]; }
+  int64_t coord(int rank, int axis) const {
+    if (coords.empty()) FillCoords();
+    return coords[rank * num_axes + axis];
+  }
+  void FillCoords() const;
 };
 
 Result<Problem> MakeProblem(const Setup& setup);
