@@ -74,7 +74,9 @@ int g_pairs = 200;      // pairs per (devices, axes) class
 int g_visits = 0;       // timed calls per pair; 0: 5 up to 64 devices, 3 from 512 (see Visits)
 int g_slowest = 5;      // slowest pairs listed per size class
 bool g_bytes = true;    // --bytes=0: timing only
+bool g_digest = false;  // --digest: per class, a hash of every plan's JSON (transfers included)
 std::string g_explain;  // "devices/axes/index": print that pair's plan and references, exit
+int g_repeat = 0;       // --explain: plan the pair this many more times (profiling; median CPU)
 constexpr int64_t kElementBytes = 4;
 
 // Timed calls per pair: --visits, or 5 for classes up to 64 devices and 3 above (the slowest
@@ -696,8 +698,8 @@ void PrintBytesTable() {
   }
 }
 
-// Removes --pairs=, --visits=, --slowest=, --bytes=, --explain= from argv (Google Benchmark rejects
-// unknown flags).
+// Removes --pairs=, --visits=, --slowest=, --bytes=, --explain=, --repeat= from argv (Google
+// Benchmark rejects unknown flags).
 void ParseOwnFlags(int* argc, char** argv) {
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
@@ -708,8 +710,12 @@ void ParseOwnFlags(int* argc, char** argv) {
       g_visits = std::max(1, value);
     } else if (std::sscanf(argv[i], "--slowest=%d", &value) == 1) {
       g_slowest = std::max(0, value);
+    } else if (std::strcmp(argv[i], "--digest") == 0) {
+      g_digest = true;
     } else if (std::sscanf(argv[i], "--bytes=%d", &value) == 1) {
       g_bytes = value != 0;
+    } else if (std::sscanf(argv[i], "--repeat=%d", &value) == 1) {
+      g_repeat = std::max(0, value);
     } else if (std::strncmp(argv[i], "--explain=", 10) == 0) {
       g_explain = argv[i] + 10;
     } else {
@@ -719,6 +725,27 @@ void ParseOwnFlags(int* argc, char** argv) {
   *argc = out;
 }
 
+// --digest: per class, an FNV-1a hash of the JSON of every pair's plan (steps, groups, per-rank
+// bytes, transfers: the whole plan), so that two builds of the planner can be compared plan for
+// plan (same hash = same plans).
+int Digest() {
+  for (const auto& [devices, axes] : Classes()) {
+    uint64_t hash = 1469598103934665603ULL;
+    int64_t transfers = 0;
+    for (const Pair& p : Suite(devices, axes)) {
+      auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
+      const std::string json = plan.ok() ? plan->ToJson() : plan.status().message();
+      for (unsigned char ch : json) hash = (hash ^ ch) * 1099511628211ULL;
+      if (plan.ok()) {
+        for (const RedistStep& st : plan->steps) transfers += st.transfers.size();
+      }
+    }
+    std::printf("%5d %2d %016" PRIx64 " %" PRId64 " transfers\n", devices, axes, hash, transfers);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 // --explain=devices/axes/index: one pair of the suite, its plan and the references.
 int Explain() {
   int devices = 0, axes = 0, index = 0;
@@ -726,9 +753,18 @@ int Explain() {
   const std::vector<Pair>& suite = Suite(devices, axes);
   if (index < 0 || index >= static_cast<int>(suite.size())) return 1;
   const Pair& p = suite[index];
-  const double c0 = ThreadCpuMicros();
+  double c0 = ThreadCpuMicros();
   auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
-  const double cpu_us = ThreadCpuMicros() - c0;
+  double cpu_us = ThreadCpuMicros() - c0;
+  if (g_repeat > 0) {  // --repeat=K: K more plans (for a profiler), the median CPU time
+    std::vector<double> times;
+    for (int k = 0; k < g_repeat; ++k) {
+      c0 = ThreadCpuMicros();
+      benchmark::DoNotOptimize(PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{}));
+      times.push_back(ThreadCpuMicros() - c0);
+    }
+    cpu_us = Percentile(times, 0.5);
+  }
   if (!plan.ok()) {
     std::printf("error: %s\n", plan.status().message().c_str());
     return 1;
@@ -746,6 +782,7 @@ int Explain() {
 int main(int argc, char** argv) {
   ParseOwnFlags(&argc, argv);
   if (!g_explain.empty()) return Explain();
+  if (g_digest) return Digest();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   RegisterBenchmarks();

@@ -83,16 +83,20 @@
 // Their plans are exactly the search's (tests compare the JSON on thousands of cases). The
 // rest go to the search, whose per-rank work is kept down by testing a sample of ranks before
 // every rank, computing landings and exchanges only when needed, and a flat lower bound.
-// Irregular steps are chosen and assembled from per-rank counts: their transfer lists (up to
-// one per pair of ranks) are expanded only when read (RedistTransfers). Counting still visits
-// every (rank, peer) pair once, so an all-to-all-v over N ranks costs O(N^2) (15-25 ms
-// at 1024 ranks); every other step is O(N) per step. The median target of issue 3 (< 20 us
-// per pair up to 4 axes and 1024 devices) is met for 1 axis and for 2 axes up to 64
-// devices, not yet beyond (benchmarks/README.md has the figures).
+// Irregular steps are chosen and assembled from per-rank counts computed in closed form
+// (O(ranks x dims): per rank, the source blocks its target box meets and, per sender, the
+// receivers whose boxes meet its block, from block indices along mesh coordinates; no (rank,
+// peer) pair is visited), except with pending partial sums or meshes that do not unify. Their
+// transfer lists (up to one per pair of ranks) and the groups of every step are built only when
+// read (RedistTransfers, RedistGroups). Planning is O(ranks) per state the search touches;
+// benchmarks/README.md has the figures against the median target of issue 3 (< 20 us per pair
+// up to 4 axes and 1024 devices: met for 1 axis and small meshes, not for 3-4 axes on 512-1024
+// devices, where a plan still costs several passes over per-rank arrays).
 //
 // Thread safety: every function here is pure; RedistPlanCache is internally synchronised.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -165,6 +169,48 @@ struct RedistTransfer {
   friend bool operator==(const RedistTransfer&, const RedistTransfer&) = default;
 };
 
+namespace redist_detail {
+// A list shared by copies, given up front or built by a function on first read (at most one
+// call, thread-safe). Plans keep what only an executor or a printer reads this way, so that
+// planning does not pay for it.
+template <typename T>
+class SharedLazyList {
+ public:
+  SharedLazyList() = default;
+  explicit SharedLazyList(std::vector<T> list) : store_(std::make_shared<Store>()) {
+    store_->list = std::move(list);
+    store_->done = true;
+  }
+  explicit SharedLazyList(std::function<std::vector<T>()> expand)
+      : store_(std::make_shared<Store>()) {
+    store_->expand = std::move(expand);
+  }
+  bool expanded() const { return !store_ || store_->done.load(); }
+  const std::vector<T>& list() const {
+    static const std::vector<T> kEmpty;
+    if (!store_) return kEmpty;
+    Store& store = *store_;
+    std::call_once(store.once, [&store] {
+      if (store.expand) {
+        store.list = store.expand();
+        store.expand = nullptr;
+      }
+      store.done = true;
+    });
+    return store.list;
+  }
+
+ private:
+  struct Store {
+    std::once_flag once;
+    std::function<std::vector<T>()> expand;  // empty once expanded, or for a given list
+    std::vector<T> list;
+    std::atomic<bool> done{false};
+  };
+  std::shared_ptr<Store> store_;
+};
+}  // namespace redist_detail
+
 // The transfers of an irregular step, in a fixed order. Large exchanges (an all-to-all-v over
 // N ranks has up to N (N-1) of them) are planned from per-rank counts alone and keep only a
 // compact description, which is expanded into the list on first use (by an executor, a
@@ -179,7 +225,7 @@ class RedistTransfers {
 
   int64_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
-  bool expanded() const;  // the list exists (explicit, or expanded already)
+  bool expanded() const { return list_.expanded(); }  // the list exists
   const std::vector<RedistTransfer>& list() const;
   std::vector<RedistTransfer>::const_iterator begin() const { return list().begin(); }
   std::vector<RedistTransfer>::const_iterator end() const { return list().end(); }
@@ -189,9 +235,41 @@ class RedistTransfers {
   }
 
  private:
-  struct Store;
   int64_t count_ = 0;
-  std::shared_ptr<Store> store_;
+  redist_detail::SharedLazyList<RedistTransfer> list_;
+};
+
+// The rank groups of a step (RedistStep::groups), each ascending, built on first read: the
+// groups of a collective along mesh axes (N / group size of them: at 1024 devices, hundreds of
+// small vectors that planning itself never reads), the connected sets of communicating ranks
+// of an irregular exchange (finding them visits every pair of communicating ranks). empty()
+// never builds them; size(), operator[] and iteration do, once (copies share the result).
+// Thread-safe. Compares with a plain list of groups.
+class RedistGroups {
+ public:
+  using Group = std::vector<int>;
+  RedistGroups() = default;
+  RedistGroups(std::vector<Group> list);  // NOLINT: an explicit list
+  // Groups listed by `expand` (called at most once); `empty`: whether that list is empty.
+  static RedistGroups Lazy(bool empty, std::function<std::vector<Group>()> expand);
+
+  size_t size() const { return list().size(); }
+  bool empty() const { return empty_; }
+  bool expanded() const { return list_.expanded(); }
+  const std::vector<Group>& list() const { return list_.list(); }
+  std::vector<Group>::const_iterator begin() const { return list().begin(); }
+  std::vector<Group>::const_iterator end() const { return list().end(); }
+  const Group& operator[](size_t i) const { return list()[i]; }
+  friend bool operator==(const RedistGroups& a, const RedistGroups& b) {
+    return a.list() == b.list();
+  }
+  friend bool operator==(const RedistGroups& a, const std::vector<Group>& b) {
+    return a.list() == b;
+  }
+
+ private:
+  bool empty_ = true;
+  redist_detail::SharedLazyList<Group> list_;
 };
 
 struct RedistStep {
@@ -214,8 +292,8 @@ struct RedistStep {
   int dim = -1;     // tensor dimension (gathered, sliced, scattered, or moved from)
   int dim_to = -1;  // all-to-all: the dimension the split moves to
   // Collectives: the groups along `axes`, member i holding block i (DeviceMesh::Groups).
-  // Irregular exchanges: the connected sets of communicating ranks.
-  std::vector<std::vector<int>> groups;
+  // Irregular exchanges: the connected sets of communicating ranks. Built on first read.
+  RedistGroups groups;
   int64_t bytes_sent_per_rank = 0;  // max over ranks
   int64_t bytes_recv_per_rank = 0;  // max over ranks
   std::vector<int64_t> bytes_sent;  // per rank (index = rank)

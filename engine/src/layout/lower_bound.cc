@@ -81,6 +81,8 @@ Boxes BoxesOfLayout(const Layout& layout) {
 Boxes BoxesOf(const Problem& p, const State& s) {
   Boxes b;
   const int d = p.num_dims;
+  const int na = p.num_axes;
+  const int n = p.num_ranks;
   b.num_dims = d;
   b.blocks.assign(d, 1);
   b.block_size.assign(d, 0);
@@ -90,17 +92,49 @@ Boxes BoxesOf(const Problem& p, const State& s) {
     b.block_size[i] = p.shape[i] / b.blocks[i];
     b.shard_elems *= b.block_size[i];
   }
-  b.lo.resize(static_cast<size_t>(p.num_ranks) * d);
-  b.hi.resize(static_cast<size_t>(p.num_ranks) * d);
-  b.block_id.resize(p.num_ranks);
-  for (int r = 0; r < p.num_ranks; ++r) {
-    int64_t id = 0;
+  // Ranks in grid order, by odometer: a step along axis a moves the box of the one dimension
+  // a splits by a fixed offset, and the block id by a fixed amount.
+  std::vector<int> dim_of(na, -1);
+  std::vector<int64_t> lo_step(na, 0), id_step(na, 0);
+  {
+    int64_t id_stride = 1;
+    for (int i = d - 1; i >= 0; --i) {
+      int64_t w = 1;
+      for (int k = static_cast<int>(s.dims[i].size()) - 1; k >= 0; --k) {
+        const int a = s.dims[i][k];
+        dim_of[a] = i;
+        lo_step[a] = w * b.block_size[i];
+        id_step[a] = w * id_stride;
+        w *= p.axis_size[a];
+      }
+      id_stride *= b.blocks[i];
+    }
+  }
+  b.lo.resize(static_cast<size_t>(n) * d);
+  b.hi.resize(static_cast<size_t>(n) * d);
+  b.block_id.resize(n);
+  std::vector<int64_t> lo(d, 0), coord(na, 0);
+  int64_t id = 0;
+  for (int pos = 0; pos < n; ++pos) {
+    if (pos > 0) {
+      for (int a = na - 1; a >= 0; --a) {
+        const int i = dim_of[a];
+        if (++coord[a] < p.axis_size[a]) {
+          if (i >= 0) lo[i] += lo_step[a];
+          id += id_step[a];
+          break;
+        }
+        if (i >= 0) lo[i] -= (coord[a] - 1) * lo_step[a];
+        id -= (coord[a] - 1) * id_step[a];
+        coord[a] = 0;
+      }
+    }
+    const int r = p.rank_of_pos[pos];
+    int64_t* rlo = b.lo.data() + static_cast<size_t>(r) * d;
+    int64_t* rhi = b.hi.data() + static_cast<size_t>(r) * d;
     for (int i = 0; i < d; ++i) {
-      int64_t idx = 0;
-      for (int a : s.dims[i]) idx = idx * p.axis_size[a] + p.coord(r, a);
-      b.lo[r * d + i] = idx * b.block_size[i];
-      b.hi[r * d + i] = (idx + 1) * b.block_size[i];
-      id = id * b.blocks[i] + idx;
+      rlo[i] = lo[i];
+      rhi[i] = lo[i] + b.block_size[i];
     }
     b.block_id[r] = id;
   }
@@ -171,6 +205,38 @@ Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_by
   return s;
 }
 
+void FillRankGrid(Problem* problem) {
+  Problem& p = *problem;
+  const int n = p.mesh.size();
+  p.num_ranks = n;
+  const int na = p.mesh.num_axes();
+  p.num_axes = na;
+  p.axis_size.clear();
+  for (int a = 0; a < na; ++a) p.axis_size.push_back(p.mesh.axis_size(a));
+  p.pos_stride.assign(na, 1);
+  for (int a = na - 2; a >= 0; --a) p.pos_stride[a] = p.pos_stride[a + 1] * p.axis_size[a + 1];
+  p.rank_of_pos = p.mesh.rank_list();
+  p.pos_of_rank.resize(n);
+  for (int pos = 0; pos < n; ++pos) p.pos_of_rank[p.rank_of_pos[pos]] = pos;
+  p.coords.clear();  // filled on first use
+}
+
+void Problem::FillCoords() const {
+  const int n = num_ranks;
+  const int na = num_axes;
+  // An odometer over grid positions (no divisions).
+  coords.assign(static_cast<size_t>(n) * na, 0);
+  std::vector<int64_t> c(na, 0);
+  for (int pos = 0; pos < n; ++pos) {
+    const int r = rank_of_pos[pos];
+    for (int a = 0; a < na; ++a) coords[static_cast<size_t>(r) * na + a] = c[a];
+    for (int a = na - 1; a >= 0; --a) {
+      if (++c[a] < axis_size[a]) break;
+      c[a] = 0;
+    }
+  }
+}
+
 Result<Problem> MakeProblem(const Setup& setup) {
   Problem p;
   p.from = *setup.from;
@@ -185,28 +251,8 @@ Result<Problem> MakeProblem(const Setup& setup) {
   p.axes_of_to = setup.axes_of_to;
   const Layout& from_m = setup.from_m();
   const Layout& to_m = setup.to_m();
+  FillRankGrid(&p);
   const int n = p.num_ranks;
-  const int na = p.mesh.num_axes();
-  p.num_axes = na;
-  for (int a = 0; a < na; ++a) p.axis_size.push_back(p.mesh.axis_size(a));
-  p.pos_stride.assign(na, 1);
-  for (int a = na - 2; a >= 0; --a) p.pos_stride[a] = p.pos_stride[a + 1] * p.axis_size[a + 1];
-  p.rank_of_pos = p.mesh.rank_list();
-  p.pos_of_rank.resize(n);
-  for (int pos = 0; pos < n; ++pos) p.pos_of_rank[p.rank_of_pos[pos]] = pos;
-  // Coordinates: an odometer over grid positions (no divisions).
-  p.coords.assign(static_cast<size_t>(n) * na, 0);
-  {
-    std::vector<int64_t> c(na, 0);
-    for (int pos = 0; pos < n; ++pos) {
-      const int r = p.rank_of_pos[pos];
-      for (int a = 0; a < na; ++a) p.coords[static_cast<size_t>(r) * na + a] = c[a];
-      for (int a = na - 1; a >= 0; --a) {
-        if (++c[a] < p.axis_size[a]) break;
-        c[a] = 0;
-      }
-    }
-  }
 
   const uint32_t from_partial = AxesMask(from_m.partial_axes());
   p.active.assign(n, 1);
@@ -237,6 +283,7 @@ Result<Problem> MakeProblem(const Setup& setup) {
       }
     }
   }
+  p.source = BoxesOf(p, p.src);
   p.target = p.unified ? BoxesOf(p, p.tgt) : BoxesOfLayout(to_m);
   p.target_block.resize(n);
   for (int r = 0; r < n; ++r) {
@@ -461,8 +508,8 @@ Result<RedistLowerBound> RedistributionLowerBound(const Layout& from, const Layo
                               redist_internal::MakeProblem(from, to, element_bytes));
   RedistLowerBound lb;
   lb.element_bytes = element_bytes;
-  const redist_internal::Boxes b = redist_internal::BoxesOf(p, p.src);
-  lb.per_rank = redist_internal::LowerBound(p, p.src, b, &lb.move_per_rank, &lb.reduce_per_rank);
+  lb.per_rank =
+      redist_internal::LowerBound(p, p.src, p.source, &lb.move_per_rank, &lb.reduce_per_rank);
   for (int64_t v : lb.per_rank) {
     lb.max_bytes = std::max(lb.max_bytes, v);
     lb.total_bytes += v;

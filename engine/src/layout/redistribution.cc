@@ -90,46 +90,34 @@ double PlanSeconds(const RedistPlan& plan, const CostModel& cost) {
   return t;
 }
 
-struct RedistTransfers::Store {
-  std::once_flag once;
-  std::function<std::vector<RedistTransfer>()> expand;  // empty for an explicit list
-  std::vector<RedistTransfer> list;
-  std::atomic<bool> done{false};
-};
-
 RedistTransfers::RedistTransfers(std::vector<RedistTransfer> list)
     : count_(static_cast<int64_t>(list.size())) {
-  if (list.empty()) return;
-  store_ = std::make_shared<Store>();
-  store_->list = std::move(list);
-  store_->done = true;
+  if (!list.empty()) list_ = redist_detail::SharedLazyList<RedistTransfer>(std::move(list));
 }
 
 RedistTransfers RedistTransfers::Lazy(int64_t count,
                                       std::function<std::vector<RedistTransfer>()> expand) {
   RedistTransfers t;
   t.count_ = count;
-  if (count == 0) return t;
-  t.store_ = std::make_shared<Store>();
-  t.store_->expand = std::move(expand);
+  if (count > 0) t.list_ = redist_detail::SharedLazyList<RedistTransfer>(std::move(expand));
   return t;
 }
 
-bool RedistTransfers::expanded() const { return !store_ || store_->done.load(); }
-
 const std::vector<RedistTransfer>& RedistTransfers::list() const {
-  static const std::vector<RedistTransfer> kEmpty;
-  if (!store_) return kEmpty;
-  Store& store = *store_;
-  std::call_once(store.once, [&store] {
-    if (store.expand) {
-      store.list = store.expand();
-      store.expand = nullptr;
-    }
-    store.done = true;
-  });
-  assert(static_cast<int64_t>(store.list.size()) == count_);
-  return store.list;
+  const std::vector<RedistTransfer>& out = list_.list();
+  assert(static_cast<int64_t>(out.size()) == count_);
+  return out;
+}
+
+RedistGroups::RedistGroups(std::vector<Group> list) : empty_(list.empty()) {
+  if (!list.empty()) list_ = redist_detail::SharedLazyList<Group>(std::move(list));
+}
+
+RedistGroups RedistGroups::Lazy(bool empty, std::function<std::vector<Group>()> expand) {
+  RedistGroups g;
+  g.empty_ = empty;
+  if (!empty) g.list_ = redist_detail::SharedLazyList<Group>(std::move(expand));
+  return g;
 }
 
 namespace {
@@ -314,6 +302,7 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
     ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
     ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
     ex.messages = std::max<int64_t>(ex.messages, std::max(recv_count[r], send_count[r]));
+    ex.max_recv_peers = std::max<int64_t>(ex.max_recv_peers, recv_count[r]);
     if (recv_count[r] > 1 || send_count[r] > 1) permute = false;
   }
   ex.is_permute = permute;
@@ -325,37 +314,63 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
   return ex;
 }
 
-// The parts of `p` that ComputeExchange reads (a lazy list keeps a copy; the layouts and the
-// target boxes are not needed).
-Problem ExchangeProblem(const Problem& p) {
-  Problem q;
-  q.num_dims = p.num_dims;
-  q.num_ranks = p.num_ranks;
-  q.num_axes = p.num_axes;
-  q.elem = p.elem;
-  q.axis_size = p.axis_size;
-  q.coords = p.coords;
-  q.pos_of_rank = p.pos_of_rank;
-  q.rank_of_pos = p.rank_of_pos;
-  q.pos_stride = p.pos_stride;
-  return q;
+void SetLazyExchangeLists(const Problem& p, const State& s, const State* into,
+                          const Boxes* into_boxes, const std::vector<char>& want, int64_t count,
+                          RedistStep* step) {
+  // What the expansion needs, small: the per-rank data (coordinates, boxes) are rebuilt from
+  // the mesh and the states then, rather than copied now (about 100 KiB at 1024 ranks).
+  struct Args {
+    DeviceMesh mesh;
+    Shape shape;
+    int64_t elem = 4;
+    State s;
+    std::optional<State> into;
+    std::vector<int64_t> tlo, thi;  // when the landing is not a state on the mesh
+    std::vector<char> want;
+    Exchange Compute(bool record, bool with_groups) const {
+      Problem q;
+      q.mesh = mesh;
+      q.shape = shape;
+      q.num_dims = static_cast<int>(shape.size());
+      q.elem = elem;
+      FillRankGrid(&q);
+      const Boxes cur = BoxesOf(q, s);
+      if (!into) return ComputeExchange(q, s, cur, tlo, thi, want, record, with_groups);
+      const Boxes target = BoxesOf(q, *into);
+      return ComputeExchange(q, s, cur, target.lo, target.hi, want, record, with_groups);
+    }
+  };
+  auto args = std::make_shared<Args>();
+  args->mesh = p.mesh;
+  args->shape = p.shape;
+  args->elem = p.elem;
+  args->s = s;
+  if (into) {
+    args->into = *into;
+  } else {
+    args->tlo = into_boxes->lo;
+    args->thi = into_boxes->hi;
+  }
+  args->want = want;
+  std::shared_ptr<const Args> shared = std::move(args);
+  step->transfers = RedistTransfers::Lazy(
+      count, [shared] { return shared->Compute(/*record=*/true, false).transfers; });
+  step->groups = RedistGroups::Lazy(count == 0, [shared] {
+    return shared->Compute(/*record=*/false, /*with_groups=*/true).groups;
+  });
 }
 
-RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Boxes& cur,
-                                      const std::vector<int64_t>& tlo,
-                                      const std::vector<int64_t>& thi,
-                                      const std::vector<char>& want, int64_t count) {
-  struct Args {
-    Problem p;
-    State s;
-    Boxes cur;
-    std::vector<int64_t> tlo, thi;
-    std::vector<char> want;
-  };
-  auto args = std::make_shared<const Args>(Args{ExchangeProblem(p), s, cur, tlo, thi, want});
-  return RedistTransfers::Lazy(count, [args] {
-    return ComputeExchange(args->p, args->s, args->cur, args->tlo, args->thi, args->want).transfers;
-  });
+Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, const State* into,
+                        const Boxes& into_boxes, const std::vector<char>& want,
+                        uint32_t zero_mask) {
+  Exchange ex;
+  if (into && CountExchange(p, s, *into, zero_mask, &ex)) return ex;
+  return ComputeExchange(p, s, cur, into_boxes.lo, into_boxes.hi, want, /*record=*/false);
+}
+
+RedistGroups LazyGroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes) {
+  auto args = std::make_shared<const std::pair<DeviceMesh, std::vector<int>>>(mesh, axes);
+  return RedistGroups::Lazy(false, [args] { return GroupsAlong(args->first, args->second); });
 }
 
 std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes) {
@@ -580,6 +595,8 @@ struct Node {
   int exchanges = 0;
   int steps = 0;
   std::vector<int64_t> recv;  // per rank, so far
+  // A permute edge: its exchange's counts (reused by the plan's assembly).
+  std::shared_ptr<const Exchange> exchange;
 };
 
 struct Candidate {
@@ -767,8 +784,7 @@ class Planner {
  public:
   Planner(const Problem& p, const CostModel& cost) : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
-    src_boxes_ = BoxesOf(p, p.src);
-    lb_src_ = redist_internal::LowerBound(p, p.src, src_boxes_);
+    lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes.
     if (p.num_ranks <= 32) {
@@ -788,8 +804,9 @@ class Planner {
   }
 
   const std::vector<Landing>& landings() const { return landings_; }
-  // Landing i's boxes (computed on first use).
+  // Landing i's boxes (computed on first use; landing 0's are the problem's target boxes).
   const Boxes& LandingBoxes(size_t i) const {
+    if (i == 0) return p_.target;
     Landing& l = landings_[i];
     if (!l.boxes_ready) {
       l.boxes = BoxesOf(p_, l.x);
@@ -799,6 +816,17 @@ class Planner {
   }
 
   const std::vector<int64_t>& lb_src() const { return lb_src_; }
+  // Boxes of state s (kept for later calls while the cache is small).
+  std::shared_ptr<const Boxes> BoxesFor(const State& s) const {
+    if (s.dims == p_.src.dims) return {std::shared_ptr<const Boxes>(), &p_.source};
+    State dims_only;
+    dims_only.dims = s.dims;
+    std::string key = dims_only.Key();
+    if (auto it = boxes_.find(key); it != boxes_.end()) return it->second;
+    auto boxes = std::make_shared<const Boxes>(BoxesOf(p_, s));
+    if (boxes_.size() < kMaxCachedBoxes) boxes_.emplace(std::move(key), boxes);
+    return boxes;
+  }
   int states_explored() const { return explored_; }
 
   // Runs the search; returns the best candidate (node < 0 when none).
@@ -829,7 +857,8 @@ class Planner {
       const std::string key = node.state.Key();
       if (auto it = best_g.find(key); it != best_g.end() && Better(it->second, G(node))) continue;
       ++pops;
-      const Boxes boxes = BoxesOf(p_, node.state);
+      const std::shared_ptr<const Boxes> node_boxes = BoxesFor(node.state);
+      const Boxes& boxes = *node_boxes;
       Finish(index, node, boxes, &best);
       Expand(index, node, boxes, [&](Node child, const std::vector<int64_t>& lb) {
         const Score g = G(child);
@@ -881,11 +910,22 @@ class Planner {
   }
 
   // The irregular exchange from state s (boxes `boxes`) into landing i.
-  Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i, bool record = true,
-                        bool with_groups = false) const {
+  Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i) const {
+    if (std::optional<Exchange> ex = CountedExchangeInto(s, i)) return std::move(*ex);
     const Boxes& lb = LandingBoxes(i);
-    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want, record,
-                                            with_groups);
+    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want,
+                                            /*record=*/false);
+  }
+  // The same in closed form (CountExchange), or nullopt when not covered. Landings are states
+  // on M when the target is one (unified meshes); landing 0 is wanted by the active ranks
+  // (index 0 along new partial axes), the others by every rank.
+  std::optional<Exchange> CountedExchangeInto(const State& s, size_t i) const {
+    Exchange ex;
+    if (!p_.has_target_state || !redist_internal::CountExchange(
+                                    p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, &ex)) {
+      return std::nullopt;
+    }
+    return ex;
   }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
@@ -1017,8 +1057,9 @@ class Planner {
             if (!l.want[r]) continue;
             int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
             if (l.boxes_ready) {
-              std::copy_n(l.boxes.lo.data() + r * d, d, lo);
-              std::copy_n(l.boxes.hi.data() + r * d, d, hi);
+              const Boxes& lb = LandingBoxes(i);
+              std::copy_n(lb.lo.data() + r * d, d, lo);
+              std::copy_n(lb.hi.data() + r * d, d, hi);
             } else {
               BoxOfRank(p_, l.x, r, lo, hi);
             }
@@ -1033,8 +1074,17 @@ class Planner {
           }
           if (!fits) continue;
         }
+        // The exchange's counts in closed form when the landing is a state (its receive counts
+        // are the missing bytes); else the missing bytes first, the exchange if still in play.
+        std::optional<Exchange> counted = CountedExchangeInto(node.state, i);
         int64_t peers = 0;
-        const std::vector<int64_t> missing = MissingBytes(boxes, i, &peers);
+        std::vector<int64_t> missing_bytes;
+        if (counted) {
+          peers = counted->max_recv_peers;
+        } else {
+          missing_bytes = MissingBytes(boxes, i, &peers);
+        }
+        const std::vector<int64_t>& missing = counted ? counted->recv : missing_bytes;
         if (!Fits(node.recv, &missing, l.recv)) continue;
         const int64_t m = *std::max_element(missing.begin(), missing.end());
         // Each block a rank lacks comes from a different peer: at least `peers` messages.
@@ -1044,7 +1094,7 @@ class Planner {
                               : static_cast<double>(m) / bw_max_ +
                                     static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        ex = ExchangeInto(node.state, boxes, i, /*record=*/false, /*with_groups=*/true);
+        ex = counted ? std::move(counted) : ExchangeInto(node.state, boxes, i);
         kind = EdgeKind::kExchange;
       } else {
         ex = ReduceScatterV(node.state, boxes, i, /*record=*/false);
@@ -1103,8 +1153,7 @@ class Planner {
     Landing t;
     t.want = p_.active;
     if (p_.has_target_state) t.x = p_.tgt;
-    t.boxes = p_.target;  // the target's boxes (on the planning mesh when unified)
-    t.boxes_ready = true;
+    t.boxes_ready = true;  // p_.target (LandingBoxes)
     t.recv.assign(p_.num_ranks, 0);
     landings_.push_back(std::move(t));
     if (!p_.has_target_state) return;
@@ -1341,11 +1390,31 @@ class Planner {
         }
       }
     }
-    Boxes owned;
-    if (!next_boxes) {
-      owned = BoxesOf(p_, next);
-      next_boxes = &owned;
+    // In closed form when the states allow (no per-rank boxes needed): a permute's exchange,
+    // and the bound from `next` (its move part: the exchange from it into the target).
+    std::optional<Exchange> moved;  // receiving side first: most children are rejected
+    if (sr.kind == StepRecv::Kind::kNewBlocks) {
+      Exchange ex;
+      if (redist_internal::CountExchange(p_, node.state, next, 0, &ex, /*with_senders=*/false)) {
+        moved = std::move(ex);
+      }
     }
+    std::vector<int64_t> lb;
+    if (p_.has_target_state && next.reduce_mask == 0) {
+      Exchange to_target;
+      if (redist_internal::CountExchange(p_, next, p_.tgt, p_.new_partial_mask, &to_target,
+                                         /*with_senders=*/false)) {
+        lb = std::move(to_target.recv);
+      }
+    }
+    std::shared_ptr<const Boxes> owned;
+    auto boxes = [&]() -> const Boxes& {
+      if (!next_boxes) {
+        owned = BoxesFor(next);
+        next_boxes = owned.get();
+      }
+      return *next_boxes;
+    };
     std::vector<int64_t> step_recv;
     switch (sr.kind) {
       case StepRecv::Kind::kUniform:
@@ -1357,11 +1426,16 @@ class Planner {
       case StepRecv::Kind::kNewBlocks: {
         // Each rank receives what its new block lacks (the exchange's receive counts); the
         // exchange itself (for its messages) is built only for a child that survives.
+        if (moved) {
+          step_recv = moved->recv;
+          break;
+        }
         const int d = p_.num_dims;
         step_recv.assign(p_.num_ranks, 0);
+        const Boxes& nb = boxes();
         for (int r = 0; r < p_.num_ranks; ++r) {
-          const int64_t* lo = next_boxes->lo.data() + r * d;
-          const int64_t* hi = next_boxes->hi.data() + r * d;
+          const int64_t* lo = nb.lo.data() + r * d;
+          const int64_t* hi = nb.hi.data() + r * d;
           step_recv[r] = (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->lo.data() + r * d,
                                                                  sr.cur->hi.data() + r * d, d)) *
                          p_.elem;
@@ -1369,7 +1443,7 @@ class Planner {
         break;
       }
     }
-    const std::vector<int64_t> lb = redist_internal::LowerBound(p_, next, *next_boxes);
+    if (lb.empty()) lb = redist_internal::LowerBound(p_, next, boxes());
     Node child;
     child.state = std::move(next);
     child.parent = index;
@@ -1382,10 +1456,17 @@ class Planner {
       if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
     }
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
-      const Exchange ex =
-          redist_internal::ComputeExchange(p_, node.state, *sr.cur, next_boxes->lo, next_boxes->hi,
-                                           std::vector<char>(p_.num_ranks, 1), /*record=*/false);
-      seconds = ExchangeSeconds(ex);
+      // (`next` has moved into the child.)
+      Exchange ex;
+      if (!redist_internal::CountExchange(p_, node.state, child.state, 0, &ex)) {
+        const std::shared_ptr<const Boxes> child_boxes = BoxesFor(child.state);
+        ex = redist_internal::ComputeExchange(p_, node.state, *sr.cur, child_boxes->lo,
+                                              child_boxes->hi, std::vector<char>(p_.num_ranks, 1),
+                                              /*record=*/false);
+      }
+      moved = std::move(ex);
+      seconds = ExchangeSeconds(*moved);
+      child.exchange = std::make_shared<const Exchange>(std::move(*moved));
     }
     child.time = node.time + seconds;
     child.bytes = node.bytes + static_cast<double>(max_recv);
@@ -1400,7 +1481,9 @@ class Planner {
   const CostModel& cost_;
   SearchConfig cfg_;
   double bw_max_ = 1;
-  Boxes src_boxes_;
+  // Boxes of states met so far (a few: they are N x dims each), by their dimensions.
+  static constexpr size_t kMaxCachedBoxes = 64;
+  mutable std::unordered_map<std::string, std::shared_ptr<const Boxes>> boxes_;
   std::vector<int64_t> lb_src_;
   std::vector<int> samples_;
   mutable std::vector<Landing> landings_;
@@ -1499,7 +1582,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   const int n = p.num_ranks;
   const std::vector<Node>& nodes = planner.nodes();
   const Landing& landing = planner.landings()[cand.landing];
-  const Boxes& landing_boxes = planner.LandingBoxes(cand.landing);
+  auto landing_boxes = [&]() -> const Boxes& { return planner.LandingBoxes(cand.landing); };
   std::vector<int> path;
   for (int i = cand.node; i >= 0; i = nodes[i].parent) path.push_back(i);
   std::reverse(path.begin(), path.end());
@@ -1525,21 +1608,22 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   };
 
   // One structured step prev -> next along edge e.
-  auto structured = [&](const State& prev, const Edge& e, const State& next) -> Result<RedistStep> {
-    const Boxes b = BoxesOf(p, prev);
+  // `known`: a permute's exchange counts as the search computed them, or null.
+  auto structured = [&](const State& prev, const Edge& e, const State& next,
+                        const Exchange* known) -> Result<RedistStep> {
     RedistStep st;
     set_axes(&st, e.axes);
     st.dim = e.dim;
     st.dim_to = e.dim_to;
     SHARDSCOPE_ASSIGN_OR_RETURN(st.after, redist_internal::LayoutOf(p, next));
     const int64_t g = p.mesh.GroupSize(e.axes);
-    const int64_t shard = b.shard_elems;
+    const int64_t shard = ShardElems(p, prev);
     const double bw = cost.Bandwidth(p.mesh, e.axes);
     auto uniform = [&](int64_t elems, int64_t messages) {
       fill_bytes(&st, std::vector<int64_t>(n, elems * p.elem),
                  std::vector<int64_t>(n, elems * p.elem));
       st.messages = messages;
-      st.groups = GroupsAlong(p.mesh, e.axes);
+      st.groups = redist_internal::LazyGroupsAlong(p.mesh, e.axes);
     };
     switch (e.kind) {
       case EdgeKind::kSlice:
@@ -1574,22 +1658,25 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
         break;
       }
       case EdgeKind::kPermute: {
-        const Boxes nb = BoxesOf(p, next);
         const std::vector<char> all(n, 1);
-        Exchange ex = redist_internal::ComputeExchange(p, prev, b, nb.lo, nb.hi, all,
-                                                       /*record=*/false, /*with_groups=*/true);
+        Exchange ex;
+        if (known) {
+          ex = *known;
+        } else if (!redist_internal::CountExchange(p, prev, next, 0, &ex)) {
+          ex = redist_internal::ExchangeCounts(p, prev, *planner.BoxesFor(prev), nullptr,
+                                               *planner.BoxesFor(next), all, 0);
+        }
         st.kind = Kind::kPermute;
         st.reason = Reason(p, e, prev, &ex);
         st.dim = -1;
         st.dim_to = -1;
         irregular(&st, ex);
-        st.transfers =
-            redist_internal::LazyExchangeTransfers(p, prev, b, nb.lo, nb.hi, all, ex.num_transfers);
-        st.groups = std::move(ex.groups);
+        redist_internal::SetLazyExchangeLists(p, prev, &next, nullptr, all, ex.num_transfers, &st);
         break;
       }
       case EdgeKind::kReduceScatterV: {
         const std::vector<char> all(n, 1);
+        const Boxes& b = *planner.BoxesFor(prev);
         std::optional<Exchange> ex = planner.ReduceScatterV(prev, b, b, all, /*record=*/false);
         if (!ex) return Status::Internal("redistribution planner: direct all-reduce failed");
         st.kind = Kind::kAllReduce;
@@ -1597,7 +1684,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
         st.dim_to = -1;
         irregular(&st, *ex);
         st.transfers = LazyReduceScatterVTransfers(p, prev, b, b, all, ex->num_transfers);
-        st.groups = GroupsAlong(p.mesh, st.axes);
+        st.groups = redist_internal::LazyGroupsAlong(p.mesh, st.axes);
         st.reason = "the tensor is a partial sum over " + AxesName(p.mesh, e.axes) +
                     " that every rank needs whole: a direct all-reduce, each rank receiving "
                     "the other addends of its block at once (" +
@@ -1613,9 +1700,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   };
 
   for (size_t k = 1; k < path.size(); ++k) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(
-        RedistStep st,
-        structured(nodes[path[k - 1]].state, nodes[path[k]].edge, nodes[path[k]].state));
+    SHARDSCOPE_ASSIGN_OR_RETURN(RedistStep st,
+                                structured(nodes[path[k - 1]].state, nodes[path[k]].edge,
+                                           nodes[path[k]].state, nodes[path[k]].exchange.get()));
     plan.steps.push_back(std::move(st));
   }
 
@@ -1627,7 +1714,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
                         " collective(s) finish the job, which needs fewer messages than "
                         "exchanging the target shards directly";
   if (cand.final == EdgeKind::kReduceScatterV) {
-    const Boxes b = BoxesOf(p, last.state);
+    const std::shared_ptr<const Boxes> last_boxes = planner.BoxesFor(last.state);
+    const Boxes& b = *last_boxes;
     std::optional<Exchange> ex =
         planner.ReduceScatterV(last.state, b, cand.landing, /*record=*/false);
     if (!ex) return Status::Internal("redistribution planner: reduce-scatter-v not applicable");
@@ -1637,15 +1725,15 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     for (int r = 0; r < n && whole; ++r) {
       if (!landing.want[r]) continue;
       for (int i = 0; i < p.num_dims; ++i) {
-        whole &= b.lo[r * p.num_dims + i] == landing_boxes.lo[r * p.num_dims + i] &&
-                 b.hi[r * p.num_dims + i] == landing_boxes.hi[r * p.num_dims + i];
+        whole &= b.lo[r * p.num_dims + i] == landing_boxes().lo[r * p.num_dims + i] &&
+                 b.hi[r * p.num_dims + i] == landing_boxes().hi[r * p.num_dims + i];
       }
     }
     st.kind = whole ? Kind::kAllReduce : Kind::kReduceScatter;
     irregular(&st, *ex);
-    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes, landing.want,
+    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes(), landing.want,
                                                ex->num_transfers);
-    st.groups = GroupsAlong(p.mesh, st.axes);
+    st.groups = redist_internal::LazyGroupsAlong(p.mesh, st.axes);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1669,12 +1757,11 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     plan.steps.push_back(std::move(st));
   } else if (cand.final == EdgeKind::kExchange) {
-    const Boxes b = BoxesOf(p, last.state);
+    auto b = [&]() -> const Boxes& { return *planner.BoxesFor(last.state); };
     // Counts and groups only: the transfer list (up to one per pair of ranks) is expanded
     // when someone reads it.
-    Exchange ex = cand.exchange ? *cand.exchange
-                                : planner.ExchangeInto(last.state, b, cand.landing,
-                                                       /*record=*/false, /*with_groups=*/true);
+    Exchange ex =
+        cand.exchange ? *cand.exchange : planner.ExchangeInto(last.state, b(), cand.landing);
     RedistStep st;
     if (ex.num_transfers == 0) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
@@ -1682,8 +1769,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       for (int r = 0; r < n && !boxes_change; ++r) {
         if (!landing.want[r]) continue;
         for (int i = 0; i < p.num_dims; ++i) {
-          boxes_change |= b.lo[r * p.num_dims + i] != landing_boxes.lo[r * p.num_dims + i] ||
-                          b.hi[r * p.num_dims + i] != landing_boxes.hi[r * p.num_dims + i];
+          boxes_change |= b().lo[r * p.num_dims + i] != landing_boxes().lo[r * p.num_dims + i] ||
+                          b().hi[r * p.num_dims + i] != landing_boxes().hi[r * p.num_dims + i];
         }
       }
       st.kind = boxes_change ? Kind::kLocalSlice : Kind::kLocalReshape;
@@ -1703,9 +1790,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       st.reason = Reason(p, {EdgeKind::kExchange, {}, -1, -1}, last.state, &ex) + suffix_note;
     }
     irregular(&st, ex);
-    st.transfers = LazyExchangeTransfers(p, last.state, b, landing_boxes.lo, landing_boxes.hi,
-                                         landing.want, ex.num_transfers);
-    st.groups = std::move(ex.groups);
+    redist_internal::SetLazyExchangeLists(p, last.state, p.has_target_state ? &landing.x : nullptr,
+                                          p.has_target_state ? nullptr : &landing_boxes(),
+                                          landing.want, ex.num_transfers, &st);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;
@@ -1717,8 +1804,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   // The landing's suffix.
   State prev = landing.x;
   for (size_t k = 0; k < landing.suffix.size(); ++k) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(RedistStep st,
-                                structured(prev, landing.suffix[k], landing.suffix_states[k]));
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        RedistStep st, structured(prev, landing.suffix[k], landing.suffix_states[k], nullptr));
     plan.steps.push_back(std::move(st));
     prev = landing.suffix_states[k];
   }
@@ -1801,7 +1888,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
       }
     }
   }
-  const Boxes b = BoxesOf(p, p.src);
+  const Boxes& b = p.source;
   // Cheap test first: every rank's target box meets at most one other block of the source.
   const int d = p.num_dims;
   for (int r = 0; r < p.num_ranks; ++r) {
@@ -1816,8 +1903,8 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
       count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
     if (count - (have > 0 ? 1 : 0) > 1) return false;
   }
-  Exchange ex = redist_internal::ComputeExchange(p, p.src, b, p.target.lo, p.target.hi, p.active,
-                                                 /*record=*/false, /*with_groups=*/true);
+  Exchange ex = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr, p.target,
+                                                p.active, p.new_partial_mask);
   if (ex.messages != 1) return false;
   const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));
   if (bw != cost.MaxBandwidth(p.mesh)) return false;
@@ -1827,15 +1914,14 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
                       : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
   st.axes = MaskAxes(ex.axes_mask);
   for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
-  st.transfers = redist_internal::LazyExchangeTransfers(p, p.src, b, p.target.lo, p.target.hi,
-                                                        p.active, ex.num_transfers);
+  redist_internal::SetLazyExchangeLists(p, p.src, p.unified ? &p.tgt : nullptr, &p.target, p.active,
+                                        ex.num_transfers, &st);
   st.bytes_recv = ex.recv;
   st.bytes_sent = ex.sent;
   st.bytes_recv_per_rank = ex.max_recv;
   st.bytes_sent_per_rank = ex.max_sent;
   st.messages = ex.messages;
   st.seconds = cost.ExchangeSeconds(ex.messages, static_cast<double>(ex.max_recv), bw);
-  st.groups = std::move(ex.groups);
   if (!is_swap) st.zero_ranks = p.zero_ranks;
   st.after = p.to;
   RedistPlan& plan = *out;
@@ -1845,7 +1931,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
   plan.meshes_unified = p.unified;
   plan.element_bytes = p.elem;
   plan.recv_bytes = st.bytes_recv;
-  plan.lower_bound = redist_internal::LowerBound(p, p.src, b);
+  plan.lower_bound = plan.recv_bytes;  // nothing to reduce: the bound is the missing elements
   plan.predicted_seconds = st.seconds;
   plan.steps.push_back(std::move(st));
   plan.byte_optimal = true;
@@ -1970,7 +2056,7 @@ std::string RedistPlan::ToString() const {
     if (s.dim >= 0) os << ", dim " << s.dim;
     if (s.dim_to >= 0) os << " -> " << s.dim_to;
     os << "  => " << s.after.ToString() << "\n";
-    if (!s.groups.empty()) os << "     groups " << GroupsString(s.groups) << "\n";
+    if (!s.groups.empty()) os << "     groups " << GroupsString(s.groups.list()) << "\n";
     if (s.bytes_recv_per_rank || s.bytes_sent_per_rank) {
       os << "     recv " << Bytes(s.bytes_recv_per_rank) << "/rank, sent "
          << Bytes(s.bytes_sent_per_rank) << "/rank (max), " << s.messages << " messages, "
@@ -2021,7 +2107,7 @@ std::string RedistPlan::ToJson() const {
     st["axes"] = s.axis_names;
     st["dim"] = s.dim;
     st["dim_to"] = s.dim_to;
-    st["groups"] = s.groups;
+    st["groups"] = s.groups.list();
     st["bytes_sent_per_rank"] = s.bytes_sent_per_rank;
     st["bytes_recv_per_rank"] = s.bytes_recv_per_rank;
     st["bytes_sent"] = s.bytes_sent;

@@ -232,7 +232,7 @@ class Executor {
         return Status::Ok();
       }
       case K::kAllGather: {
-        SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, Group(st.groups));
+        SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, Group(st.groups.list()));
         const int64_t p = comm->size();
         const int64_t block = cur_.size();
         ShardView next = Next(after);
@@ -255,7 +255,7 @@ class Executor {
         return Status::Ok();
       }
       case K::kAllToAll: {
-        SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, Group(st.groups));
+        SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, Group(st.groups.list()));
         const int64_t p = comm->size();
         const int64_t me = comm->rank();
         PackChunks(cur_, st.dim_to, p, &ws_.send);
@@ -274,7 +274,7 @@ class Executor {
         return Status::Ok();
       }
       case K::kReduceScatter: {
-        SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, Group(st.groups));
+        SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, Group(st.groups.list()));
         const int64_t p = comm->size();
         PackChunks(cur_, st.dim, p, &ws_.send);
         ShardView next = Next(after);
@@ -284,7 +284,7 @@ class Executor {
         return Status::Ok();
       }
       case K::kAllReduce: {
-        SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, Group(st.groups));
+        SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, Group(st.groups.list()));
         const std::span<const float> in(cur_.data, cur_.size());
         if (last_ || cur_buffer_ == kInput) {
           // Reduce into fresh storage rather than copying first.

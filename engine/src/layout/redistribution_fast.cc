@@ -540,7 +540,7 @@ bool FillPlan(const Context& c, const std::vector<FastStep>& steps, uint32_t kep
         break;
     }
     if (next_shard > cap) return false;
-    if (fs.kind != FastKind::kSlice) st.groups = GroupsAlong(mesh, fs.axes);
+    if (fs.kind != FastKind::kSlice) st.groups = LazyGroupsAlong(mesh, fs.axes);
     st.bytes_recv.assign(n, recv * elem);
     st.bytes_sent.assign(n, recv * elem);
     st.bytes_recv_per_rank = recv * elem;

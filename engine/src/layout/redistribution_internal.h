@@ -83,8 +83,10 @@ struct Problem {
   int num_ranks = 0;
   int num_axes = 0;
   int64_t elem = 4;
-  std::vector<int64_t> axis_size;   // per axis of M
-  std::vector<int64_t> coords;      // rank r, axis a at [r * A + a]
+  std::vector<int64_t> axis_size;  // per axis of M
+  // Rank r's coordinate along axis a at [r * A + a]; filled on first use (coord()): the
+  // common paths walk ranks in grid order and need none. Not thread-safe (one plan, one thread).
+  mutable std::vector<int64_t> coords;
   std::vector<int> pos_of_rank;     // grid position (row-major over M) of each rank
   std::vector<int> rank_of_pos;     // rank at each grid position
   std::vector<int64_t> pos_stride;  // per axis: grid position stride (row-major)
@@ -93,16 +95,24 @@ struct Problem {
   State src;
   bool has_target_state = false;  // unified: the target as a state (without new partial)
   State tgt;
+  Boxes source;                       // per-rank boxes of src
   Boxes target;                       // per-rank target boxes (on to's own mesh)
   std::vector<char> active;           // ranks that must end with data (not new zero addends)
   std::vector<int64_t> target_block;  // per rank: target block id, or -1 when inactive
   std::vector<int> zero_ranks;        // inactive ranks, ascending
   int64_t max_shard_elems = 0;        // memory cap for intermediate states
 
-  int64_t coord(int rank, int axis) const { return coords[rank * num_axes + axis]; }
+  int64_t coord(int rank, int axis) const {
+    if (coords.empty()) FillCoords();
+    return coords[rank * num_axes + axis];
+  }
+  void FillCoords() const;
 };
 
 Result<Problem> MakeProblem(const Setup& setup);
+// Fills the per-rank grid data of `p` (num_ranks, num_axes, axis_size, coords, pos_of_rank,
+// rank_of_pos, pos_stride) from p->mesh.
+void FillRankGrid(Problem* p);
 Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t element_bytes);
 
 // Boxes of a state on M.
@@ -127,7 +137,8 @@ struct Exchange {
   std::vector<int64_t> recv, sent;  // bytes per rank
   int64_t max_recv = 0, max_sent = 0;
   int64_t messages = 0;
-  uint32_t axes_mask = 0;  // axes of M along which some communicating pair differs
+  int64_t max_recv_peers = 0;  // the most peers a rank receives from
+  uint32_t axes_mask = 0;      // axes of M along which some communicating pair differs
   bool is_permute = false;
   int64_t num_transfers = 0;
   std::vector<std::vector<int>> groups;  // with_groups: connected sets of communicating ranks
@@ -138,12 +149,35 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
                          const std::vector<char>& want, bool record = true,
                          bool with_groups = false);
-// The transfer list ComputeExchange(p, s, cur, tlo, thi, want) records, as a lazy list of
-// `count` transfers (the exchange's num_transfers): copies what it needs, expands on use.
-RedistTransfers LazyExchangeTransfers(const Problem& p, const State& s, const Boxes& cur,
-                                      const std::vector<int64_t>& tlo,
-                                      const std::vector<int64_t>& thi,
-                                      const std::vector<char>& want, int64_t count);
+// The counts of ComputeExchange(p, s, BoxesOf(p, s), into_boxes.lo, into_boxes.hi, want,
+// false, false) (recv, sent, max_recv, max_sent, messages, max_recv_peers, axes_mask,
+// is_permute, num_transfers; no transfers, no groups) in closed form, O(ranks x dims x axes)
+// instead of one visit per (rank, peer) pair, when the exchange lands in a state `into` on M
+// (into_boxes = BoxesOf(p, into)) and the wanting ranks are those with coordinate 0 on every
+// axis of `zero_mask`. Needs no per-rank boxes. False (out untouched) when the case is not
+// covered: pending reductions in `s`, an empty dimension. redistribution_count.cc has the
+// derivation; a test compares the two on random cases. with_senders = false: the receiving
+// side only (recv, max_recv, max_recv_peers, num_transfers; sent stays 0, messages is the
+// most peers a rank receives from, axes_mask and is_permute are not computed).
+bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
+                   Exchange* out, bool with_senders = true);
+
+// The counts of the exchange from state `s` (boxes `cur`) into boxes `into_boxes` for the
+// ranks with want[r] != 0: CountExchange when `into` (the state of those boxes, or null) is
+// given and covered (then the wanting ranks must be those CountExchange's `zero_mask`
+// describes), else ComputeExchange without transfers or groups.
+Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, const State* into,
+                        const Boxes& into_boxes, const std::vector<char>& want, uint32_t zero_mask);
+
+// Sets step->transfers and step->groups to the transfer list and the connected sets of
+// communicating ranks of ComputeExchange(p, s, BoxesOf(p, s), into_boxes.lo, into_boxes.hi,
+// want), as lazy lists (`count` = the exchange's num_transfers) computed on first read.
+// `into`: the state of the landing boxes on p.mesh, or null; then `into_boxes` are the boxes
+// (else unused). What they keep is small (mesh, states, `want`): the per-rank data are rebuilt
+// on expansion (only `into_boxes` is copied when `into` is null).
+void SetLazyExchangeLists(const Problem& p, const State& s, const State* into,
+                          const Boxes* into_boxes, const std::vector<char>& want, int64_t count,
+                          RedistStep* step);
 
 // Ring receive volume: what each rank of a group of p receives when n elements are reduced
 // and scattered (n - floor(n / p)).
@@ -163,6 +197,8 @@ int64_t IntersectVolume(const int64_t* alo, const int64_t* ahi, const int64_t* b
 
 // DeviceMesh::Groups(axes), computed without per-member divisions.
 std::vector<std::vector<int>> GroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes);
+// The same, computed on first read (RedistStep::groups of a collective).
+RedistGroups LazyGroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes);
 
 // ---------------------------------------------------------------------------------------
 // Step reasons (shared by the search and the fast path, so that both explain a step alike).
