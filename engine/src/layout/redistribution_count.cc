@@ -25,6 +25,11 @@
 //
 // Axes: an axis a of V (in dimension i of s) separates r from some peer when the source blocks
 // X_i(r) meets do not all have r's digit on a.
+//
+// Cost: one walk over the ranks in grid order (an odometer: each step moves the block indices
+// by one weight), with tables per block index instead of divisions; a sender whose range of
+// landing blocks is short tests them one by one, a long one uses the digit recurrence,
+// memoised per (source block, fixed digits). At 1024 ranks a call takes about 10 us.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -81,7 +86,7 @@ struct Digits {
 
 // One tensor dimension: how a rank's source and landing block indices follow from its
 // coordinates (index = sum of coordinate x weight over the dimension's axes), and tables over
-// block indices, so that the per-rank loops do no division.
+// block indices, so that the per-rank loop does no division.
 struct Dim {
   int64_t bs = 1;                                              // source block size
   int64_t t = 1;                                               // landing block size
@@ -97,16 +102,6 @@ struct Dim {
   std::vector<int64_t> fixed_key;
   std::vector<int64_t> memo;  // (count, overlap) per (source block, fixed digits); -1: unset
 
-  int64_t SrcIndex(const int64_t* c) const {
-    int64_t i = 0;
-    for (const auto& [a, w] : src_terms) i += c[a] * w;
-    return i;
-  }
-  int64_t IntoIndex(const int64_t* c) const {
-    int64_t i = 0;
-    for (const auto& [a, w] : into_terms) i += c[a] * w;
-    return i;
-  }
   int64_t Overlap(int64_t sb, int64_t tb) const {
     return std::max<int64_t>(0, std::min((sb + 1) * bs, (tb + 1) * t) - std::max(sb * bs, tb * t));
   }
