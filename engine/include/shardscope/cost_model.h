@@ -128,29 +128,21 @@ struct CostModel {
                                     double activation_bytes) {
     return parameter_bytes * (2 + optimizer_states) + activation_bytes;
   }
-  // The fixed part the searches add to every collective or exchange that moves anything,
-  // after `preceding_compute_s` of computation: the hand-off is at most that (ranks that did
-  // not compute in between meet as in a tight loop).
-  double SearchFixedSeconds(double preceding_compute_s = 1e300) const {
-    return collective_overhead_s + std::min(collective_handoff_s, preceding_compute_s);
-  }
+  // The fixed part the searches add to every collective or exchange that moves anything.
+  double SearchFixedSeconds() const { return collective_overhead_s + collective_handoff_s; }
   // A collective as the searches price it: CollectiveSeconds with its latency terms raised to
-  // at least group_sync_s, plus SearchFixedSeconds(preceding_compute_s) (0 when it costs
-  // nothing). `latency` < 0: latency_s.
+  // at least group_sync_s, plus SearchFixedSeconds (0 when it costs nothing).
+  // `latency` < 0: latency_s.
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
-                                 double bandwidth, double latency = -1,
-                                 double preceding_compute_s = 1e300) const;
+                                 double bandwidth, double latency = -1) const;
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
     return SearchCollectiveSeconds(kind, bytes, group_size, default_bandwidth);
   }
   // An irregular exchange as the searches price it, done in `steps` collective steps (the
   // planner gathers one tensor dimension per step): ExchangeSeconds with its latency raised
-  // to at least steps x group_sync_s, plus steps x collective_overhead_s and one hand-off
-  // (0 when nothing moves).
-  // Only the first step follows computation: the others pay no hand-off.
+  // to at least steps x group_sync_s, plus steps x SearchFixedSeconds (0 when nothing moves).
   double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
-                               int steps = 1, double latency = -1,
-                               double preceding_compute_s = 1e300) const;
+                               int steps = 1, double latency = -1) const;
 
   // Hash of every parameter (plan caches key on it).
   size_t Fingerprint() const;

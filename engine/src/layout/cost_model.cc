@@ -132,25 +132,21 @@ double CostModel::ExchangeSeconds(int64_t messages, double bytes_received, doubl
 }
 
 double CostModel::SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
-                                          double bandwidth, double latency,
-                                          double preceding_compute_s) const {
+                                          double bandwidth, double latency) const {
   const double s = CollectiveSeconds(kind, bytes, group_size, bandwidth);
   if (s <= 0) return 0.0;
   const double messages = LatencyMessages(kind, group_size);
   const double own = messages * (latency < 0 ? latency_s : latency);
-  return s - messages * latency_s + std::max(own, group_sync_s) +
-         SearchFixedSeconds(preceding_compute_s);
+  return s - messages * latency_s + std::max(own, group_sync_s) + SearchFixedSeconds();
 }
 
 double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
-                                        int steps, double latency,
-                                        double preceding_compute_s) const {
+                                        int steps, double latency) const {
   if (bytes_received <= 0) return 0.0;
   const double own =
       static_cast<double>(std::max<int64_t>(0, messages)) * (latency < 0 ? latency_s : latency);
   const double n = std::max(1, steps);
-  return std::max(own, n * group_sync_s) + bytes_received / bandwidth + n * collective_overhead_s +
-         std::min(collective_handoff_s, preceding_compute_s);
+  return std::max(own, n * group_sync_s) + bytes_received / bandwidth + n * SearchFixedSeconds();
 }
 
 size_t CostModel::Fingerprint() const {

@@ -320,11 +320,9 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
   const SearchOp& o = ops_[op];
   const CostModel& cm = options_.cost;
   double grad_reduce = 0;
-  // Its collectives follow its own computation (the hand-off is at most that).
-  const double computed = cm.collective_handoff_s > 0 ? OpCompute(op, parts) : 0.0;
   const auto reduce = [&](double shard, int64_t group, const Link& link) {
     const double s = cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, group,
-                                                link.bandwidth, link.latency, computed);
+                                                link.bandwidth, link.latency);
     if (collectives != nullptr && s > 0) *collectives += 1;
     return s;
   };
@@ -377,11 +375,6 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     if (edge.dst_letter[d] >= 0) dst_parts *= static_cast<double>(consumer[edge.dst_letter[d]]);
   }
   double cost = 0;
-  // The hand-off of a collective is at most the computation before it: the producer's for
-  // the forward reduction and exchange, the consumer's for the gradient's way back.
-  const bool handoff = cm.collective_handoff_s > 0;
-  const double produced = handoff ? OpCompute(edge.producer, producer) : 0.0;
-  const double consumed = handoff ? OpCompute(edge.consumer, consumer) : 0.0;
   // A partial-sum producer: reduce over the summed letters' parts.
   int64_t partial = 1;
   for (int l : edge.summed_letter) partial *= producer[l];
@@ -391,7 +384,7 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     const Link link = GroupLink(producer, edge.summed_letter);
     cost += cm.SearchCollectiveSeconds(
         scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial,
-        link.bandwidth, link.latency, produced);
+        link.bandwidth, link.latency);
     if (collectives != nullptr) *collectives += 1;
   }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
@@ -418,19 +411,19 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     }
   }
   if (std::isinf(link.bandwidth)) link = NoMeshLink();
-  auto move = [&](double target_parts, double peers, int gathered, double share, double computed) {
+  auto move = [&](double target_parts, double peers, int gathered, double share) {
     const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
     const int steps = std::max(1, gathered);
     if (collectives != nullptr) *collectives += steps * share;
     return cm.SearchExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth, steps,
-                                    link.latency, computed);
+                                    link.latency);
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
   // partitioner redistributes a value once per layout), so each edge carries its share.
   const double share = 1.0 / edge.fanout;
-  cost += move(dst_parts, peers_forward, gather_forward, share, produced) * share;
-  cost += move(src_parts, peers_backward, gather_backward, 1.0, consumed);  // its gradient
+  cost += move(dst_parts, peers_forward, gather_forward, share) * share;
+  cost += move(src_parts, peers_backward, gather_backward, 1.0);  // backward: its gradient
   return cost;
 }
 

@@ -61,11 +61,10 @@ TEST(Profile, ComputeSlotsLeaveThePlannersPricesAlone) {
 }
 
 double Predict(const Graph& forward, int devices, double compute_slots,
-               double collective_handoff_s = 0, double flops = 88e9) {
+               double collective_handoff_s = 50e-6) {
   SearchOptions o;
   o.devices = devices;
   o.cost = Calibrated();
-  o.cost.flops = flops;
   o.cost.compute_slots = compute_slots;
   o.cost.collective_handoff_s = collective_handoff_s;
   auto s = PredictStepSeconds(forward, o);
@@ -97,23 +96,16 @@ TEST(Predict, StepTimeGrowsAsDevicesShareFewerCores) {
 namespace shardscope {
 namespace {
 
-TEST(Predict, EveryCollectivePaysTheMeasuredHandOffUpToTheComputationBeforeIt) {
+TEST(Predict, EveryCollectivePaysTheMeasuredHandOff) {
   samples::FFN net;
   const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
-  // 8 devices on 1e-4 slots: every operator computes for far longer than any hand-off, so
-  // every collective pays it in full: linear in the hand-off.
-  const double none = Predict(m.graph, 8, 1e-4, 0), some = Predict(m.graph, 8, 1e-4, 50e-6),
-               more = Predict(m.graph, 8, 1e-4, 100e-6);
+  const double none = Predict(m.graph, 8, 2, 0), some = Predict(m.graph, 8, 2, 50e-6),
+               more = Predict(m.graph, 8, 2, 100e-6);
   EXPECT_GT(some, none);
-  EXPECT_NEAR(more - some, some - none, 1e-9);
+  // Linear in the hand-off: the same collectives pay it twice as much.
+  EXPECT_NEAR(more - some, some - none, 1e-12);
   // The FFN's step has several collectives (gradient reductions and redistributions).
   EXPECT_GT(some - none, 5 * 50e-6);
-  // On cores 1000 x faster (still memory-bound operators aside) the hand-off costs less than
-  // in full: the collectives after cheap operators pay only that operator's time.
-  const double fast_none = Predict(m.graph, 8, 8, 0, 88e12),
-               fast_some = Predict(m.graph, 8, 8, 100e-6, 88e12);
-  EXPECT_GT(fast_some, fast_none);
-  EXPECT_LT(fast_some - fast_none, more - none);
   // One device: no collective, nothing to hand off.
   EXPECT_EQ(Predict(m.graph, 1, 2, 0), Predict(m.graph, 1, 2, 100e-6));
 }
