@@ -86,11 +86,11 @@ struct SearchOptions {
   std::map<std::string, DeviceMesh> meshes;
   // How the `devices` are arranged (ranks row-major, last axis fastest), e.g. node=2,local=4
   // for two hosts of four: a collective whose group spans an axis runs at that axis's
-  // bandwidth (cost.axis_bandwidth by axis name, else default_bandwidth), the slowest of its
-  // axes when it spans several. An operator's mesh maps onto the ranks row-major too (its
-  // split letters in order, then the replica axis), so a letter's group of ranks is known.
-  // Without axes (the default) every collective runs at default_bandwidth. Its size must be
-  // `devices`.
+  // bandwidth (cost.axis_bandwidth by axis name, else default_bandwidth) and latency
+  // (cost.axis_latency, else latency_s), the slowest of its axes when it spans several. An
+  // operator's mesh maps onto the ranks row-major too (its split letters in order, then the replica
+  // axis), so a letter's group of ranks is known. Without axes (the default) every collective runs
+  // at default_bandwidth. Its size must be `devices`.
   DeviceMesh device_mesh;
   std::vector<ShardBlockSpec> shard_blocks;
 };
