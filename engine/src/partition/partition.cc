@@ -178,6 +178,16 @@ class ProgramBuilder {
     for (auto& [l, idx] : copies_[v]) {
       if (l == want) return idx;
     }
+    // A copy (the home included) that holds the same blocks on the same ranks, e.g. under
+    // other axis names (replicated on mesh(n=8) and on mesh(b=8)), serves as it is.
+    for (size_t i = 0; i < copies_[v].size(); ++i) {
+      auto same = cache_.Get(copies_[v][i].first, want, o_.cost);
+      if (same.ok() && (*same)->steps.empty()) {
+        const int idx = copies_[v][i].second;
+        copies_[v].emplace_back(want, idx);
+        return idx;
+      }
+    }
     const int home = p_.home[v];
     const Layout from = p_.values[home].layout;  // a copy: NewValue grows p_.values
     const ValueKind kind = g_.value(v).kind;
@@ -191,10 +201,6 @@ class ProgramBuilder {
       return plan.status().WithContext("redistributing '" + g_.value(v).name + "' from " +
                                        from.ToString() + " to " + want.ToString() + " for " +
                                        consumer);
-    }
-    if ((*plan)->steps.empty()) {  // same blocks on the same ranks: share the buffer
-      copies_[v].emplace_back(want, home);
-      return home;
     }
     const int idx = NewValue(v, want, false);
     DistInstr instr;

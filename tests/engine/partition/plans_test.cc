@@ -2,6 +2,8 @@
 // which collectives they use, and why.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "shardscope/autodiff.h"
 #include "shardscope/communicator.h"
 #include "shardscope/dist_trainer.h"
@@ -57,6 +59,64 @@ ModelGraph FromFile(const std::string& name, std::map<std::string, DeviceMesh>* 
   auto m = mf->Build(mf->training().batch);
   EXPECT_TRUE(m.ok()) << m.status().message();
   return std::move(*m);
+}
+
+// Two readers want relu0's output replicated, on meshes with other axis names: the same
+// blocks on the same ranks, so one gather serves both (it used to be gathered twice).
+TEST(Plans, OneCopyServesReadersWantingTheSameBlocksOnDifferentMeshes) {
+  const std::string text = R"(
+name: two_meshes
+input: {shape: [16]}
+classes: 8
+parameters:
+  wa: {shape: [16, 8], init: normal}
+  wb: {shape: [16, 8], init: normal}
+operators:
+  - relu0: {op: ReLU, inputs: [x]}
+  - matmul_a: {op: MatMul, inputs: [relu0, wa]}
+  - matmul_b: {op: MatMul, inputs: [relu0, wb]}
+  - sum: {op: Add, inputs: [matmul_a, matmul_b]}
+output: sum
+loss: softmax_cross_entropy
+optimizer: {type: sgd, lr: 0.01}
+training: {batch: 8, epochs: 1, seed: 1}
+data: {dataset: synthetic, synthetic_size: 64}
+parallel:
+  mode: semi_auto
+  devices: 8
+  meshes:
+    line: Layout((8,), ("tp",))
+    grid: Layout((2, 4), ("a", "b"))
+  strategies:
+    relu0: ((8, 1),)
+    matmul_a: (line("None", "None"), line("None", "tp"))
+    matmul_b: (grid("None", "None"), grid("None", ("a", "b")))
+)";
+  auto mf = ParseModelText(text, "two_meshes.yaml");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  std::map<std::string, DeviceMesh> meshes;
+  for (const auto& [n, t] : mf->parallel().meshes) meshes[n] = ParseMeshExpr(t).value();
+  auto m = mf->Build(8);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Planned p = PlanFor(std::move(*m), 8, meshes);
+  const ValueId relu0 = p.model.graph.node(p.model.graph.FindNode("relu0")).outputs[0];
+  int gathers_of_relu0 = 0;
+  for (const DistInstr& in : p.program.instrs) {
+    if (in.kind == DistInstr::Kind::kRedistribute &&
+        p.program.values[in.inputs[0]].global == relu0) {
+      ++gathers_of_relu0;
+    }
+  }
+  EXPECT_EQ(gathers_of_relu0, 1) << p.program.ToText(p.model.graph);
+  // Both MatMuls read that one copy.
+  std::set<int> read_by;
+  for (const char* name : {"matmul_a", "matmul_b"}) {
+    const NodeId id = p.model.graph.FindNode(name);
+    for (const DistInstr& c : p.program.instrs) {
+      if (c.kind == DistInstr::Kind::kCompute && c.node == id) read_by.insert(c.inputs[0]);
+    }
+  }
+  EXPECT_EQ(read_by.size(), 1u);
 }
 
 TEST(Plans, Seed002FourDevicesNeedsExactlyOneAllGatherBetweenTheMatMuls) {
