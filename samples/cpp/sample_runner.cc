@@ -109,6 +109,7 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
     search.devices = devices;
     search.meshes = spec.options.meshes;
     search.shard_blocks = model->shard_blocks;
+    search.optimizer_states = OptimizerStateTensors(spec.config.optimizer.kind);
     auto chosen = SearchStrategies(model->graph, search);
     if (!chosen.ok()) return Fail(chosen.status());
     if (Status applied = ApplySearchResult(*chosen, &model->graph); !applied.ok()) {

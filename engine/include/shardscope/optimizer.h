@@ -29,6 +29,9 @@ struct OptimizerConfig {
 // "sgd", "momentum", "adam" (case-insensitive), or an error listing them.
 Result<OptimizerConfig::Kind> OptimizerKindFromName(const std::string& name);
 const char* OptimizerKindName(OptimizerConfig::Kind kind);
+// State tensors the optimizer keeps per parameter, each of the parameter's shape: SGD 0,
+// Momentum 1 (velocity), Adam 2 (the two moments). What the searches price.
+int OptimizerStateTensors(OptimizerConfig::Kind kind);
 
 class Optimizer {
  public:

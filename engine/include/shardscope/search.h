@@ -76,7 +76,8 @@ struct SearchOptions {
   CostModel cost;
   // Per-device memory budget in bytes; 0 = unlimited.
   double memory_budget_bytes = 0;
-  // Optimizer state tensors per parameter (Momentum 1, Adam 2).
+  // Optimizer state tensors per parameter (OptimizerStateTensors: SGD 0, Momentum 1, Adam 2;
+  // `plan`, `train` and the samples set it from the optimizer they train with).
   int optimizer_states = 1;
   // Runners-up recorded per operator.
   int top_k = 3;

@@ -95,6 +95,7 @@ int RunPlan(const PlanOptions& o) {
   if (!model.ok()) return Fail(kExitBadInput, model.status().message());
   SearchFlags flags = o.search;
   flags.shard_blocks = ShardBlockSpecs(parallel);
+  flags.optimizer_states = OptimizerStateTensors(mf->training().optimizer.kind);
   auto searched = ApplySearchFlags(flags, *mode, &model->graph, devices, partition.meshes,
                                    /*save=*/true);
   if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());

@@ -109,6 +109,7 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
   o.top_k = f.top_k;
   o.memory_budget_bytes = f.memory_budget_mb * 1e6;
   o.shard_blocks = f.shard_blocks;
+  o.optimizer_states = f.optimizer_states;
   if (!f.profile.empty()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(o.cost, LoadCostModel(f.profile));
   }

@@ -22,6 +22,7 @@ struct SearchFlags {
   std::vector<std::string> axis_bandwidth;   // "node=12.5e9" or "0=12.5e9", per axis
   std::vector<std::string> axis_latency;     // "node=20e-6", per axis
   std::vector<ShardBlockSpec> shard_blocks;  // not a flag: the model file's shard blocks
+  int optimizer_states = 1;                  // not a flag: the model file's optimizer
 };
 
 // The model file's shard blocks as the search takes them.

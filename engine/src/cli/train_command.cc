@@ -154,6 +154,7 @@ std::string Megabytes(double bytes) {
 SearchFlags SearchFlagsFor(const TrainOptions& o, const ModelFile& mf) {
   SearchFlags flags = o.search;
   if (!o.ignore_parallel) flags.shard_blocks = ShardBlockSpecs(mf.parallel());
+  flags.optimizer_states = OptimizerStateTensors(mf.training().optimizer.kind);
   return flags;
 }
 

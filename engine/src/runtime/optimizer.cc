@@ -16,6 +16,18 @@ Result<OptimizerConfig::Kind> OptimizerKindFromName(const std::string& name) {
   return Status::Invalid("unknown optimizer '" + name + "' (known: sgd, momentum, adam)");
 }
 
+int OptimizerStateTensors(OptimizerConfig::Kind kind) {
+  switch (kind) {
+    case OptimizerConfig::kSGD:
+      return 0;
+    case OptimizerConfig::kMomentum:
+      return 1;
+    case OptimizerConfig::kAdam:
+      return 2;
+  }
+  return 1;
+}
+
 const char* OptimizerKindName(OptimizerConfig::Kind kind) {
   switch (kind) {
     case OptimizerConfig::kSGD:

@@ -5,7 +5,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "run_shardscope.h"
@@ -211,6 +214,32 @@ TEST(PlanCommand, AxisBandwidthOfADeviceMesh) {
   EXPECT_EQ(wrong_size.code, 2);
   EXPECT_NE(wrong_size.text.find("has 4 devices but the run has 8"), std::string::npos)
       << wrong_size.text;
+}
+
+// The optimizer of the model file sets the state priced per parameter: SGD none, Momentum
+// one tensor, Adam two. With the strategies fixed (semi_auto), each state tensor adds the
+// same bytes per device.
+TEST(PlanCommand, MemoryPerDeviceCountsTheModelFilesOptimizerState) {
+  std::ifstream in(kSamples + "ffn.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string ffn = text.str();
+  const std::string line = "optimizer: {type: momentum, lr: 0.001, momentum: 0.1}";
+  ASSERT_NE(ffn.find(line), std::string::npos);
+  std::map<std::string, double> memory;
+  for (const std::string type : {"sgd", "momentum", "adam"}) {
+    std::string model = ffn;
+    model.replace(model.find(line), line.size(), "optimizer: {type: " + type + ", lr: 0.001}");
+    const std::string path = TempPath("optimizer_" + type + ".yaml");
+    std::ofstream(path) << model;
+    Output o = Plan(path + " --devices 8 --search semi_auto --json", false);
+    ASSERT_EQ(o.code, 0) << o.text;
+    memory[type] = nlohmann::json::parse(o.text)["memory_per_device_bytes"].get<double>();
+    std::filesystem::remove(path);
+  }
+  EXPECT_LT(memory["sgd"], memory["momentum"]);
+  EXPECT_LT(memory["momentum"], memory["adam"]);
+  EXPECT_NEAR(memory["adam"] - memory["momentum"], memory["momentum"] - memory["sgd"], 1.0);
 }
 
 TEST(PlanCommand, BadInputSaysWhat) {
