@@ -127,6 +127,16 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
   g.graph_ = &forward;
   g.options_ = options;
   std::vector<int> op_of(forward.num_nodes(), -1);
+  // Values that depend on a parameter: the backward computes gradients for those alone
+  // (nodes are in topological order).
+  std::vector<bool> needs_grad(forward.num_values(), false);
+  for (const Value& v : forward.values()) needs_grad[v.id] = v.kind == ValueKind::kParameter;
+  for (const Node& n : forward.nodes()) {
+    if (n.is_backward) continue;
+    bool any = false;
+    for (ValueId v : n.inputs) any = any || needs_grad[v];
+    for (ValueId v : n.outputs) needs_grad[v] = needs_grad[v] || any;
+  }
   for (const Node& n : forward.nodes()) {
     if (n.is_backward) continue;
     SearchOp op;
@@ -186,8 +196,10 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       x.kind = v.kind;
       return x;
     };
-    for (size_t i = 0; i < n.inputs.size(); ++i)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
       op.inputs.push_back(operand(op.sig.inputs[i], forward.value(n.inputs[i]), true));
+      op.inputs.back().needs_grad = needs_grad[n.inputs[i]];
+    }
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       SearchOperand out = operand(op.sig.outputs[k], forward.value(n.outputs[k]), false);
       for (char c : SummedLetters(op.sig, static_cast<int>(k))) {
@@ -336,15 +348,17 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
   }
   const CostModel& cm = options_.cost;
   double work = 0;  // forward and backward
-  if (o.gemm) {
-    // Forward out = a.b, backward da = dout.bT and db = aT.dout: three GEMMs of other shapes,
-    // each at the rate of its shape (small shards run far below the large-shape rate).
+  if (o.gemm && !cm.gemm_rates.empty()) {
+    // Forward out = a.b, backward da = dout.bT and db = aT.dout (each only when that input
+    // needs a gradient): GEMMs of other shapes, each at the rate calibrate measured for its
+    // shape. That rate includes reading the operands (at the samples' sizes, from cache: the
+    // bandwidth of a large copy over-priced them twice over in bench_predict).
     const double batch = o.gemm->batch.Shard(parts), r = o.gemm->rows.Shard(parts),
                  d = o.gemm->depth.Shard(parts), c = o.gemm->cols.Shard(parts);
-    const double memory = cm.MemorySeconds(touched);
-    for (const double gemm :
-         {cm.GemmSeconds(r, d, c), cm.GemmSeconds(r, c, d), cm.GemmSeconds(d, r, c)})
-      work += std::max(batch * gemm, memory);
+    work = cm.GemmSeconds(r, d, c);
+    if (o.inputs[0].needs_grad) work += cm.GemmSeconds(r, c, d);
+    if (o.inputs[1].needs_grad) work += cm.GemmSeconds(d, r, c);
+    work *= batch;
   } else {
     work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);
   }

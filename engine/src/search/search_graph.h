@@ -20,6 +20,7 @@ struct SearchOperand {
   std::vector<int> missing;  // inputs: split letters the operand lacks (its gradient's sum)
   std::vector<int> summed;   // outputs: split letters the output is a partial sum over
   bool read = true;          // outputs: some forward operator reads it
+  bool needs_grad = true;    // inputs: depends on a parameter (the backward computes its gradient)
   double bytes = 0;
   ValueKind kind = ValueKind::kActivation;
   // Parts the operand is split into under `parts`.

@@ -71,36 +71,41 @@ TEST(SearchGemmRate, InterpolatesInLogDimensionAndHoldsBeyondTheEnds) {
   EXPECT_DOUBLE_EQ(t.Flops(4, 4, 4), 100e9 * 0.25 * 0.5 * 0.125);
 }
 
-// x[batch, 256] . w[256, 256], one MatMul.
-Graph OneMatMul(int64_t batch) {
+// x[batch, 256] . w[256, 256], one MatMul; x a data input, or itself a parameter (then the
+// backward computes its gradient too).
+Graph OneMatMul(int64_t batch, bool x_needs_grad) {
   Graph g;
   Builder b(&g);
-  const ValueId x = b.Input("x", {batch, 256});
+  const ValueId x = x_needs_grad ? b.Parameter("x", {batch, 256}, {InitSpec::kNormal, 0.1f})
+                                 : b.Input("x", {batch, 256});
   const ValueId w = b.Parameter("w", {256, 256}, {InitSpec::kNormal, 0.1f});
   b.Op(OpKind::kMatMul, "matmul", {x, w});
   EXPECT_TRUE(b.ok()) << b.status().message();
   return g;
 }
 
-TEST(SearchPrice, SmallShardMatMulIsPricedAtTheLowerRate) {
-  const Graph g = OneMatMul(32);
+SearchOptions EightDevices() {
   SearchOptions o;
   o.devices = 8;
   o.optimizer_states = 0;
   o.cost.flops = 100e9;
-  o.cost.memory_bandwidth = 1e18;  // computation alone
+  o.cost.memory_bandwidth = 1e18;  // the optimizer's update costs nothing: computation alone
+  return o;
+}
+
+TEST(SearchPrice, SmallShardMatMulIsPricedAtTheLowerRate) {
+  const Graph g = OneMatMul(32, /*x_needs_grad=*/true);
+  SearchOptions o = EightDevices();
   const auto one_rate = search_internal::SearchGraph::Build(g, o).value();
   o.cost.gemm_rates = Table();
   const auto by_shape = search_internal::SearchGraph::Build(g, o).value();
   ASSERT_EQ(by_shape.ops().size(), 1u);
   ASSERT_TRUE(by_shape.ops()[0].gemm.has_value());
-  const std::string& letters = by_shape.ops()[0].letters;  // m, k, n
-  ASSERT_EQ(letters, "mkn");
+  ASSERT_EQ(by_shape.ops()[0].letters, "mkn");
   const double flop = 2.0 * 32 * 256 * 256 / 8;  // per device, each of the three GEMMs
   // Data-parallel: 4 rows per device. The forward (4 x 256 . 256 x 256) and dX (4 x 256 .
   // 256 x 256) run at the 4-row rate, dW (256 x 4 . 4 x 256) at the depth-4 rate.
   const search_internal::Parts batch_split = {8, 1, 1};
-  // (The optimizer's update is on top, nothing at this memory bandwidth.)
   EXPECT_NEAR(one_rate.OpCompute(0, batch_split), 3 * flop / 100e9, 1e-12);
   EXPECT_NEAR(by_shape.OpCompute(0, batch_split), 2 * flop / 25e9 + flop / 50e9, 1e-12);
   // Columns split: 32 rows and 32 columns per device run faster than 4 rows, so the table
@@ -112,6 +117,17 @@ TEST(SearchPrice, SmallShardMatMulIsPricedAtTheLowerRate) {
   o.cost.gemm_rates = GemmRateTable{};
   EXPECT_EQ(search_internal::SearchGraph::Build(g, o).value().OpCompute(0, column_split),
             one_rate.OpCompute(0, column_split));
+}
+
+TEST(SearchPrice, NoGradientGemmForADataInput) {
+  SearchOptions o = EightDevices();
+  o.cost.gemm_rates = Table();
+  const auto from_input = search_internal::SearchGraph::Build(OneMatMul(32, false), o).value();
+  ASSERT_FALSE(from_input.ops()[0].inputs[0].needs_grad);
+  ASSERT_TRUE(from_input.ops()[0].inputs[1].needs_grad);
+  const double flop = 2.0 * 32 * 256 * 256 / 8;
+  // The forward and dW only: the backward computes no gradient for the data.
+  EXPECT_NEAR(from_input.OpCompute(0, {8, 1, 1}), flop / 25e9 + flop / 50e9, 1e-12);
 }
 
 }  // namespace
