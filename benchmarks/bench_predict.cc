@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_registry.h"  // the MatMul kernel itself, for the rate-by-shape table
 #include "shardscope/autodiff.h"
 #include "shardscope/communicator.h"
 #include "shardscope/cost_model.h"
@@ -246,6 +247,50 @@ void PrintKernels(const ModelFile& mf, const Options& opt, const CostModel& cost
   }
 }
 
+// The engine's MatMul kernel at out[m, n] = a[m, k] · b[k, n] (transposed operands as the
+// backward runs them: `ta` for dW = Xᵀ dY, `tb` for dX = dY Wᵀ): GFLOP/s, the best of
+// enough calls to take ~20 ms.
+double MatMulGflops(int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
+  Tensor a(ta ? Shape{k, m} : Shape{m, k}), b(tb ? Shape{n, k} : Shape{k, n}), c(Shape{m, n});
+  for (int64_t i = 0; i < a.size(); ++i) a.data()[i] = 0.001f * static_cast<float>(i % 97);
+  for (int64_t i = 0; i < b.size(); ++i) b.data()[i] = 0.002f * static_cast<float>(i % 89);
+  OpAttrs attrs;
+  attrs.transpose_a = ta;
+  attrs.transpose_b = tb;
+  const Tensor* in[] = {&a, &b};
+  Tensor* out[] = {&c};
+  const KernelContext ctx{attrs, in, out};
+  const KernelFn kernel = GetOpDef(OpKind::kMatMul).forward;
+  const double flop = 2.0 * m * k * n;
+  const int calls = static_cast<int>(std::clamp(2e7 / flop, 1.0, 2000.0));
+  double best = 1e9;
+  for (int r = 0; r < 5; ++r) {
+    const auto t = Clock::now();
+    for (int i = 0; i < calls; ++i) kernel(ctx);
+    best = std::min(best, Since(t) / calls);
+  }
+  return flop / best / 1e9;
+}
+
+// The MatMul kernel's rate against its shape (issue 7: small GEMMs are less efficient).
+void PrintGemmTable() {
+  std::printf(
+      "MatMul kernel GFLOP/s by shape (one thread; best of 5), forward / dX (b "
+      "transposed) / dW (a transposed)\n");
+  std::printf(
+      "| m | k=n=64 | k=n=256 | k=n=1024 | k=64,n=1024 | k=1024,n=64 "
+      "|\n|---:|---|---|---|---|---|\n");
+  for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 256}) {
+    std::printf("| %lld |", static_cast<long long>(m));
+    for (auto [k, n] :
+         {std::pair<int64_t, int64_t>{64, 64}, {256, 256}, {1024, 1024}, {64, 1024}, {1024, 64}}) {
+      std::printf(" %.1f / %.1f / %.1f |", MatMulGflops(m, k, n, false, false),
+                  MatMulGflops(m, k, n, false, true), MatMulGflops(k, m, n, true, false));
+    }
+    std::printf("\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,8 +303,13 @@ int main(int argc, char** argv) {
       opt.devices = std::max(2, std::atoi(a.c_str() + 10));
     } else if (a.rfind("--steps=", 0) == 0) {
       opt.steps = std::max(1, std::atoi(a.c_str() + 8));
+    } else if (a == "--gemm-table") {
+      PrintGemmTable();
+      return 0;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL ...]\n");
+      std::printf(
+          "usage: bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL ...]\n"
+          "       bench_predict --gemm-table   (the MatMul kernel's rate by shape)\n");
       return 0;
     } else {
       opt.models.push_back(a);

@@ -43,6 +43,23 @@ enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kAllToAll, k
 // "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "permute".
 const char* CollectiveKindName(CollectiveKind kind);
 
+// The engine's GEMM rate by shape (`shardscope calibrate` measures its MatMul kernel): small
+// GEMMs run far below the large-shape rate (the kernel computes C in tiles of 12 rows x 32
+// columns, mostly idle for a GEMM of 4 rows). Modelled as separable: the rate at
+// base x base x base times, per dimension, the rate with that dimension changed (the other
+// two at base) over the base rate; piecewise linear in log2 of the dimension between
+// measured points, constant beyond the first and the last.
+struct GemmRateTable {
+  int64_t base = 256;
+  double base_flops = 0;  // flop/s at base^3; 0 = no table
+  // (dimension, flop/s) ascending by dimension: output rows, contraction depth, output columns.
+  std::vector<std::pair<int64_t, double>> rows, depth, cols;
+
+  bool empty() const { return base_flops <= 0; }
+  // Flop/s of out[rows, cols] = a[rows, depth] . b[depth, cols] (each >= 1).
+  double Flops(double rows, double depth, double cols) const;
+};
+
 struct CostModel {
   // Per-message latency (alpha), seconds.
   double latency_s = 5e-6;
@@ -83,6 +100,10 @@ struct CostModel {
   // defaults) = the formulas' latency terms alone. Searches only, like collective_handoff_s.
   double group_sync_s = 0;
 
+  // GEMM rate by shape, searches only (MatMul and BatchMatMul are priced per shard shape);
+  // empty (defaults, old profiles) = every GEMM at `flops`. Fingerprint ignores it.
+  GemmRateTable gemm_rates;
+
   // Bandwidth of one axis by name (see axis_bandwidth).
   double AxisBandwidth(const std::string& axis_name) const;
   // Latency of one axis by name (see axis_latency).
@@ -109,6 +130,9 @@ struct CostModel {
   double ExchangeSeconds(int64_t messages, double bytes_received, double bandwidth) const;
   // Local computation of `flop` floating-point operations.
   double ComputeSeconds(double flop) const { return flop > 0 ? flop / flops : 0.0; }
+  // One GEMM out[rows, cols] = a[rows, depth] . b[depth, cols] at the rate of its shape
+  // (gemm_rates; `flops` without a table). 0 when any dimension is 0.
+  double GemmSeconds(double rows, double depth, double cols) const;
   // How much slower each of `devices` concurrent devices computes than one alone:
   // max(1, devices / compute_slots), 1 when compute_slots is 0.
   double ComputeSlowdown(int devices) const {
@@ -154,7 +178,8 @@ struct CostModel {
 // object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
 // "axis_latency" ({"dp": 20e-6}),
 // "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
-// "group_sync_s";
+// "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows": [[1, 7e9], ...],
+// "depth": [...], "cols": [...]}: GemmRateTable);
 // missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a
 // default).
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);

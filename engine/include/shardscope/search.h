@@ -13,7 +13,9 @@
 //
 // Costs (the symbolic model all modes share; seconds per training step, from CostModel):
 //   operator   3 x max(flops / flops_rate, bytes touched / memory_bandwidth) on its shard
-//              (forward + backward) plus the optimizer's update of its parameter shards
+//              (forward + backward; with CostModel::gemm_rates a MatMul/BatchMatMul is its
+//              GEMMs at the rates of their shard shapes, without the gradient GEMM of an
+//              input that needs none) plus the optimizer's update of its parameter shards
 //              (bytes moved / memory_bandwidth), times ComputeSlowdown; plus the all-reduce of
 //              each parameter's gradient over the devices that replicate it, and of a
 //              result nothing reads (the loss) left as a partial sum;

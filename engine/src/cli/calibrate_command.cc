@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "ops/op_registry.h"
 #include "shardscope/communicator.h"
 #include "shardscope/cost_model.h"
 
@@ -145,6 +146,44 @@ double MeasureGemm() {
   return 2.0 * s * s * s / best;
 }
 
+// The engine's MatMul kernel (what MatMul and BatchMatMul run) on out[rows, cols] =
+// a[rows, depth] . b[depth, cols]: flop/s, the best of 5 rounds of enough calls for ~2 ms.
+double MatMulKernelFlops(int64_t rows, int64_t depth, int64_t cols) {
+  Tensor a(Shape{rows, depth}), b(Shape{depth, cols}), c(Shape{rows, cols});
+  for (int64_t i = 0; i < a.size(); ++i) a.data()[i] = 1e-3f * static_cast<float>(i % 97);
+  for (int64_t i = 0; i < b.size(); ++i) b.data()[i] = 2e-3f * static_cast<float>(i % 89);
+  const OpAttrs attrs;
+  const Tensor* in[] = {&a, &b};
+  Tensor* out[] = {&c};
+  const KernelContext ctx{attrs, in, out};
+  const KernelFn kernel = GetOpDef(OpKind::kMatMul).forward;
+  const double flop = 2.0 * static_cast<double>(rows * depth * cols);
+  const int calls = static_cast<int>(std::clamp(2e6 / flop, 1.0, 1000.0));
+  kernel(ctx);  // warm: packing buffers allocated
+  double best = 1e9;
+  for (int r = 0; r < 5; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) kernel(ctx);
+    best = std::min(best, Since(start) / calls);
+  }
+  return flop / best;
+}
+
+// The MatMul kernel's rate by shape (cost_model.h GemmRateTable): each dimension alone swept
+// over small sizes with the other two at the base size. About 0.1 s.
+GemmRateTable MeasureGemmRates() {
+  GemmRateTable t;
+  const int64_t base = t.base;
+  t.base_flops = MatMulKernelFlops(base, base, base);
+  for (int64_t d : {1, 2, 4, 8, 16, 32, 64, 128}) {
+    t.rows.emplace_back(d, MatMulKernelFlops(d, base, base));
+    t.depth.emplace_back(d, MatMulKernelFlops(base, d, base));
+    t.cols.emplace_back(d, MatMulKernelFlops(base, base, d));
+  }
+  for (auto* axis : {&t.rows, &t.depth, &t.cols}) axis->emplace_back(base, t.base_flops);
+  return t;
+}
+
 // The GEMM the device threads run to measure compute slots: s x s, about what one device
 // computes between two collectives in the samples.
 constexpr int kSlotGemmSize = 192;
@@ -226,6 +265,8 @@ int RunCalibrate(const CalibrateOptions& o) {
     // once on shared cores): none costs less than a tiny collective over all of them.
     c.group_sync_s = m.small_n;
   }
+  c.gemm_rates = MeasureGemmRates();
+  const GemmRateTable& g = c.gemm_rates;
   std::printf(
       "calibrated on %d %s device(s):\n"
       "  all-reduce of 4 bytes   %.1f us on 2 ranks, %.1f us on %d\n"
@@ -234,12 +275,15 @@ int RunCalibrate(const CalibrateOptions& o) {
       "  fitted: alpha %.2f us, overhead per collective %.2f us (+ %.2f us hand-off),\n"
       "          bandwidth %.2f GB/s,\n"
       "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
-      "          least cost of any collective or exchange (group sync) %.1f us%s\n",
+      "          least cost of any collective or exchange (group sync) %.1f us%s\n"
+      "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n",
       n, mpi ? "MPI" : "in-process", m.small_2 * 1e6, m.small_n * 1e6, n, m.gather_bytes / 1e6,
       m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6, c.collective_overhead_s * 1e6,
       c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
       c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "",
-      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "");
+      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "",
+      static_cast<long long>(g.base), g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9,
+      g.Flops(g.base, 4, g.base) / 1e9, g.Flops(g.base, g.base, 4) / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -273,6 +317,9 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "compute at once (compute_slots: 8 threads on 2 cores give about 2), which the\n"
       "predicted step time divides computation by, and the least any collective costs when\n"
       "every device thread takes part (group_sync_s: a 4-byte all-reduce on all devices).\n"
+      "It measures the MatMul kernel's rate by shape (gemm_rates: rows, depth and columns\n"
+      "each swept from 1 to 256; small GEMMs, as a batch of 4 per device makes, run several\n"
+      "times slower), at which the searches price MatMul and BatchMatMul shards.\n"
       "It measures what a collective costs more when the ranks come from computation\n"
       "(collective_handoff_s), in-process and under mpirun; under mpirun every rank is\n"
       "assumed to have its own core (oversubscribed ranks are not measured yet).");

@@ -1,6 +1,7 @@
 #include "shardscope/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -39,7 +40,80 @@ std::string BaseAxisName(const std::string& axis_name) {
   return "";
 }
 
+// Rate at `dim` relative to `base_flops` from one axis of a GemmRateTable (1 when empty).
+double AxisEfficiency(const std::vector<std::pair<int64_t, double>>& points, double base_flops,
+                      double dim) {
+  if (points.empty()) return 1.0;
+  if (dim <= static_cast<double>(points.front().first)) return points.front().second / base_flops;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const double hi = static_cast<double>(points[i].first);
+    if (dim > hi) continue;
+    const double lo = static_cast<double>(points[i - 1].first);
+    const double t = std::log2(dim / lo) / std::log2(hi / lo);
+    return ((1 - t) * points[i - 1].second + t * points[i].second) / base_flops;
+  }
+  return points.back().second / base_flops;
+}
+
+Result<std::vector<std::pair<int64_t, double>>> GemmPointsFromJson(const nlohmann::json& j,
+                                                                   const std::string& where) {
+  if (!j.is_array())
+    return Status::Invalid(where + " must be an array of [dimension, flop/s] pairs");
+  std::vector<std::pair<int64_t, double>> points;
+  for (const auto& p : j) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || p[0].get<int64_t>() < 1 ||
+        !p[1].is_number() || p[1].get<double>() <= 0)
+      return Status::Invalid(where + ": each entry must be [dimension >= 1, flop/s > 0]");
+    if (!points.empty() && p[0].get<int64_t>() <= points.back().first)
+      return Status::Invalid(where + ": dimensions must be strictly ascending");
+    points.emplace_back(p[0].get<int64_t>(), p[1].get<double>());
+  }
+  return points;
+}
+
+Result<GemmRateTable> GemmRateTableFromJson(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) return Status::Invalid(where + ": gemm_rates must be an object");
+  GemmRateTable t;
+  for (const auto& [key, value] : j.items()) {
+    const std::string at = where + ": gemm_rates." + key;
+    if (key == "base") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 1)
+        return Status::Invalid(at + " must be a positive integer");
+      t.base = value.get<int64_t>();
+    } else if (key == "base_flops") {
+      if (!value.is_number() || value.get<double>() <= 0)
+        return Status::Invalid(at + " must be a positive number");
+      t.base_flops = value.get<double>();
+    } else if (key == "rows" || key == "depth" || key == "cols") {
+      SHARDSCOPE_ASSIGN_OR_RETURN(auto points, GemmPointsFromJson(value, at));
+      (key == "rows" ? t.rows : key == "depth" ? t.depth : t.cols) = std::move(points);
+    } else {
+      return Status::Invalid(at + ": unknown field (known: base, base_flops, rows, depth, cols)");
+    }
+  }
+  if (t.base_flops <= 0 && !(t.rows.empty() && t.depth.empty() && t.cols.empty()))
+    return Status::Invalid(where + ": gemm_rates needs base_flops with its tables");
+  return t;
+}
+
+nlohmann::ordered_json GemmPointsToJson(const std::vector<std::pair<int64_t, double>>& points) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const auto& [dim, rate] : points) j.push_back({dim, rate});
+  return j;
+}
+
 }  // namespace
+
+double GemmRateTable::Flops(double r, double d, double c) const {
+  return base_flops * AxisEfficiency(rows, base_flops, r) * AxisEfficiency(depth, base_flops, d) *
+         AxisEfficiency(cols, base_flops, c);
+}
+
+double CostModel::GemmSeconds(double rows, double depth, double cols) const {
+  const double flop = 2 * rows * depth * cols;
+  if (flop <= 0) return 0.0;
+  return flop / (gemm_rates.empty() ? flops : gemm_rates.Flops(rows, depth, cols));
+}
 
 const char* CollectiveKindName(CollectiveKind kind) {
   switch (kind) {
@@ -191,6 +265,7 @@ std::string CostModel::ToString() const {
     std::snprintf(handoff, sizeof handoff, " handoff=%g us", collective_handoff_s * 1e6);
     out += handoff;
   }
+  if (!gemm_rates.empty()) out += " gemm=" + Rate(gemm_rates.base_flops, "F/s") + " (by shape)";
   if (group_sync_s > 0) {
     char sync[48];
     std::snprintf(sync, sizeof sync, " sync=%g us", group_sync_s * 1e6);
@@ -233,6 +308,10 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       }
       continue;
     }
+    if (key == "gemm_rates") {
+      SHARDSCOPE_ASSIGN_OR_RETURN(m.gemm_rates, GemmRateTableFromJson(value, where));
+      continue;
+    }
     if (key == "measured" || key == "comment") continue;  // calibrate's notes
     double* target = nullptr;
     for (const auto& [name, field] : fields) {
@@ -243,7 +322,7 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
                              "' (known: latency_s, default_bandwidth, axis_bandwidth, "
                              "axis_latency, flops, "
                              "memory_bandwidth, collective_overhead_s, compute_slots, "
-                             "collective_handoff_s, group_sync_s)");
+                             "collective_handoff_s, group_sync_s, gemm_rates)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
         (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
@@ -277,6 +356,14 @@ std::string CostModelToJson(const CostModel& m) {
   j["compute_slots"] = m.compute_slots;
   j["collective_handoff_s"] = m.collective_handoff_s;
   j["group_sync_s"] = m.group_sync_s;
+  if (!m.gemm_rates.empty()) {
+    nlohmann::ordered_json& g = j["gemm_rates"];
+    g["base"] = m.gemm_rates.base;
+    g["base_flops"] = m.gemm_rates.base_flops;
+    g["rows"] = GemmPointsToJson(m.gemm_rates.rows);
+    g["depth"] = GemmPointsToJson(m.gemm_rates.depth);
+    g["cols"] = GemmPointsToJson(m.gemm_rates.cols);
+  }
   return j.dump(2);
 }
 

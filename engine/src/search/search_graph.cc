@@ -63,6 +63,29 @@ void Enumerate(const std::vector<int64_t>& size, int devices, const std::vector<
   cur[i] = 1;
 }
 
+// A contraction's GEMM dimensions from its signature: rows are the first input's own
+// letters, cols the second's, depth the summed letters, batch the letters both keep.
+GemmDimensions GemmOf(const ShardingSignature& sig, const std::map<char, int64_t>& size,
+                      const std::string& letters) {
+  GemmDimensions g;
+  const std::string summed = SummedLetters(sig, 0);
+  const std::string &a = sig.inputs[0], &b = sig.inputs[1];
+  std::string seen;
+  for (char c : a + b) {
+    if (seen.find(c) != std::string::npos) continue;
+    seen += c;
+    const bool in_a = a.find(c) != std::string::npos, in_b = b.find(c) != std::string::npos;
+    GemmDimension& d = summed.find(c) != std::string::npos ? g.depth
+                       : in_a && in_b                      ? g.batch
+                       : in_a                              ? g.rows
+                                                           : g.cols;
+    d.size *= static_cast<double>(size.at(c));
+    const size_t l = letters.find(c);
+    if (l != std::string::npos) d.letters.push_back(static_cast<int>(l));
+  }
+  return g;
+}
+
 }  // namespace
 
 std::vector<int> PrimeFactorsDescending(int n) {
@@ -104,6 +127,16 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
   g.graph_ = &forward;
   g.options_ = options;
   std::vector<int> op_of(forward.num_nodes(), -1);
+  // Values that depend on a parameter: the backward computes gradients for those alone
+  // (nodes are in topological order).
+  std::vector<bool> needs_grad(forward.num_values(), false);
+  for (const Value& v : forward.values()) needs_grad[v.id] = v.kind == ValueKind::kParameter;
+  for (const Node& n : forward.nodes()) {
+    if (n.is_backward) continue;
+    bool any = false;
+    for (ValueId v : n.inputs) any = any || needs_grad[v];
+    for (ValueId v : n.outputs) needs_grad[v] = needs_grad[v] || any;
+  }
   for (const Node& n : forward.nodes()) {
     if (n.is_backward) continue;
     SearchOp op;
@@ -147,6 +180,8 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       }
     }
     op.candidates = CandidateSplits(op.letter_size, options.devices);
+    if (n.op == OpKind::kMatMul || n.op == OpKind::kBatchMatMul)
+      op.gemm = GemmOf(op.sig, size, op.letters);
     auto operand = [&](const std::string& letters, const Value& v, bool input) {
       SearchOperand x;
       for (char c : letters) {
@@ -161,8 +196,10 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       x.kind = v.kind;
       return x;
     };
-    for (size_t i = 0; i < n.inputs.size(); ++i)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
       op.inputs.push_back(operand(op.sig.inputs[i], forward.value(n.inputs[i]), true));
+      op.inputs.back().needs_grad = needs_grad[n.inputs[i]];
+    }
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       SearchOperand out = operand(op.sig.outputs[k], forward.value(n.outputs[k]), false);
       for (char c : SummedLetters(op.sig, static_cast<int>(k))) {
@@ -309,11 +346,24 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
     if (in.kind == ValueKind::kParameter)
       update += in.bytes / in.Parts(parts) * (3 + 2 * options_.optimizer_states);
   }
-  const double used = static_cast<double>(Product(parts));
+  const CostModel& cm = options_.cost;
+  double work = 0;  // forward and backward
+  if (o.gemm && !cm.gemm_rates.empty()) {
+    // Forward out = a.b, backward da = dout.bT and db = aT.dout (each only when that input
+    // needs a gradient): GEMMs of other shapes, each at the rate calibrate measured for its
+    // shape. That rate includes reading the operands (at the samples' sizes, from cache: the
+    // bandwidth of a large copy over-priced them twice over in bench_predict).
+    const double batch = o.gemm->batch.Shard(parts), r = o.gemm->rows.Shard(parts),
+                 d = o.gemm->depth.Shard(parts), c = o.gemm->cols.Shard(parts);
+    work = cm.GemmSeconds(r, d, c);
+    if (o.inputs[0].needs_grad) work += cm.GemmSeconds(r, c, d);
+    if (o.inputs[1].needs_grad) work += cm.GemmSeconds(d, r, c);
+    work *= batch;
+  } else {
+    work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);
+  }
   // Devices sharing too few cores compute one after another (ComputeSlowdown).
-  return (3 * options_.cost.OperatorSeconds(o.flops / used, touched) +
-          options_.cost.MemorySeconds(update)) *
-         options_.cost.ComputeSlowdown(options_.devices);
+  return (work + cm.MemorySeconds(update)) * cm.ComputeSlowdown(options_.devices);
 }
 
 double SearchGraph::OpCommunication(int op, const Parts& parts, double* collectives) const {

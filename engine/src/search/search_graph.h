@@ -20,6 +20,7 @@ struct SearchOperand {
   std::vector<int> missing;  // inputs: split letters the operand lacks (its gradient's sum)
   std::vector<int> summed;   // outputs: split letters the output is a partial sum over
   bool read = true;          // outputs: some forward operator reads it
+  bool needs_grad = true;    // inputs: depends on a parameter (the backward computes its gradient)
   double bytes = 0;
   ValueKind kind = ValueKind::kActivation;
   // Parts the operand is split into under `parts`.
@@ -30,14 +31,33 @@ struct SearchOperand {
   }
 };
 
+// One dimension of the GEMM a MatMul or BatchMatMul shard computes: its whole size and the
+// letters (indices into SearchOp::letters) that split it.
+struct GemmDimension {
+  double size = 1;
+  std::vector<int> letters;
+  // Its size on one device under `parts`.
+  double Shard(const std::vector<int64_t>& parts) const {
+    double s = size;
+    for (int l : letters) s /= static_cast<double>(parts[l]);
+    return s;
+  }
+};
+
+// MatMul / BatchMatMul as GEMMs: out[rows, cols] = a[rows, depth] . b[depth, cols], `batch` times.
+struct GemmDimensions {
+  GemmDimension batch, rows, depth, cols;
+};
+
 struct SearchOp {
   NodeId node = kNoNode;
   std::string name;
   ShardingSignature sig;
-  std::string letters;               // splittable input letters, in order of appearance
-  std::vector<int64_t> letter_size;  // per letter
-  double flops = 0;                  // forward, whole operator
-  double weight = 0;                 // ordering key of recursive_programming (= flops)
+  std::string letters;                 // splittable input letters, in order of appearance
+  std::vector<int64_t> letter_size;    // per letter
+  double flops = 0;                    // forward, whole operator
+  double weight = 0;                   // ordering key of recursive_programming (= flops)
+  std::optional<GemmDimensions> gemm;  // MatMul, BatchMatMul: priced at their shards' GEMM rate
   std::vector<Parts> candidates;
   bool narrowed = false;       // candidates cut by a shard block: searches must end in one
   std::optional<Parts> fixed;  // the user's strategy (as split counts)
