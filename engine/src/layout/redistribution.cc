@@ -786,11 +786,10 @@ class Planner {
     bw_max_ = cost.MaxBandwidth(p.mesh);
     // Without pending reductions the bound from the source is the receiving side of the
     // exchange from it into the target (each active rank receives what its target box lacks),
-    // which the search then prices first: counted once, for both.
-    if (p.src.reduce_mask == 0 && p.has_target_state) {
+    // which the search prices first (always, from the root): counted once, for both.
+    if (p.src.reduce_mask == 0 && p.has_target_state && p.src.dims != p.tgt.dims) {
       Exchange ex;
-      if (redist_internal::CountExchange(p, p.src, p.tgt, p.new_partial_mask, &ex,
-                                         /*with_senders=*/false)) {
+      if (redist_internal::CountExchange(p, p.src, p.tgt, p.new_partial_mask, &ex)) {
         lb_src_ = ex.recv;
         source_into_target_ = std::move(ex);
       }
@@ -930,24 +929,14 @@ class Planner {
   // The same in closed form (CountExchange), or nullopt when not covered. Landings are states
   // on M when the target is one (unified meshes); landing 0 is wanted by the active ranks
   // (index 0 along new partial axes), the others by every rank.
-  // with_senders = false: the receiving side only (CountExchange), completed by
-  // CompleteCountedExchange.
-  std::optional<Exchange> CountedExchangeInto(const State& s, size_t i,
-                                              bool with_senders = true) const {
+  std::optional<Exchange> CountedExchangeInto(const State& s, size_t i) const {
     Exchange ex;
     if (!p_.has_target_state || !redist_internal::CountExchange(
-                                    p_, s, landings_[i].x, LandingZeroMask(i), &ex, with_senders)) {
+                                    p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, &ex)) {
       return std::nullopt;
     }
     return ex;
   }
-  void CompleteCountedExchange(const State& s, size_t i, Exchange* receiving) const {
-    const bool covered =
-        redist_internal::CountExchangeSenders(p_, s, landings_[i].x, LandingZeroMask(i), receiving);
-    assert(covered);  // the receiving side was counted with the same arguments
-    (void)covered;
-  }
-  uint32_t LandingZeroMask(size_t i) const { return i == 0 ? p_.new_partial_mask : 0; }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
   // when every active rank's target box lies inside its block: within each reduction group,
@@ -1097,10 +1086,10 @@ class Planner {
         }
         // The exchange's counts in closed form when the landing is a state (its receive counts
         // are the missing bytes); else the missing bytes first, the exchange if still in play.
-        // (From the source into the target, the receiving side is counted already.)
-        const bool receiving_only = i == 0 && source_into_target_ && node.state == p_.src;
+        // (From the source into the target, counted already.)
+        const bool from_source = i == 0 && source_into_target_ && node.state == p_.src;
         std::optional<Exchange> counted =
-            receiving_only ? source_into_target_ : CountedExchangeInto(node.state, i);
+            from_source ? source_into_target_ : CountedExchangeInto(node.state, i);
         int64_t peers = 0;
         std::vector<int64_t> missing_bytes;
         if (counted) {
@@ -1118,12 +1107,7 @@ class Planner {
                               : static_cast<double>(m) / bw_max_ +
                                     static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        if (counted) {
-          if (receiving_only) CompleteCountedExchange(node.state, i, &*counted);
-          ex = std::move(counted);
-        } else {
-          ex = ExchangeInto(node.state, boxes, i);
-        }
+        ex = counted ? std::move(counted) : ExchangeInto(node.state, boxes, i);
         kind = EdgeKind::kExchange;
       } else {
         ex = ReduceScatterV(node.state, boxes, i, /*record=*/false);
@@ -1520,7 +1504,7 @@ class Planner {
   static constexpr size_t kMaxCachedBoxes = 64;
   mutable std::unordered_map<std::string, std::shared_ptr<const Boxes>> boxes_;
   std::vector<int64_t> lb_src_;
-  // The receiving side of the exchange from the source into the target, when counted.
+  // The counts of the exchange from the source into the target, when counted.
   std::optional<Exchange> source_into_target_;
   std::vector<int> samples_;
   mutable std::vector<Landing> landings_;
