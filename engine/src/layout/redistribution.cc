@@ -1086,10 +1086,15 @@ class Planner {
         }
         // The exchange's counts in closed form when the landing is a state (its receive counts
         // are the missing bytes); else the missing bytes first, the exchange if still in play.
-        // (From the source into the target, counted already.)
-        const bool from_source = i == 0 && source_into_target_ && node.state == p_.src;
-        std::optional<Exchange> counted =
-            from_source ? source_into_target_ : CountedExchangeInto(node.state, i);
+        // (From the source into the target, counted already: taken, not copied; a second
+        // search counts again.)
+        std::optional<Exchange> counted;
+        if (i == 0 && source_into_target_ && node.state == p_.src) {
+          counted = std::move(source_into_target_);
+          source_into_target_.reset();
+        } else {
+          counted = CountedExchangeInto(node.state, i);
+        }
         int64_t peers = 0;
         std::vector<int64_t> missing_bytes;
         if (counted) {
@@ -1504,8 +1509,9 @@ class Planner {
   static constexpr size_t kMaxCachedBoxes = 64;
   mutable std::unordered_map<std::string, std::shared_ptr<const Boxes>> boxes_;
   std::vector<int64_t> lb_src_;
-  // The counts of the exchange from the source into the target, when counted.
-  std::optional<Exchange> source_into_target_;
+  // The counts of the exchange from the source into the target, when counted and not yet
+  // taken by Finish.
+  mutable std::optional<Exchange> source_into_target_;
   std::vector<int> samples_;
   mutable std::vector<Landing> landings_;
   std::vector<Node> nodes_;
