@@ -659,7 +659,7 @@ int64_t AllReduceRecvOfRank(const Problem& p, const std::vector<int>& axes, int6
   for (int a : axes) g *= p.axis_size[a];
   if (g <= 1) return 0;
   int64_t i = 0;
-  for (int a : axes) i = i * p.axis_size[a] + p.coord(r, a);
+  for (int a : axes) i = i * p.axis_size[a] + p.coord_of_one(r, a);
   const int64_t block = n / g + (i < n % g ? 1 : 0);
   return (n + (g - 2) * block) * p.elem;
 }
@@ -680,7 +680,7 @@ void BoxOfRank(const Problem& p, const State& s, int r, int64_t* lo, int64_t* hi
   for (int i = 0; i < p.num_dims; ++i) {
     int64_t idx = 0, blocks = 1;
     for (int a : s.dims[i]) {
-      idx = idx * p.axis_size[a] + p.coord(r, a);
+      idx = idx * p.axis_size[a] + p.coord_of_one(r, a);
       blocks *= p.axis_size[a];
     }
     const int64_t size = p.shape[i] / blocks;
@@ -784,7 +784,17 @@ class Planner {
  public:
   Planner(const Problem& p, const CostModel& cost) : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
-    lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
+    // Without pending reductions the bound from the source is the receiving side of the
+    // exchange from it into the target (each active rank receives what its target box lacks),
+    // which the search prices first (always, from the root): counted once, for both.
+    if (p.src.reduce_mask == 0 && p.has_target_state && p.src.dims != p.tgt.dims) {
+      Exchange ex;
+      if (redist_internal::CountExchange(p, p.src, p.tgt, p.new_partial_mask, &ex)) {
+        lb_src_ = ex.recv;
+        source_into_target_ = std::move(ex);
+      }
+    }
+    if (lb_src_.empty()) lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes.
     if (p.num_ranks <= 32) {
@@ -1076,7 +1086,15 @@ class Planner {
         }
         // The exchange's counts in closed form when the landing is a state (its receive counts
         // are the missing bytes); else the missing bytes first, the exchange if still in play.
-        std::optional<Exchange> counted = CountedExchangeInto(node.state, i);
+        // (From the source into the target, counted already: taken, not copied; a second
+        // search counts again.)
+        std::optional<Exchange> counted;
+        if (i == 0 && source_into_target_ && node.state == p_.src) {
+          counted = std::move(source_into_target_);
+          source_into_target_.reset();
+        } else {
+          counted = CountedExchangeInto(node.state, i);
+        }
         int64_t peers = 0;
         std::vector<int64_t> missing_bytes;
         if (counted) {
@@ -1456,9 +1474,15 @@ class Planner {
       if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
     }
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
-      // (`next` has moved into the child.)
+      // (`next` has moved into the child.) The sending side completes the receiving side.
       Exchange ex;
-      if (!redist_internal::CountExchange(p_, node.state, child.state, 0, &ex)) {
+      if (moved) {
+        ex = std::move(*moved);
+        const bool covered =
+            redist_internal::CountExchangeSenders(p_, node.state, child.state, 0, &ex);
+        assert(covered);  // as the receiving side
+        (void)covered;
+      } else if (!redist_internal::CountExchange(p_, node.state, child.state, 0, &ex)) {
         const std::shared_ptr<const Boxes> child_boxes = BoxesFor(child.state);
         ex = redist_internal::ComputeExchange(p_, node.state, *sr.cur, child_boxes->lo,
                                               child_boxes->hi, std::vector<char>(p_.num_ranks, 1),
@@ -1485,6 +1509,9 @@ class Planner {
   static constexpr size_t kMaxCachedBoxes = 64;
   mutable std::unordered_map<std::string, std::shared_ptr<const Boxes>> boxes_;
   std::vector<int64_t> lb_src_;
+  // The counts of the exchange from the source into the target, when counted and not yet
+  // taken by Finish.
+  mutable std::optional<Exchange> source_into_target_;
   std::vector<int> samples_;
   mutable std::vector<Landing> landings_;
   std::vector<Node> nodes_;

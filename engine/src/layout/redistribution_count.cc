@@ -135,10 +135,14 @@ std::vector<std::pair<int, int64_t>> Terms(const Problem& p, const std::vector<i
   return out;
 }
 
-}  // namespace
+// Which sides of the exchange one call counts: both, the receiving side, or the sending side
+// of an exchange whose receiving side an earlier call counted (same arguments).
+enum class CountPart { kBoth, kReceiving, kSending };
 
-bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
-                   Exchange* out, bool with_senders) {
+bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_mask, CountPart part,
+           Exchange* out) {
+  const bool with_receivers = part != CountPart::kSending;
+  const bool with_senders = part != CountPart::kReceiving;
   const int d = p.num_dims;
   const int n = p.num_ranks;
   const int na = p.num_axes;
@@ -229,11 +233,17 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
     }
   }
   Exchange& ex = *out;
-  ex = Exchange();
-  ex.recv.assign(n, 0);
-  ex.sent.assign(n, 0);
+  // The sending side continues from the receiving side's counts and permute test.
   bool permute = true;
   int64_t most_messages = 0;
+  if (with_receivers) {
+    ex = Exchange();
+    ex.recv.assign(n, 0);
+  } else {
+    permute = ex.is_permute;
+    most_messages = ex.max_recv_peers;
+  }
+  ex.sent.assign(n, 0);
   // Ranks in grid order, by odometer: each step moves one coordinate, which moves the block
   // indices of at most one dimension of s and one of x (and one fixed key) by its weight.
   struct AxisStep {
@@ -248,6 +258,24 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
   }
   int64_t sidx[kMaxDigits] = {}, tidx[kMaxDigits] = {}, fidx[kMaxDigits] = {};
   int64_t c[kMaxDigits] = {};
+  // The axes of V along which a receiving rank differs from some peer, until every axis of V is
+  // found (usually within a few ranks; else the digits of each landing block's source blocks
+  // are kept, to divide once per block, not per rank).
+  auto find_separating_axes = [&](const int64_t* landing_idx, const int64_t* coord) {
+    for (size_t j = 0; j < source_digits.size() && ex.axes_mask != used_mask; ++j) {
+      SourceDigit& sd = source_digits[j];
+      if (ex.axes_mask & (1u << sd.axis)) continue;
+      const Dim& g = dims[sd.dim];
+      const int64_t tb = landing_idx[sd.dim];
+      if (sd.digit_of.empty()) sd.digit_of.assign(g.first.size(), -2);
+      int64_t& digit = sd.digit_of[tb];
+      if (digit == -2) {
+        const int64_t f = g.first[tb] / sd.weight, l = g.last[tb] / sd.weight;
+        digit = f == l ? f % sd.size : -1;  // -1: the blocks differ along the axis
+      }
+      if (digit != coord[sd.axis]) ex.axes_mask |= 1u << sd.axis;
+    }
+  };
   auto move = [&](int a, int64_t delta) {
     const AxisStep& st = steps[a];
     if (st.src_dim >= 0) sidx[st.src_dim] += delta * st.src_w;
@@ -270,8 +298,11 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
     for (uint32_t m = zero_mask; m; m &= m - 1) wants &= c[__builtin_ctz(m)] == 0;
     int64_t have = 1;
     for (int i = 0; i < d; ++i) have *= dims[i].Overlap(sidx[i], tidx[i]);
-    // Receiving.
-    if (wants) {
+    // Receiving (count > 0 exactly when recv > 0: the landing box meets a source block other
+    // than the rank's own exactly when it is not inside it).
+    if (wants && !with_receivers && ex.recv[r] > 0) {
+      find_separating_axes(tidx, c);
+    } else if (wants && with_receivers) {
       int64_t blocks = 1;
       for (int i = 0; i < d; ++i) blocks *= dims[i].last[tidx[i]] - dims[i].first[tidx[i]] + 1;
       const int64_t count = blocks - (have > 0 ? 1 : 0);
@@ -281,22 +312,7 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
         most_messages = std::max(most_messages, count);
         ex.max_recv_peers = std::max(ex.max_recv_peers, count);
         if (count > 1 || have != 0 || need != shard_elems) permute = false;
-        // Until every axis of V is found (usually within a few ranks; else the digits of each
-        // landing block's source blocks are kept, to divide once per block, not per rank).
-        for (size_t j = 0; with_senders && j < source_digits.size() && ex.axes_mask != used_mask;
-             ++j) {
-          SourceDigit& sd = source_digits[j];
-          if (ex.axes_mask & (1u << sd.axis)) continue;
-          const Dim& g = dims[sd.dim];
-          const int64_t tb = tidx[sd.dim];
-          if (sd.digit_of.empty()) sd.digit_of.assign(g.first.size(), -2);
-          int64_t& digit = sd.digit_of[tb];
-          if (digit == -2) {
-            const int64_t f = g.first[tb] / sd.weight, l = g.last[tb] / sd.weight;
-            digit = f == l ? f % sd.size : -1;  // -1: the blocks differ along the axis
-          }
-          if (digit != c[sd.axis]) ex.axes_mask |= 1u << sd.axis;
-        }
+        if (with_senders) find_separating_axes(tidx, c);
       }
     }
     // Sending.
@@ -353,13 +369,23 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
     most_messages = std::max(most_messages, count);
     if (count > 1) permute = false;
   }
-  for (int r = 0; r < n; ++r) {
-    ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
-    ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
-  }
+  for (int r = 0; with_receivers && r < n; ++r) ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
+  for (int r = 0; with_senders && r < n; ++r) ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
   ex.messages = most_messages;
   ex.is_permute = permute && ex.num_transfers > 0;
   return true;
+}
+
+}  // namespace
+
+bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
+                   Exchange* out, bool with_senders) {
+  return Count(p, s, into, zero_mask, with_senders ? CountPart::kBoth : CountPart::kReceiving, out);
+}
+
+bool CountExchangeSenders(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
+                          Exchange* receiving) {
+  return Count(p, s, into, zero_mask, CountPart::kSending, receiving);
 }
 
 }  // namespace shardscope::redist_internal

@@ -107,6 +107,11 @@ struct Problem {
     return coords[rank * num_axes + axis];
   }
   void FillCoords() const;
+  // The same for a few ranks (samples): from the grid position, without filling the table.
+  int64_t coord_of_one(int rank, int axis) const {
+    if (!coords.empty()) return coords[rank * num_axes + axis];
+    return (pos_of_rank[rank] / pos_stride[axis]) % axis_size[axis];
+  }
 };
 
 Result<Problem> MakeProblem(const Setup& setup);
@@ -161,6 +166,11 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
 // most peers a rank receives from, axes_mask and is_permute are not computed).
 bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
                    Exchange* out, bool with_senders = true);
+// Completes `receiving`, the result of CountExchange(p, s, into, zero_mask, receiving, false)
+// (the same arguments), into what CountExchange(..., true) gives, without counting the
+// receiving side again: for callers that reject most exchanges on their receive counts.
+bool CountExchangeSenders(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
+                          Exchange* receiving);
 
 // The counts of the exchange from state `s` (boxes `cur`) into boxes `into_boxes` for the
 // ranks with want[r] != 0: CountExchange when `into` (the state of those boxes, or null) is

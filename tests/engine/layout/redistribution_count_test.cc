@@ -17,6 +17,7 @@ namespace {
 using redist_internal::BoxesOf;
 using redist_internal::ComputeExchange;
 using redist_internal::CountExchange;
+using redist_internal::CountExchangeSenders;
 using redist_internal::Exchange;
 using redist_internal::Problem;
 using redist_internal::State;
@@ -83,6 +84,11 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisits) {
       EXPECT_EQ(receiving.recv, slow.recv) << ctx;
       EXPECT_EQ(receiving.num_transfers, slow.num_transfers) << ctx;
       EXPECT_EQ(receiving.max_recv_peers, slow.max_recv_peers) << ctx;
+      // The planner takes the bound from a source without pending reductions from these.
+      EXPECT_EQ(receiving.recv, redist_internal::LowerBound(p, src, sb)) << ctx;
+      // Completed by the sending side: the whole count.
+      ASSERT_TRUE(CountExchangeSenders(p, src, p.tgt, p.new_partial_mask, &receiving));
+      ExpectSameCounts(slow, receiving, ctx + " (into the target, completed)");
       ++compared;
       permutes += slow.is_permute;
       with_zero += p.new_partial_mask != 0;
@@ -98,6 +104,10 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisits) {
       Exchange fast;
       ASSERT_TRUE(CountExchange(p, from, into, 0, &fast)) << ctx;
       ExpectSameCounts(slow, fast, ctx + " " + StateString(from) + " -> " + StateString(into));
+      Exchange completed;
+      ASSERT_TRUE(CountExchange(p, from, into, 0, &completed, /*with_senders=*/false));
+      ASSERT_TRUE(CountExchangeSenders(p, from, into, 0, &completed));
+      ExpectSameCounts(slow, completed, ctx + " (completed) " + StateString(from));
       ++compared;
       permutes += slow.is_permute;
     }
