@@ -23,6 +23,7 @@ struct CalibrateOptions {
   std::string out;
   int devices = 8;
   int repeats = 50;
+  int trials = 7;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -111,6 +112,25 @@ Status MeasureCommunication(Communicator& world, int repeats, Measured* m) {
   m->gather_bytes = static_cast<double>(all.size() * sizeof(float));
   SHARDSCOPE_ASSIGN_OR_RETURN(m->interleaved_n, MeasureInterleaved(world, repeats));
   return Status::Ok();
+}
+
+// Each figure's median over the trials: one measurement of collectives between threads on
+// shared cores moves by 2x from one second to the next (seen: the 8-rank all-reduce from 94 to
+// 204 us, the hand-off from 0 to 242 us in five calibrations in a row on an idle machine).
+Measured MedianOfTrials(const std::vector<Measured>& trials) {
+  auto median = [&](double Measured::*field) {
+    std::vector<double> v;
+    for (const Measured& t : trials) v.push_back(t.*field);
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  Measured m;
+  m.small_2 = median(&Measured::small_2);
+  m.small_n = median(&Measured::small_n);
+  m.gather_n = median(&Measured::gather_n);
+  m.gather_bytes = trials.front().gather_bytes;
+  m.interleaved_n = median(&Measured::interleaved_n);
+  return m;
 }
 
 // Fits the alpha-beta model: t(p) = 2 (p-1) alpha + overhead for tiny all-reduces, and
@@ -236,25 +256,32 @@ double MeasureMemory() {
 
 int RunCalibrate(const CalibrateOptions& o) {
   const bool mpi = RunningUnderMpi();
-  Measured m;
   int n = o.devices, rank = 0;
-  Status st;
+  std::unique_ptr<Communicator> world;
   if (mpi) {
-    auto world = MpiWorld();
-    if (!world.ok()) return Fail(kExitRunFailure, world.status().message());
-    n = (*world)->size();
-    rank = (*world)->rank();
+    auto made = MpiWorld();
+    if (!made.ok()) return Fail(kExitRunFailure, made.status().message());
+    world = std::move(*made);
+    n = world->size();
+    rank = world->rank();
     if (n < 2) return Fail(kExitBadInput, "calibrate under mpirun needs at least 2 ranks");
-    st = MeasureCommunication(**world, o.repeats, &m);
-  } else {
-    st = RunOnDevices(n, [&](Communicator& comm) -> Status {
-      Measured mine;
-      SHARDSCOPE_RETURN_IF_ERROR(MeasureCommunication(comm, o.repeats, &mine));
-      if (comm.rank() == 0) m = mine;
-      return Status::Ok();
-    });
   }
-  if (!st.ok()) return Fail(kExitRunFailure, st.message());
+  std::vector<Measured> trials(o.trials);
+  Status st;
+  for (Measured& trial : trials) {
+    if (mpi) {
+      st = MeasureCommunication(*world, o.repeats, &trial);
+    } else {
+      st = RunOnDevices(n, [&](Communicator& comm) -> Status {
+        Measured mine;
+        SHARDSCOPE_RETURN_IF_ERROR(MeasureCommunication(comm, o.repeats, &mine));
+        if (comm.rank() == 0) trial = mine;
+        return Status::Ok();
+      });
+    }
+    if (!st.ok()) return Fail(kExitRunFailure, st.message());
+  }
+  const Measured m = MedianOfTrials(trials);
   if (rank != 0) return kExitOk;
   CostModel c = Fit(m, n, MeasureGemm(), MeasureMemory());
   // In-process devices are threads sharing this machine's cores; MPI ranks are taken to
@@ -268,7 +295,7 @@ int RunCalibrate(const CalibrateOptions& o) {
   c.gemm_rates = MeasureGemmRates();
   const GemmRateTable& g = c.gemm_rates;
   std::printf(
-      "calibrated on %d %s device(s):\n"
+      "calibrated on %d %s device(s) (communication: medians of %d trials):\n"
       "  all-reduce of 4 bytes   %.1f us on 2 ranks, %.1f us on %d\n"
       "  all-gather of %.1f MB    %.3f ms\n"
       "  all-reduce of 4 bytes between computations %.1f us on %d\n"
@@ -277,13 +304,14 @@ int RunCalibrate(const CalibrateOptions& o) {
       "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
       "          least cost of any collective or exchange (group sync) %.1f us%s\n"
       "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n",
-      n, mpi ? "MPI" : "in-process", m.small_2 * 1e6, m.small_n * 1e6, n, m.gather_bytes / 1e6,
-      m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6, c.collective_overhead_s * 1e6,
-      c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
-      c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "",
-      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "",
-      static_cast<long long>(g.base), g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9,
-      g.Flops(g.base, 4, g.base) / 1e9, g.Flops(g.base, g.base, 4) / 1e9);
+      n, mpi ? "MPI" : "in-process", o.trials, m.small_2 * 1e6, m.small_n * 1e6, n,
+      m.gather_bytes / 1e6, m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6,
+      c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9,
+      c.flops / 1e9, c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots,
+      mpi ? " (MPI: assumed)" : "", c.group_sync_s * 1e6,
+      mpi ? " (MPI: the latency terms instead)" : "", static_cast<long long>(g.base),
+      g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9, g.Flops(g.base, 4, g.base) / 1e9,
+      g.Flops(g.base, g.base, 4) / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -328,6 +356,9 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       ->check(CLI::Range(2, 256));
   app->add_option("--repeats", o->repeats, "Repetitions of each small collective (default 50)")
       ->check(CLI::Range(3, 100000));
+  app->add_option("--trials", o->trials,
+                  "Whole measurements of the collectives; each figure is their median (default 7)")
+      ->check(CLI::Range(1, 1000));
   commands.push_back({app, [o] { return RunCalibrate(*o); }});
 }
 
