@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
   spec.mnist = false;
   spec.custom = {.make =
                      [](int64_t count, uint64_t seed) {
-                       return samples::MakeTokenMajorityDataset(count, kTokens, kVocab, kClasses, seed);
+                       return samples::MakeTokenMajorityDataset(count, kTokens, kVocab, kClasses,
+                                                                seed);
                      },
                  .train = 256,
                  .test = 64,
