@@ -146,5 +146,8 @@ class Graph {
 // The nodes that computing `targets` needs, directly or through their inputs (indexed by
 // NodeId; nodes are in topological order, so one backward sweep finds them).
 std::vector<bool> NodesNeededFor(const Graph& g, const std::vector<ValueId>& targets);
+// The values that depend on `sources` (themselves included), indexed by ValueId: one forward
+// sweep, the dual of NodesNeededFor.
+std::vector<bool> ValuesDependingOn(const Graph& g, const std::vector<ValueId>& sources);
 
 }  // namespace shardscope

@@ -25,14 +25,7 @@ Result<Gradients> BuildBackward(Graph& graph, ValueId loss, const std::vector<Va
   const int num_forward = graph.num_nodes();
 
   // Values that depend on some wrt value (forward reachability).
-  std::vector<bool> depends(graph.num_values(), false);
-  for (ValueId v : wrt) depends[v] = true;
-  for (NodeId n = 0; n < num_forward; ++n) {
-    const Node& node = graph.node(n);
-    bool any = false;
-    for (ValueId v : node.inputs) any = any || depends[v];
-    for (ValueId v : node.outputs) depends[v] = depends[v] || any;
-  }
+  const std::vector<bool> depends = ValuesDependingOn(graph, wrt);
 
   // Accumulated gradient per value, seeded with dL/dL = 1.
   std::vector<ValueId> grad(graph.num_values(), kNoValue);

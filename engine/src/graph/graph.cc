@@ -320,4 +320,15 @@ std::vector<bool> NodesNeededFor(const Graph& g, const std::vector<ValueId>& tar
   return run;
 }
 
+std::vector<bool> ValuesDependingOn(const Graph& g, const std::vector<ValueId>& sources) {
+  std::vector<bool> depends(g.num_values(), false);
+  for (ValueId v : sources) depends[v] = true;
+  for (const Node& node : g.nodes()) {
+    bool any = false;
+    for (ValueId v : node.inputs) any = any || depends[v];
+    for (ValueId v : node.outputs) depends[v] = depends[v] || any;
+  }
+  return depends;
+}
+
 }  // namespace shardscope

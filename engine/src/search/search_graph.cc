@@ -127,16 +127,8 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
   g.graph_ = &forward;
   g.options_ = options;
   std::vector<int> op_of(forward.num_nodes(), -1);
-  // Values that depend on a parameter: the backward computes gradients for those alone
-  // (nodes are in topological order).
-  std::vector<bool> needs_grad(forward.num_values(), false);
-  for (const Value& v : forward.values()) needs_grad[v.id] = v.kind == ValueKind::kParameter;
-  for (const Node& n : forward.nodes()) {
-    if (n.is_backward) continue;
-    bool any = false;
-    for (ValueId v : n.inputs) any = any || needs_grad[v];
-    for (ValueId v : n.outputs) needs_grad[v] = needs_grad[v] || any;
-  }
+  // Values that depend on a parameter: the backward computes gradients for those alone.
+  const std::vector<bool> needs_grad = ValuesDependingOn(forward, forward.Parameters());
   for (const Node& n : forward.nodes()) {
     if (n.is_backward) continue;
     SearchOp op;
