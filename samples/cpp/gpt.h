@@ -5,7 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "models.h"
@@ -41,20 +43,17 @@ class Gpt : public nn::Module {
   }
 };
 
-// Token sequences for the Gpt: ids uniform in [0, vocab) from `seed`; the label of a
-// sequence is the sum of its ids modulo `classes` (something attention must look across
-// tokens for).
-inline Dataset MakeTokenSumDataset(int64_t n, int64_t tokens, int64_t vocab, int classes,
-                                   uint64_t seed) {
+// `n` sequences of `tokens` ids uniform in [0, vocab) from `seed`, each labelled by
+// `label(ids of the sequence)` in [0, classes).
+inline Dataset MakeTokenDataset(int64_t n, int64_t tokens, int64_t vocab, int classes,
+                                uint64_t seed,
+                                const std::function<int32_t(std::span<const int32_t>)>& label) {
   Rng rng(seed);
   std::vector<int32_t> ids(n * tokens), labels(n, 0);
   for (int64_t i = 0; i < n; ++i) {
-    int64_t sum = 0;
-    for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t t = 0; t < tokens; ++t)
       ids[i * tokens + t] = static_cast<int32_t>(rng.Below(static_cast<uint64_t>(vocab)));
-      sum += ids[i * tokens + t];
-    }
-    labels[i] = static_cast<int32_t>(sum % classes);
+    labels[i] = label(std::span<const int32_t>(ids.data() + i * tokens, tokens));
   }
   Dataset d;
   d.images = Tensor::FromInts({n, tokens}, ids);
@@ -63,20 +62,26 @@ inline Dataset MakeTokenSumDataset(int64_t n, int64_t tokens, int64_t vocab, int
   return d;
 }
 
-// Token sequences whose label is the most frequent id residue modulo `classes` (ties: the
-// smallest residue): learnable from the bag of tokens within a few epochs, unlike the sum.
+// Labelled by the sum of the ids modulo `classes` (something attention must look across
+// tokens for).
+inline Dataset MakeTokenSumDataset(int64_t n, int64_t tokens, int64_t vocab, int classes,
+                                   uint64_t seed) {
+  return MakeTokenDataset(n, tokens, vocab, classes, seed, [&](std::span<const int32_t> ids) {
+    int64_t sum = 0;
+    for (int32_t id : ids) sum += id;
+    return static_cast<int32_t>(sum % classes);
+  });
+}
+
+// Labelled by the most frequent id residue modulo `classes` (ties: the smallest residue):
+// learnable from the bag of tokens within a few epochs, unlike the sum.
 inline Dataset MakeTokenMajorityDataset(int64_t n, int64_t tokens, int64_t vocab, int classes,
                                         uint64_t seed) {
-  Dataset d = MakeTokenSumDataset(n, tokens, vocab, classes, seed);
-  std::vector<int32_t> labels(n, 0);
-  const int32_t* ids = d.images.ints();
-  for (int64_t i = 0; i < n; ++i) {
+  return MakeTokenDataset(n, tokens, vocab, classes, seed, [&](std::span<const int32_t> ids) {
     std::vector<int> count(classes, 0);
-    for (int64_t t = 0; t < tokens; ++t) ++count[ids[i * tokens + t] % classes];
-    labels[i] = static_cast<int32_t>(std::max_element(count.begin(), count.end()) - count.begin());
-  }
-  d.labels = Tensor::FromInts({n}, labels);
-  return d;
+    for (int32_t id : ids) ++count[id % classes];
+    return static_cast<int32_t>(std::max_element(count.begin(), count.end()) - count.begin());
+  });
 }
 
 }  // namespace shardscope::samples
