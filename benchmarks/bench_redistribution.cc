@@ -7,6 +7,7 @@
 //   build/bin/bench_redistribution --visits=9 --slowest=10          # more samples per pair
 //   build/bin/bench_redistribution --bytes=0                        # timing table only
 //   build/bin/bench_redistribution --explain=1024/4/56              # one pair: plan, references
+//   build/bin/bench_redistribution --median-pairs=10                # also the pairs at the median
 //   build/bin/bench_redistribution --benchmark_filter=NONE          # bytes table only
 //
 // Suite. For every (devices, axes) class, --pairs pairs (default 200) drawn from one
@@ -73,6 +74,7 @@ using namespace shardscope;
 int g_pairs = 200;      // pairs per (devices, axes) class
 int g_visits = 0;       // timed calls per pair; 0: 5 up to 64 devices, 3 from 512 (see Visits)
 int g_slowest = 5;      // slowest pairs listed per size class
+int g_median_pairs = 0;  // --median-pairs=K: also list the K pairs around each class's median
 bool g_bytes = true;    // --bytes=0: timing only
 bool g_digest = false;  // --digest: per class, a hash of every plan's JSON (transfers included)
 std::string g_explain;  // "devices/axes/index": print that pair's plan and references, exit
@@ -505,22 +507,29 @@ void PrintTimingTable() {
     std::printf("%8d %5d %8d %8d %8d %12d %8d %8d\n", key.first, key.second, over20, over1ms,
                 over100ms, irregular, partial, other);
   }
-  std::printf("\nSlowest pairs per class (cpu µs, states explored, steps: from -> to, shape)\n");
   const CostModel cost{};
+  auto print_pair = [&cost](int devices, int axes, int index, double us) {
+    const Pair& p = Suite(devices, axes)[index];
+    auto plan = PlanRedistribution(p.from, p.to, cost, RedistOptions{});
+    std::string shape;
+    for (int64_t s : p.from.shape()) shape += (shape.empty() ? "" : "x") + std::to_string(s);
+    std::printf("  %4d/%d #%-3d %9.1f %5d %2zu  %s %s -> %s %s [%s]%s\n", devices, axes, index, us,
+                plan.ok() ? plan->states_explored : -1, plan.ok() ? plan->steps.size() : 0,
+                p.from.mesh().ToString().c_str(), p.from.ToString().c_str(),
+                p.regrouped ? p.to.mesh().ToString().c_str() : "", p.to.ToString().c_str(),
+                shape.c_str(), plan.ok() && !plan->byte_optimal ? " (not byte-optimal)" : "");
+  };
+  std::printf("\nSlowest pairs per class (cpu µs, states explored, steps: from -> to, shape)\n");
   for (const auto& [key, r] : Timings()) {
-    const std::vector<Pair>& suite = Suite(key.first, key.second);
-    for (const auto& [us, index] : r.slowest) {
-      const Pair& p = suite[index];
-      auto plan = PlanRedistribution(p.from, p.to, cost, RedistOptions{});
-      std::string shape;
-      for (int64_t s : p.from.shape()) shape += (shape.empty() ? "" : "x") + std::to_string(s);
-      std::printf("  %4d/%d #%-3d %9.1f %5d %2zu  %s %s -> %s %s [%s]%s\n", key.first, key.second,
-                  index, us, plan.ok() ? plan->states_explored : -1,
-                  plan.ok() ? plan->steps.size() : 0, p.from.mesh().ToString().c_str(),
-                  p.from.ToString().c_str(), p.regrouped ? p.to.mesh().ToString().c_str() : "",
-                  p.to.ToString().c_str(), shape.c_str(),
-                  plan.ok() && !plan->byte_optimal ? " (not byte-optimal)" : "");
-    }
+    for (const auto& [us, index] : r.slowest) print_pair(key.first, key.second, index, us);
+  }
+  if (g_median_pairs <= 0) return;
+  std::printf("\nThe %d pairs around each class's median (cpu µs, as above)\n", g_median_pairs);
+  for (const auto& [key, r] : Timings()) {
+    const int mid = static_cast<int>(r.all.size()) / 2;
+    const int first = std::max(0, mid - g_median_pairs / 2);
+    const int last = std::min(static_cast<int>(r.all.size()), first + g_median_pairs);
+    for (int k = first; k < last; ++k) print_pair(key.first, key.second, r.all[k].second, r.all[k].first);
   }
 }
 
@@ -698,7 +707,7 @@ void PrintBytesTable() {
   }
 }
 
-// Removes --pairs=, --visits=, --slowest=, --bytes=, --explain=, --repeat= from argv (Google
+// Removes --pairs=, --visits=, --slowest=, --median-pairs=, --bytes=, --explain=, --repeat= from argv (Google
 // Benchmark rejects unknown flags).
 void ParseOwnFlags(int* argc, char** argv) {
   int out = 1;
@@ -708,6 +717,8 @@ void ParseOwnFlags(int* argc, char** argv) {
       g_pairs = std::max(1, value);
     } else if (std::sscanf(argv[i], "--visits=%d", &value) == 1) {
       g_visits = std::max(1, value);
+    } else if (std::sscanf(argv[i], "--median-pairs=%d", &value) == 1) {
+      g_median_pairs = value;
     } else if (std::sscanf(argv[i], "--slowest=%d", &value) == 1) {
       g_slowest = std::max(0, value);
     } else if (std::strcmp(argv[i], "--digest") == 0) {
