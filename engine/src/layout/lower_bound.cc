@@ -237,6 +237,18 @@ void Problem::FillCoords() const {
   }
 }
 
+void Problem::FillSource() const {
+  source_ = BoxesOf(*this, src);
+  source_ready_ = true;
+}
+
+void Problem::FillTarget() const {
+  target_ = unified ? BoxesOf(*this, tgt) : BoxesOfLayout(to);  // else on its own mesh
+  target_block_.resize(num_ranks);
+  for (int r = 0; r < num_ranks; ++r) target_block_[r] = active[r] ? target_.block_id[r] : -1;
+  target_ready_ = true;
+}
+
 Result<Problem> MakeProblem(const Setup& setup) {
   Problem p;
   p.from = *setup.from;
@@ -283,11 +295,7 @@ Result<Problem> MakeProblem(const Setup& setup) {
       }
     }
   }
-  p.source = BoxesOf(p, p.src);
-  p.target = p.unified ? BoxesOf(p, p.tgt) : BoxesOfLayout(to_m);
-  p.target_block.resize(n);
   for (int r = 0; r < n; ++r) {
-    p.target_block[r] = p.active[r] ? p.target.block_id[r] : -1;
     if (!p.active[r]) p.zero_ranks.push_back(r);
   }
   p.max_shard_elems =
@@ -309,8 +317,8 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
   const int d = p.num_dims;
   const int n = p.num_ranks;
   const int na = p.num_axes;
-  const int64_t* tlo = p.target.lo.data();
-  const int64_t* thi = p.target.hi.data();
+  const int64_t* tlo = p.target().lo.data();
+  const int64_t* thi = p.target().hi.data();
   // Group index (mixed radix over the other axes) and addend class (over the kept axes).
   int64_t num_groups = 1, num_classes = 1;
   for (int a = 0; a < na; ++a) {
@@ -339,13 +347,13 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
   // Target blocks some active rank of each addend class needs (kept axes split no dimension
   // of the target, so classes x blocks <= ranks), with a rank holding each.
   int64_t num_tblocks = 1;
-  for (int64_t x : p.target.blocks) num_tblocks *= x;
+  for (int64_t x : p.target().blocks) num_tblocks *= x;
   std::vector<char> needed_set(num_classes * num_tblocks, 0);
   std::vector<int64_t> needed_count(num_classes, 0);
   std::vector<int> block_rep(num_tblocks, -1);
   for (int r = 0; r < n; ++r) {
-    if (p.target_block[r] < 0) continue;
-    const int64_t tb = p.target_block[r];
+    if (p.target_block()[r] < 0) continue;
+    const int64_t tb = p.target_block()[r];
     if (block_rep[tb] < 0) block_rep[tb] = r;
     char& seen = needed_set[class_of[r] * num_tblocks + tb];
     if (!seen) {
@@ -360,7 +368,7 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
   for (int64_t g = 0; g < num_groups; ++g) {
     const size_t first = need_vals.size();
     for (int i = start[g]; i < start[g + 1]; ++i) {
-      const int64_t tb = p.target_block[members[i]];
+      const int64_t tb = p.target_block()[members[i]];
       if (tb < 0 || stamp[tb] == g) continue;
       stamp[tb] = g;
       need_vals.push_back(tb);
@@ -410,7 +418,7 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
     int64_t counted = 0;  // c: the same with multiplicity
     for (int i = start[g]; i < start[g + 1]; ++i) {
       const int q = members[i];
-      const int64_t tb = p.target_block[q];
+      const int64_t tb = p.target_block()[q];
       if (tb < 0) continue;
       const int64_t v = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
       counted += v;
@@ -427,13 +435,13 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
       needed_all = BoxVolume(slo, shi, d);
     } else if (BoxVolume(slo, shi, d) > 0) {
       for (int i = 0; i < d; ++i) {
-        first[i] = slo[i] / p.target.block_size[i];
-        last[i] = (shi[i] - 1) / p.target.block_size[i];
+        first[i] = slo[i] / p.target().block_size[i];
+        last[i] = (shi[i] - 1) / p.target().block_size[i];
         idx[i] = first[i];
       }
       while (true) {
         int64_t tb = 0;
-        for (int i = 0; i < d; ++i) tb = tb * p.target.blocks[i] + idx[i];
+        for (int i = 0; i < d; ++i) tb = tb * p.target().blocks[i] + idx[i];
         if (needed_set[kk * num_tblocks + tb]) {
           const int q = block_rep[tb];
           needed_all += IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
@@ -461,7 +469,7 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
     for (int i = start[g]; i < start[g + 1]; ++i) {
       const int q = members[i];
       int64_t share = 0;
-      if (rho > 1 && p.target_block[q] >= 0) {
+      if (rho > 1 && p.target_block()[q] >= 0) {
         const int64_t mine = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d) * p.elem;
         share = (mine * (rho - 1) + rho - 1) / rho;
       }
@@ -478,8 +486,8 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
   const int d = p.num_dims;
   const int n = p.num_ranks;
   std::vector<int64_t> move(n, 0);
-  const int64_t* tlo = p.target.lo.data();
-  const int64_t* thi = p.target.hi.data();
+  const int64_t* tlo = p.target().lo.data();
+  const int64_t* thi = p.target().hi.data();
   for (int r = 0; r < n; ++r) {
     if (!p.active[r]) continue;
     const int64_t need = BoxVolume(tlo + r * d, thi + r * d, d);
@@ -509,7 +517,7 @@ Result<RedistLowerBound> RedistributionLowerBound(const Layout& from, const Layo
   RedistLowerBound lb;
   lb.element_bytes = element_bytes;
   lb.per_rank =
-      redist_internal::LowerBound(p, p.src, p.source, &lb.move_per_rank, &lb.reduce_per_rank);
+      redist_internal::LowerBound(p, p.src, p.source(), &lb.move_per_rank, &lb.reduce_per_rank);
   for (int64_t v : lb.per_rank) {
     lb.max_bytes = std::max(lb.max_bytes, v);
     lb.total_bytes += v;

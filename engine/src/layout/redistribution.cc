@@ -794,7 +794,7 @@ class Planner {
         source_into_target_ = std::move(ex);
       }
     }
-    if (lb_src_.empty()) lb_src_ = redist_internal::LowerBound(p, p.src, p.source);
+    if (lb_src_.empty()) lb_src_ = redist_internal::LowerBound(p, p.src, p.source());
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes.
     if (p.num_ranks <= 32) {
@@ -816,7 +816,7 @@ class Planner {
   const std::vector<Landing>& landings() const { return landings_; }
   // Landing i's boxes (computed on first use; landing 0's are the problem's target boxes).
   const Boxes& LandingBoxes(size_t i) const {
-    if (i == 0) return p_.target;
+    if (i == 0) return p_.target();
     Landing& l = landings_[i];
     if (!l.boxes_ready) {
       l.boxes = BoxesOf(p_, l.x);
@@ -828,7 +828,7 @@ class Planner {
   const std::vector<int64_t>& lb_src() const { return lb_src_; }
   // Boxes of state s (kept for later calls while the cache is small).
   std::shared_ptr<const Boxes> BoxesFor(const State& s) const {
-    if (s.dims == p_.src.dims) return {std::shared_ptr<const Boxes>(), &p_.source};
+    if (s.dims == p_.src.dims) return {std::shared_ptr<const Boxes>(), &p_.source()};
     State dims_only;
     dims_only.dims = s.dims;
     std::string key = dims_only.Key();
@@ -1011,8 +1011,8 @@ class Planner {
     const int d = p_.num_dims;
     int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
     BoxOfRank(p_, s, r, lo, hi);
-    const int64_t* tlo = p_.target.lo.data() + r * d;
-    const int64_t* thi = p_.target.hi.data() + r * d;
+    const int64_t* tlo = p_.target().lo.data() + r * d;
+    const int64_t* thi = p_.target().hi.data() + r * d;
     return (BoxVolume(tlo, thi, d) - IntersectVolume(tlo, thi, lo, hi, d)) * p_.elem;
   }
   int64_t StepRecvOf(const StepRecv& sr, const State& next, int r) const {
@@ -1915,13 +1915,13 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
       }
     }
   }
-  const Boxes& b = p.source;
+  const Boxes& b = p.source();
   // Cheap test first: every rank's target box meets at most one other block of the source.
   const int d = p.num_dims;
   for (int r = 0; r < p.num_ranks; ++r) {
     if (!p.active[r]) continue;
-    const int64_t* lo = p.target.lo.data() + r * d;
-    const int64_t* hi = p.target.hi.data() + r * d;
+    const int64_t* lo = p.target().lo.data() + r * d;
+    const int64_t* hi = p.target().hi.data() + r * d;
     const int64_t vol = BoxVolume(lo, hi, d);
     const int64_t have = IntersectVolume(lo, hi, b.lo.data() + r * d, b.hi.data() + r * d, d);
     if (vol == have) continue;
@@ -1930,7 +1930,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
       count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
     if (count - (have > 0 ? 1 : 0) > 1) return false;
   }
-  Exchange ex = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr, p.target,
+  Exchange ex = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr, p.target(),
                                                 p.active, p.new_partial_mask);
   if (ex.messages != 1) return false;
   const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));
@@ -1941,7 +1941,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
                       : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
   st.axes = MaskAxes(ex.axes_mask);
   for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
-  redist_internal::SetLazyExchangeLists(p, p.src, p.unified ? &p.tgt : nullptr, &p.target, p.active,
+  redist_internal::SetLazyExchangeLists(p, p.src, p.unified ? &p.tgt : nullptr, &p.target(), p.active,
                                         ex.num_transfers, &st);
   st.bytes_recv = ex.recv;
   st.bytes_sent = ex.sent;

@@ -95,12 +95,25 @@ struct Problem {
   State src;
   bool has_target_state = false;  // unified: the target as a state (without new partial)
   State tgt;
-  Boxes source;                       // per-rank boxes of src
-  Boxes target;                       // per-rank target boxes (on to's own mesh)
-  std::vector<char> active;           // ranks that must end with data (not new zero addends)
-  std::vector<int64_t> target_block;  // per rank: target block id, or -1 when inactive
-  std::vector<int> zero_ranks;        // inactive ranks, ascending
-  int64_t max_shard_elems = 0;        // memory cap for intermediate states
+  std::vector<char> active;     // ranks that must end with data (not new zero addends)
+  std::vector<int> zero_ranks;  // inactive ranks, ascending
+  int64_t max_shard_elems = 0;  // memory cap for intermediate states
+
+  // Per-rank boxes of src, of the target (on to's own mesh) and per rank the target block
+  // id (-1 when inactive): computed on first use (the closed-form counts need none), like
+  // coords; not thread-safe.
+  const Boxes& source() const {
+    if (!source_ready_) FillSource();
+    return source_;
+  }
+  const Boxes& target() const {
+    if (!target_ready_) FillTarget();
+    return target_;
+  }
+  const std::vector<int64_t>& target_block() const {
+    if (!target_ready_) FillTarget();
+    return target_block_;
+  }
 
   int64_t coord(int rank, int axis) const {
     if (coords.empty()) FillCoords();
@@ -112,6 +125,13 @@ struct Problem {
     if (!coords.empty()) return coords[rank * num_axes + axis];
     return (pos_of_rank[rank] / pos_stride[axis]) % axis_size[axis];
   }
+
+ private:
+  void FillSource() const;
+  void FillTarget() const;
+  mutable bool source_ready_ = false, target_ready_ = false;
+  mutable Boxes source_, target_;
+  mutable std::vector<int64_t> target_block_;
 };
 
 Result<Problem> MakeProblem(const Setup& setup);

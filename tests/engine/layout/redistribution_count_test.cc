@@ -74,7 +74,7 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisits) {
     const redist_internal::Boxes sb = BoxesOf(p, src);
     {
       const Exchange slow =
-          ComputeExchange(p, src, sb, p.target.lo, p.target.hi, p.active, /*record=*/false);
+          ComputeExchange(p, src, sb, p.target().lo, p.target().hi, p.active, /*record=*/false);
       Exchange fast;
       ASSERT_TRUE(CountExchange(p, src, p.tgt, p.new_partial_mask, &fast)) << ctx;
       ExpectSameCounts(slow, fast, ctx + " (into the target)");
