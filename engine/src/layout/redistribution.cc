@@ -619,10 +619,9 @@ struct Landing {
   State x;
   Boxes boxes;  // computed on first use (Planner::LandingBoxes)
   bool boxes_ready = false;
-  std::vector<char> want;            // ranks that must hold their block of x
   std::vector<Edge> suffix;          // x -> ... -> target
   std::vector<State> suffix_states;  // the state after each suffix edge
-  std::vector<int64_t> recv;         // per-rank bytes of the suffix
+  int64_t recv = 0;                  // bytes every rank receives in the suffix (collectives)
   double time = 0;
   double bytes = 0;
   int steps = 0;
@@ -689,6 +688,34 @@ void BoxOfRank(const Problem& p, const State& s, int r, int64_t* lo, int64_t* hi
   }
 }
 
+// The per-rank boxes of a search state, built on first use: most expansions read only a few
+// sampled ranks' boxes (Of), which need no table. `build` returns the table (the planner
+// keeps a few); `owner` is passed to it. Refers to `p` and `s`, which must outlive it.
+class LazyBoxes {
+ public:
+  using Build = std::shared_ptr<const Boxes> (*)(const void* owner, const State& s);
+  LazyBoxes(const Problem& p, const State& s, const void* owner, Build build)
+      : p_(p), s_(s), owner_(owner), build_(build) {}
+  const State& state() const { return s_; }
+  const Boxes& all() const {
+    if (!boxes_) boxes_ = build_(owner_, s_);
+    return *boxes_;
+  }
+  void Of(int r, int64_t* lo, int64_t* hi) const {
+    if (!boxes_) return BoxOfRank(p_, s_, r, lo, hi);
+    const int d = p_.num_dims;
+    std::copy_n(boxes_->lo.data() + r * d, d, lo);
+    std::copy_n(boxes_->hi.data() + r * d, d, hi);
+  }
+
+ private:
+  const Problem& p_;
+  const State& s_;
+  const void* owner_;
+  Build build_;
+  mutable std::shared_ptr<const Boxes> boxes_;
+};
+
 // What one step makes each rank receive, evaluated rank by rank (the search first checks a
 // sample of ranks against the bound, and builds the whole vector only for survivors).
 struct StepRecv {
@@ -696,7 +723,7 @@ struct StepRecv {
   int64_t bytes = 0;           // kUniform
   std::vector<int> axes;       // kAllReduce: along these axes ...
   int64_t elems = 0;           // ... of this many elements
-  const Boxes* cur = nullptr;  // kNewBlocks: each rank receives what its new block lacks
+  const LazyBoxes* cur = nullptr;  // kNewBlocks: each rank receives what its new block lacks
 };
 
 // The irregular reduce-scatter (see Planner::ReduceScatterV) from state s into boxes `into`
@@ -814,6 +841,13 @@ class Planner {
   }
 
   const std::vector<Landing>& landings() const { return landings_; }
+  // The ranks that must hold their block of landing i: the active ranks for the target,
+  // every rank for the others.
+  const std::vector<char>& Want(size_t i) const {
+    if (i == 0) return p_.active;
+    if (every_rank_.empty()) every_rank_.assign(p_.num_ranks, 1);
+    return every_rank_;
+  }
   // Landing i's boxes (computed on first use; landing 0's are the problem's target boxes).
   const Boxes& LandingBoxes(size_t i) const {
     if (i == 0) return p_.target();
@@ -827,6 +861,11 @@ class Planner {
 
   const std::vector<int64_t>& lb_src() const { return lb_src_; }
   // Boxes of state s (kept for later calls while the cache is small).
+  LazyBoxes LazyBoxesOf(const State& s) const {
+    return LazyBoxes(p_, s, this, [](const void* self, const State& state) {
+      return static_cast<const Planner*>(self)->BoxesFor(state);
+    });
+  }
   std::shared_ptr<const Boxes> BoxesFor(const State& s) const {
     if (s.dims == p_.src.dims) return {std::shared_ptr<const Boxes>(), &p_.source()};
     State dims_only;
@@ -867,8 +906,7 @@ class Planner {
       const std::string key = node.state.Key();
       if (auto it = best_g.find(key); it != best_g.end() && Better(it->second, G(node))) continue;
       ++pops;
-      const std::shared_ptr<const Boxes> node_boxes = BoxesFor(node.state);
-      const Boxes& boxes = *node_boxes;
+      const LazyBoxes boxes = LazyBoxesOf(node.state);
       Finish(index, node, boxes, &best);
       Expand(index, node, boxes, [&](Node child, const std::vector<int64_t>& lb) {
         const Score g = G(child);
@@ -923,7 +961,7 @@ class Planner {
   Exchange ExchangeInto(const State& s, const Boxes& boxes, size_t i) const {
     if (std::optional<Exchange> ex = CountedExchangeInto(s, i)) return std::move(*ex);
     const Boxes& lb = LandingBoxes(i);
-    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, landings_[i].want,
+    return redist_internal::ComputeExchange(p_, s, boxes, lb.lo, lb.hi, Want(i),
                                             /*record=*/false);
   }
   // The same in closed form (CountExchange), or nullopt when not covered. Landings are states
@@ -944,7 +982,7 @@ class Planner {
   // record = false only the counts are computed.
   std::optional<Exchange> ReduceScatterV(const State& s, const Boxes& boxes, size_t i,
                                          bool record = true) const {
-    return ReduceScatterV(s, boxes, LandingBoxes(i), landings_[i].want, record);
+    return ReduceScatterV(s, boxes, LandingBoxes(i), Want(i), record);
   }
   std::optional<Exchange> ReduceScatterV(const State& s, const Boxes& boxes, const Boxes& into,
                                          const std::vector<char>& want, bool record = true) const {
@@ -1010,10 +1048,17 @@ class Planner {
     if (!p_.active[r]) return 0;
     const int d = p_.num_dims;
     int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
+    int64_t tlo[kMaxSampleDims], thi[kMaxSampleDims];
     BoxOfRank(p_, s, r, lo, hi);
-    const int64_t* tlo = p_.target().lo.data() + r * d;
-    const int64_t* thi = p_.target().hi.data() + r * d;
+    TargetBoxOf(r, tlo, thi);
     return (BoxVolume(tlo, thi, d) - IntersectVolume(tlo, thi, lo, hi, d)) * p_.elem;
+  }
+  // Rank r's target box (without the table when the target is a state on M).
+  void TargetBoxOf(int r, int64_t* lo, int64_t* hi) const {
+    if (p_.has_target_state) return BoxOfRank(p_, p_.tgt, r, lo, hi);
+    const int d = p_.num_dims;
+    std::copy_n(p_.target().lo.data() + r * d, d, lo);
+    std::copy_n(p_.target().hi.data() + r * d, d, hi);
   }
   int64_t StepRecvOf(const StepRecv& sr, const State& next, int r) const {
     switch (sr.kind) {
@@ -1024,10 +1069,10 @@ class Planner {
       case StepRecv::Kind::kNewBlocks: {
         const int d = p_.num_dims;
         int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
+        int64_t clo[kMaxSampleDims], chi[kMaxSampleDims];
         BoxOfRank(p_, next, r, lo, hi);
-        return (BoxVolume(lo, hi, d) -
-                IntersectVolume(lo, hi, sr.cur->lo.data() + r * d, sr.cur->hi.data() + r * d, d)) *
-               p_.elem;
+        sr.cur->Of(r, clo, chi);
+        return (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, clo, chi, d)) * p_.elem;
       }
     }
     return 0;
@@ -1037,7 +1082,7 @@ class Planner {
   // Offers the plans that end from `node`: reaching a landing structurally, or an irregular
   // exchange (no pending reductions) / reduce-scatter-v (pending reductions) into a landing,
   // followed by the landing's suffix.
-  void Finish(int index, const Node& node, const Boxes& boxes, Candidate* best) const {
+  void Finish(int index, const Node& node, const LazyBoxes& boxes, Candidate* best) const {
     const double alpha = cost_.latency_s;
     const int d = p_.num_dims;
     for (size_t i = 0; i < landings_.size(); ++i) {
@@ -1064,20 +1109,22 @@ class Planner {
         if (cfg_.tight && Sampled()) {
           bool fits = true;
           for (int r : samples_) {
-            if (!l.want[r]) continue;
-            int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
-            if (l.boxes_ready) {
+            if (!Want(i)[r]) continue;
+            int64_t lo[kMaxSampleDims], hi[kMaxSampleDims], nlo[kMaxSampleDims],
+                nhi[kMaxSampleDims];
+            if (i == 0) {
+              TargetBoxOf(r, lo, hi);
+            } else if (l.boxes_ready) {
               const Boxes& lb = LandingBoxes(i);
               std::copy_n(lb.lo.data() + r * d, d, lo);
               std::copy_n(lb.hi.data() + r * d, d, hi);
             } else {
               BoxOfRank(p_, l.x, r, lo, hi);
             }
+            boxes.Of(r, nlo, nhi);
             const int64_t missing =
-                (BoxVolume(lo, hi, d) -
-                 IntersectVolume(lo, hi, boxes.lo.data() + r * d, boxes.hi.data() + r * d, d)) *
-                p_.elem;
-            if (node.recv[r] + missing + l.recv[r] > lb_src_[r] + cfg_.tolerance) {
+                (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, nlo, nhi, d)) * p_.elem;
+            if (node.recv[r] + missing + l.recv > lb_src_[r] + cfg_.tolerance) {
               fits = false;
               break;
             }
@@ -1100,7 +1147,7 @@ class Planner {
         if (counted) {
           peers = counted->max_recv_peers;
         } else {
-          missing_bytes = MissingBytes(boxes, i, &peers);
+          missing_bytes = MissingBytes(boxes.all(), i, &peers);
         }
         const std::vector<int64_t>& missing = counted ? counted->recv : missing_bytes;
         if (!Fits(node.recv, &missing, l.recv)) continue;
@@ -1112,10 +1159,10 @@ class Planner {
                               : static_cast<double>(m) / bw_max_ +
                                     static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
-        ex = counted ? std::move(counted) : ExchangeInto(node.state, boxes, i);
+        ex = counted ? std::move(counted) : ExchangeInto(node.state, boxes.all(), i);
         kind = EdgeKind::kExchange;
       } else {
-        ex = ReduceScatterV(node.state, boxes, i, /*record=*/false);
+        ex = ReduceScatterV(node.state, boxes.all(), i, /*record=*/false);
         kind = EdgeKind::kReduceScatterV;
       }
       if (!ex || !Fits(node.recv, &ex->recv, l.recv)) continue;
@@ -1132,13 +1179,13 @@ class Planner {
   // Per rank, the elements of landing i's blocks the state `boxes` lacks (bytes): what an
   // exchange into it receives; *peers: the most blocks of `boxes` any rank needs a part of.
   std::vector<int64_t> MissingBytes(const Boxes& boxes, size_t i, int64_t* peers) const {
-    const Landing& l = landings_[i];
+    const std::vector<char>& want = Want(i);
     const Boxes& lb = LandingBoxes(i);
     const int d = p_.num_dims;
     std::vector<int64_t> out(p_.num_ranks, 0);
     int64_t most = 0;
     for (int r = 0; r < p_.num_ranks; ++r) {
-      if (!l.want[r]) continue;
+      if (!want[r]) continue;
       const int64_t* lo = lb.lo.data() + r * d;
       const int64_t* hi = lb.hi.data() + r * d;
       const int64_t vol = BoxVolume(lo, hi, d);
@@ -1156,11 +1203,12 @@ class Planner {
     return out;
   }
 
-  bool Fits(const std::vector<int64_t>& a, const std::vector<int64_t>* b,
-            const std::vector<int64_t>& c) const {
+  // Whether a + b + c (per rank; b may be null, c is uniform) stays within the bound.
+  bool Fits(const std::vector<int64_t>& a, const std::vector<int64_t>* b, int64_t c) const {
     if (!cfg_.tight) return true;
+    const int64_t slack = cfg_.tolerance - c;
     for (int r = 0; r < p_.num_ranks; ++r) {
-      if (a[r] + (b ? (*b)[r] : 0) + c[r] > lb_src_[r] + cfg_.tolerance) return false;
+      if (a[r] + (b ? (*b)[r] : 0) > lb_src_[r] + slack) return false;
     }
     return true;
   }
@@ -1169,10 +1217,8 @@ class Planner {
   // all-to-alls reversed, slices reversed), breadth first.
   void BuildLandings() {
     Landing t;
-    t.want = p_.active;
     if (p_.has_target_state) t.x = p_.tgt;
     t.boxes_ready = true;  // p_.target (LandingBoxes)
-    t.recv.assign(p_.num_ranks, 0);
     landings_.push_back(std::move(t));
     if (!p_.has_target_state) return;
     constexpr size_t kMaxLandings = 24;
@@ -1190,7 +1236,6 @@ class Planner {
           l.x = std::move(x);
           const int64_t shard = ShardElems(p_, l.x);
           if (shard > p_.max_shard_elems) return;
-          l.want.assign(p_.num_ranks, 1);
           const int64_t g = p_.mesh.GroupSize(e.axes);
           int64_t recv = 0;
           double secs = 0;
@@ -1207,8 +1252,7 @@ class Planner {
           l.suffix.insert(l.suffix.end(), y.suffix.begin(), y.suffix.end());
           l.suffix_states.insert(l.suffix_states.end(), y.suffix_states.begin(),
                                  y.suffix_states.end());
-          l.recv = y.recv;
-          for (int64_t& v : l.recv) v += recv * p_.elem;
+          l.recv = y.recv + recv * p_.elem;
           l.time = y.time + secs;
           l.bytes = y.bytes + static_cast<double>(recv * p_.elem);
           l.steps = y.steps + 1;
@@ -1254,16 +1298,21 @@ class Planner {
 
   // Generates the children of `node` and passes them (with their lower bound) to `emit`.
   template <typename Emit>
-  void Expand(int index, const Node& node, const Boxes& boxes, Emit emit) {
+  void Expand(int index, const Node& node, const LazyBoxes& boxes, Emit emit) {
     const State& s = node.state;
     const int na = p_.num_axes;
     const int nd = p_.num_dims;
     std::vector<int> dim_of(na, -1);
+    std::vector<int64_t> blocks(nd, 1);
     for (int d = 0; d < nd; ++d) {
-      for (int a : s.dims[d]) dim_of[a] = d;
+      for (int a : s.dims[d]) {
+        dim_of[a] = d;
+        blocks[d] *= p_.axis_size[a];
+      }
     }
+    const int64_t shard_elems = ShardElems(p_, s);
     auto divisible = [&](int d, int64_t factor) {
-      return p_.shape[d] % (boxes.blocks[d] * factor) == 0;
+      return p_.shape[d] % (blocks[d] * factor) == 0;
     };
     auto uniform = [&](Edge edge, State next, CollectiveKind kind, int64_t recv_elems,
                        int64_t n_elems) {
@@ -1277,10 +1326,10 @@ class Planner {
       StepRecv sr;
       sr.kind = StepRecv::Kind::kAllReduce;
       sr.axes = axes;
-      sr.elems = boxes.shard_elems;
+      sr.elems = shard_elems;
       const double secs =
           cost_.CollectiveSeconds(CollectiveKind::kAllReduce,
-                                  static_cast<double>(boxes.shard_elems * p_.elem), p_.mesh, axes);
+                                  static_cast<double>(shard_elems * p_.elem), p_.mesh, axes);
       Consider(index, node, {EdgeKind::kAllReduce, std::move(axes), -1, -1}, std::move(next), sr,
                secs, false, emit);
     };
@@ -1294,8 +1343,8 @@ class Planner {
           next.reduce_mask &= ~(1u << x);
           next.dims[e].push_back(x);
           uniform({EdgeKind::kReduceScatter, {x}, e, -1}, std::move(next),
-                  CollectiveKind::kReduceScatter, RingShare(boxes.shard_elems, px),
-                  boxes.shard_elems);
+                  CollectiveKind::kReduceScatter, RingShare(shard_elems, px),
+                  shard_elems);
         }
         State next = s;
         next.reduce_mask &= ~(1u << x);
@@ -1314,7 +1363,7 @@ class Planner {
           State next = s;
           next.dims[d].pop_back();
           uniform({EdgeKind::kGather, {x}, d, -1}, std::move(next), CollectiveKind::kAllGather,
-                  (px - 1) * boxes.shard_elems, px * boxes.shard_elems);
+                  (px - 1) * shard_elems, px * shard_elems);
         }
         // All-to-all of the last k axes of d, in order, to the end of e.
         const std::vector<int>& list = s.dims[d];
@@ -1328,7 +1377,7 @@ class Planner {
             next.dims[d].resize(list.size() - k);
             next.dims[e].insert(next.dims[e].end(), suffix.begin(), suffix.end());
             uniform({EdgeKind::kAllToAll, suffix, d, e}, std::move(next), CollectiveKind::kAllToAll,
-                    RingShare(boxes.shard_elems, g), boxes.shard_elems);
+                    RingShare(shard_elems, g), shard_elems);
           }
         }
       }
@@ -1342,7 +1391,7 @@ class Planner {
       const std::vector<int> axes = MaskAxes(s.reduce_mask);
       const int64_t g = p_.mesh.GroupSize(axes);
       StepRecv sr;
-      sr.bytes = (g - 1) * boxes.shard_elems * p_.elem;
+      sr.bytes = (g - 1) * shard_elems * p_.elem;
       const double secs = cost_.ExchangeSeconds(g - 1, static_cast<double>(sr.bytes),
                                                 cost_.Bandwidth(p_.mesh, axes));
       Consider(index, node, {EdgeKind::kReduceScatterV, axes, -1, -1}, std::move(next), sr, secs,
@@ -1398,7 +1447,7 @@ class Planner {
   // work. `seconds` < 0: a permute, priced by its exchange.
   template <typename Emit>
   void Consider(int index, const Node& node, Edge edge, State next, const StepRecv& sr,
-                double seconds, bool exchange, Emit& emit, const Boxes* next_boxes = nullptr) {
+                double seconds, bool exchange, Emit& emit, const LazyBoxes* next_boxes = nullptr) {
     if (ShardElems(p_, next) > p_.max_shard_elems) return;
     if (cfg_.tight && Sampled()) {
       for (int r : samples_) {
@@ -1427,11 +1476,9 @@ class Planner {
     }
     std::shared_ptr<const Boxes> owned;
     auto boxes = [&]() -> const Boxes& {
-      if (!next_boxes) {
-        owned = BoxesFor(next);
-        next_boxes = owned.get();
-      }
-      return *next_boxes;
+      if (next_boxes) return next_boxes->all();
+      if (!owned) owned = BoxesFor(next);
+      return *owned;
     };
     std::vector<int64_t> step_recv;
     switch (sr.kind) {
@@ -1454,8 +1501,8 @@ class Planner {
         for (int r = 0; r < p_.num_ranks; ++r) {
           const int64_t* lo = nb.lo.data() + r * d;
           const int64_t* hi = nb.hi.data() + r * d;
-          step_recv[r] = (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->lo.data() + r * d,
-                                                                 sr.cur->hi.data() + r * d, d)) *
+          step_recv[r] = (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->all().lo.data() + r * d,
+                                                                 sr.cur->all().hi.data() + r * d, d)) *
                          p_.elem;
         }
         break;
@@ -1484,7 +1531,7 @@ class Planner {
         (void)covered;
       } else if (!redist_internal::CountExchange(p_, node.state, child.state, 0, &ex)) {
         const std::shared_ptr<const Boxes> child_boxes = BoxesFor(child.state);
-        ex = redist_internal::ComputeExchange(p_, node.state, *sr.cur, child_boxes->lo,
+        ex = redist_internal::ComputeExchange(p_, node.state, sr.cur->all(), child_boxes->lo,
                                               child_boxes->hi, std::vector<char>(p_.num_ranks, 1),
                                               /*record=*/false);
       }
@@ -1514,6 +1561,7 @@ class Planner {
   mutable std::optional<Exchange> source_into_target_;
   std::vector<int> samples_;
   mutable std::vector<Landing> landings_;
+  mutable std::vector<char> every_rank_;  // Want(i > 0)
   std::vector<Node> nodes_;
   int explored_ = 0;
 };
@@ -1750,7 +1798,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     // Every rank keeping its whole block: a direct all-reduce; else a reduce-scatter-v.
     bool whole = true;
     for (int r = 0; r < n && whole; ++r) {
-      if (!landing.want[r]) continue;
+      if (!planner.Want(cand.landing)[r]) continue;
       for (int i = 0; i < p.num_dims; ++i) {
         whole &= b.lo[r * p.num_dims + i] == landing_boxes().lo[r * p.num_dims + i] &&
                  b.hi[r * p.num_dims + i] == landing_boxes().hi[r * p.num_dims + i];
@@ -1758,7 +1806,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     st.kind = whole ? Kind::kAllReduce : Kind::kReduceScatter;
     irregular(&st, *ex);
-    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes(), landing.want,
+    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes(), planner.Want(cand.landing),
                                                ex->num_transfers);
     st.groups = redist_internal::LazyGroupsAlong(p.mesh, st.axes);
     if (into_target) {
@@ -1794,7 +1842,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
       bool boxes_change = false;
       for (int r = 0; r < n && !boxes_change; ++r) {
-        if (!landing.want[r]) continue;
+        if (!planner.Want(cand.landing)[r]) continue;
         for (int i = 0; i < p.num_dims; ++i) {
           boxes_change |= b().lo[r * p.num_dims + i] != landing_boxes().lo[r * p.num_dims + i] ||
                           b().hi[r * p.num_dims + i] != landing_boxes().hi[r * p.num_dims + i];
@@ -1819,7 +1867,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     irregular(&st, ex);
     redist_internal::SetLazyExchangeLists(p, last.state, p.has_target_state ? &landing.x : nullptr,
                                           p.has_target_state ? nullptr : &landing_boxes(),
-                                          landing.want, ex.num_transfers, &st);
+                                          planner.Want(cand.landing), ex.num_transfers, &st);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
       st.after = p.to;

@@ -107,9 +107,11 @@ struct Dim {
   }
 };
 
-// floor((start + k step) / div) for k = 0 .. count-1, without a division per k.
-std::vector<int64_t> FloorSteps(int64_t start, int64_t step, int64_t div, int64_t count) {
-  std::vector<int64_t> out(count);
+// out[k] = floor((start + k step) / div) for k = 0 .. count-1, without a division per k.
+void FloorSteps(int64_t start, int64_t step, int64_t div, int64_t count,
+                std::vector<int64_t>* out_vector) {
+  out_vector->resize(count);
+  int64_t* out = out_vector->data();
   const int64_t q_step = step / div, r_step = step % div;
   int64_t q = start / div, r = start % div;
   for (int64_t k = 0; k < count; ++k) {
@@ -121,18 +123,137 @@ std::vector<int64_t> FloorSteps(int64_t start, int64_t step, int64_t div, int64_
       ++q;
     }
   }
-  return out;
 }
 
 // (axis, weight) of every axis of `axes` in the mixed-radix index over them.
-std::vector<std::pair<int, int64_t>> Terms(const Problem& p, const std::vector<int>& axes) {
-  std::vector<std::pair<int, int64_t>> out(axes.size());
+void Terms(const Problem& p, const int* axes, int count,
+           std::vector<std::pair<int, int64_t>>* out) {
+  out->resize(count);
   int64_t w = 1;
-  for (int j = static_cast<int>(axes.size()) - 1; j >= 0; --j) {
-    out[j] = {axes[j], w};
+  for (int j = count - 1; j >= 0; --j) {
+    (*out)[j] = {axes[j], w};
     w *= p.axis_size[axes[j]];
   }
-  return out;
+}
+
+// One dimension's factors of the per-rank counts, by the coordinates of the mesh axes that
+// index its blocks in s or x (the key: mixed radix over `axes`, the last fastest).
+struct DimTable {
+  struct Entry {
+    int64_t have = 1;    // length of the rank's landing block inside its source block
+    int64_t blocks = 1;  // source blocks its landing block meets
+    int64_t sends = 1;   // landing blocks with the sender's fixed digits its source block meets
+    int64_t sent = 1;    // and their overlap with it
+    uint32_t separating = 0;  // axes of s along which it differs from a block it receives from
+    void Multiply(const Entry& e) {
+      have *= e.have;
+      blocks *= e.blocks;
+      sends *= e.sends;
+      sent *= e.sent;
+      separating |= e.separating;
+    }
+  };
+  std::vector<int> axes;
+  int64_t key_weight[kMaxDigits];  // per mesh axis: its weight in the key, -1 when not in it
+  std::vector<Entry> entries;
+  int64_t WeightOf(int axis) const { return key_weight[axis]; }
+};
+
+// The sending factor of dimension i for a sender with source block `sb` and fixed digits
+// `fixed` (their index over the dimension's fixed axes; `coord`: the sender's coordinates,
+// read for those axes): the landing blocks with those digits that meet the source block, and
+// their overlap with it.
+void SendFactor(const State& into, uint32_t used_mask, int i, int64_t sb,
+                int64_t fixed, const int64_t* coord, Dim* g, int64_t* count, int64_t* overlap) {
+  const int64_t bx = g->bx[sb], by = g->by[sb];
+  if (g->memo.empty()) {  // no fixed axes: every landing block it meets, the whole block
+    *count = by - bx + 1;
+    *overlap = g->bs;
+    return;
+  }
+  if (by - bx < 16) {  // a short range: test its blocks
+    int64_t m = 0, o = 0;
+    for (int64_t b = bx; b <= by; ++b) {
+      if (g->fixed_key[b] != fixed) continue;
+      ++m;
+      o += g->Overlap(sb, b);
+    }
+    *count = m;
+    *overlap = o;
+    return;
+  }
+  int64_t* memo = g->memo.data() + 2 * (sb * g->fixed_combos + fixed);
+  if (memo[0] < 0) {
+    Digits& dg = g->digits;
+    for (int j = 0; j < dg.k; ++j) {
+      const int a = into.dims[i][j];
+      dg.fixed[j] = (used_mask & (1u << a)) ? -1 : coord[a];
+    }
+    dg.Finish();
+    const int64_t m = dg.CountBelow(by + 1) - dg.CountBelow(bx);
+    int64_t o = g->t * m;
+    if (m > 0 && dg.Matches(bx)) o -= sb * g->bs - bx * g->t;
+    if (m > 0 && dg.Matches(by)) o -= (by + 1) * g->t - (sb + 1) * g->bs;
+    memo[0] = m;
+    memo[1] = o;
+  }
+  *count = memo[0];
+  *overlap = memo[1];
+}
+
+// Fills dimension i's table (see DimTable) by odometer over its key.
+void BuildTable(const Problem& p, const State& into, uint32_t used_mask, int i,
+                bool with_senders, Dim* g, DimTable* t) {
+  const int na = p.num_axes;
+  // Per mesh axis: its weight in the source block index, the landing block index and the
+  // fixed key of this dimension (0 when it has none).
+  int64_t sw[kMaxDigits] = {}, tw[kMaxDigits] = {}, fw[kMaxDigits] = {};
+  for (const auto& [a, w] : g->src_terms) sw[a] = w;
+  for (const auto& [a, w] : g->into_terms) tw[a] = w;
+  for (const auto& [a, w] : g->fixed_terms) fw[a] = w;
+  std::fill(t->key_weight, t->key_weight + kMaxDigits, -1);
+  t->axes.clear();
+  for (int a = 0; a < na; ++a) {
+    if (p.axis_size[a] > 1 && (sw[a] || tw[a])) t->axes.push_back(a);
+  }
+  int64_t size = 1;
+  for (int j = static_cast<int>(t->axes.size()) - 1; j >= 0; --j) {
+    t->key_weight[t->axes[j]] = size;
+    size *= p.axis_size[t->axes[j]];
+  }
+  t->entries.resize(size);
+  int64_t coord[kMaxDigits] = {};
+  int64_t sidx = 0, tidx = 0, fidx = 0;
+  for (int64_t k = 0; k < size; ++k) {
+    if (k > 0) {
+      for (int j = static_cast<int>(t->axes.size()) - 1; j >= 0; --j) {
+        const int a = t->axes[j];
+        if (++coord[a] < p.axis_size[a]) {
+          sidx += sw[a];
+          tidx += tw[a];
+          fidx += fw[a];
+          break;
+        }
+        const int64_t back = coord[a] - 1;
+        sidx -= back * sw[a];
+        tidx -= back * tw[a];
+        fidx -= back * fw[a];
+        coord[a] = 0;
+      }
+    }
+    DimTable::Entry& e = t->entries[k];
+    e.have = g->Overlap(sidx, tidx);
+    e.blocks = g->last[tidx] - g->first[tidx] + 1;
+    if (!with_senders) continue;
+    SendFactor(into, used_mask, i, sidx, fidx, coord, g, &e.sends, &e.sent);
+    e.separating = 0;
+    for (const auto& [a, w] : g->src_terms) {
+      if (p.axis_size[a] <= 1) continue;
+      const int64_t f = g->first[tidx] / w, l = g->last[tidx] / w;
+      const int64_t digit = f == l ? f % p.axis_size[a] : -1;  // -1: the blocks differ along a
+      if (digit != coord[a]) e.separating |= 1u << a;
+    }
+  }
 }
 
 // Which sides of the exchange one call counts: both, the receiving side, or the sending side
@@ -147,7 +268,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   const int n = p.num_ranks;
   const int na = p.num_axes;
   if (s.reduce_mask || static_cast<int>(s.dims.size()) != d ||
-      static_cast<int>(into.dims.size()) != d || na > kMaxDigits) {
+      static_cast<int>(into.dims.size()) != d || na > kMaxDigits || d > kMaxDigits) {
     return false;
   }
   for (int i = 0; i < d; ++i) {
@@ -166,16 +287,15 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   }
   const uint32_t zero_fixed = zero_mask & ~used_mask;  // zero axes in U
 
-  // Source digits (axis, dimension, index among the dimension's digits, weight, size).
-  struct SourceDigit {
-    int axis;
-    int dim;
-    int64_t weight;
-    int64_t size;
-    std::vector<int64_t> digit_of;  // per landing block (filled on demand; -2: not yet)
-  };
-  std::vector<SourceDigit> source_digits;
-  std::vector<Dim> dims(d);
+  // The per-dimension tables live in a per-thread scratch reused by every call (a plan counts
+  // many exchanges; their vectors keep their capacity).
+  thread_local std::vector<Dim> dims_scratch;
+  thread_local std::vector<DimTable> tables_scratch;
+  if (static_cast<int>(dims_scratch.size()) < d) {
+    dims_scratch.resize(d);
+    tables_scratch.resize(d);
+  }
+  std::vector<Dim>& dims = dims_scratch;
   int64_t need = 1;         // every landing block has the same volume
   int64_t shard_elems = 1;  // and every source block
   for (int i = 0; i < d; ++i) {
@@ -184,35 +304,35 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     g.t = p.shape[i] / p.mesh.GroupSize(into.dims[i]);
     need *= g.t;
     shard_elems *= g.bs;
-    g.src_terms = Terms(p, s.dims[i]);
-    g.into_terms = Terms(p, into.dims[i]);
+    Terms(p, s.dims[i].data(), static_cast<int>(s.dims[i].size()), &g.src_terms);
+    Terms(p, into.dims[i].data(), static_cast<int>(into.dims[i].size()), &g.into_terms);
     const int64_t src_blocks = p.shape[i] / g.bs, into_blocks = p.shape[i] / g.t;
-    g.first = FloorSteps(0, g.t, g.bs, into_blocks);
-    g.last = FloorSteps(g.t - 1, g.t, g.bs, into_blocks);
+    FloorSteps(0, g.t, g.bs, into_blocks, &g.first);
+    FloorSteps(g.t - 1, g.t, g.bs, into_blocks, &g.last);
     if (with_senders) {
-      g.bx = FloorSteps(0, g.bs, g.t, src_blocks);
-      g.by = FloorSteps(g.bs - 1, g.bs, g.t, src_blocks);
-    }
-    for (const auto& [a, w] : g.src_terms) {
-      if (p.axis_size[a] > 1) source_digits.push_back({a, i, w, p.axis_size[a], {}});
+      FloorSteps(0, g.bs, g.t, src_blocks, &g.bx);
+      FloorSteps(g.bs - 1, g.bs, g.t, src_blocks, &g.by);
     }
     Digits& dg = g.digits;
     dg.k = static_cast<int>(into.dims[i].size());
     dg.total = into_blocks;
-    std::vector<int> fixed_axes;
+    int fixed_axes[kMaxDigits];
+    int num_fixed = 0;
     for (int j = 0; j < dg.k; ++j) {
       const int a = into.dims[i][j];
       dg.size[j] = p.axis_size[a];
       dg.fixed[j] = -1;
-      if (!(used_mask & (1u << a))) fixed_axes.push_back(a);
+      if (!(used_mask & (1u << a))) fixed_axes[num_fixed++] = a;
     }
-    g.fixed_terms = Terms(p, fixed_axes);
-    for (int a : fixed_axes) g.fixed_combos *= p.axis_size[a];
-    if (with_senders && !fixed_axes.empty()) {
+    Terms(p, fixed_axes, num_fixed, &g.fixed_terms);
+    g.fixed_combos = 1;
+    for (int f = 0; f < num_fixed; ++f) g.fixed_combos *= p.axis_size[fixed_axes[f]];
+    g.memo.clear();  // empty: no fixed axes (SendFactor)
+    if (with_senders && num_fixed > 0) {
       g.memo.assign(2 * src_blocks * g.fixed_combos, -1);
       // Landing blocks' fixed keys by odometer over their digits.
       int64_t weight[kMaxDigits], digit[kMaxDigits];
-      for (int j = dg.k - 1, f = static_cast<int>(fixed_axes.size()) - 1; j >= 0; --j) {
+      for (int j = dg.k - 1, f = num_fixed - 1; j >= 0; --j) {
         weight[j] = 0;
         digit[j] = 0;
         if (!(used_mask & (1u << into.dims[i][j]))) weight[j] = g.fixed_terms[f--].second;
@@ -232,6 +352,14 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       }
     }
   }
+  // Per dimension, a table over the coordinates of the axes indexing its blocks in s or x:
+  // the dimension's factor of every per-rank count (a rank's counts are products of one entry
+  // per dimension), so the walk over the ranks only looks entries up.
+  std::vector<DimTable>& tables = tables_scratch;
+  for (int i = 0; i < d; ++i) {
+    BuildTable(p, into, used_mask, i, with_senders, &dims[i], &tables[i]);
+  }
+
   Exchange& ex = *out;
   // The sending side continues from the receiving side's counts and permute test.
   bool permute = true;
@@ -244,131 +372,118 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     most_messages = ex.max_recv_peers;
   }
   ex.sent.assign(n, 0);
-  // Ranks in grid order, by odometer: each step moves one coordinate, which moves the block
-  // indices of at most one dimension of s and one of x (and one fixed key) by its weight.
-  struct AxisStep {
-    int src_dim = -1, into_dim = -1, fixed_dim = -1;
-    int64_t src_w = 0, into_w = 0, fixed_w = 0;
-  };
-  std::vector<AxisStep> steps(na);
-  for (int i = 0; i < d; ++i) {
-    for (const auto& [a, w] : dims[i].src_terms) steps[a].src_dim = i, steps[a].src_w = w;
-    for (const auto& [a, w] : dims[i].into_terms) steps[a].into_dim = i, steps[a].into_w = w;
-    for (const auto& [a, w] : dims[i].fixed_terms) steps[a].fixed_dim = i, steps[a].fixed_w = w;
+  uint32_t separating = 0;
+
+  // Ranks in grid order over every axis but the largest, z, by odometer (a step along an axis
+  // moves the keys of the one or two dimensions it indexes); along z, an inner loop that moves
+  // only the keys of z's dimensions, with the other dimensions' product fixed.
+  int z = -1;  // none on a mesh without axes
+  for (int a = 0; a < na; ++a) {
+    if (z < 0 || p.axis_size[a] >= p.axis_size[z]) z = a;
   }
-  int64_t sidx[kMaxDigits] = {}, tidx[kMaxDigits] = {}, fidx[kMaxDigits] = {};
-  int64_t c[kMaxDigits] = {};
-  // The axes of V along which a receiving rank differs from some peer, until every axis of V is
-  // found (usually within a few ranks; else the digits of each landing block's source blocks
-  // are kept, to divide once per block, not per rank).
-  auto find_separating_axes = [&](const int64_t* landing_idx, const int64_t* coord) {
-    for (size_t j = 0; j < source_digits.size() && ex.axes_mask != used_mask; ++j) {
-      SourceDigit& sd = source_digits[j];
-      if (ex.axes_mask & (1u << sd.axis)) continue;
-      const Dim& g = dims[sd.dim];
-      const int64_t tb = landing_idx[sd.dim];
-      if (sd.digit_of.empty()) sd.digit_of.assign(g.first.size(), -2);
-      int64_t& digit = sd.digit_of[tb];
-      if (digit == -2) {
-        const int64_t f = g.first[tb] / sd.weight, l = g.last[tb] / sd.weight;
-        digit = f == l ? f % sd.size : -1;  // -1: the blocks differ along the axis
-      }
-      if (digit != coord[sd.axis]) ex.axes_mask |= 1u << sd.axis;
+  const int64_t z_size = z >= 0 ? p.axis_size[z] : 1;
+  const int64_t z_pos_stride = z >= 0 ? p.pos_stride[z] : 0;
+  const uint32_t z_bit = z >= 0 ? 1u << z : 0;
+  // z's dimensions (at most two: one of s, one of x) and its key weight in each.
+  int z_dims[2] = {-1, -1};
+  int64_t z_weights[2] = {0, 0};
+  int num_z_dims = 0;
+  for (int i = 0; i < d; ++i) {
+    const int64_t w = z >= 0 ? tables[i].WeightOf(z) : -1;
+    if (w < 0) continue;
+    z_dims[num_z_dims] = i;
+    z_weights[num_z_dims] = w;
+    ++num_z_dims;
+  }
+  // Per mesh axis, the keys it moves (of the one or two dimensions whose table it indexes).
+  struct KeyMove {
+    int count = 0;
+    int dim[2];
+    int64_t weight[2];
+  };
+  KeyMove key_moves[kMaxDigits];
+  for (int i = 0; i < d; ++i) {
+    for (int a : tables[i].axes) {
+      KeyMove& km = key_moves[a];
+      km.dim[km.count] = i;
+      km.weight[km.count] = tables[i].key_weight[a];
+      ++km.count;
     }
+  }
+  auto tables_move = [&key_moves](int a, int64_t delta, int64_t* keys) {
+    const KeyMove& km = key_moves[a];
+    for (int j = 0; j < km.count; ++j) keys[km.dim[j]] += delta * km.weight[j];
   };
-  auto move = [&](int a, int64_t delta) {
-    const AxisStep& st = steps[a];
-    if (st.src_dim >= 0) sidx[st.src_dim] += delta * st.src_w;
-    if (st.into_dim >= 0) tidx[st.into_dim] += delta * st.into_w;
-    if (st.fixed_dim >= 0) fidx[st.fixed_dim] += delta * st.fixed_w;
-  };
-  for (int pos = 0; pos < n; ++pos) {
-    if (pos > 0) {
+  const DimTable::Entry unit;
+  int64_t key[kMaxDigits] = {}, c[kMaxDigits] = {};
+  int64_t pos = 0;
+  const int64_t outer = n / z_size;
+  for (int64_t o = 0; o < outer; ++o) {
+    if (o > 0) {  // odometer over the axes but z
       for (int a = na - 1; a >= 0; --a) {
+        if (a == z) continue;
         if (++c[a] < p.axis_size[a]) {
-          move(a, 1);
+          tables_move(a, 1, key);
+          pos += p.pos_stride[a];
           break;
         }
-        move(a, -(c[a] - 1));
+        tables_move(a, -(c[a] - 1), key);
+        pos -= (c[a] - 1) * p.pos_stride[a];
         c[a] = 0;
       }
     }
-    const int r = p.rank_of_pos[pos];
-    bool wants = true;
-    for (uint32_t m = zero_mask; m; m &= m - 1) wants &= c[__builtin_ctz(m)] == 0;
-    int64_t have = 1;
-    for (int i = 0; i < d; ++i) have *= dims[i].Overlap(sidx[i], tidx[i]);
-    // Receiving (count > 0 exactly when recv > 0: the landing box meets a source block other
-    // than the rank's own exactly when it is not inside it).
-    if (wants && !with_receivers && ex.recv[r] > 0) {
-      find_separating_axes(tidx, c);
-    } else if (wants && with_receivers) {
-      int64_t blocks = 1;
-      for (int i = 0; i < d; ++i) blocks *= dims[i].last[tidx[i]] - dims[i].first[tidx[i]] + 1;
-      const int64_t count = blocks - (have > 0 ? 1 : 0);
-      if (count > 0) {
-        ex.recv[r] = (need - have) * p.elem;
-        ex.num_transfers += count;
-        most_messages = std::max(most_messages, count);
-        ex.max_recv_peers = std::max(ex.max_recv_peers, count);
-        if (count > 1 || have != 0 || need != shard_elems) permute = false;
-        if (with_senders) find_separating_axes(tidx, c);
-      }
+    bool wants_outer = true, receivers_outer = true;
+    for (uint32_t m = zero_mask & ~z_bit; m; m &= m - 1) wants_outer &= c[__builtin_ctz(m)] == 0;
+    for (uint32_t m = zero_fixed & ~z_bit; m; m &= m - 1)
+      receivers_outer &= c[__builtin_ctz(m)] == 0;
+    // The dimensions z does not move: their product.
+    DimTable::Entry rest;
+    rest.sends = free_factor;
+    rest.sent = free_factor;
+    for (int i = 0; i < d; ++i) {
+      if (i == z_dims[0] || i == z_dims[1]) continue;
+      rest.Multiply(tables[i].entries[key[i]]);
     }
-    // Sending.
-    if (!with_senders) continue;
-    bool receivers = true;
-    for (uint32_t m = zero_fixed; m; m &= m - 1) receivers &= c[__builtin_ctz(m)] == 0;
-    if (!receivers) continue;
-    int64_t count = free_factor, elems = free_factor;
-    for (int i = 0; i < d && count > 0; ++i) {
-      Dim& g = dims[i];
-      const int64_t sb = sidx[i];
-      const int64_t bx = g.bx[sb], by = g.by[sb];
-      if (g.memo.empty()) {
-        count *= by - bx + 1;
-        elems *= g.bs;
-        continue;
-      }
-      const int64_t fixed = fidx[i];
-      if (by - bx < 16) {  // a short range: test its blocks
-        int64_t m = 0, overlap = 0;
-        for (int64_t b = bx; b <= by; ++b) {
-          if (g.fixed_key[b] != fixed) continue;
-          ++m;
-          overlap += g.Overlap(sb, b);
+    const DimTable::Entry* e0 = num_z_dims > 0 ? &tables[z_dims[0]].entries[key[z_dims[0]]] : &unit;
+    const DimTable::Entry* e1 = num_z_dims > 1 ? &tables[z_dims[1]].entries[key[z_dims[1]]] : &unit;
+    const int64_t w0 = num_z_dims > 0 ? z_weights[0] : 0;
+    const int64_t w1 = num_z_dims > 1 ? z_weights[1] : 0;
+    for (int64_t cz = 0; cz < z_size; ++cz) {
+      const DimTable::Entry& x0 = e0[cz * w0];
+      const DimTable::Entry& x1 = e1[cz * w1];
+      const int r = p.rank_of_pos[pos + cz * z_pos_stride];
+      const bool wants = wants_outer && (cz == 0 || !(zero_mask & z_bit));
+      const int64_t have = rest.have * x0.have * x1.have;
+      // Receiving (count > 0 exactly when recv > 0: the landing box meets a source block other
+      // than the rank's own exactly when it is not inside it).
+      if (wants && with_receivers) {
+        const int64_t count = rest.blocks * x0.blocks * x1.blocks - (have > 0 ? 1 : 0);
+        if (count > 0) {
+          ex.recv[r] = (need - have) * p.elem;
+          ex.num_transfers += count;
+          most_messages = std::max(most_messages, count);
+          ex.max_recv_peers = std::max(ex.max_recv_peers, count);
+          if (count > 1 || have != 0 || need != shard_elems) permute = false;
+          separating |= rest.separating | x0.separating | x1.separating;
         }
-        count *= m;
-        elems *= overlap;
-        continue;
+      } else if (wants && ex.recv[r] > 0) {
+        separating |= rest.separating | x0.separating | x1.separating;
       }
-      int64_t* memo = g.memo.data() + 2 * (sb * g.fixed_combos + fixed);
-      if (memo[0] < 0) {
-        Digits& dg = g.digits;
-        for (int j = 0; j < dg.k; ++j) {
-          const int a = into.dims[i][j];
-          dg.fixed[j] = (used_mask & (1u << a)) ? -1 : c[a];
-        }
-        dg.Finish();
-        const int64_t m = dg.CountBelow(by + 1) - dg.CountBelow(bx);
-        int64_t overlap = g.t * m;
-        if (m > 0 && dg.Matches(bx)) overlap -= sb * g.bs - bx * g.t;
-        if (m > 0 && dg.Matches(by)) overlap -= (by + 1) * g.t - (sb + 1) * g.bs;
-        memo[0] = m;
-        memo[1] = overlap;
+      // Sending.
+      if (!with_senders || !receivers_outer || (cz > 0 && (zero_fixed & z_bit))) continue;
+      int64_t count = rest.sends * x0.sends * x1.sends;
+      if (count == 0) continue;
+      int64_t elems = rest.sent * x0.sent * x1.sent;
+      if (wants && have > 0) {
+        --count;
+        elems -= have;
       }
-      count *= memo[0];
-      elems *= memo[1];
+      ex.sent[r] = elems * p.elem;
+      most_messages = std::max(most_messages, count);
+      if (count > 1) permute = false;
     }
-    if (count == 0) continue;
-    if (wants && have > 0) {
-      --count;
-      elems -= have;
-    }
-    ex.sent[r] = elems * p.elem;
-    most_messages = std::max(most_messages, count);
-    if (count > 1) permute = false;
   }
+  if (with_senders) ex.axes_mask = separating;
   for (int r = 0; with_receivers && r < n; ++r) ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
   for (int r = 0; with_senders && r < n; ++r) ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
   ex.messages = most_messages;
