@@ -807,19 +807,30 @@ RedistTransfers LazyReduceScatterVTransfers(const Problem& p, const State& s, co
   });
 }
 
+// The exchange from the source into the target, counted once (CountExchange) for the
+// single-message path and the search: without pending reductions its receiving side is the
+// bound from the source, and the search prices the exchange first, from the root.
+struct SourceExchange {
+  bool counted = false;
+  Exchange ex;
+
+  // Counts when the problem allows: no pending reductions, the target a state on the mesh,
+  // other than the source.
+  explicit SourceExchange(const Problem& p) {
+    if (p.src.reduce_mask == 0 && p.has_target_state && p.src.dims != p.tgt.dims) {
+      counted = redist_internal::CountExchange(p, p.src, p.tgt, p.new_partial_mask, &ex);
+    }
+  }
+};
+
 class Planner {
  public:
-  Planner(const Problem& p, const CostModel& cost) : p_(p), cost_(cost) {
+  Planner(const Problem& p, const CostModel& cost, SourceExchange source_into_target)
+      : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
-    // Without pending reductions the bound from the source is the receiving side of the
-    // exchange from it into the target (each active rank receives what its target box lacks),
-    // which the search prices first (always, from the root): counted once, for both.
-    if (p.src.reduce_mask == 0 && p.has_target_state && p.src.dims != p.tgt.dims) {
-      Exchange ex;
-      if (redist_internal::CountExchange(p, p.src, p.tgt, p.new_partial_mask, &ex)) {
-        lb_src_ = ex.recv;
-        source_into_target_ = std::move(ex);
-      }
+    if (source_into_target.counted) {
+      lb_src_ = source_into_target.ex.recv;
+      source_into_target_ = std::move(source_into_target.ex);
     }
     if (lb_src_.empty()) lb_src_ = redist_internal::LowerBound(p, p.src, p.source());
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
@@ -1927,7 +1938,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
 // "moves" (tried first); replacing an axis by a free one, or slicing first, needs the target
 // to use an axis the source does not split, which is excluded; without a unified mesh every
 // plan ends with an exchange, and this one has the fewest steps.
-bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out) {
+bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* counted,
+                       RedistPlan* out) {
   if (p.src.reduce_mask) return false;
   Edge swap;
   bool is_swap = false;
@@ -1963,23 +1975,30 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
       }
     }
   }
-  const Boxes& b = p.source();
-  // Cheap test first: every rank's target box meets at most one other block of the source.
-  const int d = p.num_dims;
-  for (int r = 0; r < p.num_ranks; ++r) {
-    if (!p.active[r]) continue;
-    const int64_t* lo = p.target().lo.data() + r * d;
-    const int64_t* hi = p.target().hi.data() + r * d;
-    const int64_t vol = BoxVolume(lo, hi, d);
-    const int64_t have = IntersectVolume(lo, hi, b.lo.data() + r * d, b.hi.data() + r * d, d);
-    if (vol == have) continue;
-    int64_t count = 1;
-    for (int k = 0; k < d; ++k)
-      count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
-    if (count - (have > 0 ? 1 : 0) > 1) return false;
+  Exchange ex;
+  if (counted->counted) {
+    // Cheap test first: every rank's target box meets at most one other block of the source.
+    if (counted->ex.max_recv_peers > 1) return false;
+    ex = counted->ex;
+  } else {
+    const Boxes& b = p.source();
+    // Cheap test first: every rank's target box meets at most one other block of the source.
+    const int d = p.num_dims;
+    for (int r = 0; r < p.num_ranks; ++r) {
+      if (!p.active[r]) continue;
+      const int64_t* lo = p.target().lo.data() + r * d;
+      const int64_t* hi = p.target().hi.data() + r * d;
+      const int64_t vol = BoxVolume(lo, hi, d);
+      const int64_t have = IntersectVolume(lo, hi, b.lo.data() + r * d, b.hi.data() + r * d, d);
+      if (vol == have) continue;
+      int64_t count = 1;
+      for (int k = 0; k < d; ++k)
+        count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
+      if (count - (have > 0 ? 1 : 0) > 1) return false;
+    }
+    ex = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr, p.target(),
+                                                  p.active, p.new_partial_mask);
   }
-  Exchange ex = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr, p.target(),
-                                                p.active, p.new_partial_mask);
   if (ex.messages != 1) return false;
   const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));
   if (bw != cost.MaxBandwidth(p.mesh)) return false;
@@ -1989,7 +2008,8 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, RedistPlan* out)
                       : Reason(p, {EdgeKind::kExchange, {}, -1, -1}, p.src, &ex);
   st.axes = MaskAxes(ex.axes_mask);
   for (int a : st.axes) st.axis_names.push_back(p.mesh.axis_name(a));
-  redist_internal::SetLazyExchangeLists(p, p.src, p.unified ? &p.tgt : nullptr, &p.target(), p.active,
+  redist_internal::SetLazyExchangeLists(p, p.src, p.unified ? &p.tgt : nullptr,
+                                        p.unified ? nullptr : &p.target(), p.active,
                                         ex.num_transfers, &st);
   st.bytes_recv = ex.recv;
   st.bytes_sent = ex.sent;
@@ -2073,11 +2093,12 @@ Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, cons
     if (redist_internal::PlanFast(setup, cost, options, &plan)) return plan;
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(Problem p, redist_internal::MakeProblem(setup));
+  SourceExchange source_into_target(p);
   if (options.fast_path && options.byte_optimal) {
     RedistPlan plan;
-    if (PlanSingleMessage(p, cost, &plan)) return plan;
+    if (PlanSingleMessage(p, cost, &source_into_target, &plan)) return plan;
   }
-  Planner planner(p, cost);
+  Planner planner(p, cost, std::move(source_into_target));
   SearchConfig cfg;
   cfg.max_states = std::max(1, options.max_states);
   Candidate best;
