@@ -619,9 +619,11 @@ struct Landing {
   State x;
   Boxes boxes;  // computed on first use (Planner::LandingBoxes)
   bool boxes_ready = false;
-  std::vector<Edge> suffix;          // x -> ... -> target
-  std::vector<State> suffix_states;  // the state after each suffix edge
-  int64_t recv = 0;                  // bytes every rank receives in the suffix (collectives)
+  // The suffix, x -> ... -> target: `edge` leads to landing `next` (-1: this is the target),
+  // whose suffix follows.
+  Edge edge;
+  int next = -1;
+  int64_t recv = 0;  // bytes every rank receives in the suffix (collectives)
   double time = 0;
   double bytes = 0;
   int steps = 0;
@@ -1234,19 +1236,21 @@ class Planner {
     if (!p_.has_target_state) return;
     constexpr size_t kMaxLandings = 24;
     constexpr int kMaxDepth = 2;
-    std::unordered_map<std::string, bool> seen;
-    seen[p_.tgt.Key()] = true;
+    landings_.reserve(kMaxLandings);  // references into it stay valid below
     size_t begin = 0;
     for (int depth = 0; depth < kMaxDepth; ++depth) {
       const size_t end = landings_.size();
       for (size_t i = begin; i < end && landings_.size() < kMaxLandings; ++i) {
-        const Landing y = landings_[i];  // copy: landings_ grows
+        const Landing& y = landings_[i];
         auto add = [&](State x, Edge e) {
-          if (landings_.size() >= kMaxLandings || !seen.emplace(x.Key(), true).second) return;
+          if (landings_.size() >= kMaxLandings) return;
+          for (const Landing& seen : landings_) {
+            if (seen.x.dims == x.dims) return;
+          }
+          const int64_t shard = ShardElems(p_, x);
+          if (shard > p_.max_shard_elems) return;
           Landing l;
           l.x = std::move(x);
-          const int64_t shard = ShardElems(p_, l.x);
-          if (shard > p_.max_shard_elems) return;
           const int64_t g = p_.mesh.GroupSize(e.axes);
           int64_t recv = 0;
           double secs = 0;
@@ -1258,11 +1262,8 @@ class Planner {
             recv = RingShare(shard, g);
             secs = cost_.CollectiveSeconds(CollectiveKind::kAllToAll, n, p_.mesh, e.axes);
           }
-          l.suffix.push_back(e);
-          l.suffix_states.push_back(y.x);
-          l.suffix.insert(l.suffix.end(), y.suffix.begin(), y.suffix.end());
-          l.suffix_states.insert(l.suffix_states.end(), y.suffix_states.begin(),
-                                 y.suffix_states.end());
+          l.edge = std::move(e);
+          l.next = static_cast<int>(i);
           l.recv = y.recv + recv * p_.elem;
           l.time = y.time + secs;
           l.bytes = y.bytes + static_cast<double>(recv * p_.elem);
@@ -1796,7 +1797,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   const bool into_target = cand.landing == 0;
   const std::string suffix_note =
       into_target ? ""
-                  : "; then " + std::to_string(landing.suffix.size()) +
+                  : "; then " + std::to_string(landing.steps) +
                         " collective(s) finish the job, which needs fewer messages than "
                         "exchanging the target shards directly";
   if (cand.final == EdgeKind::kReduceScatterV) {
@@ -1888,13 +1889,13 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     plan.steps.push_back(std::move(st));
   }
   // The landing's suffix.
-  State prev = landing.x;
-  for (size_t k = 0; k < landing.suffix.size(); ++k) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(
-        RedistStep st, structured(prev, landing.suffix[k], landing.suffix_states[k], nullptr));
+  const Landing* l = &landing;
+  for (; l->next >= 0; l = &planner.landings()[l->next]) {
+    const Landing& after = planner.landings()[l->next];
+    SHARDSCOPE_ASSIGN_OR_RETURN(RedistStep st, structured(l->x, l->edge, after.x, nullptr));
     plan.steps.push_back(std::move(st));
-    prev = landing.suffix_states[k];
   }
+  const State& prev = l->x;
   const bool zeros_done = cand.final != EdgeKind::kNone && into_target;
   if (!p.zero_ranks.empty() && !zeros_done) {
     RedistStep st;
