@@ -168,6 +168,25 @@ struct CostModel {
   double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
                                int steps = 1, double latency = -1) const;
 
+  // The hand-off a collective pays when the ranks arrive from `compute_before` seconds of
+  // computation: collective_handoff_s, but no more than that computation. A collective that
+  // follows another, or an operator of a few microseconds, finds the device threads still
+  // scheduled (the compute-free samples, matmul_relu and basic_blocks, measured about the
+  // group sync per collective, without the hand-off calibrate measures after a GEMM).
+  double SearchHandoffSeconds(double compute_before) const {
+    return std::clamp(compute_before, 0.0, collective_handoff_s);
+  }
+  // SearchCollectiveSeconds for ranks arriving from `compute_before` seconds of computation:
+  // the hand-off is SearchHandoffSeconds(compute_before). Infinite = SearchCollectiveSeconds.
+  double SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                      double bandwidth, double latency,
+                                      double compute_before) const;
+  // SearchExchangeSeconds for ranks arriving from `compute_before` seconds of computation: its
+  // first step pays SearchHandoffSeconds(compute_before), the others follow the step before
+  // them and pay none.
+  double SearchExchangeAfterSeconds(int64_t messages, double bytes_received, double bandwidth,
+                                    int steps, double latency, double compute_before) const;
+
   // Hash of every parameter (plan caches key on it).
   size_t Fingerprint() const;
   // "alpha=5us beta=10GB/s (mp=150GB/s) flops=50GF/s".

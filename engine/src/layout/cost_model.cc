@@ -223,6 +223,22 @@ double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received,
   return std::max(own, n * group_sync_s) + bytes_received / bandwidth + n * SearchFixedSeconds();
 }
 
+double CostModel::SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes,
+                                               int64_t group_size, double bandwidth, double latency,
+                                               double compute_before) const {
+  const double s = SearchCollectiveSeconds(kind, bytes, group_size, bandwidth, latency);
+  if (s <= 0) return 0.0;
+  return s - collective_handoff_s + SearchHandoffSeconds(compute_before);
+}
+
+double CostModel::SearchExchangeAfterSeconds(int64_t messages, double bytes_received,
+                                             double bandwidth, int steps, double latency,
+                                             double compute_before) const {
+  const double s = SearchExchangeSeconds(messages, bytes_received, bandwidth, steps, latency);
+  if (s <= 0) return 0.0;
+  return s - std::max(1, steps) * collective_handoff_s + SearchHandoffSeconds(compute_before);
+}
+
 size_t CostModel::Fingerprint() const {
   size_t h = std::hash<double>()(latency_s);
   h = HashCombine(h, std::hash<double>()(default_bandwidth));

@@ -326,6 +326,11 @@ double SearchGraph::OpCost(int op, const Parts& parts) const {
   return OpCompute(op, parts) + OpCommunication(op, parts);
 }
 
+double SearchGraph::ComputeBeforeCollective(int op, const Parts& parts) const {
+  // Without a hand-off to cap, skip the computation (EdgeCost is the searches' hot loop).
+  return options_.cost.collective_handoff_s > 0 ? OpCompute(op, parts) : 0.0;
+}
+
 double SearchGraph::OpCompute(int op, const Parts& parts) const {
   const SearchOp& o = ops_[op];
   double touched = 0;
@@ -362,9 +367,11 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
   const SearchOp& o = ops_[op];
   const CostModel& cm = options_.cost;
   double grad_reduce = 0;
+  // The reductions follow this operator's computation (its backward; the loss's forward).
+  const double before = ComputeBeforeCollective(op, parts);
   const auto reduce = [&](double shard, int64_t group, const Link& link) {
-    const double s = cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, group,
-                                                link.bandwidth, link.latency);
+    const double s = cm.SearchCollectiveAfterSeconds(CollectiveKind::kAllReduce, shard, group,
+                                                     link.bandwidth, link.latency, before);
     if (collectives != nullptr && s > 0) *collectives += 1;
     return s;
   };
@@ -424,9 +431,9 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     const double shard = edge.bytes / src_parts;
     const bool scatter = dst_parts >= src_parts * static_cast<double>(partial);
     const Link link = GroupLink(producer, edge.summed_letter);
-    cost += cm.SearchCollectiveSeconds(
+    cost += cm.SearchCollectiveAfterSeconds(
         scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial,
-        link.bandwidth, link.latency);
+        link.bandwidth, link.latency, ComputeBeforeCollective(edge.producer, producer));
     if (collectives != nullptr) *collectives += 1;
   }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
@@ -453,19 +460,25 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     }
   }
   if (std::isinf(link.bandwidth)) link = NoMeshLink();
-  auto move = [&](double target_parts, double peers, int gathered, double share) {
+  auto move = [&](double target_parts, double peers, int gathered, double share,
+                  double compute_before) {
     const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
     const int steps = std::max(1, gathered);
     if (collectives != nullptr) *collectives += steps * share;
-    return cm.SearchExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth, steps,
-                                    link.latency);
+    return cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth,
+                                         steps, link.latency, compute_before);
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
-  // partitioner redistributes a value once per layout), so each edge carries its share.
+  // partitioner redistributes a value once per layout), so each edge carries its share. It
+  // follows the producer's computation, or the reduction of its partial sums.
   const double share = 1.0 / edge.fanout;
-  cost += move(dst_parts, peers_forward, gather_forward, share) * share;
-  cost += move(src_parts, peers_backward, gather_backward, 1.0);  // backward: its gradient
+  const double forward_before =
+      partial > 1 ? 0.0 : ComputeBeforeCollective(edge.producer, producer);
+  cost += move(dst_parts, peers_forward, gather_forward, share, forward_before) * share;
+  // Backward: its gradient, after the consumer's backward.
+  cost += move(src_parts, peers_backward, gather_backward, 1.0,
+               ComputeBeforeCollective(edge.consumer, consumer));
   return cost;
 }
 

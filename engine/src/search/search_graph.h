@@ -97,6 +97,10 @@ class SearchGraph {
   double OpCost(int op, const Parts& parts) const;
   // Of OpCost: the computation, seconds.
   double OpCompute(int op, const Parts& parts) const;
+  // The computation a collective after op `op` follows, for its hand-off
+  // (CostModel::SearchHandoffSeconds): the operator's forward and backward on its shard
+  // (OpCompute; 0 when the cost model has no hand-off).
+  double ComputeBeforeCollective(int op, const Parts& parts) const;
   // Of OpCost: the gradient all-reduces, seconds; adds their number to `*collectives`.
   double OpCommunication(int op, const Parts& parts, double* collectives = nullptr) const;
   // Memory per device of op `op` under `parts`, bytes.
