@@ -86,6 +86,24 @@ GemmDimensions GemmOf(const ShardingSignature& sig, const std::map<char, int64_t
   return g;
 }
 
+// Conv2D (x nchw, w ocij -> y n o oh ow) as one GEMM per image: out[o, oh ow] =
+// w[o, c i j] . cols[c i j, oh ow] (ops/conv.cc).
+GemmDimensions ConvGemmOf(const ShardingSignature& sig, const std::map<char, int64_t>& size,
+                          const std::string& letters) {
+  GemmDimensions g;
+  const std::string &x = sig.inputs[0], &w = sig.inputs[1], &y = sig.outputs[0];
+  const auto add = [&](GemmDimension& d, char c) {
+    d.size *= static_cast<double>(size.at(c));
+    const size_t l = letters.find(c);
+    if (l != std::string::npos) d.letters.push_back(static_cast<int>(l));
+  };
+  add(g.batch, x[0]);
+  add(g.rows, w[0]);
+  for (char c : w.substr(1)) add(g.depth, c);
+  for (char c : y.substr(2)) add(g.cols, c);
+  return g;
+}
+
 }  // namespace
 
 std::vector<int> PrimeFactorsDescending(int n) {
@@ -174,6 +192,7 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     op.candidates = CandidateSplits(op.letter_size, options.devices);
     if (n.op == OpKind::kMatMul || n.op == OpKind::kBatchMatMul)
       op.gemm = GemmOf(op.sig, size, op.letters);
+    if (n.op == OpKind::kConv2D) op.conv = ConvGemmOf(op.sig, size, op.letters);
     auto operand = [&](const std::string& letters, const Value& v, bool input) {
       SearchOperand x;
       for (char c : letters) {
@@ -356,6 +375,15 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
     if (o.inputs[0].needs_grad) work += cm.GemmSeconds(r, c, d);
     if (o.inputs[1].needs_grad) work += cm.GemmSeconds(d, r, c);
     work *= batch;
+  } else if (o.conv && !cm.conv_gemm_rates.empty()) {
+    // Per image: forward out = w.cols, backward dw = dout.colsT and dcols = wT.dout (when the
+    // input needs a gradient), each at the rate calibrate measured for its shape (the Conv2D
+    // kernel, its im2col copy included).
+    const double images = o.conv->batch.Shard(parts), r = o.conv->rows.Shard(parts),
+                 d = o.conv->depth.Shard(parts), c = o.conv->cols.Shard(parts);
+    work = cm.ConvGemmSeconds(r, d, c) + cm.ConvGemmSeconds(r, c, d);
+    if (o.inputs[0].needs_grad) work += cm.ConvGemmSeconds(d, r, c);
+    work *= images;
   } else {
     work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);
   }

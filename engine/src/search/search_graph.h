@@ -58,6 +58,9 @@ struct SearchOp {
   double flops = 0;                    // forward, whole operator
   double weight = 0;                   // ordering key of recursive_programming (= flops)
   std::optional<GemmDimensions> gemm;  // MatMul, BatchMatMul: priced at their shards' GEMM rate
+  // Conv2D as its GEMM per image (batch = images, rows = output channels, depth = input
+  // channels x window, cols = output pixels), priced at CostModel::conv_gemm_rates.
+  std::optional<GemmDimensions> conv;
   std::vector<Parts> candidates;
   bool narrowed = false;       // candidates cut by a shard block: searches must end in one
   std::optional<Parts> fixed;  // the user's strategy (as split counts)
