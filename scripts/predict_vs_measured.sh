@@ -17,8 +17,11 @@
 # over the runs).
 #
 # Usage: scripts/predict_vs_measured.sh [--bin build/bin/shardscope] [--profile FILE]
-#            [--steps 40] [--runs 5] [--devices 8] [--gpt-steps 6] [--no-gpt] [MODEL.yaml ...]
-#   Without --profile it calibrates first (shardscope calibrate --out, in a temp dir).
+#            [--steps 40] [--runs 5] [--devices 8] [--gpt-steps 6] [--no-gpt]
+#            [--calibrate-each] [MODEL.yaml ...]
+#   Without --profile it calibrates first (shardscope calibrate --out, in a temp dir);
+#   --calibrate-each calibrates again before every sample (the load of a shared machine
+#   changes within minutes; ~1.5 s each).
 #   Without MODEL arguments: every samples/models/*.yaml. The GPT sample needs
 #   build/bin/sample-gpt next to the shardscope binary (--no-gpt skips it).
 #   Prints the load average before the table and after each sample (a loaded machine moves
@@ -35,6 +38,7 @@ runs=5
 devices=8
 gpt_steps=6
 gpt=1
+calibrate_each=0
 samples=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -45,7 +49,8 @@ while [[ $# -gt 0 ]]; do
     --devices) devices="$2"; shift 2 ;;
     --gpt-steps) gpt_steps="$2"; shift 2 ;;
     --no-gpt) gpt=0; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --calibrate-each) calibrate_each=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     *) samples+=("$1"); shift ;;
   esac
@@ -54,10 +59,15 @@ done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if [[ -z "$profile" ]]; then
+if [[ -n "$profile" ]]; then
+  calibrate_each=0
+else
   profile="$tmp/profile.json"
   "$bin" calibrate --devices "$devices" --out "$profile" >&2
 fi
+recalibrate() {
+  if [[ $calibrate_each == 1 ]]; then "$bin" calibrate --devices "$devices" --out "$profile" > /dev/null; fi
+}
 
 [[ ${#samples[@]} -gt 0 ]] || samples=(samples/models/*.yaml)
 load() { cut -d' ' -f1 /proc/loadavg; }
@@ -73,6 +83,7 @@ for model in "${samples[@]}"; do
   # Placed models run one worker per rank, not SPMD on the searched strategies.
   if grep -q '^ *place:' "$model"; then skipped+=("$name (place: one worker per rank)"); continue; fi
   strategy="$tmp/$name.strategy.json"
+  recalibrate
   read -r predicted compute collectives < <("$bin" plan "$model" --devices "$devices" \
       --profile "$profile" --save-strategy "$strategy" --json |
     python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["predicted_step_seconds"]*1e3, j["predicted_compute_seconds"]*1e3, j["predicted_collectives"])')
@@ -101,6 +112,7 @@ if [[ $gpt == 1 ]]; then
   if [[ ! -x "$gpt_bin" ]]; then
     skipped+=("gpt (no $gpt_bin: cmake --build build --target sample-gpt)")
   else
+    recalibrate
     measured=() predicted=""
     for ((r = 0; r < runs; ++r)); do
       line=$("$gpt_bin" --devices "$devices" --profile "$profile" --steps "$gpt_steps" \
