@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Predicted against measured step time on the samples (issue 7), 8 in-process devices.
 #
-# For each sample: `shardscope plan --json` gives the predicted step time under the profile
+# Samples: every model file in samples/models/ that trains SPMD (files with `place:` run one
+# worker per rank and are skipped, named in the output), each with its own parallel settings
+# (a file without any runs data-parallel), and the GPT-style transformer (samples/cpp/gpt.cc:
+# its graph is built in C++, so `sample-gpt --profile` searches with dynamic_programming and
+# prints its predicted and measured step, the mean of steps 2..N of one run, median of R runs).
+#
+# For each model file: `shardscope plan --json` gives the predicted step time under the profile
 # and saves the strategies; `shardscope train --no-record --steps N --load-strategy` runs
 # exactly those strategies, R times; the measured figure is the median over the runs of
 # train's "ms/step" (the mean over the N steps of one run). Prints a Markdown table, with the
@@ -11,8 +17,15 @@
 # over the runs).
 #
 # Usage: scripts/predict_vs_measured.sh [--bin build/bin/shardscope] [--profile FILE]
-#            [--steps 40] [--runs 5] [--devices 8]
-#   Without --profile it calibrates first (shardscope calibrate --out, in a temp dir).
+#            [--steps 40] [--runs 5] [--devices 8] [--gpt-steps 6] [--no-gpt]
+#            [--calibrate-each] [MODEL.yaml ...]
+#   Without --profile it calibrates first (shardscope calibrate --out, in a temp dir);
+#   --calibrate-each calibrates again before every sample (the load of a shared machine
+#   changes within minutes; ~1.5 s each).
+#   Without MODEL arguments: every samples/models/*.yaml. The GPT sample needs
+#   build/bin/sample-gpt next to the shardscope binary (--no-gpt skips it).
+#   Prints the load average before the table and after each sample (a loaded machine moves
+#   the measurement; see benchmarks/README.md).
 # Example:
 #   build/bin/shardscope calibrate --out profile.json
 #   scripts/predict_vs_measured.sh --profile profile.json
@@ -23,6 +36,10 @@ profile=""
 steps=40
 runs=5
 devices=8
+gpt_steps=6
+gpt=1
+calibrate_each=0
+samples=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin) bin="$2"; shift 2 ;;
@@ -30,30 +47,43 @@ while [[ $# -gt 0 ]]; do
     --steps) steps="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --devices) devices="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+    --gpt-steps) gpt_steps="$2"; shift 2 ;;
+    --no-gpt) gpt=0; shift ;;
+    --calibrate-each) calibrate_each=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+    -*) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+    *) samples+=("$1"); shift ;;
   esac
 done
 [[ -x "$bin" ]] || { echo "no executable $bin (cmake --build build --target shardscope)" >&2; exit 2; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if [[ -z "$profile" ]]; then
+if [[ -n "$profile" ]]; then
+  calibrate_each=0
+else
   profile="$tmp/profile.json"
   "$bin" calibrate --devices "$devices" --out "$profile" >&2
 fi
+recalibrate() {
+  if [[ $calibrate_each == 1 ]]; then "$bin" calibrate --devices "$devices" --out "$profile" > /dev/null; fi
+}
 
-# Samples: the seed 003 programs with their own parallel settings; LeNet-5 data-parallel
-# (its model file has no parallel section: every operator splits the batch).
-samples=(samples/models/ffn.yaml samples/models/network3.yaml samples/models/matmul_relu.yaml
-         samples/models/lenet5.yaml)
+[[ ${#samples[@]} -gt 0 ]] || samples=(samples/models/*.yaml)
+load() { cut -d' ' -f1 /proc/loadavg; }
 
-echo "| sample | predicted ms | measured ms (median of $runs runs × $steps steps) | measured / predicted | predicted computation ms | predicted communication ms (collectives) | measured per rank: kernels ms, communication ms |"
-echo "|---|---:|---:|---:|---:|---:|---|"
+echo "load average before: $(load)"
+echo "| sample | predicted ms | measured ms (median of $runs runs) | measured / predicted | measured min–max ms | predicted computation ms | predicted communication ms (collectives) | measured per rank: kernels ms, communication ms | load after |"
+echo "|---|---:|---:|---:|---|---:|---:|---|---:|"
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+range() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f–%.2f", lo, hi}'; }
+skipped=()
 for model in "${samples[@]}"; do
   name=$(basename "$model" .yaml)
+  # Placed models run one worker per rank, not SPMD on the searched strategies.
+  if grep -q '^ *place:' "$model"; then skipped+=("$name (place: one worker per rank)"); continue; fi
   strategy="$tmp/$name.strategy.json"
+  recalibrate
   read -r predicted compute collectives < <("$bin" plan "$model" --devices "$devices" \
       --profile "$profile" --save-strategy "$strategy" --json |
     python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["predicted_step_seconds"]*1e3, j["predicted_compute_seconds"]*1e3, j["predicted_collectives"])')
@@ -67,9 +97,33 @@ for model in "${samples[@]}"; do
     comm+=("$(echo "$out" | awk '$1 == "rank" {s += $4; n++} END {print s / n}')")
   done
   m=$(printf '%s\n' "${measured[@]}" | median)
+  spread=$(printf '%s\n' "${measured[@]}" | range)
   k=$(printf '%s\n' "${kernels[@]}" | median)
   c=$(printf '%s\n' "${comm[@]}" | median)
-  awk -v n="$name" -v p="$predicted" -v m="$m" -v pc="$compute" -v col="$collectives" \
-      -v k="$k" -v c="$c" \
-    'BEGIN {printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f (%.0f) | %.2f, %.2f |\n", n, p, m, m / p, pc, p - pc, col, k, c}'
+  awk -v n="$name" -v p="$predicted" -v m="$m" -v sp="$spread" -v pc="$compute" \
+      -v col="$collectives" -v k="$k" -v c="$c" -v l="$(load)" \
+    'BEGIN {printf "| %s | %.2f | %.2f | %.2f | %s | %.2f | %.2f (%.0f) | %.2f, %.2f | %s |\n", n, p, m, m / p, sp, pc, p - pc, col, k, c, l}'
 done
+
+# The GPT sample: its program searches (dynamic_programming, priced with the profile), trains
+# --gpt-steps steps and prints "step time: M ms measured (...), P ms predicted".
+gpt_bin="$(dirname "$bin")/sample-gpt"
+if [[ $gpt == 1 ]]; then
+  if [[ ! -x "$gpt_bin" ]]; then
+    skipped+=("gpt (no $gpt_bin: cmake --build build --target sample-gpt)")
+  else
+    recalibrate
+    measured=() predicted=""
+    for ((r = 0; r < runs; ++r)); do
+      line=$("$gpt_bin" --devices "$devices" --profile "$profile" --steps "$gpt_steps" \
+               --log-every 1000 2>&1 | grep '^step time:')
+      measured+=("$(echo "$line" | awk '{print $3}')")
+      predicted=$(echo "$line" | sed 's/.*, \([0-9.]*\) ms predicted.*/\1/')
+    done
+    m=$(printf '%s\n' "${measured[@]}" | median)
+    spread=$(printf '%s\n' "${measured[@]}" | range)
+    awk -v p="$predicted" -v m="$m" -v sp="$spread" -v l="$(load)" -v s="$gpt_steps" \
+      'BEGIN {printf "| gpt (sample-gpt, steps 2–%d) | %.2f | %.2f | %.2f | %s | | | | %s |\n", s, p, m, m / p, sp, l}'
+  fi
+fi
+for s in "${skipped[@]}"; do echo "skipped: $s"; done

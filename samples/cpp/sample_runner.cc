@@ -76,11 +76,16 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
       ->capture_default_str();
   app.add_flag("--show-plan", show_plan, "Print the partitioned program");
   std::string search_name = spec.search ? SearchModeName(*spec.search) : "";
+  std::string profile;
   if (spec.search) {
     app.add_option("--search", search_name,
                    "Strategy search: sharding_propagation, recursive_programming or "
                    "dynamic_programming")
         ->capture_default_str();
+    app.add_option("--profile", profile,
+                   "Cost profile of `shardscope calibrate --out FILE` the search prices with "
+                   "(default: built-in figures); the predicted step time is printed next to "
+                   "the measured one");
   }
   CLI11_PARSE(app, argc, argv);
   if (spec.search) {
@@ -103,8 +108,15 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
     return Fail(Status::Invalid("shard() on '" + model->shard_blocks[0].scope +
                                 "' needs a search to choose the strategies inside the block"));
   }
+  if (!profile.empty()) {
+    auto cost = LoadCostModel(profile);
+    if (!cost.ok()) return Fail(cost.status());
+    spec.options.cost = *cost;
+  }
+  double predicted_seconds = 0;
   if (spec.search && devices > 1) {
     SearchOptions search;
+    search.cost = spec.options.cost;
     search.mode = *spec.search;
     search.devices = devices;
     search.meshes = spec.options.meshes;
@@ -115,6 +127,7 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
     if (Status applied = ApplySearchResult(*chosen, &model->graph); !applied.ok()) {
       return Fail(applied);
     }
+    predicted_seconds = chosen->step_seconds;
     std::printf("%s chose the strategies of %zu operator(s); predicted step %.3f ms\n",
                 SearchModeName(*spec.search), chosen->operators.size(), 1e3 * chosen->step_seconds);
     if (spec.report_search) spec.report_search(*chosen);
@@ -137,11 +150,17 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
     BatchIterator batches(train, spec.batch, spec.config.seed, /*shuffle=*/true);
     const int64_t total = steps > 0 ? steps : epochs * batches.batches_per_epoch();
     Tensor x, y;
+    // Wall time of the steps after the first (which allocates and splits communicators).
+    double steady_seconds = 0;
     for (int epoch = 1; trainer->step() < total; ++epoch) {
       batches.Reset(epoch - 1);
       const auto start = std::chrono::steady_clock::now();
       for (int64_t i = 1; trainer->step() < total && batches.Next(&x, &y); ++i) {
+        const auto step_start = std::chrono::steady_clock::now();
         SHARDSCOPE_ASSIGN_OR_RETURN(float loss, trainer->Step(comm, x, y));
+        if (trainer->step() > 1)
+          steady_seconds +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
         if (lead && (i == 1 || i % log_every == 0)) {
           std::printf("epoch: %d step: %lld, loss is %.6f\n", epoch, static_cast<long long>(i),
                       loss);
@@ -149,6 +168,16 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
       }
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       if (lead && spec.epoch_times) std::printf("epoch time: %.1f s\n", took.count());
+    }
+    if (lead && trainer->step() > 1) {
+      const double measured = steady_seconds / static_cast<double>(trainer->step() - 1);
+      std::printf("step time: %.2f ms measured (mean of steps 2-%lld)", 1e3 * measured,
+                  static_cast<long long>(trainer->step()));
+      if (predicted_seconds > 0) {
+        std::printf(", %.2f ms predicted (measured / predicted %.2f)", 1e3 * predicted_seconds,
+                    measured / predicted_seconds);
+      }
+      std::printf("\n");
     }
     SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
     if (lead) {

@@ -103,6 +103,12 @@ struct CostModel {
   // GEMM rate by shape, searches only (MatMul and BatchMatMul are priced per shard shape);
   // empty (defaults, old profiles) = every GEMM at `flops`. Fingerprint ignores it.
   GemmRateTable gemm_rates;
+  // The convolutions' rate by the shape of their GEMM, searches only: Conv2D and its
+  // gradients copy im2col columns and run an Eigen GEMM per image (not the MatMul kernel of
+  // gemm_rates), out[O, pixels] = w[O, C kh kw] . cols[C kh kw, pixels]; calibrate measures
+  // the Conv2D kernel, im2col included, as flop/s of that GEMM. Empty (defaults, older
+  // profiles) = convolutions at `flops`, as before.
+  GemmRateTable conv_gemm_rates;
 
   // Bandwidth of one axis by name (see axis_bandwidth).
   double AxisBandwidth(const std::string& axis_name) const;
@@ -133,6 +139,8 @@ struct CostModel {
   // One GEMM out[rows, cols] = a[rows, depth] . b[depth, cols] at the rate of its shape
   // (gemm_rates; `flops` without a table). 0 when any dimension is 0.
   double GemmSeconds(double rows, double depth, double cols) const;
+  // One GEMM of a convolution at the rate of its shape (conv_gemm_rates; `flops` without).
+  double ConvGemmSeconds(double rows, double depth, double cols) const;
   // How much slower each of `devices` concurrent devices computes than one alone:
   // max(1, devices / compute_slots), 1 when compute_slots is 0.
   double ComputeSlowdown(int devices) const {
@@ -168,6 +176,25 @@ struct CostModel {
   double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
                                int steps = 1, double latency = -1) const;
 
+  // The hand-off a collective pays when the ranks arrive from `compute_before` seconds of
+  // computation: collective_handoff_s, but no more than that computation. A collective that
+  // follows another, or an operator of a few microseconds, finds the device threads still
+  // scheduled (the compute-free samples, matmul_relu and basic_blocks, measured about the
+  // group sync per collective, without the hand-off calibrate measures after a GEMM).
+  double SearchHandoffSeconds(double compute_before) const {
+    return std::clamp(compute_before, 0.0, collective_handoff_s);
+  }
+  // SearchCollectiveSeconds for ranks arriving from `compute_before` seconds of computation:
+  // the hand-off is SearchHandoffSeconds(compute_before). Infinite = SearchCollectiveSeconds.
+  double SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                      double bandwidth, double latency,
+                                      double compute_before) const;
+  // SearchExchangeSeconds for ranks arriving from `compute_before` seconds of computation: its
+  // first step pays SearchHandoffSeconds(compute_before), the others follow the step before
+  // them and pay none.
+  double SearchExchangeAfterSeconds(int64_t messages, double bytes_received, double bandwidth,
+                                    int steps, double latency, double compute_before) const;
+
   // Hash of every parameter (plan caches key on it).
   size_t Fingerprint() const;
   // "alpha=5us beta=10GB/s (mp=150GB/s) flops=50GF/s".
@@ -179,7 +206,7 @@ struct CostModel {
 // "axis_latency" ({"dp": 20e-6}),
 // "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
 // "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows": [[1, 7e9], ...],
-// "depth": [...], "cols": [...]}: GemmRateTable);
+// "depth": [...], "cols": [...]}: GemmRateTable), "conv_gemm_rates" (the same form);
 // missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a
 // default).
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -166,20 +167,11 @@ double MeasureGemm() {
   return 2.0 * s * s * s / best;
 }
 
-// The engine's MatMul kernel (what MatMul and BatchMatMul run) on out[rows, cols] =
-// a[rows, depth] . b[depth, cols]: flop/s, the best of 5 rounds of enough calls for ~2 ms.
-double MatMulKernelFlops(int64_t rows, int64_t depth, int64_t cols) {
-  Tensor a(Shape{rows, depth}), b(Shape{depth, cols}), c(Shape{rows, cols});
-  for (int64_t i = 0; i < a.size(); ++i) a.data()[i] = 1e-3f * static_cast<float>(i % 97);
-  for (int64_t i = 0; i < b.size(); ++i) b.data()[i] = 2e-3f * static_cast<float>(i % 89);
-  const OpAttrs attrs;
-  const Tensor* in[] = {&a, &b};
-  Tensor* out[] = {&c};
-  const KernelContext ctx{attrs, in, out};
-  const KernelFn kernel = GetOpDef(OpKind::kMatMul).forward;
-  const double flop = 2.0 * static_cast<double>(rows * depth * cols);
+// `flop` / seconds of one call of `kernel` on `ctx`: the best of 5 rounds of enough calls for
+// ~2 ms.
+double KernelFlops(const KernelFn& kernel, const KernelContext& ctx, double flop) {
   const int calls = static_cast<int>(std::clamp(2e6 / flop, 1.0, 1000.0));
-  kernel(ctx);  // warm: packing buffers allocated
+  kernel(ctx);  // warm: packing and scratch buffers allocated
   double best = 1e9;
   for (int r = 0; r < 5; ++r) {
     const auto start = Clock::now();
@@ -189,16 +181,48 @@ double MatMulKernelFlops(int64_t rows, int64_t depth, int64_t cols) {
   return flop / best;
 }
 
-// The MatMul kernel's rate by shape (cost_model.h GemmRateTable): each dimension alone swept
-// over small sizes with the other two at the base size. About 0.1 s.
-GemmRateTable MeasureGemmRates() {
+// The engine's MatMul kernel (what MatMul and BatchMatMul run) on out[rows, cols] =
+// a[rows, depth] . b[depth, cols]: flop/s, the best of 5 rounds of enough calls for ~2 ms.
+double MatMulKernelFlops(int64_t rows, int64_t depth, int64_t cols) {
+  Tensor a(Shape{rows, depth}), b(Shape{depth, cols}), c(Shape{rows, cols});
+  for (int64_t i = 0; i < a.size(); ++i) a.data()[i] = 1e-3f * static_cast<float>(i % 97);
+  for (int64_t i = 0; i < b.size(); ++i) b.data()[i] = 2e-3f * static_cast<float>(i % 89);
+  const OpAttrs attrs;
+  const Tensor* in[] = {&a, &b};
+  Tensor* out[] = {&c};
+  return KernelFlops(GetOpDef(OpKind::kMatMul).forward, KernelContext{attrs, in, out},
+                     2.0 * static_cast<double>(rows * depth * cols));
+}
+
+// The engine's Conv2D kernel (ops/conv.cc: per image, im2col, then out[rows, cols] =
+// w[rows, depth] . columns[depth, cols] in Eigen) on a convolution whose GEMM has exactly
+// that shape: `depth` input channels, a 1x1 window at stride 2 over a row of 2 cols - 1
+// pixels (a strided window, so the columns are copied as for any window). Flop/s of the
+// GEMM, im2col included, measured as MatMulKernelFlops.
+double ConvKernelFlops(int64_t rows, int64_t depth, int64_t cols) {
+  Tensor x(Shape{1, depth, 1, 2 * cols - 1}), w(Shape{rows, depth, 1, 1}),
+      y(Shape{1, rows, 1, cols});
+  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = 1e-3f * static_cast<float>(i % 97);
+  for (int64_t i = 0; i < w.size(); ++i) w.data()[i] = 2e-3f * static_cast<float>(i % 89);
+  OpAttrs attrs;
+  attrs.stride[1] = 2;
+  const Tensor* in[] = {&x, &w};
+  Tensor* out[] = {&y};
+  return KernelFlops(GetOpDef(OpKind::kConv2D).forward, KernelContext{attrs, in, out},
+                     2.0 * static_cast<double>(rows * depth * cols));
+}
+
+// A GEMM's rate by shape (cost_model.h GemmRateTable) from `flops_at(rows, depth, cols)`:
+// each dimension alone swept over small sizes with the other two at the base size. About
+// 0.1 s.
+GemmRateTable MeasureGemmRates(const std::function<double(int64_t, int64_t, int64_t)>& flops_at) {
   GemmRateTable t;
   const int64_t base = t.base;
-  t.base_flops = MatMulKernelFlops(base, base, base);
+  t.base_flops = flops_at(base, base, base);
   for (int64_t d : {1, 2, 4, 8, 16, 32, 64, 128}) {
-    t.rows.emplace_back(d, MatMulKernelFlops(d, base, base));
-    t.depth.emplace_back(d, MatMulKernelFlops(base, d, base));
-    t.cols.emplace_back(d, MatMulKernelFlops(base, base, d));
+    t.rows.emplace_back(d, flops_at(d, base, base));
+    t.depth.emplace_back(d, flops_at(base, d, base));
+    t.cols.emplace_back(d, flops_at(base, base, d));
   }
   for (auto* axis : {&t.rows, &t.depth, &t.cols}) axis->emplace_back(base, t.base_flops);
   return t;
@@ -292,8 +316,10 @@ int RunCalibrate(const CalibrateOptions& o) {
     // once on shared cores): none costs less than a tiny collective over all of them.
     c.group_sync_s = m.small_n;
   }
-  c.gemm_rates = MeasureGemmRates();
+  c.gemm_rates = MeasureGemmRates(MatMulKernelFlops);
+  c.conv_gemm_rates = MeasureGemmRates(ConvKernelFlops);
   const GemmRateTable& g = c.gemm_rates;
+  const GemmRateTable& cg = c.conv_gemm_rates;
   std::printf(
       "calibrated on %d %s device(s) (communication: medians of %d trials):\n"
       "  all-reduce of 4 bytes   %.1f us on 2 ranks, %.1f us on %d\n"
@@ -303,7 +329,10 @@ int RunCalibrate(const CalibrateOptions& o) {
       "          bandwidth %.2f GB/s,\n"
       "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
       "          least cost of any collective or exchange (group sync) %.1f us%s\n"
-      "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n",
+      "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n"
+      "  Conv2D kernel (im2col + GEMM) GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 "
+      "columns "
+      "%.1f\n",
       n, mpi ? "MPI" : "in-process", o.trials, m.small_2 * 1e6, m.small_n * 1e6, n,
       m.gather_bytes / 1e6, m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6,
       c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9,
@@ -311,7 +340,9 @@ int RunCalibrate(const CalibrateOptions& o) {
       mpi ? " (MPI: assumed)" : "", c.group_sync_s * 1e6,
       mpi ? " (MPI: the latency terms instead)" : "", static_cast<long long>(g.base),
       g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9, g.Flops(g.base, 4, g.base) / 1e9,
-      g.Flops(g.base, g.base, 4) / 1e9);
+      g.Flops(g.base, g.base, 4) / 1e9, static_cast<long long>(cg.base), cg.base_flops / 1e9,
+      cg.Flops(4, cg.base, cg.base) / 1e9, cg.Flops(cg.base, 4, cg.base) / 1e9,
+      cg.Flops(cg.base, cg.base, 4) / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -347,7 +378,8 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "every device thread takes part (group_sync_s: a 4-byte all-reduce on all devices).\n"
       "It measures the MatMul kernel's rate by shape (gemm_rates: rows, depth and columns\n"
       "each swept from 1 to 256; small GEMMs, as a batch of 4 per device makes, run several\n"
-      "times slower), at which the searches price MatMul and BatchMatMul shards.\n"
+      "times slower), at which the searches price MatMul and BatchMatMul shards, and the\n"
+      "Conv2D kernel (im2col and its GEMM) by the shape of that GEMM (conv_gemm_rates).\n"
       "It measures what a collective costs more when the ranks come from computation\n"
       "(collective_handoff_s), in-process and under mpirun; under mpirun every rank is\n"
       "assumed to have its own core (oversubscribed ranks are not measured yet).");

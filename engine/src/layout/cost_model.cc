@@ -71,11 +71,13 @@ Result<std::vector<std::pair<int64_t, double>>> GemmPointsFromJson(const nlohman
   return points;
 }
 
-Result<GemmRateTable> GemmRateTableFromJson(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) return Status::Invalid(where + ": gemm_rates must be an object");
+// `name`: the profile's field ("gemm_rates", "conv_gemm_rates"), for the messages.
+Result<GemmRateTable> GemmRateTableFromJson(const nlohmann::json& j, const std::string& where,
+                                            const std::string& name) {
+  if (!j.is_object()) return Status::Invalid(where + ": " + name + " must be an object");
   GemmRateTable t;
   for (const auto& [key, value] : j.items()) {
-    const std::string at = where + ": gemm_rates." + key;
+    const std::string at = where + ": " + name + "." + key;
     if (key == "base") {
       if (!value.is_number_integer() || value.get<int64_t>() < 1)
         return Status::Invalid(at + " must be a positive integer");
@@ -92,7 +94,7 @@ Result<GemmRateTable> GemmRateTableFromJson(const nlohmann::json& j, const std::
     }
   }
   if (t.base_flops <= 0 && !(t.rows.empty() && t.depth.empty() && t.cols.empty()))
-    return Status::Invalid(where + ": gemm_rates needs base_flops with its tables");
+    return Status::Invalid(where + ": " + name + " needs base_flops with its tables");
   return t;
 }
 
@@ -100,6 +102,14 @@ nlohmann::ordered_json GemmPointsToJson(const std::vector<std::pair<int64_t, dou
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   for (const auto& [dim, rate] : points) j.push_back({dim, rate});
   return j;
+}
+
+void GemmRateTableToJson(const GemmRateTable& t, nlohmann::ordered_json* g) {
+  (*g)["base"] = t.base;
+  (*g)["base_flops"] = t.base_flops;
+  (*g)["rows"] = GemmPointsToJson(t.rows);
+  (*g)["depth"] = GemmPointsToJson(t.depth);
+  (*g)["cols"] = GemmPointsToJson(t.cols);
 }
 
 }  // namespace
@@ -113,6 +123,12 @@ double CostModel::GemmSeconds(double rows, double depth, double cols) const {
   const double flop = 2 * rows * depth * cols;
   if (flop <= 0) return 0.0;
   return flop / (gemm_rates.empty() ? flops : gemm_rates.Flops(rows, depth, cols));
+}
+
+double CostModel::ConvGemmSeconds(double rows, double depth, double cols) const {
+  const double flop = 2 * rows * depth * cols;
+  if (flop <= 0) return 0.0;
+  return flop / (conv_gemm_rates.empty() ? flops : conv_gemm_rates.Flops(rows, depth, cols));
 }
 
 const char* CollectiveKindName(CollectiveKind kind) {
@@ -223,6 +239,22 @@ double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received,
   return std::max(own, n * group_sync_s) + bytes_received / bandwidth + n * SearchFixedSeconds();
 }
 
+double CostModel::SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes,
+                                               int64_t group_size, double bandwidth, double latency,
+                                               double compute_before) const {
+  const double s = SearchCollectiveSeconds(kind, bytes, group_size, bandwidth, latency);
+  if (s <= 0) return 0.0;
+  return s - collective_handoff_s + SearchHandoffSeconds(compute_before);
+}
+
+double CostModel::SearchExchangeAfterSeconds(int64_t messages, double bytes_received,
+                                             double bandwidth, int steps, double latency,
+                                             double compute_before) const {
+  const double s = SearchExchangeSeconds(messages, bytes_received, bandwidth, steps, latency);
+  if (s <= 0) return 0.0;
+  return s - std::max(1, steps) * collective_handoff_s + SearchHandoffSeconds(compute_before);
+}
+
 size_t CostModel::Fingerprint() const {
   size_t h = std::hash<double>()(latency_s);
   h = HashCombine(h, std::hash<double>()(default_bandwidth));
@@ -266,6 +298,8 @@ std::string CostModel::ToString() const {
     out += handoff;
   }
   if (!gemm_rates.empty()) out += " gemm=" + Rate(gemm_rates.base_flops, "F/s") + " (by shape)";
+  if (!conv_gemm_rates.empty())
+    out += " conv gemm=" + Rate(conv_gemm_rates.base_flops, "F/s") + " (by shape)";
   if (group_sync_s > 0) {
     char sync[48];
     std::snprintf(sync, sizeof sync, " sync=%g us", group_sync_s * 1e6);
@@ -309,7 +343,11 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       continue;
     }
     if (key == "gemm_rates") {
-      SHARDSCOPE_ASSIGN_OR_RETURN(m.gemm_rates, GemmRateTableFromJson(value, where));
+      SHARDSCOPE_ASSIGN_OR_RETURN(m.gemm_rates, GemmRateTableFromJson(value, where, key));
+      continue;
+    }
+    if (key == "conv_gemm_rates") {
+      SHARDSCOPE_ASSIGN_OR_RETURN(m.conv_gemm_rates, GemmRateTableFromJson(value, where, key));
       continue;
     }
     if (key == "measured" || key == "comment") continue;  // calibrate's notes
@@ -322,7 +360,7 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
                              "' (known: latency_s, default_bandwidth, axis_bandwidth, "
                              "axis_latency, flops, "
                              "memory_bandwidth, collective_overhead_s, compute_slots, "
-                             "collective_handoff_s, group_sync_s, gemm_rates)");
+                             "collective_handoff_s, group_sync_s, gemm_rates, conv_gemm_rates)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
         (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
@@ -356,14 +394,8 @@ std::string CostModelToJson(const CostModel& m) {
   j["compute_slots"] = m.compute_slots;
   j["collective_handoff_s"] = m.collective_handoff_s;
   j["group_sync_s"] = m.group_sync_s;
-  if (!m.gemm_rates.empty()) {
-    nlohmann::ordered_json& g = j["gemm_rates"];
-    g["base"] = m.gemm_rates.base;
-    g["base_flops"] = m.gemm_rates.base_flops;
-    g["rows"] = GemmPointsToJson(m.gemm_rates.rows);
-    g["depth"] = GemmPointsToJson(m.gemm_rates.depth);
-    g["cols"] = GemmPointsToJson(m.gemm_rates.cols);
-  }
+  if (!m.gemm_rates.empty()) GemmRateTableToJson(m.gemm_rates, &j["gemm_rates"]);
+  if (!m.conv_gemm_rates.empty()) GemmRateTableToJson(m.conv_gemm_rates, &j["conv_gemm_rates"]);
   return j.dump(2);
 }
 

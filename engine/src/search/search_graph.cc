@@ -86,6 +86,24 @@ GemmDimensions GemmOf(const ShardingSignature& sig, const std::map<char, int64_t
   return g;
 }
 
+// Conv2D (x nchw, w ocij -> y n o oh ow) as one GEMM per image: out[o, oh ow] =
+// w[o, c i j] . cols[c i j, oh ow] (ops/conv.cc).
+GemmDimensions ConvGemmOf(const ShardingSignature& sig, const std::map<char, int64_t>& size,
+                          const std::string& letters) {
+  GemmDimensions g;
+  const std::string &x = sig.inputs[0], &w = sig.inputs[1], &y = sig.outputs[0];
+  const auto add = [&](GemmDimension& d, char c) {
+    d.size *= static_cast<double>(size.at(c));
+    const size_t l = letters.find(c);
+    if (l != std::string::npos) d.letters.push_back(static_cast<int>(l));
+  };
+  add(g.batch, x[0]);
+  add(g.rows, w[0]);
+  for (char c : w.substr(1)) add(g.depth, c);
+  for (char c : y.substr(2)) add(g.cols, c);
+  return g;
+}
+
 }  // namespace
 
 std::vector<int> PrimeFactorsDescending(int n) {
@@ -174,6 +192,7 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     op.candidates = CandidateSplits(op.letter_size, options.devices);
     if (n.op == OpKind::kMatMul || n.op == OpKind::kBatchMatMul)
       op.gemm = GemmOf(op.sig, size, op.letters);
+    if (n.op == OpKind::kConv2D) op.conv = ConvGemmOf(op.sig, size, op.letters);
     auto operand = [&](const std::string& letters, const Value& v, bool input) {
       SearchOperand x;
       for (char c : letters) {
@@ -326,6 +345,11 @@ double SearchGraph::OpCost(int op, const Parts& parts) const {
   return OpCompute(op, parts) + OpCommunication(op, parts);
 }
 
+double SearchGraph::ComputeBeforeCollective(int op, const Parts& parts) const {
+  // Without a hand-off to cap, skip the computation (EdgeCost is the searches' hot loop).
+  return options_.cost.collective_handoff_s > 0 ? OpCompute(op, parts) : 0.0;
+}
+
 double SearchGraph::OpCompute(int op, const Parts& parts) const {
   const SearchOp& o = ops_[op];
   double touched = 0;
@@ -351,6 +375,15 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
     if (o.inputs[0].needs_grad) work += cm.GemmSeconds(r, c, d);
     if (o.inputs[1].needs_grad) work += cm.GemmSeconds(d, r, c);
     work *= batch;
+  } else if (o.conv && !cm.conv_gemm_rates.empty()) {
+    // Per image: forward out = w.cols, backward dw = dout.colsT and dcols = wT.dout (when the
+    // input needs a gradient), each at the rate calibrate measured for its shape (the Conv2D
+    // kernel, its im2col copy included).
+    const double images = o.conv->batch.Shard(parts), r = o.conv->rows.Shard(parts),
+                 d = o.conv->depth.Shard(parts), c = o.conv->cols.Shard(parts);
+    work = cm.ConvGemmSeconds(r, d, c) + cm.ConvGemmSeconds(r, c, d);
+    if (o.inputs[0].needs_grad) work += cm.ConvGemmSeconds(d, r, c);
+    work *= images;
   } else {
     work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);
   }
@@ -362,9 +395,11 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
   const SearchOp& o = ops_[op];
   const CostModel& cm = options_.cost;
   double grad_reduce = 0;
+  // The reductions follow this operator's computation (its backward; the loss's forward).
+  const double before = ComputeBeforeCollective(op, parts);
   const auto reduce = [&](double shard, int64_t group, const Link& link) {
-    const double s = cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard, group,
-                                                link.bandwidth, link.latency);
+    const double s = cm.SearchCollectiveAfterSeconds(CollectiveKind::kAllReduce, shard, group,
+                                                     link.bandwidth, link.latency, before);
     if (collectives != nullptr && s > 0) *collectives += 1;
     return s;
   };
@@ -424,9 +459,9 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     const double shard = edge.bytes / src_parts;
     const bool scatter = dst_parts >= src_parts * static_cast<double>(partial);
     const Link link = GroupLink(producer, edge.summed_letter);
-    cost += cm.SearchCollectiveSeconds(
+    cost += cm.SearchCollectiveAfterSeconds(
         scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial,
-        link.bandwidth, link.latency);
+        link.bandwidth, link.latency, ComputeBeforeCollective(edge.producer, producer));
     if (collectives != nullptr) *collectives += 1;
   }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
@@ -453,19 +488,25 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     }
   }
   if (std::isinf(link.bandwidth)) link = NoMeshLink();
-  auto move = [&](double target_parts, double peers, int gathered, double share) {
+  auto move = [&](double target_parts, double peers, int gathered, double share,
+                  double compute_before) {
     const double recv = edge.bytes / target_parts - edge.bytes / overlap;
     if (recv <= 0) return 0.0;
     const int steps = std::max(1, gathered);
     if (collectives != nullptr) *collectives += steps * share;
-    return cm.SearchExchangeSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth, steps,
-                                    link.latency);
+    return cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth,
+                                         steps, link.latency, compute_before);
   };
   // Forward: the activation; consumers that want the same layout share one copy (the
-  // partitioner redistributes a value once per layout), so each edge carries its share.
+  // partitioner redistributes a value once per layout), so each edge carries its share. It
+  // follows the producer's computation, or the reduction of its partial sums.
   const double share = 1.0 / edge.fanout;
-  cost += move(dst_parts, peers_forward, gather_forward, share) * share;
-  cost += move(src_parts, peers_backward, gather_backward, 1.0);  // backward: its gradient
+  const double forward_before =
+      partial > 1 ? 0.0 : ComputeBeforeCollective(edge.producer, producer);
+  cost += move(dst_parts, peers_forward, gather_forward, share, forward_before) * share;
+  // Backward: its gradient, after the consumer's backward.
+  cost += move(src_parts, peers_backward, gather_backward, 1.0,
+               ComputeBeforeCollective(edge.consumer, consumer));
   return cost;
 }
 

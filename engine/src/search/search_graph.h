@@ -58,6 +58,9 @@ struct SearchOp {
   double flops = 0;                    // forward, whole operator
   double weight = 0;                   // ordering key of recursive_programming (= flops)
   std::optional<GemmDimensions> gemm;  // MatMul, BatchMatMul: priced at their shards' GEMM rate
+  // Conv2D as its GEMM per image (batch = images, rows = output channels, depth = input
+  // channels x window, cols = output pixels), priced at CostModel::conv_gemm_rates.
+  std::optional<GemmDimensions> conv;
   std::vector<Parts> candidates;
   bool narrowed = false;       // candidates cut by a shard block: searches must end in one
   std::optional<Parts> fixed;  // the user's strategy (as split counts)
@@ -97,6 +100,10 @@ class SearchGraph {
   double OpCost(int op, const Parts& parts) const;
   // Of OpCost: the computation, seconds.
   double OpCompute(int op, const Parts& parts) const;
+  // The computation a collective after op `op` follows, for its hand-off
+  // (CostModel::SearchHandoffSeconds): the operator's forward and backward on its shard
+  // (OpCompute; 0 when the cost model has no hand-off).
+  double ComputeBeforeCollective(int op, const Parts& parts) const;
   // Of OpCost: the gradient all-reduces, seconds; adds their number to `*collectives`.
   double OpCommunication(int op, const Parts& parts, double* collectives = nullptr) const;
   // Memory per device of op `op` under `parts`, bytes.

@@ -1,5 +1,6 @@
 // The GEMM rate by shape (cost_model.h GemmRateTable): the profile's table round-trips and
-// older profiles keep one rate; the searches price a MatMul shard at the rate of its shape.
+// older profiles keep one rate; the searches price a MatMul shard at the rate of its shape,
+// and a Conv2D shard as its GEMMs per image at the convolutions' rates (conv_gemm_rates).
 #include <gtest/gtest.h>
 
 #include "search/search_graph.h"
@@ -21,19 +22,44 @@ GemmRateTable Table() {
   return t;
 }
 
-TEST(Profile, GemmRateTableRoundTripsAndLeavesTheFingerprint) {
+// 80 GF/s at 256^3; 8 rows (output channels) run at a quarter of it, small depths and
+// column counts at half.
+GemmRateTable ConvTable() {
+  GemmRateTable t;
+  t.base = 256;
+  t.base_flops = 80e9;
+  t.rows = {{8, 20e9}, {64, 80e9}};
+  t.depth = {{4, 40e9}, {64, 80e9}};
+  t.cols = {{4, 40e9}, {64, 80e9}};
+  return t;
+}
+
+// A table with every shape at `rate`.
+GemmRateTable Flat(double rate) {
+  GemmRateTable t;
+  t.base_flops = rate;
+  return t;
+}
+
+void ExpectSameTable(const GemmRateTable& back, const GemmRateTable& t) {
+  EXPECT_EQ(back.base, t.base);
+  EXPECT_EQ(back.base_flops, t.base_flops);
+  EXPECT_EQ(back.rows, t.rows);
+  EXPECT_EQ(back.depth, t.depth);
+  EXPECT_EQ(back.cols, t.cols);
+}
+
+TEST(Profile, GemmRateTablesRoundTripAndLeaveTheFingerprint) {
   CostModel c;
   c.flops = 70e9;
   const size_t without = c.Fingerprint();
   c.gemm_rates = Table();
+  c.conv_gemm_rates = ConvTable();
   EXPECT_EQ(c.Fingerprint(), without);  // the planner's fields only
   auto back = CostModelFromJson(CostModelToJson(c), "profile.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->gemm_rates.base, 256);
-  EXPECT_EQ(back->gemm_rates.base_flops, 100e9);
-  EXPECT_EQ(back->gemm_rates.rows, c.gemm_rates.rows);
-  EXPECT_EQ(back->gemm_rates.depth, c.gemm_rates.depth);
-  EXPECT_EQ(back->gemm_rates.cols, c.gemm_rates.cols);
+  ExpectSameTable(back->gemm_rates, Table());
+  ExpectSameTable(back->conv_gemm_rates, ConvTable());
   EXPECT_EQ(back->GemmSeconds(4, 256, 256), c.GemmSeconds(4, 256, 256));
   // An older profile has no table: every GEMM at `flops`, as before.
   auto old = CostModelFromJson(R"({"flops": 5e10})", "old.json");
@@ -128,6 +154,68 @@ TEST(SearchPrice, NoGradientGemmForADataInput) {
   const double flop = 2.0 * 32 * 256 * 256 / 8;
   // The forward and dW only: the backward computes no gradient for the data.
   EXPECT_NEAR(from_input.OpCompute(0, {8, 1, 1}), flop / 25e9 + flop / 50e9, 1e-12);
+}
+
+TEST(Profile, OlderProfilesPriceConvolutionsAtOneRate) {
+  auto old = CostModelFromJson(R"({"flops": 7e10})", "old.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(old->conv_gemm_rates.empty());
+  EXPECT_DOUBLE_EQ(old->ConvGemmSeconds(8, 150, 100), 2.0 * 8 * 150 * 100 / 7e10);
+  EXPECT_EQ(CostModelToJson(*old).find("conv_gemm_rates"), std::string::npos);
+  // Its errors name the field.
+  auto bad = CostModelFromJson(R"({"conv_gemm_rates": {"rows": [[4, 1e10]]}})", "p.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("conv_gemm_rates"), std::string::npos);
+}
+
+// x[batch, 4, 16, 16] (data, or a parameter: then its gradient is computed) convolved with
+// w[16, 4, 3, 3] (valid: 14 x 14 output pixels), one operator.
+Graph OneConv(int64_t batch, bool x_needs_grad) {
+  Graph g;
+  Builder b(&g);
+  const Shape xs = {batch, 4, 16, 16};
+  const ValueId x =
+      x_needs_grad ? b.Parameter("x", xs, {InitSpec::kNormal, 0.1f}) : b.Input("x", xs);
+  const ValueId w = b.Parameter("w", {16, 4, 3, 3}, {InitSpec::kNormal, 0.1f});
+  b.Op(OpKind::kConv2D, "conv", {x, w});
+  EXPECT_TRUE(b.ok()) << b.status().message();
+  return g;
+}
+
+TEST(SearchPrice, ConvIsPricedAsItsGemmsPerImage) {
+  SearchOptions o = EightDevices();
+  o.cost.conv_gemm_rates = Flat(50e9);
+  const auto data = search_internal::SearchGraph::Build(OneConv(32, false), o).value();
+  const auto param = search_internal::SearchGraph::Build(OneConv(32, true), o).value();
+  ASSERT_EQ(data.ops().size(), 1u);
+  ASSERT_TRUE(data.ops()[0].conv.has_value());
+  ASSERT_EQ(data.ops()[0].letters, "nco");
+  // Batch split: 4 images per device, each a GEMM of 16 rows x 36 depth x 196 columns.
+  const search_internal::Parts batch_split = {8, 1, 1};
+  const double gemm = 2.0 * 16 * 36 * 196 / 50e9;
+  EXPECT_NEAR(data.OpCompute(0, batch_split), 4 * 2 * gemm, 1e-12);   // forward and dw
+  EXPECT_NEAR(param.OpCompute(0, batch_split), 4 * 3 * gemm, 1e-12);  // and dx
+  // Output channels split: 32 images of 2 rows each, the same flops.
+  EXPECT_NEAR(data.OpCompute(0, {1, 1, 8}), 32 * 2 * (2.0 * 2 * 36 * 196 / 50e9), 1e-12);
+  // Without a table: the old price, one rate for the operator's flops (3 x forward).
+  o.cost.conv_gemm_rates = GemmRateTable{};
+  const auto one_rate = search_internal::SearchGraph::Build(OneConv(32, false), o).value();
+  EXPECT_NEAR(one_rate.OpCompute(0, batch_split), 3 * 4 * 2.0 * 16 * 36 * 196 / 100e9, 1e-12);
+}
+
+TEST(SearchPrice, ConvShardWithFewOutputChannelsIsPricedAtTheLowerRate) {
+  SearchOptions o = EightDevices();
+  o.cost.conv_gemm_rates = ConvTable();
+  const auto g = search_internal::SearchGraph::Build(OneConv(32, false), o).value();
+  // Splitting the 16 output channels 8 ways leaves GEMMs of 2 rows (below the table's 8-row
+  // point: a quarter of the base rate); splitting the batch keeps 16 rows. Same flops per
+  // device, but the channel split is priced dearer.
+  const double batch = g.OpCompute(0, {8, 1, 1}), channels = g.OpCompute(0, {1, 1, 8});
+  EXPECT_GT(channels, 1.5 * batch);
+  // Under one rate they cost the same.
+  o.cost.conv_gemm_rates = Flat(80e9);
+  const auto flat = search_internal::SearchGraph::Build(OneConv(32, false), o).value();
+  EXPECT_NEAR(flat.OpCompute(0, {1, 1, 8}), flat.OpCompute(0, {8, 1, 1}), 1e-12);
 }
 
 }  // namespace
