@@ -980,13 +980,22 @@ class Planner {
   // The same in closed form (CountExchange), or nullopt when not covered. Landings are states
   // on M when the target is one (unified meshes); landing 0 is wanted by the active ranks
   // (index 0 along new partial axes), the others by every rank.
-  std::optional<Exchange> CountedExchangeInto(const State& s, size_t i) const {
+  // with_senders = false: the receiving side only (CompleteExchangeInto adds the other).
+  std::optional<Exchange> CountedExchangeInto(const State& s, size_t i,
+                                              bool with_senders = true) const {
     Exchange ex;
-    if (!p_.has_target_state || !redist_internal::CountExchange(
-                                    p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, &ex)) {
+    if (!p_.has_target_state ||
+        !redist_internal::CountExchange(p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0,
+                                        &ex, with_senders)) {
       return std::nullopt;
     }
     return ex;
+  }
+  void CompleteExchangeInto(const State& s, size_t i, Exchange* receiving) const {
+    const bool covered = redist_internal::CountExchangeSenders(
+        p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, receiving);
+    assert(covered);  // as the receiving side
+    (void)covered;
   }
 
   // The irregular reduce-scatter that ends the plan from a state with pending reductions,
@@ -1148,12 +1157,15 @@ class Planner {
         // are the missing bytes); else the missing bytes first, the exchange if still in play.
         // (From the source into the target, counted already: taken, not copied; a second
         // search counts again.)
+        // (Other exchanges: the receiving side first, the sending side for survivors.)
         std::optional<Exchange> counted;
+        bool complete = true;
         if (i == 0 && source_into_target_ && node.state == p_.src) {
           counted = std::move(source_into_target_);
           source_into_target_.reset();
         } else {
-          counted = CountedExchangeInto(node.state, i);
+          counted = CountedExchangeInto(node.state, i, /*with_senders=*/false);
+          complete = false;
         }
         int64_t peers = 0;
         std::vector<int64_t> missing_bytes;
@@ -1172,6 +1184,7 @@ class Planner {
                               : static_cast<double>(m) / bw_max_ +
                                     static_cast<double>(std::max<int64_t>(0, peers - 1)) * alpha;
         if (best->node >= 0 && Better(best->score, floor2)) continue;
+        if (counted && !complete) CompleteExchangeInto(node.state, i, &*counted);
         ex = counted ? std::move(counted) : ExchangeInto(node.state, boxes.all(), i);
         kind = EdgeKind::kExchange;
       } else {
