@@ -32,6 +32,7 @@
 // memoised per (source block, fixed digits). At 1024 ranks a call takes about 10 us.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "redistribution_internal.h"
@@ -372,7 +373,6 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     most_messages = ex.max_recv_peers;
   }
   ex.sent.assign(n, 0);
-  uint32_t separating = 0;
 
   // Ranks in grid order over every axis but the largest, z, by odometer (a step along an axis
   // moves the keys of the one or two dimensions it indexes); along z, an inner loop that moves
@@ -415,77 +415,127 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     for (int j = 0; j < km.count; ++j) keys[km.dim[j]] += delta * km.weight[j];
   };
   const DimTable::Entry unit;
-  int64_t key[kMaxDigits] = {}, c[kMaxDigits] = {};
-  int64_t pos = 0;
-  const int64_t outer = n / z_size;
-  for (int64_t o = 0; o < outer; ++o) {
-    if (o > 0) {  // odometer over the axes but z
-      for (int a = na - 1; a >= 0; --a) {
-        if (a == z) continue;
-        if (++c[a] < p.axis_size[a]) {
-          tables_move(a, 1, key);
-          pos += p.pos_stride[a];
-          break;
+  // What the walk gathers besides the per-rank bytes (the permute test from them at the end).
+  struct Totals {
+    int64_t transfers = 0, recv_peers = 0, send_peers = 0, max_recv = 0, max_sent = 0;
+    bool receiver_has_own = false;  // some receiving rank keeps part of its landing block
+    uint32_t separating = 0;
+  } totals;
+  int64_t* recv = with_receivers ? ex.recv.data() : nullptr;
+  const int64_t* recv_before = with_receivers ? nullptr : ex.recv.data();
+  int64_t* sent = ex.sent.data();
+  // The walk, instantiated per case so that the common one (every rank wants, both sides)
+  // tests nothing per rank but its counts.
+  auto walk = [&](auto zero, auto receive, auto send) {
+    constexpr bool kZero = decltype(zero)::value, kReceive = decltype(receive)::value,
+                   kSend = decltype(send)::value;
+    int64_t key[kMaxDigits] = {}, c[kMaxDigits] = {};
+    int64_t pos = 0;
+    const int64_t outer = n / z_size;
+    for (int64_t o = 0; o < outer; ++o) {
+      if (o > 0) {  // odometer over the axes but z
+        for (int a = na - 1; a >= 0; --a) {
+          if (a == z) continue;
+          if (++c[a] < p.axis_size[a]) {
+            tables_move(a, 1, key);
+            pos += p.pos_stride[a];
+            break;
+          }
+          tables_move(a, -(c[a] - 1), key);
+          pos -= (c[a] - 1) * p.pos_stride[a];
+          c[a] = 0;
         }
-        tables_move(a, -(c[a] - 1), key);
-        pos -= (c[a] - 1) * p.pos_stride[a];
-        c[a] = 0;
       }
-    }
-    bool wants_outer = true, receivers_outer = true;
-    for (uint32_t m = zero_mask & ~z_bit; m; m &= m - 1) wants_outer &= c[__builtin_ctz(m)] == 0;
-    for (uint32_t m = zero_fixed & ~z_bit; m; m &= m - 1)
-      receivers_outer &= c[__builtin_ctz(m)] == 0;
-    // The dimensions z does not move: their product.
-    DimTable::Entry rest;
-    rest.sends = free_factor;
-    rest.sent = free_factor;
-    for (int i = 0; i < d; ++i) {
-      if (i == z_dims[0] || i == z_dims[1]) continue;
-      rest.Multiply(tables[i].entries[key[i]]);
-    }
-    const DimTable::Entry* e0 = num_z_dims > 0 ? &tables[z_dims[0]].entries[key[z_dims[0]]] : &unit;
-    const DimTable::Entry* e1 = num_z_dims > 1 ? &tables[z_dims[1]].entries[key[z_dims[1]]] : &unit;
-    const int64_t w0 = num_z_dims > 0 ? z_weights[0] : 0;
-    const int64_t w1 = num_z_dims > 1 ? z_weights[1] : 0;
-    for (int64_t cz = 0; cz < z_size; ++cz) {
-      const DimTable::Entry& x0 = e0[cz * w0];
-      const DimTable::Entry& x1 = e1[cz * w1];
-      const int r = p.rank_of_pos[pos + cz * z_pos_stride];
-      const bool wants = wants_outer && (cz == 0 || !(zero_mask & z_bit));
-      const int64_t have = rest.have * x0.have * x1.have;
-      // Receiving (count > 0 exactly when recv > 0: the landing box meets a source block other
-      // than the rank's own exactly when it is not inside it).
-      if (wants && with_receivers) {
-        const int64_t count = rest.blocks * x0.blocks * x1.blocks - (have > 0 ? 1 : 0);
-        if (count > 0) {
-          ex.recv[r] = (need - have) * p.elem;
-          ex.num_transfers += count;
-          most_messages = std::max(most_messages, count);
-          ex.max_recv_peers = std::max(ex.max_recv_peers, count);
-          if (count > 1 || have != 0 || need != shard_elems) permute = false;
-          separating |= rest.separating | x0.separating | x1.separating;
+      bool wants_outer = true, receivers_outer = true;
+      if constexpr (kZero) {
+        for (uint32_t m = zero_mask & ~z_bit; m; m &= m - 1)
+          wants_outer &= c[__builtin_ctz(m)] == 0;
+        for (uint32_t m = zero_fixed & ~z_bit; m; m &= m - 1)
+          receivers_outer &= c[__builtin_ctz(m)] == 0;
+      }
+      // The dimensions z does not move: their product.
+      DimTable::Entry rest;
+      rest.sends = free_factor;
+      rest.sent = free_factor;
+      for (int i = 0; i < d; ++i) {
+        if (i == z_dims[0] || i == z_dims[1]) continue;
+        rest.Multiply(tables[i].entries[key[i]]);
+      }
+      const DimTable::Entry* e0 =
+          num_z_dims > 0 ? &tables[z_dims[0]].entries[key[z_dims[0]]] : &unit;
+      const DimTable::Entry* e1 =
+          num_z_dims > 1 ? &tables[z_dims[1]].entries[key[z_dims[1]]] : &unit;
+      const int64_t w0 = num_z_dims > 0 ? z_weights[0] : 0;
+      const int64_t w1 = num_z_dims > 1 ? z_weights[1] : 0;
+      const int* ranks = p.rank_of_pos.data() + pos;
+      for (int64_t cz = 0; cz < z_size; ++cz) {
+        const DimTable::Entry& x0 = e0[cz * w0];
+        const DimTable::Entry& x1 = e1[cz * w1];
+        const int r = ranks[cz * z_pos_stride];
+        bool wants = true, receivers = true;
+        if constexpr (kZero) {
+          wants = wants_outer && (cz == 0 || !(zero_mask & z_bit));
+          receivers = receivers_outer && (cz == 0 || !(zero_fixed & z_bit));
         }
-      } else if (wants && ex.recv[r] > 0) {
-        separating |= rest.separating | x0.separating | x1.separating;
+        const int64_t have = rest.have * x0.have * x1.have;
+        // Receiving (count > 0 exactly when recv > 0: the landing box meets a source block
+        // other than the rank's own exactly when it is not inside it).
+        if constexpr (kReceive) {
+          const int64_t count = rest.blocks * x0.blocks * x1.blocks - (have > 0 ? 1 : 0);
+          if (wants && count > 0) {
+            const int64_t bytes = (need - have) * p.elem;
+            recv[r] = bytes;
+            totals.max_recv = std::max(totals.max_recv, bytes);
+            totals.transfers += count;
+            totals.recv_peers = std::max(totals.recv_peers, count);
+            totals.receiver_has_own |= have != 0;
+            totals.separating |= rest.separating | x0.separating | x1.separating;
+          }
+        } else {
+          if (wants && recv_before[r] > 0)
+            totals.separating |= rest.separating | x0.separating | x1.separating;
+        }
+        // Sending.
+        if constexpr (kSend) {
+          int64_t count = rest.sends * x0.sends * x1.sends;
+          if (!receivers || count == 0) continue;
+          int64_t elems = rest.sent * x0.sent * x1.sent;
+          if (wants && have > 0) {
+            --count;
+            elems -= have;
+          }
+          sent[r] = elems * p.elem;
+          totals.max_sent = std::max(totals.max_sent, sent[r]);
+          totals.send_peers = std::max(totals.send_peers, count);
+        }
       }
-      // Sending.
-      if (!with_senders || !receivers_outer || (cz > 0 && (zero_fixed & z_bit))) continue;
-      int64_t count = rest.sends * x0.sends * x1.sends;
-      if (count == 0) continue;
-      int64_t elems = rest.sent * x0.sent * x1.sent;
-      if (wants && have > 0) {
-        --count;
-        elems -= have;
-      }
-      ex.sent[r] = elems * p.elem;
-      most_messages = std::max(most_messages, count);
-      if (count > 1) permute = false;
     }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (zero_mask) {
+    if (part == CountPart::kBoth) walk(Yes{}, Yes{}, Yes{});
+    if (part == CountPart::kReceiving) walk(Yes{}, Yes{}, No{});
+    if (part == CountPart::kSending) walk(Yes{}, No{}, Yes{});
+  } else {
+    if (part == CountPart::kBoth) walk(No{}, Yes{}, Yes{});
+    if (part == CountPart::kReceiving) walk(No{}, Yes{}, No{});
+    if (part == CountPart::kSending) walk(No{}, No{}, Yes{});
   }
-  if (with_senders) ex.axes_mask = separating;
-  for (int r = 0; with_receivers && r < n; ++r) ex.max_recv = std::max(ex.max_recv, ex.recv[r]);
-  for (int r = 0; with_senders && r < n; ++r) ex.max_sent = std::max(ex.max_sent, ex.sent[r]);
+  if (with_receivers) {
+    ex.num_transfers = totals.transfers;
+    ex.max_recv_peers = totals.recv_peers;
+    ex.max_recv = totals.max_recv;
+    most_messages = totals.recv_peers;
+    permute = totals.recv_peers <= 1 && !totals.receiver_has_own &&
+              (totals.transfers == 0 || need == shard_elems);
+  }
+  if (with_senders) {
+    ex.axes_mask = totals.separating;
+    ex.max_sent = totals.max_sent;
+    most_messages = std::max(most_messages, totals.send_peers);
+    permute = permute && totals.send_peers <= 1;
+  }
   ex.messages = most_messages;
   ex.is_permute = permute && ex.num_transfers > 0;
   return true;
