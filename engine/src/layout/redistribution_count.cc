@@ -17,8 +17,8 @@
 // splitting dimension i of x, of which those in U are fixed (q's) and those in V are free; the
 // V axes splitting no dimension of x only multiply. So the number of receivers and the
 // elements sent factor by dimension: along dimension i, the landing blocks meeting S_i(q)
-// (a range [bx, by] of block indices) whose U digits equal q's, counted by a digit recurrence,
-// and their overlaps with S_i(q) (every block inside the range whole, the two ends clipped).
+// (a range [bx, by] of block indices) whose U digits equal q's, and their overlaps with
+// S_i(q).
 // q itself is among them exactly when it wants and X(q) meets S(q); it is taken out.
 // Wanting ranks: those with coordinate 0 on the axes of `zero_mask` (new partial sums); such
 // an axis in U decides for all of q's receivers at once, one in V fixes that coordinate.
@@ -26,10 +26,13 @@
 // Axes: an axis a of V (in dimension i of s) separates r from some peer when the source blocks
 // X_i(r) meets do not all have r's digit on a.
 //
-// Cost: one walk over the ranks in grid order (an odometer: each step moves the block indices
-// by one weight), with tables per block index instead of divisions; a sender whose range of
-// landing blocks is short tests them one by one, a long one uses the digit recurrence,
-// memoised per (source block, fixed digits). At 1024 ranks a call takes about 10 us.
+// Cost. Every per-rank quantity above is a product over dimensions of a factor that depends
+// only on the rank's coordinates on the axes indexing that dimension in s or x. So each
+// dimension gets a table of its factors over those coordinates (DimTable: usually far fewer
+// entries than ranks; built with tables per block index instead of divisions, and the
+// sending counts filled one source block at a time), and one walk over the ranks in grid
+// order multiplies one entry per dimension: the largest axis innermost, where only its one or
+// two dimensions' entries move. At 1024 ranks a call takes a few microseconds.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -42,48 +45,6 @@ namespace shardscope::redist_internal {
 namespace {
 
 constexpr int kMaxDigits = 32;
-
-// The digits of one dimension's block index in the landing: sizes of its axes (most
-// significant first), and per digit the value it must have, or -1 when free.
-struct Digits {
-  int k = 0;
-  int64_t size[kMaxDigits];
-  int64_t fixed[kMaxDigits];
-  int64_t free_below[kMaxDigits + 1];  // product of the free sizes after each digit
-  int64_t total = 1;                   // number of blocks
-
-  void Finish() {
-    free_below[k] = 1;
-    for (int j = k - 1; j >= 0; --j)
-      free_below[j] = free_below[j + 1] * (fixed[j] < 0 ? size[j] : 1);
-  }
-  // Block indices in [0, z) whose fixed digits have their values.
-  int64_t CountBelow(int64_t z) const {
-    if (z >= total) return free_below[0];
-    int64_t digit[kMaxDigits];
-    for (int j = k - 1; j >= 0; --j) {
-      digit[j] = z % size[j];
-      z /= size[j];
-    }
-    int64_t count = 0;
-    for (int j = 0; j < k; ++j) {
-      if (fixed[j] < 0) {
-        count += digit[j] * free_below[j + 1];
-      } else {
-        if (fixed[j] < digit[j]) count += free_below[j + 1];
-        if (fixed[j] != digit[j]) return count;
-      }
-    }
-    return count;
-  }
-  bool Matches(int64_t b) const {
-    for (int j = k - 1; j >= 0; --j) {
-      if (fixed[j] >= 0 && b % size[j] != fixed[j]) return false;
-      b /= size[j];
-    }
-    return true;
-  }
-};
 
 // One tensor dimension: how a rank's source and landing block indices follow from its
 // coordinates (index = sum of coordinate x weight over the dimension's axes), and tables over
@@ -98,10 +59,12 @@ struct Dim {
   std::vector<int64_t> first, last;
   // Per source block: the landing blocks it meets, [bx, by].
   std::vector<int64_t> bx, by;
-  Digits digits;
   // Per landing block: its fixed digits as one index (mixed radix over fixed_terms' axes).
   std::vector<int64_t> fixed_key;
-  std::vector<int64_t> memo;  // (count, overlap) per (source block, fixed digits); -1: unset
+  // (count, overlap) per (source block, fixed digits), filled a source block at a time (see
+  // SendFactor); empty when the dimension has no fixed axes.
+  std::vector<int64_t> memo;
+  std::vector<char> memo_ready;  // per source block
 
   int64_t Overlap(int64_t sb, int64_t tb) const {
     return std::max<int64_t>(0, std::min((sb + 1) * bs, (tb + 1) * t) - std::max(sb * bs, tb * t));
@@ -160,51 +123,33 @@ struct DimTable {
   int64_t WeightOf(int axis) const { return key_weight[axis]; }
 };
 
-// The sending factor of dimension i for a sender with source block `sb` and fixed digits
-// `fixed` (their index over the dimension's fixed axes; `coord`: the sender's coordinates,
-// read for those axes): the landing blocks with those digits that meet the source block, and
-// their overlap with it.
-void SendFactor(const State& into, uint32_t used_mask, int i, int64_t sb,
-                int64_t fixed, const int64_t* coord, Dim* g, int64_t* count, int64_t* overlap) {
+// The sending factor of a dimension for a sender with source block `sb` and fixed digits
+// `fixed` (their index over the dimension's fixed axes): the landing blocks with those digits
+// that meet the source block, and their overlap with it. With fixed axes, one walk over the
+// landing blocks the source block meets fills its row for every value of the fixed digits.
+void SendFactor(int64_t sb, int64_t fixed, Dim* g, int64_t* count, int64_t* overlap) {
   const int64_t bx = g->bx[sb], by = g->by[sb];
   if (g->memo.empty()) {  // no fixed axes: every landing block it meets, the whole block
     *count = by - bx + 1;
     *overlap = g->bs;
     return;
   }
-  if (by - bx < 16) {  // a short range: test its blocks
-    int64_t m = 0, o = 0;
+  int64_t* row = g->memo.data() + 2 * sb * g->fixed_combos;
+  if (!g->memo_ready[sb]) {
+    std::fill(row, row + 2 * g->fixed_combos, 0);
     for (int64_t b = bx; b <= by; ++b) {
-      if (g->fixed_key[b] != fixed) continue;
-      ++m;
-      o += g->Overlap(sb, b);
+      int64_t* cell = row + 2 * g->fixed_key[b];
+      ++cell[0];
+      cell[1] += g->Overlap(sb, b);
     }
-    *count = m;
-    *overlap = o;
-    return;
+    g->memo_ready[sb] = 1;
   }
-  int64_t* memo = g->memo.data() + 2 * (sb * g->fixed_combos + fixed);
-  if (memo[0] < 0) {
-    Digits& dg = g->digits;
-    for (int j = 0; j < dg.k; ++j) {
-      const int a = into.dims[i][j];
-      dg.fixed[j] = (used_mask & (1u << a)) ? -1 : coord[a];
-    }
-    dg.Finish();
-    const int64_t m = dg.CountBelow(by + 1) - dg.CountBelow(bx);
-    int64_t o = g->t * m;
-    if (m > 0 && dg.Matches(bx)) o -= sb * g->bs - bx * g->t;
-    if (m > 0 && dg.Matches(by)) o -= (by + 1) * g->t - (sb + 1) * g->bs;
-    memo[0] = m;
-    memo[1] = o;
-  }
-  *count = memo[0];
-  *overlap = memo[1];
+  *count = row[2 * fixed];
+  *overlap = row[2 * fixed + 1];
 }
 
 // Fills dimension i's table (see DimTable) by odometer over its key.
-void BuildTable(const Problem& p, const State& into, uint32_t used_mask, int i,
-                bool with_senders, Dim* g, DimTable* t) {
+void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
   const int na = p.num_axes;
   // Per mesh axis: its weight in the source block index, the landing block index and the
   // fixed key of this dimension (0 when it has none).
@@ -246,7 +191,7 @@ void BuildTable(const Problem& p, const State& into, uint32_t used_mask, int i,
     e.have = g->Overlap(sidx, tidx);
     e.blocks = g->last[tidx] - g->first[tidx] + 1;
     if (!with_senders) continue;
-    SendFactor(into, used_mask, i, sidx, fidx, coord, g, &e.sends, &e.sent);
+    SendFactor(sidx, fidx, g, &e.sends, &e.sent);
     e.separating = 0;
     for (const auto& [a, w] : g->src_terms) {
       if (p.axis_size[a] <= 1) continue;
@@ -314,15 +259,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       FloorSteps(0, g.bs, g.t, src_blocks, &g.bx);
       FloorSteps(g.bs - 1, g.bs, g.t, src_blocks, &g.by);
     }
-    Digits& dg = g.digits;
-    dg.k = static_cast<int>(into.dims[i].size());
-    dg.total = into_blocks;
+    const int k = static_cast<int>(into.dims[i].size());
     int fixed_axes[kMaxDigits];
     int num_fixed = 0;
-    for (int j = 0; j < dg.k; ++j) {
+    for (int j = 0; j < k; ++j) {
       const int a = into.dims[i][j];
-      dg.size[j] = p.axis_size[a];
-      dg.fixed[j] = -1;
       if (!(used_mask & (1u << a))) fixed_axes[num_fixed++] = a;
     }
     Terms(p, fixed_axes, num_fixed, &g.fixed_terms);
@@ -330,10 +271,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     for (int f = 0; f < num_fixed; ++f) g.fixed_combos *= p.axis_size[fixed_axes[f]];
     g.memo.clear();  // empty: no fixed axes (SendFactor)
     if (with_senders && num_fixed > 0) {
-      g.memo.assign(2 * src_blocks * g.fixed_combos, -1);
+      g.memo.resize(2 * src_blocks * g.fixed_combos);
+      g.memo_ready.assign(src_blocks, 0);
       // Landing blocks' fixed keys by odometer over their digits.
       int64_t weight[kMaxDigits], digit[kMaxDigits];
-      for (int j = dg.k - 1, f = num_fixed - 1; j >= 0; --j) {
+      for (int j = k - 1, f = num_fixed - 1; j >= 0; --j) {
         weight[j] = 0;
         digit[j] = 0;
         if (!(used_mask & (1u << into.dims[i][j]))) weight[j] = g.fixed_terms[f--].second;
@@ -342,8 +284,8 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       int64_t key = 0;
       for (int64_t tb = 0; tb < into_blocks; ++tb) {
         g.fixed_key[tb] = key;
-        for (int j = dg.k - 1; j >= 0; --j) {
-          if (++digit[j] < dg.size[j]) {
+        for (int j = k - 1; j >= 0; --j) {
+          if (++digit[j] < p.axis_size[into.dims[i][j]]) {
             key += weight[j];
             break;
           }
@@ -358,7 +300,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   // per dimension), so the walk over the ranks only looks entries up.
   std::vector<DimTable>& tables = tables_scratch;
   for (int i = 0; i < d; ++i) {
-    BuildTable(p, into, used_mask, i, with_senders, &dims[i], &tables[i]);
+    BuildTable(p, with_senders, &dims[i], &tables[i]);
   }
 
   Exchange& ex = *out;
