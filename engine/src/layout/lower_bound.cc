@@ -14,7 +14,7 @@ namespace shardscope::redist_internal {
 
 std::string State::Key() const {
   std::string key;
-  for (const std::vector<int>& axes : dims) {
+  for (const AxisList& axes : dims) {
     for (int a : axes) key.push_back(static_cast<char>('a' + a));
     key.push_back('|');
   }
@@ -263,6 +263,22 @@ Result<Problem> MakeProblem(const Setup& setup) {
   p.axes_of_to = setup.axes_of_to;
   const Layout& from_m = setup.from_m();
   const Layout& to_m = setup.to_m();
+  // Search states hold their axes inline (DimList).
+  if (p.num_dims > static_cast<int>(DimList::kCapacity)) {
+    return Status::NotImplemented("redistribution planner: tensors of at most " +
+                                  std::to_string(DimList::kCapacity) + " dimensions (got " +
+                                  std::to_string(p.num_dims) + ")");
+  }
+  for (const Layout* l : {&from_m, &to_m}) {
+    for (const std::vector<int>& axes : l->dims_axes()) {
+      if (axes.size() > AxisList::kCapacity) {
+        return Status::NotImplemented("redistribution planner: at most " +
+                                      std::to_string(AxisList::kCapacity) +
+                                      " mesh axes per tensor dimension (layout " +
+                                      l->ToString() + ")");
+      }
+    }
+  }
   FillRankGrid(&p);
   const int n = p.num_ranks;
 

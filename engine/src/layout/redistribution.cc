@@ -38,6 +38,7 @@ using redist_internal::AllReduceRecv;
 using redist_internal::AxesMask;
 using redist_internal::AxesName;
 using redist_internal::Boxes;
+using redist_internal::AxisList;
 using redist_internal::BoxesOf;
 using redist_internal::BoxVolume;
 using redist_internal::Exchange;
@@ -177,7 +178,7 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
   std::vector<std::vector<int64_t>> block_pos(d);
   uint32_t used_mask = 0;
   for (int i = 0; i < d; ++i) {
-    const std::vector<int>& axes = s.dims[i];
+    const AxisList& axes = s.dims[i];
     used_mask |= AxesMask(axes);
     block_pos[i].assign(cur.blocks[i], 0);
     std::vector<int64_t> digit(axes.size(), 0);
@@ -1300,7 +1301,7 @@ class Planner {
             add(std::move(xs), Edge{EdgeKind::kGather, {x}, d, -1});
           }
           // Reversed all-to-all: the last k axes of d moved to the end of e.
-          const std::vector<int>& list = ys.dims[d];
+          const AxisList& list = ys.dims[d];
           for (size_t k = 1; k <= list.size(); ++k) {
             std::vector<int> suffix(list.end() - k, list.end());
             const int64_t g = p_.mesh.GroupSize(suffix);
@@ -1391,7 +1392,7 @@ class Planner {
                   (px - 1) * shard_elems, px * shard_elems);
         }
         // All-to-all of the last k axes of d, in order, to the end of e.
-        const std::vector<int>& list = s.dims[d];
+        const AxisList& list = s.dims[d];
         for (size_t k = 1; k <= list.size(); ++k) {
           std::vector<int> suffix(list.end() - k, list.end());
           int64_t g = 1;
@@ -1446,7 +1447,7 @@ class Planner {
       Consider(index, node, std::move(edge), std::move(next), sr, -1.0, false, emit);
     };
     for (int d = 0; d < nd; ++d) {
-      const std::vector<int>& list = s.dims[d];
+      const AxisList& list = s.dims[d];
       for (size_t i = 0; i + 1 < list.size(); ++i) {
         State next = s;
         std::swap(next.dims[d][i], next.dims[d][i + 1]);
@@ -1612,7 +1613,8 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
   const DeviceMesh& m = p.mesh;
   redist_internal::ReasonContext rc;
   rc.mesh = &p.mesh;
-  rc.target = p.has_target_state ? &p.tgt.dims : nullptr;
+  const DimAxes target_dims = p.has_target_state ? DimAxes(p.tgt.dims) : DimAxes();
+  rc.target = p.has_target_state ? &target_dims : nullptr;
   const std::string ax = AxesName(m, e.axes);
   const std::string dim = "dimension " + std::to_string(e.dim);
   switch (e.kind) {
@@ -1975,11 +1977,11 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
       diff = d;
     }
     if (diff >= 0) {
-      const std::vector<int>& a = p.src.dims[diff];
-      const std::vector<int>& b = p.tgt.dims[diff];
+      const AxisList& a = p.src.dims[diff];
+      const AxisList& b = p.tgt.dims[diff];
       for (size_t i = 0; a.size() == b.size() && i + 1 < a.size(); ++i) {
         if (a[i] == b[i]) continue;
-        std::vector<int> swapped = a;
+        AxisList swapped = a;
         std::swap(swapped[i], swapped[i + 1]);
         if (swapped == b) {
           is_swap = true;

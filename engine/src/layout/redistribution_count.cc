@@ -90,7 +90,8 @@ void FloorSteps(int64_t start, int64_t step, int64_t div, int64_t count,
 }
 
 // (axis, weight) of every axis of `axes` in the mixed-radix index over them.
-void Terms(const Problem& p, const int* axes, int count,
+template <typename Axis>
+void Terms(const Problem& p, const Axis* axes, int count,
            std::vector<std::pair<int, int64_t>>* out) {
   out->resize(count);
   int64_t w = 1;
@@ -202,6 +203,13 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
   }
 }
 
+// The number of blocks a dimension split along `axes` has.
+int64_t BlocksAlong(const Problem& p, const AxisList& axes) {
+  int64_t blocks = 1;
+  for (int a : axes) blocks *= p.axis_size[a];
+  return blocks;
+}
+
 // Which sides of the exchange one call counts: both, the receiving side, or the sending side
 // of an exchange whose receiving side an earlier call counted (same arguments).
 enum class CountPart { kBoth, kReceiving, kSending };
@@ -246,8 +254,8 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   int64_t shard_elems = 1;  // and every source block
   for (int i = 0; i < d; ++i) {
     Dim& g = dims[i];
-    g.bs = p.shape[i] / p.mesh.GroupSize(s.dims[i]);
-    g.t = p.shape[i] / p.mesh.GroupSize(into.dims[i]);
+    g.bs = p.shape[i] / BlocksAlong(p, s.dims[i]);
+    g.t = p.shape[i] / BlocksAlong(p, into.dims[i]);
     need *= g.t;
     shard_elems *= g.bs;
     Terms(p, s.dims[i].data(), static_cast<int>(s.dims[i].size()), &g.src_terms);

@@ -9,6 +9,8 @@
 // tensor: [lo, hi) per dimension.
 #pragma once
 
+#include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,9 +23,99 @@
 
 namespace shardscope::redist_internal {
 
+// The mesh axes of one tensor dimension, most significant first, stored inline: the search
+// copies a state for every candidate step, and these copies allocate nothing. Converts
+// implicitly from and to std::vector<int> (the mesh and layout APIs; allocates).
+class AxisList {
+ public:
+  static constexpr size_t kCapacity = 15;
+  AxisList() = default;
+  AxisList(const std::vector<int>& axes) { assign(axes.begin(), axes.end()); }  // NOLINT
+  operator std::vector<int>() const { return std::vector<int>(begin(), end()); }  // NOLINT
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const uint8_t* data() const { return axes_; }
+  const uint8_t* begin() const { return axes_; }
+  const uint8_t* end() const { return axes_ + size_; }
+  uint8_t* begin() { return axes_; }
+  uint8_t* end() { return axes_ + size_; }
+  uint8_t operator[](size_t i) const { return axes_[i]; }
+  uint8_t& operator[](size_t i) { return axes_[i]; }
+  int back() const { return axes_[size_ - 1]; }
+  // Preconditions (asserted): at most kCapacity axes (MakeProblem checks layouts), axes < 256.
+  void push_back(int axis) {
+    assert(size_ < kCapacity && axis >= 0 && axis < 256);
+    axes_[size_++] = static_cast<uint8_t>(axis);
+  }
+  void pop_back() { --size_; }
+  // Shrinks to n axes (the planner only drops axes from the end).
+  void resize(size_t n) {
+    assert(n <= size_);
+    size_ = static_cast<uint8_t>(n);
+  }
+  template <typename It>
+  void assign(It first, It last) {
+    size_ = 0;
+    for (; first != last; ++first) push_back(*first);
+  }
+  // Inserts [first, last) before `at`.
+  template <typename It>
+  void insert(const uint8_t* at, It first, It last) {
+    uint8_t tail[kCapacity];
+    const size_t pos = static_cast<size_t>(at - axes_), count = size_ - pos;
+    std::copy(axes_ + pos, axes_ + size_, tail);
+    size_ = static_cast<uint8_t>(pos);
+    for (; first != last; ++first) push_back(*first);
+    for (size_t i = 0; i < count; ++i) push_back(tail[i]);
+  }
+  void insert(const uint8_t* at, int axis) { insert(at, &axis, &axis + 1); }
+  friend bool operator==(const AxisList& a, const AxisList& b) {
+    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+
+ private:
+  uint8_t size_ = 0;
+  uint8_t axes_[kCapacity] = {};
+};
+
+// Per tensor dimension its axes (a DimAxes stored inline; see AxisList).
+class DimList {
+ public:
+  static constexpr size_t kCapacity = 12;
+  DimList() = default;
+  DimList(const DimAxes& dims) {  // NOLINT: precondition: at most kCapacity dimensions
+    assert(dims.size() <= kCapacity);
+    size_ = static_cast<uint8_t>(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) dims_[i] = dims[i];
+  }
+  operator DimAxes() const { return DimAxes(begin(), end()); }  // NOLINT
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const AxisList* begin() const { return dims_; }
+  const AxisList* end() const { return dims_ + size_; }
+  AxisList* begin() { return dims_; }
+  AxisList* end() { return dims_ + size_; }
+  const AxisList& operator[](size_t i) const { return dims_[i]; }
+  AxisList& operator[](size_t i) { return dims_[i]; }
+  void assign(size_t n, const AxisList& value) {
+    assert(n <= kCapacity);
+    size_ = static_cast<uint8_t>(n);
+    for (size_t i = 0; i < n; ++i) dims_[i] = value;
+  }
+  friend bool operator==(const DimList& a, const DimList& b) {
+    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+
+ private:
+  uint8_t size_ = 0;
+  AxisList dims_[kCapacity];
+};
+
 // A layout on the planning mesh as a search state.
 struct State {
-  DimAxes dims;
+  DimList dims;
   uint32_t reduce_mask = 0;  // partial axes of M still to be reduced (bit = axis)
   std::string Key() const;
   friend bool operator==(const State&, const State&) = default;
@@ -219,6 +311,11 @@ inline int64_t AllReduceRecv(int64_t n, int64_t p) {
 
 std::vector<int> MaskAxes(uint32_t mask);
 uint32_t AxesMask(const std::vector<int>& axes);
+inline uint32_t AxesMask(const AxisList& axes) {
+  uint32_t m = 0;
+  for (int a : axes) m |= 1u << a;
+  return m;
+}
 
 // Box helpers on flat [lo, hi) arrays of `d` dims.
 int64_t BoxVolume(const int64_t* lo, const int64_t* hi, int d);

@@ -368,6 +368,25 @@ TEST(RedistributionTest, Errors) {
   EXPECT_NE(plan.status().message().find("same ranks"), std::string::npos);
 }
 
+TEST(RedistributionTest, SearchRefusesTensorsBeyondItsInlineStates) {
+  // The search keeps states inline (12 dimensions); the fast path has no such limit.
+  const DeviceMesh m = MakeMesh({2}, {"x"});
+  const std::vector<int64_t> shape(13, 2);
+  std::string from = "x", to = "-";
+  for (int i = 1; i < 13; ++i) {
+    from += ",-";
+    to += i == 1 ? ",x" : ",-";
+  }
+  RedistOptions search_only;
+  search_only.fast_path = false;
+  Result<RedistPlan> plan =
+      PlanRedistribution(Spec(m, from, shape), Spec(m, to, shape), CostModel{}, search_only);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("at most 12 dimensions (got 13)"), std::string::npos)
+      << plan.status().message();
+  EXPECT_TRUE(PlanRedistribution(Spec(m, from, shape), Spec(m, to, shape), CostModel{}).ok());
+}
+
 TEST(RedistributionTest, PrintsAndSerialisesEveryStep) {
   const DeviceMesh m = MakeMesh({2, 2, 2}, {"dp", "sp", "mp"});
   const RedistPlan plan = Plan(Spec(m, "dp,sp|P(mp)", {8, 8}), Spec(m, "-,(sp,dp)", {8, 8}));
