@@ -305,6 +305,25 @@ int64_t SearchGraph::LetterStride(const Parts& parts, int l) const {
   return stride;
 }
 
+bool SearchGraph::GroupsLink(const RedistGroups& groups, double* bandwidth, double* latency) const {
+  if (physical_.empty()) return false;
+  Link link{std::numeric_limits<double>::infinity(), -1};
+  for (const PhysicalAxis& a : physical_) {
+    bool spanned = false;
+    for (const RedistGroups::Group& group : groups) {
+      for (int r : group) spanned |= (r / a.stride) % a.size != (group[0] / a.stride) % a.size;
+      if (spanned) break;
+    }
+    if (!spanned) continue;
+    link.bandwidth = std::min(link.bandwidth, a.bandwidth);
+    link.latency = std::max(link.latency, a.latency);
+  }
+  if (std::isinf(link.bandwidth)) return false;
+  *bandwidth = link.bandwidth;
+  *latency = link.latency < 0 ? options_.cost.latency_s : link.latency;
+  return true;
+}
+
 SearchGraph::Link SearchGraph::NoMeshLink() const { return {options_.cost.default_bandwidth, -1}; }
 
 void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
