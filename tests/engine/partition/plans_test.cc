@@ -64,11 +64,10 @@ ModelGraph FromFile(const std::string& name, std::map<std::string, DeviceMesh>* 
   return std::move(*m);
 }
 
-// Two readers want relu0's output replicated, on meshes with other axis names: the same
-// blocks on the same ranks, so one gather serves both (it used to be gathered twice).
-TEST(Plans, OneCopyServesReadersWantingTheSameBlocksOnDifferentMeshes) {
-  const std::string text = R"(
-name: two_meshes
+// A model file in which relu0 has two readers, matmul_a and matmul_b, with `parallel` (the
+// lines after "parallel:"'s mode and devices) deciding their strategies.
+std::string TwoReaders(const std::string& name, int batch, const std::string& parallel) {
+  return "name: " + name + R"(
 input: {shape: [16]}
 classes: 8
 parameters:
@@ -82,11 +81,19 @@ operators:
 output: sum
 loss: softmax_cross_entropy
 optimizer: {type: sgd, lr: 0.01}
-training: {batch: 8, epochs: 1, seed: 1}
 data: {dataset: synthetic, synthetic_size: 64}
+training: {batch: )" +
+         std::to_string(batch) + R"(, epochs: 1, seed: 1}
 parallel:
   mode: semi_auto
-  devices: 8
+  devices: 8)" +
+         parallel;
+}
+
+// Two readers want relu0's output replicated, on meshes with other axis names: the same
+// blocks on the same ranks, so one gather serves both (it used to be gathered twice).
+TEST(Plans, OneCopyServesReadersWantingTheSameBlocksOnDifferentMeshes) {
+  const std::string text = TwoReaders("two_meshes", 8, R"(
   meshes:
     line: Layout((8,), ("tp",))
     grid: Layout((2, 4), ("a", "b"))
@@ -94,7 +101,7 @@ parallel:
     relu0: ((8, 1),)
     matmul_a: (line("None", "None"), line("None", "tp"))
     matmul_b: (grid("None", "None"), grid("None", ("a", "b")))
-)";
+)");
   auto mf = ParseModelText(text, "two_meshes.yaml");
   ASSERT_TRUE(mf.ok()) << mf.status().message();
   std::map<std::string, DeviceMesh> meshes;
@@ -126,31 +133,12 @@ parallel:
 // is then served by a local slice of that whole copy instead of a second exchange from the
 // home (basic_blocks_level1 redistributed block1.gelu twice). The law still holds.
 TEST(Plans, ALaterReaderIsSlicedFromAnEarlierWholeCopy) {
-  const std::string text = R"(
-name: sliced_from_copy
-input: {shape: [16]}
-classes: 8
-parameters:
-  wa: {shape: [16, 8], init: normal}
-  wb: {shape: [16, 8], init: normal}
-operators:
-  - relu0: {op: ReLU, inputs: [x]}
-  - matmul_a: {op: MatMul, inputs: [relu0, wa]}
-  - matmul_b: {op: MatMul, inputs: [relu0, wb]}
-  - sum: {op: Add, inputs: [matmul_a, matmul_b]}
-output: sum
-loss: softmax_cross_entropy
-optimizer: {type: sgd, lr: 0.01}
-training: {batch: 16, epochs: 1, seed: 1}
-data: {dataset: synthetic, synthetic_size: 64}
-parallel:
-  mode: semi_auto
-  devices: 8
+  const std::string text = TwoReaders("sliced_from_copy", 16, R"(
   strategies:
     relu0: ((1, 8),)
     matmul_a: ((1, 1), (1, 8))
     matmul_b: ((8, 1), (1, 1))
-)";
+)");
   auto mf = ParseModelText(text, "sliced_from_copy.yaml");
   ASSERT_TRUE(mf.ok()) << mf.status().message();
   auto m = mf->Build(16);
