@@ -62,6 +62,7 @@ struct SearchOp {
   // Conv2D as its GEMM per image (batch = images, rows = output channels, depth = input
   // channels x window, cols = output pixels), priced at CostModel::conv_gemm_rates.
   std::optional<GemmDimensions> conv;
+  double kernel_rate = 0;  // CostModel::KernelRate of its kind (input bytes/s), 0: none
   std::vector<Parts> candidates;
   bool narrowed = false;       // candidates cut by a shard block: searches must end in one
   std::optional<Parts> fixed;  // the user's strategy (as split counts)
