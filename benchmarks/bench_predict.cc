@@ -1,11 +1,11 @@
 // Predicted against measured step time (issue 7), broken down: for each sample model file on
-// N in-process devices, the search's prediction (SearchResult: computation, communication,
-// collectives per step) next to what a training step measures (per-rank kernel time,
-// communication time, communicator calls per step, and each redistribution timed alone),
-// then the kernels alone: one device's share of the step (the model at batch / N) run by
-// the single-device Executor with per-operator timing, against the search's computation
-// price for it, per operator kind (calls, mean time per call: the per-operator overhead of
-// small operators shows there).
+// N in-process devices, the prediction (the partitioned program priced, PriceProgram:
+// computation, communication, its communication steps; the search's objective beside it) next to
+// what a training step measures (per-rank kernel time, communication time, communicator calls per
+// step, and each redistribution timed alone), then the kernels alone: one device's share of the
+// step (the model at batch / N) run by the single-device Executor with per-operator timing, against
+// the search's computation price for it, per operator kind (calls, mean time per call: the
+// per-operator overhead of small operators shows there).
 //
 //   cmake --build build -j2 --target bench_predict
 //   build/bin/bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL.yaml ...]
@@ -31,6 +31,7 @@
 #include "shardscope/dist_trainer.h"
 #include "shardscope/executor.h"
 #include "shardscope/model_file.h"
+#include "shardscope/program_price.h"
 #include "shardscope/redistribution.h"
 #include "shardscope/search.h"
 
@@ -59,20 +60,22 @@ struct Options {
 // One sample's figures.
 struct Row {
   std::string name;
-  SearchResult predicted;
-  double step_ms = 0;              // rank 0, median over the timed steps, between barriers
-  double compute_ms = 0;           // mean over ranks of kernel (and optimizer) time per step
-  double comm_ms = 0;              // mean over ranks of redistribution time per step
-  double calls = 0;                // communicator calls per step, rank 0
-  int redistributions = 0;         // instructions per step
-  int communicating_steps = 0;     // their steps that move data
-  double alone_ms = 0;             // every redistribution timed alone, summed
+  SearchResult predicted;       // the search's objective
+  ProgramPrice program;         // the prediction: the partitioned program priced (program_price.h)
+  double step_ms = 0;           // rank 0, median over the timed steps, between barriers
+  double compute_ms = 0;        // mean over ranks of kernel (and optimizer) time per step
+  double comm_ms = 0;           // mean over ranks of redistribution time per step
+  double calls = 0;             // communicator calls per step, rank 0
+  int redistributions = 0;      // instructions per step
+  int communicating_steps = 0;  // their steps that move data
+  double alone_ms = 0;          // every redistribution timed alone, summed
   std::vector<std::string> alone;  // per redistribution: "value kind.. measured us"
   std::string error;
 };
 
 Result<ModelGraph> Searched(const ModelFile& mf, int devices, const CostModel& cost,
-                            SearchResult* result, PartitionOptions* partition) {
+                            SearchResult* result, PartitionOptions* partition,
+                            SearchOptions* search) {
   const ParallelConfig& parallel = mf.parallel();
   std::string mode_name = parallel.search;
   if (mode_name.empty()) mode_name = parallel.mode == "auto" ? "sharding_propagation" : "semi_auto";
@@ -91,6 +94,7 @@ Result<ModelGraph> Searched(const ModelFile& mf, int devices, const CostModel& c
   for (const ShardBlockEntry& b : parallel.shard_blocks)
     o.shard_blocks.push_back({b.block, b.in_strategy, b.out_strategy, b.level});
   SHARDSCOPE_ASSIGN_OR_RETURN(*result, SearchStrategies(model.graph, o));
+  *search = o;
   SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(*result, &model.graph));
   return model;
 }
@@ -105,7 +109,8 @@ Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, R
   Status st = RunOnDevices(opt.devices, [&](Communicator& world) -> Status {
     SearchResult r;
     PartitionOptions p;
-    SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, Searched(mf, opt.devices, cost, &r, &p));
+    SearchOptions search;
+    SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, Searched(mf, opt.devices, cost, &r, &p, &search));
     TrainConfig config{mf.training().seed, mf.training().optimizer};
     SHARDSCOPE_ASSIGN_OR_RETURN(auto trainer,
                                 DistTrainer::Create(std::move(model), config, p, world.rank()));
@@ -128,6 +133,8 @@ Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, R
     if (world.rank() == 0) {
       row->calls = static_cast<double>(world.stats().calls - calls_before) / opt.steps - 2;
       row->predicted = r;
+      SHARDSCOPE_ASSIGN_OR_RETURN(row->program,
+                                  PriceProgram(trainer->graph(), trainer->program(), search));
     }
     // Each redistribution alone, all ranks together, between barriers.
     const DistProgram& program = trainer->program();
@@ -344,19 +351,22 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "| sample | predicted ms | measured ms | ratio | pred. compute ms | meas. compute ms | "
-      "pred. comm ms | meas. comm ms | pred. collectives | program comm. steps | calls/step | "
-      "redistributions alone ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "pred. comm ms | meas. comm ms | search objective ms (collectives) | program comm. steps "
+      "| calls/step | redistributions alone ms |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
     if (!r.error.empty()) {
       std::printf("| %s | error: %s |\n", r.name.c_str(), r.error.c_str());
       continue;
     }
-    const SearchResult& p = r.predicted;
+    const ProgramPrice& p = r.program;
     std::printf(
-        "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %d | %.0f | %.2f |\n",
+        "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f (%.1f) | %d | %.0f | %.2f "
+        "|\n",
         r.name.c_str(), p.step_seconds * 1e3, r.step_ms, r.step_ms / (p.step_seconds * 1e3),
-        p.operator_seconds * 1e3, r.compute_ms, (p.step_seconds - p.operator_seconds) * 1e3,
-        r.comm_ms, p.collectives, r.communicating_steps, r.calls, r.alone_ms);
+        p.operator_seconds * 1e3, r.compute_ms, p.communication_seconds * 1e3, r.comm_ms,
+        r.predicted.step_seconds * 1e3, r.predicted.collectives, p.communication_steps, r.calls,
+        r.alone_ms);
   }
   for (const Row& r : rows) {
     std::printf("\n%s: each redistribution alone (rank 0, median of 10)\n", r.name.c_str());

@@ -8,11 +8,12 @@
 # prints its predicted and measured step, the mean of steps 2..N of one run, median of R runs).
 #
 # For each model file: `shardscope plan --json` gives the predicted step time under the profile
-# and saves the strategies; `shardscope train --no-record --steps N --load-strategy` runs
+# (the partitioned program priced: every kernel and every communication step train runs) and
+# saves the strategies; `shardscope train --no-record --steps N --load-strategy` runs
 # exactly those strategies, R times; the measured figure is the median over the runs of
 # train's "ms/step" (the mean over the N steps of one run). Prints a Markdown table, with the
 # breakdown: predicted computation (every device's kernels and optimizer update on the shared
-# cores) and communication (collectives and exchanges, how many per step), against what train
+# cores) and communication (the program's communication steps, how many per step), against what train
 # measures per rank (kernel time and time in redistributions, mean over the ranks, median
 # over the runs).
 #
@@ -73,7 +74,7 @@ recalibrate() {
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 echo "load average before: $(load)"
-echo "| sample | predicted ms | measured ms (median of $runs runs) | measured / predicted | measured min–max ms | predicted computation ms | predicted communication ms (collectives) | measured per rank: kernels ms, communication ms | load after |"
+echo "| sample | predicted ms | measured ms (median of $runs runs) | measured / predicted | measured min–max ms | predicted computation ms | predicted communication ms (communication steps) | measured per rank: kernels ms, communication ms | load after |"
 echo "|---|---:|---:|---:|---|---:|---:|---|---:|"
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 range() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f–%.2f", lo, hi}'; }
@@ -86,7 +87,7 @@ for model in "${samples[@]}"; do
   recalibrate
   read -r predicted compute collectives < <("$bin" plan "$model" --devices "$devices" \
       --profile "$profile" --save-strategy "$strategy" --json |
-    python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["predicted_step_seconds"]*1e3, j["predicted_compute_seconds"]*1e3, j["predicted_collectives"])')
+    python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["predicted_step_seconds"]*1e3, j["predicted_compute_seconds"]*1e3, j["predicted_communication_steps"])')
   measured=() kernels=() comm=()
   for ((r = 0; r < runs; ++r)); do
     out=$("$bin" train "$model" --devices "$devices" --profile "$profile" \

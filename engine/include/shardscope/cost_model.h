@@ -109,6 +109,17 @@ struct CostModel {
   // the Conv2D kernel, im2col included, as flop/s of that GEMM. Empty (defaults, older
   // profiles) = convolutions at `flops`, as before.
   GemmRateTable conv_gemm_rates;
+  // Measured rates of memory-bound kernels the flop count misprices, searches only: operator
+  // name (OpName: "MaxPool2D") -> bytes of its input per second that its forward and its
+  // gradient operator (MaxPool2DGrad, which finds each window's maximum again) process
+  // together; calibrate measures them. A kind without an entry (defaults, older profiles) is
+  // priced as before (OperatorSeconds). Fingerprint ignores it.
+  std::map<std::string, double> kernel_rates;
+  // kernel_rates' entry for `op_name`, 0 without one.
+  double KernelRate(const std::string& op_name) const {
+    const auto it = kernel_rates.find(op_name);
+    return it == kernel_rates.end() ? 0.0 : it->second;
+  }
 
   // Bandwidth of one axis by name (see axis_bandwidth).
   double AxisBandwidth(const std::string& axis_name) const;
@@ -206,7 +217,8 @@ struct CostModel {
 // "axis_latency" ({"dp": 20e-6}),
 // "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
 // "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows": [[1, 7e9], ...],
-// "depth": [...], "cols": [...]}: GemmRateTable), "conv_gemm_rates" (the same form);
+// "depth": [...], "cols": [...]}: GemmRateTable), "conv_gemm_rates" (the same form),
+// "kernel_rates" ({"MaxPool2D": 2e9});
 // missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a
 // default).
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);

@@ -212,6 +212,28 @@ double ConvKernelFlops(int64_t rows, int64_t depth, int64_t cols) {
                      2.0 * static_cast<double>(rows * depth * cols));
 }
 
+// MaxPool2D's forward and gradient kernels together (CostModel::kernel_rates): bytes of the
+// input per second, on LeNet-5's first pool (2x2 windows, stride 2, 6 channels of 28x28, four
+// images: one device's share of a batch of 32 on 8).
+double MaxPoolBytesPerSecond() {
+  Tensor x(Shape{4, 6, 28, 28}), y(Shape{4, 6, 14, 14}), dy(Shape{4, 6, 14, 14}), dx(x.shape());
+  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = 1e-3f * static_cast<float>(i % 97);
+  for (int64_t i = 0; i < dy.size(); ++i) dy.data()[i] = 2e-3f * static_cast<float>(i % 89);
+  OpAttrs attrs;
+  attrs.kernel[0] = attrs.kernel[1] = 2;
+  attrs.stride[0] = attrs.stride[1] = 2;
+  const double bytes = 4.0 * static_cast<double>(x.size());
+  const Tensor* fwd_in[] = {&x};
+  Tensor* fwd_out[] = {&y};
+  const double forward = KernelFlops(GetOpDef(OpKind::kMaxPool2D).forward,
+                                     KernelContext{attrs, fwd_in, fwd_out}, bytes);
+  const Tensor* grad_in[] = {&dy, &x};
+  Tensor* grad_out[] = {&dx};
+  const double gradient = KernelFlops(GetOpDef(OpKind::kMaxPool2DGrad).forward,
+                                      KernelContext{attrs, grad_in, grad_out}, bytes);
+  return 1.0 / (1.0 / forward + 1.0 / gradient);
+}
+
 // A GEMM's rate by shape (cost_model.h GemmRateTable) from `flops_at(rows, depth, cols)`:
 // each dimension alone swept over small sizes with the other two at the base size. About
 // 0.1 s.
@@ -318,6 +340,7 @@ int RunCalibrate(const CalibrateOptions& o) {
   }
   c.gemm_rates = MeasureGemmRates(MatMulKernelFlops);
   c.conv_gemm_rates = MeasureGemmRates(ConvKernelFlops);
+  c.kernel_rates["MaxPool2D"] = MaxPoolBytesPerSecond();
   const GemmRateTable& g = c.gemm_rates;
   const GemmRateTable& cg = c.conv_gemm_rates;
   std::printf(
@@ -332,7 +355,8 @@ int RunCalibrate(const CalibrateOptions& o) {
       "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n"
       "  Conv2D kernel (im2col + GEMM) GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 "
       "columns "
-      "%.1f\n",
+      "%.1f\n"
+      "  MaxPool2D forward and gradient %.2f GB/s of input\n",
       n, mpi ? "MPI" : "in-process", o.trials, m.small_2 * 1e6, m.small_n * 1e6, n,
       m.gather_bytes / 1e6, m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6,
       c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9,
@@ -342,7 +366,7 @@ int RunCalibrate(const CalibrateOptions& o) {
       g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9, g.Flops(g.base, 4, g.base) / 1e9,
       g.Flops(g.base, g.base, 4) / 1e9, static_cast<long long>(cg.base), cg.base_flops / 1e9,
       cg.Flops(4, cg.base, cg.base) / 1e9, cg.Flops(cg.base, 4, cg.base) / 1e9,
-      cg.Flops(cg.base, cg.base, 4) / 1e9);
+      cg.Flops(cg.base, cg.base, 4) / 1e9, c.KernelRate("MaxPool2D") / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -380,6 +404,7 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "each swept from 1 to 256; small GEMMs, as a batch of 4 per device makes, run several\n"
       "times slower), at which the searches price MatMul and BatchMatMul shards, and the\n"
       "Conv2D kernel (im2col and its GEMM) by the shape of that GEMM (conv_gemm_rates).\n"
+      "MaxPool2D's forward and gradient kernels, bytes of input per second (kernel_rates).\n"
       "It measures what a collective costs more when the ranks come from computation\n"
       "(collective_handoff_s), in-process and under mpirun; under mpirun every rank is\n"
       "assumed to have its own core (oversubscribed ranks are not measured yet).");

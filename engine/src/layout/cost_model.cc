@@ -300,6 +300,7 @@ std::string CostModel::ToString() const {
   if (!gemm_rates.empty()) out += " gemm=" + Rate(gemm_rates.base_flops, "F/s") + " (by shape)";
   if (!conv_gemm_rates.empty())
     out += " conv gemm=" + Rate(conv_gemm_rates.base_flops, "F/s") + " (by shape)";
+  for (const auto& [kind, rate] : kernel_rates) out += " " + kind + "=" + Rate(rate, "B/s");
   if (group_sync_s > 0) {
     char sync[48];
     std::snprintf(sync, sizeof sync, " sync=%g us", group_sync_s * 1e6);
@@ -307,6 +308,20 @@ std::string CostModel::ToString() const {
   }
   return out;
 }
+
+namespace {
+// A profile's object of positive numbers by name ("axis_bandwidth", "kernel_rates").
+Status PositiveNumbers(const nlohmann::json& value, const std::string& where,
+                       const std::string& key, std::map<std::string, double>* out) {
+  if (!value.is_object()) return Status::Invalid(where + ": " + key + " must be an object");
+  for (const auto& [name, number] : value.items()) {
+    if (!number.is_number() || number.get<double>() <= 0)
+      return Status::Invalid(where + ": " + key + "." + name + " must be a positive number");
+    (*out)[name] = number.get<double>();
+  }
+  return Status::Ok();
+}
+}  // namespace
 
 Result<CostModel> CostModelFromJson(const std::string& text, const std::string& where) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -323,13 +338,9 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       {"collective_handoff_s", &m.collective_handoff_s},
       {"group_sync_s", &m.group_sync_s}};
   for (const auto& [key, value] : j.items()) {
-    if (key == "axis_bandwidth") {
-      if (!value.is_object()) return Status::Invalid(where + ": axis_bandwidth must be an object");
-      for (const auto& [axis, bw] : value.items()) {
-        if (!bw.is_number() || bw.get<double>() <= 0)
-          return Status::Invalid(where + ": axis_bandwidth." + axis + " must be a positive number");
-        m.axis_bandwidth[axis] = bw.get<double>();
-      }
+    if (key == "axis_bandwidth" || key == "kernel_rates") {
+      SHARDSCOPE_RETURN_IF_ERROR(PositiveNumbers(
+          value, where, key, key == "axis_bandwidth" ? &m.axis_bandwidth : &m.kernel_rates));
       continue;
     }
     if (key == "axis_latency") {
@@ -360,7 +371,8 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
                              "' (known: latency_s, default_bandwidth, axis_bandwidth, "
                              "axis_latency, flops, "
                              "memory_bandwidth, collective_overhead_s, compute_slots, "
-                             "collective_handoff_s, group_sync_s, gemm_rates, conv_gemm_rates)");
+                             "collective_handoff_s, group_sync_s, gemm_rates, conv_gemm_rates, "
+                             "kernel_rates)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
         (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
@@ -396,6 +408,10 @@ std::string CostModelToJson(const CostModel& m) {
   j["group_sync_s"] = m.group_sync_s;
   if (!m.gemm_rates.empty()) GemmRateTableToJson(m.gemm_rates, &j["gemm_rates"]);
   if (!m.conv_gemm_rates.empty()) GemmRateTableToJson(m.conv_gemm_rates, &j["conv_gemm_rates"]);
+  if (!m.kernel_rates.empty()) {
+    j["kernel_rates"] = nlohmann::ordered_json::object();
+    for (const auto& [kind, rate] : m.kernel_rates) j["kernel_rates"][kind] = rate;
+  }
   return j.dump(2);
 }
 

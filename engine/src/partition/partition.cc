@@ -188,24 +188,35 @@ class ProgramBuilder {
         return idx;
       }
     }
-    const int home = p_.home[v];
-    const Layout from = p_.values[home].layout;  // a copy: NewValue grows p_.values
     const ValueKind kind = g_.value(v).kind;
     if (kind == ValueKind::kInput || kind == ValueKind::kLabel) {
       const int idx = NewValue(v, want, false);  // sliced from the global batch
       p_.batch_values.push_back(idx);
       return idx;
     }
-    auto plan = cache_.Get(from, want, o_.cost);
+    int from_value = p_.home[v];
+    auto plan = cache_.Get(p_.values[from_value].layout, want, o_.cost);
     if (!plan.ok()) {
       return plan.status().WithContext("redistributing '" + g_.value(v).name + "' from " +
-                                       from.ToString() + " to " + want.ToString() + " for " +
-                                       consumer);
+                                       p_.values[from_value].layout.ToString() + " to " +
+                                       want.ToString() + " for " + consumer);
     }
+    // An earlier copy may be the cheaper source: a value replicated for one reader serves
+    // another that wants a block of it by a local slice, instead of a second exchange from
+    // the home (basic_blocks_level1's block1.gelu). Strictly cheaper only: the home by default.
+    for (const auto& [layout, idx] : copies_[v]) {
+      if (idx == from_value) continue;
+      auto other = cache_.Get(layout, want, o_.cost);
+      if (other.ok() && (*other)->predicted_seconds < (*plan)->predicted_seconds) {
+        from_value = idx;
+        plan = std::move(other);
+      }
+    }
+    const Layout from = p_.values[from_value].layout;  // a copy: NewValue grows p_.values
     const int idx = NewValue(v, want, false);
     DistInstr instr;
     instr.kind = DistInstr::Kind::kRedistribute;
-    instr.inputs = {home};
+    instr.inputs = {from_value};
     instr.outputs = {idx};
     instr.plan = *plan;
     const NodeId producer = g_.value(v).producer;
@@ -216,7 +227,9 @@ class ProgramBuilder {
     const bool same_mesh = from.mesh() == want.mesh();
     instr.reason = consumer + " needs " + want.ToString() +
                    (same_mesh ? "" : " on " + want.mesh().ToString()) + " but " + source +
-                   " gives " + from.ToString() + (same_mesh ? "" : " on " + from.mesh().ToString());
+                   " gives " + from.ToString() +
+                   (same_mesh ? "" : " on " + from.mesh().ToString()) +
+                   (from_value == p_.home[v] ? "" : " (its copy for an earlier reader)");
     p_.instrs.push_back(std::move(instr));
     return idx;
   }

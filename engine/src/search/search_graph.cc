@@ -193,6 +193,7 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     if (n.op == OpKind::kMatMul || n.op == OpKind::kBatchMatMul)
       op.gemm = GemmOf(op.sig, size, op.letters);
     if (n.op == OpKind::kConv2D) op.conv = ConvGemmOf(op.sig, size, op.letters);
+    op.kernel_rate = options.cost.KernelRate(OpName(n.op));
     auto operand = [&](const std::string& letters, const Value& v, bool input) {
       SearchOperand x;
       for (char c : letters) {
@@ -305,6 +306,25 @@ int64_t SearchGraph::LetterStride(const Parts& parts, int l) const {
   return stride;
 }
 
+bool SearchGraph::GroupsLink(const RedistGroups& groups, double* bandwidth, double* latency) const {
+  if (physical_.empty()) return false;
+  Link link{std::numeric_limits<double>::infinity(), -1};
+  for (const PhysicalAxis& a : physical_) {
+    bool spanned = false;
+    for (const RedistGroups::Group& group : groups) {
+      for (int r : group) spanned |= (r / a.stride) % a.size != (group[0] / a.stride) % a.size;
+      if (spanned) break;
+    }
+    if (!spanned) continue;
+    link.bandwidth = std::min(link.bandwidth, a.bandwidth);
+    link.latency = std::max(link.latency, a.latency);
+  }
+  if (std::isinf(link.bandwidth)) return false;
+  *bandwidth = link.bandwidth;
+  *latency = link.latency < 0 ? options_.cost.latency_s : link.latency;
+  return true;
+}
+
 SearchGraph::Link SearchGraph::NoMeshLink() const { return {options_.cost.default_bandwidth, -1}; }
 
 void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
@@ -384,6 +404,11 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
     work = cm.ConvGemmSeconds(r, d, c) + cm.ConvGemmSeconds(r, c, d);
     if (o.inputs[0].needs_grad) work += cm.ConvGemmSeconds(d, r, c);
     work *= images;
+  } else if (o.kernel_rate > 0 && !o.inputs.empty()) {
+    // Forward and gradient together at the rate calibrate measured for this kind, by the
+    // bytes of its input shard (MaxPool2D: the flop count prices window comparisons as
+    // nothing and its gradient as a copy; LeNet-5 measured 3x that).
+    work = o.inputs[0].bytes / o.inputs[0].Parts(parts) / o.kernel_rate;
   } else {
     work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);
   }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/redistribution.h"
 #include "shardscope/search.h"
 #include "shardscope/sharding_rule.h"
 
@@ -61,6 +62,7 @@ struct SearchOp {
   // Conv2D as its GEMM per image (batch = images, rows = output channels, depth = input
   // channels x window, cols = output pixels), priced at CostModel::conv_gemm_rates.
   std::optional<GemmDimensions> conv;
+  double kernel_rate = 0;  // CostModel::KernelRate of its kind (input bytes/s), 0: none
   std::vector<Parts> candidates;
   bool narrowed = false;       // candidates cut by a shard block: searches must end in one
   std::optional<Parts> fixed;  // the user's strategy (as split counts)
@@ -129,6 +131,10 @@ class SearchGraph {
   std::string Notation(int op, const Parts& parts) const;
   // The data-parallel default of op `op` as split counts (what the partitioner would do).
   Parts DataParallel(int op) const;
+  // With SearchOptions::device_mesh: the slowest bandwidth and largest latency of the physical
+  // axes on which ranks of one of `groups` differ (a redistribution step's groups); false
+  // without a device mesh or when no group spans an axis.
+  bool GroupsLink(const RedistGroups& groups, double* bandwidth, double* latency) const;
   // Whether `parts` can still grow into one of op's candidates (always, unless narrowed).
   bool Reaches(int op, const Parts& parts) const;
   // Restricts candidates to the memory budget (see search.cc); error names the largest

@@ -4,8 +4,11 @@
 
 #include <set>
 
+#include "law.h"
+
 #include "shardscope/autodiff.h"
 #include "shardscope/communicator.h"
+#include "shardscope/data.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/nn.h"
@@ -61,11 +64,10 @@ ModelGraph FromFile(const std::string& name, std::map<std::string, DeviceMesh>* 
   return std::move(*m);
 }
 
-// Two readers want relu0's output replicated, on meshes with other axis names: the same
-// blocks on the same ranks, so one gather serves both (it used to be gathered twice).
-TEST(Plans, OneCopyServesReadersWantingTheSameBlocksOnDifferentMeshes) {
-  const std::string text = R"(
-name: two_meshes
+// A model file in which relu0 has two readers, matmul_a and matmul_b, with `parallel` (the
+// lines after "parallel:"'s mode and devices) deciding their strategies.
+std::string TwoReaders(const std::string& name, int batch, const std::string& parallel) {
+  return "name: " + name + R"(
 input: {shape: [16]}
 classes: 8
 parameters:
@@ -79,11 +81,19 @@ operators:
 output: sum
 loss: softmax_cross_entropy
 optimizer: {type: sgd, lr: 0.01}
-training: {batch: 8, epochs: 1, seed: 1}
 data: {dataset: synthetic, synthetic_size: 64}
+training: {batch: )" +
+         std::to_string(batch) + R"(, epochs: 1, seed: 1}
 parallel:
   mode: semi_auto
-  devices: 8
+  devices: 8)" +
+         parallel;
+}
+
+// Two readers want relu0's output replicated, on meshes with other axis names: the same
+// blocks on the same ranks, so one gather serves both (it used to be gathered twice).
+TEST(Plans, OneCopyServesReadersWantingTheSameBlocksOnDifferentMeshes) {
+  const std::string text = TwoReaders("two_meshes", 8, R"(
   meshes:
     line: Layout((8,), ("tp",))
     grid: Layout((2, 4), ("a", "b"))
@@ -91,7 +101,7 @@ parallel:
     relu0: ((8, 1),)
     matmul_a: (line("None", "None"), line("None", "tp"))
     matmul_b: (grid("None", "None"), grid("None", ("a", "b")))
-)";
+)");
   auto mf = ParseModelText(text, "two_meshes.yaml");
   ASSERT_TRUE(mf.ok()) << mf.status().message();
   std::map<std::string, DeviceMesh> meshes;
@@ -117,6 +127,41 @@ parallel:
     }
   }
   EXPECT_EQ(read_by.size(), 1u);
+}
+
+// relu0's columns are split; matmul_a gathers it whole, and matmul_b, wanting its rows split,
+// is then served by a local slice of that whole copy instead of a second exchange from the
+// home (basic_blocks_level1 redistributed block1.gelu twice). The law still holds.
+TEST(Plans, ALaterReaderIsSlicedFromAnEarlierWholeCopy) {
+  const std::string text = TwoReaders("sliced_from_copy", 16, R"(
+  strategies:
+    relu0: ((1, 8),)
+    matmul_a: ((1, 1), (1, 8))
+    matmul_b: ((8, 1), (1, 1))
+)");
+  auto mf = ParseModelText(text, "sliced_from_copy.yaml");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  auto m = mf->Build(16);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Planned p = PlanFor(std::move(*m), 8);
+  const ValueId relu0 = p.model.graph.node(p.model.graph.FindNode("relu0")).outputs[0];
+  const std::vector<const DistInstr*> feeds_a = FeedsOf(p, "matmul_a");
+  const std::vector<const DistInstr*> feeds_b = FeedsOf(p, "matmul_b");
+  ASSERT_FALSE(feeds_a.empty()) << p.program.ToText(p.model.graph);
+  ASSERT_FALSE(feeds_b.empty()) << p.program.ToText(p.model.graph);
+  const DistInstr& gather = *feeds_a[0];
+  const DistInstr& slice = *feeds_b[0];
+  EXPECT_EQ(p.program.values[gather.inputs[0]].global, relu0);
+  EXPECT_EQ(gather.inputs[0], p.program.home[relu0]);
+  EXPECT_EQ(slice.inputs[0], gather.outputs[0]) << p.program.ToText(p.model.graph);
+  EXPECT_EQ(slice.plan->planned_bytes, 0);
+  for (const RedistStep& step : slice.plan->steps)
+    EXPECT_EQ(step.kind, RedistStep::Kind::kLocalSlice) << slice.plan->ToString();
+  EXPECT_NE(slice.reason.find("its copy for an earlier reader"), std::string::npos) << slice.reason;
+
+  const testing_law::BuildFn build = [&]() { return mf->Build(16); };
+  const Status law = testing_law::CheckLaw(build, MakeSyntheticDataset(64, {16}, 8, 3), 16, 8);
+  EXPECT_TRUE(law.ok()) << law.message();
 }
 
 TEST(Plans, Seed002FourDevicesNeedsExactlyOneAllGatherBetweenTheMatMuls) {

@@ -218,5 +218,45 @@ TEST(SearchPrice, ConvShardWithFewOutputChannelsIsPricedAtTheLowerRate) {
   EXPECT_NEAR(flat.OpCompute(0, {1, 1, 8}), flat.OpCompute(0, {8, 1, 1}), 1e-12);
 }
 
+// MaxPool2D at the rate calibrate measured (kernel_rates): forward and gradient together by
+// the bytes of its input shard; without an entry, the old price; profiles round-trip it.
+TEST(SearchPrice, MaxPoolIsPricedAtItsMeasuredRate) {
+  Graph g;
+  Builder b(&g);
+  const ValueId x = b.Input("x", {32, 6, 28, 28});
+  OpAttrs pool;
+  pool.kernel[0] = pool.kernel[1] = 2;
+  pool.stride[0] = pool.stride[1] = 2;
+  b.Op(OpKind::kMaxPool2D, "pool", {x}, pool);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  SearchOptions o = EightDevices();
+  o.cost.memory_bandwidth = 20e9;
+  const auto before = search_internal::SearchGraph::Build(g, o).value();
+  o.cost.kernel_rates["MaxPool2D"] = 1e9;
+  const auto measured = search_internal::SearchGraph::Build(g, o).value();
+  ASSERT_EQ(measured.ops().size(), 1u);
+  const search_internal::Parts batch_split(measured.ops()[0].letters.size(), 1);
+  search_internal::Parts eight = batch_split;
+  eight[0] = 8;
+  const double input_shard = 4.0 * 32 * 6 * 28 * 28 / 8;
+  EXPECT_NEAR(measured.OpCompute(0, eight), input_shard / 1e9, 1e-12);
+  EXPECT_NEAR(measured.OpCompute(0, batch_split), 8 * input_shard / 1e9, 1e-12);
+  EXPECT_LT(before.OpCompute(0, eight), measured.OpCompute(0, eight));  // 20 GB/s memory-bound
+
+  auto back = CostModelFromJson(CostModelToJson(o.cost), "profile.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->kernel_rates, o.cost.kernel_rates);
+  CostModel without = o.cost;
+  without.kernel_rates.clear();
+  EXPECT_EQ(o.cost.Fingerprint(), without.Fingerprint());  // the planner's prices ignore it
+  auto old = CostModelFromJson(R"({"flops": 7e10})", "old.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(old->kernel_rates.empty());
+  EXPECT_EQ(old->KernelRate("MaxPool2D"), 0);
+  auto bad = CostModelFromJson(R"({"kernel_rates": {"MaxPool2D": 0}})", "p.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("kernel_rates.MaxPool2D"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -1,0 +1,46 @@
+// The predicted step time of a partitioned program: what `train` runs, priced step by step.
+//
+// The searches price strategies by split counts (SearchGraph's symbolic edges), which is
+// fast but blind to what the partitioner makes of a layout: a hand-written higher-order
+// layout can need more redistribution steps than its split counts suggest. PriceProgram
+// prices the program itself, for the figure `shardscope plan` and bench_predict report:
+//
+//   kernels          per forward operator, the search's computation (OpCompute: forward,
+//                    backward and the optimizer's update of its parameter shards) under the
+//                    strategy the program assigned it
+//   redistributions  every step that moves data of every redistribution the partitioner
+//                    inserted (forward and backward, gradient reductions included): the
+//                    planner's own price of the step (RedistStep::seconds, CostModel) plus the
+//                    searches' per-collective terms (latency raised to group_sync_s, the
+//                    fixed overhead, and the hand-off after computation:
+//                    CostModel::SearchHandoffSeconds of the operator the step follows)
+//
+// There are no other collectives in a program: DistExecutor communicates only in its
+// redistribution instructions. Deterministic: one pass in program order.
+#pragma once
+
+#include "shardscope/graph.h"
+#include "shardscope/partition.h"
+#include "shardscope/search.h"
+
+namespace shardscope {
+
+struct ProgramPrice {
+  double step_seconds = 0;           // operators + communication
+  double operator_seconds = 0;       // kernels and optimizer updates
+  double communication_seconds = 0;  // every communicating redistribution step
+  int redistributions = 0;           // redistribute instructions (communicating or not)
+  int communication_steps = 0;       // their steps that move data (not local slices/reshapes)
+};
+
+// Whether a redistribution step communicates (the executor calls the communicator for it).
+bool CommunicatesData(const RedistStep& step);
+
+// Prices `program`, partitioned from `graph` (the training graph: forward operators with
+// their annotations, backward operators are skipped) with `options.cost` (the cost model the
+// program's plans were priced with) on `options.devices` devices. Errors: the forward graph
+// does not build a search graph (the search's own errors), or the program does not match it.
+Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program,
+                                  const SearchOptions& options);
+
+}  // namespace shardscope

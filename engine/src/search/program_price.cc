@@ -1,0 +1,93 @@
+// PriceProgram: a partitioned program priced instruction by instruction (program_price.h).
+#include "shardscope/program_price.h"
+
+#include <algorithm>
+
+#include "search/search_graph.h"
+
+namespace shardscope {
+
+using search_internal::Parts;
+using search_internal::SearchGraph;
+
+bool CommunicatesData(const RedistStep& step) {
+  return step.kind != RedistStep::Kind::kLocalSlice && step.kind != RedistStep::Kind::kLocalReshape;
+}
+
+namespace {
+
+// The split counts per letter of SearchOp::letters that `strategy` gives.
+Parts PartsOf(const search_internal::SearchOp& op, const OpStrategy& strategy) {
+  Parts parts(op.letters.size(), 1);
+  for (size_t l = 0; l < op.letters.size(); ++l) {
+    const auto it = strategy.letters.find(op.letters[l]);
+    if (it != strategy.letters.end()) parts[l] = strategy.mesh.GroupSize(it->second);
+  }
+  return parts;
+}
+
+// One communicating step as the searches price a collective: the planner's price with its
+// latency terms raised to at least group_sync_s, the fixed overhead, and the hand-off after
+// `compute_before` seconds of computation. With a device mesh, the step's groups travel over
+// the physical axes they span (the planner knows only the operator meshes' axis names).
+double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistStep& step,
+                   double compute_before) {
+  if (step.seconds <= 0) return 0.0;
+  const CostModel& cm = g.options().cost;
+  const double messages = static_cast<double>(step.messages);
+  double transfer = step.seconds - messages * cm.latency_s;  // the bandwidth term
+  double latency = step.axis_names.empty() ? cm.latency_s : 0.0;
+  for (const std::string& axis : step.axis_names) latency = std::max(latency, cm.AxisLatency(axis));
+  double bandwidth = 0;
+  if (g.GroupsLink(step.groups, &bandwidth, &latency))
+    transfer *= cm.Bandwidth(plan.mesh, step.axes) / bandwidth;
+  return transfer + std::max(messages * latency, cm.group_sync_s) + cm.collective_overhead_s +
+         cm.SearchHandoffSeconds(compute_before);
+}
+
+}  // namespace
+
+Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program,
+                                  const SearchOptions& options) {
+  SearchOptions o = options;
+  o.mode = SearchMode::kSemiAuto;
+  o.shard_blocks.clear();  // candidates do not matter here, only the program's strategies
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchGraph g, SearchGraph::Build(graph, o));
+  if (program.strategies.size() != static_cast<size_t>(graph.num_nodes()))
+    return Status::Invalid("price program: the program has " +
+                           std::to_string(program.strategies.size()) +
+                           " operator strategies but the graph has " +
+                           std::to_string(graph.num_nodes()) + " operators");
+  ProgramPrice price;
+  std::vector<int> op_of(graph.num_nodes(), -1);
+  std::vector<Parts> parts(g.ops().size());
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const search_internal::SearchOp& op = g.ops()[i];
+    op_of[op.node] = static_cast<int>(i);
+    parts[i] = PartsOf(op, program.strategies[op.node]);
+    price.operator_seconds += g.OpCompute(static_cast<int>(i), parts[i]);
+  }
+  // Computation since the last communication, for the next collective's hand-off: the
+  // forward operator (of a backward one) that ran last, as the searches count it.
+  double compute_before = 0;
+  for (const DistInstr& in : program.instrs) {
+    if (in.kind == DistInstr::Kind::kCompute) {
+      const Node& n = graph.node(in.node);
+      const NodeId forward = n.is_backward ? n.forward_node : n.id;
+      const int op = forward == kNoNode ? -1 : op_of[forward];
+      if (op >= 0) compute_before = g.ComputeBeforeCollective(op, parts[op]);
+      continue;
+    }
+    ++price.redistributions;
+    for (const RedistStep& step : in.plan->steps) {
+      if (!CommunicatesData(step)) continue;
+      ++price.communication_steps;
+      price.communication_seconds += StepSeconds(g, *in.plan, step, compute_before);
+      compute_before = 0;  // the next step follows this one
+    }
+  }
+  price.step_seconds = price.operator_seconds + price.communication_seconds;
+  return price;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,125 @@
+// PriceProgram (program_price.h): the prediction `plan` reports prices the program train runs,
+// so it counts exactly the communication steps a training step executes.
+#include "shardscope/program_price.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "shardscope/autodiff.h"
+#include "shardscope/communicator.h"
+#include "shardscope/data.h"
+#include "shardscope/dist_trainer.h"
+#include "shardscope/model_file.h"
+
+namespace shardscope {
+namespace {
+
+struct Executed {
+  ProgramPrice price;
+  SearchResult search;  // the search's own objective on the same strategies
+  int64_t calls = 0;    // communicator calls of one training step, the busiest rank
+};
+
+// Trains `model_name` (a sample model file, its own strategies) for three steps on `devices`
+// in-process devices and prices the program rank 0 ran.
+Executed TrainAndPrice(const std::string& model_name, int devices) {
+  Executed out;
+  auto mf =
+      LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + model_name + ".yaml");
+  EXPECT_TRUE(mf.ok()) << mf.status().message();
+  if (!mf.ok()) return out;
+  PartitionOptions partition;
+  partition.devices = devices;
+  for (const auto& [name, text] : mf->parallel().meshes)
+    partition.meshes[name] = *ParseMeshExpr(text);
+  SearchOptions search;  // the file's strategies, the rest data-parallel: what the trainer runs
+  search.mode = SearchMode::kSemiAuto;
+  search.devices = devices;
+  search.meshes = partition.meshes;
+  const Dataset data =
+      MakeSyntheticDataset(mf->training().batch, mf->example_shape(), mf->num_classes(), 7);
+  std::vector<int64_t> calls(devices);
+  Status st = RunOnDevices(devices, [&](Communicator& world) -> Status {
+    SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf->Build(mf->training().batch));
+    if (world.rank() == 0) {
+      SHARDSCOPE_ASSIGN_OR_RETURN(out.search, SearchStrategies(model.graph, search));
+    }
+    TrainConfig config{mf->training().seed, mf->training().optimizer};
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        auto trainer, DistTrainer::Create(std::move(model), config, partition, world.rank()));
+    for (int i = 0; i < 2; ++i)  // the first steps split communicators
+      SHARDSCOPE_RETURN_IF_ERROR(trainer->Step(world, data.images, data.labels).status());
+    const int64_t before = world.stats().calls;
+    SHARDSCOPE_RETURN_IF_ERROR(trainer->Step(world, data.images, data.labels).status());
+    calls[world.rank()] = world.stats().calls - before;
+    if (world.rank() == 0) {
+      SHARDSCOPE_ASSIGN_OR_RETURN(out.price,
+                                  PriceProgram(trainer->graph(), trainer->program(), search));
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(st.ok()) << st.message();
+  out.calls = *std::max_element(calls.begin(), calls.end());
+  return out;
+}
+
+// Seed 004's DenseMatMulNet: hand-written higher-order layouts make the partitioner run more
+// communication steps than the split counts the search sees.
+TEST(ProgramPrice, CountsTheStepsAHigherOrderLayoutRuns) {
+  const Executed e = TrainAndPrice("dense_matmul_net", 8);
+  EXPECT_GT(e.price.communication_steps, 0);
+  EXPECT_EQ(e.price.communication_steps, e.calls);
+  EXPECT_GT(e.price.communication_steps, e.search.collectives);
+  EXPECT_GT(e.price.communication_seconds, 0);
+  EXPECT_NEAR(e.price.step_seconds, e.price.operator_seconds + e.price.communication_seconds,
+              1e-12);
+}
+
+TEST(ProgramPrice, CountsTheStepsOfSearchedAndBlockSamples) {
+  for (const char* model : {"ffn", "basic_blocks_level1", "lenet5"}) {
+    const Executed e = TrainAndPrice(model, 8);
+    EXPECT_GT(e.price.communication_steps, 0) << model;
+    EXPECT_EQ(e.price.communication_steps, e.calls) << model;
+    // The computation is the search's, under the same strategies.
+    EXPECT_NEAR(e.price.operator_seconds, e.search.operator_seconds,
+                1e-9 + 1e-9 * e.search.operator_seconds)
+        << model;
+  }
+}
+
+// The step prices follow the cost model: a slower link or a group sync raises them, and
+// nothing else changes the computation.
+TEST(ProgramPrice, CommunicationFollowsTheCostModel) {
+  auto mf = LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/ffn.yaml");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  auto price = [&](const CostModel& cost) {
+    ModelGraph model = mf->Build(64).value();
+    PartitionOptions partition;
+    partition.devices = 8;
+    partition.cost = cost;
+    const std::vector<ValueId> params = model.graph.Parameters();
+    Gradients grads = BuildBackward(model.graph, model.loss, params).value();
+    TrainingValues tv{model.loss, params, grads.grads};
+    DistProgram program = Partition(model.graph, tv, partition).value();
+    SearchOptions search;
+    search.devices = 8;
+    search.cost = cost;
+    return PriceProgram(model.graph, program, search).value();
+  };
+  CostModel base;
+  CostModel slow = base, synced = base;
+  slow.default_bandwidth /= 10;
+  synced.group_sync_s = 1e-3;
+  const ProgramPrice b = price(base), s = price(slow), y = price(synced);
+  EXPECT_GT(s.communication_seconds, b.communication_seconds);
+  EXPECT_GE(y.communication_seconds, b.communication_steps * 1e-3);
+  EXPECT_EQ(s.communication_steps, b.communication_steps);
+  EXPECT_EQ(s.operator_seconds, b.operator_seconds);
+}
+
+}  // namespace
+}  // namespace shardscope
