@@ -837,8 +837,9 @@ class Planner {
     }
     if (lb_src_.empty()) lb_src_ = redist_internal::LowerBound(p, p.src, p.source());
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
-    // every rank on small meshes.
+    // every rank on small meshes, whose coordinates are then worth a table.
     if (p.num_ranks <= 32) {
+      if (p.coords.empty()) p.FillCoords();
       for (int r = 0; r < p.num_ranks; ++r) samples_.push_back(r);
     } else {
       std::vector<int> pos = {0, p.num_ranks - 1};
