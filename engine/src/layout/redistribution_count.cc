@@ -65,6 +65,8 @@ struct Dim {
   // SendFactor); empty when the dimension has no fixed axes.
   std::vector<int64_t> memo;
   std::vector<char> memo_ready;  // per source block
+  // Per source axis (size > 1) and landing block: see BuildTable.
+  std::vector<int64_t> digit_of;
 
   int64_t Overlap(int64_t sb, int64_t tb) const {
     return std::max<int64_t>(0, std::min((sb + 1) * bs, (tb + 1) * t) - std::max(sb * bs, tb * t));
@@ -169,6 +171,23 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
     size *= p.axis_size[t->axes[j]];
   }
   t->entries.resize(size);
+  // Per source axis of the dimension (size > 1) and landing block: the axis's digit shared by
+  // every source block the landing block meets, or -1 when they differ along it.
+  const int64_t into_blocks = static_cast<int64_t>(g->first.size());
+  int source_axes[kMaxDigits];
+  int num_source_axes = 0;
+  if (with_senders) {
+    g->digit_of.resize(g->src_terms.size() * into_blocks);
+    for (const auto& [a, w] : g->src_terms) {
+      if (p.axis_size[a] <= 1) continue;
+      int64_t* digits = g->digit_of.data() + num_source_axes * into_blocks;
+      for (int64_t tb = 0; tb < into_blocks; ++tb) {
+        const int64_t f = g->first[tb] / w, l = g->last[tb] / w;
+        digits[tb] = f == l ? f % p.axis_size[a] : -1;
+      }
+      source_axes[num_source_axes++] = a;
+    }
+  }
   int64_t coord[kMaxDigits] = {};
   int64_t sidx = 0, tidx = 0, fidx = 0;
   for (int64_t k = 0; k < size; ++k) {
@@ -194,11 +213,9 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
     if (!with_senders) continue;
     SendFactor(sidx, fidx, g, &e.sends, &e.sent);
     e.separating = 0;
-    for (const auto& [a, w] : g->src_terms) {
-      if (p.axis_size[a] <= 1) continue;
-      const int64_t f = g->first[tidx] / w, l = g->last[tidx] / w;
-      const int64_t digit = f == l ? f % p.axis_size[a] : -1;  // -1: the blocks differ along a
-      if (digit != coord[a]) e.separating |= 1u << a;
+    for (int j = 0; j < num_source_axes; ++j) {
+      const int a = source_axes[j];
+      if (g->digit_of[j * into_blocks + tidx] != coord[a]) e.separating |= 1u << a;
     }
   }
 }
