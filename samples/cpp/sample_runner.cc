@@ -6,6 +6,7 @@
 
 #include "shardscope/communicator.h"
 #include "shardscope/dist_trainer.h"
+#include "shardscope/program_price.h"
 
 namespace shardscope::samples {
 namespace {
@@ -84,8 +85,9 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
         ->capture_default_str();
     app.add_option("--profile", profile,
                    "Cost profile of `shardscope calibrate --out FILE` the search prices with "
-                   "(default: built-in figures); the predicted step time is printed next to "
-                   "the measured one");
+                   "(default: built-in figures); the predicted step time (the partitioned "
+                   "program's price, as `shardscope plan` reports it) is printed next to the "
+                   "measured one");
   }
   CLI11_PARSE(app, argc, argv);
   if (spec.search) {
@@ -113,9 +115,13 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
     if (!cost.ok()) return Fail(cost.status());
     spec.options.cost = *cost;
   }
+  // The predicted step time prices the program the devices run (PriceProgram, as `shardscope
+  // plan` reports it), not the search's objective (which is blind to what the partitioner
+  // makes of a layout); set by the lead device once its program exists.
   double predicted_seconds = 0;
+  bool searched = false;
+  SearchOptions search;
   if (spec.search && devices > 1) {
-    SearchOptions search;
     search.cost = spec.options.cost;
     search.mode = *spec.search;
     search.devices = devices;
@@ -127,8 +133,8 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
     if (Status applied = ApplySearchResult(*chosen, &model->graph); !applied.ok()) {
       return Fail(applied);
     }
-    predicted_seconds = chosen->step_seconds;
-    std::printf("%s chose the strategies of %zu operator(s); predicted step %.3f ms\n",
+    searched = true;
+    std::printf("%s chose the strategies of %zu operator(s); search objective %.3f ms\n",
                 SearchModeName(*spec.search), chosen->operators.size(), 1e3 * chosen->step_seconds);
     if (spec.report_search) spec.report_search(*chosen);
   }
@@ -146,6 +152,16 @@ int RunSample(int argc, char** argv, nn::Module& net, SampleSpec spec) {
           spec.headline.c_str(), comm.size(), program.NumRedistributions(),
           static_cast<long long>(program.PlannedRecvBytes(0)));
       if (show_plan) std::printf("%s", program.ToText(trainer->graph()).c_str());
+      if (searched) {
+        SHARDSCOPE_ASSIGN_OR_RETURN(ProgramPrice price,
+                                    PriceProgram(trainer->graph(), program, search));
+        predicted_seconds = price.step_seconds;
+        std::printf(
+            "predicted step time: %.3f ms (operators %.3f ms, communication %.3f ms in %d "
+            "steps)\n",
+            1e3 * price.step_seconds, 1e3 * price.operator_seconds,
+            1e3 * price.communication_seconds, price.communication_steps);
+      }
     }
     BatchIterator batches(train, spec.batch, spec.config.seed, /*shuffle=*/true);
     const int64_t total = steps > 0 ? steps : epochs * batches.batches_per_epoch();
