@@ -1128,44 +1128,7 @@ class Planner {
 
   // A pending child's bound on every rank (*lb: what each rank still lacks); false when it
   // cannot meet the source's bound on some rank.
-  bool CheckBound(Node& child, std::vector<int64_t>* lb) const {
-    if (child.edge.kind == EdgeKind::kPermute) {
-      // The permute's own exchange first: what each rank receives, then (if the child fits)
-      // its price.
-      const Node& parent = nodes_[child.parent];
-      Exchange ex;
-      const bool counted = redist_internal::CountExchange(p_, parent.state, child.state, 0, &ex,
-                                                          /*with_senders=*/false);
-      if (!counted) {
-        const std::shared_ptr<const Boxes> from = BoxesFor(parent.state);
-        const std::shared_ptr<const Boxes> into = BoxesFor(child.state);
-        ex = redist_internal::ComputeExchange(p_, parent.state, *from, into->lo, into->hi,
-                                              std::vector<char>(p_.num_ranks, 1),
-                                              /*record=*/false);
-      }
-      child.recv = parent.recv;
-      int64_t max_recv = 0;
-      for (int r = 0; r < p_.num_ranks; ++r) {
-        child.recv[r] += ex.recv[r];
-        max_recv = std::max(max_recv, ex.recv[r]);
-      }
-      if (!Bound(child, lb)) return false;
-      if (counted) {
-        const bool covered =
-            redist_internal::CountExchangeSenders(p_, parent.state, child.state, 0, &ex);
-        assert(covered);  // as the receiving side
-        (void)covered;
-      }
-      child.time = parent.time + ExchangeSeconds(ex);
-      child.bytes = parent.bytes + static_cast<double>(max_recv);
-      child.exchange = std::make_shared<const Exchange>(std::move(ex));
-      return true;
-    }
-    return Bound(child, lb);
-  }
-  // *lb: what each rank of `child` still lacks; false when that exceeds the source's bound
-  // on some rank.
-  bool Bound(const Node& child, std::vector<int64_t>* lb) const {
+  bool CheckBound(const Node& child, std::vector<int64_t>* lb) const {
     Exchange to_target;
     if (redist_internal::CountExchange(p_, child.state, p_.tgt, p_.new_partial_mask, &to_target,
                                        /*with_senders=*/false)) {
@@ -1553,35 +1516,19 @@ class Planner {
                 double seconds, bool exchange, Emit& emit, const LazyBoxes* next_boxes = nullptr) {
     if (ShardElems(p_, next) > p_.max_shard_elems) return;
     int64_t sampled_move = 0;  // the most bytes a sampled rank lacks in `next`
-    int64_t sampled_step = 0;  // the most bytes a sampled rank receives in the step
     if (cfg_.tight && Sampled()) {
       for (int r : samples_) {
-        const int64_t move = MoveBytes(next, r), step = StepRecvOf(sr, next, r);
+        const int64_t move = MoveBytes(next, r);
         sampled_move = std::max(sampled_move, move);
-        sampled_step = std::max(sampled_step, step);
-        if (node.recv[r] + step + move > lb_src_[r] + cfg_.tolerance) return;
+        if (node.recv[r] + StepRecvOf(sr, next, r) + move > lb_src_[r] + cfg_.tolerance) {
+          return;
+        }
       }
     }
-    // A child whose bound is an exchange count: checked on every rank only if it reaches the
-    // head of the queue (most never do), priced until then from the sample (a permute's own
-    // exchange too: at least one message and the sample's bytes at the fastest bandwidth).
-    if (cfg_.tight && Sampled() && p_.has_target_state && next.reduce_mask == 0 &&
-        sr.kind == StepRecv::Kind::kNewBlocks) {
-      Node child;
-      child.state = std::move(next);
-      child.parent = index;
-      child.edge = std::move(edge);
-      child.time = node.time + (sampled_step > 0 ? cost_.latency_s +
-                                                       static_cast<double>(sampled_step) / bw_max_
-                                                 : 0.0);
-      child.bytes = node.bytes + static_cast<double>(sampled_step);
-      child.exchanges = node.exchanges + (exchange ? 1 : 0);
-      child.steps = node.steps + 1;
-      child.pending = true;  // recv, time, bytes and exchange filled when checked
-      emit(std::move(child), sampled_move);
-      return;
-    }
-    if (cfg_.tight && Sampled() && p_.has_target_state && next.reduce_mask == 0) {
+    // A collective's child whose bound is an exchange count: checked on every rank only if it
+    // reaches the head of the queue (most never do), priced until then from the sample.
+    if (cfg_.tight && Sampled() && sr.kind != StepRecv::Kind::kNewBlocks && p_.has_target_state &&
+        next.reduce_mask == 0) {
       Node child;
       child.state = std::move(next);
       child.parent = index;
