@@ -596,9 +596,6 @@ struct Node {
   int exchanges = 0;
   int steps = 0;
   std::vector<int64_t> recv;  // per rank, so far
-  // Its bound not yet checked on every rank (Planner::Consider): queued at a price from a
-  // sample of ranks, which is at most its true one; checked when it reaches the queue's head.
-  bool pending = false;
   // A permute edge: its exchange's counts (reused by the plan's assembly).
   std::shared_ptr<const Exchange> exchange;
 };
@@ -920,37 +917,21 @@ class Planner {
       const auto [f, index] = open.top();
       open.pop();
       if (best.node >= 0 && Better(best.score, f) && !Close(best.score.primary, f.primary)) break;
-      if (nodes_[index].pending) {
-        // The bound on every rank now: dropped as Consider would have, else queued again (same
-        // index, so ties break as if it had been checked when generated) at its true price.
-        Node& child = nodes_[index];
-        std::vector<int64_t> lb;
-        if (!CheckBound(child, &lb)) continue;
-        const Score g = G(child);
-        const std::string ckey = child.state.Key();
-        if (auto it = best_g.find(ckey); it != best_g.end() && !Better(g, it->second)) continue;
-        best_g[ckey] = g;
-        child.pending = false;
-        open.push({Add(g, H(MaxOf(lb))), index});
-        continue;
-      }
       const Node node = nodes_[index];  // copy: nodes_ grows below
       const std::string key = node.state.Key();
       if (auto it = best_g.find(key); it != best_g.end() && Better(it->second, G(node))) continue;
       ++pops;
       const LazyBoxes boxes = LazyBoxesOf(node.state);
       Finish(index, node, boxes, &best);
-      Expand(index, node, boxes, [&](Node child, int64_t lb_max) {
+      Expand(index, node, boxes, [&](Node child, const std::vector<int64_t>& lb) {
         const Score g = G(child);
-        if (!child.pending) {
-          const std::string ckey = child.state.Key();
-          auto it = best_g.find(ckey);
-          if (it != best_g.end() && !Better(g, it->second)) return;
-          best_g[ckey] = g;
-        }
+        const std::string ckey = child.state.Key();
+        auto it = best_g.find(ckey);
+        if (it != best_g.end() && !Better(g, it->second)) return;
+        best_g[ckey] = g;
         nodes_.push_back(std::move(child));
         const int ci = static_cast<int>(nodes_.size()) - 1;
-        open.push({Add(g, H(lb_max)), ci});
+        open.push({Add(g, H(lb)), ci});
       });
     }
     explored_ += pops;
@@ -1063,12 +1044,8 @@ class Planner {
     a.steps += b.steps;
     return a;
   }
-  static int64_t MaxOf(const std::vector<int64_t>& v) {
-    return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
-  }
-  Score H(const std::vector<int64_t>& lb) const { return H(MaxOf(lb)); }
-  // The heuristic from the most bytes a rank still lacks.
-  Score H(int64_t m) const {
+  Score H(const std::vector<int64_t>& lb) const {
+    const int64_t m = lb.empty() ? 0 : *std::max_element(lb.begin(), lb.end());
     const double t = m > 0 ? cost_.latency_s + static_cast<double>(m) / bw_max_ : 0.0;
     Score s;
     s.primary = cfg_.bytes_first ? static_cast<double>(m) : t;
@@ -1125,22 +1102,6 @@ class Planner {
     return 0;
   }
   bool Sampled() const { return !samples_.empty() && p_.num_dims <= kMaxSampleDims; }
-
-  // A pending child's bound on every rank (*lb: what each rank still lacks); false when it
-  // cannot meet the source's bound on some rank.
-  bool CheckBound(const Node& child, std::vector<int64_t>* lb) const {
-    Exchange to_target;
-    if (redist_internal::CountExchange(p_, child.state, p_.tgt, p_.new_partial_mask, &to_target,
-                                       /*with_senders=*/false)) {
-      *lb = std::move(to_target.recv);
-    } else {
-      *lb = redist_internal::LowerBound(p_, child.state, *BoxesFor(child.state));
-    }
-    for (int r = 0; r < p_.num_ranks; ++r) {
-      if (child.recv[r] + (*lb)[r] > lb_src_[r] + cfg_.tolerance) return false;
-    }
-    return true;
-  }
 
   // Offers the plans that end from `node`: reaching a landing structurally, or an irregular
   // exchange (no pending reductions) / reduce-scatter-v (pending reductions) into a landing,
@@ -1515,43 +1476,13 @@ class Planner {
   void Consider(int index, const Node& node, Edge edge, State next, const StepRecv& sr,
                 double seconds, bool exchange, Emit& emit, const LazyBoxes* next_boxes = nullptr) {
     if (ShardElems(p_, next) > p_.max_shard_elems) return;
-    int64_t sampled_move = 0;  // the most bytes a sampled rank lacks in `next`
     if (cfg_.tight && Sampled()) {
       for (int r : samples_) {
-        const int64_t move = MoveBytes(next, r);
-        sampled_move = std::max(sampled_move, move);
-        if (node.recv[r] + StepRecvOf(sr, next, r) + move > lb_src_[r] + cfg_.tolerance) {
+        if (node.recv[r] + StepRecvOf(sr, next, r) + MoveBytes(next, r) >
+            lb_src_[r] + cfg_.tolerance) {
           return;
         }
       }
-    }
-    // A collective's child whose bound is an exchange count: checked on every rank only if it
-    // reaches the head of the queue (most never do), priced until then from the sample.
-    if (cfg_.tight && Sampled() && sr.kind != StepRecv::Kind::kNewBlocks && p_.has_target_state &&
-        next.reduce_mask == 0) {
-      Node child;
-      child.state = std::move(next);
-      child.parent = index;
-      child.edge = std::move(edge);
-      child.recv = node.recv;
-      int64_t max_recv = 0;
-      if (sr.kind == StepRecv::Kind::kAllReduce) {
-        const std::vector<int64_t> step = AllReduceRecvPerRank(p_, sr.axes, sr.elems);
-        for (int r = 0; r < p_.num_ranks; ++r) {
-          child.recv[r] += step[r];
-          max_recv = std::max(max_recv, step[r]);
-        }
-      } else {
-        for (int64_t& v : child.recv) v += sr.bytes;
-        max_recv = sr.bytes;
-      }
-      child.time = node.time + seconds;
-      child.bytes = node.bytes + static_cast<double>(max_recv);
-      child.exchanges = node.exchanges + (exchange ? 1 : 0);
-      child.steps = node.steps + 1;
-      child.pending = true;
-      emit(std::move(child), sampled_move);
-      return;
     }
     // In closed form when the states allow (no per-rank boxes needed): a permute's exchange,
     // and the bound from `next` (its move part: the exchange from it into the target).
@@ -1639,7 +1570,7 @@ class Planner {
     child.bytes = node.bytes + static_cast<double>(max_recv);
     child.exchanges = node.exchanges + (exchange ? 1 : 0);
     child.steps = node.steps + 1;
-    emit(std::move(child), MaxOf(lb));
+    emit(std::move(child), lb);
   }
 
   static constexpr int kMaxSampleDims = 16;
