@@ -71,14 +71,14 @@ namespace {
 using namespace shardscope;
 
 // Command-line knobs (parsed before Google Benchmark sees the arguments).
-int g_pairs = 200;      // pairs per (devices, axes) class
-int g_visits = 0;       // timed calls per pair; 0: 5 up to 64 devices, 3 from 512 (see Visits)
-int g_slowest = 5;      // slowest pairs listed per size class
+int g_pairs = 200;       // pairs per (devices, axes) class
+int g_visits = 0;        // timed calls per pair; 0: 5 up to 64 devices, 3 from 512 (see Visits)
+int g_slowest = 5;       // slowest pairs listed per size class
 int g_median_pairs = 0;  // --median-pairs=K: also list the K pairs around each class's median
-bool g_bytes = true;    // --bytes=0: timing only
-bool g_digest = false;  // --digest: per class, a hash of every plan's JSON (transfers included)
-std::string g_explain;  // "devices/axes/index": print that pair's plan and references, exit
-int g_repeat = 0;       // --explain: plan the pair this many more times (profiling; median CPU)
+bool g_bytes = true;     // --bytes=0: timing only
+bool g_digest = false;   // --digest: per class, a hash of every plan's JSON (transfers included)
+std::string g_explain;   // "devices/axes/index": print that pair's plan and references, exit
+int g_repeat = 0;        // --explain: plan the pair this many more times (profiling; median CPU)
 constexpr int64_t kElementBytes = 4;
 
 // Timed calls per pair: --visits, or 5 for classes up to 64 devices and 3 above (the slowest
@@ -529,7 +529,8 @@ void PrintTimingTable() {
     const int mid = static_cast<int>(r.all.size()) / 2;
     const int first = std::max(0, mid - g_median_pairs / 2);
     const int last = std::min(static_cast<int>(r.all.size()), first + g_median_pairs);
-    for (int k = first; k < last; ++k) print_pair(key.first, key.second, r.all[k].second, r.all[k].first);
+    for (int k = first; k < last; ++k)
+      print_pair(key.first, key.second, r.all[k].second, r.all[k].first);
   }
 }
 
@@ -707,8 +708,8 @@ void PrintBytesTable() {
   }
 }
 
-// Removes --pairs=, --visits=, --slowest=, --median-pairs=, --bytes=, --explain=, --repeat= from argv (Google
-// Benchmark rejects unknown flags).
+// Removes --pairs=, --visits=, --slowest=, --median-pairs=, --bytes=, --explain=, --repeat= from
+// argv (Google Benchmark rejects unknown flags).
 void ParseOwnFlags(int* argc, char** argv) {
   int out = 1;
   for (int i = 1; i < *argc; ++i) {

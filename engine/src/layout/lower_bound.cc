@@ -272,10 +272,9 @@ Result<Problem> MakeProblem(const Setup& setup) {
   for (const Layout* l : {&from_m, &to_m}) {
     for (const std::vector<int>& axes : l->dims_axes()) {
       if (axes.size() > AxisList::kCapacity) {
-        return Status::NotImplemented("redistribution planner: at most " +
-                                      std::to_string(AxisList::kCapacity) +
-                                      " mesh axes per tensor dimension (layout " +
-                                      l->ToString() + ")");
+        return Status::NotImplemented(
+            "redistribution planner: at most " + std::to_string(AxisList::kCapacity) +
+            " mesh axes per tensor dimension (layout " + l->ToString() + ")");
       }
     }
   }

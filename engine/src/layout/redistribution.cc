@@ -37,8 +37,8 @@ namespace shardscope {
 using redist_internal::AllReduceRecv;
 using redist_internal::AxesMask;
 using redist_internal::AxesName;
-using redist_internal::Boxes;
 using redist_internal::AxisList;
+using redist_internal::Boxes;
 using redist_internal::BoxesOf;
 using redist_internal::BoxVolume;
 using redist_internal::Exchange;
@@ -723,9 +723,9 @@ class LazyBoxes {
 // sample of ranks against the bound, and builds the whole vector only for survivors).
 struct StepRecv {
   enum class Kind { kUniform, kAllReduce, kNewBlocks } kind = Kind::kUniform;
-  int64_t bytes = 0;           // kUniform
-  std::vector<int> axes;       // kAllReduce: along these axes ...
-  int64_t elems = 0;           // ... of this many elements
+  int64_t bytes = 0;               // kUniform
+  std::vector<int> axes;           // kAllReduce: along these axes ...
+  int64_t elems = 0;               // ... of this many elements
   const LazyBoxes* cur = nullptr;  // kNewBlocks: each rank receives what its new block lacks
 };
 
@@ -1338,9 +1338,7 @@ class Planner {
       }
     }
     const int64_t shard_elems = ShardElems(p_, s);
-    auto divisible = [&](int d, int64_t factor) {
-      return p_.shape[d] % (blocks[d] * factor) == 0;
-    };
+    auto divisible = [&](int d, int64_t factor) { return p_.shape[d] % (blocks[d] * factor) == 0; };
     auto uniform = [&](Edge edge, State next, CollectiveKind kind, int64_t recv_elems,
                        int64_t n_elems) {
       StepRecv sr;
@@ -1354,9 +1352,8 @@ class Planner {
       sr.kind = StepRecv::Kind::kAllReduce;
       sr.axes = axes;
       sr.elems = shard_elems;
-      const double secs =
-          cost_.CollectiveSeconds(CollectiveKind::kAllReduce,
-                                  static_cast<double>(shard_elems * p_.elem), p_.mesh, axes);
+      const double secs = cost_.CollectiveSeconds(
+          CollectiveKind::kAllReduce, static_cast<double>(shard_elems * p_.elem), p_.mesh, axes);
       Consider(index, node, {EdgeKind::kAllReduce, std::move(axes), -1, -1}, std::move(next), sr,
                secs, false, emit);
     };
@@ -1370,8 +1367,7 @@ class Planner {
           next.reduce_mask &= ~(1u << x);
           next.dims[e].push_back(x);
           uniform({EdgeKind::kReduceScatter, {x}, e, -1}, std::move(next),
-                  CollectiveKind::kReduceScatter, RingShare(shard_elems, px),
-                  shard_elems);
+                  CollectiveKind::kReduceScatter, RingShare(shard_elems, px), shard_elems);
         }
         State next = s;
         next.reduce_mask &= ~(1u << x);
@@ -1528,9 +1524,10 @@ class Planner {
         for (int r = 0; r < p_.num_ranks; ++r) {
           const int64_t* lo = nb.lo.data() + r * d;
           const int64_t* hi = nb.hi.data() + r * d;
-          step_recv[r] = (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->all().lo.data() + r * d,
-                                                                 sr.cur->all().hi.data() + r * d, d)) *
-                         p_.elem;
+          step_recv[r] =
+              (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->all().lo.data() + r * d,
+                                                      sr.cur->all().hi.data() + r * d, d)) *
+              p_.elem;
         }
         break;
       }
@@ -1834,8 +1831,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     st.kind = whole ? Kind::kAllReduce : Kind::kReduceScatter;
     irregular(&st, *ex);
-    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes(), planner.Want(cand.landing),
-                                               ex->num_transfers);
+    st.transfers = LazyReduceScatterVTransfers(p, last.state, b, landing_boxes(),
+                                               planner.Want(cand.landing), ex->num_transfers);
     st.groups = redist_internal::LazyGroupsAlong(p.mesh, st.axes);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
@@ -2014,7 +2011,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
       if (count - (have > 0 ? 1 : 0) > 1) return false;
     }
     ex = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr, p.target(),
-                                                  p.active, p.new_partial_mask);
+                                         p.active, p.new_partial_mask);
   }
   if (ex.messages != 1) return false;
   const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));

@@ -30,7 +30,7 @@ class AxisList {
  public:
   static constexpr size_t kCapacity = 15;
   AxisList() = default;
-  AxisList(const std::vector<int>& axes) { assign(axes.begin(), axes.end()); }  // NOLINT
+  AxisList(const std::vector<int>& axes) { assign(axes.begin(), axes.end()); }    // NOLINT
   operator std::vector<int>() const { return std::vector<int>(begin(), end()); }  // NOLINT
 
   size_t size() const { return size_; }
