@@ -44,7 +44,8 @@ namespace shardscope::redist_internal {
 
 namespace {
 
-constexpr int kMaxDigits = 32;
+// Bound on mesh axes, tensor dimensions and axes per dimension (masks are 32-bit).
+constexpr int kMaxAxes = 32;
 
 // One tensor dimension: how a rank's source and landing block indices follow from its
 // coordinates (index = sum of coordinate x weight over the dimension's axes), and tables over
@@ -121,7 +122,7 @@ struct DimTable {
     }
   };
   std::vector<int> axes;
-  int64_t key_weight[kMaxDigits];  // per mesh axis: its weight in the key, -1 when not in it
+  int64_t key_weight[kMaxAxes];  // per mesh axis: its weight in the key, -1 when not in it
   std::vector<Entry> entries;
   int64_t WeightOf(int axis) const { return key_weight[axis]; }
 };
@@ -156,11 +157,11 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
   const int na = p.num_axes;
   // Per mesh axis: its weight in the source block index, the landing block index and the
   // fixed key of this dimension (0 when it has none).
-  int64_t sw[kMaxDigits] = {}, tw[kMaxDigits] = {}, fw[kMaxDigits] = {};
+  int64_t sw[kMaxAxes] = {}, tw[kMaxAxes] = {}, fw[kMaxAxes] = {};
   for (const auto& [a, w] : g->src_terms) sw[a] = w;
   for (const auto& [a, w] : g->into_terms) tw[a] = w;
   for (const auto& [a, w] : g->fixed_terms) fw[a] = w;
-  std::fill(t->key_weight, t->key_weight + kMaxDigits, -1);
+  std::fill(t->key_weight, t->key_weight + kMaxAxes, -1);
   t->axes.clear();
   for (int a = 0; a < na; ++a) {
     if (p.axis_size[a] > 1 && (sw[a] || tw[a])) t->axes.push_back(a);
@@ -174,7 +175,7 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
   // Per source axis of the dimension (size > 1) and landing block: the axis's digit shared by
   // every source block the landing block meets, or -1 when they differ along it.
   const int64_t into_blocks = static_cast<int64_t>(g->first.size());
-  int source_axes[kMaxDigits];
+  int source_axes[kMaxAxes];
   int num_source_axes = 0;
   if (with_senders) {
     g->digit_of.resize(g->src_terms.size() * into_blocks);
@@ -188,7 +189,7 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
       source_axes[num_source_axes++] = a;
     }
   }
-  int64_t coord[kMaxDigits] = {};
+  int64_t coord[kMaxAxes] = {};
   int64_t sidx = 0, tidx = 0, fidx = 0;
   for (int64_t k = 0; k < size; ++k) {
     if (k > 0) {
@@ -239,11 +240,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   const int n = p.num_ranks;
   const int na = p.num_axes;
   if (s.reduce_mask || static_cast<int>(s.dims.size()) != d ||
-      static_cast<int>(into.dims.size()) != d || na > kMaxDigits || d > kMaxDigits) {
+      static_cast<int>(into.dims.size()) != d || na > kMaxAxes || d > kMaxAxes) {
     return false;
   }
   for (int i = 0; i < d; ++i) {
-    if (p.shape[i] <= 0 || static_cast<int>(into.dims[i].size()) > kMaxDigits) return false;
+    if (p.shape[i] <= 0 || static_cast<int>(into.dims[i].size()) > kMaxAxes) return false;
   }
   uint32_t used_mask = 0;  // V
   for (int i = 0; i < d; ++i) used_mask |= AxesMask(s.dims[i]);
@@ -285,7 +286,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       FloorSteps(g.bs - 1, g.bs, g.t, src_blocks, &g.by);
     }
     const int k = static_cast<int>(into.dims[i].size());
-    int fixed_axes[kMaxDigits];
+    int fixed_axes[kMaxAxes];
     int num_fixed = 0;
     for (int j = 0; j < k; ++j) {
       const int a = into.dims[i][j];
@@ -299,7 +300,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       g.memo.resize(2 * src_blocks * g.fixed_combos);
       g.memo_ready.assign(src_blocks, 0);
       // Landing blocks' fixed keys by odometer over their digits.
-      int64_t weight[kMaxDigits], digit[kMaxDigits];
+      int64_t weight[kMaxAxes], digit[kMaxAxes];
       for (int j = k - 1, f = num_fixed - 1; j >= 0; --j) {
         weight[j] = 0;
         digit[j] = 0;
@@ -368,7 +369,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     int dim[2];
     int64_t weight[2];
   };
-  KeyMove key_moves[kMaxDigits];
+  KeyMove key_moves[kMaxAxes];
   for (int i = 0; i < d; ++i) {
     for (int a : tables[i].axes) {
       KeyMove& km = key_moves[a];
@@ -396,7 +397,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   auto walk = [&](auto zero, auto receive, auto send) {
     constexpr bool kZero = decltype(zero)::value, kReceive = decltype(receive)::value,
                    kSend = decltype(send)::value;
-    int64_t key[kMaxDigits] = {}, c[kMaxDigits] = {};
+    int64_t key[kMaxAxes] = {}, c[kMaxAxes] = {};
     int64_t pos = 0;
     const int64_t outer = n / z_size;
     for (int64_t o = 0; o < outer; ++o) {
