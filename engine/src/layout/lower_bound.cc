@@ -263,7 +263,11 @@ Result<Problem> MakeProblem(const Setup& setup) {
   p.axes_of_to = setup.axes_of_to;
   const Layout& from_m = setup.from_m();
   const Layout& to_m = setup.to_m();
-  // Search states hold their axes inline (DimList).
+  // Search states hold their axes inline (DimList); axis sets are 32-bit masks.
+  if (setup.mesh.num_axes() > 32) {
+    return Status::NotImplemented("redistribution planner: meshes of at most 32 axes (got " +
+                                  std::to_string(setup.mesh.num_axes()) + ")");
+  }
   if (p.num_dims > static_cast<int>(DimList::kCapacity)) {
     return Status::NotImplemented("redistribution planner: tensors of at most " +
                                   std::to_string(DimList::kCapacity) + " dimensions (got " +

@@ -838,8 +838,8 @@ class Planner {
     if (lb_src_.empty()) lb_src_ = redist_internal::LowerBound(p, p.src, p.source());
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes, whose coordinates are then worth a table.
+    if (p.num_ranks <= 256 && p.coords.empty()) p.FillCoords();
     if (p.num_ranks <= 32) {
-      if (p.coords.empty()) p.FillCoords();
       for (int r = 0; r < p.num_ranks; ++r) samples_.push_back(r);
     } else {
       std::vector<int> pos = {0, p.num_ranks - 1};
@@ -1257,7 +1257,9 @@ class Planner {
       const size_t end = landings_.size();
       for (size_t i = begin; i < end && landings_.size() < kMaxLandings; ++i) {
         const Landing& y = landings_[i];
-        auto add = [&](State x, Edge e) {
+        // (The edge is built only for a new landing: most candidates are seen already.)
+        auto add = [&](const State& x, EdgeKind kind, const uint8_t* axes, size_t num_axes, int dim,
+                       int dim_to) {
           if (landings_.size() >= kMaxLandings) return;
           for (const Landing& seen : landings_) {
             if (seen.x.dims == x.dims) return;
@@ -1265,8 +1267,10 @@ class Planner {
           const int64_t shard = ShardElems(p_, x);
           if (shard > p_.max_shard_elems) return;
           Landing l;
-          l.x = std::move(x);
-          const int64_t g = p_.mesh.GroupSize(e.axes);
+          l.x = x;
+          const Edge e{kind, std::vector<int>(axes, axes + num_axes), dim, dim_to};
+          int64_t g = 1;
+          for (size_t j = 0; j < num_axes; ++j) g *= p_.axis_size[axes[j]];
           int64_t recv = 0;
           double secs = 0;
           const double n = static_cast<double>(shard * p_.elem);
@@ -1277,7 +1281,7 @@ class Planner {
             recv = RingShare(shard, g);
             secs = cost_.CollectiveSeconds(CollectiveKind::kAllToAll, n, p_.mesh, e.axes);
           }
-          l.edge = std::move(e);
+          l.edge = e;
           l.next = static_cast<int>(i);
           l.recv = y.recv + recv * p_.elem;
           l.time = y.time + secs;
@@ -1286,7 +1290,8 @@ class Planner {
           landings_.push_back(std::move(l));
         };
         const State& ys = y.x;
-        std::vector<int> dim_of(p_.num_axes, -1);
+        int dim_of[32];  // per mesh axis (masks bound them to 32)
+        std::fill(dim_of, dim_of + p_.num_axes, -1);
         for (int d = 0; d < p_.num_dims; ++d) {
           for (int a : ys.dims[d]) dim_of[a] = d;
         }
@@ -1299,13 +1304,15 @@ class Planner {
             if (p_.shape[d] % (blocks * p_.axis_size[x]) != 0) continue;
             State xs = ys;
             xs.dims[d].push_back(x);
-            add(std::move(xs), Edge{EdgeKind::kGather, {x}, d, -1});
+            const uint8_t axis = static_cast<uint8_t>(x);
+            add(xs, EdgeKind::kGather, &axis, 1, d, -1);
           }
           // Reversed all-to-all: the last k axes of d moved to the end of e.
           const AxisList& list = ys.dims[d];
           for (size_t k = 1; k <= list.size(); ++k) {
-            std::vector<int> suffix(list.end() - k, list.end());
-            const int64_t g = p_.mesh.GroupSize(suffix);
+            const uint8_t* suffix = list.end() - k;
+            int64_t g = 1;
+            for (size_t j = 0; j < k; ++j) g *= p_.axis_size[suffix[j]];
             for (int e = 0; e < p_.num_dims; ++e) {
               if (e == d) continue;
               int64_t be = 1;
@@ -1313,8 +1320,8 @@ class Planner {
               if (p_.shape[e] % (be * g) != 0) continue;
               State xs = ys;
               xs.dims[d].resize(list.size() - k);
-              xs.dims[e].insert(xs.dims[e].end(), suffix.begin(), suffix.end());
-              add(std::move(xs), Edge{EdgeKind::kAllToAll, suffix, e, d});
+              xs.dims[e].insert(xs.dims[e].end(), suffix, suffix + k);
+              add(xs, EdgeKind::kAllToAll, suffix, k, e, d);
             }
           }
         }
@@ -1329,7 +1336,8 @@ class Planner {
     const State& s = node.state;
     const int na = p_.num_axes;
     const int nd = p_.num_dims;
-    std::vector<int> dim_of(na, -1);
+    int dim_of[32];  // per mesh axis (masks bound them to 32)
+    std::fill(dim_of, dim_of + na, -1);
     std::vector<int64_t> blocks(nd, 1);
     for (int d = 0; d < nd; ++d) {
       for (int a : s.dims[d]) {
