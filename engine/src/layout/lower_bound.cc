@@ -314,8 +314,10 @@ Result<Problem> MakeProblem(const Setup& setup) {
       }
     }
   }
-  for (int r = 0; r < n; ++r) {
-    if (!p.active[r]) p.zero_ranks.push_back(r);
+  if (std::find(p.active.begin(), p.active.end(), 0) != p.active.end()) {
+    for (int r = 0; r < n; ++r) {
+      if (!p.active[r]) p.zero_ranks.push_back(r);
+    }
   }
   p.max_shard_elems =
       std::max(NumElements(setup.from->ShardShape()), NumElements(setup.to->ShardShape()));

@@ -1044,8 +1044,11 @@ class Planner {
     a.steps += b.steps;
     return a;
   }
+  static int64_t MaxOf(const std::vector<int64_t>& v) {
+    return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+  }
   Score H(const std::vector<int64_t>& lb) const {
-    const int64_t m = lb.empty() ? 0 : *std::max_element(lb.begin(), lb.end());
+    const int64_t m = MaxOf(lb);
     const double t = m > 0 ? cost_.latency_s + static_cast<double>(m) / bw_max_ : 0.0;
     Score s;
     s.primary = cfg_.bytes_first ? static_cast<double>(m) : t;
@@ -1127,6 +1130,7 @@ class Planner {
       if (best->node >= 0 && Better(best->score, floor) && i > 0) continue;
       std::optional<Exchange> ex;
       EdgeKind kind;
+      bool within_bound = false;  // known without a check: the root receiving the bound itself
       if (node.state.reduce_mask == 0) {
         // The exchange receives exactly the missing elements: check the bound on a sample of
         // ranks, then on all, and the price floor before building it.
@@ -1165,6 +1169,7 @@ class Planner {
         if (i == 0 && source_into_target_ && node.state == p_.src) {
           counted = std::move(source_into_target_);
           source_into_target_.reset();
+          within_bound = node.steps == 0;
         } else {
           counted = CountedExchangeInto(node.state, i, /*with_senders=*/false);
           complete = false;
@@ -1177,8 +1182,8 @@ class Planner {
           missing_bytes = MissingBytes(boxes.all(), i, &peers);
         }
         const std::vector<int64_t>& missing = counted ? counted->recv : missing_bytes;
-        if (!Fits(node.recv, &missing, l.recv)) continue;
-        const int64_t m = *std::max_element(missing.begin(), missing.end());
+        if (!within_bound && !Fits(node.recv, &missing, l.recv)) continue;
+        const int64_t m = counted ? counted->max_recv : MaxOf(missing);
         // Each block a rank lacks comes from a different peer: at least `peers` messages.
         Score floor2 = floor;
         floor2.primary += cfg_.bytes_first
@@ -1193,7 +1198,7 @@ class Planner {
         ex = ReduceScatterV(node.state, boxes.all(), i, /*record=*/false);
         kind = EdgeKind::kReduceScatterV;
       }
-      if (!ex || !Fits(node.recv, &ex->recv, l.recv)) continue;
+      if (!ex || (!within_bound && !Fits(node.recv, &ex->recv, l.recv))) continue;
       Score sc =
           Add(G(node), StepScore(ExchangeSeconds(*ex), static_cast<double>(ex->max_recv), 1));
       sc = Add(sc, rest);
