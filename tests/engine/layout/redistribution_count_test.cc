@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 #include <string>
 
@@ -129,6 +130,80 @@ TEST(RedistributionCountTest, RefusesPendingReductions) {
   ASSERT_NE(p->src.reduce_mask, 0u);
   Exchange ex;
   EXPECT_FALSE(CountExchange(*p, p->src, p->tgt, 0, &ex));
+}
+
+// The same on large meshes (256 and 1024 ranks, up to 6 axes, explicit rank lists among
+// them), where the count's per-dimension tables are far smaller than the mesh and its walk
+// moves the largest axis innermost.
+// A mesh of exactly `devices` ranks (a power of two) over 3 to 6 axes of 2 to 32, with an
+// explicit (shuffled) rank list one time in three.
+DeviceMesh LargeMesh(std::mt19937& rng, int64_t devices) {
+  const int num_axes = std::uniform_int_distribution<int>(3, 6)(rng);
+  int log2 = 0;
+  while ((int64_t{1} << log2) < devices) ++log2;
+  std::vector<int> bits(num_axes, 1);  // every axis at least 2
+  for (int b = num_axes; b < log2; ++b) {
+    int& axis = bits[std::uniform_int_distribution<int>(0, num_axes - 1)(rng)];
+    if (axis < 5) ++axis;
+  }
+  Shape shape;
+  std::vector<std::string> names;
+  int64_t total = 1;
+  for (int a = 0; a < num_axes; ++a) {
+    shape.push_back(int64_t{1} << bits[a]);
+    total *= shape.back();
+    names.push_back(std::string(1, static_cast<char>('a' + a)));
+  }
+  std::vector<int> ranks;
+  if (std::bernoulli_distribution(1.0 / 3)(rng)) {
+    ranks.resize(total);
+    std::iota(ranks.begin(), ranks.end(), 0);
+    std::shuffle(ranks.begin(), ranks.end(), rng);
+  }
+  return redist_test::MakeMesh(shape, names, ranks);
+}
+
+TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisitsOnLargeMeshes) {
+  std::mt19937 rng(4096);
+  int compared = 0;
+  for (int i = 0; i < 60 && !HasFailure(); ++i) {
+    const DeviceMesh m = LargeMesh(rng, i % 2 ? 1024 : 256);
+    const int rank = std::uniform_int_distribution<int>(1, 3)(rng);
+    DimAxes d1, d2;
+    std::vector<int> p1, p2;
+    redist_test::RandomAssignment(rng, m, rank, /*partial_ok=*/i % 3 == 0, &d1, &p1, 0.7);
+    redist_test::RandomAssignment(rng, m, rank, i % 5 == 0, &d2, &p2);
+    Shape shape(rank);
+    for (int d = 0; d < rank; ++d) {
+      shape[d] = redist_test::Lcm(m.GroupSize(d1[d]), m.GroupSize(d2[d])) *
+                 std::uniform_int_distribution<int64_t>(1, 3)(rng);
+    }
+    const redist_test::Case c{redist_test::MakeLayout(m, d1, p1, shape),
+                              redist_test::MakeLayout(m, d2, p2, shape)};
+    Result<Problem> pr = redist_internal::MakeProblem(c.from, c.to, 4);
+    ASSERT_TRUE(pr.ok()) << pr.status().message();
+    const Problem& p = *pr;
+    if (!p.unified) continue;
+    const std::string ctx =
+        "case " + std::to_string(i) + ": " + c.from.DebugString() + " -> " + c.to.DebugString();
+    State src = p.src;
+    src.reduce_mask = 0;
+    const Exchange slow = ComputeExchange(p, src, BoxesOf(p, src), p.target().lo, p.target().hi,
+                                          p.active, /*record=*/false);
+    Exchange fast;
+    ASSERT_TRUE(CountExchange(p, src, p.tgt, p.new_partial_mask, &fast)) << ctx;
+    ExpectSameCounts(slow, fast, ctx);
+    const std::vector<char> all(p.num_ranks, 1);
+    const State from = RandomState(rng, p), into = RandomState(rng, p);
+    const redist_internal::Boxes ib = BoxesOf(p, into);
+    const Exchange slow2 =
+        ComputeExchange(p, from, BoxesOf(p, from), ib.lo, ib.hi, all, /*record=*/false);
+    Exchange fast2;
+    ASSERT_TRUE(CountExchange(p, from, into, 0, &fast2)) << ctx;
+    ExpectSameCounts(slow2, fast2, ctx + " " + StateString(from) + " -> " + StateString(into));
+    compared += 2;
+  }
+  EXPECT_EQ(compared, 120);
 }
 
 }  // namespace
