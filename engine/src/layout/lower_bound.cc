@@ -30,12 +30,6 @@ std::vector<int> MaskAxes(uint32_t mask) {
   return out;
 }
 
-uint32_t AxesMask(const std::vector<int>& axes) {
-  uint32_t m = 0;
-  for (int a : axes) m |= 1u << a;
-  return m;
-}
-
 int64_t BoxVolume(const int64_t* lo, const int64_t* hi, int d) {
   int64_t v = 1;
   for (int i = 0; i < d; ++i) v *= std::max<int64_t>(0, hi[i] - lo[i]);
@@ -314,10 +308,8 @@ Result<Problem> MakeProblem(const Setup& setup) {
       }
     }
   }
-  if (std::find(p.active.begin(), p.active.end(), 0) != p.active.end()) {
-    for (int r = 0; r < n; ++r) {
-      if (!p.active[r]) p.zero_ranks.push_back(r);
-    }
+  for (int r = 0; r < n; ++r) {
+    if (!p.active[r]) p.zero_ranks.push_back(r);
   }
   p.max_shard_elems =
       std::max(NumElements(setup.from->ShardShape()), NumElements(setup.to->ShardShape()));
@@ -338,8 +330,10 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
   const int d = p.num_dims;
   const int n = p.num_ranks;
   const int na = p.num_axes;
-  const int64_t* tlo = p.target().lo.data();
-  const int64_t* thi = p.target().hi.data();
+  const Boxes& target = p.target();
+  const std::vector<int64_t>& target_block = p.target_block();
+  const int64_t* tlo = target.lo.data();
+  const int64_t* thi = target.hi.data();
   // Group index (mixed radix over the other axes) and addend class (over the kept axes).
   int64_t num_groups = 1, num_classes = 1;
   for (int a = 0; a < na; ++a) {
@@ -368,13 +362,13 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
   // Target blocks some active rank of each addend class needs (kept axes split no dimension
   // of the target, so classes x blocks <= ranks), with a rank holding each.
   int64_t num_tblocks = 1;
-  for (int64_t x : p.target().blocks) num_tblocks *= x;
+  for (int64_t x : target.blocks) num_tblocks *= x;
   std::vector<char> needed_set(num_classes * num_tblocks, 0);
   std::vector<int64_t> needed_count(num_classes, 0);
   std::vector<int> block_rep(num_tblocks, -1);
   for (int r = 0; r < n; ++r) {
-    if (p.target_block()[r] < 0) continue;
-    const int64_t tb = p.target_block()[r];
+    if (target_block[r] < 0) continue;
+    const int64_t tb = target_block[r];
     if (block_rep[tb] < 0) block_rep[tb] = r;
     char& seen = needed_set[class_of[r] * num_tblocks + tb];
     if (!seen) {
@@ -389,7 +383,7 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
   for (int64_t g = 0; g < num_groups; ++g) {
     const size_t first = need_vals.size();
     for (int i = start[g]; i < start[g + 1]; ++i) {
-      const int64_t tb = p.target_block()[members[i]];
+      const int64_t tb = target_block[members[i]];
       if (tb < 0 || stamp[tb] == g) continue;
       stamp[tb] = g;
       need_vals.push_back(tb);
@@ -439,7 +433,7 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
     int64_t counted = 0;  // c: the same with multiplicity
     for (int i = start[g]; i < start[g + 1]; ++i) {
       const int q = members[i];
-      const int64_t tb = p.target_block()[q];
+      const int64_t tb = target_block[q];
       if (tb < 0) continue;
       const int64_t v = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
       counted += v;
@@ -456,13 +450,13 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
       needed_all = BoxVolume(slo, shi, d);
     } else if (BoxVolume(slo, shi, d) > 0) {
       for (int i = 0; i < d; ++i) {
-        first[i] = slo[i] / p.target().block_size[i];
-        last[i] = (shi[i] - 1) / p.target().block_size[i];
+        first[i] = slo[i] / target.block_size[i];
+        last[i] = (shi[i] - 1) / target.block_size[i];
         idx[i] = first[i];
       }
       while (true) {
         int64_t tb = 0;
-        for (int i = 0; i < d; ++i) tb = tb * p.target().blocks[i] + idx[i];
+        for (int i = 0; i < d; ++i) tb = tb * target.blocks[i] + idx[i];
         if (needed_set[kk * num_tblocks + tb]) {
           const int q = block_rep[tb];
           needed_all += IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
@@ -490,7 +484,7 @@ std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& 
     for (int i = start[g]; i < start[g + 1]; ++i) {
       const int q = members[i];
       int64_t share = 0;
-      if (rho > 1 && p.target_block()[q] >= 0) {
+      if (rho > 1 && target_block[q] >= 0) {
         const int64_t mine = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d) * p.elem;
         share = (mine * (rho - 1) + rho - 1) / rho;
       }

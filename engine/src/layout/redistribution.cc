@@ -691,19 +691,16 @@ void BoxOfRank(const Problem& p, const State& s, int r, int64_t* lo, int64_t* hi
   }
 }
 
+class Planner;
+
 // The per-rank boxes of a search state, built on first use: most expansions read only a few
-// sampled ranks' boxes (Of), which need no table. `build` returns the table (the planner
-// keeps a few); `owner` is passed to it. Refers to `p` and `s`, which must outlive it.
+// sampled ranks' boxes (Of), which need no table; the table comes from the planner, which
+// keeps a few (Planner::BoxesFor). Refers to `p`, `s` and `planner`, which must outlive it.
 class LazyBoxes {
  public:
-  using Build = std::shared_ptr<const Boxes> (*)(const void* owner, const State& s);
-  LazyBoxes(const Problem& p, const State& s, const void* owner, Build build)
-      : p_(p), s_(s), owner_(owner), build_(build) {}
-  const State& state() const { return s_; }
-  const Boxes& all() const {
-    if (!boxes_) boxes_ = build_(owner_, s_);
-    return *boxes_;
-  }
+  LazyBoxes(const Problem& p, const State& s, const Planner& planner)
+      : p_(p), s_(s), planner_(planner) {}
+  const Boxes& all() const;  // after Planner
   void Of(int r, int64_t* lo, int64_t* hi) const {
     if (!boxes_) return BoxOfRank(p_, s_, r, lo, hi);
     const int d = p_.num_dims;
@@ -714,8 +711,7 @@ class LazyBoxes {
  private:
   const Problem& p_;
   const State& s_;
-  const void* owner_;
-  Build build_;
+  const Planner& planner_;
   mutable std::shared_ptr<const Boxes> boxes_;
 };
 
@@ -875,12 +871,8 @@ class Planner {
   }
 
   const std::vector<int64_t>& lb_src() const { return lb_src_; }
+  LazyBoxes LazyBoxesOf(const State& s) const { return LazyBoxes(p_, s, *this); }
   // Boxes of state s (kept for later calls while the cache is small).
-  LazyBoxes LazyBoxesOf(const State& s) const {
-    return LazyBoxes(p_, s, this, [](const void* self, const State& state) {
-      return static_cast<const Planner*>(self)->BoxesFor(state);
-    });
-  }
   std::shared_ptr<const Boxes> BoxesFor(const State& s) const {
     if (s.dims == p_.src.dims) return {std::shared_ptr<const Boxes>(), &p_.source()};
     State dims_only;
@@ -1251,7 +1243,6 @@ class Planner {
   void BuildLandings() {
     Landing t;
     if (p_.has_target_state) t.x = p_.tgt;
-    t.boxes_ready = true;  // p_.target (LandingBoxes)
     landings_.push_back(std::move(t));
     if (!p_.has_target_state) return;
     constexpr size_t kMaxLandings = 24;
@@ -1534,13 +1525,13 @@ class Planner {
         const int d = p_.num_dims;
         step_recv.assign(p_.num_ranks, 0);
         const Boxes& nb = boxes();
+        const Boxes& cur = sr.cur->all();
         for (int r = 0; r < p_.num_ranks; ++r) {
           const int64_t* lo = nb.lo.data() + r * d;
           const int64_t* hi = nb.hi.data() + r * d;
-          step_recv[r] =
-              (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, sr.cur->all().lo.data() + r * d,
-                                                      sr.cur->all().hi.data() + r * d, d)) *
-              p_.elem;
+          step_recv[r] = (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, cur.lo.data() + r * d,
+                                                                 cur.hi.data() + r * d, d)) *
+                         p_.elem;
         }
         break;
       }
@@ -1572,9 +1563,8 @@ class Planner {
                                               child_boxes->hi, std::vector<char>(p_.num_ranks, 1),
                                               /*record=*/false);
       }
-      moved = std::move(ex);
-      seconds = ExchangeSeconds(*moved);
-      child.exchange = std::make_shared<const Exchange>(std::move(*moved));
+      seconds = ExchangeSeconds(ex);
+      child.exchange = std::make_shared<const Exchange>(std::move(ex));
     }
     child.time = node.time + seconds;
     child.bytes = node.bytes + static_cast<double>(max_recv);
@@ -1602,6 +1592,11 @@ class Planner {
   std::vector<Node> nodes_;
   int explored_ = 0;
 };
+
+const Boxes& LazyBoxes::all() const {
+  if (!boxes_) boxes_ = planner_.BoxesFor(s_);
+  return *boxes_;
+}
 
 // ---------------------------------------------------------------------------------------
 // Plan assembly.

@@ -457,7 +457,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
             totals.transfers += count;
             totals.recv_peers = std::max(totals.recv_peers, count);
             totals.receiver_has_own |= have != 0;
-            totals.separating |= rest.separating | x0.separating | x1.separating;
+            // (Separating axes are counted with the sending side: receiving-only tables
+            // leave them unset.)
+            if constexpr (kSend) {
+              totals.separating |= rest.separating | x0.separating | x1.separating;
+            }
           }
         } else {
           if (wants && recv_before[r] > 0)

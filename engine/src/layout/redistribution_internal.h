@@ -310,8 +310,9 @@ inline int64_t AllReduceRecv(int64_t n, int64_t p) {
 }
 
 std::vector<int> MaskAxes(uint32_t mask);
-uint32_t AxesMask(const std::vector<int>& axes);
-inline uint32_t AxesMask(const AxisList& axes) {
+// The set of `axes` (a std::vector<int> or an AxisList) as a bit mask.
+template <typename Axes>
+uint32_t AxesMask(const Axes& axes) {
   uint32_t m = 0;
   for (int a : axes) m |= 1u << a;
   return m;
