@@ -148,6 +148,7 @@ const char* CollectiveKindName(CollectiveKind kind) {
 }
 
 double CostModel::AxisBandwidth(const std::string& axis_name) const {
+  if (axis_bandwidth.empty()) return default_bandwidth;  // the common case: no per-axis figures
   auto it = axis_bandwidth.find(axis_name);
   if (it != axis_bandwidth.end()) return it->second;
   const std::string base = BaseAxisName(axis_name);
@@ -155,6 +156,7 @@ double CostModel::AxisBandwidth(const std::string& axis_name) const {
 }
 
 double CostModel::AxisLatency(const std::string& axis_name) const {
+  if (axis_latency.empty()) return latency_s;
   auto it = axis_latency.find(axis_name);
   if (it != axis_latency.end()) return it->second;
   const std::string base = BaseAxisName(axis_name);

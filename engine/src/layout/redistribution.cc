@@ -562,7 +562,7 @@ enum class EdgeKind : uint8_t {
 
 struct Edge {
   EdgeKind kind = EdgeKind::kNone;
-  std::vector<int> axes;
+  AxisList axes;  // inline: the search builds an edge for every candidate step
   int dim = -1;
   int dim_to = -1;
 };
@@ -618,7 +618,8 @@ struct Candidate {
 // target shards directly (fewer messages, same bytes).
 struct Landing {
   State x;
-  Boxes boxes;  // computed on first use (Planner::LandingBoxes)
+  uint64_t signature = 0;  // DimsSignature(x.dims): most candidates are told apart by it
+  Boxes boxes;             // computed on first use (Planner::LandingBoxes)
   bool boxes_ready = false;
   // The suffix, x -> ... -> target: `edge` leads to landing `next` (-1: this is the target),
   // whose suffix follows.
@@ -629,6 +630,16 @@ struct Landing {
   double bytes = 0;
   int steps = 0;
 };
+
+// A hash of per-dimension axis lists (FNV-1a over the axes, a separator per dimension).
+uint64_t DimsSignature(const redist_internal::DimList& dims) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const AxisList& axes : dims) {
+    for (int a : axes) h = (h ^ static_cast<uint64_t>(a + 1)) * 1099511628211ULL;
+    h = (h ^ 0xffu) * 1099511628211ULL;
+  }
+  return h;
+}
 
 struct SearchConfig {
   bool bytes_first = false;  // primary objective: bytes (else seconds)
@@ -827,6 +838,8 @@ class Planner {
   Planner(const Problem& p, const CostModel& cost, SourceExchange source_into_target)
       : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
+    for (int a = 0; a < p.num_axes; ++a)
+      axis_bw_.push_back(cost.AxisBandwidth(p.mesh.axis_name(a)));
     if (source_into_target.counted) {
       lb_src_ = source_into_target.ex.recv;
       source_into_target_ = std::move(source_into_target.ex);
@@ -1006,6 +1019,17 @@ class Planner {
   }
 
   const std::vector<Node>& nodes() const { return nodes_; }
+
+  // cost_.CollectiveSeconds(kind, bytes, p_.mesh, axes) without converting the axes.
+  double CollectiveSeconds(CollectiveKind kind, double bytes, const AxisList& axes) const {
+    int64_t group = 1;
+    double bw = axes.empty() ? cost_.default_bandwidth : -1;
+    for (int a : axes) {
+      group *= p_.axis_size[a];
+      bw = bw < 0 ? axis_bw_[a] : std::min(bw, axis_bw_[a]);
+    }
+    return cost_.CollectiveSeconds(kind, bytes, group, bw);
+  }
 
   double ExchangeSeconds(const Exchange& ex) const {
     const double bw = cost_.Bandwidth(p_.mesh, MaskAxes(ex.axes_mask));
@@ -1243,6 +1267,7 @@ class Planner {
   void BuildLandings() {
     Landing t;
     if (p_.has_target_state) t.x = p_.tgt;
+    t.signature = DimsSignature(t.x.dims);
     landings_.push_back(std::move(t));
     if (!p_.has_target_state) return;
     constexpr size_t kMaxLandings = 24;
@@ -1257,14 +1282,17 @@ class Planner {
         auto add = [&](const State& x, EdgeKind kind, const uint8_t* axes, size_t num_axes, int dim,
                        int dim_to) {
           if (landings_.size() >= kMaxLandings) return;
+          const uint64_t signature = DimsSignature(x.dims);
           for (const Landing& seen : landings_) {
-            if (seen.x.dims == x.dims) return;
+            if (seen.signature == signature && seen.x.dims == x.dims) return;
           }
           const int64_t shard = ShardElems(p_, x);
           if (shard > p_.max_shard_elems) return;
           Landing l;
           l.x = x;
-          const Edge e{kind, std::vector<int>(axes, axes + num_axes), dim, dim_to};
+          l.signature = signature;
+          Edge e{kind, {}, dim, dim_to};
+          e.axes.assign(axes, axes + num_axes);
           int64_t g = 1;
           for (size_t j = 0; j < num_axes; ++j) g *= p_.axis_size[axes[j]];
           int64_t recv = 0;
@@ -1272,10 +1300,10 @@ class Planner {
           const double n = static_cast<double>(shard * p_.elem);
           if (e.kind == EdgeKind::kGather) {
             recv = (g - 1) * shard;
-            secs = cost_.CollectiveSeconds(CollectiveKind::kAllGather, n * g, p_.mesh, e.axes);
+            secs = CollectiveSeconds(CollectiveKind::kAllGather, n * g, e.axes);
           } else if (e.kind == EdgeKind::kAllToAll) {
             recv = RingShare(shard, g);
-            secs = cost_.CollectiveSeconds(CollectiveKind::kAllToAll, n, p_.mesh, e.axes);
+            secs = CollectiveSeconds(CollectiveKind::kAllToAll, n, e.axes);
           }
           l.edge = e;
           l.next = static_cast<int>(i);
@@ -1348,7 +1376,7 @@ class Planner {
       StepRecv sr;
       sr.bytes = recv_elems * p_.elem;
       const double secs =
-          cost_.CollectiveSeconds(kind, static_cast<double>(n_elems * p_.elem), p_.mesh, edge.axes);
+          CollectiveSeconds(kind, static_cast<double>(n_elems * p_.elem), edge.axes);
       Consider(index, node, std::move(edge), std::move(next), sr, secs, false, emit);
     };
     auto all_reduce = [&](std::vector<int> axes, State next) {
@@ -1395,7 +1423,8 @@ class Planner {
         // All-to-all of the last k axes of d, in order, to the end of e.
         const AxisList& list = s.dims[d];
         for (size_t k = 1; k <= list.size(); ++k) {
-          std::vector<int> suffix(list.end() - k, list.end());
+          AxisList suffix;
+          suffix.assign(list.end() - k, list.end());
           int64_t g = 1;
           for (int a : suffix) g *= p_.axis_size[a];
           for (int e = 0; e < nd; ++e) {
@@ -1579,6 +1608,7 @@ class Planner {
   const CostModel& cost_;
   SearchConfig cfg_;
   double bw_max_ = 1;
+  std::vector<double> axis_bw_;  // per mesh axis: CostModel::AxisBandwidth
   // Boxes of states met so far (a few: they are N x dims each), by their dimensions.
   static constexpr size_t kMaxCachedBoxes = 64;
   mutable std::unordered_map<std::string, std::shared_ptr<const Boxes>> boxes_;
@@ -1991,7 +2021,9 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
         std::swap(swapped[i], swapped[i + 1]);
         if (swapped == b) {
           is_swap = true;
-          swap = Edge{EdgeKind::kPermute, {a[i], a[i + 1]}, diff, -1};
+          swap = Edge{EdgeKind::kPermute, {}, diff, -1};
+          swap.axes.push_back(a[i]);
+          swap.axes.push_back(a[i + 1]);
         }
         break;
       }

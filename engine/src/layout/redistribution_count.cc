@@ -189,11 +189,19 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
       source_axes[num_source_axes++] = a;
     }
   }
+  // The key's last axis (weight 1) in an inner loop that only steps the indices; the others
+  // by odometer between rows.
+  const int num_key_axes = static_cast<int>(t->axes.size());
+  const int inner = num_key_axes > 0 ? t->axes[num_key_axes - 1] : -1;
+  const int64_t row = inner >= 0 ? p.axis_size[inner] : 1;
+  const int64_t s_step = inner >= 0 ? sw[inner] : 0, t_step = inner >= 0 ? tw[inner] : 0,
+                f_step = inner >= 0 ? fw[inner] : 0;
   int64_t coord[kMaxAxes] = {};
   int64_t sidx = 0, tidx = 0, fidx = 0;
-  for (int64_t k = 0; k < size; ++k) {
-    if (k > 0) {
-      for (int j = static_cast<int>(t->axes.size()) - 1; j >= 0; --j) {
+  DimTable::Entry* entries = t->entries.data();
+  for (int64_t base = 0; base < size; base += row) {
+    if (base > 0) {
+      for (int j = num_key_axes - 2; j >= 0; --j) {
         const int a = t->axes[j];
         if (++coord[a] < p.axis_size[a]) {
           sidx += sw[a];
@@ -208,15 +216,20 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
         coord[a] = 0;
       }
     }
-    DimTable::Entry& e = t->entries[k];
-    e.have = g->Overlap(sidx, tidx);
-    e.blocks = g->last[tidx] - g->first[tidx] + 1;
-    if (!with_senders) continue;
-    SendFactor(sidx, fidx, g, &e.sends, &e.sent);
-    e.separating = 0;
-    for (int j = 0; j < num_source_axes; ++j) {
-      const int a = source_axes[j];
-      if (g->digit_of[j * into_blocks + tidx] != coord[a]) e.separating |= 1u << a;
+    int64_t si = sidx, ti = tidx, fi = fidx;
+    for (int64_t c = 0; c < row; ++c, si += s_step, ti += t_step, fi += f_step) {
+      DimTable::Entry& e = entries[base + c];
+      e.have = g->Overlap(si, ti);
+      e.blocks = g->last[ti] - g->first[ti] + 1;
+      if (!with_senders) continue;
+      SendFactor(si, fi, g, &e.sends, &e.sent);
+      uint32_t separating = 0;
+      for (int j = 0; j < num_source_axes; ++j) {
+        const int a = source_axes[j];
+        const int64_t digit = a == inner ? c : coord[a];
+        if (g->digit_of[j * into_blocks + ti] != digit) separating |= 1u << a;
+      }
+      e.separating = separating;
     }
   }
 }

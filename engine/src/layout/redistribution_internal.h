@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,9 @@ class AxisList {
  public:
   static constexpr size_t kCapacity = 15;
   AxisList() = default;
-  AxisList(const std::vector<int>& axes) { assign(axes.begin(), axes.end()); }    // NOLINT
-  operator std::vector<int>() const { return std::vector<int>(begin(), end()); }  // NOLINT
+  AxisList(const std::vector<int>& axes) { assign(axes.begin(), axes.end()); }     // NOLINT
+  AxisList(std::initializer_list<int> axes) { assign(axes.begin(), axes.end()); }  // NOLINT
+  operator std::vector<int>() const { return std::vector<int>(begin(), end()); }   // NOLINT
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
