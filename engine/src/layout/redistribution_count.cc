@@ -181,10 +181,32 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
     g->digit_of.resize(g->src_terms.size() * into_blocks);
     for (const auto& [a, w] : g->src_terms) {
       if (p.axis_size[a] <= 1) continue;
+      // The axis's digit of the first and last source block a landing block meets:
+      // first[tb] / w = floor(tb t / (bs w)), last[tb] / w = floor((tb t + t - 1) / (bs w)),
+      // stepped like FloorSteps, the first one's digit kept modulo the axis size (no division
+      // per block: they were most of the table's time).
       int64_t* digits = g->digit_of.data() + num_source_axes * into_blocks;
+      const int64_t div = g->bs * w, size_a = p.axis_size[a];
+      const int64_t q_step = g->t / div, r_step = g->t % div, digit_step = q_step % size_a;
+      int64_t fq = 0, fr = 0, digit = 0;
+      int64_t lq = (g->t - 1) / div, lr = (g->t - 1) % div;
       for (int64_t tb = 0; tb < into_blocks; ++tb) {
-        const int64_t f = g->first[tb] / w, l = g->last[tb] / w;
-        digits[tb] = f == l ? f % p.axis_size[a] : -1;
+        digits[tb] = fq == lq ? digit : -1;
+        fq += q_step;
+        fr += r_step;
+        digit += digit_step;
+        if (fr >= div) {
+          fr -= div;
+          ++fq;
+          ++digit;
+        }
+        if (digit >= size_a) digit -= size_a;
+        lq += q_step;
+        lr += r_step;
+        if (lr >= div) {
+          lr -= div;
+          ++lq;
+        }
       }
       source_axes[num_source_axes++] = a;
     }
