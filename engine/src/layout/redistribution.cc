@@ -2029,11 +2029,10 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
       }
     }
   }
-  Exchange ex;
+  Exchange computed;
   if (counted->counted) {
     // Cheap test first: every rank's target box meets at most one other block of the source.
     if (counted->ex.max_recv_peers > 1) return false;
-    ex = counted->ex;
   } else {
     const Boxes& b = p.source();
     // Cheap test first: every rank's target box meets at most one other block of the source.
@@ -2050,9 +2049,11 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
         count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
       if (count - (have > 0 ? 1 : 0) > 1) return false;
     }
-    ex = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr, p.target(),
-                                         p.active, p.new_partial_mask);
+    computed = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr,
+                                               p.target(), p.active, p.new_partial_mask);
   }
+  // (Taken, not copied, once the plan is certain: the search reads it otherwise.)
+  Exchange& ex = counted->counted ? counted->ex : computed;
   if (ex.messages != 1) return false;
   const double bw = cost.Bandwidth(p.mesh, MaskAxes(ex.axes_mask));
   if (bw != cost.MaxBandwidth(p.mesh)) return false;
@@ -2066,7 +2067,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
                                         p.unified ? nullptr : &p.target(), p.active,
                                         ex.num_transfers, &st);
   st.bytes_recv = ex.recv;
-  st.bytes_sent = ex.sent;
+  st.bytes_sent = std::move(ex.sent);
   st.bytes_recv_per_rank = ex.max_recv;
   st.bytes_sent_per_rank = ex.max_sent;
   st.messages = ex.messages;
@@ -2080,7 +2081,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
   plan.meshes_unified = p.unified;
   plan.element_bytes = p.elem;
   plan.recv_bytes = st.bytes_recv;
-  plan.lower_bound = plan.recv_bytes;  // nothing to reduce: the bound is the missing elements
+  plan.lower_bound = std::move(ex.recv);  // nothing to reduce: the bound is the missing elements
   plan.predicted_seconds = st.seconds;
   plan.steps.push_back(std::move(st));
   plan.byte_optimal = true;
