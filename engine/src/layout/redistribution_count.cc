@@ -62,10 +62,11 @@ struct Dim {
   std::vector<int64_t> bx, by;
   // Per landing block: its fixed digits as one index (mixed radix over fixed_terms' axes).
   std::vector<int64_t> fixed_key;
-  // (count, overlap) per (source block, fixed digits), filled a source block at a time (see
-  // SendFactor); empty when the dimension has no fixed axes.
-  std::vector<int64_t> memo;
-  std::vector<char> memo_ready;  // per source block
+  // Per landing block: the source blocks it meets (last - first + 1).
+  std::vector<int64_t> blocks_met;
+  // Per (source block, fixed digits), with senders: (count, overlap), the sending factor (see
+  // FillSendFactors).
+  std::vector<int64_t> send;
   // Per source axis (size > 1) and landing block: see BuildTable.
   std::vector<int64_t> digit_of;
 
@@ -127,29 +128,20 @@ struct DimTable {
   int64_t WeightOf(int axis) const { return key_weight[axis]; }
 };
 
-// The sending factor of a dimension for a sender with source block `sb` and fixed digits
-// `fixed` (their index over the dimension's fixed axes): the landing blocks with those digits
-// that meet the source block, and their overlap with it. With fixed axes, one walk over the
-// landing blocks the source block meets fills its row for every value of the fixed digits.
-void SendFactor(int64_t sb, int64_t fixed, Dim* g, int64_t* count, int64_t* overlap) {
-  const int64_t bx = g->bx[sb], by = g->by[sb];
-  if (g->memo.empty()) {  // no fixed axes: every landing block it meets, the whole block
-    *count = by - bx + 1;
-    *overlap = g->bs;
-    return;
-  }
-  int64_t* row = g->memo.data() + 2 * sb * g->fixed_combos;
-  if (!g->memo_ready[sb]) {
-    std::fill(row, row + 2 * g->fixed_combos, 0);
-    for (int64_t b = bx; b <= by; ++b) {
-      int64_t* cell = row + 2 * g->fixed_key[b];
+// The sending factors of a dimension: for a sender with source block sb and fixed digits f
+// (their index over the dimension's fixed axes), the landing blocks with those digits that
+// meet the source block, and their overlap with it, at send[2 (sb fixed_combos + f)]. One
+// pass over the landing blocks each source block meets fills its row for every f.
+void FillSendFactors(int64_t src_blocks, bool with_fixed, Dim* g) {
+  g->send.assign(2 * src_blocks * g->fixed_combos, 0);
+  for (int64_t sb = 0; sb < src_blocks; ++sb) {
+    int64_t* row = g->send.data() + 2 * sb * g->fixed_combos;
+    for (int64_t b = g->bx[sb]; b <= g->by[sb]; ++b) {
+      int64_t* cell = row + (with_fixed ? 2 * g->fixed_key[b] : 0);
       ++cell[0];
       cell[1] += g->Overlap(sb, b);
     }
-    g->memo_ready[sb] = 1;
   }
-  *count = row[2 * fixed];
-  *overlap = row[2 * fixed + 1];
 }
 
 // Fills dimension i's table (see DimTable) by odometer over its key.
@@ -242,9 +234,11 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
     for (int64_t c = 0; c < row; ++c, si += s_step, ti += t_step, fi += f_step) {
       DimTable::Entry& e = entries[base + c];
       e.have = g->Overlap(si, ti);
-      e.blocks = g->last[ti] - g->first[ti] + 1;
+      e.blocks = g->blocks_met[ti];
       if (!with_senders) continue;
-      SendFactor(si, fi, g, &e.sends, &e.sent);
+      const int64_t* cell = g->send.data() + 2 * (si * g->fixed_combos + fi);
+      e.sends = cell[0];
+      e.sent = cell[1];
       uint32_t separating = 0;
       for (int j = 0; j < num_source_axes; ++j) {
         const int a = source_axes[j];
@@ -330,10 +324,9 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     Terms(p, fixed_axes, num_fixed, &g.fixed_terms);
     g.fixed_combos = 1;
     for (int f = 0; f < num_fixed; ++f) g.fixed_combos *= p.axis_size[fixed_axes[f]];
-    g.memo.clear();  // empty: no fixed axes (SendFactor)
+    g.blocks_met.resize(into_blocks);
+    for (int64_t tb = 0; tb < into_blocks; ++tb) g.blocks_met[tb] = g.last[tb] - g.first[tb] + 1;
     if (with_senders && num_fixed > 0) {
-      g.memo.resize(2 * src_blocks * g.fixed_combos);
-      g.memo_ready.assign(src_blocks, 0);
       // Landing blocks' fixed keys by odometer over their digits.
       int64_t weight[kMaxAxes], digit[kMaxAxes];
       for (int j = k - 1, f = num_fixed - 1; j >= 0; --j) {
@@ -355,6 +348,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         }
       }
     }
+    if (with_senders) FillSendFactors(src_blocks, num_fixed > 0, &g);
   }
   // Per dimension, a table over the coordinates of the axes indexing its blocks in s or x:
   // the dimension's factor of every per-rank count (a rank's counts are products of one entry
