@@ -474,6 +474,17 @@ void PrintTimingTable() {
                 key.second, r.pairs, Visits(key.first), r.median_us, r.p99_us, r.max_us,
                 r.cpu_median_us, r.cpu_p99_us, r.cpu_max_us, r.mean_us);
   }
+  // Every pair of every class run, as one suite (each pair counted once).
+  std::vector<double> every_pair;
+  for (const auto& [key, r] : Timings()) {
+    for (const auto& [us, index] : r.all) every_pair.push_back(us);
+  }
+  const auto at_most_20 =
+      std::count_if(every_pair.begin(), every_pair.end(), [](double us) { return us <= 20; });
+  std::printf(
+      "%8s %5s %6zu %7s %10s %10s %10s %10.1f %10.1f %10.1f   (%td of %zu pairs <= 20 us)\n", "all",
+      "all", every_pair.size(), "", "", "", "", Percentile(every_pair, 0.5),
+      Percentile(every_pair, 0.99), Percentile(every_pair, 1.0), at_most_20, every_pair.size());
   // Which pairs are slow: pairs above 20 µs / 1 ms / 100 ms (CPU), and the pairs above 1 ms by
   // what their plan needs: an irregular exchange (all-to-all-v, reduce-scatter-v, direct
   // all-reduce, permute), else partial sums to reduce, else neither.
