@@ -666,13 +666,21 @@ std::vector<int64_t> AllReduceRecvPerRank(const Problem& p, const std::vector<in
   return out;
 }
 
+// A rank with its coordinates on the planning mesh: the search's sampled ranks, read often (a
+// coordinate from the grid position costs two divisions).
+struct RankCoords {
+  int rank = 0;
+  int64_t coord[32] = {};  // per mesh axis (masks bound them to 32)
+};
+
 // Bytes rank r receives in an all-reduce of n elements along `axes` (AllReduceRecvPerRank).
-int64_t AllReduceRecvOfRank(const Problem& p, const std::vector<int>& axes, int64_t n, int r) {
+int64_t AllReduceRecvOfRank(const Problem& p, const std::vector<int>& axes, int64_t n,
+                            const RankCoords& r) {
   int64_t g = 1;
   for (int a : axes) g *= p.axis_size[a];
   if (g <= 1) return 0;
   int64_t i = 0;
-  for (int a : axes) i = i * p.axis_size[a] + p.coord_of_one(r, a);
+  for (int a : axes) i = i * p.axis_size[a] + r.coord[a];
   const int64_t block = n / g + (i < n % g ? 1 : 0);
   return (n + (g - 2) * block) * p.elem;
 }
@@ -689,11 +697,11 @@ int64_t ShardElems(const Problem& p, const State& s) {
 }
 
 // Rank r's box in state s (dims of s on the planning mesh).
-void BoxOfRank(const Problem& p, const State& s, int r, int64_t* lo, int64_t* hi) {
+void BoxOfRank(const Problem& p, const State& s, const RankCoords& r, int64_t* lo, int64_t* hi) {
   for (int i = 0; i < p.num_dims; ++i) {
     int64_t idx = 0, blocks = 1;
     for (int a : s.dims[i]) {
-      idx = idx * p.axis_size[a] + p.coord_of_one(r, a);
+      idx = idx * p.axis_size[a] + r.coord[a];
       blocks *= p.axis_size[a];
     }
     const int64_t size = p.shape[i] / blocks;
@@ -712,11 +720,11 @@ class LazyBoxes {
   LazyBoxes(const Problem& p, const State& s, const Planner& planner)
       : p_(p), s_(s), planner_(planner) {}
   const Boxes& all() const;  // after Planner
-  void Of(int r, int64_t* lo, int64_t* hi) const {
+  void Of(const RankCoords& r, int64_t* lo, int64_t* hi) const {
     if (!boxes_) return BoxOfRank(p_, s_, r, lo, hi);
     const int d = p_.num_dims;
-    std::copy_n(boxes_->lo.data() + r * d, d, lo);
-    std::copy_n(boxes_->hi.data() + r * d, d, hi);
+    std::copy_n(boxes_->lo.data() + r.rank * d, d, lo);
+    std::copy_n(boxes_->hi.data() + r.rank * d, d, hi);
   }
 
  private:
@@ -848,8 +856,9 @@ class Planner {
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes, whose coordinates are then worth a table.
     if (p.num_ranks <= 256 && p.coords.empty()) p.FillCoords();
+    std::vector<int> ranks;
     if (p.num_ranks <= 32) {
-      for (int r = 0; r < p.num_ranks; ++r) samples_.push_back(r);
+      for (int r = 0; r < p.num_ranks; ++r) ranks.push_back(r);
     } else {
       std::vector<int> pos = {0, p.num_ranks - 1};
       uint64_t x = 0x9e3779b97f4a7c15ULL;
@@ -859,7 +868,12 @@ class Planner {
       }
       std::sort(pos.begin(), pos.end());
       pos.erase(std::unique(pos.begin(), pos.end()), pos.end());
-      for (int q : pos) samples_.push_back(p.rank_of_pos[q]);
+      for (int q : pos) ranks.push_back(p.rank_of_pos[q]);
+    }
+    samples_.resize(ranks.size());
+    for (size_t j = 0; j < ranks.size(); ++j) {
+      samples_[j].rank = ranks[j];
+      for (int a = 0; a < p.num_axes; ++a) samples_[j].coord[a] = p.coord_of_one(ranks[j], a);
     }
     BuildLandings();
   }
@@ -1087,8 +1101,8 @@ class Planner {
 
   // Elements of rank r's block of state s that its target block needs and s lacks, in bytes
   // (the move part of the bound from s).
-  int64_t MoveBytes(const State& s, int r) const {
-    if (!p_.active[r]) return 0;
+  int64_t MoveBytes(const State& s, const RankCoords& r) const {
+    if (!p_.active[r.rank]) return 0;
     const int d = p_.num_dims;
     int64_t lo[kMaxSampleDims], hi[kMaxSampleDims];
     int64_t tlo[kMaxSampleDims], thi[kMaxSampleDims];
@@ -1097,13 +1111,13 @@ class Planner {
     return (BoxVolume(tlo, thi, d) - IntersectVolume(tlo, thi, lo, hi, d)) * p_.elem;
   }
   // Rank r's target box (without the table when the target is a state on M).
-  void TargetBoxOf(int r, int64_t* lo, int64_t* hi) const {
+  void TargetBoxOf(const RankCoords& r, int64_t* lo, int64_t* hi) const {
     if (p_.has_target_state) return BoxOfRank(p_, p_.tgt, r, lo, hi);
     const int d = p_.num_dims;
-    std::copy_n(p_.target().lo.data() + r * d, d, lo);
-    std::copy_n(p_.target().hi.data() + r * d, d, hi);
+    std::copy_n(p_.target().lo.data() + r.rank * d, d, lo);
+    std::copy_n(p_.target().hi.data() + r.rank * d, d, hi);
   }
-  int64_t StepRecvOf(const StepRecv& sr, const State& next, int r) const {
+  int64_t StepRecvOf(const StepRecv& sr, const State& next, const RankCoords& r) const {
     switch (sr.kind) {
       case StepRecv::Kind::kUniform:
         return sr.bytes;
@@ -1152,23 +1166,23 @@ class Planner {
         // ranks, then on all, and the price floor before building it.
         if (cfg_.tight && Sampled()) {
           bool fits = true;
-          for (int r : samples_) {
-            if (!Want(i)[r]) continue;
+          for (const RankCoords& r : samples_) {
+            if (!Want(i)[r.rank]) continue;
             int64_t lo[kMaxSampleDims], hi[kMaxSampleDims], nlo[kMaxSampleDims],
                 nhi[kMaxSampleDims];
             if (i == 0) {
               TargetBoxOf(r, lo, hi);
             } else if (l.boxes_ready) {
               const Boxes& lb = LandingBoxes(i);
-              std::copy_n(lb.lo.data() + r * d, d, lo);
-              std::copy_n(lb.hi.data() + r * d, d, hi);
+              std::copy_n(lb.lo.data() + r.rank * d, d, lo);
+              std::copy_n(lb.hi.data() + r.rank * d, d, hi);
             } else {
               BoxOfRank(p_, l.x, r, lo, hi);
             }
             boxes.Of(r, nlo, nhi);
             const int64_t missing =
                 (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, nlo, nhi, d)) * p_.elem;
-            if (node.recv[r] + missing + l.recv > lb_src_[r] + cfg_.tolerance) {
+            if (node.recv[r.rank] + missing + l.recv > lb_src_[r.rank] + cfg_.tolerance) {
               fits = false;
               break;
             }
@@ -1506,9 +1520,9 @@ class Planner {
                 double seconds, bool exchange, Emit& emit, const LazyBoxes* next_boxes = nullptr) {
     if (ShardElems(p_, next) > p_.max_shard_elems) return;
     if (cfg_.tight && Sampled()) {
-      for (int r : samples_) {
-        if (node.recv[r] + StepRecvOf(sr, next, r) + MoveBytes(next, r) >
-            lb_src_[r] + cfg_.tolerance) {
+      for (const RankCoords& r : samples_) {
+        if (node.recv[r.rank] + StepRecvOf(sr, next, r) + MoveBytes(next, r) >
+            lb_src_[r.rank] + cfg_.tolerance) {
           return;
         }
       }
@@ -1616,7 +1630,7 @@ class Planner {
   // The counts of the exchange from the source into the target, when counted and not yet
   // taken by Finish.
   mutable std::optional<Exchange> source_into_target_;
-  std::vector<int> samples_;
+  std::vector<RankCoords> samples_;
   mutable std::vector<Landing> landings_;
   mutable std::vector<char> every_rank_;  // Want(i > 0)
   std::vector<Node> nodes_;
