@@ -53,6 +53,7 @@ constexpr int kMaxAxes = 32;
 struct Dim {
   int64_t bs = 1;                                              // source block size
   int64_t t = 1;                                               // landing block size
+  int64_t into_blocks = 1;                                     // landing blocks
   std::vector<std::pair<int, int64_t>> src_terms, into_terms;  // (axis, weight)
   std::vector<std::pair<int, int64_t>> fixed_terms;  // landing axes in U: (axis, weight in key)
   int64_t fixed_combos = 1;
@@ -75,10 +76,18 @@ struct Dim {
   }
 };
 
+// Grows `v` to at least n elements and never shrinks it: the scratch tables below are reused
+// by every count, and a resize between sizes would initialise the new tail each time (it is
+// overwritten anyway).
+template <typename T>
+void GrowTo(std::vector<T>* v, int64_t n) {
+  if (static_cast<int64_t>(v->size()) < n) v->resize(n);
+}
+
 // out[k] = floor((start + k step) / div) for k = 0 .. count-1, without a division per k.
 void FloorSteps(int64_t start, int64_t step, int64_t div, int64_t count,
                 std::vector<int64_t>* out_vector) {
-  out_vector->resize(count);
+  GrowTo(out_vector, count);
   int64_t* out = out_vector->data();
   const int64_t q_step = step / div, r_step = step % div;
   int64_t q = start / div, r = start % div;
@@ -163,14 +172,14 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
     t->key_weight[t->axes[j]] = size;
     size *= p.axis_size[t->axes[j]];
   }
-  t->entries.resize(size);
+  GrowTo(&t->entries, size);
   // Per source axis of the dimension (size > 1) and landing block: the axis's digit shared by
   // every source block the landing block meets, or -1 when they differ along it.
-  const int64_t into_blocks = static_cast<int64_t>(g->first.size());
+  const int64_t into_blocks = g->into_blocks;
   int source_axes[kMaxAxes];
   int num_source_axes = 0;
   if (with_senders) {
-    g->digit_of.resize(g->src_terms.size() * into_blocks);
+    GrowTo(&g->digit_of, static_cast<int64_t>(g->src_terms.size()) * into_blocks);
     for (const auto& [a, w] : g->src_terms) {
       if (p.axis_size[a] <= 1) continue;
       // The axis's digit of the first and last source block a landing block meets:
@@ -308,6 +317,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     Terms(p, s.dims[i].data(), static_cast<int>(s.dims[i].size()), &g.src_terms);
     Terms(p, into.dims[i].data(), static_cast<int>(into.dims[i].size()), &g.into_terms);
     const int64_t src_blocks = p.shape[i] / g.bs, into_blocks = p.shape[i] / g.t;
+    g.into_blocks = into_blocks;
     FloorSteps(0, g.t, g.bs, into_blocks, &g.first);
     FloorSteps(g.t - 1, g.t, g.bs, into_blocks, &g.last);
     if (with_senders) {
@@ -324,7 +334,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     Terms(p, fixed_axes, num_fixed, &g.fixed_terms);
     g.fixed_combos = 1;
     for (int f = 0; f < num_fixed; ++f) g.fixed_combos *= p.axis_size[fixed_axes[f]];
-    g.blocks_met.resize(into_blocks);
+    GrowTo(&g.blocks_met, into_blocks);
     for (int64_t tb = 0; tb < into_blocks; ++tb) g.blocks_met[tb] = g.last[tb] - g.first[tb] + 1;
     if (with_senders && num_fixed > 0) {
       // Landing blocks' fixed keys by odometer over their digits.
@@ -334,7 +344,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         digit[j] = 0;
         if (!(used_mask & (1u << into.dims[i][j]))) weight[j] = g.fixed_terms[f--].second;
       }
-      g.fixed_key.resize(into_blocks);
+      GrowTo(&g.fixed_key, into_blocks);
       int64_t key = 0;
       for (int64_t tb = 0; tb < into_blocks; ++tb) {
         g.fixed_key[tb] = key;
