@@ -2,7 +2,8 @@
 // machine into one figure per cost-model parameter.
 //
 // A round measures every load-sensitive figure once, back to back (the collectives, the GEMM
-// rate of all device threads together, one thread's GEMM rate). Calibrate spreads its rounds
+// rate of all device threads together, one thread's GEMM rate; every few rounds also the
+// kernels' rates by shape and the memory bandwidth). Calibrate spreads its rounds
 // evenly over a few seconds, so that a disturbance from another process (a build, a burst of
 // another job: on a 2-core VM it doubles the collectives' figures for up to about a second)
 // falls into a few rounds of every figure instead of every measurement of one figure, and
@@ -14,6 +15,8 @@
 #include <span>
 #include <vector>
 
+#include "shardscope/cost_model.h"
+
 namespace shardscope {
 
 // The figures of one round; a figure not measured (0) is left out of its combination.
@@ -24,6 +27,11 @@ struct CalibrationRound {
   double interleaved_s = 0;          // 4-byte all-reduce on every rank arriving from computation
   double concurrent_gemm_flops = 0;  // GEMM flop/s all device threads reach together
   double single_gemm_flops = 0;      // one thread's GEMM flop/s
+  // One thread's kernels (CostModel's fields of the same names); empty / 0 in rounds that do
+  // not measure them. Every table measured must have the same shapes.
+  GemmRateTable gemm_rates, conv_gemm_rates;
+  double max_pool_bytes_per_s = 0;  // CostModel::kernel_rates["MaxPool2D"]
+  double memory_bandwidth = 0;
 };
 
 // The median of `values` (the mean of the two middle ones for an even count); 0 when empty.
@@ -34,12 +42,15 @@ double MedianOf(std::vector<double> values);
 //    step pays them at whatever load it runs, so the typical round is wanted, not the best:
 //    the median ignores disturbed rounds as long as they are fewer than half, in either
 //    direction.
-//  - one thread's GEMM rate: the highest. It is the thread's undisturbed speed (the unit in
-//    which compute slots are counted); load only ever slows a round down.
-// Fields with no measured round (all 0) stay 0.
+//  - one thread's rates (the GEMM, every entry of the kernels' tables, MaxPool2D, the memory
+//    bandwidth): the highest. They are the thread's undisturbed speed (the unit in which
+//    compute slots are counted: the searches price a kernel at it, then divide by the
+//    slots); load only ever slows a round down.
+// Fields with no measured round (all 0, empty tables) stay 0 / empty.
 CalibrationRound CombineCalibrationRounds(std::span<const CalibrationRound> rounds);
 
-// The lowest and the highest value of each field over `rounds` (the spread calibrate reports).
+// The lowest and the highest value of each number over `rounds` (the spread calibrate
+// reports); of the tables, base_flops only.
 struct CalibrationSpread {
   CalibrationRound low, high;
 };

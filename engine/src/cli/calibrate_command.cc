@@ -119,7 +119,7 @@ Status MeasureCommunication(Communicator& world, int repeats, CalibrationRound* 
 
 // Fits the alpha-beta model: t(p) = 2 (p-1) alpha + overhead for tiny all-reduces, and
 // (p-1) alpha + overhead + (p-1)/p n / beta for the all-gather.
-CostModel Fit(const CalibrationRound& m, int n, double memory_bandwidth) {
+CostModel Fit(const CalibrationRound& m, int n) {
   CostModel c;
   if (n > 2) {
     c.latency_s = std::max(0.0, (m.all_reduce_all_s - m.all_reduce_pair_s) / (2.0 * (n - 2)));
@@ -135,7 +135,10 @@ CostModel Fit(const CalibrationRound& m, int n, double memory_bandwidth) {
   // What a collective costs beyond the fit when the ranks come from computation.
   c.collective_handoff_s = std::max(0.0, m.interleaved_s - m.all_reduce_all_s);
   c.flops = m.single_gemm_flops;
-  c.memory_bandwidth = memory_bandwidth;
+  c.memory_bandwidth = m.memory_bandwidth;
+  c.gemm_rates = m.gemm_rates;
+  c.conv_gemm_rates = m.conv_gemm_rates;
+  c.kernel_rates["MaxPool2D"] = m.max_pool_bytes_per_s;
   return c;
 }
 
@@ -152,22 +155,18 @@ double MeasureGemm() {
   return 2.0 * s * s * s / best;
 }
 
-// `flop` / seconds of one call of `kernel` on `ctx`: the best of 5 rounds of enough calls for
-// ~2 ms.
+// `flop` / seconds of one call of `kernel` on `ctx`, timed over enough calls for ~2 ms (one
+// sample: calibrate keeps the best over the rounds that measure kernels).
 double KernelFlops(const KernelFn& kernel, const KernelContext& ctx, double flop) {
   const int calls = static_cast<int>(std::clamp(2e6 / flop, 1.0, 1000.0));
   kernel(ctx);  // warm: packing and scratch buffers allocated
-  double best = 1e9;
-  for (int r = 0; r < 5; ++r) {
-    const auto start = Clock::now();
-    for (int i = 0; i < calls; ++i) kernel(ctx);
-    best = std::min(best, Since(start) / calls);
-  }
-  return flop / best;
+  const auto start = Clock::now();
+  for (int i = 0; i < calls; ++i) kernel(ctx);
+  return flop / (Since(start) / calls);
 }
 
 // The engine's MatMul kernel (what MatMul and BatchMatMul run) on out[rows, cols] =
-// a[rows, depth] . b[depth, cols]: flop/s, the best of 5 rounds of enough calls for ~2 ms.
+// a[rows, depth] . b[depth, cols]: flop/s (KernelFlops).
 double MatMulKernelFlops(int64_t rows, int64_t depth, int64_t cols) {
   Tensor a(Shape{rows, depth}), b(Shape{depth, cols}), c(Shape{rows, cols});
   for (int64_t i = 0; i < a.size(); ++i) a.data()[i] = 1e-3f * static_cast<float>(i % 97);
@@ -266,17 +265,19 @@ double MeasureConcurrentGemmFlops(int devices) {
   return devices * gemms * 2.0 * s * s * s / TimeConcurrentGemms(devices, gemms);
 }
 
+// Bytes/s of a 64 MB copy (read + write), the second of two (the first touches the pages).
 double MeasureMemory() {
   const size_t bytes = 64u << 20;
   std::vector<char> from(bytes, 1), to(bytes);
-  double best = 1e9;
-  for (int i = 0; i < 3; ++i) {
-    const auto start = Clock::now();
-    std::memcpy(to.data(), from.data(), bytes);
-    best = std::min(best, Since(start));
-  }
-  return 2.0 * bytes / best;  // read + write
+  std::memcpy(to.data(), from.data(), bytes);
+  const auto start = Clock::now();
+  std::memcpy(to.data(), from.data(), bytes);
+  return 2.0 * bytes / Since(start);
 }
+
+// One thread's kernels (CalibrationRound's tables, MaxPool2D, memory bandwidth), measured in
+// every third round: about 0.2 s each time.
+bool MeasuresKernels(int round, int rounds) { return round % 3 == 1 || rounds == 1; }
 
 int RunCalibrate(const CalibrateOptions& o) {
   const bool mpi = RunningUnderMpi();
@@ -314,7 +315,15 @@ int RunCalibrate(const CalibrateOptions& o) {
       round.concurrent_gemm_flops = MeasureConcurrentGemmFlops(n);
     }
     if (!st.ok()) return Fail(kExitRunFailure, st.message());
-    if (rank == 0) round.single_gemm_flops = MeasureGemm();
+    if (rank == 0) {
+      round.single_gemm_flops = MeasureGemm();
+      if (MeasuresKernels(i, o.trials)) {
+        round.gemm_rates = MeasureGemmRates(MatMulKernelFlops);
+        round.conv_gemm_rates = MeasureGemmRates(ConvKernelFlops);
+        round.max_pool_bytes_per_s = MaxPoolBytesPerSecond();
+        round.memory_bandwidth = MeasureMemory();
+      }
+    }
     if (o.show_rounds && rank == 0) {
       std::printf(
           "round %2d at %5.2f s: all-reduce 2 ranks %.1f us, %d ranks %.1f us, after "
@@ -329,25 +338,22 @@ int RunCalibrate(const CalibrateOptions& o) {
   if (rank != 0) return kExitOk;
   const CalibrationRound m = CombineCalibrationRounds(rounds);
   const CalibrationSpread spread = SpreadOfCalibrationRounds(rounds);
-  CostModel c = Fit(m, n, MeasureMemory());
+  CostModel c = Fit(m, n);
   if (!mpi) {
     c.compute_slots = std::clamp(m.concurrent_gemm_flops / c.flops, 0.05, static_cast<double>(n));
     // Every device thread takes part in every collective step (the groups of a step run at
     // once on shared cores): none costs less than a tiny collective over all of them.
     c.group_sync_s = m.all_reduce_all_s;
   }
-  c.gemm_rates = MeasureGemmRates(MatMulKernelFlops);
-  c.conv_gemm_rates = MeasureGemmRates(ConvKernelFlops);
-  c.kernel_rates["MaxPool2D"] = MaxPoolBytesPerSecond();
   const GemmRateTable& g = c.gemm_rates;
   const GemmRateTable& cg = c.conv_gemm_rates;
   std::printf(
       "calibrated on %d %s device(s): %d rounds over %.1f s; each figure the median over the\n"
-      "rounds (one thread's GEMM: the best), in brackets the lowest and highest round\n",
+      "rounds (one thread's rates: the best), in brackets the lowest and highest round\n",
       n, mpi ? "MPI" : "in-process", o.trials, seconds);
   const auto row = [&](const char* what, double CalibrationRound::*field, double unit,
                        const char* unit_name) {
-    std::printf("  %-44s %8.1f %s  (%.1f–%.1f)\n", what, m.*field / unit, unit_name,
+    std::printf("  %-50s %8.1f %s  (%.1f–%.1f)\n", what, m.*field / unit, unit_name,
                 spread.low.*field / unit, spread.high.*field / unit);
   };
   row("all-reduce of 4 bytes on 2 ranks", &CalibrationRound::all_reduce_pair_s, 1e-6, "us");
@@ -364,6 +370,15 @@ int RunCalibrate(const CalibrateOptions& o) {
     row("GEMM, all device threads together", &CalibrationRound::concurrent_gemm_flops, 1e9,
         "GFLOP/s");
   }
+  const auto table_row = [&](const char* what, GemmRateTable CalibrationRound::*table) {
+    std::printf("  %-50s %8.1f GFLOP/s  (%.1f–%.1f)\n", what, (m.*table).base_flops / 1e9,
+                (spread.low.*table).base_flops / 1e9, (spread.high.*table).base_flops / 1e9);
+  };
+  table_row("MatMul kernel at 256^3, one thread", &CalibrationRound::gemm_rates);
+  table_row("Conv2D kernel at 256^3, one thread", &CalibrationRound::conv_gemm_rates);
+  row("MaxPool2D forward and gradient, of input", &CalibrationRound::max_pool_bytes_per_s, 1e9,
+      "GB/s");
+  row("memory bandwidth (a 64 MB copy)", &CalibrationRound::memory_bandwidth, 1e9, "GB/s");
   std::printf(
       "  fitted: alpha %.2f us, overhead per collective %.2f us (+ %.2f us hand-off),\n"
       "          bandwidth %.2f GB/s,\n"
@@ -372,8 +387,7 @@ int RunCalibrate(const CalibrateOptions& o) {
       "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n"
       "  Conv2D kernel (im2col + GEMM) GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 "
       "columns "
-      "%.1f\n"
-      "  MaxPool2D forward and gradient %.2f GB/s of input\n",
+      "%.1f\n",
       c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6,
       c.default_bandwidth / 1e9, c.flops / 1e9, c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots,
       mpi ? " (MPI: assumed)" : "", c.group_sync_s * 1e6,
@@ -381,7 +395,7 @@ int RunCalibrate(const CalibrateOptions& o) {
       g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9, g.Flops(g.base, 4, g.base) / 1e9,
       g.Flops(g.base, g.base, 4) / 1e9, static_cast<long long>(cg.base), cg.base_flops / 1e9,
       cg.Flops(4, cg.base, cg.base) / 1e9, cg.Flops(cg.base, 4, cg.base) / 1e9,
-      cg.Flops(cg.base, cg.base, 4) / 1e9, c.KernelRate("MaxPool2D") / 1e9);
+      cg.Flops(cg.base, cg.base, 4) / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());

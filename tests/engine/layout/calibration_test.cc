@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace shardscope {
@@ -83,6 +84,45 @@ TEST(CombineCalibrationRounds, UnmeasuredFiguresStayZero) {
   EXPECT_EQ(c.concurrent_gemm_flops, 0);
   EXPECT_DOUBLE_EQ(c.all_reduce_all_s, 100e-6);
   EXPECT_EQ(CombineCalibrationRounds({}).all_reduce_all_s, 0);
+}
+
+// A rate table of the given scale: base 256 at 100 GFLOP/s x scale, each axis slower below.
+GemmRateTable Table(double scale) {
+  GemmRateTable t;
+  t.base_flops = 100e9 * scale;
+  for (int64_t d : {1, 4, 16, 256}) {
+    const double rate = t.base_flops * static_cast<double>(d) / 256;
+    t.rows.emplace_back(d, rate);
+    t.depth.emplace_back(d, rate * 2);
+    t.cols.emplace_back(d, rate / 2);
+  }
+  return t;
+}
+
+// The kernels' tables are measured in some rounds only; a round disturbed in its middle has
+// some entries slow. Every entry is its best round's, so the undisturbed table comes out.
+TEST(CombineCalibrationRounds, EveryTableEntryIsItsBestRound) {
+  std::vector<CalibrationRound> rounds(7, QuietRound(0));
+  rounds[1].gemm_rates = Table(1);
+  rounds[4].gemm_rates = Table(1);
+  rounds[1].gemm_rates.rows[2].second /= 3;  // a burst hit these two shapes in round 1
+  rounds[1].gemm_rates.cols[0].second /= 2;
+  rounds[4].gemm_rates.depth[1].second /= 2;  // and this one in round 4
+  rounds[4].gemm_rates.base_flops /= 2;
+  rounds[1].max_pool_bytes_per_s = 3e9;
+  rounds[4].max_pool_bytes_per_s = 1.5e9;
+  const CalibrationRound c = CombineCalibrationRounds(rounds);
+  const GemmRateTable want = Table(1);
+  EXPECT_EQ(c.gemm_rates.base_flops, want.base_flops);
+  EXPECT_EQ(c.gemm_rates.rows, want.rows);
+  EXPECT_EQ(c.gemm_rates.depth, want.depth);
+  EXPECT_EQ(c.gemm_rates.cols, want.cols);
+  EXPECT_EQ(c.max_pool_bytes_per_s, 3e9);
+  // No round measured the convolutions: the table stays empty (calibrate writes none).
+  EXPECT_TRUE(c.conv_gemm_rates.empty());
+  const CalibrationSpread s = SpreadOfCalibrationRounds(rounds);
+  EXPECT_EQ(s.low.gemm_rates.base_flops, 50e9);
+  EXPECT_EQ(s.high.gemm_rates.base_flops, 100e9);
 }
 
 TEST(SpreadOfCalibrationRounds, LowestAndHighestRoundPerFigure) {
