@@ -275,9 +275,17 @@ double MeasureMemory() {
   return 2.0 * bytes / Since(start);
 }
 
-// One thread's kernels (CalibrationRound's tables, MaxPool2D, memory bandwidth), measured in
-// every third round: about 0.2 s each time.
-bool MeasuresKernels(int round, int rounds) { return round % 3 == 1 || rounds == 1; }
+// One thread's rates in round `i` of `rounds`: the GEMM in every round, the kernels' tables,
+// MaxPool2D and the memory bandwidth in every third (about 0.2 s each time).
+void MeasureThreadRates(int i, int rounds, CalibrationRound* round) {
+  round->single_gemm_flops = MeasureGemm();
+  if (i % 3 == 1 || rounds == 1) {
+    round->gemm_rates = MeasureGemmRates(MatMulKernelFlops);
+    round->conv_gemm_rates = MeasureGemmRates(ConvKernelFlops);
+    round->max_pool_bytes_per_s = MaxPoolBytesPerSecond();
+    round->memory_bandwidth = MeasureMemory();
+  }
+}
 
 int RunCalibrate(const CalibrateOptions& o) {
   const bool mpi = RunningUnderMpi();
@@ -315,15 +323,7 @@ int RunCalibrate(const CalibrateOptions& o) {
       round.concurrent_gemm_flops = MeasureConcurrentGemmFlops(n);
     }
     if (!st.ok()) return Fail(kExitRunFailure, st.message());
-    if (rank == 0) {
-      round.single_gemm_flops = MeasureGemm();
-      if (MeasuresKernels(i, o.trials)) {
-        round.gemm_rates = MeasureGemmRates(MatMulKernelFlops);
-        round.conv_gemm_rates = MeasureGemmRates(ConvKernelFlops);
-        round.max_pool_bytes_per_s = MaxPoolBytesPerSecond();
-        round.memory_bandwidth = MeasureMemory();
-      }
-    }
+    if (!mpi) MeasureThreadRates(i, o.trials, &round);
     if (o.show_rounds && rank == 0) {
       std::printf(
           "round %2d at %5.2f s: all-reduce 2 ranks %.1f us, %d ranks %.1f us, after "
@@ -336,6 +336,11 @@ int RunCalibrate(const CalibrateOptions& o) {
   }
   const double seconds = Since(begin);
   if (rank != 0) return kExitOk;
+  // MPI: the other ranks would wait for rank 0 in the next round's barrier, spinning on the
+  // cores its kernels run on; rank 0 measures them alone once the others have left.
+  if (mpi) {
+    for (int i = 0; i < o.trials; ++i) MeasureThreadRates(i, o.trials, &rounds[i]);
+  }
   const CalibrationRound m = CombineCalibrationRounds(rounds);
   const CalibrationSpread spread = SpreadOfCalibrationRounds(rounds);
   CostModel c = Fit(m, n);
