@@ -446,11 +446,18 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "On a shared machine the collectives' figures double for up to a second when another\n"
       "process runs. Calibrate therefore measures in rounds (--trials, default 15) spread\n"
       "evenly over --duration seconds (default 5): each round measures every collective, the\n"
-      "GEMM rate of all device threads together and one thread's GEMM rate once; each figure\n"
-      "is its median over the rounds (one thread's GEMM rate: the best round), so a\n"
-      "disturbance shorter than half the duration does not move it. The output gives each\n"
-      "figure's lowest and highest round beside it. More rounds over a longer duration:\n"
-      "  shardscope calibrate --trials 30 --duration 15 --out profile.json");
+      "GEMM rate of all device threads together and one thread's GEMM rate once (every third\n"
+      "round also the kernels' rate tables, MaxPool2D and the memory bandwidth); each figure\n"
+      "is its median over the rounds (one thread's rates: the best round, its undisturbed\n"
+      "speed), so a disturbance shorter than half the duration does not move it. The output\n"
+      "gives each figure's lowest and highest round beside it. More rounds over a longer\n"
+      "duration:\n"
+      "  shardscope calibrate --trials 30 --duration 15 --out profile.json\n"
+      "Every round's figures as it ends (under mpirun, one thread's rates are measured after\n"
+      "the rounds and show as 0 here):\n"
+      "  shardscope calibrate --show-rounds\n"
+      "How far calibrations move on this machine (figures and predicted steps, repeated):\n"
+      "  scripts/calibrate_spread.sh --times 8");
   app->add_option("--out", o->out, "Write the profile (JSON) to FILE");
   app->add_option("--devices", o->devices, "In-process devices to measure between (default 8)")
       ->check(CLI::Range(2, 256));
