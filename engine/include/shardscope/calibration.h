@@ -5,9 +5,10 @@
 // rate of all device threads together, one thread's GEMM rate; every few rounds also the
 // kernels' rates by shape and the memory bandwidth). Calibrate spreads its rounds
 // evenly over a few seconds, so that a disturbance from another process (a build, a burst of
-// another job: on a 2-core VM it doubles the collectives' figures for up to about a second)
-// falls into a few rounds of every figure instead of every measurement of one figure, and
-// CombineCalibrationRounds keeps each figure's undisturbed value.
+// another job: on a 2-core VM it moves the hand-off, one thread's GEMM and the kernels' rates
+// by up to 2x for a second or so) falls into a few rounds of every figure instead of every
+// measurement of one figure, and CombineCalibrationRounds keeps each figure's undisturbed
+// value.
 //
 // Pure arithmetic; thread-safe.
 #pragma once

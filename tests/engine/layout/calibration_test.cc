@@ -60,10 +60,9 @@ TEST(CombineCalibrationRounds, RoundsDisturbedByAnotherProcessDoNotMoveAnyFigure
   EXPECT_DOUBLE_EQ(c.single_gemm_flops, 88e9 * 1.05);
 }
 
-// The previous calibration (every measurement of a figure back to back, then the next
-// figure) let one burst move one figure wholly; combined per round, a burst in the last
-// rounds leaves the figure at the quiet rounds' value, and a majority of disturbed rounds is
-// what the figure then follows (a persistent load, which training sees too).
+// A burst in the last rounds leaves the figure at the quiet rounds' value; a majority of
+// disturbed rounds is what the figure then follows (a persistent load, which the training
+// runs after the calibration see too).
 TEST(CombineCalibrationRounds, FollowsTheLoadWhenMostRoundsSeeIt) {
   std::vector<CalibrationRound> few, most;
   for (int i = 0; i < 9; ++i) {
