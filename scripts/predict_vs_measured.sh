@@ -22,7 +22,7 @@
 #            [--calibrate-each] [MODEL.yaml ...]
 #   Without --profile it calibrates first (shardscope calibrate --out, in a temp dir);
 #   --calibrate-each calibrates again before every sample (the load of a shared machine
-#   changes within minutes; ~1.5 s each).
+#   changes within minutes; ~5 s each: calibrate spreads its rounds over 5 s).
 #   Without MODEL arguments: every samples/models/*.yaml. The GPT sample needs
 #   build/bin/sample-gpt next to the shardscope binary (--no-gpt skips it).
 #   Prints the load average before the table and after each sample (a loaded machine moves

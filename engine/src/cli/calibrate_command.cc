@@ -1,6 +1,7 @@
 // `shardscope calibrate [--out FILE]`: measures this machine's collective latency and
 // overhead, link bandwidth, GEMM throughput and memory bandwidth, and writes a cost profile
-// that `plan` and `train` read with --profile FILE (cost_model.h).
+// that `plan` and `train` read with --profile FILE (cost_model.h). The load-sensitive figures
+// are measured in rounds spread over a few seconds and combined per figure (calibration.h).
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
@@ -14,6 +15,7 @@
 
 #include "cli/command.h"
 #include "ops/op_registry.h"
+#include "shardscope/calibration.h"
 #include "shardscope/communicator.h"
 #include "shardscope/cost_model.h"
 
@@ -23,8 +25,10 @@ namespace {
 struct CalibrateOptions {
   std::string out;
   int devices = 8;
-  int repeats = 50;
-  int trials = 7;
+  int repeats = 30;
+  int trials = 15;        // rounds
+  double duration = 5.0;  // seconds the rounds are spread over
+  bool show_rounds = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -49,12 +53,8 @@ Result<double> TimeCollective(Communicator& comm, int repeats, const std::functi
   return static_cast<double>(t[0]);
 }
 
-struct Measured {
-  double small_2 = 0, small_n = 0;  // all-reduce of 4 bytes on 2 and on n ranks
-  double gather_n = 0;              // all-gather of gather_bytes on n ranks
-  double gather_bytes = 0;
-  double interleaved_n = 0;  // one all-reduce of 4 bytes on n ranks between computations
-};
+// Bytes every rank holds after the bandwidth measurement's all-gather.
+constexpr size_t kGatherBytes = 4u << 20;
 
 // A small GEMM, as a layer of the samples computes between two collectives.
 void SmallGemm(Eigen::MatrixXf& a, const Eigen::MatrixXf& b, Eigen::MatrixXf& c) {
@@ -91,75 +91,63 @@ Result<double> MeasureInterleaved(Communicator& world, int repeats) {
   return std::max(0.0, extra[extra.size() / 2]);
 }
 
-Status MeasureCommunication(Communicator& world, int repeats, Measured* m) {
+// One round's collectives (CalibrationRound's first four figures) on `world`.
+Status MeasureCommunication(Communicator& world, int repeats, CalibrationRound* m) {
   const int n = world.size();
   std::vector<float> one(1, 1.0f), out(1);
-  SHARDSCOPE_ASSIGN_OR_RETURN(
-      m->small_n, TimeCollective(world, repeats, [&] { return world.AllReduce(one, out); }));
+  SHARDSCOPE_ASSIGN_OR_RETURN(m->all_reduce_all_s, TimeCollective(world, repeats, [&] {
+                                return world.AllReduce(one, out);
+                              }));
   // A pair of ranks: the fixed part of a collective.
   SHARDSCOPE_ASSIGN_OR_RETURN(auto pair, world.Split(world.rank() < 2 ? 0 : 1, world.rank()));
   if (world.rank() < 2) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(
-        m->small_2, TimeCollective(*pair, repeats, [&] { return pair->AllReduce(one, out); }));
+    SHARDSCOPE_ASSIGN_OR_RETURN(m->all_reduce_pair_s, TimeCollective(*pair, repeats, [&] {
+                                  return pair->AllReduce(one, out);
+                                }));
   }
-  std::vector<float> t = {static_cast<float>(m->small_2)};
+  std::vector<float> t = {static_cast<float>(m->all_reduce_pair_s)};
   SHARDSCOPE_RETURN_IF_ERROR(world.Broadcast(t, 0));
-  m->small_2 = t[0];
-  const size_t per_rank = (4u << 20) / sizeof(float) / static_cast<size_t>(n);  // 4 MB gathered
+  m->all_reduce_pair_s = t[0];
+  const size_t per_rank = kGatherBytes / sizeof(float) / static_cast<size_t>(n);
   std::vector<float> part(per_rank, 1.0f), all(per_rank * n);
-  SHARDSCOPE_ASSIGN_OR_RETURN(m->gather_n, TimeCollective(world, std::max(3, repeats / 10), [&] {
-                                return world.AllGather(part, all);
-                              }));
-  m->gather_bytes = static_cast<double>(all.size() * sizeof(float));
-  SHARDSCOPE_ASSIGN_OR_RETURN(m->interleaved_n, MeasureInterleaved(world, repeats));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      m->all_gather_all_s,
+      TimeCollective(world, std::max(3, repeats / 10), [&] { return world.AllGather(part, all); }));
+  SHARDSCOPE_ASSIGN_OR_RETURN(m->interleaved_s, MeasureInterleaved(world, repeats));
   return Status::Ok();
-}
-
-// Each figure's median over the trials: one measurement of collectives between threads on
-// shared cores moves by 2x from one second to the next (seen: the 8-rank all-reduce from 94 to
-// 204 us, the hand-off from 0 to 242 us in five calibrations in a row on an idle machine).
-Measured MedianOfTrials(const std::vector<Measured>& trials) {
-  auto median = [&](double Measured::*field) {
-    std::vector<double> v;
-    for (const Measured& t : trials) v.push_back(t.*field);
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  Measured m;
-  m.small_2 = median(&Measured::small_2);
-  m.small_n = median(&Measured::small_n);
-  m.gather_n = median(&Measured::gather_n);
-  m.gather_bytes = trials.front().gather_bytes;
-  m.interleaved_n = median(&Measured::interleaved_n);
-  return m;
 }
 
 // Fits the alpha-beta model: t(p) = 2 (p-1) alpha + overhead for tiny all-reduces, and
 // (p-1) alpha + overhead + (p-1)/p n / beta for the all-gather.
-CostModel Fit(const Measured& m, int n, double gemm_flops, double memory_bandwidth) {
+CostModel Fit(const CalibrationRound& m, int n) {
   CostModel c;
   if (n > 2) {
-    c.latency_s = std::max(0.0, (m.small_n - m.small_2) / (2.0 * (n - 2)));
-    c.collective_overhead_s = std::max(0.0, m.small_2 - 2 * c.latency_s);
+    c.latency_s = std::max(0.0, (m.all_reduce_all_s - m.all_reduce_pair_s) / (2.0 * (n - 2)));
+    c.collective_overhead_s = std::max(0.0, m.all_reduce_pair_s - 2 * c.latency_s);
   } else {
-    c.latency_s = m.small_n / 2;
+    c.latency_s = m.all_reduce_all_s / 2;
     c.collective_overhead_s = 0;
   }
   const double fixed = (n - 1) * c.latency_s + c.collective_overhead_s;
-  const double moving = std::max(1e-9, m.gather_n - fixed);
-  c.default_bandwidth = (n - 1.0) / n * m.gather_bytes / moving;
+  const double moving = std::max(1e-9, m.all_gather_all_s - fixed);
+  const size_t gathered = kGatherBytes / sizeof(float) / n * n * sizeof(float);
+  c.default_bandwidth = (n - 1.0) / n * static_cast<double>(gathered) / moving;
   // What a collective costs beyond the fit when the ranks come from computation.
-  c.collective_handoff_s = std::max(0.0, m.interleaved_n - m.small_n);
-  c.flops = gemm_flops;
-  c.memory_bandwidth = memory_bandwidth;
+  c.collective_handoff_s = std::max(0.0, m.interleaved_s - m.all_reduce_all_s);
+  c.flops = m.single_gemm_flops;
+  c.memory_bandwidth = m.memory_bandwidth;
+  c.gemm_rates = m.gemm_rates;
+  c.conv_gemm_rates = m.conv_gemm_rates;
+  c.kernel_rates["MaxPool2D"] = m.max_pool_bytes_per_s;
   return c;
 }
 
+// One thread's GEMM flop/s: the best of 3 on 384^3.
 double MeasureGemm() {
   const int s = 384;
   Eigen::MatrixXf a = Eigen::MatrixXf::Random(s, s), b = Eigen::MatrixXf::Random(s, s), c(s, s);
   double best = 1e9;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 3; ++i) {
     const auto start = Clock::now();
     c.noalias() = a * b;
     best = std::min(best, Since(start));
@@ -167,22 +155,18 @@ double MeasureGemm() {
   return 2.0 * s * s * s / best;
 }
 
-// `flop` / seconds of one call of `kernel` on `ctx`: the best of 5 rounds of enough calls for
-// ~2 ms.
+// `flop` / seconds of one call of `kernel` on `ctx`, timed over enough calls for ~2 ms (one
+// sample: calibrate keeps the best over the rounds that measure kernels).
 double KernelFlops(const KernelFn& kernel, const KernelContext& ctx, double flop) {
   const int calls = static_cast<int>(std::clamp(2e6 / flop, 1.0, 1000.0));
   kernel(ctx);  // warm: packing and scratch buffers allocated
-  double best = 1e9;
-  for (int r = 0; r < 5; ++r) {
-    const auto start = Clock::now();
-    for (int i = 0; i < calls; ++i) kernel(ctx);
-    best = std::min(best, Since(start) / calls);
-  }
-  return flop / best;
+  const auto start = Clock::now();
+  for (int i = 0; i < calls; ++i) kernel(ctx);
+  return flop / (Since(start) / calls);
 }
 
 // The engine's MatMul kernel (what MatMul and BatchMatMul run) on out[rows, cols] =
-// a[rows, depth] . b[depth, cols]: flop/s, the best of 5 rounds of enough calls for ~2 ms.
+// a[rows, depth] . b[depth, cols]: flop/s (KernelFlops).
 double MatMulKernelFlops(int64_t rows, int64_t depth, int64_t cols) {
   Tensor a(Shape{rows, depth}), b(Shape{depth, cols}), c(Shape{rows, cols});
   for (int64_t i = 0; i < a.size(); ++i) a.data()[i] = 1e-3f * static_cast<float>(i % 97);
@@ -270,34 +254,37 @@ double TimeConcurrentGemms(int threads, int gemms) {
   return Since(start);
 }
 
-// How many of `devices` threads compute at once, in units of one thread alone at
-// `gemm_flops` (MeasureGemm's best): the GEMM rate all of them reach together (median of 5,
-// each round every thread 40 GEMMs), divided by that. 8 device threads on 2 free cores give
+// The GEMM flop/s `devices` threads reach together, each running 40 GEMMs. Divided by one
+// thread's undisturbed rate it gives the compute slots: 8 device threads on 2 free cores give
 // ~2; when other processes hold cores it falls (below 1 when the devices share less than one
 // core), which is what a training step then sees. (The ratio of 8 threads to one thread
 // timed under the same load swung between 1 and 2 on a shared machine: a lone thread gets
 // only its share of a loaded core too.)
-double MeasureComputeSlots(int devices, double gemm_flops) {
+double MeasureConcurrentGemmFlops(int devices) {
   const int gemms = 40, s = kSlotGemmSize;
-  std::vector<double> rates;
-  for (int i = 0; i < 5; ++i) {
-    const double wall = TimeConcurrentGemms(devices, gemms);
-    rates.push_back(devices * gemms * 2.0 * s * s * s / wall);
-  }
-  std::sort(rates.begin(), rates.end());
-  return std::clamp(rates[rates.size() / 2] / gemm_flops, 0.05, static_cast<double>(devices));
+  return devices * gemms * 2.0 * s * s * s / TimeConcurrentGemms(devices, gemms);
 }
 
+// Bytes/s of a 64 MB copy (read + write), the second of two (the first touches the pages).
 double MeasureMemory() {
   const size_t bytes = 64u << 20;
   std::vector<char> from(bytes, 1), to(bytes);
-  double best = 1e9;
-  for (int i = 0; i < 3; ++i) {
-    const auto start = Clock::now();
-    std::memcpy(to.data(), from.data(), bytes);
-    best = std::min(best, Since(start));
+  std::memcpy(to.data(), from.data(), bytes);
+  const auto start = Clock::now();
+  std::memcpy(to.data(), from.data(), bytes);
+  return 2.0 * bytes / Since(start);
+}
+
+// One thread's rates in round `i` of `rounds`: the GEMM in every round, the kernels' tables,
+// MaxPool2D and the memory bandwidth in every third (about 0.2 s each time).
+void MeasureThreadRates(int i, int rounds, CalibrationRound* round) {
+  round->single_gemm_flops = MeasureGemm();
+  if (i % 3 == 1 || rounds == 1) {
+    round->gemm_rates = MeasureGemmRates(MatMulKernelFlops);
+    round->conv_gemm_rates = MeasureGemmRates(ConvKernelFlops);
+    round->max_pool_bytes_per_s = MaxPoolBytesPerSecond();
+    round->memory_bandwidth = MeasureMemory();
   }
-  return 2.0 * bytes / best;  // read + write
 }
 
 int RunCalibrate(const CalibrateOptions& o) {
@@ -312,42 +299,92 @@ int RunCalibrate(const CalibrateOptions& o) {
     rank = world->rank();
     if (n < 2) return Fail(kExitBadInput, "calibrate under mpirun needs at least 2 ranks");
   }
-  std::vector<Measured> trials(o.trials);
-  Status st;
-  for (Measured& trial : trials) {
+  // Rounds evenly spread over o.duration: a disturbance from another process then falls into
+  // a few rounds of every figure (calibration.h), not into every measurement of one figure.
+  std::vector<CalibrationRound> rounds(o.trials);
+  const auto begin = Clock::now();
+  for (int i = 0; i < o.trials; ++i) {
+    std::this_thread::sleep_until(begin +
+                                  std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(o.duration * i / o.trials)));
+    CalibrationRound& round = rounds[i];
+    Status st;
     if (mpi) {
-      st = MeasureCommunication(*world, o.repeats, &trial);
+      st = MeasureCommunication(*world, o.repeats, &round);
     } else {
       st = RunOnDevices(n, [&](Communicator& comm) -> Status {
-        Measured mine;
+        CalibrationRound mine;
         SHARDSCOPE_RETURN_IF_ERROR(MeasureCommunication(comm, o.repeats, &mine));
-        if (comm.rank() == 0) trial = mine;
+        if (comm.rank() == 0) round = mine;
         return Status::Ok();
       });
+      // In-process devices are threads sharing this machine's cores; MPI ranks are taken to
+      // have a core each (under --oversubscribe they do not: not measured yet).
+      round.concurrent_gemm_flops = MeasureConcurrentGemmFlops(n);
     }
     if (!st.ok()) return Fail(kExitRunFailure, st.message());
+    if (!mpi) MeasureThreadRates(i, o.trials, &round);
+    if (o.show_rounds && rank == 0) {
+      std::printf(
+          "round %2d at %5.2f s: all-reduce 2 ranks %.1f us, %d ranks %.1f us, after "
+          "computing %.1f us; all-gather %.2f ms; GEMM one thread %.1f, all threads "
+          "%.1f GFLOP/s\n",
+          i, Since(begin), round.all_reduce_pair_s * 1e6, n, round.all_reduce_all_s * 1e6,
+          round.interleaved_s * 1e6, round.all_gather_all_s * 1e3, round.single_gemm_flops / 1e9,
+          round.concurrent_gemm_flops / 1e9);
+    }
   }
-  const Measured m = MedianOfTrials(trials);
+  const double seconds = Since(begin);
   if (rank != 0) return kExitOk;
-  CostModel c = Fit(m, n, MeasureGemm(), MeasureMemory());
-  // In-process devices are threads sharing this machine's cores; MPI ranks are taken to
-  // have a core each (under --oversubscribe they do not: not measured yet).
+  // MPI: the other ranks would wait for rank 0 in the next round's barrier, spinning on the
+  // cores its kernels run on; rank 0 measures them alone once the others have left.
+  if (mpi) {
+    for (int i = 0; i < o.trials; ++i) MeasureThreadRates(i, o.trials, &rounds[i]);
+  }
+  const CalibrationRound m = CombineCalibrationRounds(rounds);
+  const CalibrationSpread spread = SpreadOfCalibrationRounds(rounds);
+  CostModel c = Fit(m, n);
   if (!mpi) {
-    c.compute_slots = MeasureComputeSlots(n, c.flops);
+    c.compute_slots = std::clamp(m.concurrent_gemm_flops / c.flops, 0.05, static_cast<double>(n));
     // Every device thread takes part in every collective step (the groups of a step run at
     // once on shared cores): none costs less than a tiny collective over all of them.
-    c.group_sync_s = m.small_n;
+    c.group_sync_s = m.all_reduce_all_s;
   }
-  c.gemm_rates = MeasureGemmRates(MatMulKernelFlops);
-  c.conv_gemm_rates = MeasureGemmRates(ConvKernelFlops);
-  c.kernel_rates["MaxPool2D"] = MaxPoolBytesPerSecond();
   const GemmRateTable& g = c.gemm_rates;
   const GemmRateTable& cg = c.conv_gemm_rates;
   std::printf(
-      "calibrated on %d %s device(s) (communication: medians of %d trials):\n"
-      "  all-reduce of 4 bytes   %.1f us on 2 ranks, %.1f us on %d\n"
-      "  all-gather of %.1f MB    %.3f ms\n"
-      "  all-reduce of 4 bytes between computations %.1f us on %d\n"
+      "calibrated on %d %s device(s): %d rounds over %.1f s; each figure the median over the\n"
+      "rounds (one thread's rates: the best), in brackets the lowest and highest round\n",
+      n, mpi ? "MPI" : "in-process", o.trials, seconds);
+  const auto row = [&](const char* what, double CalibrationRound::*field, double unit,
+                       const char* unit_name) {
+    std::printf("  %-50s %8.1f %s  (%.1f–%.1f)\n", what, m.*field / unit, unit_name,
+                spread.low.*field / unit, spread.high.*field / unit);
+  };
+  row("all-reduce of 4 bytes on 2 ranks", &CalibrationRound::all_reduce_pair_s, 1e-6, "us");
+  row(("all-reduce of 4 bytes on " + std::to_string(n) + " ranks").c_str(),
+      &CalibrationRound::all_reduce_all_s, 1e-6, "us");
+  row(("all-gather of " + std::to_string(kGatherBytes >> 20) + " MB on " + std::to_string(n) +
+       " ranks")
+          .c_str(),
+      &CalibrationRound::all_gather_all_s, 1e-3, "ms");
+  row(("all-reduce of 4 bytes on " + std::to_string(n) + " ranks after computing").c_str(),
+      &CalibrationRound::interleaved_s, 1e-6, "us");
+  row("GEMM, one thread", &CalibrationRound::single_gemm_flops, 1e9, "GFLOP/s");
+  if (!mpi) {
+    row("GEMM, all device threads together", &CalibrationRound::concurrent_gemm_flops, 1e9,
+        "GFLOP/s");
+  }
+  const auto table_row = [&](const char* what, GemmRateTable CalibrationRound::*table) {
+    std::printf("  %-50s %8.1f GFLOP/s  (%.1f–%.1f)\n", what, (m.*table).base_flops / 1e9,
+                (spread.low.*table).base_flops / 1e9, (spread.high.*table).base_flops / 1e9);
+  };
+  table_row("MatMul kernel at 256^3, one thread", &CalibrationRound::gemm_rates);
+  table_row("Conv2D kernel at 256^3, one thread", &CalibrationRound::conv_gemm_rates);
+  row("MaxPool2D forward and gradient, of input", &CalibrationRound::max_pool_bytes_per_s, 1e9,
+      "GB/s");
+  row("memory bandwidth (a 64 MB copy)", &CalibrationRound::memory_bandwidth, 1e9, "GB/s");
+  std::printf(
       "  fitted: alpha %.2f us, overhead per collective %.2f us (+ %.2f us hand-off),\n"
       "          bandwidth %.2f GB/s,\n"
       "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
@@ -355,18 +392,15 @@ int RunCalibrate(const CalibrateOptions& o) {
       "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n"
       "  Conv2D kernel (im2col + GEMM) GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 "
       "columns "
-      "%.1f\n"
-      "  MaxPool2D forward and gradient %.2f GB/s of input\n",
-      n, mpi ? "MPI" : "in-process", o.trials, m.small_2 * 1e6, m.small_n * 1e6, n,
-      m.gather_bytes / 1e6, m.gather_n * 1e3, m.interleaved_n * 1e6, n, c.latency_s * 1e6,
-      c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6, c.default_bandwidth / 1e9,
-      c.flops / 1e9, c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots,
+      "%.1f\n",
+      c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6,
+      c.default_bandwidth / 1e9, c.flops / 1e9, c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots,
       mpi ? " (MPI: assumed)" : "", c.group_sync_s * 1e6,
       mpi ? " (MPI: the latency terms instead)" : "", static_cast<long long>(g.base),
       g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9, g.Flops(g.base, 4, g.base) / 1e9,
       g.Flops(g.base, g.base, 4) / 1e9, static_cast<long long>(cg.base), cg.base_flops / 1e9,
       cg.Flops(4, cg.base, cg.base) / 1e9, cg.Flops(cg.base, 4, cg.base) / 1e9,
-      cg.Flops(cg.base, cg.base, 4) / 1e9, c.KernelRate("MaxPool2D") / 1e9);
+      cg.Flops(cg.base, cg.base, 4) / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -390,7 +424,7 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "read with --profile FILE (without one they use built-in figures).\n"
       "\n"
       "Examples:\n"
-      "  shardscope calibrate --out profile.json                 (8 in-process devices)\n"
+      "  shardscope calibrate --out profile.json                 (8 in-process devices, ~5 s)\n"
       "  mpirun -np 4 shardscope calibrate --out mpi4.json        (one device per rank)\n"
       "  shardscope plan samples/models/ffn.yaml --profile profile.json\n"
       "Measured once per run, between the given devices only: links between hosts are not\n"
@@ -407,15 +441,39 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "MaxPool2D's forward and gradient kernels, bytes of input per second (kernel_rates).\n"
       "It measures what a collective costs more when the ranks come from computation\n"
       "(collective_handoff_s), in-process and under mpirun; under mpirun every rank is\n"
-      "assumed to have its own core (oversubscribed ranks are not measured yet).");
+      "assumed to have its own core (oversubscribed ranks are not measured yet).\n"
+      "\n"
+      "On a shared machine another process moves figures by up to 2x for a second or so\n"
+      "(the hand-off, one thread's GEMM and kernel rates). Calibrate therefore measures in\n"
+      "rounds (--trials, default 15) spread evenly over --duration seconds (default 5): each\n"
+      "round measures every collective, the GEMM rate of all device threads together and one\n"
+      "thread's GEMM rate once (every third round also the kernels' rate tables, MaxPool2D\n"
+      "and the memory bandwidth); each figure is its median over the rounds (one thread's\n"
+      "rates: the best round, its undisturbed speed), so a disturbance shorter than half the\n"
+      "duration does not move it. The output gives each figure's lowest and highest round\n"
+      "beside it. More rounds over a longer duration:\n"
+      "  shardscope calibrate --trials 30 --duration 15 --out profile.json\n"
+      "Every round's figures as it ends (under mpirun, one thread's rates are measured after\n"
+      "the rounds and show as 0 here):\n"
+      "  shardscope calibrate --show-rounds\n"
+      "How far calibrations move on this machine (figures and predicted steps, repeated):\n"
+      "  scripts/calibrate_spread.sh --times 8");
   app->add_option("--out", o->out, "Write the profile (JSON) to FILE");
   app->add_option("--devices", o->devices, "In-process devices to measure between (default 8)")
       ->check(CLI::Range(2, 256));
-  app->add_option("--repeats", o->repeats, "Repetitions of each small collective (default 50)")
+  app->add_option("--repeats", o->repeats,
+                  "Repetitions of each small collective within a round (default 30)")
       ->check(CLI::Range(3, 100000));
   app->add_option("--trials", o->trials,
-                  "Whole measurements of the collectives; each figure is their median (default 7)")
+                  "Rounds: each measures every collective and the GEMM rates once; each figure "
+                  "is the median over the rounds (default 15)")
       ->check(CLI::Range(1, 1000));
+  app->add_option("--duration", o->duration,
+                  "Seconds the rounds are spread over (default 5; rounds that take longer run "
+                  "back to back)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app->add_flag("--show-rounds", o->show_rounds,
+                "Print every round's figures as it ends (to see a disturbance come and go)");
   commands.push_back({app, [o] { return RunCalibrate(*o); }});
 }
 

@@ -149,11 +149,12 @@ TEST(PlanCommand, RecordsProvenanceAndCandidates) {
 
 TEST(PlanCommand, CalibrateWritesAProfileThatPlanReads) {
   const std::string profile = TempPath("profile.json");
-  auto c = shardscope_cli_test::Shardscope("calibrate --devices 4 --repeats 5 --trials 3 --out " +
-                                           profile);
+  auto c = shardscope_cli_test::Shardscope(
+      "calibrate --devices 4 --repeats 5 --trials 3 --duration 0.3 --out " + profile);
   ASSERT_EQ(c.code, 0) << c.text;
   EXPECT_NE(c.text.find("fitted: alpha"), std::string::npos) << c.text;
-  EXPECT_NE(c.text.find("(communication: medians of 3 trials)"), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("3 rounds over "), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("GEMM, all device threads together"), std::string::npos) << c.text;
   auto no_trials = shardscope_cli_test::Shardscope("calibrate --trials 0 --out " + profile);
   EXPECT_EQ(no_trials.code, 2) << no_trials.text;
   Output o = Plan(kSamples + "ffn.yaml --json --profile " + profile, false);
