@@ -18,11 +18,15 @@
 # over the runs).
 #
 # Usage: scripts/predict_vs_measured.sh [--bin build/bin/shardscope] [--profile FILE]
-#            [--steps 40] [--runs 5] [--devices 8] [--gpt-steps 6] [--no-gpt]
+#            [--steps 40] [--min-run-ms 400] [--runs 5] [--devices 8] [--gpt-steps 6] [--no-gpt]
 #            [--calibrate-each] [MODEL.yaml ...]
 #   Without --profile it calibrates first (shardscope calibrate --out, in a temp dir);
 #   --calibrate-each calibrates again before every sample (the load of a shared machine
 #   changes within minutes; ~5 s each: calibrate spreads its rounds over 5 s).
+#   --min-run-ms: a sample whose --steps would train for less than this (by its predicted
+#   step) trains for more steps, so that each run lasts about that long: a run of 40 steps of
+#   half a millisecond is 20 ms, within the noise of a shared machine (its median of 5 runs
+#   moved by ±30 % from one script run to the next).
 #   Without MODEL arguments: every samples/models/*.yaml. The GPT sample needs
 #   build/bin/sample-gpt next to the shardscope binary (--no-gpt skips it).
 #   Prints the load average before the table and after each sample (a loaded machine moves
@@ -35,6 +39,7 @@ set -euo pipefail
 bin=build/bin/shardscope
 profile=""
 steps=40
+min_run_ms=400
 runs=5
 devices=8
 gpt_steps=6
@@ -46,6 +51,7 @@ while [[ $# -gt 0 ]]; do
     --bin) bin="$2"; shift 2 ;;
     --profile) profile="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
+    --min-run-ms) min_run_ms="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --devices) devices="$2"; shift 2 ;;
     --gpt-steps) gpt_steps="$2"; shift 2 ;;
@@ -89,9 +95,11 @@ for model in "${samples[@]}"; do
       --profile "$profile" --save-strategy "$strategy" --json |
     python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["predicted_step_seconds"]*1e3, j["predicted_compute_seconds"]*1e3, j["predicted_communication_steps"])')
   measured=() kernels=() comm=()
+  sample_steps=$(awk -v s="$steps" -v m="$min_run_ms" -v p="$predicted" \
+    'BEGIN {n = (p > 0) ? int(m / p + 0.999) : s; print (n > s) ? n : s}')
   for ((r = 0; r < runs; ++r)); do
     out=$("$bin" train "$model" --devices "$devices" --profile "$profile" \
-            --load-strategy "$strategy" --no-record --steps "$steps" --limit 2000 2>&1)
+            --load-strategy "$strategy" --no-record --steps "$sample_steps" --limit 2000 2>&1)
     measured+=("$(echo "$out" | grep -o '([0-9.]* ms/step)' | tr -d '()' | awk '{print $1}')")
     # The per-rank table: "rank R  compute-ms comm-ms ..."; the mean over the ranks.
     kernels+=("$(echo "$out" | awk '$1 == "rank" {s += $3; n++} END {print s / n}')")
@@ -102,8 +110,8 @@ for model in "${samples[@]}"; do
   k=$(printf '%s\n' "${kernels[@]}" | median)
   c=$(printf '%s\n' "${comm[@]}" | median)
   awk -v n="$name" -v p="$predicted" -v m="$m" -v sp="$spread" -v pc="$compute" \
-      -v col="$collectives" -v k="$k" -v c="$c" -v l="$(load)" \
-    'BEGIN {printf "| %s | %.2f | %.2f | %.2f | %s | %.2f | %.2f (%.0f) | %.2f, %.2f | %s |\n", n, p, m, m / p, sp, pc, p - pc, col, k, c, l}'
+      -v col="$collectives" -v k="$k" -v c="$c" -v l="$(load)" -v st="$sample_steps" \
+    'BEGIN {printf "| %s (%d steps) | %.2f | %.2f | %.2f | %s | %.2f | %.2f (%.0f) | %.2f, %.2f | %s |\n", n, st, p, m, m / p, sp, pc, p - pc, col, k, c, l}'
 done
 
 # The GPT sample: its program searches (dynamic_programming, priced with the profile), trains
