@@ -171,19 +171,19 @@ struct CostModel {
                                     double activation_bytes) {
     return parameter_bytes * (2 + optimizer_states) + activation_bytes;
   }
-  // The fixed part the searches add to every collective or exchange that moves anything.
-  double SearchFixedSeconds() const { return collective_overhead_s + collective_handoff_s; }
-  // A collective as the searches price it: CollectiveSeconds with its latency terms raised to
-  // at least group_sync_s, plus SearchFixedSeconds (0 when it costs nothing).
-  // `latency` < 0: latency_s.
+  // A collective as the searches price it: CollectiveSeconds with its latency terms and
+  // collective_overhead_s raised together to at least group_sync_s (a whole 4-byte
+  // collective: its overhead is inside it), plus collective_handoff_s (0 when it costs
+  // nothing). `latency` < 0: latency_s.
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
                                  double bandwidth, double latency = -1) const;
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
     return SearchCollectiveSeconds(kind, bytes, group_size, default_bandwidth);
   }
   // An irregular exchange as the searches price it, done in `steps` collective steps (the
-  // planner gathers one tensor dimension per step): ExchangeSeconds with its latency raised
-  // to at least steps x group_sync_s, plus steps x SearchFixedSeconds (0 when nothing moves).
+  // planner gathers one tensor dimension per step): ExchangeSeconds with its latency and
+  // steps x collective_overhead_s raised together to at least steps x group_sync_s, plus
+  // steps x collective_handoff_s (0 when nothing moves).
   double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
                                int steps = 1, double latency = -1) const;
 

@@ -229,7 +229,10 @@ double CostModel::SearchCollectiveSeconds(CollectiveKind kind, double bytes, int
   if (s <= 0) return 0.0;
   const double messages = LatencyMessages(kind, group_size);
   const double own = messages * (latency < 0 ? latency_s : latency);
-  return s - messages * latency_s + std::max(own, group_sync_s) + SearchFixedSeconds();
+  // group_sync_s is a whole collective (its latencies and overhead), so the floor applies to
+  // both together: the overhead is not paid twice.
+  return s - messages * latency_s + std::max(own + collective_overhead_s, group_sync_s) +
+         collective_handoff_s;
 }
 
 double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
@@ -238,7 +241,8 @@ double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received,
   const double own =
       static_cast<double>(std::max<int64_t>(0, messages)) * (latency < 0 ? latency_s : latency);
   const double n = std::max(1, steps);
-  return std::max(own, n * group_sync_s) + bytes_received / bandwidth + n * SearchFixedSeconds();
+  return std::max(own + n * collective_overhead_s, n * group_sync_s) + bytes_received / bandwidth +
+         n * collective_handoff_s;
 }
 
 double CostModel::SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes,

@@ -27,7 +27,7 @@ Parts PartsOf(const search_internal::SearchOp& op, const OpStrategy& strategy) {
 }
 
 // One communicating step as the searches price a collective: the planner's price with its
-// latency terms raised to at least group_sync_s, the fixed overhead, and the hand-off after
+// latency terms and the fixed overhead raised to at least group_sync_s, and the hand-off after
 // `compute_before` seconds of computation. With a device mesh, the step's groups travel over
 // the physical axes they span (the planner knows only the operator meshes' axis names).
 double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistStep& step,
@@ -41,7 +41,7 @@ double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistSte
   double bandwidth = 0;
   if (g.GroupsLink(step.groups, &bandwidth, &latency))
     transfer *= cm.Bandwidth(plan.mesh, step.axes) / bandwidth;
-  return transfer + std::max(messages * latency, cm.group_sync_s) + cm.collective_overhead_s +
+  return transfer + std::max(messages * latency + cm.collective_overhead_s, cm.group_sync_s) +
          cm.SearchHandoffSeconds(compute_before);
 }
 
