@@ -237,30 +237,30 @@ void Problem::FillSource() const {
 }
 
 void Problem::FillTarget() const {
-  target_ = unified ? BoxesOf(*this, tgt) : BoxesOfLayout(to);  // else on its own mesh
+  target_ = unified ? BoxesOf(*this, tgt) : BoxesOfLayout(*to);  // else on its own mesh
   target_block_.resize(num_ranks);
   for (int r = 0; r < num_ranks; ++r) target_block_[r] = active[r] ? target_.block_id[r] : -1;
   target_ready_ = true;
 }
 
-Result<Problem> MakeProblem(const Setup& setup) {
+Result<Problem> MakeProblem(Setup setup) {
   Problem p;
-  p.from = *setup.from;
-  p.to = *setup.to;
+  p.from = setup.from;
+  p.to = setup.to;
   p.shape = setup.from->shape();
   p.num_dims = setup.from->rank();
   p.num_ranks = setup.from->mesh().size();
   p.elem = setup.elem;
   p.unified = setup.unified;
-  p.mesh = setup.mesh;
-  p.axes_of_from = setup.axes_of_from;
-  p.axes_of_to = setup.axes_of_to;
+  p.mesh = std::move(setup.mesh);
+  p.axes_of_from = std::move(setup.axes_of_from);
+  p.axes_of_to = std::move(setup.axes_of_to);
   const Layout& from_m = setup.from_m();
   const Layout& to_m = setup.to_m();
   // Search states hold their axes inline (DimList); axis sets are 32-bit masks.
-  if (setup.mesh.num_axes() > 32) {
+  if (p.mesh.num_axes() > 32) {
     return Status::NotImplemented("redistribution planner: meshes of at most 32 axes (got " +
-                                  std::to_string(setup.mesh.num_axes()) + ")");
+                                  std::to_string(p.mesh.num_axes()) + ")");
   }
   if (p.num_dims > static_cast<int>(DimList::kCapacity)) {
     return Status::NotImplemented("redistribution planner: tensors of at most " +
@@ -318,7 +318,7 @@ Result<Problem> MakeProblem(const Setup& setup) {
 
 Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t element_bytes) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Setup setup, MakeSetup(from, to, element_bytes));
-  return MakeProblem(setup);
+  return MakeProblem(std::move(setup));
 }
 
 namespace {

@@ -1726,8 +1726,8 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
 Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Planner& planner,
                             const Candidate& cand) {
   RedistPlan plan;
-  plan.from = p.from;
-  plan.to = p.to;
+  plan.from = *p.from;
+  plan.to = *p.to;
   plan.mesh = p.mesh;
   plan.meshes_unified = p.unified;
   plan.element_bytes = p.elem;
@@ -1888,7 +1888,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     st.groups = redist_internal::LazyGroupsAlong(p.mesh, st.axes);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
-      st.after = p.to;
+      st.after = *p.to;
     } else {
       SHARDSCOPE_ASSIGN_OR_RETURN(st.after, redist_internal::LayoutOf(p, landing.x));
     }
@@ -1947,7 +1947,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
                                           planner.Want(cand.landing), ex.num_transfers, &st);
     if (into_target) {
       st.zero_ranks = p.zero_ranks;
-      st.after = p.to;
+      st.after = *p.to;
     } else {
       SHARDSCOPE_ASSIGN_OR_RETURN(st.after, redist_internal::LayoutOf(p, landing.x));
     }
@@ -1968,11 +1968,11 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     set_axes(&st, MaskAxes(p.new_partial_mask));
     fill_bytes(&st, std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0));
     st.zero_ranks = p.zero_ranks;
-    st.after = p.to;
+    st.after = *p.to;
     st.reason = Reason(p, {EdgeKind::kZeroFill, {}, -1, -1}, prev, nullptr);
     plan.steps.push_back(std::move(st));
   } else if (!plan.steps.empty()) {
-    plan.steps.back().after = p.to;  // the same distribution, in the target's own terms
+    plan.steps.back().after = *p.to;  // the same distribution, in the target's own terms
   }
 
   plan.recv_bytes.assign(n, 0);
@@ -2087,10 +2087,10 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
   st.messages = ex.messages;
   st.seconds = cost.ExchangeSeconds(ex.messages, static_cast<double>(ex.max_recv), bw);
   if (!is_swap) st.zero_ranks = p.zero_ranks;
-  st.after = p.to;
+  st.after = *p.to;
   RedistPlan& plan = *out;
-  plan.from = p.from;
-  plan.to = p.to;
+  plan.from = *p.from;
+  plan.to = *p.to;
   plan.mesh = p.mesh;
   plan.meshes_unified = p.unified;
   plan.element_bytes = p.elem;
@@ -2161,7 +2161,7 @@ Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, cons
     RedistPlan plan;
     if (redist_internal::PlanFast(setup, cost, options, &plan)) return plan;
   }
-  SHARDSCOPE_ASSIGN_OR_RETURN(Problem p, redist_internal::MakeProblem(setup));
+  SHARDSCOPE_ASSIGN_OR_RETURN(Problem p, redist_internal::MakeProblem(std::move(setup)));
   SourceExchange source_into_target(p);
   if (options.fast_path && options.byte_optimal) {
     RedistPlan plan;

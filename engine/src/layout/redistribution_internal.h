@@ -164,10 +164,11 @@ struct Setup {
 // Validates (errors of PlanRedistribution / RedistributionLowerBound) and unifies the meshes.
 Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_bytes);
 
-// The planning problem: both layouts brought onto one mesh, with per-rank data.
+// The planning problem: both layouts brought onto one mesh, with per-rank data. Refers to the
+// caller's layouts (as Setup does), which must outlive it.
 struct Problem {
-  Layout from;
-  Layout to;
+  const Layout* from = nullptr;
+  const Layout* to = nullptr;
   DeviceMesh mesh;  // M
   bool unified = false;
   std::vector<std::vector<int>> axes_of_from;  // from's mesh axis -> axes of M (when unified)
@@ -228,7 +229,8 @@ struct Problem {
   mutable std::vector<int64_t> target_block_;
 };
 
-Result<Problem> MakeProblem(const Setup& setup);
+// Takes the setup's mesh and axis maps.
+Result<Problem> MakeProblem(Setup setup);
 // Fills the per-rank grid data of `p` (num_ranks, num_axes, axis_size, coords, pos_of_rank,
 // rank_of_pos, pos_stride) from p->mesh.
 void FillRankGrid(Problem* p);
