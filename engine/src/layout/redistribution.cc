@@ -1728,7 +1728,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   RedistPlan plan;
   plan.from = *p.from;
   plan.to = *p.to;
-  plan.mesh = p.mesh;
+  // (plan.mesh: the caller moves the problem's mesh in once the plan is assembled.)
   plan.meshes_unified = p.unified;
   plan.element_bytes = p.elem;
   const int n = p.num_ranks;
@@ -2091,7 +2091,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
   RedistPlan& plan = *out;
   plan.from = *p.from;
   plan.to = *p.to;
-  plan.mesh = p.mesh;
+  // (plan.mesh: the caller moves the problem's mesh in.)
   plan.meshes_unified = p.unified;
   plan.element_bytes = p.elem;
   plan.recv_bytes = st.bytes_recv;
@@ -2165,7 +2165,10 @@ Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, cons
   SourceExchange source_into_target(p);
   if (options.fast_path && options.byte_optimal) {
     RedistPlan plan;
-    if (PlanSingleMessage(p, cost, &source_into_target, &plan)) return plan;
+    if (PlanSingleMessage(p, cost, &source_into_target, &plan)) {
+      plan.mesh = std::move(p.mesh);  // the problem is done with
+      return plan;
+    }
   }
   Planner planner(p, cost, std::move(source_into_target));
   SearchConfig cfg;
@@ -2195,6 +2198,7 @@ Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, cons
   const bool bounded = cfg.tight && best.node >= 0;
   if (best.node < 0) best = planner.Baseline();
   SHARDSCOPE_ASSIGN_OR_RETURN(RedistPlan plan, Assemble(p, cost, planner, best));
+  plan.mesh = std::move(p.mesh);  // the problem (and the planner) are done with
   plan.bounded_search = bounded;
   plan.bound_slack_bytes = bounded ? cfg.tolerance : 0;
   return plan;
