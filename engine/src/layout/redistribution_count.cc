@@ -134,6 +134,9 @@ struct DimTable {
   std::vector<int> axes;
   int64_t key_weight[kMaxAxes];  // per mesh axis: its weight in the key, -1 when not in it
   std::vector<Entry> entries;
+  // Without per-entry separating axes (BuildTable's separating_per_entry = false): the union
+  // of every entry's.
+  uint32_t separating_any = 0;
   int64_t WeightOf(int axis) const { return key_weight[axis]; }
 };
 
@@ -153,8 +156,11 @@ void FillSendFactors(int64_t src_blocks, bool with_fixed, Dim* g) {
   }
 }
 
-// Fills dimension i's table (see DimTable) by odometer over its key.
-void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
+// Fills dimension i's table (see DimTable) by odometer over its key. separating_per_entry =
+// false: the entries' separating axes are left 0 and only their union is kept
+// (t->separating_any), which the count reads when every rank wants (see Count).
+void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, Dim* g,
+                DimTable* t) {
   const int na = p.num_axes;
   // Per mesh axis: its weight in the source block index, the landing block index and the
   // fixed key of this dimension (0 when it has none).
@@ -212,6 +218,9 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
       source_axes[num_source_axes++] = a;
     }
   }
+  uint32_t all_source_bits = 0;  // once the union has them all, no entry can add to it
+  for (int j = 0; j < num_source_axes; ++j) all_source_bits |= 1u << source_axes[j];
+  t->separating_any = 0;
   // The key's last axis (weight 1) in an inner loop that only steps the indices; the others
   // by odometer between rows.
   const int num_key_axes = static_cast<int>(t->axes.size());
@@ -248,13 +257,19 @@ void BuildTable(const Problem& p, bool with_senders, Dim* g, DimTable* t) {
       const int64_t* cell = g->send.data() + 2 * (si * g->fixed_combos + fi);
       e.sends = cell[0];
       e.sent = cell[1];
+      e.separating = 0;
+      if (!separating_per_entry && t->separating_any == all_source_bits) continue;
       uint32_t separating = 0;
       for (int j = 0; j < num_source_axes; ++j) {
         const int a = source_axes[j];
         const int64_t digit = a == inner ? c : coord[a];
         if (g->digit_of[j * into_blocks + ti] != digit) separating |= 1u << a;
       }
-      e.separating = separating;
+      if (separating_per_entry) {
+        e.separating = separating;
+      } else {
+        t->separating_any |= separating;
+      }
     }
   }
 }
@@ -365,7 +380,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   // per dimension), so the walk over the ranks only looks entries up.
   std::vector<DimTable>& tables = tables_scratch;
   for (int i = 0; i < d; ++i) {
-    BuildTable(p, with_senders, &dims[i], &tables[i]);
+    BuildTable(p, with_senders, /*separating_per_entry=*/zero_mask != 0, &dims[i], &tables[i]);
   }
 
   Exchange& ex = *out;
@@ -497,12 +512,12 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
             totals.recv_peers = std::max(totals.recv_peers, count);
             totals.receiver_has_own |= have != 0;
             // (Separating axes are counted with the sending side: receiving-only tables
-            // leave them unset.)
-            if constexpr (kSend) {
+            // leave them unset. When every rank wants, the tables hold their union.)
+            if constexpr (kSend && kZero) {
               totals.separating |= rest.separating | x0.separating | x1.separating;
             }
           }
-        } else {
+        } else if constexpr (kZero) {
           if (wants && recv_before[r] > 0)
             totals.separating |= rest.separating | x0.separating | x1.separating;
         }
@@ -542,6 +557,13 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
               (totals.transfers == 0 || need == shard_elems);
   }
   if (with_senders) {
+    // Without new partial sums every rank wants, so a rank receives exactly when its landing
+    // block is not inside its source block, i.e. when some dimension's is not; an entry
+    // whose is adds no separating axis (the one source block it meets is the rank's own).
+    // So the union over the receiving ranks is the union over every table's entries.
+    if (!zero_mask) {
+      for (int i = 0; i < d; ++i) totals.separating |= tables[i].separating_any;
+    }
     ex.axes_mask = totals.separating;
     ex.max_sent = totals.max_sent;
     most_messages = std::max(most_messages, totals.send_peers);
