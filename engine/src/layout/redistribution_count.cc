@@ -57,8 +57,6 @@ struct Dim {
   std::vector<std::pair<int, int64_t>> src_terms, into_terms;  // (axis, weight)
   std::vector<std::pair<int, int64_t>> fixed_terms;  // landing axes in U: (axis, weight in key)
   int64_t fixed_combos = 1;
-  // Per landing block: the source blocks it meets, [first, last].
-  std::vector<int64_t> first, last;
   // Per source block: the landing blocks it meets, [bx, by].
   std::vector<int64_t> bx, by;
   // Per landing block: its fixed digits as one index (mixed radix over fixed_terms' axes).
@@ -99,6 +97,25 @@ void FloorSteps(int64_t start, int64_t step, int64_t div, int64_t count,
       r -= div;
       ++q;
     }
+  }
+}
+
+// out[k] = the blocks of size `bs` that the k-th interval of size `t` meets:
+// floor((k t + t - 1) / bs) - floor(k t / bs) + 1, stepped like FloorSteps.
+void BlocksMet(int64_t t, int64_t bs, int64_t count, std::vector<int64_t>* out_vector) {
+  GrowTo(out_vector, count);
+  int64_t* out = out_vector->data();
+  const int64_t q_step = t / bs, r_step = t % bs;
+  int64_t fq = 0, fr = 0, lq = (t - 1) / bs, lr = (t - 1) % bs;
+  for (int64_t k = 0; k < count; ++k) {
+    out[k] = lq - fq + 1;
+    fr += r_step;
+    lr += r_step;
+    const bool f_carry = fr >= bs, l_carry = lr >= bs;
+    fr -= f_carry ? bs : 0;
+    lr -= l_carry ? bs : 0;
+    fq += q_step + f_carry;
+    lq += q_step + l_carry;
   }
 }
 
@@ -333,8 +350,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     Terms(p, into.dims[i].data(), static_cast<int>(into.dims[i].size()), &g.into_terms);
     const int64_t src_blocks = p.shape[i] / g.bs, into_blocks = p.shape[i] / g.t;
     g.into_blocks = into_blocks;
-    FloorSteps(0, g.t, g.bs, into_blocks, &g.first);
-    FloorSteps(g.t - 1, g.t, g.bs, into_blocks, &g.last);
+    BlocksMet(g.t, g.bs, into_blocks, &g.blocks_met);
     if (with_senders) {
       FloorSteps(0, g.bs, g.t, src_blocks, &g.bx);
       FloorSteps(g.bs - 1, g.bs, g.t, src_blocks, &g.by);
@@ -349,8 +365,6 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     Terms(p, fixed_axes, num_fixed, &g.fixed_terms);
     g.fixed_combos = 1;
     for (int f = 0; f < num_fixed; ++f) g.fixed_combos *= p.axis_size[fixed_axes[f]];
-    GrowTo(&g.blocks_met, into_blocks);
-    for (int64_t tb = 0; tb < into_blocks; ++tb) g.blocks_met[tb] = g.last[tb] - g.first[tb] + 1;
     if (with_senders && num_fixed > 0) {
       // Landing blocks' fixed keys by odometer over their digits.
       int64_t weight[kMaxAxes], digit[kMaxAxes];
