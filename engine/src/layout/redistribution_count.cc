@@ -82,41 +82,44 @@ void GrowTo(std::vector<T>* v, int64_t n) {
   if (static_cast<int64_t>(v->size()) < n) v->resize(n);
 }
 
-// out[k] = floor((start + k step) / div) for k = 0 .. count-1, without a division per k.
+// q = floor((start + k step) / div) for k = 0, 1, ...: Next() moves to the next k without a
+// division.
+struct FloorStepper {
+  FloorStepper(int64_t start, int64_t step, int64_t divisor)
+      : q(start / divisor),
+        r(start % divisor),
+        q_step(step / divisor),
+        r_step(step % divisor),
+        div(divisor) {}
+  // Returns what q grew by beyond q_step (0 or 1).
+  int64_t Next() {
+    q += q_step;
+    r += r_step;
+    if (r < div) return 0;
+    r -= div;
+    ++q;
+    return 1;
+  }
+  int64_t q, r;
+  const int64_t q_step, r_step, div;
+};
+
+// out[k] = floor((start + k step) / div) for k = 0 .. count-1.
 void FloorSteps(int64_t start, int64_t step, int64_t div, int64_t count,
                 std::vector<int64_t>* out_vector) {
   GrowTo(out_vector, count);
   int64_t* out = out_vector->data();
-  const int64_t q_step = step / div, r_step = step % div;
-  int64_t q = start / div, r = start % div;
-  for (int64_t k = 0; k < count; ++k) {
-    out[k] = q;
-    q += q_step;
-    r += r_step;
-    if (r >= div) {
-      r -= div;
-      ++q;
-    }
-  }
+  FloorStepper f(start, step, div);
+  for (int64_t k = 0; k < count; ++k, f.Next()) out[k] = f.q;
 }
 
 // out[k] = the blocks of size `bs` that the k-th interval of size `t` meets:
-// floor((k t + t - 1) / bs) - floor(k t / bs) + 1, stepped like FloorSteps.
+// floor((k t + t - 1) / bs) - floor(k t / bs) + 1.
 void BlocksMet(int64_t t, int64_t bs, int64_t count, std::vector<int64_t>* out_vector) {
   GrowTo(out_vector, count);
   int64_t* out = out_vector->data();
-  const int64_t q_step = t / bs, r_step = t % bs;
-  int64_t fq = 0, fr = 0, lq = (t - 1) / bs, lr = (t - 1) % bs;
-  for (int64_t k = 0; k < count; ++k) {
-    out[k] = lq - fq + 1;
-    fr += r_step;
-    lr += r_step;
-    const bool f_carry = fr >= bs, l_carry = lr >= bs;
-    fr -= f_carry ? bs : 0;
-    lr -= l_carry ? bs : 0;
-    fq += q_step + f_carry;
-    lq += q_step + l_carry;
-  }
+  FloorStepper first(0, t, bs), last(t - 1, t, bs);
+  for (int64_t k = 0; k < count; ++k, first.Next(), last.Next()) out[k] = last.q - first.q + 1;
 }
 
 // (axis, weight) of every axis of `axes` in the mixed-radix index over them.
@@ -140,9 +143,12 @@ struct DimTable {
     int64_t sends = 1;   // landing blocks with the sender's fixed digits its source block meets
     int64_t sent = 1;    // and their overlap with it
     uint32_t separating = 0;  // axes of s along which it differs from a block it receives from
-    void Multiply(const Entry& e) {
+    // The sending fields only when the table holds them (receiving-only tables leave them
+    // as an earlier count wrote them).
+    void Multiply(const Entry& e, bool with_senders) {
       have *= e.have;
       blocks *= e.blocks;
+      if (!with_senders) return;
       sends *= e.sends;
       sent *= e.sent;
       separating |= e.separating;
@@ -206,31 +212,18 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
     for (const auto& [a, w] : g->src_terms) {
       if (p.axis_size[a] <= 1) continue;
       // The axis's digit of the first and last source block a landing block meets:
-      // first[tb] / w = floor(tb t / (bs w)), last[tb] / w = floor((tb t + t - 1) / (bs w)),
-      // stepped like FloorSteps, the first one's digit kept modulo the axis size (no division
-      // per block: they were most of the table's time).
+      // floor(tb t / (bs w)) and floor((tb t + t - 1) / (bs w)), stepped, the first one's
+      // digit kept modulo the axis size (no division per block: they were most of the
+      // table's time).
       int64_t* digits = g->digit_of.data() + num_source_axes * into_blocks;
-      const int64_t div = g->bs * w, size_a = p.axis_size[a];
-      const int64_t q_step = g->t / div, r_step = g->t % div, digit_step = q_step % size_a;
-      int64_t fq = 0, fr = 0, digit = 0;
-      int64_t lq = (g->t - 1) / div, lr = (g->t - 1) % div;
-      for (int64_t tb = 0; tb < into_blocks; ++tb) {
-        digits[tb] = fq == lq ? digit : -1;
-        fq += q_step;
-        fr += r_step;
-        digit += digit_step;
-        if (fr >= div) {
-          fr -= div;
-          ++fq;
-          ++digit;
-        }
+      const int64_t size_a = p.axis_size[a];
+      FloorStepper first(0, g->t, g->bs * w), last(g->t - 1, g->t, g->bs * w);
+      const int64_t digit_step = first.q_step % size_a;
+      int64_t digit = 0;
+      for (int64_t tb = 0; tb < into_blocks; ++tb, last.Next()) {
+        digits[tb] = first.q == last.q ? digit : -1;
+        digit += digit_step + first.Next();
         if (digit >= size_a) digit -= size_a;
-        lq += q_step;
-        lr += r_step;
-        if (lr >= div) {
-          lr -= div;
-          ++lq;
-        }
       }
       source_axes[num_source_axes++] = a;
     }
@@ -495,7 +488,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       rest.sent = free_factor;
       for (int i = 0; i < d; ++i) {
         if (i == z_dims[0] || i == z_dims[1]) continue;
-        rest.Multiply(tables[i].entries[key[i]]);
+        rest.Multiply(tables[i].entries[key[i]], kSend);
       }
       const DimTable::Entry* e0 =
           num_z_dims > 0 ? &tables[z_dims[0]].entries[key[z_dims[0]]] : &unit;
