@@ -15,7 +15,8 @@
 # breakdown: predicted computation (every device's kernels and optimizer update on the shared
 # cores) and communication (the program's communication steps, how many per step), against what train
 # measures per rank (kernel time and time in redistributions, mean over the ranks, median
-# over the runs).
+# over the runs), and how busy the cores were: the ranks' thread CPU time (kernels and
+# communication) over cores x measured step.
 #
 # Usage: scripts/predict_vs_measured.sh [--bin build/bin/shardscope] [--profile FILE]
 #            [--steps 40] [--min-run-ms 400] [--runs 5] [--devices 8] [--gpt-steps 6] [--no-gpt]
@@ -80,8 +81,8 @@ recalibrate() {
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 echo "load average before: $(load)"
-echo "| sample | predicted ms | measured ms (median of $runs runs) | measured / predicted | measured min–max ms | predicted computation ms | predicted communication ms (communication steps) | measured per rank: kernels ms, communication ms | load after |"
-echo "|---|---:|---:|---:|---|---:|---:|---|---:|"
+echo "| sample | predicted ms | measured ms (median of $runs runs) | measured / predicted | measured min–max ms | predicted computation ms | predicted communication ms (communication steps) | measured per rank: kernels ms, communication ms | cores busy | load after |"
+echo "|---|---:|---:|---:|---|---:|---:|---|---:|---:|"
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 range() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f–%.2f", lo, hi}'; }
 skipped=()
@@ -94,7 +95,7 @@ for model in "${samples[@]}"; do
   read -r predicted compute collectives < <("$bin" plan "$model" --devices "$devices" \
       --profile "$profile" --save-strategy "$strategy" --json |
     python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["predicted_step_seconds"]*1e3, j["predicted_compute_seconds"]*1e3, j["predicted_communication_steps"])')
-  measured=() kernels=() comm=()
+  measured=() kernels=() comm=() cpu=()
   sample_steps=$(awk -v s="$steps" -v m="$min_run_ms" -v p="$predicted" \
     'BEGIN {n = (p > 0) ? int(m / p + 0.999) : s; print (n > s) ? n : s}')
   for ((r = 0; r < runs; ++r)); do
@@ -104,14 +105,19 @@ for model in "${samples[@]}"; do
     # The per-rank table: "rank R  compute-ms comm-ms ..."; the mean over the ranks.
     kernels+=("$(echo "$out" | awk '$1 == "rank" {s += $3; n++} END {print s / n}')")
     comm+=("$(echo "$out" | awk '$1 == "rank" {s += $4; n++} END {print s / n}')")
+    # The last two columns: each rank's thread CPU time in kernels and in communication; their
+    # sum over the ranks, against the cores times the step, is how busy the cores were.
+    cpu+=("$(echo "$out" | awk '$1 == "rank" {s += $(NF - 1) + $NF} END {print s}')")
   done
   m=$(printf '%s\n' "${measured[@]}" | median)
   spread=$(printf '%s\n' "${measured[@]}" | range)
   k=$(printf '%s\n' "${kernels[@]}" | median)
   c=$(printf '%s\n' "${comm[@]}" | median)
+  busy=$(printf '%s\n' "${cpu[@]}" | median)
   awk -v n="$name" -v p="$predicted" -v m="$m" -v sp="$spread" -v pc="$compute" \
       -v col="$collectives" -v k="$k" -v c="$c" -v l="$(load)" -v st="$sample_steps" \
-    'BEGIN {printf "| %s (%d steps) | %.2f | %.2f | %.2f | %s | %.2f | %.2f (%.0f) | %.2f, %.2f | %s |\n", n, st, p, m, m / p, sp, pc, p - pc, col, k, c, l}'
+      -v busy="$busy" -v cores="$(nproc)" \
+    'BEGIN {printf "| %s (%d steps) | %.2f | %.2f | %.2f | %s | %.2f | %.2f (%.0f) | %.2f, %.2f | %.0f %% | %s |\n", n, st, p, m, m / p, sp, pc, p - pc, col, k, c, 100 * busy / (cores * m), l}'
 done
 
 # The GPT sample: its program searches (dynamic_programming, priced with the profile), trains
@@ -132,7 +138,7 @@ if [[ $gpt == 1 ]]; then
     m=$(printf '%s\n' "${measured[@]}" | median)
     spread=$(printf '%s\n' "${measured[@]}" | range)
     awk -v p="$predicted" -v m="$m" -v sp="$spread" -v l="$(load)" -v s="$gpt_steps" \
-      'BEGIN {printf "| gpt (sample-gpt, steps 2–%d) | %.2f | %.2f | %.2f | %s | | | | %s |\n", s, p, m, m / p, sp, l}'
+      'BEGIN {printf "| gpt (sample-gpt, steps 2–%d) | %.2f | %.2f | %.2f | %s | | | | | %s |\n", s, p, m, m / p, sp, l}'
   fi
 fi
 for s in "${skipped[@]}"; do echo "skipped: $s"; done

@@ -22,6 +22,12 @@ Tensor ExtractShard(const Tensor& whole, const Layout& layout, int rank);
 struct RankStats {
   double compute_seconds = 0;
   double comm_seconds = 0;
+  // The CPU time this rank's thread spent in the same intervals (its thread CPU clock). With
+  // more device threads than cores, wall time minus CPU time is time the thread was ready
+  // but not running or blocked in a collective waiting for the other ranks; the sum over
+  // the ranks against cores x step time is how busy the cores were.
+  double compute_cpu_seconds = 0;
+  double comm_cpu_seconds = 0;
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
   int64_t parameter_bytes = 0;

@@ -257,7 +257,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
       static_cast<float>(s.bytes_sent),      static_cast<float>(s.bytes_received),
       static_cast<float>(s.parameter_bytes), static_cast<float>(s.gradient_bytes),
       static_cast<float>(s.optimizer_bytes), static_cast<float>(s.activation_bytes),
-      static_cast<float>(s.peak_bytes)};
+      static_cast<float>(s.peak_bytes),      static_cast<float>(s.compute_cpu_seconds),
+      static_cast<float>(s.comm_cpu_seconds)};
   std::vector<float> all(mine.size() * comm.size());
   SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(mine, all));
   if (lead) {
@@ -267,14 +268,16 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     if (comm.size() > 1) {
       std::printf(
           "\nper rank (per step)  compute ms  comm ms  sent B  received B  params      grads       "
-          "optimizer   activations peak\n");
+          "optimizer   activations peak        cpu: compute ms  comm ms\n");
       for (int r = 0; r < comm.size(); ++r) {
         const float* f = &all[r * mine.size()];
         const double n = std::max<int64_t>(1, step);
-        std::printf("  rank %-3d            %9.3f %8.3f %7.0f %11.0f  %-11s %-11s %-11s %-11s %s\n",
-                    r, 1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, Megabytes(f[4]).c_str(),
-                    Megabytes(f[5]).c_str(), Megabytes(f[6]).c_str(), Megabytes(f[7]).c_str(),
-                    Megabytes(f[8]).c_str());
+        std::printf(
+            "  rank %-3d            %9.3f %8.3f %7.0f %11.0f  %-11s %-11s %-11s %-11s %-11s "
+            "%15.3f %8.3f\n",
+            r, 1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, Megabytes(f[4]).c_str(),
+            Megabytes(f[5]).c_str(), Megabytes(f[6]).c_str(), Megabytes(f[7]).c_str(),
+            Megabytes(f[8]).c_str(), 1e3 * f[9] / n, 1e3 * f[10] / n);
       }
     }
   }

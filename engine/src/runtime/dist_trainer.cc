@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <ctime>
 
 #include "ops/op_registry.h"
 #include "runtime/batch_util.h"
@@ -13,6 +14,13 @@ namespace {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU seconds the calling thread has run (RankStats' *_cpu_seconds).
+double ThreadCpuNow() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 // Copies the block of `src` (shape `src_shape`) starting at `offsets` with shape
@@ -119,6 +127,7 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
                              RankStats* stats) {
   const DistInstr& in = program_.instrs[i];
   const double start = Now();
+  const double cpu_start = stats ? ThreadCpuNow() : 0.0;
   if (in.kind == DistInstr::Kind::kRedistribute) {
     const CommStats before = comm.stats();
     Status st = ExecuteRedistribution(*in.plan, comm, buffers_[in.inputs[0]],
@@ -127,6 +136,7 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
     if (stats) {
       const CommStats after = comm.stats();
       stats->comm_seconds += Now() - start;
+      stats->comm_cpu_seconds += ThreadCpuNow() - cpu_start;
       stats->bytes_sent += after.bytes_sent - before.bytes_sent;
       stats->bytes_received += after.bytes_received - before.bytes_received;
     }
@@ -140,7 +150,10 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
   KernelContext ctx{local_attrs_[i], std::span<const Tensor* const>(ins, in.inputs.size()),
                     std::span<Tensor* const>(outs, in.outputs.size()), step, training};
   GetOpDef(n.op).forward(ctx);
-  if (stats) stats->compute_seconds += Now() - start;
+  if (stats) {
+    stats->compute_seconds += Now() - start;
+    stats->compute_cpu_seconds += ThreadCpuNow() - cpu_start;
+  }
   return Status::Ok();
 }
 
@@ -211,8 +224,10 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
   }
   SHARDSCOPE_RETURN_IF_ERROR(executor_->Run(comm, step_, /*training=*/true, &stats_));
   const double start = Now();
+  const double cpu_start = ThreadCpuNow();
   optimizer_->Step(param_ptrs_, grad_ptrs_);
   stats_.compute_seconds += Now() - start;
+  stats_.compute_cpu_seconds += ThreadCpuNow() - cpu_start;
   ++step_;
   // Memory: every buffer stays allocated for the whole run.
   int64_t params = 0, grads = 0, total = 0;

@@ -265,6 +265,15 @@ TEST(Plans, BadStrategiesAreRejectedWithTheRuleBroken) {
 namespace shardscope {
 namespace {
 
+// One synthetic global batch of `model`'s shape.
+Dataset OneBatchFor(const ModelGraph& model) {
+  Shape example = model.graph.value(model.input).shape;
+  const int64_t batch = example[0];
+  example.erase(example.begin());
+  return MakeSyntheticDataset(batch, example,
+                              static_cast<int>(model.graph.value(model.logits).shape[1]), 1);
+}
+
 // What a rank receives in a step is exactly what the planner predicted, byte for byte.
 TEST(Plans, MeasuredBytesEqualThePlannedBytes) {
   for (const char* file :
@@ -276,11 +285,7 @@ TEST(Plans, MeasuredBytesEqualThePlannedBytes) {
         LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + file)
             ->parallel()
             .devices;
-    const int64_t batch = model.graph.value(model.input).shape[0];
-    Shape example = model.graph.value(model.input).shape;
-    example.erase(example.begin());
-    Dataset data = MakeSyntheticDataset(
-        batch, example, static_cast<int>(model.graph.value(model.logits).shape[1]), 1);
+    const Dataset data = OneBatchFor(model);
     PartitionOptions o;
     o.devices = devices;
     o.meshes = meshes;
@@ -307,6 +312,37 @@ TEST(Plans, MeasuredBytesEqualThePlannedBytes) {
 
 namespace shardscope {
 namespace {
+
+// Every rank's thread CPU time in kernels and in redistributions is counted, and within one
+// step it cannot exceed the wall time of the same intervals (a thread runs on one core at a
+// time); the slack covers the two clocks being read one after the other.
+TEST(Plans, RankCpuTimeIsCountedAndNeverExceedsTheWallTime) {
+  std::map<std::string, DeviceMesh> meshes;
+  ModelGraph model = FromFile("matmul3.yaml", &meshes);
+  const Dataset data = OneBatchFor(model);
+  PartitionOptions o;
+  o.devices = 8;  // matmul3.yaml's strategies are for 8 devices
+  o.meshes = meshes;
+  Status st = RunOnDevices(o.devices, [&](Communicator& comm) -> Status {
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto m, [&]() -> Result<ModelGraph> { return FromFile("matmul3.yaml"); }());
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto t,
+                                DistTrainer::Create(std::move(m), TrainConfig{}, o, comm.rank()));
+    for (int i = 0; i < 3; ++i) SHARDSCOPE_RETURN_IF_ERROR(t->Step(comm, data.images, data.labels).status());
+    const RankStats& s = t->stats();
+    const double slack = 1e-3;
+    if (s.compute_cpu_seconds <= 0 || s.comm_cpu_seconds <= 0 ||
+        s.compute_cpu_seconds > s.compute_seconds + slack ||
+        s.comm_cpu_seconds > s.comm_seconds + slack) {
+      return Status::Internal("rank " + std::to_string(comm.rank()) + ": cpu " +
+                              std::to_string(s.compute_cpu_seconds) + " s in kernels of " +
+                              std::to_string(s.compute_seconds) + " s, " +
+                              std::to_string(s.comm_cpu_seconds) + " s in redistributions of " +
+                              std::to_string(s.comm_seconds) + " s");
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(st.ok()) << st.message();
+}
 
 // A strategy that uses fewer devices than the run gets a replica axis "rep" appended last:
 // consecutive ranks hold the same block (documented in strategy.h).
