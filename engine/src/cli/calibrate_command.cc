@@ -238,16 +238,29 @@ GemmRateTable MeasureGemmRates(const std::function<double(int64_t, int64_t, int6
 // computes between two collectives in the samples.
 constexpr int kSlotGemmSize = 192;
 
+// One device thread's GEMM operands for the compute-slot measurement.
+struct SlotOperands {
+  Eigen::MatrixXf a, b, c;
+};
+
 // Wall seconds for `threads` threads each running `gemms` GEMMs of kSlotGemmSize at once.
+// The operands are filled before the clock starts: Eigen's Random draws from std::rand,
+// which holds one process-wide lock, and 8 threads filling their matrices at once took
+// 10-17 ms on this 2-vCPU VM (0.5 ms for one thread), a third of the timed window, which
+// read as fewer compute slots (0.94 where the GEMMs alone reach about 1.5).
 double TimeConcurrentGemms(int threads, int gemms) {
+  const int s = kSlotGemmSize;
+  std::vector<SlotOperands> operands(threads);
+  for (SlotOperands& o : operands) {
+    o.a = Eigen::MatrixXf::Random(s, s);
+    o.b = Eigen::MatrixXf::Random(s, s);
+    o.c.resize(s, s);
+  }
   const auto start = Clock::now();
   std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([gemms] {
-      const int s = kSlotGemmSize;
-      Eigen::MatrixXf a = Eigen::MatrixXf::Random(s, s), b = Eigen::MatrixXf::Random(s, s);
-      Eigen::MatrixXf c(s, s);
-      for (int i = 0; i < gemms; ++i) SmallGemm(a, b, c);
+  for (SlotOperands& o : operands) {
+    workers.emplace_back([&o, gemms] {
+      for (int i = 0; i < gemms; ++i) SmallGemm(o.a, o.b, o.c);
     });
   }
   for (std::thread& w : workers) w.join();
@@ -431,8 +444,10 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "measured apart (calibrate writes one default_bandwidth; give slower axes with the\n"
       "profile's \"axis_bandwidth\": {\"node\": 1.25e9} or plan --device-mesh node=2,local=4\n"
       "--axis-bandwidth node=1.25e9). In-process, it also measures how many device threads\n"
-      "compute at once (compute_slots: 8 threads on 2 cores give about 2), which the\n"
-      "predicted step time divides computation by, and the least any collective costs when\n"
+      "compute at once (compute_slots: the GEMM flop/s of all device threads together, their\n"
+      "operands filled before the clock starts, over one thread's; 8 threads on 2 cores give\n"
+      "about 1.5-2), which the predicted step time divides computation by, and the least any\n"
+      "collective costs when\n"
       "every device thread takes part (group_sync_s: a 4-byte all-reduce on all devices).\n"
       "It measures the MatMul kernel's rate by shape (gemm_rates: rows, depth and columns\n"
       "each swept from 1 to 256; small GEMMs, as a batch of 4 per device makes, run several\n"
