@@ -9,18 +9,25 @@
 //
 //   cmake --build build -j2 --target bench_predict
 //   build/bin/bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL.yaml ...]
+//   build/bin/bench_predict --concurrency [--devices=8] [MODEL.yaml ...]   (N device threads
+//   computing at once against one thread, by kind of kernel: the compute slots each kind sees)
 //   (default models: samples/models/{ffn,network3,matmul_relu,lenet5}.yaml; run from the
 //   repository root)
 //
 // Plain tables, no Google Benchmark: the quantities compared are figures of one training
 // step, not of a loop of identical calls. Strategies are chosen as `shardscope plan` chooses
 // them (the file's search mode, else semi_auto); data are synthetic (timing only).
+#include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ops/op_registry.h"  // the MatMul kernel itself, for the rate-by-shape table
@@ -54,6 +61,7 @@ struct Options {
   std::string profile;
   int devices = 8;
   int steps = 40;
+  bool concurrency = false;
   std::vector<std::string> models;
 };
 
@@ -186,11 +194,45 @@ Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, R
   return Status::Ok();
 }
 
-// One device's share of a data-parallel step (the model at batch / devices): every kernel of
-// forward and backward timed by the Executor, against the search's price of the same
-// computation on one device (no optimizer: the Executor does not run it).
+// One device's share of a data-parallel step (the model at batch / devices).
+int64_t ShareBatch(const ModelFile& mf, const Options& opt) {
+  return std::max<int64_t>(1, mf.training().batch / opt.devices);
+}
+
+// An Executor over one device's share of forward and backward, synthetic data in place, run
+// once (buffers allocated); `schedule` is every kernel of the step.
+struct ShareRun {
+  ModelGraph model;
+  std::unique_ptr<Executor> executor;
+  std::vector<NodeId> schedule;
+};
+
+Result<std::unique_ptr<ShareRun>> MakeShareRun(const ModelFile& mf, const Options& opt) {
+  const int64_t batch = ShareBatch(mf, opt);
+  auto run = std::make_unique<ShareRun>();
+  SHARDSCOPE_ASSIGN_OR_RETURN(run->model, mf.Build(batch));
+  const std::vector<ValueId> params = run->model.graph.Parameters();
+  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads,
+                              BuildBackward(run->model.graph, run->model.loss, params));
+  std::vector<ValueId> targets = {run->model.loss};
+  for (ValueId g : grads.grads) {
+    if (g != kNoValue) targets.push_back(g);
+  }
+  run->executor = std::make_unique<Executor>(run->model.graph);
+  run->executor->InitializeParameters(1);
+  const Dataset data = MakeSyntheticDataset(batch, mf.example_shape(), mf.num_classes(), 7);
+  run->executor->value(run->model.input) = data.images;
+  run->executor->value(run->model.labels) = data.labels;
+  run->schedule = run->executor->Schedule(targets);
+  run->executor->Run(run->schedule, 0, true);
+  return run;
+}
+
+// Every kernel of forward and backward of one device's share timed by the Executor, against
+// the search's price of the same computation on one device (no optimizer: the Executor does
+// not run it).
 void PrintKernels(const ModelFile& mf, const Options& opt, const CostModel& cost) {
-  const int64_t batch = std::max<int64_t>(1, mf.training().batch / opt.devices);
+  const int64_t batch = ShareBatch(mf, opt);
   auto model = mf.Build(batch);
   if (!model.ok()) {
     std::printf("\n%s: %s\n", mf.name().c_str(), model.status().message().c_str());
@@ -254,6 +296,89 @@ void PrintKernels(const ModelFile& mf, const Options& opt, const CostModel& cost
   }
 }
 
+// --concurrency: how many of N device threads compute at once, by kind of work. Each thread
+// runs one device's share of the model's kernels (its own Executor and buffers; a group of
+// kinds alone or all of them) `reps` times; N threads together against one thread alone,
+// in units of one thread: N x t(1) / t(N). Beside it, calibrate's compute-slot GEMM (192^3,
+// operands filled before timing). 7 rounds, alternating; the median and the range.
+double WallOfThreads(int threads, const std::function<void(int)>& work) {
+  const auto t = Clock::now();
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) workers.emplace_back(work, i);
+  for (std::thread& w : workers) w.join();
+  return Since(t);
+}
+
+// N x t(1) / t(N) for `work(thread)`, one figure per round.
+std::vector<double> SlotsOf(int threads, int rounds, const std::function<void(int)>& work) {
+  std::vector<double> slots;
+  for (int r = 0; r < rounds; ++r) {
+    const double one = WallOfThreads(1, work);
+    slots.push_back(threads * one / WallOfThreads(threads, work));
+  }
+  return slots;
+}
+
+std::string MedianAndRange(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f (%.2f–%.2f)", v[v.size() / 2], v.front(), v.back());
+  return buf;
+}
+
+void PrintConcurrency(const ModelFile& mf, const Options& opt) {
+  const std::vector<std::pair<const char*, std::set<OpKind>>> groups = {
+      {"every kernel", {}},
+      {"Conv2D and its gradients",
+       {OpKind::kConv2D, OpKind::kConv2DBackpropFilter, OpKind::kConv2DBackpropInput}},
+      {"MaxPool2D and its gradient", {OpKind::kMaxPool2D, OpKind::kMaxPool2DGrad}},
+      {"MatMul", {OpKind::kMatMul}},
+  };
+  std::printf("\n%s, batch %lld per thread: %d threads against one (7 rounds: median, range)\n",
+              mf.name().c_str(), static_cast<long long>(ShareBatch(mf, opt)), opt.devices);
+  std::vector<std::unique_ptr<ShareRun>> runs;
+  for (int t = 0; t < opt.devices; ++t) {
+    auto run = MakeShareRun(mf, opt);
+    if (!run.ok()) {
+      std::printf("  %s\n", run.status().message().c_str());
+      return;
+    }
+    runs.push_back(std::move(*run));
+  }
+  for (const auto& [name, kinds] : groups) {
+    std::vector<std::vector<NodeId>> schedules;
+    for (const auto& run : runs) {
+      std::vector<NodeId> s;
+      for (NodeId n : run->schedule) {
+        if (kinds.empty() || kinds.count(run->model.graph.node(n).op)) s.push_back(n);
+      }
+      schedules.push_back(std::move(s));
+    }
+    if (schedules[0].empty()) continue;
+    const auto start = Clock::now();
+    runs[0]->executor->Run(schedules[0], 0, true);
+    const double once = Since(start);
+    const int reps = static_cast<int>(std::clamp(0.05 / std::max(once, 1e-7), 1.0, 5000.0));
+    const auto work = [&](int t) {
+      for (int i = 0; i < reps; ++i) runs[t]->executor->Run(schedules[t], i, true);
+    };
+    std::printf("  %-28s %-20s one thread %.1f us per step\n", name,
+                MedianAndRange(SlotsOf(opt.devices, 7, work)).c_str(), once * 1e6);
+  }
+  const int s = 192, gemms = 40;
+  std::vector<Eigen::MatrixXf> a(opt.devices), b(opt.devices), c(opt.devices);
+  for (int t = 0; t < opt.devices; ++t) {
+    a[t] = Eigen::MatrixXf::Random(s, s);
+    b[t] = Eigen::MatrixXf::Random(s, s);
+    c[t].resize(s, s);
+  }
+  const auto gemm = [&](int t) {
+    for (int i = 0; i < gemms; ++i) c[t].noalias() = a[t] * b[t];
+  };
+  std::printf("  %-28s %s\n", "calibrate's GEMM (192^3)",
+              MedianAndRange(SlotsOf(opt.devices, 7, gemm)).c_str());
+}
+
 // The engine's MatMul kernel at out[m, n] = a[m, k] · b[k, n] (transposed operands as the
 // backward runs them: `ta` for dW = Xᵀ dY, `tb` for dX = dY Wᵀ): GFLOP/s, the best of
 // enough calls to take ~20 ms.
@@ -310,13 +435,17 @@ int main(int argc, char** argv) {
       opt.devices = std::max(2, std::atoi(a.c_str() + 10));
     } else if (a.rfind("--steps=", 0) == 0) {
       opt.steps = std::max(1, std::atoi(a.c_str() + 8));
+    } else if (a == "--concurrency") {
+      opt.concurrency = true;
     } else if (a == "--gemm-table") {
       PrintGemmTable();
       return 0;
     } else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL ...]\n"
-          "       bench_predict --gemm-table   (the MatMul kernel's rate by shape)\n");
+          "       bench_predict --gemm-table   (the MatMul kernel's rate by shape)\n"
+          "       bench_predict --concurrency [--devices=8] [MODEL ...]   (N device threads\n"
+          "         computing at once against one, by kind of kernel)\n");
       return 0;
     } else {
       opt.models.push_back(a);
@@ -325,6 +454,17 @@ int main(int argc, char** argv) {
   if (opt.models.empty()) {
     for (const char* m : {"ffn", "network3", "matmul_relu", "lenet5"})
       opt.models.push_back(std::string("samples/models/") + m + ".yaml");
+  }
+  if (opt.concurrency) {
+    for (const std::string& path : opt.models) {
+      auto mf = LoadModelFile(path);
+      if (!mf.ok()) {
+        std::fprintf(stderr, "%s\n", mf.status().message().c_str());
+        return 2;
+      }
+      PrintConcurrency(*mf, opt);
+    }
+    return 0;
   }
   CostModel cost;
   if (!opt.profile.empty()) {
