@@ -26,6 +26,7 @@ struct CalibrationRound {
   double all_reduce_all_s = 0;       // 4-byte all-reduce on every rank (the group sync in-process)
   double all_gather_all_s = 0;       // all-gather of the bandwidth buffer on every rank
   double interleaved_s = 0;          // 4-byte all-reduce on every rank arriving from computation
+  double interleaved_long_s = 0;     // the same after a long phase of computation
   double concurrent_gemm_flops = 0;  // GEMM flop/s all device threads reach together
   double single_gemm_flops = 0;      // one thread's GEMM flop/s
   // One thread's kernels (CostModel's fields of the same names); empty / 0 in rounds that do

@@ -93,6 +93,16 @@ struct CostModel {
   // computation (device threads sharing cores must each be scheduled again), seconds.
   // Searches only, like collective_overhead_s; calibrate measures it.
   double collective_handoff_s = 0;
+  // In-process devices sharing fewer cores: what a collective costs on top when the ranks
+  // arrive from a long phase of computation (calibrate: after GEMMs of 256^3 on every
+  // device), seconds. A phase between two collectives starts on one core: the device threads
+  // that the collective woke queue where they were woken, and the other cores take them over
+  // only after a while (on this 2-vCPU VM about 1-2 ms of one thread's work). Until then the
+  // phase runs one device after another, which its price at compute_slots does not count;
+  // after that it runs at compute_slots. So a short phase costs what it costs on one core and
+  // a long one this much more than its price. 0 (older profiles, MPI) = the hand-off is at
+  // most collective_handoff_s and the computation before. Searches only.
+  double long_phase_handoff_s = 0;
   // In-process devices: the least one collective or exchange costs, whatever its group,
   // because every device thread takes part (the groups of one redistribution step run at
   // once on shared cores, and each thread must be scheduled to post and to finish), seconds.
@@ -192,8 +202,14 @@ struct CostModel {
   // follows another, or an operator of a few microseconds, finds the device threads still
   // scheduled (the compute-free samples, matmul_relu and basic_blocks, measured about the
   // group sync per collective, without the hand-off calibrate measures after a GEMM).
+  // With long_phase_handoff_s, `compute_before` is what the phase costs on one core beyond
+  // its price (SearchGraph::ComputeBeforeCollective), capped by long_phase_handoff_s.
   double SearchHandoffSeconds(double compute_before) const {
-    return std::clamp(compute_before, 0.0, collective_handoff_s);
+    return std::clamp(compute_before, 0.0, MaxHandoffSeconds());
+  }
+  // The most any hand-off costs: long_phase_handoff_s when measured, else collective_handoff_s.
+  double MaxHandoffSeconds() const {
+    return long_phase_handoff_s > 0 ? long_phase_handoff_s : collective_handoff_s;
   }
   // SearchCollectiveSeconds for ranks arriving from `compute_before` seconds of computation:
   // the hand-off is SearchHandoffSeconds(compute_before). Infinite = SearchCollectiveSeconds.
@@ -216,7 +232,7 @@ struct CostModel {
 // object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
 // "axis_latency" ({"dp": 20e-6}),
 // "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
-// "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows": [[1, 7e9], ...],
+// "long_phase_handoff_s", "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows": [[1, 7e9], ...],
 // "depth": [...], "cols": [...]}: GemmRateTable), "conv_gemm_rates" (the same form),
 // "kernel_rates" ({"MaxPool2D": 2e9});
 // missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a

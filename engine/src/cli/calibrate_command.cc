@@ -63,10 +63,9 @@ void SmallGemm(Eigen::MatrixXf& a, const Eigen::MatrixXf& b, Eigen::MatrixXf& c)
 }
 
 // The cost of one collective when every rank arrives from computation (threads sharing
-// cores must each be scheduled again): k computations each followed by an all-reduce,
-// against the same k computations followed by one all-reduce, divided by k - 1.
-Result<double> MeasureInterleaved(Communicator& world, int repeats) {
-  const int k = 10, s = 96;
+// cores must each be scheduled again): k phases of one s^3 GEMM on every rank, each followed
+// by an all-reduce, against the same k GEMMs followed by one all-reduce, divided by k - 1.
+Result<double> MeasureInterleaved(Communicator& world, int repeats, int s, int k) {
   Eigen::MatrixXf a = Eigen::MatrixXf::Random(s, s), b = Eigen::MatrixXf::Random(s, s), c(s, s);
   std::vector<float> one(1, 1.0f), out(1);
   // Each round times both back to back and keeps their difference, the median over rounds:
@@ -113,7 +112,11 @@ Status MeasureCommunication(Communicator& world, int repeats, CalibrationRound* 
   SHARDSCOPE_ASSIGN_OR_RETURN(
       m->all_gather_all_s,
       TimeCollective(world, std::max(3, repeats / 10), [&] { return world.AllGather(part, all); }));
-  SHARDSCOPE_ASSIGN_OR_RETURN(m->interleaved_s, MeasureInterleaved(world, repeats));
+  // After a short phase (96^3: about what a layer of the samples computes between two
+  // collectives) and after a long one (256^3: ~2 ms on 8 threads sharing 2 cores, past the
+  // time the scheduler takes to spread a phase's threads over the cores).
+  SHARDSCOPE_ASSIGN_OR_RETURN(m->interleaved_s, MeasureInterleaved(world, repeats, 96, 10));
+  SHARDSCOPE_ASSIGN_OR_RETURN(m->interleaved_long_s, MeasureInterleaved(world, repeats, 256, 6));
   return Status::Ok();
 }
 
@@ -362,6 +365,8 @@ int RunCalibrate(const CalibrateOptions& o) {
     // Every device thread takes part in every collective step (the groups of a step run at
     // once on shared cores): none costs less than a tiny collective over all of them.
     c.group_sync_s = m.all_reduce_all_s;
+    // In-process only: MPI ranks are taken to have a core each, so no phase waits on one core.
+    c.long_phase_handoff_s = std::max(0.0, m.interleaved_long_s - m.all_reduce_all_s);
   }
   const GemmRateTable& g = c.gemm_rates;
   const GemmRateTable& cg = c.conv_gemm_rates;
@@ -383,6 +388,8 @@ int RunCalibrate(const CalibrateOptions& o) {
       &CalibrationRound::all_gather_all_s, 1e-3, "ms");
   row(("all-reduce of 4 bytes on " + std::to_string(n) + " ranks after computing").c_str(),
       &CalibrationRound::interleaved_s, 1e-6, "us");
+  row("  the same after a long phase (256^3 GEMMs)", &CalibrationRound::interleaved_long_s, 1e-6,
+      "us");
   row("GEMM, one thread", &CalibrationRound::single_gemm_flops, 1e9, "GFLOP/s");
   if (!mpi) {
     row("GEMM, all device threads together", &CalibrationRound::concurrent_gemm_flops, 1e9,
@@ -398,7 +405,8 @@ int RunCalibrate(const CalibrateOptions& o) {
       "GB/s");
   row("memory bandwidth (a 64 MB copy)", &CalibrationRound::memory_bandwidth, 1e9, "GB/s");
   std::printf(
-      "  fitted: alpha %.2f us, overhead per collective %.2f us (+ %.2f us hand-off),\n"
+      "  fitted: alpha %.2f us, overhead per collective %.2f us (+ %.2f us hand-off, at most\n"
+      "          %.2f us after a long phase),\n"
       "          bandwidth %.2f GB/s,\n"
       "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
       "          least cost of any collective or exchange (group sync) %.1f us%s\n"
@@ -407,6 +415,7 @@ int RunCalibrate(const CalibrateOptions& o) {
       "columns "
       "%.1f\n",
       c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6,
+      c.long_phase_handoff_s * 1e6,
       c.default_bandwidth / 1e9, c.flops / 1e9, c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots,
       mpi ? " (MPI: assumed)" : "", c.group_sync_s * 1e6,
       mpi ? " (MPI: the latency terms instead)" : "", static_cast<long long>(g.base),
@@ -455,7 +464,11 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "Conv2D kernel (im2col and its GEMM) by the shape of that GEMM (conv_gemm_rates).\n"
       "MaxPool2D's forward and gradient kernels, bytes of input per second (kernel_rates).\n"
       "It measures what a collective costs more when the ranks come from computation\n"
-      "(collective_handoff_s), in-process and under mpirun; under mpirun every rank is\n"
+      "(collective_handoff_s), in-process and under mpirun, and in-process also after a long\n"
+      "phase of computation (long_phase_handoff_s, 256^3 GEMMs on every device): a phase\n"
+      "between two collectives starts with the woken device threads on one core, so the\n"
+      "searches price a short phase as on one core and a long one at most this much above\n"
+      "its price at compute_slots; under mpirun every rank is\n"
       "assumed to have its own core (oversubscribed ranks are not measured yet).\n"
       "\n"
       "On a shared machine another process moves figures by up to 2x for a second or so\n"

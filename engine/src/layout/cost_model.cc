@@ -232,7 +232,7 @@ double CostModel::SearchCollectiveSeconds(CollectiveKind kind, double bytes, int
   // group_sync_s is a whole collective (its latencies and overhead), so the floor applies to
   // both together: the overhead is not paid twice.
   return s - messages * latency_s + std::max(own + collective_overhead_s, group_sync_s) +
-         collective_handoff_s;
+         MaxHandoffSeconds();
 }
 
 double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
@@ -242,7 +242,7 @@ double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received,
       static_cast<double>(std::max<int64_t>(0, messages)) * (latency < 0 ? latency_s : latency);
   const double n = std::max(1, steps);
   return std::max(own + n * collective_overhead_s, n * group_sync_s) + bytes_received / bandwidth +
-         n * collective_handoff_s;
+         n * MaxHandoffSeconds();
 }
 
 double CostModel::SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes,
@@ -250,7 +250,7 @@ double CostModel::SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes
                                                double compute_before) const {
   const double s = SearchCollectiveSeconds(kind, bytes, group_size, bandwidth, latency);
   if (s <= 0) return 0.0;
-  return s - collective_handoff_s + SearchHandoffSeconds(compute_before);
+  return s - MaxHandoffSeconds() + SearchHandoffSeconds(compute_before);
 }
 
 double CostModel::SearchExchangeAfterSeconds(int64_t messages, double bytes_received,
@@ -258,7 +258,7 @@ double CostModel::SearchExchangeAfterSeconds(int64_t messages, double bytes_rece
                                              double compute_before) const {
   const double s = SearchExchangeSeconds(messages, bytes_received, bandwidth, steps, latency);
   if (s <= 0) return 0.0;
-  return s - std::max(1, steps) * collective_handoff_s + SearchHandoffSeconds(compute_before);
+  return s - std::max(1, steps) * MaxHandoffSeconds() + SearchHandoffSeconds(compute_before);
 }
 
 size_t CostModel::Fingerprint() const {
@@ -303,6 +303,11 @@ std::string CostModel::ToString() const {
     std::snprintf(handoff, sizeof handoff, " handoff=%g us", collective_handoff_s * 1e6);
     out += handoff;
   }
+  if (long_phase_handoff_s > 0) {
+    char handoff[48];
+    std::snprintf(handoff, sizeof handoff, " long-phase handoff=%g us", long_phase_handoff_s * 1e6);
+    out += handoff;
+  }
   if (!gemm_rates.empty()) out += " gemm=" + Rate(gemm_rates.base_flops, "F/s") + " (by shape)";
   if (!conv_gemm_rates.empty())
     out += " conv gemm=" + Rate(conv_gemm_rates.base_flops, "F/s") + " (by shape)";
@@ -342,6 +347,7 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       {"collective_overhead_s", &m.collective_overhead_s},
       {"compute_slots", &m.compute_slots},
       {"collective_handoff_s", &m.collective_handoff_s},
+      {"long_phase_handoff_s", &m.long_phase_handoff_s},
       {"group_sync_s", &m.group_sync_s}};
   for (const auto& [key, value] : j.items()) {
     if (key == "axis_bandwidth" || key == "kernel_rates") {
@@ -377,12 +383,14 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
                              "' (known: latency_s, default_bandwidth, axis_bandwidth, "
                              "axis_latency, flops, "
                              "memory_bandwidth, collective_overhead_s, compute_slots, "
-                             "collective_handoff_s, group_sync_s, gemm_rates, conv_gemm_rates, "
+                             "collective_handoff_s, long_phase_handoff_s, group_sync_s, gemm_rates, "
+                             "conv_gemm_rates, "
                              "kernel_rates)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
         (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
-         key != "collective_handoff_s" && key != "group_sync_s" && value.get<double>() == 0)) {
+         key != "collective_handoff_s" && key != "long_phase_handoff_s" &&
+         key != "group_sync_s" && value.get<double>() == 0)) {
       return Status::Invalid(where + ": " + key + " must be a positive number");
     }
     *target = value.get<double>();
@@ -411,6 +419,7 @@ std::string CostModelToJson(const CostModel& m) {
   j["collective_overhead_s"] = m.collective_overhead_s;
   j["compute_slots"] = m.compute_slots;
   j["collective_handoff_s"] = m.collective_handoff_s;
+  if (m.long_phase_handoff_s > 0) j["long_phase_handoff_s"] = m.long_phase_handoff_s;
   j["group_sync_s"] = m.group_sync_s;
   if (!m.gemm_rates.empty()) GemmRateTableToJson(m.gemm_rates, &j["gemm_rates"]);
   if (!m.conv_gemm_rates.empty()) GemmRateTableToJson(m.conv_gemm_rates, &j["conv_gemm_rates"]);

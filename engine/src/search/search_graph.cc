@@ -104,6 +104,13 @@ GemmDimensions ConvGemmOf(const ShardingSignature& sig, const std::map<char, int
   return g;
 }
 
+// A phase priced at `price` seconds (each of `devices` devices' work times `slowdown`) takes
+// devices x work on one core, i.e. price x devices / slowdown: this returns how much more than
+// the price that is, as a fraction of it (0 without oversubscription: every device its core).
+double ExtraOfOneCore(int devices, double slowdown) {
+  return slowdown > 1 ? std::max(0.0, devices / slowdown - 1.0) : 0.0;
+}
+
 }  // namespace
 
 std::vector<int> PrimeFactorsDescending(int n) {
@@ -366,8 +373,12 @@ double SearchGraph::OpCost(int op, const Parts& parts) const {
 }
 
 double SearchGraph::ComputeBeforeCollective(int op, const Parts& parts) const {
+  const CostModel& cm = options_.cost;
   // Without a hand-off to cap, skip the computation (EdgeCost is the searches' hot loop).
-  return options_.cost.collective_handoff_s > 0 ? OpCompute(op, parts) : 0.0;
+  if (cm.MaxHandoffSeconds() <= 0) return 0.0;
+  const double compute = OpCompute(op, parts);
+  if (cm.long_phase_handoff_s <= 0) return compute;
+  return compute * ExtraOfOneCore(options_.devices, cm.ComputeSlowdown(options_.devices));
 }
 
 double SearchGraph::OpCompute(int op, const Parts& parts) const {

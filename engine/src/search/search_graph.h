@@ -104,7 +104,9 @@ class SearchGraph {
   double OpCompute(int op, const Parts& parts) const;
   // The computation a collective after op `op` follows, for its hand-off
   // (CostModel::SearchHandoffSeconds): the operator's forward and backward on its shard
-  // (OpCompute; 0 when the cost model has no hand-off).
+  // (OpCompute; 0 when the cost model has no hand-off). With long_phase_handoff_s, what that
+  // computation costs beyond its price when it runs on one core (devices x its work, the
+  // start of a phase between collectives on oversubscribed cores; 0 without).
   double ComputeBeforeCollective(int op, const Parts& parts) const;
   // Of OpCost: the gradient all-reduces, seconds; adds their number to `*collectives`.
   double OpCommunication(int op, const Parts& parts, double* collectives = nullptr) const;

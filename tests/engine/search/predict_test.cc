@@ -304,3 +304,81 @@ TEST(Profile, AnExchangeInSeveralStepsSynchronisesOncePerStep) {
 
 }  // namespace
 }  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+// The FFN's predicted step on 8 devices with `slots` compute slots and the given hand-offs.
+double PredictFfn(double slots, double collective_handoff_s, double long_phase_handoff_s) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 32).value();
+  SearchOptions o;
+  o.devices = 8;
+  o.cost = Calibrated();
+  o.cost.compute_slots = slots;
+  o.cost.collective_handoff_s = collective_handoff_s;
+  o.cost.long_phase_handoff_s = long_phase_handoff_s;
+  auto s = PredictStepSeconds(m.graph, o);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? *s : 0.0;
+}
+
+// With long_phase_handoff_s, a collective after an operator pays what that operator's phase
+// costs on one core beyond its price at the compute slots: 8 devices' work one after another
+// is slots x the price, so (slots - 1) x the operator's computation, up to the cap.
+TEST(Predict, APhaseStartsOnOneCoreAndPaysItsExtraUpToTheLongPhaseHandOff) {
+  const double big = 1.0;  // a cap no collective reaches
+  for (double slots : {1.5, 2.0, 4.0}) {
+    SCOPED_TRACE(slots);
+    const double none = PredictFfn(slots, 0, 0);
+    // The old rule without a cap: every collective pays the operator's whole computation.
+    const double whole = PredictFfn(slots, big, 0) - none;
+    ASSERT_GT(whole, 0);
+    const double phase = PredictFfn(slots, 0, big) - none;
+    EXPECT_NEAR(phase, (slots - 1) * whole, 1e-9);
+    // A smaller cap: less, but still something.
+    const double capped = PredictFfn(slots, 0, 10e-6) - none;
+    EXPECT_GT(capped, 0);
+    EXPECT_LT(capped, phase);
+  }
+  // Every device its own core (slots >= devices): no phase waits on one core.
+  EXPECT_NEAR(PredictFfn(8, 0, big), PredictFfn(8, 0, 0), 1e-12);
+  // Fewer than one core (slots < 1): one core is no slower than the price; nothing added.
+  EXPECT_NEAR(PredictFfn(0.8, 0, big), PredictFfn(0.8, 0, 0), 1e-12);
+}
+
+TEST(Profile, TheLongPhaseHandOffIsTheMostAnyHandOffCosts) {
+  CostModel c;
+  c.collective_handoff_s = 40e-6;
+  EXPECT_DOUBLE_EQ(c.MaxHandoffSeconds(), 40e-6);
+  c.long_phase_handoff_s = 900e-6;
+  EXPECT_DOUBLE_EQ(c.MaxHandoffSeconds(), 900e-6);
+  EXPECT_DOUBLE_EQ(c.SearchHandoffSeconds(100e-6), 100e-6);
+  EXPECT_DOUBLE_EQ(c.SearchHandoffSeconds(1.0), 900e-6);
+  EXPECT_EQ(c.SearchHandoffSeconds(-1), 0.0);
+  // A collective after an unknown amount of computation pays the most.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveAfterSeconds(CollectiveKind::kAllReduce, 4e3, 8, 1e9, -1, inf),
+                   c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 4e3, 8, 1e9));
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveAfterSeconds(CollectiveKind::kAllReduce, 4e3, 8, 1e9, -1, 0),
+                   c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 4e3, 8, 1e9) - 900e-6);
+}
+
+TEST(Profile, LongPhaseHandOffRoundTripsAndOlderProfilesKeepTheOldCap) {
+  CostModel c = Calibrated();
+  c.long_phase_handoff_s = 1.1e-3;
+  auto back = CostModelFromJson(CostModelToJson(c), "profile.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->long_phase_handoff_s, c.long_phase_handoff_s);
+  // A profile written before the field: 0, so the hand-off stays at most
+  // collective_handoff_s and the computation before.
+  auto old = CostModelFromJson(CostModelToJson(Calibrated()), "old.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->long_phase_handoff_s, 0);
+  EXPECT_DOUBLE_EQ(old->SearchHandoffSeconds(1.0), Calibrated().collective_handoff_s);
+  EXPECT_EQ(CostModelToJson(Calibrated()).find("long_phase_handoff_s"), std::string::npos);
+  EXPECT_FALSE(CostModelFromJson(R"({"long_phase_handoff_s": -1})", "bad.json").ok());
+}
+
+}  // namespace
+}  // namespace shardscope
