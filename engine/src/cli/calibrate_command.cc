@@ -343,10 +343,11 @@ int RunCalibrate(const CalibrateOptions& o) {
     if (o.show_rounds && rank == 0) {
       std::printf(
           "round %2d at %5.2f s: all-reduce 2 ranks %.1f us, %d ranks %.1f us, after "
-          "computing %.1f us; all-gather %.2f ms; GEMM one thread %.1f, all threads "
-          "%.1f GFLOP/s\n",
+          "computing %.1f us (a long phase %.1f us); all-gather %.2f ms; GEMM one thread %.1f, "
+          "all threads %.1f GFLOP/s\n",
           i, Since(begin), round.all_reduce_pair_s * 1e6, n, round.all_reduce_all_s * 1e6,
-          round.interleaved_s * 1e6, round.all_gather_all_s * 1e3, round.single_gemm_flops / 1e9,
+          round.interleaved_s * 1e6, round.interleaved_long_s * 1e6, round.all_gather_all_s * 1e3,
+          round.single_gemm_flops / 1e9,
           round.concurrent_gemm_flops / 1e9);
     }
   }
@@ -456,8 +457,8 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "compute at once (compute_slots: the GEMM flop/s of all device threads together, their\n"
       "operands filled before the clock starts, over one thread's; 8 threads on 2 cores give\n"
       "about 1.5-2), which the predicted step time divides computation by, and the least any\n"
-      "collective costs when\n"
-      "every device thread takes part (group_sync_s: a 4-byte all-reduce on all devices).\n"
+      "collective costs when every device thread takes part (group_sync_s: a 4-byte\n"
+      "all-reduce on all devices).\n"
       "It measures the MatMul kernel's rate by shape (gemm_rates: rows, depth and columns\n"
       "each swept from 1 to 256; small GEMMs, as a batch of 4 per device makes, run several\n"
       "times slower), at which the searches price MatMul and BatchMatMul shards, and the\n"
