@@ -11,6 +11,8 @@
 //   build/bin/bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL.yaml ...]
 //   build/bin/bench_predict --concurrency [--devices=8] [MODEL.yaml ...]   (N device threads
 //   computing at once against one thread, by kind of kernel: the compute slots each kind sees)
+//   build/bin/bench_predict --phases [--profile=FILE] [--devices=8]   (a collective's hand-off
+//   by the length of the compute phase before it: long_phase_handoff_s's curve)
 //   (default models: samples/models/{ffn,network3,matmul_relu,lenet5}.yaml; run from the
 //   repository root)
 //
@@ -62,6 +64,7 @@ struct Options {
   int devices = 8;
   int steps = 40;
   bool concurrency = false;
+  bool phases = false;
   std::vector<std::string> models;
 };
 
@@ -379,6 +382,60 @@ void PrintConcurrency(const ModelFile& mf, const Options& opt) {
               MedianAndRange(SlotsOf(opt.devices, 7, gemm)).c_str());
 }
 
+// --phases: what a collective costs on top when the device threads arrive from a phase of
+// computation, by the phase's length (calibrate's hand-off method, swept): k phases of one
+// s^3 GEMM on every device each followed by a 4-byte all-reduce, against the k GEMMs followed
+// by one all-reduce; the difference per collective, less a 4-byte all-reduce after a barrier
+// (the group sync). Median of 15 rounds, rank 0's clock.
+void PrintPhases(const Options& opt, const CostModel& cost) {
+  const int k = 6;
+  std::printf(
+      "%d devices; phase priced = %d x one GEMM at %.1f GFLOP/s / %.2f slots\n"
+      "| GEMM per device | phase priced | hand-off after it |\n|---|---:|---:|\n",
+      opt.devices, opt.devices, cost.flops / 1e9, cost.compute_slots);
+  for (int s : {64, 96, 128, 192, 256}) {
+    std::vector<double> extra, sync;
+    const Status st = RunOnDevices(opt.devices, [&](Communicator& world) -> Status {
+      Eigen::MatrixXf a = Eigen::MatrixXf::Random(s, s), b = Eigen::MatrixXf::Random(s, s), c(s, s);
+      std::vector<float> one(1, 1.0f), out(1);
+      const auto gemm = [&] {
+        c.noalias() = a * b;
+        a(0, 0) = c(0, 0) * 1e-6f;  // a data dependency: no GEMM can be skipped
+      };
+      for (int r = 0; r < 15; ++r) {
+        SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+        auto t = Clock::now();
+        for (int i = 0; i < k; ++i) {
+          gemm();
+          SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
+        }
+        const double each = Since(t);
+        SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+        t = Clock::now();
+        for (int i = 0; i < k; ++i) gemm();
+        SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
+        const double once = Since(t);
+        SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+        t = Clock::now();
+        SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
+        if (world.rank() == 0) {
+          sync.push_back(Since(t));
+          extra.push_back((each - once) / (k - 1));
+        }
+      }
+      return Status::Ok();
+    });
+    if (!st.ok()) {
+      std::printf("%s\n", st.message().c_str());
+      return;
+    }
+    const double slowdown = cost.ComputeSlowdown(opt.devices);
+    std::printf("| %d³ | %.0f us | %.0f us |\n", s,
+                2.0 * s * s * s / cost.flops * slowdown * 1e6,
+                std::max(0.0, Median(extra) - Median(sync)) * 1e6);
+  }
+}
+
 // The engine's MatMul kernel at out[m, n] = a[m, k] · b[k, n] (transposed operands as the
 // backward runs them: `ta` for dW = Xᵀ dY, `tb` for dX = dY Wᵀ): GFLOP/s, the best of
 // enough calls to take ~20 ms.
@@ -435,6 +492,8 @@ int main(int argc, char** argv) {
       opt.devices = std::max(2, std::atoi(a.c_str() + 10));
     } else if (a.rfind("--steps=", 0) == 0) {
       opt.steps = std::max(1, std::atoi(a.c_str() + 8));
+    } else if (a == "--phases") {
+      opt.phases = true;
     } else if (a == "--concurrency") {
       opt.concurrency = true;
     } else if (a == "--gemm-table") {
@@ -445,7 +504,9 @@ int main(int argc, char** argv) {
           "usage: bench_predict [--profile=FILE] [--devices=8] [--steps=40] [MODEL ...]\n"
           "       bench_predict --gemm-table   (the MatMul kernel's rate by shape)\n"
           "       bench_predict --concurrency [--devices=8] [MODEL ...]   (N device threads\n"
-          "         computing at once against one, by kind of kernel)\n");
+          "         computing at once against one, by kind of kernel)\n"
+          "       bench_predict --phases [--profile=FILE] [--devices=8]   (a collective's\n"
+          "         hand-off by the length of the compute phase before it)\n");
       return 0;
     } else {
       opt.models.push_back(a);
@@ -474,6 +535,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     cost = *loaded;
+  }
+  if (opt.phases) {
+    PrintPhases(opt, cost);
+    return 0;
   }
   std::printf("cost model: %s\n%d in-process devices, %d timed steps per sample\n\n",
               cost.ToString().c_str(), opt.devices, opt.steps);
