@@ -430,8 +430,7 @@ void PrintPhases(const Options& opt, const CostModel& cost) {
       return;
     }
     const double slowdown = cost.ComputeSlowdown(opt.devices);
-    std::printf("| %d³ | %.0f us | %.0f us |\n", s,
-                2.0 * s * s * s / cost.flops * slowdown * 1e6,
+    std::printf("| %d³ | %.0f us | %.0f us |\n", s, 2.0 * s * s * s / cost.flops * slowdown * 1e6,
                 std::max(0.0, Median(extra) - Median(sync)) * 1e6);
   }
 }

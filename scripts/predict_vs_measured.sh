@@ -9,7 +9,7 @@
 #
 # For each model file: `shardscope plan --json` gives the predicted step time under the profile
 # (the partitioned program priced: every kernel and every communication step train runs) and
-# saves the strategies; `shardscope train --no-record --steps N --load-strategy` runs
+# saves the strategies; `shardscope train --no-record --cpu-time --steps N --load-strategy` runs
 # exactly those strategies, R times; the measured figure is the median over the runs of
 # train's "ms/step" (the mean over the N steps of one run). Prints a Markdown table, with the
 # breakdown: predicted computation (every device's kernels and optimizer update on the shared
@@ -100,7 +100,7 @@ for model in "${samples[@]}"; do
     'BEGIN {n = (p > 0) ? int(m / p + 0.999) : s; print (n > s) ? n : s}')
   for ((r = 0; r < runs; ++r)); do
     out=$("$bin" train "$model" --devices "$devices" --profile "$profile" \
-            --load-strategy "$strategy" --no-record --steps "$sample_steps" --limit 2000 2>&1)
+            --load-strategy "$strategy" --no-record --cpu-time --steps "$sample_steps" --limit 2000 2>&1)
     measured+=("$(echo "$out" | grep -o '([0-9.]* ms/step)' | tr -d '()' | awk '{print $1}')")
     # The per-rank table: "rank R  compute-ms comm-ms ..."; the mean over the ranks.
     kernels+=("$(echo "$out" | awk '$1 == "rank" {s += $3; n++} END {print s / n}')")

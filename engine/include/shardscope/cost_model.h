@@ -232,11 +232,10 @@ struct CostModel {
 // object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
 // "axis_latency" ({"dp": 20e-6}),
 // "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
-// "long_phase_handoff_s", "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows": [[1, 7e9], ...],
-// "depth": [...], "cols": [...]}: GemmRateTable), "conv_gemm_rates" (the same form),
-// "kernel_rates" ({"MaxPool2D": 2e9});
-// missing fields keep the defaults above, unknown fields are refused (a typo would silently keep a
-// default).
+// "long_phase_handoff_s", "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows":
+// [[1, 7e9], ...], "depth": [...], "cols": [...]}: GemmRateTable), "conv_gemm_rates" (the same
+// form), "kernel_rates" ({"MaxPool2D": 2e9}); missing fields keep the defaults above, unknown
+// fields are refused (a typo would silently keep a default).
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);
 Result<CostModel> LoadCostModel(const std::string& path);
 std::string CostModelToJson(const CostModel& model);

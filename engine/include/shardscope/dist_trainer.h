@@ -25,7 +25,9 @@ struct RankStats {
   // The CPU time this rank's thread spent in the same intervals (its thread CPU clock). With
   // more device threads than cores, wall time minus CPU time is time the thread was ready
   // but not running or blocked in a collective waiting for the other ranks; the sum over
-  // the ranks against cores x step time is how busy the cores were.
+  // the ranks against cores x step time is how busy the cores were. Counted only with
+  // DistTrainer::set_cpu_timing(true): a thread CPU clock read is a system call (about
+  // 0.5 us here), two per instruction, which training pays on every step otherwise.
   double compute_cpu_seconds = 0;
   double comm_cpu_seconds = 0;
   int64_t bytes_sent = 0;
@@ -52,6 +54,9 @@ class DistExecutor {
   // gradients): evaluation.
   Status RunFor(Communicator& comm, const std::vector<int>& targets, int64_t step, bool training,
                 RankStats* stats);
+  // Counts RankStats' *_cpu_seconds as well (off by default; see RankStats).
+  void set_cpu_timing(bool on) { cpu_timing_ = on; }
+  bool cpu_timing() const { return cpu_timing_; }
 
  private:
   Status Execute(Communicator& comm, size_t instr, int64_t step, bool training, RankStats* stats);
@@ -61,6 +66,7 @@ class DistExecutor {
   std::vector<Tensor> buffers_;
   std::vector<OpAttrs> local_attrs_;  // per instruction (compute only)
   RedistWorkspace redist_workspace_;  // buffers and split communicators of redistributions
+  bool cpu_timing_ = false;
 };
 
 // Training on one rank of a partitioned model. Same seed ⇒ the shards of the parameters a
@@ -82,6 +88,8 @@ class DistTrainer {
   const ModelGraph& model() const { return model_; }
   DistExecutor& executor() { return *executor_; }
   const RankStats& stats() const { return stats_; }
+  // Counts RankStats' *_cpu_seconds as well (off by default; see RankStats).
+  void set_cpu_timing(bool on) { executor_->set_cpu_timing(on); }
   int64_t step() const { return step_; }
   // This rank's shard of a parameter (by graph value id), and its layout.
   const Tensor& ParameterShard(ValueId param) const;

@@ -347,8 +347,7 @@ int RunCalibrate(const CalibrateOptions& o) {
           "all threads %.1f GFLOP/s\n",
           i, Since(begin), round.all_reduce_pair_s * 1e6, n, round.all_reduce_all_s * 1e6,
           round.interleaved_s * 1e6, round.interleaved_long_s * 1e6, round.all_gather_all_s * 1e3,
-          round.single_gemm_flops / 1e9,
-          round.concurrent_gemm_flops / 1e9);
+          round.single_gemm_flops / 1e9, round.concurrent_gemm_flops / 1e9);
     }
   }
   const double seconds = Since(begin);
@@ -416,14 +415,13 @@ int RunCalibrate(const CalibrateOptions& o) {
       "columns "
       "%.1f\n",
       c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6,
-      c.long_phase_handoff_s * 1e6,
-      c.default_bandwidth / 1e9, c.flops / 1e9, c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots,
-      mpi ? " (MPI: assumed)" : "", c.group_sync_s * 1e6,
-      mpi ? " (MPI: the latency terms instead)" : "", static_cast<long long>(g.base),
-      g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9, g.Flops(g.base, 4, g.base) / 1e9,
-      g.Flops(g.base, g.base, 4) / 1e9, static_cast<long long>(cg.base), cg.base_flops / 1e9,
-      cg.Flops(4, cg.base, cg.base) / 1e9, cg.Flops(cg.base, 4, cg.base) / 1e9,
-      cg.Flops(cg.base, cg.base, 4) / 1e9);
+      c.long_phase_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
+      c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "",
+      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "",
+      static_cast<long long>(g.base), g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9,
+      g.Flops(g.base, 4, g.base) / 1e9, g.Flops(g.base, g.base, 4) / 1e9,
+      static_cast<long long>(cg.base), cg.base_flops / 1e9, cg.Flops(4, cg.base, cg.base) / 1e9,
+      cg.Flops(cg.base, 4, cg.base) / 1e9, cg.Flops(cg.base, cg.base, 4) / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());

@@ -36,6 +36,7 @@ struct TrainOptions {
   int64_t log_every = 0;
   std::string record;  // empty: runs/<name>-<time>.db
   bool no_record = false;
+  bool cpu_time = false;
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models
@@ -180,6 +181,7 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   SHARDSCOPE_ASSIGN_OR_RETURN(
       auto trainer, DistTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer},
                                         options, comm.rank()));
+  trainer->set_cpu_timing(o.cpu_time);
   if (!o.dump_ir.empty() && lead) {
     std::ofstream out(o.dump_ir);
     out << "// ---- graph after autodiff\n" << trainer->graph().ToText() << ir;
@@ -268,16 +270,18 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     if (comm.size() > 1) {
       std::printf(
           "\nper rank (per step)  compute ms  comm ms  sent B  received B  params      grads       "
-          "optimizer   activations peak        cpu: compute ms  comm ms\n");
+          "optimizer   activations peak%s\n",
+          o.cpu_time ? "        cpu: compute ms  comm ms" : "");
       for (int r = 0; r < comm.size(); ++r) {
         const float* f = &all[r * mine.size()];
         const double n = std::max<int64_t>(1, step);
         std::printf(
-            "  rank %-3d            %9.3f %8.3f %7.0f %11.0f  %-11s %-11s %-11s %-11s %-11s "
-            "%15.3f %8.3f\n",
-            r, 1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, Megabytes(f[4]).c_str(),
+            "  rank %-3d            %9.3f %8.3f %7.0f %11.0f  %-11s %-11s %-11s %-11s %-11s", r,
+            1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, Megabytes(f[4]).c_str(),
             Megabytes(f[5]).c_str(), Megabytes(f[6]).c_str(), Megabytes(f[7]).c_str(),
-            Megabytes(f[8]).c_str(), 1e3 * f[9] / n, 1e3 * f[10] / n);
+            Megabytes(f[8]).c_str());
+        if (o.cpu_time) std::printf(" %15.3f %8.3f", 1e3 * f[9] / n, 1e3 * f[10] / n);
+        std::printf("\n");
       }
     }
   }
@@ -421,6 +425,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
   app->add_option("--record", o->record, "Run file to write (default: runs/<model>-<time>.db)");
   app->add_flag("--no-record", o->no_record, "Do not write a run file");
+  app->add_flag("--cpu-time", o->cpu_time,
+                "Also print each rank's thread CPU time in kernels and in communication (two "
+                "clock system calls per instruction, ~1 us: off by default)");
   app->add_option("--log-every", o->log_every,
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(CLI::PositiveNumber);

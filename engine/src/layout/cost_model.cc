@@ -379,18 +379,19 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       if (key == name) target = field;
     }
     if (target == nullptr) {
-      return Status::Invalid(where + ": unknown field '" + key +
-                             "' (known: latency_s, default_bandwidth, axis_bandwidth, "
-                             "axis_latency, flops, "
-                             "memory_bandwidth, collective_overhead_s, compute_slots, "
-                             "collective_handoff_s, long_phase_handoff_s, group_sync_s, gemm_rates, "
-                             "conv_gemm_rates, "
-                             "kernel_rates)");
+      return Status::Invalid(
+          where + ": unknown field '" + key +
+          "' (known: latency_s, default_bandwidth, axis_bandwidth, "
+          "axis_latency, flops, "
+          "memory_bandwidth, collective_overhead_s, compute_slots, "
+          "collective_handoff_s, long_phase_handoff_s, group_sync_s, gemm_rates, "
+          "conv_gemm_rates, "
+          "kernel_rates)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
         (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
-         key != "collective_handoff_s" && key != "long_phase_handoff_s" &&
-         key != "group_sync_s" && value.get<double>() == 0)) {
+         key != "collective_handoff_s" && key != "long_phase_handoff_s" && key != "group_sync_s" &&
+         value.get<double>() == 0)) {
       return Status::Invalid(where + ": " + key + " must be a positive number");
     }
     *target = value.get<double>();

@@ -127,7 +127,8 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
                              RankStats* stats) {
   const DistInstr& in = program_.instrs[i];
   const double start = Now();
-  const double cpu_start = stats ? ThreadCpuNow() : 0.0;
+  const bool cpu = stats && cpu_timing_;
+  const double cpu_start = cpu ? ThreadCpuNow() : 0.0;
   if (in.kind == DistInstr::Kind::kRedistribute) {
     const CommStats before = comm.stats();
     Status st = ExecuteRedistribution(*in.plan, comm, buffers_[in.inputs[0]],
@@ -136,7 +137,7 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
     if (stats) {
       const CommStats after = comm.stats();
       stats->comm_seconds += Now() - start;
-      stats->comm_cpu_seconds += ThreadCpuNow() - cpu_start;
+      if (cpu) stats->comm_cpu_seconds += ThreadCpuNow() - cpu_start;
       stats->bytes_sent += after.bytes_sent - before.bytes_sent;
       stats->bytes_received += after.bytes_received - before.bytes_received;
     }
@@ -152,7 +153,7 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
   GetOpDef(n.op).forward(ctx);
   if (stats) {
     stats->compute_seconds += Now() - start;
-    stats->compute_cpu_seconds += ThreadCpuNow() - cpu_start;
+    if (cpu) stats->compute_cpu_seconds += ThreadCpuNow() - cpu_start;
   }
   return Status::Ok();
 }
@@ -224,10 +225,11 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
   }
   SHARDSCOPE_RETURN_IF_ERROR(executor_->Run(comm, step_, /*training=*/true, &stats_));
   const double start = Now();
-  const double cpu_start = ThreadCpuNow();
+  const bool cpu = executor_->cpu_timing();
+  const double cpu_start = cpu ? ThreadCpuNow() : 0.0;
   optimizer_->Step(param_ptrs_, grad_ptrs_);
   stats_.compute_seconds += Now() - start;
-  stats_.compute_cpu_seconds += ThreadCpuNow() - cpu_start;
+  if (cpu) stats_.compute_cpu_seconds += ThreadCpuNow() - cpu_start;
   ++step_;
   // Memory: every buffer stays allocated for the whole run.
   int64_t params = 0, grads = 0, total = 0;
