@@ -69,6 +69,38 @@ struct Dim {
   // Per source axis (size > 1) and landing block: see BuildTable.
   std::vector<int64_t> digit_of;
 
+  // Nested blocks (every mesh axis a power of two; see NestedFactors): the landing blocks are
+  // 2^shift times finer than the source blocks (finer) or coarser, and every factor above is
+  // a bit test on the block indices instead of a table.
+  bool nested = false;
+  bool finer = true;
+  int shift = 0;
+  int64_t own_have = 0;        // the overlap of a rank's landing block with its own source block
+  int64_t nested_blocks = 1;   // source blocks a landing block meets
+  int64_t free_sends = 1;      // landing blocks per source block, over the landing axes in V
+  int64_t sent_per_block = 0;  // elements a source block gives each landing block it meets
+  // A landing axis in U whose digit a source block's landing blocks fix (wholly or in part):
+  // they match the sender's coordinate c on it when
+  // ((source block >> shift) & mask) == (c >> coord_shift).
+  struct FixedCheck {
+    int axis;
+    int shift;
+    int64_t mask;
+    int coord_shift;
+  };
+  FixedCheck checks[kMaxAxes];
+  int num_checks = 0;
+  // A source axis: the digit every source block a landing block meets shares on it is
+  // (landing block >> shift) & mask, or none (always: the blocks differ along it).
+  struct DigitRule {
+    int axis;
+    int shift;
+    int64_t mask;
+    bool always;
+  };
+  DigitRule digit_rules[kMaxAxes];
+  int num_digit_rules = 0;
+
   int64_t Overlap(int64_t sb, int64_t tb) const {
     return std::max<int64_t>(0, std::min((sb + 1) * bs, (tb + 1) * t) - std::max(sb * bs, tb * t));
   }
@@ -196,6 +228,13 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
   for (int a = 0; a < na; ++a) {
     if (p.axis_size[a] > 1 && (sw[a] || tw[a])) t->axes.push_back(a);
   }
+  // The longest axis last (weight 1): the inner loop below runs along it, and the odometer
+  // between rows costs more than an entry.
+  if (t->axes.size() > 1) {
+    auto longest = std::max_element(t->axes.begin(), t->axes.end(),
+                                    [&p](int a, int b) { return p.axis_size[a] < p.axis_size[b]; });
+    std::rotate(longest, longest + 1, t->axes.end());
+  }
   int64_t size = 1;
   for (int j = static_cast<int>(t->axes.size()) - 1; j >= 0; --j) {
     t->key_weight[t->axes[j]] = size;
@@ -207,7 +246,7 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
   const int64_t into_blocks = g->into_blocks;
   int source_axes[kMaxAxes];
   int num_source_axes = 0;
-  if (with_senders) {
+  if (with_senders && !g->nested) {
     GrowTo(&g->digit_of, static_cast<int64_t>(g->src_terms.size()) * into_blocks);
     for (const auto& [a, w] : g->src_terms) {
       if (p.axis_size[a] <= 1) continue;
@@ -230,6 +269,7 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
   }
   uint32_t all_source_bits = 0;  // once the union has them all, no entry can add to it
   for (int j = 0; j < num_source_axes; ++j) all_source_bits |= 1u << source_axes[j];
+  for (int j = 0; j < g->num_digit_rules; ++j) all_source_bits |= 1u << g->digit_rules[j].axis;
   t->separating_any = 0;
   // The key's last axis (weight 1) in an inner loop that only steps the indices; the others
   // by odometer between rows.
@@ -259,6 +299,40 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
       }
     }
     int64_t si = sidx, ti = tidx, fi = fidx;
+    if (g->nested) {
+      for (int64_t c = 0; c < row; ++c, si += s_step, ti += t_step) {
+        DimTable::Entry& e = entries[base + c];
+        const bool own = g->finer ? (ti >> g->shift) == si : (si >> g->shift) == ti;
+        e.have = own ? g->own_have : 0;
+        e.blocks = g->nested_blocks;
+        if (!with_senders) continue;
+        int64_t sends = g->free_sends;
+        for (int j = 0; j < g->num_checks; ++j) {
+          const Dim::FixedCheck& k = g->checks[j];
+          const int64_t digit = k.axis == inner ? c : coord[k.axis];
+          if (((si >> k.shift) & k.mask) != (digit >> k.coord_shift)) {
+            sends = 0;
+            break;
+          }
+        }
+        e.sends = sends;
+        e.sent = sends * g->sent_per_block;
+        e.separating = 0;
+        if (!separating_per_entry && t->separating_any == all_source_bits) continue;
+        uint32_t separating = 0;
+        for (int j = 0; j < g->num_digit_rules; ++j) {
+          const Dim::DigitRule& r = g->digit_rules[j];
+          const int64_t digit = r.axis == inner ? c : coord[r.axis];
+          if (r.always || ((ti >> r.shift) & r.mask) != digit) separating |= 1u << r.axis;
+        }
+        if (separating_per_entry) {
+          e.separating = separating;
+        } else {
+          t->separating_any |= separating;
+        }
+      }
+      continue;
+    }
     for (int64_t c = 0; c < row; ++c, si += s_step, ti += t_step, fi += f_step) {
       DimTable::Entry& e = entries[base + c];
       e.have = g->Overlap(si, ti);
@@ -280,6 +354,72 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
       } else {
         t->separating_any |= separating;
       }
+    }
+  }
+}
+
+// Whether every mesh axis is a power of two long: then along every dimension the source and
+// landing block counts are powers of two, and so is the ratio of their block sizes.
+bool PowerOfTwoAxes(const Problem& p) {
+  for (int a = 0; a < p.num_axes; ++a) {
+    if (p.axis_size[a] & (p.axis_size[a] - 1)) return false;
+  }
+  return true;
+}
+
+int Log2(int64_t power_of_two) { return __builtin_ctzll(static_cast<uint64_t>(power_of_two)); }
+
+// Dimension g's factors as bit tests (Dim::nested), for blocks 2^shift apart in size: a
+// finer landing block lies in source block (landing >> shift); a coarser one holds source
+// blocks [landing << shift, (landing + 1) << shift). Weights in the block indices are powers
+// of two, so a digit is (index >> log2 weight) & (size - 1).
+void NestedFactors(const Problem& p, uint32_t used_mask, bool with_senders, Dim* g) {
+  g->nested = true;
+  g->finer = g->t <= g->bs;
+  g->shift = g->finer ? Log2(g->bs / g->t) : Log2(g->t / g->bs);
+  g->own_have = std::min(g->bs, g->t);
+  g->nested_blocks = g->finer ? 1 : int64_t{1} << g->shift;
+  g->num_checks = 0;
+  g->num_digit_rules = 0;
+  if (!with_senders) return;
+  const int sh = g->shift;
+  // Sending: the landing blocks a source block meets with the sender's digits on the landing
+  // axes in U. Finer: the 2^shift blocks from (source << shift), whose low `shift` index
+  // bits run over every value: an axis's digit bits below them are free (a factor 2^bits for
+  // an axis in V, exactly one value for an axis in U), those above are the source block's.
+  // Coarser: the one landing block (source >> shift).
+  g->free_sends = 1;
+  g->sent_per_block = g->finer ? g->t : g->bs;
+  for (const auto& [a, w] : g->into_terms) {
+    if (p.axis_size[a] <= 1) continue;
+    const int lw = Log2(w), ls = Log2(p.axis_size[a]);
+    const bool fixed = !(used_mask & (1u << a));
+    if (!g->finer) {
+      if (fixed) g->checks[g->num_checks++] = {a, sh + lw, p.axis_size[a] - 1, 0};
+      continue;
+    }
+    const int low_bits = std::clamp(sh - lw, 0, ls);  // the digit's bits below `shift`
+    if (!fixed) {
+      g->free_sends <<= low_bits;
+    } else if (low_bits < ls) {
+      g->checks[g->num_checks++] = {a, std::max(lw - sh, 0), (int64_t{1} << (ls - low_bits)) - 1,
+                                    low_bits};
+    }
+  }
+  // Separating axes: the source blocks a finer landing block meets are one, (landing >>
+  // shift); a coarser one's share a digit exactly when the axis's weight spans the 2^shift
+  // blocks it holds.
+  for (const auto& [a, w] : g->src_terms) {
+    if (p.axis_size[a] <= 1) continue;
+    const int lw = Log2(w);
+    Dim::DigitRule& r = g->digit_rules[g->num_digit_rules++];
+    r = {a, 0, p.axis_size[a] - 1, false};
+    if (g->finer) {
+      r.shift = sh + lw;
+    } else if (sh <= lw) {
+      r.shift = lw - sh;
+    } else {
+      r.always = true;
     }
   }
 }
@@ -331,6 +471,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     tables_scratch.resize(d);
   }
   std::vector<Dim>& dims = dims_scratch;
+  const bool nested = PowerOfTwoAxes(p);
   int64_t need = 1;         // every landing block has the same volume
   int64_t shard_elems = 1;  // and every source block
   for (int i = 0; i < d; ++i) {
@@ -343,6 +484,13 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     Terms(p, into.dims[i].data(), static_cast<int>(into.dims[i].size()), &g.into_terms);
     const int64_t src_blocks = p.shape[i] / g.bs, into_blocks = p.shape[i] / g.t;
     g.into_blocks = into_blocks;
+    if (nested) {
+      NestedFactors(p, used_mask, with_senders, &g);
+      g.fixed_terms.clear();
+      continue;
+    }
+    g.nested = false;
+    g.num_digit_rules = 0;
     BlocksMet(g.t, g.bs, into_blocks, &g.blocks_met);
     if (with_senders) {
       FloorSteps(0, g.bs, g.t, src_blocks, &g.bx);
@@ -582,6 +730,8 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
 }
 
 }  // namespace
+
+bool HasNestedBlocks(const Problem& p, const State&, const State&) { return PowerOfTwoAxes(p); }
 
 bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
                    Exchange* out, bool with_senders) {

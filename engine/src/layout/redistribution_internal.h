@@ -287,6 +287,11 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
 // receiving side again: for callers that reject most exchanges on their receive counts.
 bool CountExchangeSenders(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
                           Exchange* receiving);
+// Whether CountExchange(p, s, into, ...) takes its nested-blocks path: every mesh axis a
+// power of two long, so along every dimension each block of one state lies inside a block of
+// the other and every per-rank factor is a bit test (no per-block tables). Tests use it to
+// check that both paths are exercised.
+bool HasNestedBlocks(const Problem& p, const State& s, const State& into);
 
 // The counts of the exchange from state `s` (boxes `cur`) into boxes `into_boxes` for the
 // ranks with want[r] != 0: CountExchange when `into` (the state of those boxes, or null) is

@@ -59,6 +59,7 @@ std::string StateString(const State& s) { return s.Key(); }
 
 struct Compared {
   int exchanges = 0, permutes = 0, with_zero = 0;
+  int nested = 0;  // on meshes of power-of-two axes (the count's bit-test path)
 };
 
 // Case c's exchanges in closed form against the pair visits: the source (reductions done,
@@ -94,6 +95,7 @@ void CompareCase(std::mt19937& rng, int index, const redist_test::Case& c, int l
   ++out->exchanges;
   out->permutes += slow.is_permute;
   out->with_zero += p.new_partial_mask != 0;
+  out->nested += redist_internal::HasNestedBlocks(p, src, p.tgt);
   const std::vector<char> all(p.num_ranks, 1);
   for (int k = 0; k < landings; ++k) {
     const State from = RandomState(rng, p);
@@ -109,6 +111,7 @@ void CompareCase(std::mt19937& rng, int index, const redist_test::Case& c, int l
     ASSERT_TRUE(CountExchangeSenders(p, from, into, 0, &completed));
     ExpectSameCounts(slow2, completed, ctx + " (completed) " + StateString(from));
     ++out->exchanges;
+    out->nested += redist_internal::HasNestedBlocks(p, from, into);
     out->permutes += slow2.is_permute;
   }
 }
@@ -122,9 +125,14 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisits) {
         redist_test::RandomCase(rng, /*partial_ok=*/i % 3 == 0, i % 4 == 0 ? 64 : 16, 1 + i % 3),
         /*landings=*/3, &n);
   }
-  std::printf("[ summary  ] %d exchanges compared (%d permutes, %d with new partial sums)\n",
-              n.exchanges, n.permutes, n.with_zero);
+  std::printf(
+      "[ summary  ] %d exchanges compared (%d permutes, %d with new partial sums, %d on "
+      "power-of-two axes)\n",
+      n.exchanges, n.permutes, n.with_zero, n.nested);
   EXPECT_GT(n.exchanges, 8000);
+  // Both paths of the count: tables per block (any axis lengths) and bit tests (powers of two).
+  EXPECT_GT(n.nested, 1000);
+  EXPECT_LT(n.nested, n.exchanges - 1000);
   EXPECT_GT(n.permutes, 100);
   EXPECT_GT(n.with_zero, 50);
 }
@@ -194,6 +202,7 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisitsOnLargeMeshes) {
   }
   std::printf("[ summary  ] %d exchanges compared on 256 and 1024 ranks\n", n.exchanges);
   EXPECT_EQ(n.exchanges, 120);  // every case unified (one mesh)
+  EXPECT_EQ(n.nested, 120);     // power-of-two axes: the bit-test path
 }
 
 }  // namespace
