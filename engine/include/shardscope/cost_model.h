@@ -109,6 +109,13 @@ struct CostModel {
   // Calibrate measures it in-process as the all-reduce of 4 bytes on all devices; 0 (MPI,
   // defaults) = the formulas' latency terms alone. Searches only, like collective_handoff_s.
   double group_sync_s = 0;
+  // In-process devices: the same for a step whose groups are pairs (a 4-byte all-reduce in
+  // pairs, every device at once: devices / 2 groups side by side), seconds. A structured
+  // step runs on its groups' own communicators, so each device thread waits only for the
+  // members of its group: calibrate measured 33-36 us in pairs, 65-74 us in groups of 4 and
+  // 112-124 us on all 8 devices. 0 (older profiles, MPI) = every group pays group_sync_s.
+  // PriceProgram only (GroupSyncSeconds); the searches' floor stays group_sync_s.
+  double pair_sync_s = 0;
 
   // GEMM rate by shape, searches only (MatMul and BatchMatMul are priced per shard shape);
   // empty (defaults, old profiles) = every GEMM at `flops`. Fingerprint ignores it.
@@ -196,6 +203,13 @@ struct CostModel {
   // steps x collective_handoff_s (0 when nothing moves).
   double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
                                int steps = 1, double latency = -1) const;
+
+  // The least a collective step costs in-process whose groups have `group_size` members, every
+  // one of `devices` devices taking part (its groups side by side): pair_sync_s for pairs,
+  // group_sync_s for one group of every device, in between linear in the group size (groups
+  // of 4 of 8 measured about half-way). group_sync_s without pair_sync_s, or when the group
+  // is every device.
+  double GroupSyncSeconds(int64_t group_size, int64_t devices) const;
 
   // The hand-off a collective pays when the ranks arrive from `compute_before` seconds of
   // computation: collective_handoff_s, but no more than that computation. A collective that

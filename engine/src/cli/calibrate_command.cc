@@ -107,6 +107,33 @@ Status MeasureCommunication(Communicator& world, int repeats, CalibrationRound* 
   std::vector<float> t = {static_cast<float>(m->all_reduce_pair_s)};
   SHARDSCOPE_RETURN_IF_ERROR(world.Broadcast(t, 0));
   m->all_reduce_pair_s = t[0];
+  // Every rank in a pair at once (n / 2 pairs): what a redistribution step along one mesh axis
+  // of 2 adds to a training step, its groups running side by side on the shared cores. Timed
+  // between collectives on every rank, as in a program (rank 0's pair alone finishes before
+  // the other pairs are scheduled): k rounds of a pair all-reduce and a world all-reduce
+  // against k world all-reduces, divided by k, the median over the round's runs.
+  if (n > 2 && n % 2 == 0) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto pairs, world.Split(world.rank() / 2, world.rank()));
+    constexpr int k = 10;
+    std::vector<double> extra;
+    for (int r = 0; r < std::max(5, repeats / 5); ++r) {
+      SHARDSCOPE_ASSIGN_OR_RETURN(double each, TimeCollective(world, 1, [&]() -> Status {
+                                    for (int i = 0; i < k; ++i) {
+                                      SHARDSCOPE_RETURN_IF_ERROR(pairs->AllReduce(one, out));
+                                      SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
+                                    }
+                                    return Status::Ok();
+                                  }));
+      SHARDSCOPE_ASSIGN_OR_RETURN(double once, TimeCollective(world, 1, [&]() -> Status {
+                                    for (int i = 0; i < k; ++i)
+                                      SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
+                                    return Status::Ok();
+                                  }));
+      extra.push_back((each - once) / k);
+    }
+    std::sort(extra.begin(), extra.end());
+    m->all_reduce_pairs_s = std::max(0.0, extra[extra.size() / 2]);
+  }
   const size_t per_rank = kGatherBytes / sizeof(float) / static_cast<size_t>(n);
   std::vector<float> part(per_rank, 1.0f), all(per_rank * n);
   SHARDSCOPE_ASSIGN_OR_RETURN(
@@ -365,6 +392,8 @@ int RunCalibrate(const CalibrateOptions& o) {
     // Every device thread takes part in every collective step (the groups of a step run at
     // once on shared cores): none costs less than a tiny collective over all of them.
     c.group_sync_s = m.all_reduce_all_s;
+    // A step in pairs waits for the pair only (its groups run on their own communicators).
+    c.pair_sync_s = m.all_reduce_pairs_s;
     // In-process only: MPI ranks are taken to have a core each, so no phase waits on one core.
     c.long_phase_handoff_s = std::max(0.0, m.interleaved_long_s - m.all_reduce_all_s);
   }
@@ -380,6 +409,8 @@ int RunCalibrate(const CalibrateOptions& o) {
                 spread.low.*field / unit, spread.high.*field / unit);
   };
   row("all-reduce of 4 bytes on 2 ranks", &CalibrationRound::all_reduce_pair_s, 1e-6, "us");
+  row("  in pairs, every rank at once, between collectives", &CalibrationRound::all_reduce_pairs_s,
+      1e-6, "us");
   row(("all-reduce of 4 bytes on " + std::to_string(n) + " ranks").c_str(),
       &CalibrationRound::all_reduce_all_s, 1e-6, "us");
   row(("all-gather of " + std::to_string(kGatherBytes >> 20) + " MB on " + std::to_string(n) +
@@ -409,7 +440,8 @@ int RunCalibrate(const CalibrateOptions& o) {
       "          %.2f us after a long phase),\n"
       "          bandwidth %.2f GB/s,\n"
       "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
-      "          least cost of any collective or exchange (group sync) %.1f us%s\n"
+      "          least cost of any collective or exchange (group sync) %.1f us%s,\n"
+      "          of a collective in pairs %.1f us\n"
       "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n"
       "  Conv2D kernel (im2col + GEMM) GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 "
       "columns "
@@ -417,7 +449,7 @@ int RunCalibrate(const CalibrateOptions& o) {
       c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6,
       c.long_phase_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
       c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "",
-      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "",
+      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "", c.pair_sync_s * 1e6,
       static_cast<long long>(g.base), g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9,
       g.Flops(g.base, 4, g.base) / 1e9, g.Flops(g.base, g.base, 4) / 1e9,
       static_cast<long long>(cg.base), cg.base_flops / 1e9, cg.Flops(4, cg.base, cg.base) / 1e9,
@@ -456,7 +488,7 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "operands filled before the clock starts, over one thread's; 8 threads on 2 cores give\n"
       "about 1.5-2), which the predicted step time divides computation by, and the least any\n"
       "collective costs when every device thread takes part (group_sync_s: a 4-byte\n"
-      "all-reduce on all devices).\n"
+      "all-reduce on all devices; pair_sync_s: the same in pairs, all pairs at once).\n"
       "It measures the MatMul kernel's rate by shape (gemm_rates: rows, depth and columns\n"
       "each swept from 1 to 256; small GEMMs, as a batch of 4 per device makes, run several\n"
       "times slower), at which the searches price MatMul and BatchMatMul shards, and the\n"

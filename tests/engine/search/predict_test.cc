@@ -187,6 +187,31 @@ TEST(Profile, TheOverheadIsPartOfTheGroupSyncNotAddedToIt) {
                    2 * 7 * 3e-6 + 20e-6);
 }
 
+TEST(Profile, AStepInPairsPaysThePairSyncAndLargerGroupsInBetween) {
+  CostModel c;
+  c.group_sync_s = 120e-6;
+  // Older profiles (no pair sync): every group pays the sync of all devices.
+  EXPECT_EQ(c.GroupSyncSeconds(2, 8), 120e-6);
+  c.pair_sync_s = 30e-6;
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 8), 30e-6);
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 60e-6);  // calibrate: groups of 4, 65-74 us
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(8, 8), 120e-6);
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 2), 120e-6);  // a pair is every device
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 4096), 30e-6);
+  // A pair never costs more than all devices together.
+  c.pair_sync_s = 200e-6;
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 8), 120e-6);
+  // Round trip; older profiles read without it.
+  c.pair_sync_s = 33e-6;
+  auto back = CostModelFromJson(CostModelToJson(c), "profile.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->pair_sync_s, c.pair_sync_s);
+  auto old = CostModelFromJson(R"({"group_sync_s": 1e-4})", "old.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->pair_sync_s, 0);
+  EXPECT_FALSE(CostModelFromJson(R"({"pair_sync_s": -1})", "bad.json").ok());
+}
+
 double PredictWithSync(const Graph& forward, double group_sync_s, SearchResult* result) {
   SearchOptions o;
   o.devices = 8;
