@@ -11,8 +11,10 @@
 //   redistributions  every step that moves data of every redistribution the partitioner
 //                    inserted (forward and backward, gradient reductions included): the
 //                    planner's own price of the step (RedistStep::seconds, CostModel) plus the
-//                    searches' per-collective terms (latency raised to group_sync_s, the
-//                    fixed overhead, and the hand-off after computation:
+//                    searches' per-collective terms (latency and the fixed overhead raised
+//                    to the group sync: of the step's groups for a structured collective,
+//                    CostModel::GroupSyncSeconds, of every device for an irregular exchange;
+//                    and the hand-off after computation:
 //                    CostModel::SearchHandoffSeconds of the operator the step follows)
 //
 // There are no other collectives in a program: DistExecutor communicates only in its

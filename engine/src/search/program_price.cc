@@ -26,10 +26,20 @@ Parts PartsOf(const search_internal::SearchOp& op, const OpStrategy& strategy) {
   return parts;
 }
 
+// The least the step costs in-process (CostModel::GroupSyncSeconds): a structured collective
+// runs on its groups' own communicators, so its device threads wait for their group only; an
+// irregular exchange is one AllToAllV over every device (redistribution_executor.cc).
+double StepSync(const CostModel& cm, const RedistPlan& plan, const RedistStep& step,
+                int64_t devices) {
+  if (step.irregular()) return cm.group_sync_s;
+  return cm.GroupSyncSeconds(plan.mesh.GroupSize(step.axes), devices);
+}
+
 // One communicating step as the searches price a collective: the planner's price with its
-// latency terms and the fixed overhead raised to at least group_sync_s, and the hand-off after
-// `compute_before` seconds of computation. With a device mesh, the step's groups travel over
-// the physical axes they span (the planner knows only the operator meshes' axis names).
+// latency terms and the fixed overhead raised to at least the group sync of its groups
+// (StepSync), and the hand-off after `compute_before` seconds of computation. With a device mesh,
+// the step's groups travel over the physical axes they span (the planner knows only the operator
+// meshes' axis names).
 double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistStep& step,
                    double compute_before) {
   if (step.seconds <= 0) return 0.0;
@@ -41,7 +51,9 @@ double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistSte
   double bandwidth = 0;
   if (g.GroupsLink(step.groups, &bandwidth, &latency))
     transfer *= cm.Bandwidth(plan.mesh, step.axes) / bandwidth;
-  return transfer + std::max(messages * latency + cm.collective_overhead_s, cm.group_sync_s) +
+  return transfer +
+         std::max(messages * latency + cm.collective_overhead_s,
+                  StepSync(cm, plan, step, g.options().devices)) +
          cm.SearchHandoffSeconds(compute_before);
 }
 

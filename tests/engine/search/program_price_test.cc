@@ -91,25 +91,33 @@ TEST(ProgramPrice, CountsTheStepsOfSearchedAndBlockSamples) {
   }
 }
 
+// Prices `model_name`'s program (its own strategies and meshes) under `cost` on 8 devices.
+ProgramPrice PriceSample(const std::string& model_name, const CostModel& cost) {
+  auto mf =
+      LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + model_name + ".yaml");
+  EXPECT_TRUE(mf.ok()) << mf.status().message();
+  if (!mf.ok()) return {};
+  ModelGraph model = mf->Build(mf->training().batch).value();
+  PartitionOptions partition;
+  partition.devices = 8;
+  partition.cost = cost;
+  for (const auto& [name, text] : mf->parallel().meshes)
+    partition.meshes[name] = *ParseMeshExpr(text);
+  const std::vector<ValueId> params = model.graph.Parameters();
+  Gradients grads = BuildBackward(model.graph, model.loss, params).value();
+  TrainingValues tv{model.loss, params, grads.grads};
+  DistProgram program = Partition(model.graph, tv, partition).value();
+  SearchOptions search;
+  search.devices = 8;
+  search.cost = cost;
+  search.meshes = partition.meshes;
+  return PriceProgram(model.graph, program, search).value();
+}
+
 // The step prices follow the cost model: a slower link or a group sync raises them, and
 // nothing else changes the computation.
 TEST(ProgramPrice, CommunicationFollowsTheCostModel) {
-  auto mf = LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/ffn.yaml");
-  ASSERT_TRUE(mf.ok()) << mf.status().message();
-  auto price = [&](const CostModel& cost) {
-    ModelGraph model = mf->Build(64).value();
-    PartitionOptions partition;
-    partition.devices = 8;
-    partition.cost = cost;
-    const std::vector<ValueId> params = model.graph.Parameters();
-    Gradients grads = BuildBackward(model.graph, model.loss, params).value();
-    TrainingValues tv{model.loss, params, grads.grads};
-    DistProgram program = Partition(model.graph, tv, partition).value();
-    SearchOptions search;
-    search.devices = 8;
-    search.cost = cost;
-    return PriceProgram(model.graph, program, search).value();
-  };
+  auto price = [](const CostModel& cost) { return PriceSample("ffn", cost); };
   CostModel base;
   CostModel slow = base, synced = base;
   slow.default_bandwidth /= 10;
@@ -119,6 +127,32 @@ TEST(ProgramPrice, CommunicationFollowsTheCostModel) {
   EXPECT_GE(y.communication_seconds, b.communication_steps * 1e-3);
   EXPECT_EQ(s.communication_steps, b.communication_steps);
   EXPECT_EQ(s.operator_seconds, b.operator_seconds);
+}
+
+// A structured step runs on its groups' own communicators: in pairs each device thread waits
+// for one other, so the step costs the pair sync, not the sync of all 8 devices. An irregular
+// exchange is one AllToAllV over every device and keeps the whole group sync. DenseMatMulNet
+// runs 7 steps: reduce-scatter along sp and along dp, the all-gather along sp of
+// grad.loss.dlogits (pairs), a permute, an all-to-all-v and a direct all-reduce (irregular),
+// and the loss's all-reduce on all 8.
+TEST(ProgramPrice, AStepInPairsPaysThePairSyncNotTheWholeGroups) {
+  CostModel whole;
+  whole.latency_s = 1e-9;
+  whole.collective_overhead_s = 0;
+  whole.collective_handoff_s = 0;
+  whole.group_sync_s = 1e-3;  // far above every step's formula price
+  CostModel pairs = whole;
+  pairs.pair_sync_s = 0.1e-3;
+  const ProgramPrice w = PriceSample("dense_matmul_net", whole);
+  const ProgramPrice p = PriceSample("dense_matmul_net", pairs);
+  ASSERT_EQ(w.communication_steps, 7);
+  ASSERT_EQ(p.communication_steps, 7);
+  EXPECT_NEAR(w.communication_seconds, 7e-3, 1e-4);
+  EXPECT_NEAR(w.communication_seconds - p.communication_seconds, 3 * (1e-3 - 0.1e-3), 1e-9);
+  EXPECT_EQ(p.operator_seconds, w.operator_seconds);
+  // Data-parallel LeNet-5 reduces every gradient over all 8 devices: nothing changes.
+  EXPECT_EQ(PriceSample("lenet5", pairs).communication_seconds,
+            PriceSample("lenet5", whole).communication_seconds);
 }
 
 }  // namespace
