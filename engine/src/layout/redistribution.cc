@@ -17,6 +17,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -919,7 +920,8 @@ class Planner {
     Node root;
     root.state = p_.src;
     root.recv.assign(p_.num_ranks, 0);
-    nodes_.push_back(root);
+    nodes_.push_back(std::move(root));
+    const Node& root_node = nodes_.front();
     std::unordered_map<std::string, Score> best_g;
     using Entry = std::pair<Score, int>;
     auto worse = [](const Entry& a, const Entry& b) {
@@ -928,15 +930,15 @@ class Planner {
       return a.second > b.second;
     };
     std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> open(worse);
-    open.push({Add(G(root), H(lb_src_)), 0});
-    best_g[root.state.Key()] = G(root);
+    open.push({Add(G(root_node), H(lb_src_)), 0});
+    best_g[root_node.state.Key()] = G(root_node);
     Candidate best;
     int pops = 0;
     while (!open.empty() && pops < cfg_.max_states) {
       const auto [f, index] = open.top();
       open.pop();
       if (best.node >= 0 && Better(best.score, f) && !Close(best.score.primary, f.primary)) break;
-      const Node node = nodes_[index];  // copy: nodes_ grows below
+      const Node& node = nodes_[index];  // (a deque: stays valid while nodes_ grows below)
       const std::string key = node.state.Key();
       if (auto it = best_g.find(key); it != best_g.end() && Better(it->second, G(node))) continue;
       ++pops;
@@ -1032,7 +1034,7 @@ class Planner {
     return ReduceScatterVExchange(p_, s, boxes, into, want, record);
   }
 
-  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::deque<Node>& nodes() const { return nodes_; }
 
   // cost_.CollectiveSeconds(kind, bytes, p_.mesh, axes) without converting the axes.
   double CollectiveSeconds(CollectiveKind kind, double bytes, const AxisList& axes) const {
@@ -1633,7 +1635,7 @@ class Planner {
   std::vector<RankCoords> samples_;
   mutable std::vector<Landing> landings_;
   mutable std::vector<char> every_rank_;  // Want(i > 0)
-  std::vector<Node> nodes_;
+  std::deque<Node> nodes_;  // a deque: Search holds a node while its children are added
   int explored_ = 0;
 };
 
@@ -1732,7 +1734,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   plan.meshes_unified = p.unified;
   plan.element_bytes = p.elem;
   const int n = p.num_ranks;
-  const std::vector<Node>& nodes = planner.nodes();
+  const std::deque<Node>& nodes = planner.nodes();
   const Landing& landing = planner.landings()[cand.landing];
   auto landing_boxes = [&]() -> const Boxes& { return planner.LandingBoxes(cand.landing); };
   std::vector<int> path;

@@ -300,25 +300,40 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
     }
     int64_t si = sidx, ti = tidx, fi = fidx;
     if (g->nested) {
-      for (int64_t c = 0; c < row; ++c, si += s_step, ti += t_step) {
+      // (Locals: the entries' stores could alias the Dim's fields. No branch on `own`: it
+      // alternates along the row.)
+      const int shift = g->shift;
+      const int64_t own_have = g->own_have, blocks = g->nested_blocks;
+      const bool finer = g->finer;
+      // A rank keeps part of its block when (outer >> shift) == inner: the landing block
+      // inside the source block, or the source block inside the landing block.
+      int64_t outer_index = finer ? ti : si, inner_index = finer ? si : ti;
+      const int64_t outer_step = finer ? t_step : s_step, inner_step = finer ? s_step : t_step;
+      if (!with_senders) {
+        for (int64_t c = 0; c < row; ++c, outer_index += outer_step, inner_index += inner_step) {
+          DimTable::Entry& e = entries[base + c];
+          e.have = own_have & -static_cast<int64_t>((outer_index >> shift) == inner_index);
+          e.blocks = blocks;
+        }
+        continue;
+      }
+      const int64_t free_sends = g->free_sends, sent_per_block = g->sent_per_block;
+      uint32_t separating_any = t->separating_any;
+      for (int64_t c = 0; c < row;
+           ++c, si += s_step, ti += t_step, outer_index += outer_step, inner_index += inner_step) {
         DimTable::Entry& e = entries[base + c];
-        const bool own = g->finer ? (ti >> g->shift) == si : (si >> g->shift) == ti;
-        e.have = own ? g->own_have : 0;
-        e.blocks = g->nested_blocks;
-        if (!with_senders) continue;
-        int64_t sends = g->free_sends;
+        e.have = own_have & -static_cast<int64_t>((outer_index >> shift) == inner_index);
+        e.blocks = blocks;
+        int64_t sends = free_sends;
         for (int j = 0; j < g->num_checks; ++j) {
           const Dim::FixedCheck& k = g->checks[j];
           const int64_t digit = k.axis == inner ? c : coord[k.axis];
-          if (((si >> k.shift) & k.mask) != (digit >> k.coord_shift)) {
-            sends = 0;
-            break;
-          }
+          sends &= -static_cast<int64_t>(((si >> k.shift) & k.mask) == (digit >> k.coord_shift));
         }
         e.sends = sends;
-        e.sent = sends * g->sent_per_block;
+        e.sent = sends * sent_per_block;
         e.separating = 0;
-        if (!separating_per_entry && t->separating_any == all_source_bits) continue;
+        if (!separating_per_entry && separating_any == all_source_bits) continue;
         uint32_t separating = 0;
         for (int j = 0; j < g->num_digit_rules; ++j) {
           const Dim::DigitRule& r = g->digit_rules[j];
@@ -328,9 +343,10 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
         if (separating_per_entry) {
           e.separating = separating;
         } else {
-          t->separating_any |= separating;
+          separating_any |= separating;
         }
       }
+      t->separating_any = separating_any;
       continue;
     }
     for (int64_t c = 0; c < row; ++c, si += s_step, ti += t_step, fi += f_step) {
@@ -422,6 +438,14 @@ void NestedFactors(const Problem& p, uint32_t used_mask, bool with_senders, Dim*
       r.always = true;
     }
   }
+}
+
+// The elements a rank keeps when its landing block meets its own source block in every
+// dimension (nested blocks).
+int64_t NestedOwnHave(const std::vector<Dim>& dims, int d) {
+  int64_t have = 1;
+  for (int i = 0; i < d; ++i) have *= dims[i].own_have;
+  return have;
 }
 
 // The number of blocks a dimension split along `axes` has.
@@ -601,6 +625,36 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   int64_t* recv = with_receivers ? ex.recv.data() : nullptr;
   const int64_t* recv_before = with_receivers ? nullptr : ex.recv.data();
   int64_t* sent = ex.sent.data();
+  // A row of ranks along z (from grid position `pos`): the entries of z's dimensions at its
+  // first rank, their strides along z, and its ranks.
+  struct ZRow {
+    const DimTable::Entry *e0, *e1;
+    int64_t w0, w1;
+    const int* ranks;
+  };
+  auto z_row = [&](const int64_t* key, int64_t pos) {
+    ZRow row;
+    row.e0 = num_z_dims > 0 ? &tables[z_dims[0]].entries[key[z_dims[0]]] : &unit;
+    row.e1 = num_z_dims > 1 ? &tables[z_dims[1]].entries[key[z_dims[1]]] : &unit;
+    row.w0 = num_z_dims > 0 ? z_weights[0] : 0;
+    row.w1 = num_z_dims > 1 ? z_weights[1] : 0;
+    row.ranks = p.rank_of_pos.data() + pos;
+    return row;
+  };
+  // The next row of ranks along z: an odometer over the other axes (c: their coordinates).
+  auto next_row = [&](int64_t* c, int64_t* key, int64_t* pos) {
+    for (int a = na - 1; a >= 0; --a) {
+      if (a == z) continue;
+      if (++c[a] < p.axis_size[a]) {
+        tables_move(a, 1, key);
+        *pos += p.pos_stride[a];
+        return;
+      }
+      tables_move(a, -(c[a] - 1), key);
+      *pos -= (c[a] - 1) * p.pos_stride[a];
+      c[a] = 0;
+    }
+  };
   // The walk, instantiated per case so that the common one (every rank wants, both sides)
   // tests nothing per rank but its counts.
   auto walk = [&](auto zero, auto receive, auto send) {
@@ -610,19 +664,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     int64_t pos = 0;
     const int64_t outer = n / z_size;
     for (int64_t o = 0; o < outer; ++o) {
-      if (o > 0) {  // odometer over the axes but z
-        for (int a = na - 1; a >= 0; --a) {
-          if (a == z) continue;
-          if (++c[a] < p.axis_size[a]) {
-            tables_move(a, 1, key);
-            pos += p.pos_stride[a];
-            break;
-          }
-          tables_move(a, -(c[a] - 1), key);
-          pos -= (c[a] - 1) * p.pos_stride[a];
-          c[a] = 0;
-        }
-      }
+      if (o > 0) next_row(c, key, &pos);
       bool wants_outer = true, receivers_outer = true;
       if constexpr (kZero) {
         for (uint32_t m = zero_mask & ~z_bit; m; m &= m - 1)
@@ -638,17 +680,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         if (i == z_dims[0] || i == z_dims[1]) continue;
         rest.Multiply(tables[i].entries[key[i]], kSend);
       }
-      const DimTable::Entry* e0 =
-          num_z_dims > 0 ? &tables[z_dims[0]].entries[key[z_dims[0]]] : &unit;
-      const DimTable::Entry* e1 =
-          num_z_dims > 1 ? &tables[z_dims[1]].entries[key[z_dims[1]]] : &unit;
-      const int64_t w0 = num_z_dims > 0 ? z_weights[0] : 0;
-      const int64_t w1 = num_z_dims > 1 ? z_weights[1] : 0;
-      const int* ranks = p.rank_of_pos.data() + pos;
+      const ZRow row = z_row(key, pos);
       for (int64_t cz = 0; cz < z_size; ++cz) {
-        const DimTable::Entry& x0 = e0[cz * w0];
-        const DimTable::Entry& x1 = e1[cz * w1];
-        const int r = ranks[cz * z_pos_stride];
+        const DimTable::Entry& x0 = row.e0[cz * row.w0];
+        const DimTable::Entry& x1 = row.e1[cz * row.w1];
+        const int r = row.ranks[cz * z_pos_stride];
         bool wants = true, receivers = true;
         if constexpr (kZero) {
           wants = wants_outer && (cz == 0 || !(zero_mask & z_bit));
@@ -692,9 +728,73 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       }
     }
   };
+  // The same for nested blocks when every rank wants: a rank's landing block meets
+  // `all_blocks` source blocks, its own among them exactly when its `have` is not 0, and it
+  // sends its sender count times `sent_per_block` elements less what it keeps; so the walk
+  // only multiplies the `have` and `sends` entries, without a branch, and the receiving
+  // totals follow from how many ranks keep part of their block.
+  auto nested_walk = [&](auto receive, auto send) {
+    constexpr bool kReceive = decltype(receive)::value, kSend = decltype(send)::value;
+    int64_t all_blocks = 1, sent_per_block = 1;
+    for (int i = 0; i < d; ++i) {
+      all_blocks *= dims[i].nested_blocks;
+      sent_per_block *= dims[i].sent_per_block;
+    }
+    const int64_t keeper_bytes = all_blocks > 1 ? (need - NestedOwnHave(dims, d)) * p.elem : 0;
+    const int64_t lacking_bytes = need * p.elem, kept_bytes = lacking_bytes - keeper_bytes;
+    int64_t keepers = 0, max_sent = 0, send_peers = 0;
+    int64_t key[kMaxAxes] = {}, c[kMaxAxes] = {};
+    int64_t pos = 0;
+    const int64_t outer = n / z_size;
+    for (int64_t o = 0; o < outer; ++o) {
+      if (o > 0) next_row(c, key, &pos);
+      int64_t rest_have = 1, rest_sends = free_factor;
+      for (int i = 0; i < d; ++i) {
+        if (i == z_dims[0] || i == z_dims[1]) continue;
+        const DimTable::Entry& e = tables[i].entries[key[i]];
+        rest_have *= e.have;
+        if constexpr (kSend) rest_sends *= e.sends;
+      }
+      const ZRow row = z_row(key, pos);
+      for (int64_t cz = 0; cz < z_size; ++cz) {
+        const DimTable::Entry& x0 = row.e0[cz * row.w0];
+        const DimTable::Entry& x1 = row.e1[cz * row.w1];
+        const int r = row.ranks[cz * z_pos_stride];
+        const int64_t have = rest_have * x0.have * x1.have;
+        const int64_t keeps = have != 0;
+        if constexpr (kReceive) {
+          recv[r] = lacking_bytes - (kept_bytes & -keeps);  // (no branch: `keeps` alternates)
+          keepers += keeps;
+        }
+        if constexpr (kSend) {
+          const int64_t senders = rest_sends * x0.sends * x1.sends;
+          sent[r] = (senders * sent_per_block - have) * p.elem;
+          max_sent = std::max(max_sent, sent[r]);
+          send_peers = std::max(send_peers, senders - keeps);
+        }
+      }
+    }
+    if constexpr (kReceive) {
+      // Ranks that keep part of their block receive from all_blocks - 1 peers, the others
+      // from all_blocks (their whole block).
+      const bool some_lack = keepers < n;
+      totals.transfers = n * all_blocks - keepers;
+      totals.recv_peers = some_lack ? all_blocks : (all_blocks > 1 ? all_blocks - 1 : 0);
+      totals.max_recv = some_lack ? lacking_bytes : keeper_bytes;
+      totals.receiver_has_own = all_blocks > 1 && keepers > 0;
+    }
+    if constexpr (kSend) {
+      totals.max_sent = max_sent;
+      totals.send_peers = send_peers;
+    }
+  };
   using Yes = std::true_type;
   using No = std::false_type;
-  if (zero_mask) {
+  if (nested && !zero_mask) {
+    if (part == CountPart::kBoth) nested_walk(Yes{}, Yes{});
+    if (part == CountPart::kReceiving) nested_walk(Yes{}, No{});
+    if (part == CountPart::kSending) nested_walk(No{}, Yes{});
+  } else if (zero_mask) {
     if (part == CountPart::kBoth) walk(Yes{}, Yes{}, Yes{});
     if (part == CountPart::kReceiving) walk(Yes{}, Yes{}, No{});
     if (part == CountPart::kSending) walk(Yes{}, No{}, Yes{});
