@@ -1014,6 +1014,28 @@ class Planner {
     }
     return ex;
   }
+  // The same, receiving side, for an exchange that keeps the plan within the bound only if
+  // every rank r receives at most lb_src_[r] + tolerance - used[r] - more[r] - uniform bytes:
+  // *exceeds when some rank would (found on nested blocks, where the count stops there; the
+  // caller checks the bound itself otherwise).
+  std::optional<Exchange> CountedExchangeIntoWithin(const State& s, size_t i,
+                                                    const std::vector<int64_t>& used,
+                                                    const std::vector<int64_t>* more,
+                                                    int64_t uniform, bool* exceeds) const {
+    *exceeds = false;
+    if (!p_.has_target_state) return std::nullopt;
+    redist_internal::RecvCap cap;
+    cap.bound = lb_src_.data();
+    cap.used = used.data();
+    cap.more = more ? more->data() : nullptr;
+    cap.slack = cfg_.tolerance - uniform;
+    Exchange ex;
+    if (!redist_internal::CountExchangeReceivingWithin(
+            p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, cap, &ex, exceeds)) {
+      return std::nullopt;
+    }
+    return ex;
+  }
   void CompleteExchangeInto(const State& s, size_t i, Exchange* receiving) const {
     const bool covered = redist_internal::CountExchangeSenders(
         p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, receiving);
@@ -1202,6 +1224,11 @@ class Planner {
           counted = std::move(source_into_target_);
           source_into_target_.reset();
           within_bound = node.steps == 0;
+        } else if (cfg_.tight) {
+          bool exceeds = false;
+          counted = CountedExchangeIntoWithin(node.state, i, node.recv, nullptr, l.recv, &exceeds);
+          if (exceeds) continue;  // the bound is out of reach through this landing
+          complete = false;
         } else {
           counted = CountedExchangeInto(node.state, i, /*with_senders=*/false);
           complete = false;
@@ -1538,14 +1565,6 @@ class Planner {
         moved = std::move(ex);
       }
     }
-    std::vector<int64_t> lb;
-    if (p_.has_target_state && next.reduce_mask == 0) {
-      Exchange to_target;
-      if (redist_internal::CountExchange(p_, next, p_.tgt, p_.new_partial_mask, &to_target,
-                                         /*with_senders=*/false)) {
-        lb = std::move(to_target.recv);
-      }
-    }
     std::shared_ptr<const Boxes> owned;
     auto boxes = [&]() -> const Boxes& {
       if (next_boxes) return next_boxes->all();
@@ -1580,6 +1599,20 @@ class Planner {
         }
         break;
       }
+    }
+    // The bound from `next`: the receiving side of its exchange into the target (in a tight
+    // search, stopped at the first rank the child would take over the bound).
+    std::vector<int64_t> lb;
+    if (p_.has_target_state && next.reduce_mask == 0) {
+      std::optional<Exchange> to_target;
+      if (cfg_.tight) {
+        bool exceeds = false;
+        to_target = CountedExchangeIntoWithin(next, 0, node.recv, &step_recv, 0, &exceeds);
+        if (exceeds) return;
+      } else {
+        to_target = CountedExchangeInto(next, 0, /*with_senders=*/false);
+      }
+      if (to_target) lb = std::move(to_target->recv);
     }
     if (lb.empty()) lb = redist_internal::LowerBound(p_, next, boxes());
     Node child;

@@ -459,8 +459,10 @@ int64_t BlocksAlong(const Problem& p, const AxisList& axes) {
 // of an exchange whose receiving side an earlier call counted (same arguments).
 enum class CountPart { kBoth, kReceiving, kSending };
 
+// cap (receiving only, or null): the nested walk stops at the first rank that receives more
+// than the cap allows and sets *exceeds (`out` is then incomplete).
 bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_mask, CountPart part,
-           Exchange* out) {
+           Exchange* out, const RecvCap* cap = nullptr, bool* exceeds = nullptr) {
   const bool with_receivers = part != CountPart::kSending;
   const bool with_senders = part != CountPart::kReceiving;
   const int d = p.num_dims;
@@ -765,6 +767,13 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         if constexpr (kReceive) {
           recv[r] = lacking_bytes - (kept_bytes & -keeps);  // (no branch: `keeps` alternates)
           keepers += keeps;
+          if constexpr (!kSend) {
+            if (cap && recv[r] + cap->used[r] + (cap->more ? cap->more[r] : 0) >
+                           cap->bound[r] + cap->slack) {
+              *exceeds = true;
+              return;
+            }
+          }
         }
         if constexpr (kSend) {
           const int64_t senders = rest_sends * x0.sends * x1.sends;
@@ -790,6 +799,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   };
   using Yes = std::true_type;
   using No = std::false_type;
+  if (cap) *exceeds = false;
   if (nested && !zero_mask) {
     if (part == CountPart::kBoth) nested_walk(Yes{}, Yes{});
     if (part == CountPart::kReceiving) nested_walk(Yes{}, No{});
@@ -803,6 +813,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     if (part == CountPart::kReceiving) walk(No{}, Yes{}, No{});
     if (part == CountPart::kSending) walk(No{}, No{}, Yes{});
   }
+  if (cap && *exceeds) return true;
   if (with_receivers) {
     ex.num_transfers = totals.transfers;
     ex.max_recv_peers = totals.recv_peers;
@@ -841,6 +852,12 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
 bool CountExchangeSenders(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
                           Exchange* receiving) {
   return Count(p, s, into, zero_mask, CountPart::kSending, receiving);
+}
+
+bool CountExchangeReceivingWithin(const Problem& p, const State& s, const State& into,
+                                  uint32_t zero_mask, const RecvCap& cap, Exchange* out,
+                                  bool* exceeds) {
+  return Count(p, s, into, zero_mask, CountPart::kReceiving, out, &cap, exceeds);
 }
 
 }  // namespace shardscope::redist_internal

@@ -287,6 +287,22 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
 // receiving side again: for callers that reject most exchanges on their receive counts.
 bool CountExchangeSenders(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
                           Exchange* receiving);
+// What a rank r may receive: used[r] + more[r] (more may be null) + its receive count must
+// stay within bound[r] + slack (arrays of one entry per rank).
+struct RecvCap {
+  const int64_t* bound = nullptr;
+  const int64_t* used = nullptr;
+  const int64_t* more = nullptr;
+  int64_t slack = 0;
+};
+// CountExchange's receiving side (with_senders = false) for a caller that rejects the exchange
+// when some rank exceeds `cap`: on nested blocks (HasNestedBlocks) without new partial sums the
+// count stops at the first such rank and sets *exceeds (`out` is then incomplete); otherwise
+// *exceeds is false and `out` is CountExchange's, which the caller checks itself. False as
+// CountExchange.
+bool CountExchangeReceivingWithin(const Problem& p, const State& s, const State& into,
+                                  uint32_t zero_mask, const RecvCap& cap, Exchange* out,
+                                  bool* exceeds);
 // Whether CountExchange(p, s, into, ...) takes its nested-blocks path: every mesh axis a
 // power of two long, so along every dimension each block of one state lies inside a block of
 // the other and every per-rank factor is a bit test (no per-block tables). Tests use it to

@@ -137,6 +137,59 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisits) {
   EXPECT_GT(n.with_zero, 50);
 }
 
+// The receiving count with a cap (the search's bound check): on nested blocks it reports
+// exactly whether some rank receives more than its cap allows, and when none does its counts
+// are the whole receiving side; elsewhere it never reports and counts in full.
+TEST(RedistributionCountTest, ACappedCountFindsTheRanksOverTheirCap) {
+  std::mt19937 rng(77);
+  int reported = 0, within = 0;
+  for (int i = 0; i < 1500 && !HasFailure(); ++i) {
+    const redist_test::Case c = redist_test::RandomCase(rng, /*partial_ok=*/false, 64, 1 + i % 3);
+    Result<Problem> pr = redist_internal::MakeProblem(c.from, c.to, 4);
+    ASSERT_TRUE(pr.ok()) << pr.status().message();
+    const Problem& p = *pr;
+    if (!p.unified || p.src.reduce_mask) continue;
+    const State from = RandomState(rng, p);
+    Exchange full;
+    ASSERT_TRUE(CountExchange(p, from, p.tgt, p.new_partial_mask, &full, /*with_senders=*/false));
+    // Caps around the counts: some ranks just within, some just over (one time in three none).
+    std::vector<int64_t> bound(p.num_ranks), used(p.num_ranks), more(p.num_ranks);
+    const bool none_over = i % 3 == 0;
+    bool over = false;
+    for (int r = 0; r < p.num_ranks; ++r) {
+      used[r] = std::uniform_int_distribution<int64_t>(0, 64)(rng);
+      more[r] = std::uniform_int_distribution<int64_t>(0, 64)(rng);
+      const bool rank_over = !none_over && std::bernoulli_distribution(0.05)(rng);
+      bound[r] = full.recv[r] + used[r] + more[r] - (rank_over ? 1 : 0);
+      over |= rank_over;
+    }
+    redist_internal::RecvCap cap;
+    cap.bound = bound.data();
+    cap.used = used.data();
+    cap.more = more.data();
+    Exchange capped;
+    bool exceeds = true;
+    ASSERT_TRUE(redist_internal::CountExchangeReceivingWithin(p, from, p.tgt, p.new_partial_mask,
+                                                              cap, &capped, &exceeds));
+    const std::string ctx = c.from.DebugString() + " -> " + c.to.DebugString();
+    if (redist_internal::HasNestedBlocks(p, from, p.tgt) && p.new_partial_mask == 0) {
+      EXPECT_EQ(exceeds, over) << ctx;
+    } else {
+      EXPECT_FALSE(exceeds) << ctx;
+    }
+    if (!exceeds) {
+      EXPECT_EQ(capped.recv, full.recv) << ctx;
+      EXPECT_EQ(capped.max_recv, full.max_recv) << ctx;
+      EXPECT_EQ(capped.max_recv_peers, full.max_recv_peers) << ctx;
+      EXPECT_EQ(capped.num_transfers, full.num_transfers) << ctx;
+    }
+    reported += exceeds;
+    within += !exceeds && over == false;
+  }
+  EXPECT_GT(reported, 100);
+  EXPECT_GT(within, 100);
+}
+
 // Pending reductions are not covered: the caller keeps the pair visits.
 TEST(RedistributionCountTest, RefusesPendingReductions) {
   const DeviceMesh m = redist_test::MakeMesh({2, 2}, {"a", "b"});
