@@ -559,8 +559,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   // Per dimension, a table over the coordinates of the axes indexing its blocks in s or x:
   // the dimension's factor of every per-rank count (a rank's counts are products of one entry
   // per dimension), so the walk over the ranks only looks entries up.
+  // The receiving side alone on nested blocks, every rank wanting, needs no tables: the walk
+  // follows each dimension's block indices themselves (see direct_walk).
+  const bool direct = nested && !zero_mask && part == CountPart::kReceiving;
   std::vector<DimTable>& tables = tables_scratch;
-  for (int i = 0; i < d; ++i) {
+  for (int i = 0; i < d && !direct; ++i) {
     BuildTable(p, with_senders, /*separating_per_entry=*/zero_mask != 0, &dims[i], &tables[i]);
   }
 
@@ -591,7 +594,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   int z_dims[2] = {-1, -1};
   int64_t z_weights[2] = {0, 0};
   int num_z_dims = 0;
-  for (int i = 0; i < d; ++i) {
+  for (int i = 0; i < d && !direct; ++i) {
     const int64_t w = z >= 0 ? tables[i].WeightOf(z) : -1;
     if (w < 0) continue;
     z_dims[num_z_dims] = i;
@@ -605,12 +608,26 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     int64_t weight[2];
   };
   KeyMove key_moves[kMaxAxes];
-  for (int i = 0; i < d; ++i) {
+  for (int i = 0; i < d && !direct; ++i) {
     for (int a : tables[i].axes) {
       KeyMove& km = key_moves[a];
       km.dim[km.count] = i;
       km.weight[km.count] = tables[i].key_weight[a];
       ++km.count;
+    }
+  }
+  // (direct: the "keys" are dimension i's source block index at i and landing block index at
+  // d + i; an axis moves the one it splits in s and the one in x.)
+  for (int i = 0; i < d && direct; ++i) {
+    for (const auto& [a, w] : dims[i].src_terms) {
+      KeyMove& km = key_moves[a];
+      km.dim[km.count] = i;
+      km.weight[km.count++] = w;
+    }
+    for (const auto& [a, w] : dims[i].into_terms) {
+      KeyMove& km = key_moves[a];
+      km.dim[km.count] = d + i;
+      km.weight[km.count++] = w;
     }
   }
   auto tables_move = [&key_moves](int a, int64_t delta, int64_t* keys) {
@@ -730,20 +747,40 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       }
     }
   };
-  // The same for nested blocks when every rank wants: a rank's landing block meets
-  // `all_blocks` source blocks, its own among them exactly when its `have` is not 0, and it
-  // sends its sender count times `sent_per_block` elements less what it keeps; so the walk
-  // only multiplies the `have` and `sends` entries, without a branch, and the receiving
-  // totals follow from how many ranks keep part of their block.
+  // Nested blocks, every rank wanting: a rank's landing block meets `all_blocks` source
+  // blocks, its own among them exactly when it keeps part of it; it then receives
+  // keeper_bytes, else lacking_bytes (its whole block).
+  struct NestedReceiving {
+    int64_t all_blocks = 1, keeper_bytes = 0, lacking_bytes = 0, kept_bytes = 0;
+  };
+  auto nested_receiving = [&]() {
+    NestedReceiving nr;
+    for (int i = 0; i < d; ++i) nr.all_blocks *= dims[i].nested_blocks;
+    nr.keeper_bytes = nr.all_blocks > 1 ? (need - NestedOwnHave(dims, d)) * p.elem : 0;
+    nr.lacking_bytes = need * p.elem;
+    nr.kept_bytes = nr.lacking_bytes - nr.keeper_bytes;
+    return nr;
+  };
+  // The receiving totals from how many ranks keep part of their block.
+  auto receiving_totals = [&](const NestedReceiving& nr, int64_t keepers) {
+    const bool some_lack = keepers < n;
+    totals.transfers = n * nr.all_blocks - keepers;
+    totals.recv_peers = some_lack ? nr.all_blocks : (nr.all_blocks > 1 ? nr.all_blocks - 1 : 0);
+    totals.max_recv = some_lack ? nr.lacking_bytes : nr.keeper_bytes;
+    totals.receiver_has_own = nr.all_blocks > 1 && keepers > 0;
+  };
+  auto over_cap = [&](int r) {
+    return cap &&
+           recv[r] + cap->used[r] + (cap->more ? cap->more[r] : 0) > cap->bound[r] + cap->slack;
+  };
+  // The walk for nested blocks when every rank wants: a rank keeps part of its block when its
+  // `have` is not 0, and sends its sender count times `sent_per_block` elements less what it
+  // keeps; so the walk only multiplies the `have` and `sends` entries, without a branch.
   auto nested_walk = [&](auto receive, auto send) {
     constexpr bool kReceive = decltype(receive)::value, kSend = decltype(send)::value;
-    int64_t all_blocks = 1, sent_per_block = 1;
-    for (int i = 0; i < d; ++i) {
-      all_blocks *= dims[i].nested_blocks;
-      sent_per_block *= dims[i].sent_per_block;
-    }
-    const int64_t keeper_bytes = all_blocks > 1 ? (need - NestedOwnHave(dims, d)) * p.elem : 0;
-    const int64_t lacking_bytes = need * p.elem, kept_bytes = lacking_bytes - keeper_bytes;
+    const NestedReceiving nr = nested_receiving();
+    int64_t sent_per_block = 1;
+    for (int i = 0; i < d; ++i) sent_per_block *= dims[i].sent_per_block;
     int64_t keepers = 0, max_sent = 0, send_peers = 0;
     int64_t key[kMaxAxes] = {}, c[kMaxAxes] = {};
     int64_t pos = 0;
@@ -765,11 +802,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         const int64_t have = rest_have * x0.have * x1.have;
         const int64_t keeps = have != 0;
         if constexpr (kReceive) {
-          recv[r] = lacking_bytes - (kept_bytes & -keeps);  // (no branch: `keeps` alternates)
+          // (No branch: `keeps` alternates.)
+          recv[r] = nr.lacking_bytes - (nr.kept_bytes & -keeps);
           keepers += keeps;
           if constexpr (!kSend) {
-            if (cap && recv[r] + cap->used[r] + (cap->more ? cap->more[r] : 0) >
-                           cap->bound[r] + cap->slack) {
+            if (over_cap(r)) {
               *exceeds = true;
               return;
             }
@@ -783,24 +820,80 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         }
       }
     }
-    if constexpr (kReceive) {
-      // Ranks that keep part of their block receive from all_blocks - 1 peers, the others
-      // from all_blocks (their whole block).
-      const bool some_lack = keepers < n;
-      totals.transfers = n * all_blocks - keepers;
-      totals.recv_peers = some_lack ? all_blocks : (all_blocks > 1 ? all_blocks - 1 : 0);
-      totals.max_recv = some_lack ? lacking_bytes : keeper_bytes;
-      totals.receiver_has_own = all_blocks > 1 && keepers > 0;
-    }
+    if constexpr (kReceive) receiving_totals(nr, keepers);
     if constexpr (kSend) {
       totals.max_sent = max_sent;
       totals.send_peers = send_peers;
     }
   };
+  // The receiving side without tables (direct): a rank keeps part of its landing block when
+  // in every dimension (outer index >> shift) == inner index (Dim::nested); along z only the
+  // indices z splits move.
+  auto direct_walk = [&]() {
+    const NestedReceiving nr = nested_receiving();
+    // The outer and inner index of dimension i among the keys.
+    auto outer_key = [&](int i) { return dims[i].finer ? d + i : i; };
+    auto inner_key = [&](int i) { return dims[i].finer ? i : d + i; };
+    // The (at most two) dimensions z splits, with their index steps along z; a unit one
+    // (indices 0, steps 0: always keeps) fills the pair.
+    struct Along {
+      int dim = -1;
+      int shift = 0;
+      int64_t outer_step = 0, inner_step = 0;
+    } along[2];
+    int num_along = 0;
+    bool z_moves[kMaxAxes] = {};
+    if (z >= 0) {
+      const KeyMove& km = key_moves[z];
+      for (int j = 0; j < km.count; ++j) {
+        const int i = km.dim[j] % d;
+        z_moves[i] = true;
+        int k = 0;
+        while (k < num_along && along[k].dim != i) ++k;
+        if (k == num_along) {
+          along[num_along++] = {i, dims[i].shift, 0, 0};
+        }
+        (km.dim[j] == outer_key(i) ? along[k].outer_step : along[k].inner_step) += km.weight[j];
+      }
+    }
+    int64_t keepers = 0;
+    int64_t key[2 * kMaxAxes] = {}, c[kMaxAxes] = {};
+    int64_t pos = 0;
+    const int64_t outer = n / z_size;
+    for (int64_t o = 0; o < outer; ++o) {
+      if (o > 0) next_row(c, key, &pos);
+      int64_t rest_keeps = 1;
+      for (int i = 0; i < d; ++i) {
+        if (!z_moves[i]) rest_keeps &= (key[outer_key(i)] >> dims[i].shift) == key[inner_key(i)];
+      }
+      int64_t o0 = 0, i0 = 0, o1 = 0, i1 = 0;
+      if (num_along > 0) o0 = key[outer_key(along[0].dim)], i0 = key[inner_key(along[0].dim)];
+      if (num_along > 1) o1 = key[outer_key(along[1].dim)], i1 = key[inner_key(along[1].dim)];
+      const int s0 = along[0].shift, s1 = along[1].shift;
+      const int* ranks = p.rank_of_pos.data() + pos;
+      for (int64_t cz = 0; cz < z_size; ++cz) {
+        const int r = ranks[cz * z_pos_stride];
+        const int64_t keeps = rest_keeps & ((o0 >> s0) == i0) & ((o1 >> s1) == i1);
+        recv[r] = nr.lacking_bytes - (nr.kept_bytes & -keeps);
+        keepers += keeps;
+        if (over_cap(r)) {
+          *exceeds = true;
+          return;
+        }
+        o0 += along[0].outer_step;
+        i0 += along[0].inner_step;
+        o1 += along[1].outer_step;
+        i1 += along[1].inner_step;
+      }
+    }
+    receiving_totals(nr, keepers);
+  };
   using Yes = std::true_type;
   using No = std::false_type;
   if (cap) *exceeds = false;
-  if (nested && !zero_mask) {
+  if (direct) {
+    direct_walk();
+  } else if (nested && !zero_mask) {
     if (part == CountPart::kBoth) nested_walk(Yes{}, Yes{});
     if (part == CountPart::kReceiving) nested_walk(Yes{}, No{});
     if (part == CountPart::kSending) nested_walk(No{}, Yes{});
