@@ -559,9 +559,9 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   // Per dimension, a table over the coordinates of the axes indexing its blocks in s or x:
   // the dimension's factor of every per-rank count (a rank's counts are products of one entry
   // per dimension), so the walk over the ranks only looks entries up.
-  // The receiving side alone on nested blocks, every rank wanting, needs no tables: the walk
+  // The receiving side alone on nested blocks needs no tables: the walk
   // follows each dimension's block indices themselves (see direct_walk).
-  const bool direct = nested && !zero_mask && part == CountPart::kReceiving;
+  const bool direct = nested && part == CountPart::kReceiving;
   std::vector<DimTable>& tables = tables_scratch;
   for (int i = 0; i < d && !direct; ++i) {
     BuildTable(p, with_senders, /*separating_per_entry=*/zero_mask != 0, &dims[i], &tables[i]);
@@ -762,9 +762,10 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     return nr;
   };
   // The receiving totals from how many ranks keep part of their block.
-  auto receiving_totals = [&](const NestedReceiving& nr, int64_t keepers) {
-    const bool some_lack = keepers < n;
-    totals.transfers = n * nr.all_blocks - keepers;
+  // (Over the `wanting` ranks: every rank without new partial sums.)
+  auto receiving_totals = [&](const NestedReceiving& nr, int64_t keepers, int64_t wanting) {
+    const bool some_lack = keepers < wanting;
+    totals.transfers = wanting * nr.all_blocks - keepers;
     totals.recv_peers = some_lack ? nr.all_blocks : (nr.all_blocks > 1 ? nr.all_blocks - 1 : 0);
     totals.max_recv = some_lack ? nr.lacking_bytes : nr.keeper_bytes;
     totals.receiver_has_own = nr.all_blocks > 1 && keepers > 0;
@@ -820,7 +821,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         }
       }
     }
-    if constexpr (kReceive) receiving_totals(nr, keepers);
+    if constexpr (kReceive) receiving_totals(nr, keepers, n);
     if constexpr (kSend) {
       totals.max_sent = max_sent;
       totals.send_peers = send_peers;
@@ -856,12 +857,16 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         (km.dim[j] == outer_key(i) ? along[k].outer_step : along[k].inner_step) += km.weight[j];
       }
     }
-    int64_t keepers = 0;
+    // Wanting ranks (new partial sums): coordinate 0 on the axes of zero_mask.
+    const int64_t z_zero = (zero_mask & z_bit) ? 1 : 0;
+    int64_t keepers = 0, wanting = 0;
     int64_t key[2 * kMaxAxes] = {}, c[kMaxAxes] = {};
     int64_t pos = 0;
     const int64_t outer = n / z_size;
     for (int64_t o = 0; o < outer; ++o) {
       if (o > 0) next_row(c, key, &pos);
+      int64_t row_wants = 1;
+      for (uint32_t m = zero_mask & ~z_bit; m; m &= m - 1) row_wants &= c[__builtin_ctz(m)] == 0;
       int64_t rest_keeps = 1;
       for (int i = 0; i < d; ++i) {
         if (!z_moves[i]) rest_keeps &= (key[outer_key(i)] >> dims[i].shift) == key[inner_key(i)];
@@ -873,9 +878,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       const int* ranks = p.rank_of_pos.data() + pos;
       for (int64_t cz = 0; cz < z_size; ++cz) {
         const int r = ranks[cz * z_pos_stride];
+        const int64_t wants = row_wants & ((cz == 0) | (z_zero ^ 1));
         const int64_t keeps = rest_keeps & ((o0 >> s0) == i0) & ((o1 >> s1) == i1);
-        recv[r] = nr.lacking_bytes - (nr.kept_bytes & -keeps);
-        keepers += keeps;
+        recv[r] = (nr.lacking_bytes - (nr.kept_bytes & -keeps)) & -wants;
+        keepers += keeps & wants;
+        wanting += wants;
         if (over_cap(r)) {
           *exceeds = true;
           return;
@@ -886,7 +893,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         i1 += along[1].inner_step;
       }
     }
-    receiving_totals(nr, keepers);
+    receiving_totals(nr, keepers, wanting);
   };
   using Yes = std::true_type;
   using No = std::false_type;
