@@ -14,7 +14,7 @@
 // sizes, so all shards have the same shape. A Layout carries its mesh and the global tensor
 // shape; Create() validates, so every Layout object is valid. It is an immutable value:
 // copyable, comparable (mesh, shape, per-dimension axes and partial axes must all match),
-// hashable.
+// hashable. Copies share one representation: a copy costs a reference count.
 //
 // Vocabulary of the per-rank queries: the tensor is cut into a grid of blocks (NumBlocks()
 // of them, BlocksPerDim()[d] along dimension d); a rank holds one block, identified by its
@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,15 +69,15 @@ class Layout {
   // Fully replicated (no split, no partial) layout; cannot fail.
   static Layout Replicated(DeviceMesh mesh, Shape shape);
 
-  const DeviceMesh& mesh() const { return mesh_; }
+  const DeviceMesh& mesh() const { return rep().mesh; }
   // Global (unsharded) tensor shape.
-  const Shape& shape() const { return shape_; }
-  int rank() const { return static_cast<int>(shape_.size()); }
-  const DimAxes& dims_axes() const { return dims_axes_; }
-  const std::vector<int>& dim_axes(int dim) const { return dims_axes_[dim]; }
+  const Shape& shape() const { return rep().shape; }
+  int rank() const { return static_cast<int>(rep().shape.size()); }
+  const DimAxes& dims_axes() const { return rep().dims_axes; }
+  const std::vector<int>& dim_axes(int dim) const { return rep().dims_axes[dim]; }
   // Sorted ascending.
-  const std::vector<int>& partial_axes() const { return partial_axes_; }
-  bool is_partial() const { return !partial_axes_.empty(); }
+  const std::vector<int>& partial_axes() const { return rep().partial_axes; }
+  bool is_partial() const { return !rep().partial_axes.empty(); }
   // Mesh axes neither splitting a dimension nor partial, ascending.
   std::vector<int> replica_axes() const;
   // The dimension split over mesh axis `axis`, or -1 if none.
@@ -124,16 +125,29 @@ class Layout {
 
   size_t Hash() const;
   friend bool operator==(const Layout& a, const Layout& b) {
-    return a.shape_ == b.shape_ && a.dims_axes_ == b.dims_axes_ &&
-           a.partial_axes_ == b.partial_axes_ && a.mesh_ == b.mesh_;
+    if (a.rep_ == b.rep_) return true;
+    const Rep& x = a.rep();
+    const Rep& y = b.rep();
+    return x.shape == y.shape && x.dims_axes == y.dims_axes && x.partial_axes == y.partial_axes &&
+           x.mesh == y.mesh;
   }
 
  private:
-  DeviceMesh mesh_;
-  Shape shape_;
-  DimAxes dims_axes_;
-  std::vector<int> partial_axes_;
+  // The immutable data, shared by all copies of a layout.
+  struct Rep {
+    DeviceMesh mesh;
+    Shape shape;
+    DimAxes dims_axes;
+    std::vector<int> partial_axes;
+  };
+  static const Rep kScalar;
+  // Null (default-constructed or moved-from layout) is the scalar on the one-device mesh.
+  const Rep& rep() const { return rep_ ? *rep_ : kScalar; }
+
+  std::shared_ptr<const Rep> rep_;
 };
+
+inline const Layout::Rep Layout::kScalar{};
 
 std::ostream& operator<<(std::ostream& os, const Layout& layout);
 

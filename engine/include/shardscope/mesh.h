@@ -6,7 +6,8 @@
 // permutation of 0..size-1, in row-major grid order) places ranks anywhere instead, like
 // the `mesh` tensor of a PyTorch DeviceMesh or MindSpore's `rank_list`.
 //
-// A DeviceMesh is an immutable value: cheap to copy, comparable, hashable. Meshes are built
+// A DeviceMesh is an immutable value: cheap to copy (copies share one representation, so a
+// copy costs a reference count, not the rank list), comparable, hashable. Meshes are built
 // only through Create() (or the parsers below), which validates everything, so every
 // DeviceMesh object is valid. A mesh with zero axes is the one-device mesh; it is also what
 // the default constructor gives.
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,16 +51,16 @@ class DeviceMesh {
   static Result<DeviceMesh> Create(Shape shape, std::vector<std::string> names,
                                    std::vector<int> ranks = {});
 
-  int num_axes() const { return static_cast<int>(shape_.size()); }
-  const Shape& shape() const { return shape_; }
-  const std::vector<std::string>& names() const { return names_; }
+  int num_axes() const { return static_cast<int>(rep().shape.size()); }
+  const Shape& shape() const { return rep().shape; }
+  const std::vector<std::string>& names() const { return rep().names; }
   int64_t axis_size(int axis) const;
   const std::string& axis_name(int axis) const;
   // Number of devices (product of the axis sizes; 1 for the zero-axis mesh).
-  int size() const { return size_; }
+  int size() const { return rep().size; }
 
   // True when the mesh carries a rank list different from the default row-major order.
-  bool has_explicit_ranks() const { return !ranks_.empty(); }
+  bool has_explicit_ranks() const { return !rep().ranks.empty(); }
   // The rank at every grid position, row-major (the default order when not explicit).
   std::vector<int> rank_list() const;
 
@@ -94,16 +96,29 @@ class DeviceMesh {
 
   size_t Hash() const;
   friend bool operator==(const DeviceMesh& a, const DeviceMesh& b) {
-    return a.shape_ == b.shape_ && a.names_ == b.names_ && a.ranks_ == b.ranks_;
+    if (a.rep_ == b.rep_) return true;
+    const Rep& x = a.rep();
+    const Rep& y = b.rep();
+    return x.shape == y.shape && x.names == y.names && x.ranks == y.ranks;
   }
 
  private:
-  Shape shape_;
-  std::vector<std::string> names_;
-  int size_ = 1;
-  std::vector<int> ranks_;     // empty = default order; else rank at each grid position
-  std::vector<int> position_;  // inverse of ranks_: grid position of each rank
+  // The immutable data, shared by all copies of a mesh.
+  struct Rep {
+    Shape shape;
+    std::vector<std::string> names;
+    int size = 1;
+    std::vector<int> ranks;     // empty = default order; else rank at each grid position
+    std::vector<int> position;  // inverse of ranks: grid position of each rank
+  };
+  static const Rep kOneDevice;
+  // Null (default-constructed or moved-from mesh) is the one-device mesh.
+  const Rep& rep() const { return rep_ ? *rep_ : kOneDevice; }
+
+  std::shared_ptr<const Rep> rep_;
 };
+
+inline const DeviceMesh::Rep DeviceMesh::kOneDevice{};
 
 std::ostream& operator<<(std::ostream& os, const DeviceMesh& mesh);
 

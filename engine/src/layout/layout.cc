@@ -81,10 +81,8 @@ Result<Layout> Layout::Create(DeviceMesh mesh, DimAxes dims_axes, std::vector<in
   SHARDSCOPE_RETURN_IF_ERROR(Validate(mesh, dims_axes, partial_axes, shape));
   std::sort(partial_axes.begin(), partial_axes.end());
   Layout layout;
-  layout.mesh_ = std::move(mesh);
-  layout.shape_ = std::move(shape);
-  layout.dims_axes_ = std::move(dims_axes);
-  layout.partial_axes_ = std::move(partial_axes);
+  layout.rep_ = std::make_shared<const Rep>(
+      Rep{std::move(mesh), std::move(shape), std::move(dims_axes), std::move(partial_axes)});
   return layout;
 }
 
@@ -105,24 +103,25 @@ Result<Layout> Layout::CreateByName(DeviceMesh mesh,
 
 Layout Layout::Replicated(DeviceMesh mesh, Shape shape) {
   assert(std::all_of(shape.begin(), shape.end(), [](int64_t s) { return s >= 0; }));
+  DimAxes unsplit(shape.size());
   Layout layout;
-  layout.mesh_ = std::move(mesh);
-  layout.dims_axes_.assign(shape.size(), {});
-  layout.shape_ = std::move(shape);
+  layout.rep_ = std::make_shared<const Rep>(
+      Rep{std::move(mesh), std::move(shape), std::move(unsplit), std::vector<int>()});
   return layout;
 }
 
 std::vector<int> Layout::replica_axes() const {
   std::vector<int> out;
-  for (int a = 0; a < mesh_.num_axes(); ++a) {
+  for (int a = 0; a < rep().mesh.num_axes(); ++a) {
     if (DimOfAxis(a) < 0 && !IsPartialOver(a)) out.push_back(a);
   }
   return out;
 }
 
 int Layout::DimOfAxis(int axis) const {
-  for (size_t d = 0; d < dims_axes_.size(); ++d) {
-    if (std::find(dims_axes_[d].begin(), dims_axes_[d].end(), axis) != dims_axes_[d].end()) {
+  for (size_t d = 0; d < rep().dims_axes.size(); ++d) {
+    if (std::find(rep().dims_axes[d].begin(), rep().dims_axes[d].end(), axis) !=
+        rep().dims_axes[d].end()) {
       return static_cast<int>(d);
     }
   }
@@ -130,12 +129,13 @@ int Layout::DimOfAxis(int axis) const {
 }
 
 bool Layout::IsPartialOver(int axis) const {
-  return std::binary_search(partial_axes_.begin(), partial_axes_.end(), axis);
+  return std::binary_search(rep().partial_axes.begin(), rep().partial_axes.end(), axis);
 }
 
 std::vector<int64_t> Layout::BlocksPerDim() const {
-  std::vector<int64_t> out(dims_axes_.size());
-  for (size_t d = 0; d < dims_axes_.size(); ++d) out[d] = mesh_.GroupSize(dims_axes_[d]);
+  std::vector<int64_t> out(rep().dims_axes.size());
+  for (size_t d = 0; d < rep().dims_axes.size(); ++d)
+    out[d] = rep().mesh.GroupSize(rep().dims_axes[d]);
   return out;
 }
 
@@ -145,22 +145,22 @@ int64_t Layout::NumBlocks() const {
   return n;
 }
 
-int64_t Layout::ReplicationFactor() const { return mesh_.GroupSize(replica_axes()); }
+int64_t Layout::ReplicationFactor() const { return rep().mesh.GroupSize(replica_axes()); }
 
-int64_t Layout::PartialFactor() const { return mesh_.GroupSize(partial_axes_); }
+int64_t Layout::PartialFactor() const { return rep().mesh.GroupSize(rep().partial_axes); }
 
 Shape Layout::ShardShape() const {
-  Shape out = shape_;
-  for (size_t d = 0; d < out.size(); ++d) out[d] /= mesh_.GroupSize(dims_axes_[d]);
+  Shape out = rep().shape;
+  for (size_t d = 0; d < out.size(); ++d) out[d] /= rep().mesh.GroupSize(rep().dims_axes[d]);
   return out;
 }
 
 std::vector<int64_t> Layout::BlockIndex(int rank) const {
-  const std::vector<int64_t> coords = mesh_.coords_of(rank);
-  std::vector<int64_t> out(dims_axes_.size(), 0);
-  for (size_t d = 0; d < dims_axes_.size(); ++d) {
+  const std::vector<int64_t> coords = rep().mesh.coords_of(rank);
+  std::vector<int64_t> out(rep().dims_axes.size(), 0);
+  for (size_t d = 0; d < rep().dims_axes.size(); ++d) {
     int64_t index = 0;
-    for (int a : dims_axes_[d]) index = index * mesh_.axis_size(a) + coords[a];
+    for (int a : rep().dims_axes[d]) index = index * rep().mesh.axis_size(a) + coords[a];
     out[d] = index;
   }
   return out;
@@ -182,39 +182,41 @@ std::vector<int64_t> Layout::ShardOffsets(int rank) const {
 }
 
 std::vector<int> Layout::ReplicaGroup(int rank) const {
-  return mesh_.GroupOf(rank, replica_axes());
+  return rep().mesh.GroupOf(rank, replica_axes());
 }
 
-std::vector<int> Layout::PartialGroup(int rank) const { return mesh_.GroupOf(rank, partial_axes_); }
+std::vector<int> Layout::PartialGroup(int rank) const {
+  return rep().mesh.GroupOf(rank, rep().partial_axes);
+}
 
 std::vector<std::vector<int64_t>> Layout::RankBlocks() const {
-  std::vector<std::vector<int64_t>> out(mesh_.size());
-  for (int r = 0; r < mesh_.size(); ++r) out[r] = BlockIndex(r);
+  std::vector<std::vector<int64_t>> out(rep().mesh.size());
+  for (int r = 0; r < rep().mesh.size(); ++r) out[r] = BlockIndex(r);
   return out;
 }
 
 std::vector<std::vector<int>> Layout::BlockOwners() const {
   std::vector<std::vector<int>> out(NumBlocks());
-  for (int r = 0; r < mesh_.size(); ++r) out[LinearBlockIndex(r)].push_back(r);
+  for (int r = 0; r < rep().mesh.size(); ++r) out[LinearBlockIndex(r)].push_back(r);
   return out;
 }
 
 std::string Layout::ToString() const {
   std::string out = "[";
-  for (size_t d = 0; d < dims_axes_.size(); ++d) {
+  for (size_t d = 0; d < rep().dims_axes.size(); ++d) {
     if (d) out += " | ";
-    if (dims_axes_[d].empty()) out += "-";
-    for (size_t i = 0; i < dims_axes_[d].size(); ++i) {
+    if (rep().dims_axes[d].empty()) out += "-";
+    for (size_t i = 0; i < rep().dims_axes[d].size(); ++i) {
       if (i) out += ".";
-      out += mesh_.axis_name(dims_axes_[d][i]);
+      out += rep().mesh.axis_name(rep().dims_axes[d][i]);
     }
   }
   out += "]";
-  if (!partial_axes_.empty()) {
+  if (!rep().partial_axes.empty()) {
     out += " P(";
-    for (size_t i = 0; i < partial_axes_.size(); ++i) {
+    for (size_t i = 0; i < rep().partial_axes.size(); ++i) {
       if (i) out += ",";
-      out += mesh_.axis_name(partial_axes_[i]);
+      out += rep().mesh.axis_name(rep().partial_axes[i]);
     }
     out += ")";
   }
@@ -223,27 +225,27 @@ std::string Layout::ToString() const {
 
 std::string Layout::ToSpec() const {
   std::string out;
-  for (size_t d = 0; d < dims_axes_.size(); ++d) {
+  for (size_t d = 0; d < rep().dims_axes.size(); ++d) {
     if (d) out += ",";
-    const std::vector<int>& axes = dims_axes_[d];
+    const std::vector<int>& axes = rep().dims_axes[d];
     if (axes.empty()) {
       out += "-";
     } else if (axes.size() == 1) {
-      out += mesh_.axis_name(axes[0]);
+      out += rep().mesh.axis_name(axes[0]);
     } else {
       out += "(";
       for (size_t i = 0; i < axes.size(); ++i) {
         if (i) out += ",";
-        out += mesh_.axis_name(axes[i]);
+        out += rep().mesh.axis_name(axes[i]);
       }
       out += ")";
     }
   }
-  if (!partial_axes_.empty()) {
+  if (!rep().partial_axes.empty()) {
     out += "|P(";
-    for (size_t i = 0; i < partial_axes_.size(); ++i) {
+    for (size_t i = 0; i < rep().partial_axes.size(); ++i) {
       if (i) out += ",";
-      out += mesh_.axis_name(partial_axes_[i]);
+      out += rep().mesh.axis_name(rep().partial_axes[i]);
     }
     out += ")";
   }
@@ -251,19 +253,19 @@ std::string Layout::ToSpec() const {
 }
 
 std::string Layout::DebugString() const {
-  return ToString() + " on " + mesh_.ToString() + " shape " + ShapeToString(shape_);
+  return ToString() + " on " + rep().mesh.ToString() + " shape " + ShapeToString(rep().shape);
 }
 
 size_t Layout::Hash() const {
-  size_t h = mesh_.Hash();
-  h = HashCombine(h, shape_.size());
-  for (int64_t s : shape_) h = HashCombine(h, std::hash<int64_t>()(s));
-  for (const std::vector<int>& axes : dims_axes_) {
+  size_t h = rep().mesh.Hash();
+  h = HashCombine(h, rep().shape.size());
+  for (int64_t s : rep().shape) h = HashCombine(h, std::hash<int64_t>()(s));
+  for (const std::vector<int>& axes : rep().dims_axes) {
     h = HashCombine(h, 0x5151 + axes.size());
     for (int a : axes) h = HashCombine(h, std::hash<int>()(a));
   }
-  h = HashCombine(h, 0xbeef + partial_axes_.size());
-  for (int a : partial_axes_) h = HashCombine(h, std::hash<int>()(a));
+  h = HashCombine(h, 0xbeef + rep().partial_axes.size());
+  for (int a : rep().partial_axes) h = HashCombine(h, std::hash<int>()(a));
   return h;
 }
 

@@ -80,8 +80,8 @@ Result<DeviceMesh> DeviceMesh::Create(Shape shape, std::vector<std::string> name
   }
   const int n = static_cast<int>(total);
 
-  DeviceMesh mesh;
-  mesh.size_ = n;
+  auto rep = std::make_shared<Rep>();
+  rep->size = n;
   if (!ranks.empty()) {
     if (static_cast<int64_t>(ranks.size()) != total) {
       return Status::Invalid("rank list has " + std::to_string(ranks.size()) +
@@ -121,29 +121,31 @@ Result<DeviceMesh> DeviceMesh::Create(Shape shape, std::vector<std::string> name
     bool identity = true;
     for (int i = 0; i < n && identity; ++i) identity = ranks[i] == i;
     if (!identity) {
-      mesh.ranks_ = std::move(ranks);
-      mesh.position_ = std::move(position);
+      rep->ranks = std::move(ranks);
+      rep->position = std::move(position);
     }
   }
-  mesh.shape_ = std::move(shape);
-  mesh.names_ = std::move(names);
+  rep->shape = std::move(shape);
+  rep->names = std::move(names);
+  DeviceMesh mesh;
+  mesh.rep_ = std::move(rep);
   return mesh;
 }
 
 int64_t DeviceMesh::axis_size(int axis) const {
   assert(axis >= 0 && axis < num_axes());
-  return shape_[axis];
+  return rep().shape[axis];
 }
 
 const std::string& DeviceMesh::axis_name(int axis) const {
   assert(axis >= 0 && axis < num_axes());
-  return names_[axis];
+  return rep().names[axis];
 }
 
 std::vector<int> DeviceMesh::rank_list() const {
-  if (!ranks_.empty()) return ranks_;
-  std::vector<int> out(size_);
-  for (int i = 0; i < size_; ++i) out[i] = i;
+  if (!rep().ranks.empty()) return rep().ranks;
+  std::vector<int> out(rep().size);
+  for (int i = 0; i < rep().size; ++i) out[i] = i;
   return out;
 }
 
@@ -151,29 +153,29 @@ int DeviceMesh::rank_at(const std::vector<int64_t>& coords) const {
   assert(static_cast<int>(coords.size()) == num_axes());
   int64_t pos = 0;
   for (int a = 0; a < num_axes(); ++a) {
-    assert(coords[a] >= 0 && coords[a] < shape_[a]);
-    pos = pos * shape_[a] + coords[a];
+    assert(coords[a] >= 0 && coords[a] < rep().shape[a]);
+    pos = pos * rep().shape[a] + coords[a];
   }
-  return ranks_.empty() ? static_cast<int>(pos) : ranks_[pos];
+  return rep().ranks.empty() ? static_cast<int>(pos) : rep().ranks[pos];
 }
 
 std::vector<int64_t> DeviceMesh::coords_of(int rank) const {
-  assert(rank >= 0 && rank < size_);
-  int64_t pos = ranks_.empty() ? rank : position_[rank];
-  std::vector<int64_t> coords(shape_.size());
+  assert(rank >= 0 && rank < rep().size);
+  int64_t pos = rep().ranks.empty() ? rank : rep().position[rank];
+  std::vector<int64_t> coords(rep().shape.size());
   for (int a = num_axes() - 1; a >= 0; --a) {
-    coords[a] = pos % shape_[a];
-    pos /= shape_[a];
+    coords[a] = pos % rep().shape[a];
+    pos /= rep().shape[a];
   }
   return coords;
 }
 
 Result<int> DeviceMesh::axis_index(std::string_view name) const {
   for (int a = 0; a < num_axes(); ++a) {
-    if (names_[a] == name) return a;
+    if (rep().names[a] == name) return a;
   }
   std::string known;
-  for (int a = 0; a < num_axes(); ++a) known += (a ? ", " : "") + names_[a];
+  for (int a = 0; a < num_axes(); ++a) known += (a ? ", " : "") + rep().names[a];
   return Status::NotFound("unknown mesh axis '" + std::string(name) + "' (" + ToString() +
                           " has axes: " + (known.empty() ? "none" : known) + ")");
 }
@@ -195,7 +197,7 @@ int64_t DeviceMesh::GroupSize(const std::vector<int>& axes) const {
 }
 
 std::vector<std::vector<int>> DeviceMesh::Groups(const std::vector<int>& axes) const {
-  std::vector<bool> in_group(shape_.size(), false);
+  std::vector<bool> in_group(rep().shape.size(), false);
   for (int a : axes) {
     assert(a >= 0 && a < num_axes() && !in_group[a] && "Groups: invalid or repeated axis");
     in_group[a] = true;
@@ -207,19 +209,19 @@ std::vector<std::vector<int>> DeviceMesh::Groups(const std::vector<int>& axes) c
   const int64_t num_groups = GroupSize(others);
   const int64_t members = GroupSize(axes);
   std::vector<std::vector<int>> groups(num_groups);
-  std::vector<int64_t> coords(shape_.size(), 0);
+  std::vector<int64_t> coords(rep().shape.size(), 0);
   for (int64_t g = 0; g < num_groups; ++g) {
     int64_t rest = g;
     for (int i = static_cast<int>(others.size()) - 1; i >= 0; --i) {
-      coords[others[i]] = rest % shape_[others[i]];
-      rest /= shape_[others[i]];
+      coords[others[i]] = rest % rep().shape[others[i]];
+      rest /= rep().shape[others[i]];
     }
     groups[g].reserve(members);
     for (int64_t m = 0; m < members; ++m) {
       rest = m;
       for (int i = static_cast<int>(axes.size()) - 1; i >= 0; --i) {
-        coords[axes[i]] = rest % shape_[axes[i]];
-        rest /= shape_[axes[i]];
+        coords[axes[i]] = rest % rep().shape[axes[i]];
+        rest /= rep().shape[axes[i]];
       }
       groups[g].push_back(rank_at(coords));
     }
@@ -236,8 +238,8 @@ std::vector<int> DeviceMesh::GroupOf(int rank, const std::vector<int>& axes) con
     int64_t rest = m;
     for (int i = static_cast<int>(axes.size()) - 1; i >= 0; --i) {
       assert(axes[i] >= 0 && axes[i] < num_axes());
-      coords[axes[i]] = rest % shape_[axes[i]];
-      rest /= shape_[axes[i]];
+      coords[axes[i]] = rest % rep().shape[axes[i]];
+      rest /= rep().shape[axes[i]];
     }
     group.push_back(rank_at(coords));
   }
@@ -249,7 +251,7 @@ int64_t DeviceMesh::IndexInGroup(int rank, const std::vector<int>& axes) const {
   int64_t index = 0;
   for (int a : axes) {
     assert(a >= 0 && a < num_axes());
-    index = index * shape_[a] + coords[a];
+    index = index * rep().shape[a] + coords[a];
   }
   return index;
 }
@@ -258,13 +260,13 @@ std::string DeviceMesh::ToString() const {
   std::string out = "mesh(";
   for (int a = 0; a < num_axes(); ++a) {
     if (a) out += ",";
-    out += names_[a] + "=" + std::to_string(shape_[a]);
+    out += rep().names[a] + "=" + std::to_string(rep().shape[a]);
   }
-  if (!ranks_.empty()) {
+  if (!rep().ranks.empty()) {
     out += ",ranks=[";
-    for (size_t i = 0; i < ranks_.size(); ++i) {
+    for (size_t i = 0; i < rep().ranks.size(); ++i) {
       if (i) out += ",";
-      out += std::to_string(ranks_[i]);
+      out += std::to_string(rep().ranks[i]);
     }
     out += "]";
   }
@@ -272,12 +274,12 @@ std::string DeviceMesh::ToString() const {
 }
 
 size_t DeviceMesh::Hash() const {
-  size_t h = std::hash<size_t>()(shape_.size());
+  size_t h = std::hash<size_t>()(rep().shape.size());
   for (int a = 0; a < num_axes(); ++a) {
-    h = HashCombine(h, std::hash<int64_t>()(shape_[a]));
-    h = HashCombine(h, std::hash<std::string>()(names_[a]));
+    h = HashCombine(h, std::hash<int64_t>()(rep().shape[a]));
+    h = HashCombine(h, std::hash<std::string>()(rep().names[a]));
   }
-  for (int r : ranks_) h = HashCombine(h, std::hash<int>()(r));
+  for (int r : rep().ranks) h = HashCombine(h, std::hash<int>()(r));
   return h;
 }
 
