@@ -28,33 +28,36 @@ Status Layout::Validate(const DeviceMesh& mesh, const DimAxes& dims_axes,
   const int num_axes = mesh.num_axes();
   auto axis_label = [&](int a) { return "mesh axis '" + mesh.axis_name(a) + "'"; };
   std::vector<int> owner(num_axes, kUnused);
+  // (Messages are built only on failure: layouts are validated on every plan.)
+  auto dim_label = [](size_t d) { return "dimension " + std::to_string(d); };
   for (size_t d = 0; d < shape.size(); ++d) {
-    const std::string dim = "dimension " + std::to_string(d);
     if (shape[d] < 0) {
-      return Status::Invalid(dim + " has negative size " + std::to_string(shape[d]));
+      return Status::Invalid(dim_label(d) + " has negative size " + std::to_string(shape[d]));
     }
     int64_t product = 1;
-    std::string factors;
     for (int a : dims_axes[d]) {
       if (a < 0 || a >= num_axes) {
-        return Status::Invalid(dim + " uses mesh axis index " + std::to_string(a) +
+        return Status::Invalid(dim_label(d) + " uses mesh axis index " + std::to_string(a) +
                                ", out of range: " + mesh.ToString() + " has " +
                                std::to_string(num_axes) + " axes");
       }
       if (owner[a] == static_cast<int>(d)) {
-        return Status::Invalid(axis_label(a) + " is used twice by " + dim);
+        return Status::Invalid(axis_label(a) + " is used twice by " + dim_label(d));
       }
       if (owner[a] >= 0) {
         return Status::Invalid(axis_label(a) + " is used twice: by dimension " +
-                               std::to_string(owner[a]) + " and by " + dim);
+                               std::to_string(owner[a]) + " and by " + dim_label(d));
       }
       owner[a] = static_cast<int>(d);
       product *= mesh.axis_size(a);
-      if (!factors.empty()) factors += " x ";
-      factors += mesh.axis_name(a) + "=" + std::to_string(mesh.axis_size(a));
     }
     if (shape[d] % product != 0) {
-      return Status::Invalid(dim + " of size " + std::to_string(shape[d]) +
+      std::string factors;
+      for (int a : dims_axes[d]) {
+        if (!factors.empty()) factors += " x ";
+        factors += mesh.axis_name(a) + "=" + std::to_string(mesh.axis_size(a));
+      }
+      return Status::Invalid(dim_label(d) + " of size " + std::to_string(shape[d]) +
                              " is not divisible by " + std::to_string(product) +
                              ", the product of its mesh axes " + factors);
     }
