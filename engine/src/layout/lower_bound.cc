@@ -210,8 +210,12 @@ void FillRankGrid(Problem* problem) {
   p.pos_stride.assign(na, 1);
   for (int a = na - 2; a >= 0; --a) p.pos_stride[a] = p.pos_stride[a + 1] * p.axis_size[a + 1];
   p.rank_of_pos = p.mesh.rank_list();
-  p.pos_of_rank.resize(n);
-  for (int pos = 0; pos < n; ++pos) p.pos_of_rank[p.rank_of_pos[pos]] = pos;
+  if (p.mesh.has_explicit_ranks()) {
+    p.pos_of_rank.resize(n);
+    for (int pos = 0; pos < n; ++pos) p.pos_of_rank[p.rank_of_pos[pos]] = pos;
+  } else {
+    p.pos_of_rank = p.rank_of_pos;  // the identity
+  }
   p.coords.clear();  // filled on first use
 }
 

@@ -144,8 +144,9 @@ const std::string& DeviceMesh::axis_name(int axis) const {
 
 std::vector<int> DeviceMesh::rank_list() const {
   if (!rep().ranks.empty()) return rep().ranks;
-  std::vector<int> out(rep().size);
-  for (int i = 0; i < rep().size; ++i) out[i] = i;
+  const int n = rep().size;  // (read once: the stores below could alias it)
+  std::vector<int> out(n);
+  for (int i = 0; i < n; ++i) out[i] = i;
   return out;
 }
 

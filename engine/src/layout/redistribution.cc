@@ -1758,6 +1758,29 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
   return "";
 }
 
+// Sets the plan's maxima and sums over ranks of recv_bytes and lower_bound (both filled, of
+// equal length) and byte_optimal.
+void SetByteTotals(RedistPlan* plan) {
+  const int64_t* recv = plan->recv_bytes.data();
+  const int64_t* bound = plan->lower_bound.data();
+  const size_t n = plan->recv_bytes.size();
+  assert(plan->lower_bound.size() == n);
+  int64_t recv_max = 0, bound_max = 0, recv_sum = 0, bound_sum = 0;
+  bool within = true;
+  for (size_t r = 0; r < n; ++r) {
+    recv_max = std::max(recv_max, recv[r]);
+    bound_max = std::max(bound_max, bound[r]);
+    recv_sum += recv[r];
+    bound_sum += bound[r];
+    within &= recv[r] <= bound[r];
+  }
+  plan->planned_bytes = recv_max;
+  plan->lower_bound_bytes = bound_max;
+  plan->total_planned_bytes = recv_sum;
+  plan->total_lower_bound_bytes = bound_sum;
+  plan->byte_optimal = within;
+}
+
 Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Planner& planner,
                             const Candidate& cand) {
   RedistPlan plan;
@@ -1774,22 +1797,35 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
   for (int i = cand.node; i >= 0; i = nodes[i].parent) path.push_back(i);
   std::reverse(path.begin(), path.end());
 
-  auto fill_bytes = [&](RedistStep* st, const std::vector<int64_t>& recv,
-                        const std::vector<int64_t>& sent) {
-    st->bytes_recv = recv;
-    st->bytes_sent = sent;
+  auto fill_bytes = [&](RedistStep* st, std::vector<int64_t> recv, std::vector<int64_t> sent) {
     st->bytes_recv_per_rank = recv.empty() ? 0 : *std::max_element(recv.begin(), recv.end());
     st->bytes_sent_per_rank = sent.empty() ? 0 : *std::max_element(sent.begin(), sent.end());
+    st->bytes_recv = std::move(recv);
+    st->bytes_sent = std::move(sent);
+  };
+  // Every rank receiving and sending `bytes` (known maxima: no pass over the ranks).
+  auto uniform_bytes = [&](RedistStep* st, int64_t bytes) {
+    st->bytes_recv.assign(n, bytes);
+    st->bytes_sent.assign(n, bytes);
+    st->bytes_recv_per_rank = bytes;
+    st->bytes_sent_per_rank = bytes;
   };
   auto set_axes = [&](RedistStep* st, std::vector<int> axes) {
     st->axes = std::move(axes);
     st->axis_names.clear();
     for (int a : st->axes) st->axis_names.push_back(p.mesh.axis_name(a));
   };
+  // Takes the exchange's transfers and per-rank bytes (its counts stay); its maxima are those
+  // of its per-rank bytes.
   auto irregular = [&](RedistStep* st, Exchange& ex) {
     set_axes(st, MaskAxes(ex.axes_mask));
     st->transfers = std::move(ex.transfers);
-    fill_bytes(st, ex.recv, ex.sent);
+    assert(ex.max_recv == *std::max_element(ex.recv.begin(), ex.recv.end()));
+    assert(ex.max_sent == *std::max_element(ex.sent.begin(), ex.sent.end()));
+    st->bytes_recv_per_rank = ex.max_recv;
+    st->bytes_sent_per_rank = ex.max_sent;
+    st->bytes_recv = std::move(ex.recv);
+    st->bytes_sent = std::move(ex.sent);
     st->messages = ex.messages;
     st->seconds = planner.ExchangeSeconds(ex);
   };
@@ -1807,15 +1843,14 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     const int64_t shard = ShardElems(p, prev);
     const double bw = cost.Bandwidth(p.mesh, e.axes);
     auto uniform = [&](int64_t elems, int64_t messages) {
-      fill_bytes(&st, std::vector<int64_t>(n, elems * p.elem),
-                 std::vector<int64_t>(n, elems * p.elem));
+      uniform_bytes(&st, elems * p.elem);
       st.messages = messages;
       st.groups = redist_internal::LazyGroupsAlong(p.mesh, e.axes);
     };
     switch (e.kind) {
       case EdgeKind::kSlice:
         st.kind = Kind::kLocalSlice;
-        fill_bytes(&st, std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0));
+        uniform_bytes(&st, 0);
         break;
       case EdgeKind::kGather:
         st.kind = Kind::kAllGather;
@@ -1838,8 +1873,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
       case EdgeKind::kAllReduce: {
         st.kind = Kind::kAllReduce;
         uniform(0, 2 * (g - 1));
-        const std::vector<int64_t> per_rank = AllReduceRecvPerRank(p, e.axes, shard);
-        fill_bytes(&st, per_rank, per_rank);
+        std::vector<int64_t> recv = AllReduceRecvPerRank(p, e.axes, shard);
+        std::vector<int64_t> sent = recv;  // (copied first: argument order is unspecified)
+        fill_bytes(&st, std::move(recv), std::move(sent));
         st.seconds = cost.CollectiveSeconds(CollectiveKind::kAllReduce,
                                             static_cast<double>(shard * p.elem), g, bw);
         break;
@@ -2001,7 +2037,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     RedistStep st;
     st.kind = Kind::kLocalReshape;
     set_axes(&st, MaskAxes(p.new_partial_mask));
-    fill_bytes(&st, std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0));
+    uniform_bytes(&st, 0);
     st.zero_ranks = p.zero_ranks;
     st.after = *p.to;
     st.reason = Reason(p, {EdgeKind::kZeroFill, {}, -1, -1}, prev, nullptr);
@@ -2010,20 +2046,23 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     plan.steps.back().after = *p.to;  // the same distribution, in the target's own terms
   }
 
-  plan.recv_bytes.assign(n, 0);
-  for (const RedistStep& st : plan.steps) {
-    for (int r = 0; r < n; ++r) plan.recv_bytes[r] += st.bytes_recv[r];
+  // Per-rank totals over the steps (the first step's copied: most plans have one or two).
+  if (plan.steps.empty()) {
+    plan.recv_bytes.assign(n, 0);
+  } else {
+    plan.recv_bytes = plan.steps[0].bytes_recv;
+  }
+  int64_t* total = plan.recv_bytes.data();
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const RedistStep& st = plan.steps[k];
+    if (k > 0) {
+      const int64_t* step = st.bytes_recv.data();
+      for (int r = 0; r < n; ++r) total[r] += step[r];
+    }
     plan.predicted_seconds += st.seconds;
   }
   plan.lower_bound = planner.lb_src();
-  plan.byte_optimal = true;
-  for (int r = 0; r < n; ++r) {
-    plan.planned_bytes = std::max(plan.planned_bytes, plan.recv_bytes[r]);
-    plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, plan.lower_bound[r]);
-    plan.total_planned_bytes += plan.recv_bytes[r];
-    plan.total_lower_bound_bytes += plan.lower_bound[r];
-    if (plan.recv_bytes[r] > plan.lower_bound[r]) plan.byte_optimal = false;
-  }
+  SetByteTotals(&plan);
   plan.states_explored = planner.states_explored();
   return plan;
 }
@@ -2133,14 +2172,7 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
   plan.lower_bound = std::move(ex.recv);  // nothing to reduce: the bound is the missing elements
   plan.predicted_seconds = st.seconds;
   plan.steps.push_back(std::move(st));
-  plan.byte_optimal = true;
-  for (int r = 0; r < p.num_ranks; ++r) {
-    plan.planned_bytes = std::max(plan.planned_bytes, plan.recv_bytes[r]);
-    plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, plan.lower_bound[r]);
-    plan.total_planned_bytes += plan.recv_bytes[r];
-    plan.total_lower_bound_bytes += plan.lower_bound[r];
-    if (plan.recv_bytes[r] > plan.lower_bound[r]) plan.byte_optimal = false;
-  }
+  SetByteTotals(&plan);
   plan.bounded_search = true;
   plan.bound_slack_bytes = 0;
   plan.states_explored = 0;
