@@ -30,23 +30,6 @@ std::vector<int> MaskAxes(uint32_t mask) {
   return out;
 }
 
-int64_t BoxVolume(const int64_t* lo, const int64_t* hi, int d) {
-  int64_t v = 1;
-  for (int i = 0; i < d; ++i) v *= std::max<int64_t>(0, hi[i] - lo[i]);
-  return v;
-}
-
-int64_t IntersectVolume(const int64_t* alo, const int64_t* ahi, const int64_t* blo,
-                        const int64_t* bhi, int d) {
-  int64_t v = 1;
-  for (int i = 0; i < d; ++i) {
-    const int64_t len = std::min(ahi[i], bhi[i]) - std::max(alo[i], blo[i]);
-    if (len <= 0) return 0;
-    v *= len;
-  }
-  return v;
-}
-
 Boxes BoxesOfLayout(const Layout& layout) {
   Boxes b;
   const int d = layout.rank();

@@ -669,9 +669,12 @@ std::vector<int64_t> AllReduceRecvPerRank(const Problem& p, const std::vector<in
 
 // A rank with its coordinates on the planning mesh: the search's sampled ranks, read often (a
 // coordinate from the grid position costs two divisions).
+// Only the coordinates of the mesh's axes are set (not zero-filled: the planner builds these
+// on every plan).
 struct RankCoords {
+  RankCoords() {}  // NOLINT: leaves `coord` uninitialized on purpose
   int rank = 0;
-  int64_t coord[32] = {};  // per mesh axis (masks bound them to 32)
+  int64_t coord[32];  // per mesh axis (masks bound them to 32)
 };
 
 // Bytes rank r receives in an all-reduce of n elements along `axes` (AllReduceRecvPerRank).
@@ -1299,8 +1302,18 @@ class Planner {
   bool Fits(const std::vector<int64_t>& a, const std::vector<int64_t>* b, int64_t c) const {
     if (!cfg_.tight) return true;
     const int64_t slack = cfg_.tolerance - c;
-    for (int r = 0; r < p_.num_ranks; ++r) {
-      if (a[r] + (b ? (*b)[r] : 0) > lb_src_[r] + slack) return false;
+    const int64_t* bound = lb_src_.data();
+    const int64_t* x = a.data();
+    const int n = p_.num_ranks;
+    if (!b) {
+      for (int r = 0; r < n; ++r) {
+        if (x[r] > bound[r] + slack) return false;
+      }
+      return true;
+    }
+    const int64_t* y = b->data();
+    for (int r = 0; r < n; ++r) {
+      if (x[r] + y[r] > bound[r] + slack) return false;
     }
     return true;
   }

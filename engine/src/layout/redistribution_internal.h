@@ -344,9 +344,22 @@ uint32_t AxesMask(const Axes& axes) {
 }
 
 // Box helpers on flat [lo, hi) arrays of `d` dims.
-int64_t BoxVolume(const int64_t* lo, const int64_t* hi, int d);
-int64_t IntersectVolume(const int64_t* alo, const int64_t* ahi, const int64_t* blo,
-                        const int64_t* bhi, int d);
+// (Inline: the search calls them for every sampled rank of every candidate.)
+inline int64_t BoxVolume(const int64_t* lo, const int64_t* hi, int d) {
+  int64_t v = 1;
+  for (int i = 0; i < d; ++i) v *= std::max<int64_t>(0, hi[i] - lo[i]);
+  return v;
+}
+inline int64_t IntersectVolume(const int64_t* alo, const int64_t* ahi, const int64_t* blo,
+                               const int64_t* bhi, int d) {
+  int64_t v = 1;
+  for (int i = 0; i < d; ++i) {
+    const int64_t len = std::min(ahi[i], bhi[i]) - std::max(alo[i], blo[i]);
+    if (len <= 0) return 0;
+    v *= len;
+  }
+  return v;
+}
 
 // DeviceMesh::Groups(axes), computed without per-member divisions.
 std::vector<std::vector<int>> GroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes);
