@@ -295,7 +295,9 @@ Result<Problem> MakeProblem(Setup setup) {
       }
     }
   }
-  for (int r = 0; r < n; ++r) {
+  // (Ranks become inactive only in the two partial-target cases above.)
+  const bool some_inactive = p.unified ? p.new_partial_mask != 0 : !to_m.partial_axes().empty();
+  for (int r = 0; some_inactive && r < n; ++r) {
     if (!p.active[r]) p.zero_ranks.push_back(r);
   }
   p.max_shard_elems =

@@ -1709,29 +1709,36 @@ int TargetDimOfAxis(const Problem& p, int axis) {
 
 std::string Reason(const Problem& p, const Edge& e, const State& before, const Exchange* ex) {
   const DeviceMesh& m = p.mesh;
-  redist_internal::ReasonContext rc;
-  rc.mesh = &p.mesh;
-  const DimAxes target_dims = p.has_target_state ? DimAxes(p.tgt.dims) : DimAxes();
-  rc.target = p.has_target_state ? &target_dims : nullptr;
-  const std::string ax = AxesName(m, e.axes);
-  const std::string dim = "dimension " + std::to_string(e.dim);
+  // The target's dimensions as the shared reason texts take them (built only for those).
+  DimAxes target_dims;
+  auto context = [&] {
+    redist_internal::ReasonContext rc;
+    rc.mesh = &p.mesh;
+    if (p.has_target_state) {
+      target_dims = p.tgt.dims;
+      rc.target = &target_dims;
+    }
+    return rc;
+  };
   switch (e.kind) {
     case EdgeKind::kSlice:
-      return redist_internal::SliceReason(rc, e.axes[0], e.dim);
+      return redist_internal::SliceReason(context(), e.axes[0], e.dim);
     case EdgeKind::kGather:
-      return redist_internal::GatherReason(rc, e.axes[0], e.dim);
+      return redist_internal::GatherReason(context(), e.axes[0], e.dim);
     case EdgeKind::kAllToAll:
-      return redist_internal::AllToAllReason(rc, e.axes, e.dim, e.dim_to);
+      return redist_internal::AllToAllReason(context(), e.axes, e.dim, e.dim_to);
     case EdgeKind::kReduceScatter:
-      return redist_internal::ReduceScatterReason(rc, e.axes[0], e.dim);
+      return redist_internal::ReduceScatterReason(context(), e.axes[0], e.dim);
     case EdgeKind::kAllReduce: {
+      const std::string ax = AxesName(m, e.axes);
       std::string why = "the tensor is a partial sum over " + ax + " that the target needs whole";
       bool any_split = false;
       for (int a : e.axes) any_split |= TargetDimOfAxis(p, a) >= 0;
       if (!any_split) why += " on every rank along " + ax;
       return why + ": all-reduce";
     }
-    case EdgeKind::kPermute:
+    case EdgeKind::kPermute: {
+      const std::string dim = "dimension " + std::to_string(e.dim);
       if (before.dims[e.dim].size() >= 2 &&
           std::find(before.dims[e.dim].begin(), before.dims[e.dim].end(), e.axes[1]) !=
               before.dims[e.dim].end()) {
@@ -1741,6 +1748,7 @@ std::string Reason(const Problem& p, const Edge& e, const State& before, const E
       return "the same blocks belong to other ranks: " + dim + " is split over " +
              m.axis_name(e.axes[1]) + " instead of " + m.axis_name(e.axes[0]) +
              " (same size); point-to-point permutation";
+    }
     case EdgeKind::kExchange: {
       std::string why;
       if (!p.unified) {
