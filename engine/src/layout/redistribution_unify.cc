@@ -83,21 +83,23 @@ bool IsDefaultOrderIdentifier(const std::string& s) {
   return !(s[0] >= '0' && s[0] <= '9') && s != "None";
 }
 
-// Number of distinct orders of the prime factors of n (a multinomial coefficient).
+// Number of distinct orders of the prime factors of n (a multinomial coefficient). The primes
+// come by trial division, ascending, each prime's copies together (no factor list: meshes are
+// unified on every plan).
 int64_t CountFactorOrders(int64_t n) {
-  const std::vector<int64_t> f = PrimeFactors(n);
   int64_t count = 1;
-  size_t i = 0;
   int64_t placed = 0;
-  while (i < f.size()) {
-    size_t j = i;
-    while (j < f.size() && f[j] == f[i]) ++j;
-    // Choose the positions of this prime among placed + (j - i): C(placed + m, m).
-    for (size_t k = 1; k <= j - i; ++k) {
+  // Choose the positions of each prime's m copies among placed + m: C(placed + m, m).
+  for (int64_t f = 2; f * f <= n; ++f) {
+    for (int64_t k = 1; n % f == 0; ++k) {
+      n /= f;
       ++placed;
-      count = count * placed / static_cast<int64_t>(k);
+      count = count * placed / k;
     }
-    i = j;
+  }
+  if (n > 1) {
+    ++placed;
+    count = count * placed;
   }
   return count;
 }
@@ -156,8 +158,7 @@ Result<MeshUnification> UnifySameOrder(const DeviceMesh& a, const DeviceMesh& b)
   }
   // Names: as the general search below gives them.
   Shape shape;
-  std::vector<std::string> names;
-  std::set<std::string> taken;
+  std::vector<std::string> names;  // (also the names taken: a few axes, a linear search)
   for (int k = 0; k < num_segments; ++k) {
     shape.push_back(cuts[k] / cuts[k + 1]);
     const int ax = axis_of_segment[k];
@@ -176,9 +177,10 @@ Result<MeshUnification> UnifySameOrder(const DeviceMesh& a, const DeviceMesh& b)
         name = a.axis_name(ax) + "_" + std::to_string(pos);
       }
     }
-    while (taken.count(name) || !IsDefaultOrderIdentifier(name)) name += "_";
-    taken.insert(name);
-    names.push_back(name);
+    while (std::find(names.begin(), names.end(), name) != names.end() ||
+           !IsDefaultOrderIdentifier(name))
+      name += "_";
+    names.push_back(std::move(name));
   }
   bool same_as_a = static_cast<int>(shape.size()) == a.num_axes();
   for (int x = 0; x < a.num_axes() && same_as_a; ++x) {
