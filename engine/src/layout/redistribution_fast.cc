@@ -84,6 +84,7 @@
 // on thousands of random cases (the whole plan, as JSON) and simulates its plans.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <queue>
 #include <set>
@@ -215,7 +216,7 @@ class TightSearch {
         done = true;
         break;
       }
-      const Node node = nodes_[index];
+      const Node& node = nodes_[index];  // (a deque: stays valid as children are added)
       if (auto it = best_g.find(node.dims); it != best_g.end() && Better(it->second, G(node)))
         continue;
       ++pops;
@@ -389,17 +390,18 @@ class TightSearch {
   // Planner::BuildLandings, symbolically: the target, then layouts a few collectives before it
   // (reversed gathers and all-to-alls), breadth first, at most 24, depth 2, within the cap.
   void BuildLandings() {
+    constexpr size_t kMaxLandings = 24;
+    landings_.reserve(kMaxLandings);  // references into it stay valid below
     Landing t;
     t.dims = c_.tgt;
-    landings_.push_back(t);
-    constexpr size_t kMaxLandings = 24;
+    landings_.push_back(std::move(t));
     constexpr int kMaxDepth = 2;
     std::set<DimAxes> seen = {c_.tgt};
     size_t begin = 0;
     for (int depth = 0; depth < kMaxDepth; ++depth) {
       const size_t end = landings_.size();
       for (size_t i = begin; i < end && landings_.size() < kMaxLandings; ++i) {
-        const Landing y = landings_[i];
+        const Landing& y = landings_[i];
         auto add = [&](DimAxes x, FastStep e) {
           if (landings_.size() >= kMaxLandings || !seen.insert(x).second) return;
           const int64_t shard = c_.ShardElems(x);
@@ -466,7 +468,7 @@ class TightSearch {
   double bw_max_ = 1;
   int64_t cap_ = 0;
   int64_t lb_src_ = 0;
-  std::vector<Node> nodes_;
+  std::deque<Node> nodes_;  // grows while a node is expanded, by reference
   std::vector<Landing> landings_;
 };
 
