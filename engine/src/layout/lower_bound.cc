@@ -276,11 +276,16 @@ Result<Problem> MakeProblem(Setup setup) {
     p.tgt = StateOf(to_m, 0);
     p.has_target_state = true;
     if (p.new_partial_mask) {
+      // Active: coordinate 0 on every new partial axis; by odometer over grid positions (the
+      // per-rank coordinate table is not needed by the common paths).
       const std::vector<int> np = MaskAxes(p.new_partial_mask);
-      for (int r = 0; r < n; ++r) {
-        for (int a : np) {
-          if (p.coord(r, a) != 0) p.active[r] = 0;
-        }
+      const int na = p.num_axes;
+      std::vector<int64_t> c(na, 0);
+      for (int pos = 0; pos < n; ++pos) {
+        bool zero = true;
+        for (int a : np) zero &= c[a] == 0;
+        p.active[p.rank_of_pos[pos]] = zero;
+        for (int a = na - 1; a >= 0 && ++c[a] == p.axis_size[a]; --a) c[a] = 0;
       }
     }
   } else {

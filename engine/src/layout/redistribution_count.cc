@@ -774,58 +774,77 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     return cap &&
            recv[r] + cap->used[r] + (cap->more ? cap->more[r] : 0) > cap->bound[r] + cap->slack;
   };
-  // The walk for nested blocks when every rank wants: a rank keeps part of its block when its
-  // `have` is not 0, and sends its sender count times `sent_per_block` elements less what it
-  // keeps; so the walk only multiplies the `have` and `sends` entries, without a branch.
-  auto nested_walk = [&](auto receive, auto send) {
-    constexpr bool kReceive = decltype(receive)::value, kSend = decltype(send)::value;
+  // The walk for nested blocks (with the sending side): a wanting rank keeps part of its block
+  // when its `have` is not 0, and a rank sends its sender count times `sent_per_block`
+  // elements less what it keeps; so the walk only multiplies the `have` and `sends` entries
+  // (and, with new partial sums, ORs the separating axes), without a branch.
+  auto nested_walk = [&](auto zero, auto receive, auto send) {
+    constexpr bool kZero = decltype(zero)::value, kReceive = decltype(receive)::value,
+                   kSend = decltype(send)::value;
+    static_assert(kSend, "the receiving side alone is direct_walk's");
     const NestedReceiving nr = nested_receiving();
     int64_t sent_per_block = 1;
     for (int i = 0; i < d; ++i) sent_per_block *= dims[i].sent_per_block;
-    int64_t keepers = 0, max_sent = 0, send_peers = 0;
+    // New partial sums: along z, only coordinate 0 wants (receives) when z is a new partial
+    // axis, and only coordinate 0 sends when z is one in U.
+    const int64_t z_free = (zero_mask & z_bit) ? 0 : 1, z_free_fixed = (zero_fixed & z_bit) ? 0 : 1;
+    int64_t keepers = 0, wanting = 0, max_sent = 0, send_peers = 0;
+    uint32_t separating = 0;
     int64_t key[kMaxAxes] = {}, c[kMaxAxes] = {};
     int64_t pos = 0;
     const int64_t outer = n / z_size;
     for (int64_t o = 0; o < outer; ++o) {
       if (o > 0) next_row(c, key, &pos);
+      int64_t row_wants = 1, row_receivers = 1;
+      if constexpr (kZero) {
+        for (uint32_t m = zero_mask & ~z_bit; m; m &= m - 1) row_wants &= c[__builtin_ctz(m)] == 0;
+        for (uint32_t m = zero_fixed & ~z_bit; m; m &= m - 1)
+          row_receivers &= c[__builtin_ctz(m)] == 0;
+      }
       int64_t rest_have = 1, rest_sends = free_factor;
+      uint32_t rest_separating = 0;
       for (int i = 0; i < d; ++i) {
         if (i == z_dims[0] || i == z_dims[1]) continue;
         const DimTable::Entry& e = tables[i].entries[key[i]];
         rest_have *= e.have;
-        if constexpr (kSend) rest_sends *= e.sends;
+        rest_sends *= e.sends;
+        if constexpr (kZero) rest_separating |= e.separating;
       }
       const ZRow row = z_row(key, pos);
       for (int64_t cz = 0; cz < z_size; ++cz) {
         const DimTable::Entry& x0 = row.e0[cz * row.w0];
         const DimTable::Entry& x1 = row.e1[cz * row.w1];
         const int r = row.ranks[cz * z_pos_stride];
+        int64_t wants = 1, receivers = 1;  // (every rank without new partial sums)
+        if constexpr (kZero) {
+          wants = row_wants & ((cz == 0) | z_free);
+          receivers = row_receivers & ((cz == 0) | z_free_fixed);
+        }
         const int64_t have = rest_have * x0.have * x1.have;
-        const int64_t keeps = have != 0;
+        const int64_t keeps = (have != 0) & wants;  // (no branches: they alternate)
         if constexpr (kReceive) {
-          // (No branch: `keeps` alternates.)
-          recv[r] = nr.lacking_bytes - (nr.kept_bytes & -keeps);
+          recv[r] = (nr.lacking_bytes - (nr.kept_bytes & -keeps)) & -wants;
           keepers += keeps;
-          if constexpr (!kSend) {
-            if (over_cap(r)) {
-              *exceeds = true;
-              return;
-            }
-          }
+          wanting += wants;
         }
-        if constexpr (kSend) {
-          const int64_t senders = rest_sends * x0.sends * x1.sends;
-          sent[r] = (senders * sent_per_block - have) * p.elem;
-          max_sent = std::max(max_sent, sent[r]);
-          send_peers = std::max(send_peers, senders - keeps);
+        if constexpr (kZero) {
+          // Separating axes over the receiving ranks (wanting, with a peer to receive from).
+          const int64_t receives =
+              kReceive ? wants & (nr.all_blocks - keeps > 0) : recv_before[r] > 0;
+          separating |=
+              (rest_separating | x0.separating | x1.separating) & -static_cast<uint32_t>(receives);
         }
+        // A rank whose receivers do not want (a new partial axis in U) sends nothing.
+        const int64_t senders = (rest_sends * x0.sends * x1.sends) & -receivers;
+        sent[r] = (senders * sent_per_block - (have & -keeps)) * p.elem;
+        max_sent = std::max(max_sent, sent[r]);
+        send_peers = std::max(send_peers, senders - keeps);
       }
     }
-    if constexpr (kReceive) receiving_totals(nr, keepers, n);
-    if constexpr (kSend) {
-      totals.max_sent = max_sent;
-      totals.send_peers = send_peers;
-    }
+    if constexpr (kReceive) receiving_totals(nr, keepers, wanting);
+    totals.max_sent = max_sent;
+    totals.send_peers = send_peers;
+    totals.separating |= separating;
   };
   // The receiving side without tables (direct): a rank keeps part of its landing block when
   // in every dimension (outer index >> shift) == inner index (Dim::nested); along z only the
@@ -900,10 +919,12 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   if (cap) *exceeds = false;
   if (direct) {
     direct_walk();
-  } else if (nested && !zero_mask) {
-    if (part == CountPart::kBoth) nested_walk(Yes{}, Yes{});
-    if (part == CountPart::kReceiving) nested_walk(Yes{}, No{});
-    if (part == CountPart::kSending) nested_walk(No{}, Yes{});
+  } else if (nested && zero_mask) {
+    if (part == CountPart::kBoth) nested_walk(Yes{}, Yes{}, Yes{});
+    if (part == CountPart::kSending) nested_walk(Yes{}, No{}, Yes{});
+  } else if (nested) {
+    if (part == CountPart::kBoth) nested_walk(No{}, Yes{}, Yes{});
+    if (part == CountPart::kSending) nested_walk(No{}, No{}, Yes{});
   } else if (zero_mask) {
     if (part == CountPart::kBoth) walk(Yes{}, Yes{}, Yes{});
     if (part == CountPart::kReceiving) walk(Yes{}, Yes{}, No{});

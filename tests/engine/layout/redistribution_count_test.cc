@@ -60,6 +60,7 @@ std::string StateString(const State& s) { return s.Key(); }
 struct Compared {
   int exchanges = 0, permutes = 0, with_zero = 0;
   int nested = 0;  // on meshes of power-of-two axes (the count's bit-test path)
+  int nested_with_zero = 0;
 };
 
 // Case c's exchanges in closed form against the pair visits: the source (reductions done,
@@ -96,6 +97,8 @@ void CompareCase(std::mt19937& rng, int index, const redist_test::Case& c, int l
   out->permutes += slow.is_permute;
   out->with_zero += p.new_partial_mask != 0;
   out->nested += redist_internal::HasNestedBlocks(p, src, p.tgt);
+  out->nested_with_zero +=
+      redist_internal::HasNestedBlocks(p, src, p.tgt) && p.new_partial_mask != 0;
   const std::vector<char> all(p.num_ranks, 1);
   for (int k = 0; k < landings; ++k) {
     const State from = RandomState(rng, p);
@@ -127,12 +130,13 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisits) {
   }
   std::printf(
       "[ summary  ] %d exchanges compared (%d permutes, %d with new partial sums, %d on "
-      "power-of-two axes)\n",
-      n.exchanges, n.permutes, n.with_zero, n.nested);
+      "power-of-two axes, %d of them with new partial sums)\n",
+      n.exchanges, n.permutes, n.with_zero, n.nested, n.nested_with_zero);
   EXPECT_GT(n.exchanges, 8000);
   // Both paths of the count: tables per block (any axis lengths) and bit tests (powers of two).
   EXPECT_GT(n.nested, 1000);
   EXPECT_LT(n.nested, n.exchanges - 1000);
+  EXPECT_GT(n.nested_with_zero, 15);
   EXPECT_GT(n.permutes, 100);
   EXPECT_GT(n.with_zero, 50);
 }
