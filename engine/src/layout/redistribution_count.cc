@@ -100,6 +100,7 @@ struct Dim {
   };
   DigitRule digit_rules[kMaxAxes];
   int num_digit_rules = 0;
+  uint32_t separating_union = 0;  // the rules' axes that separate some entry
 
   int64_t Overlap(int64_t sb, int64_t tb) const {
     return std::max<int64_t>(0, std::min((sb + 1) * bs, (tb + 1) * t) - std::max(sb * bs, tb * t));
@@ -269,7 +270,6 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
   }
   uint32_t all_source_bits = 0;  // once the union has them all, no entry can add to it
   for (int j = 0; j < num_source_axes; ++j) all_source_bits |= 1u << source_axes[j];
-  for (int j = 0; j < g->num_digit_rules; ++j) all_source_bits |= 1u << g->digit_rules[j].axis;
   t->separating_any = 0;
   // The key's last axis (weight 1) in an inner loop that only steps the indices; the others
   // by odometer between rows.
@@ -318,7 +318,6 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
         continue;
       }
       const int64_t free_sends = g->free_sends, sent_per_block = g->sent_per_block;
-      uint32_t separating_any = t->separating_any;
       for (int64_t c = 0; c < row;
            ++c, si += s_step, ti += t_step, outer_index += outer_step, inner_index += inner_step) {
         DimTable::Entry& e = entries[base + c];
@@ -333,20 +332,14 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
         e.sends = sends;
         e.sent = sends * sent_per_block;
         e.separating = 0;
-        if (!separating_per_entry && separating_any == all_source_bits) continue;
-        uint32_t separating = 0;
+        if (!separating_per_entry) continue;  // (their union: Dim::separating_union)
         for (int j = 0; j < g->num_digit_rules; ++j) {
           const Dim::DigitRule& r = g->digit_rules[j];
           const int64_t digit = r.axis == inner ? c : coord[r.axis];
-          if (r.always || ((ti >> r.shift) & r.mask) != digit) separating |= 1u << r.axis;
-        }
-        if (separating_per_entry) {
-          e.separating = separating;
-        } else {
-          separating_any |= separating;
+          if (r.always || ((ti >> r.shift) & r.mask) != digit) e.separating |= 1u << r.axis;
         }
       }
-      t->separating_any = separating_any;
+      t->separating_any = separating_per_entry ? 0 : g->separating_union;
       continue;
     }
     for (int64_t c = 0; c < row; ++c, si += s_step, ti += t_step, fi += f_step) {
@@ -437,6 +430,19 @@ void NestedFactors(const Problem& p, uint32_t used_mask, bool with_senders, Dim*
     } else {
       r.always = true;
     }
+  }
+  // Their union over every coordinate of the table's key, in closed form: the shared digit
+  // (landing >> shift) & mask equals the rank's coordinate on the axis for every key only when
+  // it is that coordinate itself: the axis splits the landing dimension too, with weight
+  // 2^shift. Otherwise some key differs (the coordinates are independent and the axis has
+  // two or more values).
+  g->separating_union = 0;
+  for (int j = 0; j < g->num_digit_rules; ++j) {
+    const Dim::DigitRule& r = g->digit_rules[j];
+    bool identity = false;
+    for (const auto& [a, w] : g->into_terms)
+      identity |= !r.always && a == r.axis && Log2(w) == r.shift;
+    if (!identity) g->separating_union |= 1u << r.axis;
   }
 }
 
