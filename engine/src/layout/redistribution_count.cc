@@ -382,7 +382,8 @@ int Log2(int64_t power_of_two) { return __builtin_ctzll(static_cast<uint64_t>(po
 // finer landing block lies in source block (landing >> shift); a coarser one holds source
 // blocks [landing << shift, (landing + 1) << shift). Weights in the block indices are powers
 // of two, so a digit is (index >> log2 weight) & (size - 1).
-void NestedFactors(const Problem& p, uint32_t used_mask, bool with_senders, Dim* g) {
+void NestedFactors(const Problem& p, uint32_t used_mask, uint32_t zero_mask, bool with_senders,
+                   Dim* g) {
   g->nested = true;
   g->finer = g->t <= g->bs;
   g->shift = g->finer ? Log2(g->bs / g->t) : Log2(g->t / g->bs);
@@ -431,18 +432,22 @@ void NestedFactors(const Problem& p, uint32_t used_mask, bool with_senders, Dim*
       r.always = true;
     }
   }
-  // Their union over every coordinate of the table's key, in closed form: the shared digit
-  // (landing >> shift) & mask equals the rank's coordinate on the axis for every key only when
-  // it is that coordinate itself: the axis splits the landing dimension too, with weight
-  // 2^shift. Otherwise some key differs (the coordinates are independent and the axis has
-  // two or more values).
+  // Their union over the wanting ranks, in closed form. (A rank with a separating axis
+  // receives: its landing block meets a source block other than its own.) The shared digit
+  // (landing >> shift) & mask lies within the landing block index, which the wanting ranks
+  // run over in full (new partial axes split no landing dimension). It equals the rank's
+  // coordinate on the axis for every rank only when it is that coordinate itself: the axis
+  // splits the landing dimension too, with weight 2^shift; otherwise some rank differs (the
+  // coordinates are independent and the axis is two or more long), and a new partial axis,
+  // coordinate 0 on every wanting rank, always separates some rank.
   g->separating_union = 0;
   for (int j = 0; j < g->num_digit_rules; ++j) {
     const Dim::DigitRule& r = g->digit_rules[j];
-    bool identity = false;
-    for (const auto& [a, w] : g->into_terms)
-      identity |= !r.always && a == r.axis && Log2(w) == r.shift;
-    if (!identity) g->separating_union |= 1u << r.axis;
+    bool separates = true;
+    if (!r.always && !(zero_mask & (1u << r.axis))) {
+      for (const auto& [a, w] : g->into_terms) separates &= !(a == r.axis && Log2(w) == r.shift);
+    }
+    if (separates) g->separating_union |= 1u << r.axis;
   }
 }
 
@@ -517,7 +522,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     const int64_t src_blocks = p.shape[i] / g.bs, into_blocks = p.shape[i] / g.t;
     g.into_blocks = into_blocks;
     if (nested) {
-      NestedFactors(p, used_mask, with_senders, &g);
+      NestedFactors(p, used_mask, zero_mask, with_senders, &g);
       g.fixed_terms.clear();
       continue;
     }
@@ -570,7 +575,9 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   const bool direct = nested && part == CountPart::kReceiving;
   std::vector<DimTable>& tables = tables_scratch;
   for (int i = 0; i < d && !direct; ++i) {
-    BuildTable(p, with_senders, /*separating_per_entry=*/zero_mask != 0, &dims[i], &tables[i]);
+    // (Nested blocks know the union of the separating axes: Dim::separating_union.)
+    BuildTable(p, with_senders, /*separating_per_entry=*/zero_mask != 0 && !nested, &dims[i],
+               &tables[i]);
   }
 
   Exchange& ex = *out;
@@ -783,7 +790,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   // The walk for nested blocks (with the sending side): a wanting rank keeps part of its block
   // when its `have` is not 0, and a rank sends its sender count times `sent_per_block`
   // elements less what it keeps; so the walk only multiplies the `have` and `sends` entries
-  // (and, with new partial sums, ORs the separating axes), without a branch.
+  // without a branch (the separating axes come from the tables: Dim::separating_union).
   auto nested_walk = [&](auto zero, auto receive, auto send) {
     constexpr bool kZero = decltype(zero)::value, kReceive = decltype(receive)::value,
                    kSend = decltype(send)::value;
@@ -795,7 +802,6 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     // axis, and only coordinate 0 sends when z is one in U.
     const int64_t z_free = (zero_mask & z_bit) ? 0 : 1, z_free_fixed = (zero_fixed & z_bit) ? 0 : 1;
     int64_t keepers = 0, wanting = 0, max_sent = 0, send_peers = 0;
-    uint32_t separating = 0;
     int64_t key[kMaxAxes] = {}, c[kMaxAxes] = {};
     int64_t pos = 0;
     const int64_t outer = n / z_size;
@@ -808,13 +814,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
           row_receivers &= c[__builtin_ctz(m)] == 0;
       }
       int64_t rest_have = 1, rest_sends = free_factor;
-      uint32_t rest_separating = 0;
       for (int i = 0; i < d; ++i) {
         if (i == z_dims[0] || i == z_dims[1]) continue;
         const DimTable::Entry& e = tables[i].entries[key[i]];
         rest_have *= e.have;
         rest_sends *= e.sends;
-        if constexpr (kZero) rest_separating |= e.separating;
       }
       const ZRow row = z_row(key, pos);
       for (int64_t cz = 0; cz < z_size; ++cz) {
@@ -833,13 +837,6 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
           keepers += keeps;
           wanting += wants;
         }
-        if constexpr (kZero) {
-          // Separating axes over the receiving ranks (wanting, with a peer to receive from).
-          const int64_t receives =
-              kReceive ? wants & (nr.all_blocks - keeps > 0) : recv_before[r] > 0;
-          separating |=
-              (rest_separating | x0.separating | x1.separating) & -static_cast<uint32_t>(receives);
-        }
         // A rank whose receivers do not want (a new partial axis in U) sends nothing.
         const int64_t senders = (rest_sends * x0.sends * x1.sends) & -receivers;
         sent[r] = (senders * sent_per_block - (have & -keeps)) * p.elem;
@@ -850,7 +847,6 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     if constexpr (kReceive) receiving_totals(nr, keepers, wanting);
     totals.max_sent = max_sent;
     totals.send_peers = send_peers;
-    totals.separating |= separating;
   };
   // The receiving side without tables (direct): a rank keeps part of its landing block when
   // in every dimension (outer index >> shift) == inner index (Dim::nested); along z only the
@@ -954,7 +950,8 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     // block is not inside its source block, i.e. when some dimension's is not; an entry
     // whose is adds no separating axis (the one source block it meets is the rank's own).
     // So the union over the receiving ranks is the union over every table's entries.
-    if (!zero_mask) {
+    // On nested blocks the tables hold the union over the wanting ranks in any case.
+    if (!zero_mask || nested) {
       for (int i = 0; i < d; ++i) totals.separating |= tables[i].separating_any;
     }
     ex.axes_mask = totals.separating;

@@ -257,9 +257,41 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisitsOnLargeMeshes) {
         {redist_test::MakeLayout(m, d1, p1, shape), redist_test::MakeLayout(m, d2, p2, shape)},
         /*landings=*/1, &n);
   }
-  std::printf("[ summary  ] %d exchanges compared on 256 and 1024 ranks\n", n.exchanges);
+  std::printf(
+      "[ summary  ] %d exchanges compared on 256 and 1024 ranks (%d with new partial sums)\n",
+      n.exchanges, n.with_zero);
   EXPECT_EQ(n.exchanges, 120);  // every case unified (one mesh)
   EXPECT_EQ(n.nested, 120);     // power-of-two axes: the bit-test path
+}
+
+// The same with new partial sums in the target (the ranks that end as zero addends receive
+// nothing), on large meshes of power-of-two axes: the nested count's masks of wanting and
+// sending ranks and its separating axes over the wanting ranks.
+TEST(RedistributionCountTest, ClosedFormCountsWithNewPartialSumsOnLargeMeshes) {
+  std::mt19937 rng(8192);
+  Compared n;
+  for (int i = 0; i < 600 && n.with_zero < 40 && !HasFailure(); ++i) {
+    const DeviceMesh m = LargeMesh(rng, i % 2 ? 1024 : 256);
+    const int rank = std::uniform_int_distribution<int>(1, 3)(rng);
+    DimAxes d1, d2;
+    std::vector<int> p1, p2;
+    redist_test::RandomAssignment(rng, m, rank, /*partial_ok=*/false, &d1, &p1, 0.7);
+    redist_test::RandomAssignment(rng, m, rank, /*partial_ok=*/true, &d2, &p2);
+    if (p2.empty()) continue;
+    Shape shape(rank);
+    for (int d = 0; d < rank; ++d) {
+      shape[d] = redist_test::Lcm(m.GroupSize(d1[d]), m.GroupSize(d2[d])) *
+                 std::uniform_int_distribution<int64_t>(1, 3)(rng);
+    }
+    CompareCase(
+        rng, i,
+        {redist_test::MakeLayout(m, d1, p1, shape), redist_test::MakeLayout(m, d2, p2, shape)},
+        /*landings=*/1, &n);
+  }
+  std::printf("[ summary  ] %d exchanges compared, %d into targets with new partial sums\n",
+              n.exchanges, n.with_zero);
+  EXPECT_EQ(n.with_zero, 40);
+  EXPECT_EQ(n.nested_with_zero, 40);
 }
 
 }  // namespace
