@@ -237,6 +237,22 @@ DeviceMesh LargeMesh(std::mt19937& rng, int64_t devices) {
   return redist_test::MakeMesh(shape, names, ranks);
 }
 
+// Case `index` on mesh m from the two assignments, with a shape both divide (one random
+// landing besides the target).
+void CompareLargeCase(std::mt19937& rng, int index, const DeviceMesh& m, const DimAxes& d1,
+                      const std::vector<int>& p1, const DimAxes& d2, const std::vector<int>& p2,
+                      Compared* n) {
+  Shape shape(d1.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    shape[d] = redist_test::Lcm(m.GroupSize(d1[d]), m.GroupSize(d2[d])) *
+               std::uniform_int_distribution<int64_t>(1, 3)(rng);
+  }
+  CompareCase(
+      rng, index,
+      {redist_test::MakeLayout(m, d1, p1, shape), redist_test::MakeLayout(m, d2, p2, shape)},
+      /*landings=*/1, n);
+}
+
 TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisitsOnLargeMeshes) {
   std::mt19937 rng(4096);
   Compared n;
@@ -247,15 +263,7 @@ TEST(RedistributionCountTest, ClosedFormCountsEqualThePairVisitsOnLargeMeshes) {
     std::vector<int> p1, p2;
     redist_test::RandomAssignment(rng, m, rank, /*partial_ok=*/i % 3 == 0, &d1, &p1, 0.7);
     redist_test::RandomAssignment(rng, m, rank, i % 5 == 0, &d2, &p2);
-    Shape shape(rank);
-    for (int d = 0; d < rank; ++d) {
-      shape[d] = redist_test::Lcm(m.GroupSize(d1[d]), m.GroupSize(d2[d])) *
-                 std::uniform_int_distribution<int64_t>(1, 3)(rng);
-    }
-    CompareCase(
-        rng, i,
-        {redist_test::MakeLayout(m, d1, p1, shape), redist_test::MakeLayout(m, d2, p2, shape)},
-        /*landings=*/1, &n);
+    CompareLargeCase(rng, i, m, d1, p1, d2, p2, &n);
   }
   std::printf(
       "[ summary  ] %d exchanges compared on 256 and 1024 ranks (%d with new partial sums)\n",
@@ -278,15 +286,7 @@ TEST(RedistributionCountTest, ClosedFormCountsWithNewPartialSumsOnLargeMeshes) {
     redist_test::RandomAssignment(rng, m, rank, /*partial_ok=*/false, &d1, &p1, 0.7);
     redist_test::RandomAssignment(rng, m, rank, /*partial_ok=*/true, &d2, &p2);
     if (p2.empty()) continue;
-    Shape shape(rank);
-    for (int d = 0; d < rank; ++d) {
-      shape[d] = redist_test::Lcm(m.GroupSize(d1[d]), m.GroupSize(d2[d])) *
-                 std::uniform_int_distribution<int64_t>(1, 3)(rng);
-    }
-    CompareCase(
-        rng, i,
-        {redist_test::MakeLayout(m, d1, p1, shape), redist_test::MakeLayout(m, d2, p2, shape)},
-        /*landings=*/1, &n);
+    CompareLargeCase(rng, i, m, d1, p1, d2, p2, &n);
   }
   std::printf("[ summary  ] %d exchanges compared, %d into targets with new partial sums\n",
               n.exchanges, n.with_zero);
