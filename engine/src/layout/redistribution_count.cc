@@ -190,6 +190,14 @@ struct DimTable {
   std::vector<int> axes;
   int64_t key_weight[kMaxAxes];  // per mesh axis: its weight in the key, -1 when not in it
   std::vector<Entry> entries;
+  // Nested blocks (Dim::nested) fill these instead: all the nested walk reads per key (the
+  // blocks met are the same for every key, the elements sent a multiple of the senders, and
+  // the separating axes known as a union).
+  struct NestedEntry {
+    int64_t have = 1;   // as Entry::have
+    int64_t sends = 1;  // as Entry::sends
+  };
+  std::vector<NestedEntry> nested_entries;
   // Without per-entry separating axes (BuildTable's separating_per_entry = false): the union
   // of every entry's.
   uint32_t separating_any = 0;
@@ -241,7 +249,11 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
     t->key_weight[t->axes[j]] = size;
     size *= p.axis_size[t->axes[j]];
   }
-  GrowTo(&t->entries, size);
+  if (g->nested) {
+    GrowTo(&t->nested_entries, size);
+  } else {
+    GrowTo(&t->entries, size);
+  }
   // Per source axis of the dimension (size > 1) and landing block: the axis's digit shared by
   // every source block the landing block meets, or -1 when they differ along it.
   const int64_t into_blocks = g->into_blocks;
@@ -281,6 +293,7 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
   int64_t coord[kMaxAxes] = {};
   int64_t sidx = 0, tidx = 0, fidx = 0;
   DimTable::Entry* entries = t->entries.data();
+  DimTable::NestedEntry* nested = t->nested_entries.data();
   for (int64_t base = 0; base < size; base += row) {
     if (base > 0) {
       for (int j = num_key_axes - 2; j >= 0; --j) {
@@ -300,29 +313,21 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
     }
     int64_t si = sidx, ti = tidx, fi = fidx;
     if (g->nested) {
-      // (Locals: the entries' stores could alias the Dim's fields. No branch on `own`: it
-      // alternates along the row.)
+      // (Only with the sending side: the receiving side alone walks without tables; and the
+      // separating axes' union is Dim::separating_union. Locals: the entries' stores could
+      // alias the Dim's fields. No branch on `own`: it alternates along the row.)
+      assert(with_senders && !separating_per_entry);
       const int shift = g->shift;
-      const int64_t own_have = g->own_have, blocks = g->nested_blocks;
+      const int64_t own_have = g->own_have, free_sends = g->free_sends;
       const bool finer = g->finer;
       // A rank keeps part of its block when (outer >> shift) == inner: the landing block
       // inside the source block, or the source block inside the landing block.
       int64_t outer_index = finer ? ti : si, inner_index = finer ? si : ti;
       const int64_t outer_step = finer ? t_step : s_step, inner_step = finer ? s_step : t_step;
-      if (!with_senders) {
-        for (int64_t c = 0; c < row; ++c, outer_index += outer_step, inner_index += inner_step) {
-          DimTable::Entry& e = entries[base + c];
-          e.have = own_have & -static_cast<int64_t>((outer_index >> shift) == inner_index);
-          e.blocks = blocks;
-        }
-        continue;
-      }
-      const int64_t free_sends = g->free_sends, sent_per_block = g->sent_per_block;
       for (int64_t c = 0; c < row;
-           ++c, si += s_step, ti += t_step, outer_index += outer_step, inner_index += inner_step) {
-        DimTable::Entry& e = entries[base + c];
+           ++c, si += s_step, outer_index += outer_step, inner_index += inner_step) {
+        DimTable::NestedEntry& e = nested[base + c];
         e.have = own_have & -static_cast<int64_t>((outer_index >> shift) == inner_index);
-        e.blocks = blocks;
         int64_t sends = free_sends;
         for (int j = 0; j < g->num_checks; ++j) {
           const Dim::FixedCheck& k = g->checks[j];
@@ -330,16 +335,8 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
           sends &= -static_cast<int64_t>(((si >> k.shift) & k.mask) == (digit >> k.coord_shift));
         }
         e.sends = sends;
-        e.sent = sends * sent_per_block;
-        e.separating = 0;
-        if (!separating_per_entry) continue;  // (their union: Dim::separating_union)
-        for (int j = 0; j < g->num_digit_rules; ++j) {
-          const Dim::DigitRule& r = g->digit_rules[j];
-          const int64_t digit = r.axis == inner ? c : coord[r.axis];
-          if (r.always || ((ti >> r.shift) & r.mask) != digit) e.separating |= 1u << r.axis;
-        }
       }
-      t->separating_any = separating_per_entry ? 0 : g->separating_union;
+      t->separating_any = g->separating_union;
       continue;
     }
     for (int64_t c = 0; c < row; ++c, si += s_step, ti += t_step, fi += f_step) {
@@ -648,6 +645,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     for (int j = 0; j < km.count; ++j) keys[km.dim[j]] += delta * km.weight[j];
   };
   const DimTable::Entry unit;
+  const DimTable::NestedEntry nested_unit;
   // What the walk gathers besides the per-rank bytes (the permute test from them at the end).
   struct Totals {
     int64_t transfers = 0, recv_peers = 0, send_peers = 0, max_recv = 0, max_sent = 0;
@@ -816,15 +814,22 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       int64_t rest_have = 1, rest_sends = free_factor;
       for (int i = 0; i < d; ++i) {
         if (i == z_dims[0] || i == z_dims[1]) continue;
-        const DimTable::Entry& e = tables[i].entries[key[i]];
+        const DimTable::NestedEntry& e = tables[i].nested_entries[key[i]];
         rest_have *= e.have;
         rest_sends *= e.sends;
       }
-      const ZRow row = z_row(key, pos);
+      // z's dimensions' entries along the row (a unit entry, stride 0, when it has fewer).
+      const DimTable::NestedEntry* e0 =
+          num_z_dims > 0 ? &tables[z_dims[0]].nested_entries[key[z_dims[0]]] : &nested_unit;
+      const DimTable::NestedEntry* e1 =
+          num_z_dims > 1 ? &tables[z_dims[1]].nested_entries[key[z_dims[1]]] : &nested_unit;
+      const int64_t w0 = num_z_dims > 0 ? z_weights[0] : 0;
+      const int64_t w1 = num_z_dims > 1 ? z_weights[1] : 0;
+      const int* ranks = p.rank_of_pos.data() + pos;
       for (int64_t cz = 0; cz < z_size; ++cz) {
-        const DimTable::Entry& x0 = row.e0[cz * row.w0];
-        const DimTable::Entry& x1 = row.e1[cz * row.w1];
-        const int r = row.ranks[cz * z_pos_stride];
+        const DimTable::NestedEntry& x0 = e0[cz * w0];
+        const DimTable::NestedEntry& x1 = e1[cz * w1];
+        const int r = ranks[cz * z_pos_stride];
         int64_t wants = 1, receivers = 1;  // (every rank without new partial sums)
         if constexpr (kZero) {
           wants = row_wants & ((cz == 0) | z_free);
