@@ -1020,12 +1020,13 @@ class Planner {
   // The same, receiving side, for an exchange that keeps the plan within the bound only if
   // every rank r receives at most lb_src_[r] + tolerance - used[r] - more[r] - uniform bytes:
   // *exceeds when some rank would (found on nested blocks, where the count stops there; the
-  // caller checks the bound itself otherwise).
+  // caller checks the bound itself otherwise, and outside a tight search there is none).
   std::optional<Exchange> CountedExchangeIntoWithin(const State& s, size_t i,
                                                     const std::vector<int64_t>& used,
                                                     const std::vector<int64_t>* more,
                                                     int64_t uniform, bool* exceeds) const {
     *exceeds = false;
+    if (!cfg_.tight) return CountedExchangeInto(s, i, /*with_senders=*/false);
     if (!p_.has_target_state) return std::nullopt;
     redist_internal::RecvCap cap;
     cap.bound = lb_src_.data();
@@ -1227,13 +1228,10 @@ class Planner {
           counted = std::move(source_into_target_);
           source_into_target_.reset();
           within_bound = node.steps == 0;
-        } else if (cfg_.tight) {
+        } else {
           bool exceeds = false;
           counted = CountedExchangeIntoWithin(node.state, i, node.recv, nullptr, l.recv, &exceeds);
           if (exceeds) continue;  // the bound is out of reach through this landing
-          complete = false;
-        } else {
-          counted = CountedExchangeInto(node.state, i, /*with_senders=*/false);
           complete = false;
         }
         int64_t peers = 0;
@@ -1617,14 +1615,10 @@ class Planner {
     // search, stopped at the first rank the child would take over the bound).
     std::vector<int64_t> lb;
     if (p_.has_target_state && next.reduce_mask == 0) {
-      std::optional<Exchange> to_target;
-      if (cfg_.tight) {
-        bool exceeds = false;
-        to_target = CountedExchangeIntoWithin(next, 0, node.recv, &step_recv, 0, &exceeds);
-        if (exceeds) return;
-      } else {
-        to_target = CountedExchangeInto(next, 0, /*with_senders=*/false);
-      }
+      bool exceeds = false;
+      std::optional<Exchange> to_target =
+          CountedExchangeIntoWithin(next, 0, node.recv, &step_recv, 0, &exceeds);
+      if (exceeds) return;
       if (to_target) lb = std::move(to_target->recv);
     }
     if (lb.empty()) lb = redist_internal::LowerBound(p_, next, boxes());

@@ -204,6 +204,15 @@ struct DimTable {
   int64_t WeightOf(int axis) const { return key_weight[axis]; }
 };
 
+// A row of ranks along a count's innermost mesh axis z: the table entries of z's (at most
+// two) dimensions at its first rank, their strides along z, and its ranks.
+template <typename Entry>
+struct ZRow {
+  const Entry *e0, *e1;
+  int64_t w0, w1;
+  const int* ranks;
+};
+
 // The sending factors of a dimension: for a sender with source block sb and fixed digits f
 // (their index over the dimension's fixed axes), the landing blocks with those digits that
 // meet the source block, and their overlap with it, at send[2 (sb fixed_combos + f)]. One
@@ -467,8 +476,8 @@ int64_t BlocksAlong(const Problem& p, const AxisList& axes) {
 // of an exchange whose receiving side an earlier call counted (same arguments).
 enum class CountPart { kBoth, kReceiving, kSending };
 
-// cap (receiving only, or null): the nested walk stops at the first rank that receives more
-// than the cap allows and sets *exceeds (`out` is then incomplete).
+// cap (receiving only, or null): on nested blocks the walk stops at the first rank that
+// receives more than the cap allows and sets *exceeds (`out` is then incomplete).
 bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_mask, CountPart part,
            Exchange* out, const RecvCap* cap = nullptr, bool* exceeds = nullptr) {
   const bool with_receivers = part != CountPart::kSending;
@@ -655,21 +664,21 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
   int64_t* recv = with_receivers ? ex.recv.data() : nullptr;
   const int64_t* recv_before = with_receivers ? nullptr : ex.recv.data();
   int64_t* sent = ex.sent.data();
-  // A row of ranks along z (from grid position `pos`): the entries of z's dimensions at its
-  // first rank, their strides along z, and its ranks.
-  struct ZRow {
-    const DimTable::Entry *e0, *e1;
-    int64_t w0, w1;
-    const int* ranks;
-  };
-  auto z_row = [&](const int64_t* key, int64_t pos) {
-    ZRow row;
-    row.e0 = num_z_dims > 0 ? &tables[z_dims[0]].entries[key[z_dims[0]]] : &unit;
-    row.e1 = num_z_dims > 1 ? &tables[z_dims[1]].entries[key[z_dims[1]]] : &unit;
+  // The row of ranks along z from grid position `pos` (ZRow), in the tables `table_of(i)`
+  // gives (the general entries or the nested ones), `unit_entry` standing in for a missing
+  // dimension.
+  auto z_row = [&](const auto& table_of, const auto& unit_entry, const int64_t* key, int64_t pos) {
+    ZRow<std::remove_cvref_t<decltype(unit_entry)>> row;
+    row.e0 = num_z_dims > 0 ? &table_of(z_dims[0])[key[z_dims[0]]] : &unit_entry;
+    row.e1 = num_z_dims > 1 ? &table_of(z_dims[1])[key[z_dims[1]]] : &unit_entry;
     row.w0 = num_z_dims > 0 ? z_weights[0] : 0;
     row.w1 = num_z_dims > 1 ? z_weights[1] : 0;
     row.ranks = p.rank_of_pos.data() + pos;
     return row;
+  };
+  auto entries_of = [&](int i) -> const std::vector<DimTable::Entry>& { return tables[i].entries; };
+  auto nested_entries_of = [&](int i) -> const std::vector<DimTable::NestedEntry>& {
+    return tables[i].nested_entries;
   };
   // The next row of ranks along z: an odometer over the other axes (c: their coordinates).
   auto next_row = [&](int64_t* c, int64_t* key, int64_t* pos) {
@@ -710,7 +719,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         if (i == z_dims[0] || i == z_dims[1]) continue;
         rest.Multiply(tables[i].entries[key[i]], kSend);
       }
-      const ZRow row = z_row(key, pos);
+      const auto row = z_row(entries_of, unit, key, pos);
       for (int64_t cz = 0; cz < z_size; ++cz) {
         const DimTable::Entry& x0 = row.e0[cz * row.w0];
         const DimTable::Entry& x1 = row.e1[cz * row.w1];
@@ -758,9 +767,9 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       }
     }
   };
-  // Nested blocks, every rank wanting: a rank's landing block meets `all_blocks` source
-  // blocks, its own among them exactly when it keeps part of it; it then receives
-  // keeper_bytes, else lacking_bytes (its whole block).
+  // Nested blocks: a wanting rank's landing block meets `all_blocks` source blocks, its own
+  // among them exactly when it keeps part of it; it then receives keeper_bytes, else
+  // lacking_bytes (its whole block).
   struct NestedReceiving {
     int64_t all_blocks = 1, keeper_bytes = 0, lacking_bytes = 0, kept_bytes = 0;
   };
@@ -818,18 +827,11 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
         rest_have *= e.have;
         rest_sends *= e.sends;
       }
-      // z's dimensions' entries along the row (a unit entry, stride 0, when it has fewer).
-      const DimTable::NestedEntry* e0 =
-          num_z_dims > 0 ? &tables[z_dims[0]].nested_entries[key[z_dims[0]]] : &nested_unit;
-      const DimTable::NestedEntry* e1 =
-          num_z_dims > 1 ? &tables[z_dims[1]].nested_entries[key[z_dims[1]]] : &nested_unit;
-      const int64_t w0 = num_z_dims > 0 ? z_weights[0] : 0;
-      const int64_t w1 = num_z_dims > 1 ? z_weights[1] : 0;
-      const int* ranks = p.rank_of_pos.data() + pos;
+      const auto row = z_row(nested_entries_of, nested_unit, key, pos);
       for (int64_t cz = 0; cz < z_size; ++cz) {
-        const DimTable::NestedEntry& x0 = e0[cz * w0];
-        const DimTable::NestedEntry& x1 = e1[cz * w1];
-        const int r = ranks[cz * z_pos_stride];
+        const DimTable::NestedEntry& x0 = row.e0[cz * row.w0];
+        const DimTable::NestedEntry& x1 = row.e1[cz * row.w1];
+        const int r = row.ranks[cz * z_pos_stride];
         int64_t wants = 1, receivers = 1;  // (every rank without new partial sums)
         if constexpr (kZero) {
           wants = row_wants & ((cz == 0) | z_free);
@@ -971,7 +973,7 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
 
 }  // namespace
 
-bool HasNestedBlocks(const Problem& p, const State&, const State&) { return PowerOfTwoAxes(p); }
+bool HasNestedBlocks(const Problem& p) { return PowerOfTwoAxes(p); }
 
 bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
                    Exchange* out, bool with_senders) {

@@ -303,11 +303,11 @@ struct RecvCap {
 bool CountExchangeReceivingWithin(const Problem& p, const State& s, const State& into,
                                   uint32_t zero_mask, const RecvCap& cap, Exchange* out,
                                   bool* exceeds);
-// Whether CountExchange(p, s, into, ...) takes its nested-blocks path: every mesh axis a
-// power of two long, so along every dimension each block of one state lies inside a block of
-// the other and every per-rank factor is a bit test (no per-block tables). Tests use it to
-// check that both paths are exercised.
-bool HasNestedBlocks(const Problem& p, const State& s, const State& into);
+// Whether CountExchange(p, ...) takes its nested-blocks path (for every pair of states of
+// p): every mesh axis a power of two long, so along every dimension each block of one state
+// lies inside a block of the other and every per-rank factor is a bit test (no per-block
+// tables). Tests use it to check that both paths are exercised.
+bool HasNestedBlocks(const Problem& p);
 
 // The counts of the exchange from state `s` (boxes `cur`) into boxes `into_boxes` for the
 // ranks with want[r] != 0: CountExchange when `into` (the state of those boxes, or null) is

@@ -96,9 +96,8 @@ void CompareCase(std::mt19937& rng, int index, const redist_test::Case& c, int l
   ++out->exchanges;
   out->permutes += slow.is_permute;
   out->with_zero += p.new_partial_mask != 0;
-  out->nested += redist_internal::HasNestedBlocks(p, src, p.tgt);
-  out->nested_with_zero +=
-      redist_internal::HasNestedBlocks(p, src, p.tgt) && p.new_partial_mask != 0;
+  out->nested += redist_internal::HasNestedBlocks(p);
+  out->nested_with_zero += redist_internal::HasNestedBlocks(p) && p.new_partial_mask != 0;
   const std::vector<char> all(p.num_ranks, 1);
   for (int k = 0; k < landings; ++k) {
     const State from = RandomState(rng, p);
@@ -114,7 +113,7 @@ void CompareCase(std::mt19937& rng, int index, const redist_test::Case& c, int l
     ASSERT_TRUE(CountExchangeSenders(p, from, into, 0, &completed));
     ExpectSameCounts(slow2, completed, ctx + " (completed) " + StateString(from));
     ++out->exchanges;
-    out->nested += redist_internal::HasNestedBlocks(p, from, into);
+    out->nested += redist_internal::HasNestedBlocks(p);
     out->permutes += slow2.is_permute;
   }
 }
@@ -176,7 +175,7 @@ TEST(RedistributionCountTest, ACappedCountFindsTheRanksOverTheirCap) {
     ASSERT_TRUE(redist_internal::CountExchangeReceivingWithin(p, from, p.tgt, p.new_partial_mask,
                                                               cap, &capped, &exceeds));
     const std::string ctx = c.from.DebugString() + " -> " + c.to.DebugString();
-    if (redist_internal::HasNestedBlocks(p, from, p.tgt) && p.new_partial_mask == 0) {
+    if (redist_internal::HasNestedBlocks(p) && p.new_partial_mask == 0) {
       EXPECT_EQ(exceeds, over) << ctx;
     } else {
       EXPECT_FALSE(exceeds) << ctx;
