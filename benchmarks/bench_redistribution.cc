@@ -7,6 +7,7 @@
 //   build/bin/bench_redistribution --visits=9 --slowest=10          # more samples per pair
 //   build/bin/bench_redistribution --bytes=0                        # timing table only
 //   build/bin/bench_redistribution --explain=1024/4/56              # one pair: plan, references
+//   build/bin/bench_redistribution --explain=1024/4/56,512/4/3 --repeat=1000  # a mix, for perf
 //   build/bin/bench_redistribution --median-pairs=10                # also the pairs at the median
 //   build/bin/bench_redistribution --benchmark_filter=NONE          # bytes table only
 //
@@ -769,34 +770,62 @@ int Digest() {
   return 0;
 }
 
-// --explain=devices/axes/index: one pair of the suite, its plan and the references.
+// --explain=devices/axes/index[,devices/axes/index...]: pairs of the suite, each plan and the
+// references. With --repeat=K, the pairs are planned K more times in turn (for a profiler:
+// a mix such as the pairs around a class's median) and each prints its median CPU time.
 int Explain() {
-  int devices = 0, axes = 0, index = 0;
-  if (std::sscanf(g_explain.c_str(), "%d/%d/%d", &devices, &axes, &index) != 3) return 1;
-  const std::vector<Pair>& suite = Suite(devices, axes);
-  if (index < 0 || index >= static_cast<int>(suite.size())) return 1;
-  const Pair& p = suite[index];
-  double c0 = ThreadCpuMicros();
-  auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
-  double cpu_us = ThreadCpuMicros() - c0;
-  if (g_repeat > 0) {  // --repeat=K: K more plans (for a profiler), the median CPU time
+  struct Chosen {
+    const Pair* pair;
     std::vector<double> times;
-    for (int k = 0; k < g_repeat; ++k) {
-      c0 = ThreadCpuMicros();
-      benchmark::DoNotOptimize(PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{}));
-      times.push_back(ThreadCpuMicros() - c0);
+  };
+  std::vector<Chosen> chosen;
+  for (size_t at = 0; at < g_explain.size();) {
+    size_t end = g_explain.find(',', at);
+    if (end == std::string::npos) end = g_explain.size();
+    int devices = 0, axes = 0, index = 0;
+    if (std::sscanf(g_explain.substr(at, end - at).c_str(), "%d/%d/%d", &devices, &axes, &index) !=
+        3) {
+      std::printf("error: --explain wants devices/axes/index, got '%s'\n",
+                  g_explain.substr(at, end - at).c_str());
+      return 1;
     }
-    cpu_us = Percentile(times, 0.5);
+    const std::vector<Pair>& suite = Suite(devices, axes);
+    if (index < 0 || index >= static_cast<int>(suite.size())) {
+      std::printf("error: --explain: class %d/%d has pairs 0..%zu\n", devices, axes,
+                  suite.size() - 1);
+      return 1;
+    }
+    chosen.push_back({&suite[index], {}});
+    at = end + 1;
   }
-  if (!plan.ok()) {
-    std::printf("error: %s\n", plan.status().message().c_str());
-    return 1;
+  for (Chosen& c : chosen) {
+    const double c0 = ThreadCpuMicros();
+    benchmark::DoNotOptimize(
+        PlanRedistribution(c.pair->from, c.pair->to, CostModel{}, RedistOptions{}));
+    c.times.push_back(ThreadCpuMicros() - c0);
   }
-  const Unified u = Unify(p.from, p.to);
-  std::printf("%s\nbound total %" PRId64 " B, naive %" PRId64 " B, rules %" PRId64
-              " B; planned in %.1f µs (CPU), %d states explored\n",
-              plan->ToString().c_str(), plan->total_lower_bound_bytes, NaiveRecv(u).Total(),
-              RulesLoopRecv(u).Total(), cpu_us, plan->states_explored);
+  for (int k = 0; k < g_repeat; ++k) {  // --repeat=K: K more plans of each, in turn
+    for (Chosen& c : chosen) {
+      const double c0 = ThreadCpuMicros();
+      benchmark::DoNotOptimize(
+          PlanRedistribution(c.pair->from, c.pair->to, CostModel{}, RedistOptions{}));
+      c.times.push_back(ThreadCpuMicros() - c0);
+    }
+  }
+  for (Chosen& c : chosen) {
+    const Pair& p = *c.pair;
+    auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
+    if (!plan.ok()) {
+      std::printf("error: %s\n", plan.status().message().c_str());
+      return 1;
+    }
+    const double cpu_us = g_repeat > 0 ? Percentile(c.times, 0.5) : c.times[0];
+    const Unified u = Unify(p.from, p.to);
+    std::printf("%s\nbound total %" PRId64 " B, naive %" PRId64 " B, rules %" PRId64
+                " B; planned in %.1f µs (CPU), %d states explored\n",
+                plan->ToString().c_str(), plan->total_lower_bound_bytes, NaiveRecv(u).Total(),
+                RulesLoopRecv(u).Total(), cpu_us, plan->states_explored);
+  }
   return 0;
 }
 

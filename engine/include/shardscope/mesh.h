@@ -63,6 +63,10 @@ class DeviceMesh {
   bool has_explicit_ranks() const { return !rep().ranks.empty(); }
   // The rank at every grid position, row-major (the default order when not explicit).
   std::vector<int> rank_list() const;
+  // The explicit rank order and its inverse (the grid position of each rank), without a
+  // copy; both empty when the order is the default.
+  const std::vector<int>& explicit_ranks() const { return rep().ranks; }
+  const std::vector<int>& explicit_positions() const { return rep().position; }
 
   // The rank at grid coordinates `coords` (one per axis, 0 <= coords[i] < shape[i]).
   int rank_at(const std::vector<int64_t>& coords) const;

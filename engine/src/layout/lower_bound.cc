@@ -182,6 +182,23 @@ Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_by
   return s;
 }
 
+RankTable RankTable::Identity(int n) {
+  // One shared table up to a size that covers the meshes planned in practice (read-only
+  // after its thread-safe initialisation); larger ones get their own.
+  constexpr int kShared = 1 << 16;
+  static const std::vector<int> shared = [] {
+    std::vector<int> v(kShared);
+    for (int i = 0; i < kShared; ++i) v[i] = i;
+    return v;
+  }();
+  if (n <= kShared) return RankTable(shared.data());
+  auto own = std::make_shared<std::vector<int>>(n);
+  for (int i = 0; i < n; ++i) (*own)[i] = i;
+  RankTable t(own->data());
+  t.owned_ = std::move(own);
+  return t;
+}
+
 void FillRankGrid(Problem* problem) {
   Problem& p = *problem;
   const int n = p.mesh.size();
@@ -192,12 +209,13 @@ void FillRankGrid(Problem* problem) {
   for (int a = 0; a < na; ++a) p.axis_size.push_back(p.mesh.axis_size(a));
   p.pos_stride.assign(na, 1);
   for (int a = na - 2; a >= 0; --a) p.pos_stride[a] = p.pos_stride[a + 1] * p.axis_size[a + 1];
-  p.rank_of_pos = p.mesh.rank_list();
+  // (Views: the problem owns the mesh, whose tables outlive it.)
   if (p.mesh.has_explicit_ranks()) {
-    p.pos_of_rank.resize(n);
-    for (int pos = 0; pos < n; ++pos) p.pos_of_rank[p.rank_of_pos[pos]] = pos;
+    p.rank_of_pos = RankTable::Of(p.mesh.explicit_ranks());
+    p.pos_of_rank = RankTable::Of(p.mesh.explicit_positions());
   } else {
-    p.pos_of_rank = p.rank_of_pos;  // the identity
+    p.rank_of_pos = RankTable::Identity(n);
+    p.pos_of_rank = p.rank_of_pos;
   }
   p.coords.clear();  // filled on first use
 }

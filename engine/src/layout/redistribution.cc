@@ -609,8 +609,9 @@ struct Candidate {
   int landing = 0;
   Score score;
   // kExchange: the exchange's counts and groups as the search computed them (so that the plan
-  // is assembled without a second pass over up to N (N-1) transfers).
-  std::shared_ptr<const Exchange> exchange;
+  // is assembled without a second pass over up to N (N-1) transfers). Owned by the candidate
+  // alone (Assemble takes it).
+  std::shared_ptr<Exchange> exchange;
 };
 
 // A layout from which a known sequence of collectives reaches the target (landing 0 is the
@@ -620,8 +621,9 @@ struct Candidate {
 struct Landing {
   State x;
   uint64_t signature = 0;  // DimsSignature(x.dims): most candidates are told apart by it
-  Boxes boxes;             // computed on first use (Planner::LandingBoxes)
-  bool boxes_ready = false;
+  // Computed on first use (Planner::LandingBoxes; most landings never need them). Out of
+  // line: the planner builds up to 24 landings per plan.
+  std::unique_ptr<Boxes> boxes;
   // The suffix, x -> ... -> target: `edge` leads to landing `next` (-1: this is the target),
   // whose suffix follows.
   Edge edge;
@@ -894,14 +896,13 @@ class Planner {
   const Boxes& LandingBoxes(size_t i) const {
     if (i == 0) return p_.target();
     Landing& l = landings_[i];
-    if (!l.boxes_ready) {
-      l.boxes = BoxesOf(p_, l.x);
-      l.boxes_ready = true;
-    }
-    return l.boxes;
+    if (!l.boxes) l.boxes = std::make_unique<Boxes>(BoxesOf(p_, l.x));
+    return *l.boxes;
   }
 
   const std::vector<int64_t>& lb_src() const { return lb_src_; }
+  // The bound from the source, taken once the search is done with it (for the plan).
+  std::vector<int64_t> TakeLbSrc() { return std::move(lb_src_); }
   LazyBoxes LazyBoxesOf(const State& s) const { return LazyBoxes(p_, s, *this); }
   // Boxes of state s (kept for later calls while the cache is small).
   std::shared_ptr<const Boxes> BoxesFor(const State& s) const {
@@ -1117,7 +1118,7 @@ class Planner {
     return best.node < 0 || Better(s, best.score);
   }
   void Offer(Candidate* best, int node, EdgeKind final, int landing, const Score& s,
-             std::shared_ptr<const Exchange> exchange = nullptr) const {
+             std::shared_ptr<Exchange> exchange = nullptr) const {
     if (Accepts(*best, s)) {
       best->node = node;
       best->final = final;
@@ -1200,7 +1201,7 @@ class Planner {
                 nhi[kMaxSampleDims];
             if (i == 0) {
               TargetBoxOf(r, lo, hi);
-            } else if (l.boxes_ready) {
+            } else if (l.boxes) {
               const Boxes& lb = LandingBoxes(i);
               std::copy_n(lb.lo.data() + r.rank * d, d, lo);
               std::copy_n(lb.hi.data() + r.rank * d, d, hi);
@@ -1263,9 +1264,8 @@ class Planner {
           Add(G(node), StepScore(ExchangeSeconds(*ex), static_cast<double>(ex->max_recv), 1));
       sc = Add(sc, rest);
       if (!Accepts(*best, sc)) continue;
-      Offer(
-          best, index, kind, static_cast<int>(i), sc,
-          kind == EdgeKind::kExchange ? std::make_shared<const Exchange>(std::move(*ex)) : nullptr);
+      Offer(best, index, kind, static_cast<int>(i), sc,
+            kind == EdgeKind::kExchange ? std::make_shared<Exchange>(std::move(*ex)) : nullptr);
     }
   }
 
@@ -1796,8 +1796,9 @@ void SetByteTotals(RedistPlan* plan) {
   plan->byte_optimal = within;
 }
 
-Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Planner& planner,
-                            const Candidate& cand) {
+// Takes the candidate's exchange and the planner's bound (both done with once assembled).
+Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, Planner& planner,
+                            Candidate cand) {
   RedistPlan plan;
   plan.from = *p.from;
   plan.to = *p.to;
@@ -1998,8 +1999,8 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     auto b = [&]() -> const Boxes& { return *planner.BoxesFor(last.state); };
     // Counts and groups only: the transfer list (up to one per pair of ranks) is expanded
     // when someone reads it.
-    Exchange ex =
-        cand.exchange ? *cand.exchange : planner.ExchangeInto(last.state, b(), cand.landing);
+    Exchange ex = cand.exchange ? std::move(*cand.exchange)
+                                : planner.ExchangeInto(last.state, b(), cand.landing);
     RedistStep st;
     if (ex.num_transfers == 0) {
       // Nothing travels: every rank already holds its block of the landing (or becomes 0).
@@ -2076,7 +2077,7 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, const Plann
     }
     plan.predicted_seconds += st.seconds;
   }
-  plan.lower_bound = planner.lb_src();
+  plan.lower_bound = planner.TakeLbSrc();
   SetByteTotals(&plan);
   plan.states_explored = planner.states_explored();
   return plan;
@@ -2279,7 +2280,7 @@ Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, cons
   }
   const bool bounded = cfg.tight && best.node >= 0;
   if (best.node < 0) best = planner.Baseline();
-  SHARDSCOPE_ASSIGN_OR_RETURN(RedistPlan plan, Assemble(p, cost, planner, best));
+  SHARDSCOPE_ASSIGN_OR_RETURN(RedistPlan plan, Assemble(p, cost, planner, std::move(best)));
   plan.mesh = std::move(p.mesh);  // the problem (and the planner) are done with
   plan.bounded_search = bounded;
   plan.bound_slack_bytes = bounded ? cfg.tolerance : 0;

@@ -13,6 +13,7 @@
 #include <cassert>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,25 @@ class DimList {
   AxisList dims_[kCapacity];
 };
 
+// A permutation of 0..n-1 read by index (Problem's rank order and its inverse): a view of the
+// mesh's own tables, or of a shared identity for the default order, so that a problem copies
+// no per-rank table (at 1024 ranks, each plan would write two 4 KiB tables).
+class RankTable {
+ public:
+  RankTable() = default;
+  // The identity of n entries.
+  static RankTable Identity(int n);
+  // A view of `table`, which must outlive every use.
+  static RankTable Of(const std::vector<int>& table) { return RankTable(table.data()); }
+  int operator[](size_t i) const { return data_[i]; }
+  const int* data() const { return data_; }
+
+ private:
+  explicit RankTable(const int* data) : data_(data) {}
+  const int* data_ = nullptr;
+  std::shared_ptr<const std::vector<int>> owned_;  // an identity larger than the shared one
+};
+
 // A layout on the planning mesh as a search state.
 struct State {
   DimList dims;
@@ -182,8 +202,8 @@ struct Problem {
   // Rank r's coordinate along axis a at [r * A + a]; filled on first use (coord()): the
   // common paths walk ranks in grid order and need none. Not thread-safe (one plan, one thread).
   mutable std::vector<int64_t> coords;
-  std::vector<int> pos_of_rank;     // grid position (row-major over M) of each rank
-  std::vector<int> rank_of_pos;     // rank at each grid position
+  RankTable pos_of_rank;            // grid position (row-major over M) of each rank
+  RankTable rank_of_pos;            // rank at each grid position
   std::vector<int64_t> pos_stride;  // per axis: grid position stride (row-major)
   uint32_t kept_mask = 0;           // partial in both: never reduced, never moved along
   uint32_t new_partial_mask = 0;    // partial in `to` only (unified case)
