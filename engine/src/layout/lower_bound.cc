@@ -294,16 +294,26 @@ Result<Problem> MakeProblem(Setup setup) {
     p.tgt = StateOf(to_m, 0);
     p.has_target_state = true;
     if (p.new_partial_mask) {
-      // Active: coordinate 0 on every new partial axis; by odometer over grid positions (the
-      // per-rank coordinate table is not needed by the common paths).
-      const std::vector<int> np = MaskAxes(p.new_partial_mask);
+      // Active: coordinate 0 on every new partial axis; the grid positions of those ranks by
+      // odometer over the other axes (the per-rank coordinate table is not needed by the
+      // common paths).
+      std::fill(p.active.begin(), p.active.end(), 0);
       const int na = p.num_axes;
-      std::vector<int64_t> c(na, 0);
-      for (int pos = 0; pos < n; ++pos) {
-        bool zero = true;
-        for (int a : np) zero &= c[a] == 0;
-        p.active[p.rank_of_pos[pos]] = zero;
-        for (int a = na - 1; a >= 0 && ++c[a] == p.axis_size[a]; --a) c[a] = 0;
+      int64_t c[32] = {};  // (masks bound the axes to 32)
+      int64_t pos = 0;
+      for (;;) {
+        p.active[p.rank_of_pos[pos]] = 1;
+        int a = na - 1;
+        for (; a >= 0; --a) {
+          if (p.new_partial_mask & (1u << a)) continue;
+          if (++c[a] < p.axis_size[a]) {
+            pos += p.pos_stride[a];
+            break;
+          }
+          pos -= (c[a] - 1) * p.pos_stride[a];
+          c[a] = 0;
+        }
+        if (a < 0) break;
       }
     }
   } else {

@@ -676,7 +676,8 @@ std::vector<int64_t> AllReduceRecvPerRank(const Problem& p, const std::vector<in
 struct RankCoords {
   RankCoords() {}  // NOLINT: leaves `coord` uninitialized on purpose
   int rank = 0;
-  int64_t coord[32];  // per mesh axis (masks bound them to 32)
+  int sample = -1;    // index among the planner's samples (Planner::samples_), or -1
+  int32_t coord[32];  // per mesh axis (masks bound them to 32; a mesh has < 2^31 devices)
 };
 
 // Bytes rank r receives in an all-reduce of n elements along `axes` (AllReduceRecvPerRank).
@@ -879,7 +880,26 @@ class Planner {
     samples_.resize(ranks.size());
     for (size_t j = 0; j < ranks.size(); ++j) {
       samples_[j].rank = ranks[j];
-      for (int a = 0; a < p.num_axes; ++a) samples_[j].coord[a] = p.coord_of_one(ranks[j], a);
+      samples_[j].sample = static_cast<int>(j);
+      for (int a = 0; a < p.num_axes; ++a) {
+        samples_[j].coord[a] = static_cast<int32_t>(p.coord_of_one(ranks[j], a));
+      }
+    }
+    // The samples' target boxes: every candidate's sample check reads them.
+    if (p.num_dims <= kMaxSampleDims) {
+      const int d = p.num_dims;
+      sample_target_lo_.resize(samples_.size() * d);
+      sample_target_hi_.resize(samples_.size() * d);
+      for (const RankCoords& r : samples_) {
+        int64_t* lo = sample_target_lo_.data() + r.sample * d;
+        int64_t* hi = sample_target_hi_.data() + r.sample * d;
+        if (p.has_target_state) {
+          BoxOfRank(p, p.tgt, r, lo, hi);
+        } else {
+          std::copy_n(p.target().lo.data() + r.rank * d, d, lo);
+          std::copy_n(p.target().hi.data() + r.rank * d, d, hi);
+        }
+      }
     }
     BuildLandings();
   }
@@ -1139,12 +1159,12 @@ class Planner {
     TargetBoxOf(r, tlo, thi);
     return (BoxVolume(tlo, thi, d) - IntersectVolume(tlo, thi, lo, hi, d)) * p_.elem;
   }
-  // Rank r's target box (without the table when the target is a state on M).
+  // Sampled rank r's target box (precomputed).
   void TargetBoxOf(const RankCoords& r, int64_t* lo, int64_t* hi) const {
-    if (p_.has_target_state) return BoxOfRank(p_, p_.tgt, r, lo, hi);
+    assert(r.sample >= 0);
     const int d = p_.num_dims;
-    std::copy_n(p_.target().lo.data() + r.rank * d, d, lo);
-    std::copy_n(p_.target().hi.data() + r.rank * d, d, hi);
+    std::copy_n(sample_target_lo_.data() + r.sample * d, d, lo);
+    std::copy_n(sample_target_hi_.data() + r.sample * d, d, hi);
   }
   int64_t StepRecvOf(const StepRecv& sr, const State& next, const RankCoords& r) const {
     switch (sr.kind) {
@@ -1303,15 +1323,18 @@ class Planner {
     const int64_t* bound = lb_src_.data();
     const int64_t* x = a.data();
     const int n = p_.num_ranks;
-    if (!b) {
-      for (int r = 0; r < n; ++r) {
-        if (x[r] > bound[r] + slack) return false;
+    const int64_t* y = b ? b->data() : nullptr;
+    // In blocks without an early exit inside (so that they vectorize): most calls pass.
+    constexpr int kBlock = 64;
+    for (int start = 0; start < n; start += kBlock) {
+      const int end = std::min(n, start + kBlock);
+      bool over = false;
+      if (y) {
+        for (int r = start; r < end; ++r) over |= x[r] + y[r] > bound[r] + slack;
+      } else {
+        for (int r = start; r < end; ++r) over |= x[r] > bound[r] + slack;
       }
-      return true;
-    }
-    const int64_t* y = b->data();
-    for (int r = 0; r < n; ++r) {
-      if (x[r] + y[r] > bound[r] + slack) return false;
+      if (over) return false;
     }
     return true;
   }
@@ -1673,6 +1696,7 @@ class Planner {
   // taken by Finish.
   mutable std::optional<Exchange> source_into_target_;
   std::vector<RankCoords> samples_;
+  std::vector<int64_t> sample_target_lo_, sample_target_hi_;  // per sample, num_dims each
   mutable std::vector<Landing> landings_;
   mutable std::vector<char> every_rank_;  // Want(i > 0)
   std::deque<Node> nodes_;  // a deque: Search holds a node while its children are added
@@ -1780,15 +1804,15 @@ void SetByteTotals(RedistPlan* plan) {
   const int64_t* bound = plan->lower_bound.data();
   const size_t n = plan->recv_bytes.size();
   assert(plan->lower_bound.size() == n);
+  // (Plain reductions, one per loop, so that each vectorizes.)
   int64_t recv_max = 0, bound_max = 0, recv_sum = 0, bound_sum = 0;
-  bool within = true;
-  for (size_t r = 0; r < n; ++r) {
-    recv_max = std::max(recv_max, recv[r]);
-    bound_max = std::max(bound_max, bound[r]);
-    recv_sum += recv[r];
-    bound_sum += bound[r];
-    within &= recv[r] <= bound[r];
-  }
+  for (size_t r = 0; r < n; ++r) recv_max = std::max(recv_max, recv[r]);
+  for (size_t r = 0; r < n; ++r) bound_max = std::max(bound_max, bound[r]);
+  for (size_t r = 0; r < n; ++r) recv_sum += recv[r];
+  for (size_t r = 0; r < n; ++r) bound_sum += bound[r];
+  int over = 0;
+  for (size_t r = 0; r < n; ++r) over |= recv[r] > bound[r];
+  const bool within = over == 0;
   plan->planned_bytes = recv_max;
   plan->lower_bound_bytes = bound_max;
   plan->total_planned_bytes = recv_sum;
