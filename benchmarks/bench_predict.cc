@@ -65,6 +65,7 @@ struct Options {
   int steps = 40;
   bool concurrency = false;
   bool phases = false;
+  bool chains = false;
   std::vector<std::string> models;
 };
 
@@ -79,8 +80,12 @@ struct Row {
   double calls = 0;             // communicator calls per step, rank 0
   int redistributions = 0;      // instructions per step
   int communicating_steps = 0;  // their steps that move data
-  double alone_ms = 0;          // every redistribution timed alone, summed
-  std::vector<std::string> alone;  // per redistribution: "value kind.. measured us"
+  std::map<int64_t, int> steps_by_group;  // group size -> communicating steps (irregular: all)
+  double steps_back_to_back_ms = 0;       // rank 0: the timed steps again without barriers, mean
+  double chains_back_to_back_ms = 0;      // rank 0: the chain 50 times without barriers, mean
+  double chain_ms = 0;                    // every redistribution back to back, rank 0, median
+  double alone_ms = 0;                    // every redistribution timed alone, summed
+  std::vector<std::string> alone;         // per redistribution: "value kind.. measured us"
   std::string error;
 };
 
@@ -117,6 +122,8 @@ Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, R
   std::vector<double> compute(opt.devices), comm(opt.devices);
   std::vector<double> steps;
   std::map<int, std::vector<double>> alone;  // instruction -> rank 0 seconds
+  std::vector<std::vector<double>> chained(opt.devices, std::vector<double>(256));  // rank, redist
+  std::vector<double> chain;  // rank 0: every redistribution back to back
   Status st = RunOnDevices(opt.devices, [&](Communicator& world) -> Status {
     SearchResult r;
     PartitionOptions p;
@@ -147,6 +154,12 @@ Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, R
       SHARDSCOPE_ASSIGN_OR_RETURN(row->program,
                                   PriceProgram(trainer->graph(), trainer->program(), search));
     }
+    // The same steps back to back, as train runs them (no barrier between steps).
+    SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+    const auto back_to_back = Clock::now();
+    for (int i = 0; i < opt.steps; ++i)
+      SHARDSCOPE_RETURN_IF_ERROR(trainer->Step(world, data.images, data.labels).status());
+    if (world.rank() == 0) row->steps_back_to_back_ms = Since(back_to_back) / opt.steps * 1e3;
     // Each redistribution alone, all ranks together, between barriers.
     const DistProgram& program = trainer->program();
     RedistWorkspace workspace;
@@ -169,13 +182,49 @@ Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, R
       }
       row->alone.push_back(program.values[in.inputs[0]].name + " (" + kinds + ")");
     }
+    // Every redistribution in program order, back to back without kernels (the step's
+    // communication alone): per redistribution the time from the end of the one before, per
+    // chain rank 0's clock from a barrier.
+    std::vector<size_t> redists;
+    for (size_t i = 0; i < program.instrs.size(); ++i) {
+      if (program.instrs[i].kind == DistInstr::Kind::kRedistribute) redists.push_back(i);
+    }
+    std::vector<Tensor> froms, tos;
+    for (size_t i : redists) {
+      froms.push_back(trainer->executor().local(program.instrs[i].inputs[0]));
+      tos.push_back(trainer->executor().local(program.instrs[i].outputs[0]));
+    }
+    const auto chain_once = [&](double* seconds) -> Status {
+      auto t = Clock::now();
+      for (size_t j = 0; j < redists.size(); ++j) {
+        SHARDSCOPE_RETURN_IF_ERROR(ExecuteRedistribution(*program.instrs[redists[j]].plan, world,
+                                                         froms[j], &tos[j], &workspace));
+        if (seconds != nullptr) seconds[j] += Since(t) / 50;
+        t = Clock::now();
+      }
+      return Status::Ok();
+    };
+    for (int k = 0; k < 52; ++k) {
+      SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+      const auto start = Clock::now();
+      SHARDSCOPE_RETURN_IF_ERROR(chain_once(k >= 2 ? chained[world.rank()].data() : nullptr));
+      if (world.rank() == 0 && k >= 2) chain.push_back(Since(start));
+    }
+    // The same without barriers between the chains: the step's communication as train runs it.
+    SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+    const auto chains_start = Clock::now();
+    for (int k = 0; k < 50; ++k) SHARDSCOPE_RETURN_IF_ERROR(chain_once(nullptr));
+    if (world.rank() == 0) row->chains_back_to_back_ms = Since(chains_start) / 50 * 1e3;
     if (world.rank() == 0) {
       row->redistributions = program.NumRedistributions();
       for (const DistInstr& in : program.instrs) {
         if (in.kind != DistInstr::Kind::kRedistribute) continue;
-        for (const RedistStep& s : in.plan->steps)
-          row->communicating_steps +=
-              s.kind != RedistStep::Kind::kLocalSlice && s.kind != RedistStep::Kind::kLocalReshape;
+        for (const RedistStep& s : in.plan->steps) {
+          if (!CommunicatesData(s)) continue;
+          ++row->communicating_steps;
+          // Irregular steps run on every device (one AllToAllV): counted as the whole group.
+          ++row->steps_by_group[s.irregular() ? opt.devices : in.plan->mesh.GroupSize(s.axes)];
+        }
       }
     }
     return Status::Ok();
@@ -186,12 +235,15 @@ Status Measure(const ModelFile& mf, const Options& opt, const CostModel& cost, R
     row->compute_ms += compute[r] * 1e3 / opt.devices;
     row->comm_ms += comm[r] * 1e3 / opt.devices;
   }
+  row->chain_ms = Median(chain) * 1e3;
   size_t k = 0;
   for (auto& [instr, times] : alone) {
     const double us = Median(times) * 1e6;
     row->alone_ms += us / 1e3;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, " %.1f us", us);
+    double in_chain = 0;
+    for (int r = 0; r < opt.devices; ++r) in_chain += chained[r][k] / opt.devices;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %.1f us, in the chain %.1f us", us, in_chain * 1e6);
     row->alone[k++] += buf;
   }
   return Status::Ok();
@@ -435,6 +487,70 @@ void PrintPhases(const Options& opt, const CostModel& cost) {
   }
 }
 
+// --chains: what one 4-byte collective costs inside a chain of them, by the sequence of groups
+// the chain runs on (8 devices: pairs along a = rank / 2, pairs along b = rank % 4, groups of
+// 4 = rank / 4, every device; V = a 4-byte AllToAllV on every device, as an irregular step).
+// Each round times 24 collectives back to back after a barrier; per collective the median of
+// 15 rounds, rank 0's clock.
+void PrintChains(const Options& opt) {
+  const int n = opt.devices, k = 24, rounds = 15;
+  const std::vector<std::pair<const char*, const char*>> chains = {
+      {"W", "every device, repeated"},       {"V", "AllToAllV on every device, repeated"},
+      {"P", "pairs along a, repeated"},      {"Q", "groups of 4, repeated"},
+      {"PW", "pairs along a, every device"}, {"PB", "pairs along a, pairs along b"},
+      {"QP", "groups of 4, pairs along a"},  {"QW", "groups of 4, every device"},
+      {"QV", "groups of 4, AllToAllV"},      {"QQVV", "matmul_relu's chain"},
+  };
+  std::map<std::string, std::vector<double>> per;
+  const Status st = RunOnDevices(n, [&](Communicator& world) -> Status {
+    const int r = world.rank();
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto pa, world.Split(r / 2, r));
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto pb, world.Split(r % (n / 2), r));
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto q, world.Split(r / 4, r));
+    std::vector<float> one(1, 1.0f), out(1), all(n, 1.0f), got(n);
+    std::vector<int64_t> counts(n, 1), displs(n);
+    for (int i = 0; i < n; ++i) displs[i] = i;
+    const auto run = [&](char c) -> Status {
+      switch (c) {
+        case 'W':
+          return world.AllReduce(one, out);
+        case 'V':
+          return world.AllToAllV(all, counts, displs, got, counts, displs);
+        case 'P':
+          return pa->AllReduce(one, out);
+        case 'B':
+          return pb->AllReduce(one, out);
+        default:
+          return q->AllReduce(one, out);
+      }
+    };
+    for (int round = 0; round < rounds; ++round) {
+      for (const auto& [seq, what] : chains) {
+        const std::string s = seq;
+        SHARDSCOPE_RETURN_IF_ERROR(world.Barrier());
+        const auto t = Clock::now();
+        for (int i = 0; i < k; ++i) SHARDSCOPE_RETURN_IF_ERROR(run(s[i % s.size()]));
+        const double secs = Since(t);
+        if (r == 0) per[s].push_back(secs / k);
+      }
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) {
+    std::printf("%s\n", st.message().c_str());
+    return;
+  }
+  std::printf("%d devices: one 4-byte collective inside a chain of %d (median of %d rounds)\n", n,
+              k, rounds);
+  std::printf("| chain | groups | us per collective | range |\n|---|---|---:|---|\n");
+  for (const auto& [seq, what] : chains) {
+    std::vector<double> v = per[seq];
+    std::sort(v.begin(), v.end());
+    std::printf("| %s | %s | %.1f | %.1f–%.1f |\n", seq, what, v[v.size() / 2] * 1e6,
+                v.front() * 1e6, v.back() * 1e6);
+  }
+}
+
 // The engine's MatMul kernel at out[m, n] = a[m, k] · b[k, n] (transposed operands as the
 // backward runs them: `ta` for dW = Xᵀ dY, `tb` for dX = dY Wᵀ): GFLOP/s, the best of
 // enough calls to take ~20 ms.
@@ -493,6 +609,8 @@ int main(int argc, char** argv) {
       opt.steps = std::max(1, std::atoi(a.c_str() + 8));
     } else if (a == "--phases") {
       opt.phases = true;
+    } else if (a == "--chains") {
+      opt.chains = true;
     } else if (a == "--concurrency") {
       opt.concurrency = true;
     } else if (a == "--gemm-table") {
@@ -514,6 +632,10 @@ int main(int argc, char** argv) {
   if (opt.models.empty()) {
     for (const char* m : {"ffn", "network3", "matmul_relu", "lenet5"})
       opt.models.push_back(std::string("samples/models/") + m + ".yaml");
+  }
+  if (opt.chains) {
+    PrintChains(opt);
+    return 0;
   }
   if (opt.concurrency) {
     for (const std::string& path : opt.models) {
@@ -573,7 +695,17 @@ int main(int argc, char** argv) {
         r.alone_ms);
   }
   for (const Row& r : rows) {
-    std::printf("\n%s: each redistribution alone (rank 0, median of 10)\n", r.name.c_str());
+    std::printf(
+        "\n%s: the redistributions back to back %.3f ms (rank 0, median of 50), without a "
+        "barrier between chains %.3f ms; the steps without barriers %.3f ms\n",
+        r.name.c_str(), r.chain_ms, r.chains_back_to_back_ms, r.steps_back_to_back_ms);
+    std::printf("%s: communicating steps by group size:", r.name.c_str());
+    for (const auto& [size, count] : r.steps_by_group)
+      std::printf(" %lld: %d", static_cast<long long>(size), count);
+    std::printf(
+        "\n%s: each redistribution alone (rank 0, median of 10), in the chain (mean of ranks and "
+        "50 chains)\n",
+        r.name.c_str());
     for (const std::string& s : r.alone) std::printf("  %s\n", s.c_str());
   }
   for (const std::string& path : opt.models) PrintKernels(LoadModelFile(path).value(), opt, cost);
