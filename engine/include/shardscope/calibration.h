@@ -24,6 +24,7 @@ namespace shardscope {
 struct CalibrationRound {
   double all_reduce_pair_s = 0;      // 4-byte all-reduce on 2 ranks (median of the round's repeats)
   double all_reduce_pairs_s = 0;     // 4-byte all-reduce in pairs, every rank at once
+  double all_reduce_halves_s = 0;    // the same in two halves of the ranks
   double all_reduce_all_s = 0;       // 4-byte all-reduce on every rank (the group sync in-process)
   double all_gather_all_s = 0;       // all-gather of the bandwidth buffer on every rank
   double interleaved_s = 0;          // 4-byte all-reduce on every rank arriving from computation

@@ -116,6 +116,13 @@ struct CostModel {
   // 112-124 us on all 8 devices. 0 (older profiles, MPI) = every group pays group_sync_s.
   // PriceProgram only (GroupSyncSeconds); the searches' floor stays group_sync_s.
   double pair_sync_s = 0;
+  // In-process devices: the same for a step whose groups are half of the devices each (two
+  // groups side by side; groups of 4 of 8), seconds. Groups of 4 of 8 cost 0.7-0.9 of the sync
+  // of all 8 among other collectives (calibrate, bench_predict --chains), not the third of the
+  // way up from the pair sync that a line in the group size gives: at each barrier 6 of the 8
+  // threads wait to be woken (7 on all 8, 4 in pairs). 0 (older profiles, fewer than 6
+  // devices) = the line from pair_sync_s to group_sync_s. PriceProgram only, like pair_sync_s.
+  double half_sync_s = 0;
 
   // GEMM rate by shape, searches only (MatMul and BatchMatMul are priced per shard shape);
   // empty (defaults, old profiles) = every GEMM at `flops`. Fingerprint ignores it.
@@ -206,9 +213,10 @@ struct CostModel {
 
   // The least a collective step costs in-process whose groups have `group_size` members, every
   // one of `devices` devices taking part (its groups side by side): pair_sync_s for pairs,
-  // group_sync_s for one group of every device, in between linear in the group size (groups
-  // of 4 of 8 measured about half-way). group_sync_s without pair_sync_s, or when the group
-  // is every device.
+  // half_sync_s for two halves, group_sync_s for one group of every device, in between linear in
+  // the group size from one measured size to the next (the profile does not record the device
+  // count calibrate measured on: half_sync_s is taken as the halves of `devices`). group_sync_s
+  // without pair_sync_s, or when the group is every device.
   double GroupSyncSeconds(int64_t group_size, int64_t devices) const;
 
   // The hand-off a collective pays when the ranks arrive from `compute_before` seconds of

@@ -90,7 +90,35 @@ Result<double> MeasureInterleaved(Communicator& world, int repeats, int s, int k
   return std::max(0.0, extra[extra.size() / 2]);
 }
 
-// One round's collectives (CalibrationRound's first four figures) on `world`.
+// A 4-byte all-reduce in groups of `size` consecutive ranks, every group at once. Timed between
+// collectives on every rank, as in a program (rank 0's group alone finishes before the other
+// groups are scheduled): k rounds of a group all-reduce and a world all-reduce against k world
+// all-reduces, divided by k, the median over the round's runs.
+Result<double> MeasureGroupsBetween(Communicator& world, int repeats, int size) {
+  std::vector<float> one(1, 1.0f), out(1);
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto groups, world.Split(world.rank() / size, world.rank()));
+  constexpr int k = 10;
+  std::vector<double> extra;
+  for (int r = 0; r < std::max(5, repeats / 5); ++r) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(double each, TimeCollective(world, 1, [&]() -> Status {
+                                  for (int i = 0; i < k; ++i) {
+                                    SHARDSCOPE_RETURN_IF_ERROR(groups->AllReduce(one, out));
+                                    SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
+                                  }
+                                  return Status::Ok();
+                                }));
+    SHARDSCOPE_ASSIGN_OR_RETURN(double once, TimeCollective(world, 1, [&]() -> Status {
+                                  for (int i = 0; i < k; ++i)
+                                    SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
+                                  return Status::Ok();
+                                }));
+    extra.push_back((each - once) / k);
+  }
+  std::sort(extra.begin(), extra.end());
+  return std::max(0.0, extra[extra.size() / 2]);
+}
+
+// One round's collectives (CalibrationRound's first five figures) on `world`.
 Status MeasureCommunication(Communicator& world, int repeats, CalibrationRound* m) {
   const int n = world.size();
   std::vector<float> one(1, 1.0f), out(1);
@@ -108,31 +136,14 @@ Status MeasureCommunication(Communicator& world, int repeats, CalibrationRound* 
   SHARDSCOPE_RETURN_IF_ERROR(world.Broadcast(t, 0));
   m->all_reduce_pair_s = t[0];
   // Every rank in a pair at once (n / 2 pairs): what a redistribution step along one mesh axis
-  // of 2 adds to a training step, its groups running side by side on the shared cores. Timed
-  // between collectives on every rank, as in a program (rank 0's pair alone finishes before
-  // the other pairs are scheduled): k rounds of a pair all-reduce and a world all-reduce
-  // against k world all-reduces, divided by k, the median over the round's runs.
+  // of 2 adds to a training step, its groups running side by side on the shared cores; and the
+  // same in two halves (groups of 4 of 8), which cost nearly as much as every rank together.
   if (n > 2 && n % 2 == 0) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(auto pairs, world.Split(world.rank() / 2, world.rank()));
-    constexpr int k = 10;
-    std::vector<double> extra;
-    for (int r = 0; r < std::max(5, repeats / 5); ++r) {
-      SHARDSCOPE_ASSIGN_OR_RETURN(double each, TimeCollective(world, 1, [&]() -> Status {
-                                    for (int i = 0; i < k; ++i) {
-                                      SHARDSCOPE_RETURN_IF_ERROR(pairs->AllReduce(one, out));
-                                      SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
-                                    }
-                                    return Status::Ok();
-                                  }));
-      SHARDSCOPE_ASSIGN_OR_RETURN(double once, TimeCollective(world, 1, [&]() -> Status {
-                                    for (int i = 0; i < k; ++i)
-                                      SHARDSCOPE_RETURN_IF_ERROR(world.AllReduce(one, out));
-                                    return Status::Ok();
-                                  }));
-      extra.push_back((each - once) / k);
-    }
-    std::sort(extra.begin(), extra.end());
-    m->all_reduce_pairs_s = std::max(0.0, extra[extra.size() / 2]);
+    SHARDSCOPE_ASSIGN_OR_RETURN(m->all_reduce_pairs_s, MeasureGroupsBetween(world, repeats, 2));
+  }
+  if (n % 2 == 0 && n / 2 > 2) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(m->all_reduce_halves_s,
+                                MeasureGroupsBetween(world, repeats, n / 2));
   }
   const size_t per_rank = kGatherBytes / sizeof(float) / static_cast<size_t>(n);
   std::vector<float> part(per_rank, 1.0f), all(per_rank * n);
@@ -394,6 +405,7 @@ int RunCalibrate(const CalibrateOptions& o) {
     c.group_sync_s = m.all_reduce_all_s;
     // A step in pairs waits for the pair only (its groups run on their own communicators).
     c.pair_sync_s = m.all_reduce_pairs_s;
+    c.half_sync_s = m.all_reduce_halves_s;
     // In-process only: MPI ranks are taken to have a core each, so no phase waits on one core.
     c.long_phase_handoff_s = std::max(0.0, m.interleaved_long_s - m.all_reduce_all_s);
   }
@@ -411,6 +423,10 @@ int RunCalibrate(const CalibrateOptions& o) {
   row("all-reduce of 4 bytes on 2 ranks", &CalibrationRound::all_reduce_pair_s, 1e-6, "us");
   row("  in pairs, every rank at once, between collectives", &CalibrationRound::all_reduce_pairs_s,
       1e-6, "us");
+  if (n % 2 == 0 && n / 2 > 2) {
+    row(("  in groups of " + std::to_string(n / 2) + ", both at once, between collectives").c_str(),
+        &CalibrationRound::all_reduce_halves_s, 1e-6, "us");
+  }
   row(("all-reduce of 4 bytes on " + std::to_string(n) + " ranks").c_str(),
       &CalibrationRound::all_reduce_all_s, 1e-6, "us");
   row(("all-gather of " + std::to_string(kGatherBytes >> 20) + " MB on " + std::to_string(n) +
@@ -441,7 +457,7 @@ int RunCalibrate(const CalibrateOptions& o) {
       "          bandwidth %.2f GB/s,\n"
       "          GEMM %.2f GFLOP/s, memory %.2f GB/s, devices computing at once %.2f%s\n"
       "          least cost of any collective or exchange (group sync) %.1f us%s,\n"
-      "          of a collective in pairs %.1f us\n"
+      "          of a collective in pairs %.1f us, in halves %.1f us\n"
       "  MatMul kernel GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 columns %.1f\n"
       "  Conv2D kernel (im2col + GEMM) GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 "
       "columns "
@@ -450,10 +466,11 @@ int RunCalibrate(const CalibrateOptions& o) {
       c.long_phase_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
       c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "",
       c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "", c.pair_sync_s * 1e6,
-      static_cast<long long>(g.base), g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9,
-      g.Flops(g.base, 4, g.base) / 1e9, g.Flops(g.base, g.base, 4) / 1e9,
-      static_cast<long long>(cg.base), cg.base_flops / 1e9, cg.Flops(4, cg.base, cg.base) / 1e9,
-      cg.Flops(cg.base, 4, cg.base) / 1e9, cg.Flops(cg.base, cg.base, 4) / 1e9);
+      c.half_sync_s * 1e6, static_cast<long long>(g.base), g.base_flops / 1e9,
+      g.Flops(4, g.base, g.base) / 1e9, g.Flops(g.base, 4, g.base) / 1e9,
+      g.Flops(g.base, g.base, 4) / 1e9, static_cast<long long>(cg.base), cg.base_flops / 1e9,
+      cg.Flops(4, cg.base, cg.base) / 1e9, cg.Flops(cg.base, 4, cg.base) / 1e9,
+      cg.Flops(cg.base, cg.base, 4) / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -488,7 +505,8 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "operands filled before the clock starts, over one thread's; 8 threads on 2 cores give\n"
       "about 1.5-2), which the predicted step time divides computation by, and the least any\n"
       "collective costs when every device thread takes part (group_sync_s: a 4-byte\n"
-      "all-reduce on all devices; pair_sync_s: the same in pairs, all pairs at once).\n"
+      "all-reduce on all devices; pair_sync_s: the same in pairs, all pairs at once;\n"
+      "half_sync_s: in two halves of the devices, both at once, e.g. groups of 4 of 8).\n"
       "It measures the MatMul kernel's rate by shape (gemm_rates: rows, depth and columns\n"
       "each swept from 1 to 256; small GEMMs, as a batch of 4 per device makes, run several\n"
       "times slower), at which the searches price MatMul and BatchMatMul shards, and the\n"

@@ -13,10 +13,10 @@ using Field = double CalibrationRound::*;
 using Table = GemmRateTable CalibrationRound::*;
 
 constexpr Field kMedianFields[] = {
-    &CalibrationRound::all_reduce_pair_s,    &CalibrationRound::all_reduce_pairs_s,
-    &CalibrationRound::all_reduce_all_s,     &CalibrationRound::all_gather_all_s,
-    &CalibrationRound::interleaved_s,        &CalibrationRound::interleaved_long_s,
-    &CalibrationRound::concurrent_gemm_flops};
+    &CalibrationRound::all_reduce_pair_s,   &CalibrationRound::all_reduce_pairs_s,
+    &CalibrationRound::all_reduce_halves_s, &CalibrationRound::all_reduce_all_s,
+    &CalibrationRound::all_gather_all_s,    &CalibrationRound::interleaved_s,
+    &CalibrationRound::interleaved_long_s,  &CalibrationRound::concurrent_gemm_flops};
 constexpr Field kBestFields[] = {&CalibrationRound::single_gemm_flops,
                                  &CalibrationRound::max_pool_bytes_per_s,
                                  &CalibrationRound::memory_bandwidth};

@@ -239,7 +239,15 @@ double CostModel::GroupSyncSeconds(int64_t group_size, int64_t devices) const {
   if (pair_sync_s <= 0 || devices <= 2 || group_size >= devices) return group_sync_s;
   const double pair = std::min(pair_sync_s, group_sync_s);
   const double g = static_cast<double>(std::max<int64_t>(2, group_size));
-  return pair + (group_sync_s - pair) * (g - 2) / static_cast<double>(devices - 2);
+  const double n = static_cast<double>(devices);
+  // Linear from the measured size below the group to the one above: pairs, halves (when
+  // measured and distinct from pairs), every device.
+  if (half_sync_s > 0 && devices % 2 == 0 && devices / 2 > 2) {
+    const double half = std::clamp(half_sync_s, pair, group_sync_s);
+    if (g <= n / 2) return pair + (half - pair) * (g - 2) / (n / 2 - 2);
+    return half + (group_sync_s - half) * (g - n / 2) / (n / 2);
+  }
+  return pair + (group_sync_s - pair) * (g - 2) / (n - 2);
 }
 
 double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
@@ -329,6 +337,11 @@ std::string CostModel::ToString() const {
     std::snprintf(sync, sizeof sync, " (pairs %g us)", pair_sync_s * 1e6);
     out += sync;
   }
+  if (half_sync_s > 0) {
+    char sync[48];
+    std::snprintf(sync, sizeof sync, " (halves %g us)", half_sync_s * 1e6);
+    out += sync;
+  }
   return out;
 }
 
@@ -361,7 +374,8 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
       {"collective_handoff_s", &m.collective_handoff_s},
       {"long_phase_handoff_s", &m.long_phase_handoff_s},
       {"group_sync_s", &m.group_sync_s},
-      {"pair_sync_s", &m.pair_sync_s}};
+      {"pair_sync_s", &m.pair_sync_s},
+      {"half_sync_s", &m.half_sync_s}};
   for (const auto& [key, value] : j.items()) {
     if (key == "axis_bandwidth" || key == "kernel_rates") {
       SHARDSCOPE_RETURN_IF_ERROR(PositiveNumbers(
@@ -394,17 +408,15 @@ Result<CostModel> CostModelFromJson(const std::string& text, const std::string& 
     if (target == nullptr) {
       return Status::Invalid(
           where + ": unknown field '" + key +
-          "' (known: latency_s, default_bandwidth, axis_bandwidth, "
-          "axis_latency, flops, "
-          "memory_bandwidth, collective_overhead_s, compute_slots, "
-          "collective_handoff_s, long_phase_handoff_s, group_sync_s, pair_sync_s, gemm_rates, "
-          "conv_gemm_rates, "
-          "kernel_rates)");
+          "' (known: latency_s, default_bandwidth, axis_bandwidth, axis_latency, flops, "
+          "memory_bandwidth, collective_overhead_s, compute_slots, collective_handoff_s, "
+          "long_phase_handoff_s, group_sync_s, pair_sync_s, half_sync_s, gemm_rates, "
+          "conv_gemm_rates, kernel_rates)");
     }
     if (!value.is_number() || value.get<double>() < 0 ||
         (key != "latency_s" && key != "collective_overhead_s" && key != "compute_slots" &&
          key != "collective_handoff_s" && key != "long_phase_handoff_s" && key != "group_sync_s" &&
-         key != "pair_sync_s" && value.get<double>() == 0)) {
+         key != "pair_sync_s" && key != "half_sync_s" && value.get<double>() == 0)) {
       return Status::Invalid(where + ": " + key + " must be a positive number");
     }
     *target = value.get<double>();
@@ -436,6 +448,7 @@ std::string CostModelToJson(const CostModel& m) {
   if (m.long_phase_handoff_s > 0) j["long_phase_handoff_s"] = m.long_phase_handoff_s;
   j["group_sync_s"] = m.group_sync_s;
   if (m.pair_sync_s > 0) j["pair_sync_s"] = m.pair_sync_s;
+  if (m.half_sync_s > 0) j["half_sync_s"] = m.half_sync_s;
   if (!m.gemm_rates.empty()) GemmRateTableToJson(m.gemm_rates, &j["gemm_rates"]);
   if (!m.conv_gemm_rates.empty()) GemmRateTableToJson(m.conv_gemm_rates, &j["conv_gemm_rates"]);
   if (!m.kernel_rates.empty()) {

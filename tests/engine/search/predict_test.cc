@@ -187,6 +187,13 @@ TEST(Profile, TheOverheadIsPartOfTheGroupSyncNotAddedToIt) {
                    2 * 7 * 3e-6 + 20e-6);
 }
 
+// `text` read as a cost profile; the default model (and a failure) when it does not parse.
+CostModel ReadProfile(const std::string& text) {
+  auto m = CostModelFromJson(text, "profile.json");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return m.ok() ? *m : CostModel{};
+}
+
 TEST(Profile, AStepInPairsPaysThePairSyncAndLargerGroupsInBetween) {
   CostModel c;
   c.group_sync_s = 120e-6;
@@ -203,13 +210,42 @@ TEST(Profile, AStepInPairsPaysThePairSyncAndLargerGroupsInBetween) {
   EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 8), 120e-6);
   // Round trip; older profiles read without it.
   c.pair_sync_s = 33e-6;
-  auto back = CostModelFromJson(CostModelToJson(c), "profile.json");
-  ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->pair_sync_s, c.pair_sync_s);
-  auto old = CostModelFromJson(R"({"group_sync_s": 1e-4})", "old.json");
-  ASSERT_TRUE(old.ok()) << old.status().message();
-  EXPECT_EQ(old->pair_sync_s, 0);
+  EXPECT_EQ(ReadProfile(CostModelToJson(c)).pair_sync_s, c.pair_sync_s);
+  EXPECT_EQ(ReadProfile(R"({"group_sync_s": 1e-4})").pair_sync_s, 0);
   EXPECT_FALSE(CostModelFromJson(R"({"pair_sync_s": -1})", "bad.json").ok());
+}
+
+TEST(Profile, AStepInHalvesPaysTheHalfSyncAndTheLineRunsThroughIt) {
+  CostModel c;
+  c.group_sync_s = 120e-6;
+  c.pair_sync_s = 30e-6;
+  c.half_sync_s = 100e-6;
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 8), 30e-6);
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 100e-6);  // calibrate: 0.75-0.88 of all 8
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(8, 8), 120e-6);
+  // 16 devices: pairs, halves of 8, all 16; groups of 4 and of 12 in between.
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 16), 30e-6 + 70e-6 * 2 / 6);
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(8, 16), 100e-6);
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(12, 16), 110e-6);
+  // 4 devices: the halves are the pairs; the line from the pair sync.
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 4), 30e-6);
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 4), 120e-6);
+  // Kept between the pair sync and the sync of every device.
+  c.half_sync_s = 200e-6;
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 120e-6);
+  c.half_sync_s = 10e-6;
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 30e-6);
+  // Without the pair sync the halves do not count (older pricing).
+  c.pair_sync_s = 0;
+  c.half_sync_s = 100e-6;
+  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 120e-6);
+  // Round trip; older profiles read without it (the line from the pair sync, as before).
+  c.pair_sync_s = 30e-6;
+  EXPECT_EQ(ReadProfile(CostModelToJson(c)).half_sync_s, c.half_sync_s);
+  const CostModel old = ReadProfile(R"({"group_sync_s": 1.2e-4, "pair_sync_s": 3e-5})");
+  EXPECT_EQ(old.half_sync_s, 0);
+  EXPECT_DOUBLE_EQ(old.GroupSyncSeconds(4, 8), 60e-6);
+  EXPECT_FALSE(CostModelFromJson(R"({"half_sync_s": -1})", "bad.json").ok());
 }
 
 double PredictWithSync(const Graph& forward, double group_sync_s, SearchResult* result) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shardscope/autodiff.h"
@@ -129,6 +130,27 @@ TEST(ProgramPrice, CommunicationFollowsTheCostModel) {
   EXPECT_EQ(s.operator_seconds, b.operator_seconds);
 }
 
+// A group sync of 1 ms, far above every step's formula price, and no other fixed cost: every
+// step costs its sync.
+CostModel EveryStepPaysItsSync() {
+  CostModel c;
+  c.latency_s = 1e-9;
+  c.collective_overhead_s = 0;
+  c.collective_handoff_s = 0;
+  c.group_sync_s = 1e-3;
+  return c;
+}
+
+// `model_name` priced under `a` and under `b`; both count `steps` communication steps.
+std::pair<ProgramPrice, ProgramPrice> PriceUnderBoth(const std::string& model_name,
+                                                     const CostModel& a, const CostModel& b,
+                                                     int steps) {
+  std::pair<ProgramPrice, ProgramPrice> p{PriceSample(model_name, a), PriceSample(model_name, b)};
+  EXPECT_EQ(p.first.communication_steps, steps);
+  EXPECT_EQ(p.second.communication_steps, steps);
+  return p;
+}
+
 // A structured step runs on its groups' own communicators: in pairs each device thread waits
 // for one other, so the step costs the pair sync, not the sync of all 8 devices. An irregular
 // exchange is one AllToAllV over every device and keeps the whole group sync. DenseMatMulNet
@@ -136,23 +158,35 @@ TEST(ProgramPrice, CommunicationFollowsTheCostModel) {
 // grad.loss.dlogits (pairs), a permute, an all-to-all-v and a direct all-reduce (irregular),
 // and the loss's all-reduce on all 8.
 TEST(ProgramPrice, AStepInPairsPaysThePairSyncNotTheWholeGroups) {
-  CostModel whole;
-  whole.latency_s = 1e-9;
-  whole.collective_overhead_s = 0;
-  whole.collective_handoff_s = 0;
-  whole.group_sync_s = 1e-3;  // far above every step's formula price
+  const CostModel whole = EveryStepPaysItsSync();
   CostModel pairs = whole;
   pairs.pair_sync_s = 0.1e-3;
-  const ProgramPrice w = PriceSample("dense_matmul_net", whole);
-  const ProgramPrice p = PriceSample("dense_matmul_net", pairs);
-  ASSERT_EQ(w.communication_steps, 7);
-  ASSERT_EQ(p.communication_steps, 7);
+  const auto [w, p] = PriceUnderBoth("dense_matmul_net", whole, pairs, 7);
   EXPECT_NEAR(w.communication_seconds, 7e-3, 1e-4);
   EXPECT_NEAR(w.communication_seconds - p.communication_seconds, 3 * (1e-3 - 0.1e-3), 1e-9);
   EXPECT_EQ(p.operator_seconds, w.operator_seconds);
   // Data-parallel LeNet-5 reduces every gradient over all 8 devices: nothing changes.
   EXPECT_EQ(PriceSample("lenet5", pairs).communication_seconds,
             PriceSample("lenet5", whole).communication_seconds);
+}
+
+// Groups of 4 of 8 pay the measured sync of two halves, not the line from the pair sync to the
+// sync of all 8 (a third of the way up): in chains of collectives they cost 0.7-0.9 of the
+// sync of all 8. matmul_relu runs a reduce-scatter and an all-gather along k (mesh m=2, k=4:
+// groups of 4) and two direct all-reduces (irregular: every device).
+TEST(ProgramPrice, AStepInHalvesPaysTheHalfSync) {
+  CostModel line = EveryStepPaysItsSync();
+  line.pair_sync_s = 0.1e-3;
+  CostModel halves = line;
+  halves.half_sync_s = 0.8e-3;
+  const auto [l, h] = PriceUnderBoth("matmul_relu", line, halves, 4);
+  // Without the halves: 2 x (0.1 + (1 - 0.1) x 2 / 6) ms + 2 x 1 ms.
+  EXPECT_NEAR(l.communication_seconds, 2 * 0.4e-3 + 2e-3, 1e-5);
+  EXPECT_NEAR(h.communication_seconds - l.communication_seconds, 2 * (0.8e-3 - 0.4e-3), 1e-9);
+  EXPECT_EQ(h.operator_seconds, l.operator_seconds);
+  // dense_matmul_net's steps are in pairs or on every device: nothing changes.
+  EXPECT_EQ(PriceSample("dense_matmul_net", halves).communication_seconds,
+            PriceSample("dense_matmul_net", line).communication_seconds);
 }
 
 }  // namespace
