@@ -19,8 +19,9 @@
 # plain runs they alternate with), the ranks' thread CPU time (kernels and communication) over
 # cores x that run's step, the median over those runs, with their median step beside it. Those
 # runs are not in the measured figure: reading the thread CPU clock twice per instruction costs
-# each device thread about 1 us per instruction, 4 us of wall time with 8 threads on 2 cores,
-# which made the communication-bound samples' steps 6-27 % longer (benchmarks/README.md).
+# each device thread about 1 us per instruction, 4 us of wall time with 8 threads on 2 cores:
+# the steps of the communication-bound samples, which run the most instructions per millisecond,
+# measured 11-23 % longer with it, the others 5-9 % (benchmarks/README.md).
 #
 # Usage: scripts/predict_vs_measured.sh [--bin build/bin/shardscope] [--profile FILE]
 #            [--steps 40] [--min-run-ms 400] [--runs 5] [--cpu-runs 1] [--devices 8]
