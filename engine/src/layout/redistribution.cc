@@ -596,7 +596,10 @@ struct Node {
   double bytes = 0;  // sum over steps of the busiest rank's received bytes
   int exchanges = 0;
   int steps = 0;
-  std::vector<int64_t> recv;  // per rank, so far
+  // Per rank, so far; empty for the search's root (nothing received yet: no 0 per rank to
+  // write and read at every check). RecvOf reads either.
+  std::vector<int64_t> recv;
+  int64_t RecvOf(int rank) const { return recv.empty() ? 0 : recv[rank]; }
   // A permute edge: its exchange's counts (reused by the plan's assembly).
   std::shared_ptr<const Exchange> exchange;
 };
@@ -943,7 +946,6 @@ class Planner {
     nodes_.clear();
     Node root;
     root.state = p_.src;
-    root.recv.assign(p_.num_ranks, 0);
     nodes_.push_back(std::move(root));
     const Node& root_node = nodes_.front();
     std::unordered_map<std::string, Score> best_g;
@@ -1051,7 +1053,7 @@ class Planner {
     if (!p_.has_target_state) return std::nullopt;
     redist_internal::RecvCap cap;
     cap.bound = lb_src_.data();
-    cap.used = used.data();
+    cap.used = used.empty() ? nullptr : used.data();  // (empty: nothing received yet)
     cap.more = more ? more->data() : nullptr;
     cap.slack = cfg_.tolerance - uniform;
     Exchange ex;
@@ -1231,7 +1233,7 @@ class Planner {
             boxes.Of(r, nlo, nhi);
             const int64_t missing =
                 (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, nlo, nhi, d)) * p_.elem;
-            if (node.recv[r.rank] + missing + l.recv > lb_src_[r.rank] + cfg_.tolerance) {
+            if (node.RecvOf(r.rank) + missing + l.recv > lb_src_[r.rank] + cfg_.tolerance) {
               fits = false;
               break;
             }
@@ -1316,23 +1318,27 @@ class Planner {
     return out;
   }
 
-  // Whether a + b + c (per rank; b may be null, c is uniform) stays within the bound.
+  // Whether a + b + c (per rank; a may be empty and b null: 0; c is uniform) stays within the
+  // bound.
   bool Fits(const std::vector<int64_t>& a, const std::vector<int64_t>* b, int64_t c) const {
     if (!cfg_.tight) return true;
     const int64_t slack = cfg_.tolerance - c;
     const int64_t* bound = lb_src_.data();
-    const int64_t* x = a.data();
-    const int n = p_.num_ranks;
+    const int64_t* x = a.empty() ? nullptr : a.data();
     const int64_t* y = b ? b->data() : nullptr;
+    const int n = p_.num_ranks;
     // In blocks without an early exit inside (so that they vectorize): most calls pass.
     constexpr int kBlock = 64;
     for (int start = 0; start < n; start += kBlock) {
       const int end = std::min(n, start + kBlock);
       bool over = false;
-      if (y) {
+      if (x && y) {
         for (int r = start; r < end; ++r) over |= x[r] + y[r] > bound[r] + slack;
+      } else if (x || y) {
+        const int64_t* z = x ? x : y;
+        for (int r = start; r < end; ++r) over |= z[r] > bound[r] + slack;
       } else {
-        for (int r = start; r < end; ++r) over |= x[r] > bound[r] + slack;
+        for (int r = start; r < end; ++r) over |= 0 > bound[r] + slack;
       }
       if (over) return false;
     }
@@ -1584,7 +1590,7 @@ class Planner {
     if (ShardElems(p_, next) > p_.max_shard_elems) return;
     if (cfg_.tight && Sampled()) {
       for (const RankCoords& r : samples_) {
-        if (node.recv[r.rank] + StepRecvOf(sr, next, r) + MoveBytes(next, r) >
+        if (node.RecvOf(r.rank) + StepRecvOf(sr, next, r) + MoveBytes(next, r) >
             lb_src_[r.rank] + cfg_.tolerance) {
           return;
         }
@@ -1649,12 +1655,20 @@ class Planner {
     child.state = std::move(next);
     child.parent = index;
     child.edge = std::move(edge);
-    child.recv = node.recv;
     int64_t max_recv = 0;
-    for (int r = 0; r < p_.num_ranks; ++r) {
-      child.recv[r] += step_recv[r];
-      max_recv = std::max(max_recv, step_recv[r]);
-      if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
+    if (node.recv.empty()) {  // the root's child: what it has received is this step's
+      for (int r = 0; r < p_.num_ranks; ++r) {
+        max_recv = std::max(max_recv, step_recv[r]);
+        if (cfg_.tight && step_recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
+      }
+      child.recv = std::move(step_recv);
+    } else {
+      child.recv = node.recv;
+      for (int r = 0; r < p_.num_ranks; ++r) {
+        child.recv[r] += step_recv[r];
+        max_recv = std::max(max_recv, step_recv[r]);
+        if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
+      }
     }
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
       // (`next` has moved into the child.) The sending side completes the receiving side.

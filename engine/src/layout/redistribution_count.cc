@@ -791,8 +791,8 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     totals.receiver_has_own = nr.all_blocks > 1 && keepers > 0;
   };
   auto over_cap = [&](int r) {
-    return cap &&
-           recv[r] + cap->used[r] + (cap->more ? cap->more[r] : 0) > cap->bound[r] + cap->slack;
+    return cap && recv[r] + (cap->used ? cap->used[r] : 0) + (cap->more ? cap->more[r] : 0) >
+                      cap->bound[r] + cap->slack;
   };
   // The walk for nested blocks (with the sending side): a wanting rank keeps part of its block
   // when its `have` is not 0, and a rank sends its sender count times `sent_per_block`

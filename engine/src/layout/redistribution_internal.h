@@ -307,8 +307,8 @@ bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t
 // receiving side again: for callers that reject most exchanges on their receive counts.
 bool CountExchangeSenders(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
                           Exchange* receiving);
-// What a rank r may receive: used[r] + more[r] (more may be null) + its receive count must
-// stay within bound[r] + slack (arrays of one entry per rank).
+// What a rank r may receive: used[r] + more[r] (used and more may be null: 0) + its receive
+// count must stay within bound[r] + slack (arrays of one entry per rank).
 struct RecvCap {
   const int64_t* bound = nullptr;
   const int64_t* used = nullptr;
