@@ -884,8 +884,18 @@ class Planner {
     for (size_t j = 0; j < ranks.size(); ++j) {
       samples_[j].rank = ranks[j];
       samples_[j].sample = static_cast<int>(j);
-      for (int a = 0; a < p.num_axes; ++a) {
-        samples_[j].coord[a] = static_cast<int32_t>(p.coord_of_one(ranks[j], a));
+      // The coordinates from the grid position, last axis fastest (a shift and a mask per
+      // axis on power-of-two meshes: divisions were most of this constructor's time).
+      int64_t pos = p.pos_of_rank[ranks[j]];
+      for (int a = p.num_axes - 1; a >= 0; --a) {
+        const int64_t size = p.axis_size[a];
+        if ((size & (size - 1)) == 0) {
+          samples_[j].coord[a] = static_cast<int32_t>(pos & (size - 1));
+          pos >>= __builtin_ctzll(static_cast<uint64_t>(size));
+        } else {
+          samples_[j].coord[a] = static_cast<int32_t>(pos % size);
+          pos /= size;
+        }
       }
     }
     // The samples' target boxes: every candidate's sample check reads them.
