@@ -190,14 +190,13 @@ struct DimTable {
   std::vector<int> axes;
   int64_t key_weight[kMaxAxes];  // per mesh axis: its weight in the key, -1 when not in it
   std::vector<Entry> entries;
-  // Nested blocks (Dim::nested) fill these instead: all the nested walk reads per key (the
-  // blocks met are the same for every key, the elements sent a multiple of the senders, and
-  // the separating axes known as a union).
-  struct NestedEntry {
-    int64_t have = 1;   // as Entry::have
-    int64_t sends = 1;  // as Entry::sends
-  };
-  std::vector<NestedEntry> nested_entries;
+  // Nested blocks (Dim::nested) fill these instead: per key two bits, all the nested walk
+  // reads. Entry::have is then own_have or 0 (kNestedKeeps: the rank's landing block meets its
+  // own source block) and Entry::sends free_sends or 0 (kNestedSends: its source block meets
+  // landing blocks with its fixed digits); the blocks met are the same for every key, the
+  // elements sent a multiple of the senders, and the separating axes known as a union.
+  static constexpr uint8_t kNestedKeeps = 1, kNestedSends = 2;
+  std::vector<uint8_t> nested_flags;
   // Without per-entry separating axes (BuildTable's separating_per_entry = false): the union
   // of every entry's.
   uint32_t separating_any = 0;
@@ -259,7 +258,7 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
     size *= p.axis_size[t->axes[j]];
   }
   if (g->nested) {
-    GrowTo(&t->nested_entries, size);
+    GrowTo(&t->nested_flags, size);
   } else {
     GrowTo(&t->entries, size);
   }
@@ -302,7 +301,7 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
   int64_t coord[kMaxAxes] = {};
   int64_t sidx = 0, tidx = 0, fidx = 0;
   DimTable::Entry* entries = t->entries.data();
-  DimTable::NestedEntry* nested = t->nested_entries.data();
+  uint8_t* nested = t->nested_flags.data();
   for (int64_t base = 0; base < size; base += row) {
     if (base > 0) {
       for (int j = num_key_axes - 2; j >= 0; --j) {
@@ -327,7 +326,6 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
       // alias the Dim's fields. No branch on `own`: it alternates along the row.)
       assert(with_senders && !separating_per_entry);
       const int shift = g->shift;
-      const int64_t own_have = g->own_have, free_sends = g->free_sends;
       const bool finer = g->finer;
       // A rank keeps part of its block when (outer >> shift) == inner: the landing block
       // inside the source block, or the source block inside the landing block.
@@ -335,15 +333,14 @@ void BuildTable(const Problem& p, bool with_senders, bool separating_per_entry, 
       const int64_t outer_step = finer ? t_step : s_step, inner_step = finer ? s_step : t_step;
       for (int64_t c = 0; c < row;
            ++c, si += s_step, outer_index += outer_step, inner_index += inner_step) {
-        DimTable::NestedEntry& e = nested[base + c];
-        e.have = own_have & -static_cast<int64_t>((outer_index >> shift) == inner_index);
-        int64_t sends = free_sends;
+        const uint8_t keeps = (outer_index >> shift) == inner_index;
+        uint8_t sends = 1;
         for (int j = 0; j < g->num_checks; ++j) {
           const Dim::FixedCheck& k = g->checks[j];
           const int64_t digit = k.axis == inner ? c : coord[k.axis];
-          sends &= -static_cast<int64_t>(((si >> k.shift) & k.mask) == (digit >> k.coord_shift));
+          sends &= ((si >> k.shift) & k.mask) == (digit >> k.coord_shift);
         }
-        e.sends = sends;
+        nested[base + c] = keeps * DimTable::kNestedKeeps | sends * DimTable::kNestedSends;
       }
       t->separating_any = g->separating_union;
       continue;
@@ -654,7 +651,8 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     for (int j = 0; j < km.count; ++j) keys[km.dim[j]] += delta * km.weight[j];
   };
   const DimTable::Entry unit;
-  const DimTable::NestedEntry nested_unit;
+  // (A dimension z does not move: keeps and sends, neutral in the walk's AND.)
+  const uint8_t nested_unit = DimTable::kNestedKeeps | DimTable::kNestedSends;
   // What the walk gathers besides the per-rank bytes (the permute test from them at the end).
   struct Totals {
     int64_t transfers = 0, recv_peers = 0, send_peers = 0, max_recv = 0, max_sent = 0;
@@ -677,8 +675,8 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     return row;
   };
   auto entries_of = [&](int i) -> const std::vector<DimTable::Entry>& { return tables[i].entries; };
-  auto nested_entries_of = [&](int i) -> const std::vector<DimTable::NestedEntry>& {
-    return tables[i].nested_entries;
+  auto nested_flags_of = [&](int i) -> const std::vector<uint8_t>& {
+    return tables[i].nested_flags;
   };
   // The next row of ranks along z: an odometer over the other axes (c: their coordinates).
   auto next_row = [&](int64_t* c, int64_t* key, int64_t* pos) {
@@ -794,62 +792,78 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
     return cap && recv[r] + (cap->used ? cap->used[r] : 0) + (cap->more ? cap->more[r] : 0) >
                       cap->bound[r] + cap->slack;
   };
-  // The walk for nested blocks (with the sending side): a wanting rank keeps part of its block
-  // when its `have` is not 0, and a rank sends its sender count times `sent_per_block`
-  // elements less what it keeps; so the walk only multiplies the `have` and `sends` entries
-  // without a branch (the separating axes come from the tables: Dim::separating_union).
+  // The walk for nested blocks (with the sending side). A rank's counts depend on four bits
+  // only: it keeps part of its block (every dimension's kNestedKeeps), its source block meets
+  // landing blocks with its fixed digits (every kNestedSends: it sends `all_senders` blocks of
+  // `sent_per_block` elements, less what it keeps, else none), it wants (new partial sums),
+  // and its receivers want. So the walk ANDs one flag byte per dimension and looks the counts
+  // up in 16-entry tables, without multiplications or branches; the maxima come from the
+  // flag values met (the separating axes from the tables: Dim::separating_union).
   auto nested_walk = [&](auto zero, auto receive, auto send) {
     constexpr bool kZero = decltype(zero)::value, kReceive = decltype(receive)::value,
                    kSend = decltype(send)::value;
     static_assert(kSend, "the receiving side alone is direct_walk's");
+    constexpr uint32_t kKeeps = DimTable::kNestedKeeps, kSends = DimTable::kNestedSends;
+    constexpr uint32_t kWants = 4, kReceivers = 8;
     const NestedReceiving nr = nested_receiving();
-    int64_t sent_per_block = 1;
-    for (int i = 0; i < d; ++i) sent_per_block *= dims[i].sent_per_block;
+    int64_t sent_per_block = 1, all_senders = free_factor;
+    for (int i = 0; i < d; ++i) {
+      sent_per_block *= dims[i].sent_per_block;
+      all_senders *= dims[i].free_sends;
+    }
+    const int64_t own_have = NestedOwnHave(dims, d);
+    int64_t recv_of[16], sent_of[16], peers_of[16];
+    for (uint32_t f = 0; f < 16; ++f) {
+      const bool wants = f & kWants, keeps = (f & kKeeps) && wants;
+      const int64_t senders = (f & kSends) && (f & kReceivers) ? all_senders : 0;
+      recv_of[f] = wants ? (keeps ? nr.lacking_bytes - nr.kept_bytes : nr.lacking_bytes) : 0;
+      sent_of[f] = (senders * sent_per_block - (keeps ? own_have : 0)) * p.elem;
+      peers_of[f] = senders - (keeps ? 1 : 0);
+    }
     // New partial sums: along z, only coordinate 0 wants (receives) when z is a new partial
     // axis, and only coordinate 0 sends when z is one in U.
-    const int64_t z_free = (zero_mask & z_bit) ? 0 : 1, z_free_fixed = (zero_fixed & z_bit) ? 0 : 1;
-    int64_t keepers = 0, wanting = 0, max_sent = 0, send_peers = 0;
+    const uint32_t z_later =
+        ~(((zero_mask & z_bit) ? kWants : 0u) | ((zero_fixed & z_bit) ? kReceivers : 0u));
+    uint32_t seen = 0;  // bit f: some rank has flags f
+    int64_t keepers = 0, wanting = 0;
     int64_t key[kMaxAxes] = {}, c[kMaxAxes] = {};
     int64_t pos = 0;
     const int64_t outer = n / z_size;
     for (int64_t o = 0; o < outer; ++o) {
       if (o > 0) next_row(c, key, &pos);
-      int64_t row_wants = 1, row_receivers = 1;
+      uint32_t row_flags = kKeeps | kSends | kWants | kReceivers;
       if constexpr (kZero) {
-        for (uint32_t m = zero_mask & ~z_bit; m; m &= m - 1) row_wants &= c[__builtin_ctz(m)] == 0;
-        for (uint32_t m = zero_fixed & ~z_bit; m; m &= m - 1)
-          row_receivers &= c[__builtin_ctz(m)] == 0;
+        for (uint32_t m = zero_mask & ~z_bit; m; m &= m - 1) {
+          if (c[__builtin_ctz(m)] != 0) row_flags &= ~kWants;
+        }
+        for (uint32_t m = zero_fixed & ~z_bit; m; m &= m - 1) {
+          if (c[__builtin_ctz(m)] != 0) row_flags &= ~kReceivers;
+        }
       }
-      int64_t rest_have = 1, rest_sends = free_factor;
       for (int i = 0; i < d; ++i) {
         if (i == z_dims[0] || i == z_dims[1]) continue;
-        const DimTable::NestedEntry& e = tables[i].nested_entries[key[i]];
-        rest_have *= e.have;
-        rest_sends *= e.sends;
+        row_flags &= tables[i].nested_flags[key[i]] | ~(kKeeps | kSends);
       }
-      const auto row = z_row(nested_entries_of, nested_unit, key, pos);
+      const auto row = z_row(nested_flags_of, nested_unit, key, pos);
       for (int64_t cz = 0; cz < z_size; ++cz) {
-        const DimTable::NestedEntry& x0 = row.e0[cz * row.w0];
-        const DimTable::NestedEntry& x1 = row.e1[cz * row.w1];
+        uint32_t f = row_flags & (row.e0[cz * row.w0] | ~(kKeeps | kSends)) &
+                     (row.e1[cz * row.w1] | ~(kKeeps | kSends));
+        if constexpr (kZero) f &= cz == 0 ? ~0u : z_later;
         const int r = row.ranks[cz * z_pos_stride];
-        int64_t wants = 1, receivers = 1;  // (every rank without new partial sums)
-        if constexpr (kZero) {
-          wants = row_wants & ((cz == 0) | z_free);
-          receivers = row_receivers & ((cz == 0) | z_free_fixed);
-        }
-        const int64_t have = rest_have * x0.have * x1.have;
-        const int64_t keeps = (have != 0) & wants;  // (no branches: they alternate)
         if constexpr (kReceive) {
-          recv[r] = (nr.lacking_bytes - (nr.kept_bytes & -keeps)) & -wants;
-          keepers += keeps;
-          wanting += wants;
+          recv[r] = recv_of[f];
+          keepers += (f & (kKeeps | kWants)) == (kKeeps | kWants);
+          wanting += (f & kWants) != 0;
         }
-        // A rank whose receivers do not want (a new partial axis in U) sends nothing.
-        const int64_t senders = (rest_sends * x0.sends * x1.sends) & -receivers;
-        sent[r] = (senders * sent_per_block - (have & -keeps)) * p.elem;
-        max_sent = std::max(max_sent, sent[r]);
-        send_peers = std::max(send_peers, senders - keeps);
+        sent[r] = sent_of[f];
+        seen |= 1u << f;
       }
+    }
+    int64_t max_sent = 0, send_peers = 0;
+    for (uint32_t f = 0; f < 16; ++f) {
+      if (!(seen & (1u << f))) continue;
+      max_sent = std::max(max_sent, sent_of[f]);
+      send_peers = std::max(send_peers, peers_of[f]);
     }
     if constexpr (kReceive) receiving_totals(nr, keepers, wanting);
     totals.max_sent = max_sent;
