@@ -330,6 +330,7 @@ Result<Problem> MakeProblem(Setup setup) {
   }
   // (Ranks become inactive only in the two partial-target cases above.)
   const bool some_inactive = p.unified ? p.new_partial_mask != 0 : !to_m.partial_axes().empty();
+  if (some_inactive) p.zero_ranks.reserve(n);
   for (int r = 0; some_inactive && r < n; ++r) {
     if (!p.active[r]) p.zero_ranks.push_back(r);
   }

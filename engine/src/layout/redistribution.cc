@@ -1381,10 +1381,12 @@ class Planner {
           }
           const int64_t shard = ShardElems(p_, x);
           if (shard > p_.max_shard_elems) return;
-          Landing l;
+          // (In place: a Landing is a few hundred bytes; `y` stays valid, see reserve above.)
+          Landing& l = landings_.emplace_back();
           l.x = x;
           l.signature = signature;
-          Edge e{kind, {}, dim, dim_to};
+          Edge& e = l.edge;
+          e = Edge{kind, {}, dim, dim_to};
           e.axes.assign(axes, axes + num_axes);
           int64_t g = 1;
           for (size_t j = 0; j < num_axes; ++j) g *= p_.axis_size[axes[j]];
@@ -1398,13 +1400,11 @@ class Planner {
             recv = RingShare(shard, g);
             secs = CollectiveSeconds(CollectiveKind::kAllToAll, n, e.axes);
           }
-          l.edge = e;
           l.next = static_cast<int>(i);
           l.recv = y.recv + recv * p_.elem;
           l.time = y.time + secs;
           l.bytes = y.bytes + static_cast<double>(recv * p_.elem);
           l.steps = y.steps + 1;
-          landings_.push_back(std::move(l));
         };
         const State& ys = y.x;
         int dim_of[32];  // per mesh axis (masks bound them to 32)
