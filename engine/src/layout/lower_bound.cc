@@ -24,9 +24,8 @@ std::string State::Key() const {
 
 std::vector<int> MaskAxes(uint32_t mask) {
   std::vector<int> out;
-  for (int a = 0; a < 32; ++a) {
-    if (mask & (1u << a)) out.push_back(a);
-  }
+  out.reserve(__builtin_popcount(mask));  // (one allocation, none for an empty mask)
+  for (; mask; mask &= mask - 1) out.push_back(__builtin_ctz(mask));
   return out;
 }
 
@@ -205,8 +204,7 @@ void FillRankGrid(Problem* problem) {
   p.num_ranks = n;
   const int na = p.mesh.num_axes();
   p.num_axes = na;
-  p.axis_size.clear();
-  for (int a = 0; a < na; ++a) p.axis_size.push_back(p.mesh.axis_size(a));
+  p.axis_size.assign(p.mesh.shape().begin(), p.mesh.shape().end());
   p.pos_stride.assign(na, 1);
   for (int a = na - 2; a >= 0; --a) p.pos_stride[a] = p.pos_stride[a + 1] * p.axis_size[a + 1];
   // (Views: the problem owns the mesh, whose tables outlive it.)

@@ -856,6 +856,7 @@ class Planner {
   Planner(const Problem& p, const CostModel& cost, SourceExchange source_into_target)
       : p_(p), cost_(cost) {
     bw_max_ = cost.MaxBandwidth(p.mesh);
+    axis_bw_.reserve(p.num_axes);
     for (int a = 0; a < p.num_axes; ++a)
       axis_bw_.push_back(cost.AxisBandwidth(p.mesh.axis_name(a)));
     if (source_into_target.counted) {
@@ -867,10 +868,12 @@ class Planner {
     // every rank on small meshes, whose coordinates are then worth a table.
     if (p.num_ranks <= 256 && p.coords.empty()) p.FillCoords();
     std::vector<int> ranks;
+    ranks.reserve(32);
     if (p.num_ranks <= 32) {
       for (int r = 0; r < p.num_ranks; ++r) ranks.push_back(r);
     } else {
       std::vector<int> pos = {0, p.num_ranks - 1};
+      pos.reserve(16);
       uint64_t x = 0x9e3779b97f4a7c15ULL;
       for (int i = 0; i < 14; ++i) {
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
