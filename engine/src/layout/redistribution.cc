@@ -624,6 +624,7 @@ struct Candidate {
 struct Landing {
   State x;
   uint64_t signature = 0;  // DimsSignature(x.dims): most candidates are told apart by it
+  int64_t shard = 0;       // ShardElems(x)
   // Computed on first use (Planner::LandingBoxes; most landings never need them). Out of
   // line: the planner builds up to 24 landings per plan.
   std::unique_ptr<Boxes> boxes;
@@ -1364,6 +1365,7 @@ class Planner {
     Landing t;
     if (p_.has_target_state) t.x = p_.tgt;
     t.signature = DimsSignature(t.x.dims);
+    if (p_.has_target_state) t.shard = ShardElems(p_, t.x);
     landings_.push_back(std::move(t));
     if (!p_.has_target_state) return;
     constexpr size_t kMaxLandings = 24;
@@ -1375,19 +1377,22 @@ class Planner {
       for (size_t i = begin; i < end && landings_.size() < kMaxLandings; ++i) {
         const Landing& y = landings_[i];
         // (The edge is built only for a new landing: most candidates are seen already.)
-        auto add = [&](const State& x, EdgeKind kind, const uint8_t* axes, size_t num_axes, int dim,
-                       int dim_to) {
+        // `shard`: x's shard elements (from y's: a reversed gather divides it by the axis, a
+        // reversed all-to-all keeps it).
+        auto add = [&](const State& x, int64_t shard, EdgeKind kind, const uint8_t* axes,
+                       size_t num_axes, int dim, int dim_to) {
           if (landings_.size() >= kMaxLandings) return;
           const uint64_t signature = DimsSignature(x.dims);
           for (const Landing& seen : landings_) {
             if (seen.signature == signature && seen.x.dims == x.dims) return;
           }
-          const int64_t shard = ShardElems(p_, x);
+          assert(shard == ShardElems(p_, x));
           if (shard > p_.max_shard_elems) return;
           // (In place: a Landing is a few hundred bytes; `y` stays valid, see reserve above.)
           Landing& l = landings_.emplace_back();
           l.x = x;
           l.signature = signature;
+          l.shard = shard;
           Edge& e = l.edge;
           e = Edge{kind, {}, dim, dim_to};
           e.axes.assign(axes, axes + num_axes);
@@ -1425,7 +1430,7 @@ class Planner {
             State xs = ys;
             xs.dims[d].push_back(x);
             const uint8_t axis = static_cast<uint8_t>(x);
-            add(xs, EdgeKind::kGather, &axis, 1, d, -1);
+            add(xs, y.shard / p_.axis_size[x], EdgeKind::kGather, &axis, 1, d, -1);
           }
           // Reversed all-to-all: the last k axes of d moved to the end of e.
           const AxisList& list = ys.dims[d];
@@ -1441,7 +1446,7 @@ class Planner {
               State xs = ys;
               xs.dims[d].resize(list.size() - k);
               xs.dims[e].insert(xs.dims[e].end(), suffix, suffix + k);
-              add(xs, EdgeKind::kAllToAll, suffix, k, e, d);
+              add(xs, y.shard, EdgeKind::kAllToAll, suffix, k, e, d);
             }
           }
         }
