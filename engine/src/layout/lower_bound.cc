@@ -328,9 +328,14 @@ Result<Problem> MakeProblem(Setup setup) {
   }
   // (Ranks become inactive only in the two partial-target cases above.)
   const bool some_inactive = p.unified ? p.new_partial_mask != 0 : !to_m.partial_axes().empty();
-  if (some_inactive) p.zero_ranks.reserve(n);
-  for (int r = 0; some_inactive && r < n; ++r) {
-    if (!p.active[r]) p.zero_ranks.push_back(r);
+  if (some_inactive) {  // (compacted without a branch: most ranks are inactive here)
+    p.zero_ranks.resize(n);
+    int count = 0;
+    for (int r = 0; r < n; ++r) {
+      p.zero_ranks[count] = r;
+      count += !p.active[r];
+    }
+    p.zero_ranks.resize(count);
   }
   p.max_shard_elems =
       std::max(NumElements(setup.from->ShardShape()), NumElements(setup.to->ShardShape()));

@@ -1836,14 +1836,15 @@ void SetByteTotals(RedistPlan* plan) {
   const int64_t* bound = plan->lower_bound.data();
   const size_t n = plan->recv_bytes.size();
   assert(plan->lower_bound.size() == n);
-  // (Plain reductions, one per loop, so that each vectorizes.)
-  int64_t recv_max = 0, bound_max = 0, recv_sum = 0, bound_sum = 0;
-  for (size_t r = 0; r < n; ++r) recv_max = std::max(recv_max, recv[r]);
-  for (size_t r = 0; r < n; ++r) bound_max = std::max(bound_max, bound[r]);
-  for (size_t r = 0; r < n; ++r) recv_sum += recv[r];
-  for (size_t r = 0; r < n; ++r) bound_sum += bound[r];
-  int over = 0;
-  for (size_t r = 0; r < n; ++r) over |= recv[r] > bound[r];
+  // (Plain integer reductions in one loop: it vectorizes.)
+  int64_t recv_max = 0, bound_max = 0, recv_sum = 0, bound_sum = 0, over = 0;
+  for (size_t r = 0; r < n; ++r) {
+    recv_max = std::max(recv_max, recv[r]);
+    bound_max = std::max(bound_max, bound[r]);
+    recv_sum += recv[r];
+    bound_sum += bound[r];
+    over |= recv[r] > bound[r];
+  }
   const bool within = over == 0;
   plan->planned_bytes = recv_max;
   plan->lower_bound_bytes = bound_max;
