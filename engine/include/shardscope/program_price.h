@@ -15,7 +15,10 @@
 //                    to the group sync: of the step's groups for a structured collective,
 //                    CostModel::GroupSyncSeconds, of every device for an irregular exchange;
 //                    and the hand-off after computation:
-//                    CostModel::SearchHandoffSeconds of the operator the step follows)
+//                    CostModel::SearchHandoffSeconds of the instruction the step follows,
+//                    its share of its operator's extra on one core: the operator's
+//                    SearchGraph::ComputeBeforeCollective over its compute instructions,
+//                    since the forward and each backward instruction end a phase of their own)
 //
 // There are no other collectives in a program: DistExecutor communicates only in its
 // redistribution instructions. Deterministic: one pass in program order.
