@@ -313,35 +313,22 @@ std::string CostModel::ToString() const {
     std::snprintf(slots, sizeof slots, " slots=%g", compute_slots);
     out += slots;
   }
-  if (collective_handoff_s > 0) {
-    char handoff[48];
-    std::snprintf(handoff, sizeof handoff, " handoff=%g us", collective_handoff_s * 1e6);
-    out += handoff;
-  }
-  if (long_phase_handoff_s > 0) {
-    char handoff[48];
-    std::snprintf(handoff, sizeof handoff, " long-phase handoff=%g us", long_phase_handoff_s * 1e6);
-    out += handoff;
-  }
+  // A term in microseconds, when set.
+  const auto append_micros = [&out](double seconds, const char* format) {
+    if (seconds <= 0) return;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, format, seconds * 1e6);
+    out += buf;
+  };
+  append_micros(collective_handoff_s, " handoff=%g us");
+  append_micros(long_phase_handoff_s, " long-phase handoff=%g us");
   if (!gemm_rates.empty()) out += " gemm=" + Rate(gemm_rates.base_flops, "F/s") + " (by shape)";
   if (!conv_gemm_rates.empty())
     out += " conv gemm=" + Rate(conv_gemm_rates.base_flops, "F/s") + " (by shape)";
   for (const auto& [kind, rate] : kernel_rates) out += " " + kind + "=" + Rate(rate, "B/s");
-  if (group_sync_s > 0) {
-    char sync[48];
-    std::snprintf(sync, sizeof sync, " sync=%g us", group_sync_s * 1e6);
-    out += sync;
-  }
-  if (pair_sync_s > 0) {
-    char sync[48];
-    std::snprintf(sync, sizeof sync, " (pairs %g us)", pair_sync_s * 1e6);
-    out += sync;
-  }
-  if (half_sync_s > 0) {
-    char sync[48];
-    std::snprintf(sync, sizeof sync, " (halves %g us)", half_sync_s * 1e6);
-    out += sync;
-  }
+  append_micros(group_sync_s, " sync=%g us");
+  append_micros(pair_sync_s, " (pairs %g us)");
+  append_micros(half_sync_s, " (halves %g us)");
   return out;
 }
 

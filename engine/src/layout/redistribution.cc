@@ -866,8 +866,7 @@ class Planner {
     }
     if (lb_src_.empty()) lb_src_ = redist_internal::LowerBound(p, p.src, p.source());
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
-    // every rank on small meshes, whose coordinates are then worth a table.
-    if (p.num_ranks <= 256 && p.coords.empty()) p.FillCoords();
+    // every rank on small meshes.
     std::vector<int> ranks;
     ranks.reserve(32);
     if (p.num_ranks <= 32) {
@@ -937,7 +936,6 @@ class Planner {
     return *l.boxes;
   }
 
-  const std::vector<int64_t>& lb_src() const { return lb_src_; }
   // The bound from the source, taken once the search is done with it (for the plan).
   std::vector<int64_t> TakeLbSrc() { return std::move(lb_src_); }
   LazyBoxes LazyBoxesOf(const State& s) const { return LazyBoxes(p_, s, *this); }

@@ -93,17 +93,8 @@ struct Dim {
   };
   FixedCheck checks[kMaxAxes];
   int num_checks = 0;
-  // A source axis: the digit every source block a landing block meets shares on it is
-  // (landing block >> shift) & mask, or none (always: the blocks differ along it).
-  struct DigitRule {
-    int axis;
-    int shift;
-    int64_t mask;
-    bool always;
-  };
-  DigitRule digit_rules[kMaxAxes];
-  int num_digit_rules = 0;
-  uint32_t separating_union = 0;  // the rules' axes that separate some entry
+  // The source axes along which some wanting rank differs from a peer it receives from.
+  uint32_t separating_union = 0;
 
   int64_t Overlap(int64_t sb, int64_t tb) const {
     return std::max<int64_t>(0, std::min((sb + 1) * bs, (tb + 1) * t) - std::max(sb * bs, tb * t));
@@ -396,7 +387,6 @@ void NestedFactors(const Problem& p, uint32_t used_mask, uint32_t zero_mask, boo
   g->own_have = std::min(g->bs, g->t);
   g->nested_blocks = g->finer ? 1 : int64_t{1} << g->shift;
   g->num_checks = 0;
-  g->num_digit_rules = 0;
   if (!with_senders) return;
   const int sh = g->shift;
   // Sending: the landing blocks a source block meets with the sender's digits on the landing
@@ -422,38 +412,27 @@ void NestedFactors(const Problem& p, uint32_t used_mask, uint32_t zero_mask, boo
                                     low_bits};
     }
   }
-  // Separating axes: the source blocks a finer landing block meets are one, (landing >>
-  // shift); a coarser one's share a digit exactly when the axis's weight spans the 2^shift
-  // blocks it holds.
+  // Separating axes, their union over the wanting ranks in closed form. (A rank with a
+  // separating axis receives: its landing block meets a source block other than its own.)
+  // The source blocks a finer landing block meets are one, (landing >> shift); a coarser
+  // one's share a digit on source axis a exactly when a's weight spans the 2^shift blocks it
+  // holds (else a always separates). The shared digit is (landing >> digit_shift) & (size -
+  // 1), within the landing block index, which the wanting ranks run over in full (new partial
+  // axes split no landing dimension). It equals the rank's coordinate on a for every rank only
+  // when it is that coordinate itself: a splits the landing dimension too, with weight
+  // 2^digit_shift; otherwise some rank differs (the coordinates are independent and a is two
+  // or more long), and a new partial axis, coordinate 0 on every wanting rank, always
+  // separates some rank.
+  g->separating_union = 0;
   for (const auto& [a, w] : g->src_terms) {
     if (p.axis_size[a] <= 1) continue;
     const int lw = Log2(w);
-    Dim::DigitRule& r = g->digit_rules[g->num_digit_rules++];
-    r = {a, 0, p.axis_size[a] - 1, false};
-    if (g->finer) {
-      r.shift = sh + lw;
-    } else if (sh <= lw) {
-      r.shift = lw - sh;
-    } else {
-      r.always = true;
-    }
-  }
-  // Their union over the wanting ranks, in closed form. (A rank with a separating axis
-  // receives: its landing block meets a source block other than its own.) The shared digit
-  // (landing >> shift) & mask lies within the landing block index, which the wanting ranks
-  // run over in full (new partial axes split no landing dimension). It equals the rank's
-  // coordinate on the axis for every rank only when it is that coordinate itself: the axis
-  // splits the landing dimension too, with weight 2^shift; otherwise some rank differs (the
-  // coordinates are independent and the axis is two or more long), and a new partial axis,
-  // coordinate 0 on every wanting rank, always separates some rank.
-  g->separating_union = 0;
-  for (int j = 0; j < g->num_digit_rules; ++j) {
-    const Dim::DigitRule& r = g->digit_rules[j];
     bool separates = true;
-    if (!r.always && !(zero_mask & (1u << r.axis))) {
-      for (const auto& [a, w] : g->into_terms) separates &= !(a == r.axis && Log2(w) == r.shift);
+    if ((g->finer || sh <= lw) && !(zero_mask & (1u << a))) {
+      const int digit_shift = g->finer ? sh + lw : lw - sh;
+      for (const auto& [b, wb] : g->into_terms) separates &= !(b == a && Log2(wb) == digit_shift);
     }
-    if (separates) g->separating_union |= 1u << r.axis;
+    if (separates) g->separating_union |= 1u << a;
   }
 }
 
@@ -533,7 +512,6 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
       continue;
     }
     g.nested = false;
-    g.num_digit_rules = 0;
     BlocksMet(g.t, g.bs, into_blocks, &g.blocks_met);
     if (with_senders) {
       FloorSteps(0, g.bs, g.t, src_blocks, &g.bx);

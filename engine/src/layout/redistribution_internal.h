@@ -235,11 +235,6 @@ struct Problem {
     return coords[rank * num_axes + axis];
   }
   void FillCoords() const;
-  // The same for a few ranks (samples): from the grid position, without filling the table.
-  int64_t coord_of_one(int rank, int axis) const {
-    if (!coords.empty()) return coords[rank * num_axes + axis];
-    return (pos_of_rank[rank] / pos_stride[axis]) % axis_size[axis];
-  }
 
  private:
   void FillSource() const;
