@@ -146,8 +146,8 @@ MainWindow::MainWindow()
   connect(watcher_, &QFileSystemWatcher::fileChanged, this, [this] { Refresh(); });
   refresh_timer_->setInterval(2000);
   connect(refresh_timer_, &QTimer::timeout, this, [this] {
-    if (document_ && (document_->live() ||
-                      document_->data().run.status == store::RunStatus::kRunning)) {
+    if (document_ &&
+        (document_->live() || document_->data().run.status == store::RunStatus::kRunning)) {
       Refresh();
     }
   });

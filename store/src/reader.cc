@@ -404,7 +404,8 @@ Status FallBackToImmutable(const std::string& path, sqlite3** db) {
     return Status(ErrorCode::kReadOnly,
                   path + ": cannot read: its write-ahead log " + wal +
                       " holds commits not yet copied into the file, and SQLite cannot create " +
-                      path + "-shm to read it (read-only directory or file); copy the run file "
+                      path +
+                      "-shm to read it (read-only directory or file); copy the run file "
                       "with its -wal to a writable directory");
   }
   sqlite3_close(*db);

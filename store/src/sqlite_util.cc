@@ -107,7 +107,8 @@ Status LeaveWalMode(sqlite3* db, const std::string& path, double seconds) {
     sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
     Stmt stmt;
     // Fails (SQLITE_BUSY) or answers "wal" while another connection has the file open.
-    if (stmt.Prepare(db, "PRAGMA journal_mode = DELETE") == SQLITE_OK && stmt.Step() == SQLITE_ROW) {
+    if (stmt.Prepare(db, "PRAGMA journal_mode = DELETE") == SQLITE_OK &&
+        stmt.Step() == SQLITE_ROW) {
       if (stmt.Text(0) == "delete") return Status::Ok();
     }
     if (Clock::now() >= deadline) break;

@@ -8,19 +8,28 @@ namespace {
 
 TEST(EscapeControlsTest, TerminalEscapesAndC0BecomeVisible) {
   EXPECT_EQ(EscapeControls("ctl\x1b[31mred\x1b[0m"), "ctl\\u001b[31mred\\u001b[0m");
-  EXPECT_EQ(EscapeControls(std::string("a\x01" "b\x7f", 4)), "a\\u0001b\\u007f");
+  EXPECT_EQ(EscapeControls(std::string("a\x01"
+                                       "b\x7f",
+                                       4)),
+            "a\\u0001b\\u007f");
   EXPECT_EQ(EscapeControls("tab\there\rback"), "tab\\u0009here\\u000dback");
 }
 
 TEST(EscapeControlsTest, C1ControlsAndBidiOverridesAreEscaped) {
-  EXPECT_EQ(EscapeControls("\xc2\x9b" "2J"), "\\u009b2J");           // CSI as a C1 control
-  EXPECT_EQ(EscapeControls("\xe2\x80\xae" "evil"), "\\u202eevil");   // right-to-left override
-  EXPECT_EQ(EscapeControls("\xe2\x81\xa6x"), "\\u2066x");              // left-to-right isolate
+  EXPECT_EQ(EscapeControls("\xc2\x9b"
+                           "2J"),
+            "\\u009b2J");  // CSI as a C1 control
+  EXPECT_EQ(EscapeControls("\xe2\x80\xae"
+                           "evil"),
+            "\\u202eevil");                                // right-to-left override
+  EXPECT_EQ(EscapeControls("\xe2\x81\xa6x"), "\\u2066x");  // left-to-right isolate
 }
 
 TEST(EscapeControlsTest, InvalidUtf8BytesAreEscapedValidTextPasses) {
-  EXPECT_EQ(EscapeControls("a\xff" "b\xc3"), "a\\xffb\\xc3");
-  EXPECT_EQ(EscapeControls("\xc0\xaf"), "\\xc0\\xaf");  // overlong '/'
+  EXPECT_EQ(EscapeControls("a\xff"
+                           "b\xc3"),
+            "a\\xffb\\xc3");
+  EXPECT_EQ(EscapeControls("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(EscapeControls("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
   const std::string fine = "caf\xc3\xa9 \xf0\x9f\x99\x82 <b>&amp;</b> \"q\" \\N";
   EXPECT_EQ(EscapeControls(fine), fine);

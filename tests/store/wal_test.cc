@@ -92,7 +92,8 @@ std::string OpenAndCountSteps(const std::string& path) {
   auto reader = RunReader::Open(path);
   if (!reader.ok()) return "error: " + reader.status().message();
   auto steps = (*reader)->Steps();
-  return steps.ok() ? "steps " + std::to_string(steps->size()) : "error: " + steps.status().message();
+  return steps.ok() ? "steps " + std::to_string(steps->size())
+                    : "error: " + steps.status().message();
 }
 
 TEST(RunFileWal, WalModeFileInAReadOnlyDirectoryIsReadAsImmutable) {
@@ -118,8 +119,9 @@ TEST(RunFileWal, UncopiedLogInAReadOnlyDirectorySaysWhatToDo) {
   // A commit left in the log: copy the file and its log while a connection holds them.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(source.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0; "
-                             "UPDATE run SET status_message = 'edited' WHERE id = 1",
+  ASSERT_EQ(sqlite3_exec(db,
+                         "PRAGMA wal_autocheckpoint = 0; "
+                         "UPDATE run SET status_message = 'edited' WHERE id = 1",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   const std::string path = sub + "/run.db";

@@ -51,7 +51,6 @@ CandidateRecord Candidate(const std::string& strategy, double cost) {
   return c;
 }
 
-
 TEST(RunWriter, SecondWriterIsRefusedWithTheHolder) {
   TempDir dir;
   const std::string path = dir.File("run.db");

@@ -97,7 +97,8 @@ damaged or not a run file); 1 other failures (the picture could not be written).
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kBadInput;  // --help is not an error
   }
-  const std::string format = QFileInfo(QString::fromStdString(out)).suffix().toLower().toStdString();
+  const std::string format =
+      QFileInfo(QString::fromStdString(out)).suffix().toLower().toStdString();
   if (format != "svg" && format != "png") {
     return Fail(kBadInput, out + ": unknown picture format '" + format + "': use .svg or .png");
   }

@@ -29,13 +29,15 @@ CLI::Validator NumberCheck(const std::string& rule, const std::string& descripti
 }  // namespace
 
 CLI::Validator AtLeast(double minimum) {
-  return NumberCheck("at least " + Number(minimum), ">= " + Number(minimum),
-                     [](double v, double bound) { return v >= bound; }, minimum);
+  return NumberCheck(
+      "at least " + Number(minimum), ">= " + Number(minimum),
+      [](double v, double bound) { return v >= bound; }, minimum);
 }
 
 CLI::Validator GreaterThan(double exclusive) {
-  return NumberCheck("greater than " + Number(exclusive), "> " + Number(exclusive),
-                     [](double v, double bound) { return v > bound; }, exclusive);
+  return NumberCheck(
+      "greater than " + Number(exclusive), "> " + Number(exclusive),
+      [](double v, double bound) { return v > bound; }, exclusive);
 }
 
 }  // namespace shardscope::cli

@@ -7,7 +7,7 @@
 
 namespace shardscope::cli {
 
-CLI::Validator AtLeast(double minimum);       // counts, sizes, seeds (minimum 0 or 1)
+CLI::Validator AtLeast(double minimum);        // counts, sizes, seeds (minimum 0 or 1)
 CLI::Validator GreaterThan(double exclusive);  // rates, learning rates (> 0)
 
 }  // namespace shardscope::cli

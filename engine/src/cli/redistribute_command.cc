@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/option_checks.h"
 #include "cli/mesh_options.h"
+#include "cli/option_checks.h"
 #include "shardscope/redistribution.h"
 
 namespace shardscope::cli {

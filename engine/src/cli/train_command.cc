@@ -404,8 +404,7 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
       "Flags override the model file's training section.");
   app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
-  auto* epochs =
-      app->add_option("--epochs", o->epochs, "Epochs to train")->check(AtLeast(1));
+  auto* epochs = app->add_option("--epochs", o->epochs, "Epochs to train")->check(AtLeast(1));
   app->add_option("--steps", o->steps, "Stop after this many steps")
       ->check(AtLeast(1))
       ->excludes(epochs);

@@ -34,8 +34,8 @@ struct TimelineWorker {
 
 struct TimelineSummary {
   int64_t step = 0;
-  int64_t workers = 0;        // distinct ranks with spans in the step
-  int64_t micro_batches = 0;  // distinct micro-batches in the step
+  int64_t workers = 0;            // distinct ranks with spans in the step
+  int64_t micro_batches = 0;      // distinct micro-batches in the step
   int64_t unplaceable_spans = 0;  // NaN, infinite or negative times, end < start: not in `spans`
   double makespan_seconds = 0;
   double measured_bubble = 0;                    // in [0, 1]
