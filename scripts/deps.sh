@@ -7,7 +7,7 @@ PACKAGES=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev qt6-charts-dev libqt6opengl6-dev
   libgraphviz-dev graphviz libeigen3-dev libopenmpi-dev openmpi-bin
   libsqlite3-dev sqlite3 libcli11-dev nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
-  libgtest-dev libgmock-dev libbenchmark-dev xvfb
+  libgtest-dev libgmock-dev libbenchmark-dev xvfb libxml2-utils
   clang libclang-rt-14-dev
 )
 if [[ "${1:-}" == "--demo-data" ]]; then PACKAGES+=(dataset-fashion-mnist); fi

@@ -9,8 +9,12 @@
 #include <QValueAxis>
 #include <cmath>
 
+#include "shardscope/viewer/axis.h"
+
 namespace shardscope::gui {
 namespace {
+
+constexpr size_t kMaxBars = 512;  // ranks drawn in the memory chart
 
 QChartView* MakeView(QChart* chart) {
   auto* view = new QChartView(chart);
@@ -30,14 +34,14 @@ QChart* LineChart(const QString& title, const std::vector<double>& x,
   y_axis->setTitleText(y_title);
   chart->addAxis(x_axis, Qt::AlignBottom);
   chart->addAxis(y_axis, Qt::AlignLeft);
-  double lo = 0, hi = 1;
+  double lo = 0, hi = 0;
   bool first = true;
   for (const auto& [name, values] : series) {
     auto* line = new QLineSeries;
     line->setName(name);
     for (size_t i = 0; i < x.size() && i < values->size(); ++i) {
       const double v = (*values)[i];
-      if (std::isnan(v)) continue;
+      if (!std::isfinite(v) || !std::isfinite(x[i])) continue;
       line->append(x[i], v);
       lo = first ? v : std::min(lo, v);
       hi = first ? v : std::max(hi, v);
@@ -48,8 +52,12 @@ QChart* LineChart(const QString& title, const std::vector<double>& x,
     line->attachAxis(x_axis);
     line->attachAxis(y_axis);
   }
-  if (!x.empty()) x_axis->setRange(x.front(), std::max(x.back(), x.front() + 1));
-  y_axis->setRange(std::min(0.0, lo), hi > lo ? hi * 1.05 : lo + 1);
+  if (!x.empty()) {
+    const viewer::AxisRange steps = viewer::ChartRange(x.front(), x.back(), 0);
+    x_axis->setRange(steps.lo, steps.hi);
+  }
+  const viewer::AxisRange values = viewer::ChartRange(std::min(0.0, lo), hi);
+  y_axis->setRange(values.lo, values.hi);
   chart->legend()->setVisible(series.size() > 1);
   return chart;
 }
@@ -74,15 +82,22 @@ void ChartsWidget::SetData(const viewer::ChartsData& data) {
                             "bytes")),
          "Bytes");
   auto* chart = new QChart;
-  chart->setTitle(data.peak_bytes_per_rank.empty() ? "Peak memory per rank: none recorded"
-                                                   : "Peak memory per rank (MB)");
+  const size_t shown = std::min(data.peak_bytes_by_rank.size(), kMaxBars);
+  chart->setTitle(data.peak_bytes_by_rank.empty() ? "Peak memory per rank: none recorded"
+                  : shown < data.peak_bytes_by_rank.size()
+                      ? QString("Peak memory per rank (MB): the first %1 of %2 ranks")
+                            .arg(shown)
+                            .arg(data.peak_bytes_by_rank.size())
+                      : QString("Peak memory per rank (MB)"));
   auto* set = new QBarSet("peak");
   QStringList ranks;
-  double hi = 1;
-  for (size_t r = 0; r < data.peak_bytes_per_rank.size(); ++r) {
-    *set << data.peak_bytes_per_rank[r] / 1e6;
-    hi = std::max(hi, data.peak_bytes_per_rank[r] / 1e6);
-    ranks << QString::number(r);
+  double hi = 0;
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& [rank, bytes] = data.peak_bytes_by_rank[i];
+    const double mb = std::isfinite(bytes) ? bytes / 1e6 : 0;
+    *set << mb;
+    hi = std::max(hi, mb);
+    ranks << QString::number(rank);
   }
   auto* bars = new QBarSeries;
   bars->append(set);
@@ -91,7 +106,8 @@ void ChartsWidget::SetData(const viewer::ChartsData& data) {
   x_axis->append(ranks);
   x_axis->setTitleText("rank");
   auto* y_axis = new QValueAxis;
-  y_axis->setRange(0, hi * 1.1);
+  const viewer::AxisRange memory = viewer::ChartRange(0, hi, 0.1);
+  y_axis->setRange(memory.lo, memory.hi);
   chart->addAxis(x_axis, Qt::AlignBottom);
   chart->addAxis(y_axis, Qt::AlignLeft);
   bars->attachAxis(x_axis);

@@ -10,7 +10,7 @@
 namespace shardscope::gui {
 
 SceneGraphicsItem::SceneGraphicsItem(viewer::SceneItem item) : item_(std::move(item)) {
-  if (!item_.tooltip.isEmpty()) setToolTip(item_.tooltip);
+  if (!item_.tooltip.isEmpty()) setToolTip(viewer::PlainToolTip(item_.tooltip));
 }
 
 QRectF SceneGraphicsItem::boundingRect() const {

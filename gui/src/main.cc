@@ -8,6 +8,7 @@
 
 #include "graph_view.h"
 #include "main_window.h"
+#include "shardscope/store/display_text.h"
 #include "shardscope/viewer/run_document.h"
 #include "stepper.h"
 
@@ -73,11 +74,20 @@ int main(int argc, char** argv) {
   bool opened = false;
   if (!parser.positionalArguments().isEmpty())
     opened = window.OpenRun(parser.positionalArguments().first());
-  if (parser.isSet(compare)) window.CompareWith(parser.value(compare));
+  bool compared = true;
+  if (parser.isSet(compare)) compared = window.CompareWith(parser.value(compare));
+  if (parser.isSet(screenshots) && parser.positionalArguments().isEmpty()) {
+    std::fprintf(stderr, "shardscope-gui: --screenshots needs a run file\n");
+    return 2;
+  }
   if (parser.isSet(screenshots)) {
-    if (!opened) {
-      std::fprintf(stderr, "shardscope-gui: %s\n", qPrintable(window.last_error()));
-      return 1;
+    // Headless: a file that cannot be opened ends the program (exit 2 when it is the file's
+    // fault, as `shardscope` does), instead of waiting behind a dialog.
+    if (!opened || !compared) {
+      const std::string message =
+          shardscope::store::EscapeControls(window.last_error().toStdString());
+      std::fprintf(stderr, "shardscope-gui: %s\n", message.c_str());
+      return shardscope::store::IsBadInput(window.last_error_code()) ? 2 : 1;
     }
     window.resize(1600, 1000);
     QTimer::singleShot(300, &window, [&] {

@@ -146,8 +146,8 @@ MainWindow::MainWindow()
   connect(watcher_, &QFileSystemWatcher::fileChanged, this, [this] { Refresh(); });
   refresh_timer_->setInterval(2000);
   connect(refresh_timer_, &QTimer::timeout, this, [this] {
-    if (document_ && (document_->reader().IsLive() ||
-                      document_->data().run.status == store::RunStatus::kRunning)) {
+    if (document_ &&
+        (document_->live() || document_->data().run.status == store::RunStatus::kRunning)) {
       Refresh();
     }
   });
@@ -324,7 +324,9 @@ void MainWindow::ShowError(const QString& title, const QString& message) {
   last_error_ = message;
   status_->setText(title + ": " + message);
   // Non-blocking, so a script or test driving the window is never stuck on it.
-  auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+  auto* box = new QMessageBox(QMessageBox::Warning, title, viewer::DrawableText(message),
+                              QMessageBox::Ok, this);
+  box->setTextFormat(Qt::PlainText);  // a file name or message may look like markup
   box->setAttribute(Qt::WA_DeleteOnClose);
   box->open();
 }
@@ -375,6 +377,7 @@ void MainWindow::UpdateRecentMenu() {
 bool MainWindow::OpenRun(const QString& path) {
   auto doc = viewer::RunDocument::Open(path.toStdString());
   if (!doc.ok()) {
+    last_error_code_ = doc.status().code();
     ShowError("Cannot open run", QString::fromStdString(doc.status().message()));
     return false;
   }
@@ -480,11 +483,11 @@ void MainWindow::OnGraphSelected(const QString& role, qint64 id, const QString& 
   if (role == "tensor" || role == "edge") SelectTensor(id);
   if (role == "redistribution") SelectRedistribution(id);
   if (role == "cluster" && document_) {
-    auto ops = document_->reader().OperatorsInScope(key.toStdString());
+    const size_t ops = viewer::CountOperatorsInScope(document_->data(), key.toStdString());
     details_->setHtml(
         QString("<h3>scope %1</h3><p>%2 operators. Double-click the box to %3 it.</p>")
             .arg(key.toHtmlEscaped())
-            .arg(ops.ok() ? ops->size() : 0)
+            .arg(ops)
             .arg(graph_options_.expanded.count(key.toStdString()) ? "collapse" : "expand"));
     candidate_model_->SetOperator(nullptr);
   }
@@ -624,6 +627,7 @@ void MainWindow::ShowTensorMap(int64_t tensor_id) {
 bool MainWindow::CompareWith(const QString& path) {
   auto doc = viewer::RunDocument::Open(path.toStdString());
   if (!doc.ok()) {
+    last_error_code_ = doc.status().code();
     ShowError("Cannot open run", QString::fromStdString(doc.status().message()));
     return false;
   }

@@ -96,7 +96,9 @@ void CandidateTableModel::SetOperator(const store::OperatorRecord* op) {
 int CandidateTableModel::RowCount() const { return static_cast<int>(rows_.size()); }
 QVariant CandidateTableModel::Cell(int row, int column, int role) const {
   const auto& c = rows_[row];
-  if (role == Qt::ToolTipRole && column == 6) return QString::fromStdString(c.note);
+  if (role == Qt::ToolTipRole && column == 6) {
+    return viewer::PlainToolTip(QString::fromStdString(c.note));
+  }
   if (role != Qt::DisplayRole) return {};
   switch (column) {
     case 0:

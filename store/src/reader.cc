@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -95,6 +96,10 @@ struct RunReader::Impl {
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {
       if (Status st = row(); !st.ok()) return st;
+      if (s.mistyped_column() >= 0) {
+        return Damaged("column '" + s.ColumnName(s.mistyped_column()) +
+                       "' holds text where a number belongs (" + std::string(what) + ")");
+      }
     }
     return rc == SQLITE_DONE ? Status::Ok() : Error(rc, what);
   }
@@ -350,6 +355,66 @@ void RunReader::Impl::ReadRankStepRow(Stmt& s, RankStepRecord* k) {
 
 // ---------------------------------------------------------------------------------------
 
+namespace {
+
+// `path` in a file: URI (RFC 3986 path characters kept, the rest percent-encoded).
+std::string UriPath(const std::string& path) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string uri;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || std::strchr("/-._~!$&'()*+,;=:@", c) != nullptr) {
+      uri.push_back(static_cast<char>(c));
+    } else {
+      uri += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return uri;
+}
+
+// Opens `path` read-only with the reader's settings. immutable: as a file that nobody
+// writes (no locks, no -shm, the write-ahead log ignored).
+Status OpenConnection(const std::string& path, bool immutable, sqlite3** db) {
+  const std::string name = immutable ? "file:" + UriPath(path) + "?immutable=1" : path;
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0);
+  const int rc = sqlite3_open_v2(name.c_str(), db, flags, nullptr);
+  if (rc != SQLITE_OK) return internal::SqliteError(*db, rc, path, "opening");
+  sqlite3_extended_result_codes(*db, 1);
+  sqlite3_busy_timeout(*db, 5000);
+  sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(*db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  for (const char* pragma : {"PRAGMA query_only = ON", "PRAGMA cell_size_check = ON"}) {
+    if (Status s = internal::Exec(*db, pragma, path, "opening"); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// A file left in WAL mode needs `<path>-shm` to be read, which a reader cannot create in a
+// read-only directory or beside a read-only file (the first read fails: SQLITE_READONLY or
+// SQLITE_CANTOPEN). With an empty or absent log the file alone holds the run: it is read as
+// immutable. A log with commits in it cannot be read here, and the error says so.
+Status FallBackToImmutable(const std::string& path, sqlite3** db) {
+  Stmt probe;
+  int rc = probe.Prepare(*db, "PRAGMA schema_version");
+  if (rc == SQLITE_OK) rc = probe.Step();
+  probe = Stmt();
+  if ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN) return Status::Ok();
+  struct stat log {};
+  const std::string wal = path + "-wal";
+  if (stat(wal.c_str(), &log) == 0 && log.st_size > 0) {
+    return Status(ErrorCode::kReadOnly,
+                  path + ": cannot read: its write-ahead log " + wal +
+                      " holds commits not yet copied into the file, and SQLite cannot create " +
+                      path +
+                      "-shm to read it (read-only directory or file); copy the run file "
+                      "with its -wal to a writable directory");
+  }
+  sqlite3_close(*db);
+  *db = nullptr;
+  return OpenConnection(path, /*immutable=*/true, db);
+}
+
+}  // namespace
+
 RunReader::RunReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RunReader::~RunReader() = default;
 
@@ -370,17 +435,9 @@ Result<std::unique_ptr<RunReader>> RunReader::Open(const std::string& path) {
   }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  int rc =
-      sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) return impl->Error(rc, "opening");
+  if (Status s = OpenConnection(path, /*immutable=*/false, &impl->db); !s.ok()) return s;
+  if (Status s = FallBackToImmutable(path, &impl->db); !s.ok()) return s;
   sqlite3* db = impl->db;
-  sqlite3_extended_result_codes(db, 1);
-  sqlite3_busy_timeout(db, 5000);
-  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
-  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
-  for (const char* pragma : {"PRAGMA query_only = ON", "PRAGMA cell_size_check = ON"}) {
-    if (Status s = internal::Exec(db, pragma, path, "opening"); !s.ok()) return s;
-  }
   Result<int> version = internal::CheckRunFile(db, path, kSchemaVersion);
   if (!version.ok()) return version.status();
   impl->version = *version;

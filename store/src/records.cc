@@ -39,6 +39,12 @@ const char* ErrorCodeName(ErrorCode code) {
   return "unknown";
 }
 
+bool IsBadInput(ErrorCode code) {
+  return code == ErrorCode::kNotFound || code == ErrorCode::kNotARunFile ||
+         code == ErrorCode::kCorrupt || code == ErrorCode::kTooNew ||
+         code == ErrorCode::kInvalidArgument;
+}
+
 const char* RunStatusName(RunStatus status) {
   switch (status) {
     case RunStatus::kRunning:

@@ -1,6 +1,8 @@
 #include "sqlite_util.h"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace shardscope::store::internal {
 namespace {
@@ -95,6 +97,26 @@ Result<int64_t> QueryInt(sqlite3* db, std::string_view sql, const std::string& p
   if (rc == SQLITE_DONE)
     return Status(ErrorCode::kCorrupt, path + ": " + std::string(what) + ": no result");
   return SqliteError(db, rc, path, what);
+}
+
+Status LeaveWalMode(sqlite3* db, const std::string& path, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  sqlite3_busy_timeout(db, 100);
+  while (true) {
+    sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    Stmt stmt;
+    // Fails (SQLITE_BUSY) or answers "wal" while another connection has the file open.
+    if (stmt.Prepare(db, "PRAGMA journal_mode = DELETE") == SQLITE_OK &&
+        stmt.Step() == SQLITE_ROW) {
+      if (stmt.Text(0) == "delete") return Status::Ok();
+    }
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status(ErrorCode::kLocked,
+                path + ": still in WAL mode: other connections kept it open for " +
+                    std::to_string(static_cast<int>(seconds)) + " s after the run ended");
 }
 
 }  // namespace shardscope::store::internal

@@ -104,16 +104,29 @@ class Stmt {
   void Reset() {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
+    mistyped_ = -1;
   }
 
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-  bool Bool(int col) const { return sqlite3_column_int64(stmt_, col) != 0; }
+  int64_t Int(int col) const {
+    CheckNumber(col);
+    return sqlite3_column_int64(stmt_, col);
+  }
+  bool Bool(int col) const { return Int(col) != 0; }
   // NULL -> kNone.
   int64_t Ref(int col) const { return IsNull(col) ? int64_t{-1} : Int(col); }
   // NULL -> NaN.
   double Double(int col) const {
-    return IsNull(col) ? std::nan("") : sqlite3_column_double(stmt_, col);
+    if (IsNull(col)) return std::nan("");
+    CheckNumber(col);
+    return sqlite3_column_double(stmt_, col);
+  }
+  // The last column read as a number that held text or a blob (SQLite reads those as 0; a
+  // damaged or hand-edited file), or -1; Reset() clears it. Readers report it as damage.
+  int mistyped_column() const { return mistyped_; }
+  std::string ColumnName(int col) const {
+    const char* name = sqlite3_column_name(stmt_, col);
+    return name != nullptr ? name : "#" + std::to_string(col);
   }
   std::string Text(int col) const {
     const unsigned char* p = sqlite3_column_text(stmt_, col);
@@ -152,7 +165,13 @@ class Stmt {
   void Read(int col, std::string& v) const { v = Text(col); }
   void Read(int col, RefId<int64_t> r) const { r.id = Ref(col); }
 
+  void CheckNumber(int col) const {
+    const int type = sqlite3_column_type(stmt_, col);
+    if (type == SQLITE_TEXT || type == SQLITE_BLOB) mistyped_ = col;
+  }
+
   sqlite3_stmt* stmt_ = nullptr;
+  mutable int mistyped_ = -1;
 };
 
 // Resets a statement when it goes out of scope (ends its read transaction).
@@ -174,5 +193,10 @@ Status Exec(sqlite3* db, std::string_view sql, const std::string& path, std::str
 // Runs `sql` and returns the first column of its first row as an integer (PRAGMAs).
 Result<int64_t> QueryInt(sqlite3* db, std::string_view sql, const std::string& path,
                          std::string_view what);
+
+// Checkpoints the log into the file and switches it back to a rollback journal, retrying for
+// up to `seconds` while other connections (readers) keep the switch from happening. Ok once
+// the file is out of WAL mode; kLocked naming the wait when readers stayed connected.
+Status LeaveWalMode(sqlite3* db, const std::string& path, double seconds);
 
 }  // namespace shardscope::store::internal

@@ -10,10 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/store/display_text.h"
+
 namespace shardscope::store {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+constexpr size_t kMaxCellBytes = 200;   // a table cell (a name, a layout)
+constexpr size_t kMaxFieldBytes = 600;  // a header line (the command line, the config)
 
 // Everything a summary shows, read once.
 struct Data {
@@ -152,8 +157,10 @@ class Table {
       : headers_(std::move(headers)), right_(std::move(right)) {
     right_.resize(headers_.size(), false);
   }
+  // Cells come from the run file: escaped and cut, so that no name can drive the terminal.
   void Add(std::vector<std::string> row) {
     row.resize(headers_.size());
+    for (std::string& cell : row) cell = EscapeControls(cell, {.max_bytes = kMaxCellBytes});
     rows_.push_back(std::move(row));
   }
   std::string Render(const std::string& indent = "  ") const {
@@ -301,7 +308,7 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
   const auto field = [&](const std::string& name, const std::string& value) {
     std::string label = name;
     label.resize(std::max<size_t>(label.size() + 1, 12), ' ');
-    out += label + value + "\n";
+    out += label + EscapeControls(value, {.max_bytes = kMaxFieldBytes}) + "\n";
   };
   field("Run file",
         d.path + " (schema version " + std::to_string(d.schema_version) +

@@ -27,6 +27,7 @@ using internal::Stmt;
 
 namespace {
 
+constexpr double kLeaveWalSeconds = 5;  // Finish() retries the switch back this long
 constexpr int kCheckpointPages = 1000;  // SQLite's default auto-checkpoint threshold
 constexpr int kCatchUpPages = 256;      // copied with the writer held (see CatchUp)
 constexpr int kMaxLogPages = 8 * kCheckpointPages;
@@ -504,11 +505,10 @@ Status RunWriter::Impl::FinishLocked(RunStatus status, std::string_view message)
   }
   StopCheckpointer();
   FinalizeStatements();
-  // Leave one self-contained file: log copied in and removed, back to a rollback journal
-  // (only possible when no reader holds the file open; else it stays in WAL mode).
-  sqlite3_busy_timeout(db, 200);
-  sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
-  (void)internal::Exec(db, "PRAGMA journal_mode = DELETE", path, "closing");
+  // Leave one self-contained file: log copied in and removed, back to a rollback journal.
+  // A reader connected meanwhile blocks the switch: it is retried while readers come and go
+  // (the viewer connects only while it loads); one that stays connected leaves WAL mode on.
+  (void)internal::LeaveWalMode(db, path, kLeaveWalSeconds);
   CloseDb();
   lock.Release();
   finished = true;

@@ -226,6 +226,7 @@ class GuiTest : public QObject {
     QVERIFY(!window.OpenRun(QString::fromStdString(garbage)));
     QVERIFY2(window.last_error().contains("not an SQLite database"),
              qPrintable(window.last_error()));
+    QVERIFY(shardscope::store::IsBadInput(window.last_error_code()));
     QCOMPARE(window.document(), doc);
     QVERIFY(MessageBoxes(window) >= 1);
 
@@ -274,6 +275,14 @@ class GuiTest : public QObject {
     QCOMPARE(window.charts()->loss_points(), 3);
     QVERIFY(!window.Refresh());  // nothing new
     QVERIFY((*writer)->Finish(shardscope::store::RunStatus::kCompleted).ok());
+    // The window connects only while it reads: the run it shows left WAL mode at its end
+    // (SQLite header byte 18: 1 = rollback journal, 2 = WAL).
+    std::ifstream file(path, std::ios::binary);
+    char header[20] = {};
+    file.read(header, sizeof(header));
+    QCOMPARE(static_cast<int>(header[18]), 1);
+    QVERIFY(window.Refresh());
+    QCOMPARE(window.document()->data().run.status, shardscope::store::RunStatus::kCompleted);
   }
 
   void droppedFileOpensAndScopesExpandOnDoubleClick() {

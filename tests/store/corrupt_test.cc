@@ -139,7 +139,12 @@ TEST(CorruptFile, DamagedValuesAreReportedByTheirAccessor) {
   EXPECT_TRUE(Contains(redists.status().message(), "'rank_groups'"));
   EXPECT_FALSE((*reader)->Tensors().ok());   // integer overflow in the shape
   EXPECT_TRUE((*reader)->Operators().ok());  // the rest reads
-  EXPECT_TRUE((*reader)->Steps().ok());      // wrong types read as SQLite converts them
+  // Text in a number column: SQLite would read 0, a wrong figure; it is damage.
+  auto steps = (*reader)->Steps();
+  ASSERT_FALSE(steps.ok());
+  EXPECT_EQ(steps.status().code(), ErrorCode::kCorrupt);
+  EXPECT_TRUE(Contains(steps.status().message(), "holds text where a number belongs"))
+      << steps.status().message();
   EXPECT_FALSE(FormatRunSummary(**reader).ok());
   EXPECT_GT(testing::ReadEverything(**reader), 0);
 

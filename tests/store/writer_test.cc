@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "in_child.h"
 #include "sample_run.h"
 #include "shardscope/store/reader.h"
 #include "shardscope/store/writer.h"
@@ -22,8 +23,10 @@
 namespace shardscope::store {
 namespace {
 
+using testing::InChild;
 using testing::MakeSampleRun;
 using testing::SampleRunInfo;
+using testing::Say;
 using testing::TempDir;
 
 bool Exists(const std::string& path) { return std::filesystem::exists(path); }
@@ -47,30 +50,6 @@ CandidateRecord Candidate(const std::string& strategy, double cost) {
   c.cost = cost;
   return c;
 }
-
-// Runs `child` in a forked process; returns what it wrote to the pipe (fd passed to it).
-std::string InChild(const std::function<void(int fd)>& child) {
-  int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    child(fds[1]);
-    close(fds[1]);
-    _exit(0);  // no destructors, no Finish(): like a crash as far as the run file knows
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return out;
-}
-
-void Say(int fd, const std::string& text) { (void)!write(fd, text.data(), text.size()); }
 
 TEST(RunWriter, SecondWriterIsRefusedWithTheHolder) {
   TempDir dir;

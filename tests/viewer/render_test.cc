@@ -113,27 +113,28 @@ TEST_F(RenderTest, TensorAndRedistributionViewsOfTheSeed002Run) {
   EXPECT_NE(text.find(r.steps.empty() ? "no communication" : r.steps[0].kind), std::string::npos);
 }
 
+// Bad input: exit code 2 and the reason.
 TEST_F(RenderTest, BadRequestsFailWithAReason) {
   std::string output;
-  EXPECT_NE(RunCommand(kBin + "/shardscope-render " + RunFile("matmul3") +
+  EXPECT_EQ(RunCommand(kBin + "/shardscope-render " + RunFile("matmul3") +
                            " --view tensor no_such_tensor --out " + dir_->Sibling("x.svg"),
                        &output),
-            0);
+            2);
   EXPECT_NE(output.find("no_such_tensor"), std::string::npos) << output;
-  EXPECT_NE(RunCommand(kBin + "/shardscope-render " + RunFile("matmul3") +
+  EXPECT_EQ(RunCommand(kBin + "/shardscope-render " + RunFile("matmul3") +
                            " --view redistribution 0 --step 99 --out " + dir_->Sibling("x.svg"),
                        &output),
-            0);
+            2);
   EXPECT_NE(output.find("out of range"), std::string::npos) << output;
-  EXPECT_NE(RunCommand(kBin + "/shardscope-render " + RunFile("matmul3") + " --view graph --out " +
+  EXPECT_EQ(RunCommand(kBin + "/shardscope-render " + RunFile("matmul3") + " --view graph --out " +
                            dir_->Sibling("x.gif"),
                        &output),
-            0);
+            2);
   EXPECT_NE(output.find(".svg or .png"), std::string::npos) << output;
-  EXPECT_NE(RunCommand(kBin + "/shardscope-render /nonexistent.db --view graph --out " +
+  EXPECT_EQ(RunCommand(kBin + "/shardscope-render /nonexistent.db --view graph --out " +
                            dir_->Sibling("x.svg"),
                        &output),
-            0);
+            2);
   EXPECT_NE(output.find("/nonexistent.db"), std::string::npos) << output;
 }
 

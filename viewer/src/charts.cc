@@ -21,10 +21,7 @@ ChartsData BuildChartsData(const RunData& run) {
   }
   for (const auto& t : run.rank_totals) {
     if (t.rank < 0) continue;
-    if (data.peak_bytes_per_rank.size() <= static_cast<size_t>(t.rank)) {
-      data.peak_bytes_per_rank.resize(t.rank + 1, 0);
-    }
-    data.peak_bytes_per_rank[t.rank] = static_cast<double>(t.peak_bytes);
+    data.peak_bytes_by_rank.emplace_back(t.rank, static_cast<double>(t.peak_bytes));
   }
   return data;
 }

@@ -25,6 +25,8 @@ std::mutex& GraphvizMutex() {
   return mu;
 }
 
+constexpr int kMaxLabelChars = 48;  // drawn names; the tooltip has the whole name
+
 char* C(const std::string& s) { return const_cast<char*>(s.c_str()); }
 void Set(void* object, const char* name, const std::string& value) {
   agsafeset(object, const_cast<char*>(name), C(value), const_cast<char*>(""));
@@ -94,11 +96,22 @@ int64_t OperatorMemory(const RunData& run, const store::OperatorRecord& op,
   return bytes;
 }
 
+// A name from the run file as a node or cluster label: drawable, at most kMaxLabelChars.
+QString Label(const std::string& text) {
+  return DrawableText(QString::fromStdString(text), kMaxLabelChars);
+}
+
+// A label handed to Graphviz (which only sizes it) as PaintItem will draw it, with its
+// backslashes doubled, since Graphviz expands \N, \G, \l ... in labels.
+std::string DotLabel(const QString& text) {
+  return DrawableText(text).replace('\\', "\\\\").toStdString();
+}
+
 QString ShortName(const store::OperatorRecord& op, const std::string& cluster) {
   if (!cluster.empty() && op.name.rfind(cluster + ".", 0) == 0) {
-    return QString::fromStdString(op.name.substr(cluster.size() + 1));
+    return Label(op.name.substr(cluster.size() + 1));
   }
-  return QString::fromStdString(op.name);
+  return Label(op.name);
 }
 
 int64_t WorkerOf(const RunData& run, int64_t op_id) {
@@ -221,7 +234,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
     n.key = "op" + std::to_string(op->id);
     n.cluster = cluster_of[op->id];
     n.label = ShortName(*op, options.partitioned ? std::string() : n.cluster) + "\n" +
-              QString::fromStdString(op->kind + " " + op->strategy);
+              Label(op->kind + " " + op->strategy);
     n.tooltip = QString::fromStdString(op->name + "\nstrategy " + op->strategy + " (" +
                                        op->provenance + ")");
     n.role = "operator";
@@ -237,7 +250,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
     // The parent cluster of a collapsed scope: its prefix one level up, if shown as cluster.
     const auto path = ScopePath(scope);
     n.cluster = path.size() >= 2 ? path[path.size() - 2] : "";
-    n.label = QString::fromStdString(scope) + "\n" + QString::number(count) + " operators";
+    n.label = Label(scope) + "\n" + QString::number(count) + " operators";
     n.tooltip = QString::fromStdString("scope " + scope + " (collapsed; expand to see it)");
     n.role = "cluster";
     n.fill = QColor(225, 225, 235);
@@ -284,7 +297,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
       if (!node_index.count(key)) {
         DrawnNode n;
         n.key = key;
-        n.label = t ? QString::fromStdString(t->name) : QString::number(e.tensor_id);
+        n.label = t ? Label(t->name) : QString::number(e.tensor_id);
         n.tooltip = t ? QString::fromStdString(t->kind + " " + t->name + " " + t->layout) : "";
         n.role = "tensor";
         n.id = e.tensor_id;
@@ -374,7 +387,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
       if (path.size() >= 2) parent = cluster_graph(path[path.size() - 2]);
     }
     Agraph_t* sub = agsubg(parent, C("cluster_" + name), 1);
-    Set(sub, "label", name);
+    Set(sub, "label", DotLabel(Label(name)));
     Set(sub, "fontsize", "10");
     clusters[name] = sub;
     cluster_names.push_back(name);
@@ -393,7 +406,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
   for (DrawnEdge& e : edges) {
     e.gv = agedge(g, nodes[node_index[e.src]].gv, nodes[node_index[e.dst]].gv, nullptr, 1);
     if (!e.label.isEmpty()) {
-      Set(e.gv, "label", e.label.toStdString());
+      Set(e.gv, "label", DotLabel(e.label));
       Set(e.gv, "fontsize", "8");
     }
     // A send/receive edge stands for the data edge it cuts (that one is not drawn), so it
@@ -508,8 +521,8 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
     box.tooltip = "scope " + box.key;
     scene.items.push_back(box);
     SceneItem label =
-        TextItem(QRectF(box.rect.left() + 4, box.rect.top() + 1, box.rect.width() - 8, 14), box.key,
-                 8, true, 0x0084);
+        TextItem(QRectF(box.rect.left() + 4, box.rect.top() + 1, box.rect.width() - 8, 14),
+                 Label(name), 8, true, 0x0084);
     scene.items.push_back(label);
   }
   for (const DrawnEdge& e : edges) {

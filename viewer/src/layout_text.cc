@@ -2,7 +2,22 @@
 
 namespace shardscope::viewer {
 
+namespace {
+// Meshes beyond plan's --devices limit are refused: their rank tables alone would take
+// gigabytes for a damaged file's 2^30 devices.
+constexpr int64_t kMaxDevices = int64_t{1} << 20;
+}  // namespace
+
 Result<DeviceMesh> MeshFromRecord(const store::MeshRecord& mesh) {
+  int64_t devices = 1;
+  for (int64_t d : mesh.shape) {
+    if (d < 1 || devices > kMaxDevices / d) {
+      return Status::Invalid("mesh " + std::to_string(mesh.id) + ": shape has an axis of size " +
+                             std::to_string(d) + " or more than " + std::to_string(kMaxDevices) +
+                             " devices in all");
+    }
+    devices *= d;
+  }
   std::vector<int> ranks(mesh.ranks.begin(), mesh.ranks.end());
   auto result =
       DeviceMesh::Create(Shape(mesh.shape.begin(), mesh.shape.end()), mesh.axis_names, ranks);

@@ -41,7 +41,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   const double panel_h = rows * kCell + 40;
   const int per_row = panels <= 4 ? static_cast<int>(panels) : 4;
   double max_x = 320;
-  for (int64_t p = 0; p < panels; ++p) {
+  int64_t ranks_drawn = 0;
+  for (int64_t p = 0; p < panels && scene.items.size() < kMaxSceneItems; ++p) {
     // Leading coordinates of this panel, row-major.
     std::vector<int64_t> lead(std::max(0, n - 2), 0);
     int64_t rest = p;
@@ -73,7 +74,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
     }
     gy += 14;
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) {
+      for (int64_t c = 0; c < cols && scene.items.size() < kMaxSceneItems; ++c) {
+        ++ranks_drawn;
         std::vector<int64_t> coords = lead;
         if (row_axis >= 0) coords.push_back(r);
         if (col_axis >= 0) coords.push_back(c);
@@ -101,14 +103,19 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
     max_x = std::max(max_x, ox + panel_w);
   }
   const int64_t panel_rows = (panels + per_row - 1) / per_row;
-  y += panel_rows * (panel_h + kGap);
+  y += static_cast<double>(panel_rows) * (panel_h + kGap);
+  if (ranks_drawn < mesh.size()) {
+    scene.items.push_back(
+        CapNote(QRectF(0, y, 640, 16), mesh.size() - ranks_drawn, mesh.size(), "ranks"));
+    y += 20;
+  }
   if (!groups.empty()) {
     QStringList names;
     for (int a : options.axes) names << QString::fromStdString(mesh.axis_name(a));
     scene.items.push_back(
         TextItem(QRectF(0, y, 600, 16), "rank groups along " + names.join(",") + ":", 9, true));
     y += 18;
-    for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t g = 0; g < groups.size() && scene.items.size() < kMaxSceneItems; ++g) {
       SceneItem swatch =
           BoxItem(QRectF(4, y + 2, 12, 12), PaletteColor(static_cast<int>(g)).lighter(130), "");
       swatch.role = "legend";

@@ -68,6 +68,7 @@ void PaintItem(const SceneItem& item, QPainter* painter) {
     painter->drawRect(item.rect);
   }
   if (!item.text.isEmpty()) {
+    const QString text = DrawableText(item.text);
     QFont font = painter->font();
     font.setPointSizeF(item.font_size);
     font.setBold(item.bold);
@@ -79,10 +80,10 @@ void PaintItem(const SceneItem& item, QPainter* painter) {
         item.shape == SceneItem::Shape::kPolyline || item.shape == SceneItem::Shape::kBezier;
     if (polyline) {
       // Edge labels sit in rect, on a white backing so they stay readable over lines.
-      painter->fillRect(painter->boundingRect(text_rect, item.align, item.text),
+      painter->fillRect(painter->boundingRect(text_rect, item.align, text),
                         QColor(255, 255, 255, 220));
     }
-    painter->drawText(text_rect, item.align, item.text);
+    painter->drawText(text_rect, item.align, text);
   }
 }
 

@@ -69,27 +69,34 @@ store::Result<RunData> LoadRunData(const store::RunReader& reader) {
   return data;
 }
 
+size_t CountOperatorsInScope(const RunData& run, const std::string& scope) {
+  size_t count = 0;
+  for (const auto& op : run.operators) {
+    if (op.scope == scope || op.scope.rfind(scope + ".", 0) == 0) ++count;
+  }
+  return count;
+}
+
 store::Result<std::unique_ptr<RunDocument>> RunDocument::Open(const std::string& path) {
-  auto reader = store::RunReader::Open(path);
-  if (!reader.ok()) return reader.status();
   std::unique_ptr<RunDocument> doc(new RunDocument());
   doc->path_ = path;
-  doc->reader_ = std::move(reader).value();
-  auto data = LoadRunData(*doc->reader_);
-  if (!data.ok()) return data.status();
-  doc->data_ = std::move(data).value();
+  if (store::Status st = doc->Reload(); !st.ok()) return st;
   return doc;
 }
 
 store::Status RunDocument::Reload() {
-  auto data = LoadRunData(*reader_);
+  auto reader = store::RunReader::Open(path_);  // closed again when this returns
+  if (!reader.ok()) return reader.status();
+  auto data = LoadRunData(**reader);
   if (!data.ok()) return data.status();
   data_ = std::move(data).value();
+  live_ = (*reader)->IsLive();
   return store::Status::Ok();
 }
 
 std::string RunDocument::Summary() const {
-  auto text = store::FormatRunSummary(*reader_);
+  auto reader = store::RunReader::Open(path_);
+  auto text = reader.ok() ? store::FormatRunSummary(**reader) : reader.status();
   return text.ok() ? *text : "cannot summarise " + path_ + ": " + text.status().message();
 }
 

@@ -1,5 +1,6 @@
 #include "shardscope/viewer/scene.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace shardscope::viewer {
@@ -23,6 +24,18 @@ SceneItem TextItem(const QRectF& rect, const QString& text, double font_size, bo
   item.align = align;
   item.role = "label";
   return item;
+}
+
+SceneItem CapNote(const QRectF& rect, int64_t left_out, int64_t total, const QString& what) {
+  SceneItem note = TextItem(rect,
+                            QString("Not drawn: %1 of %2 %3 (a view draws at most %4 items).")
+                                .arg(left_out)
+                                .arg(total)
+                                .arg(what)
+                                .arg(kMaxSceneItems),
+                            9);
+  note.role = "note";
+  return note;
 }
 
 SceneItem BoxItem(const QRectF& rect, const QColor& fill, const QString& text, const QString& role,
@@ -64,6 +77,42 @@ QString FormatBytes(double bytes) {
   }
   return unit == 0 ? QString("%1 B").arg(static_cast<long long>(bytes))
                    : QString("%1 %2").arg(bytes, 0, 'f', bytes < 10 ? 2 : 1).arg(kUnits[unit]);
+}
+
+QString DrawableText(const QString& text, int max_chars) {
+  QString out;
+  out.reserve(std::min<qsizetype>(text.size(), max_chars) + 1);
+  const qsizetype n = text.size();
+  for (qsizetype i = 0; i < n; ++i) {
+    if (out.size() >= max_chars) {
+      out += QChar(0x2026);  // …
+      break;
+    }
+    const char16_t c = text[i].unicode();
+    if (QChar::isHighSurrogate(c) && i + 1 < n && QChar::isLowSurrogate(text[i + 1].unicode())) {
+      out += text[i];
+      out += text[++i];
+    } else if (c == '\n') {
+      out += text[i];
+    } else if (c < 0x20) {
+      out += QChar(0x2400 + c);  // the Control Pictures block: U+241B for ESC
+    } else if (c == 0x7f) {
+      out += QChar(0x2421);
+    } else if ((c >= 0x80 && c <= 0x9f) || QChar::isSurrogate(c) || c == 0xfffe || c == 0xffff ||
+               c == 0x061c || c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
+               (c >= 0x2066 && c <= 0x2069)) {
+      out += QChar(QChar::ReplacementCharacter);
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+QString PlainToolTip(const QString& text) {
+  if (text.isEmpty()) return text;
+  // Rich text with the whole text escaped: shown literally, line breaks kept.
+  return "<p style='white-space:pre-wrap'>" + DrawableText(text).toHtmlEscaped() + "</p>";
 }
 
 }  // namespace shardscope::viewer

@@ -113,7 +113,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   const double slice_h = 38 + rows * kCellH;
   const int per_row = slices <= 4 ? static_cast<int>(slices) : 4;
   double max_x = 480;
-  for (int64_t s = 0; s < slices; ++s) {
+  int64_t blocks_drawn = 0;
+  for (int64_t s = 0; s < slices && scene.items.size() < kMaxSceneItems; ++s) {
     std::vector<int64_t> lead(std::max(0, dims - 2), 0);
     int64_t rest = s;
     for (int d = dims - 3; d >= 0; --d) {
@@ -147,7 +148,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
       scene.items.push_back(TextItem(QRectF(ox, gy, 50, 30), row_label + " ↓", 8, false, 0x0084));
     }
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) {
+      for (int64_t c = 0; c < cols && scene.items.size() < kMaxSceneItems; ++c) {
+        ++blocks_drawn;
         std::vector<int64_t> index = lead;
         if (dims >= 2) index.push_back(r);
         if (dims >= 1) index.push_back(c);
@@ -178,7 +180,12 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     }
     max_x = std::max(max_x, ox + slice_w + 10);
   }
-  y += ((slices + per_row - 1) / per_row) * (slice_h + 16);
+  y += static_cast<double>((slices + per_row - 1) / per_row) * (slice_h + 16);
+  if (blocks_drawn < static_cast<int64_t>(owners.size())) {
+    const auto blocks = static_cast<int64_t>(owners.size());
+    scene.items.push_back(CapNote(QRectF(0, y, 700, 16), blocks - blocks_drawn, blocks, "blocks"));
+    y += 20;
+  }
   if (options.rank >= 0 && !rank_block.empty()) {
     const int rank = options.rank;
     std::vector<int> idx(rank_block.begin(), rank_block.end());

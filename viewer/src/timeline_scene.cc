@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
 #include <tuple>
+
+#include "shardscope/viewer/axis.h"
 
 namespace shardscope::viewer {
 namespace {
@@ -15,6 +19,7 @@ constexpr double kLaneGap = 8;
 const QColor kForward(76, 139, 202);
 const QColor kBackward(232, 142, 52);
 const QColor kIdle(222, 224, 228);
+constexpr size_t kMaxLanes = 256;  // workers drawn; a damaged file may name millions
 
 QString Milliseconds(double seconds) {
   const double ms = seconds * 1000;
@@ -23,14 +28,29 @@ QString Milliseconds(double seconds) {
 
 QString Percent(double fraction) { return QString::number(fraction * 100, 'f', 1) + "%"; }
 
-// A round tick spacing giving about `count` ticks over `span`.
-double TickSpacing(double span, int count) {
-  const double raw = span / count;
-  const double power = std::pow(10, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (m * power >= raw) return m * power;
+// A span the chart can place: finite times, not before the step, not ending before it starts.
+// NULL times read back as NaN; a damaged file may hold anything.
+bool Placeable(const store::PipelineSpanRecord& s) {
+  return std::isfinite(s.start_seconds) && std::isfinite(s.end_seconds) && s.start_seconds >= 0 &&
+         s.end_seconds >= s.start_seconds;
+}
+
+double FiniteOrZero(double v) { return std::isfinite(v) ? v : 0; }
+
+// What the chart leaves out, in one sentence ("" when nothing).
+std::string LeftOutText(const TimelineSummary& summary, size_t lanes, int64_t spans_left_out) {
+  std::string text;
+  const auto add = [&](const std::string& part) { text += (text.empty() ? "" : "; ") + part; };
+  if (summary.unplaceable_spans > 0) {
+    add(std::to_string(summary.unplaceable_spans) +
+        " spans without usable times (missing, negative or ending before they start)");
   }
-  return 10 * power;
+  if (lanes < summary.per_worker.size()) {
+    add("the first " + std::to_string(lanes) + " of " + std::to_string(summary.per_worker.size()) +
+        " workers");
+  }
+  if (spans_left_out > 0) add(std::to_string(spans_left_out) + " spans over the drawing limit");
+  return text.empty() ? text : "Not drawn: " + text + ".";
 }
 
 }  // namespace
@@ -45,38 +65,45 @@ TimelineSummary SummarizeTimeline(const std::vector<store::PipelineSpanRecord>& 
                                   int64_t step) {
   TimelineSummary summary;
   summary.step = step;
-  std::set<int64_t> workers, micro_batches;
+  std::map<int64_t, TimelineWorker> workers;
+  std::set<int64_t> micro_batches;
   for (const auto& s : spans) {
     if (s.step != step) continue;
-    summary.spans.push_back(s);
-    workers.insert(s.rank);
+    workers.emplace(s.rank, TimelineWorker{.worker = s.rank});
     micro_batches.insert(s.micro_batch);
+    if (!Placeable(s)) {
+      ++summary.unplaceable_spans;
+      continue;
+    }
+    summary.spans.push_back(s);
     summary.makespan_seconds = std::max(summary.makespan_seconds, s.end_seconds);
   }
   std::stable_sort(summary.spans.begin(), summary.spans.end(), [](const auto& a, const auto& b) {
     return a.rank != b.rank ? a.rank < b.rank : a.start_seconds < b.start_seconds;
   });
-  summary.workers = static_cast<int>(workers.size());
-  summary.micro_batches = static_cast<int>(micro_batches.size());
+  summary.workers = static_cast<int64_t>(workers.size());
+  summary.micro_batches = static_cast<int64_t>(micro_batches.size());
   if (summary.workers == 0) return summary;
-  for (int64_t w : workers) summary.per_worker.push_back(TimelineWorker{.worker = w});
   double busy_total = 0;
   for (const auto& s : summary.spans) {
-    auto& w = *std::find_if(summary.per_worker.begin(), summary.per_worker.end(),
-                            [&](const TimelineWorker& t) { return t.worker == s.rank; });
-    const double busy = std::max(0.0, s.end_seconds - s.start_seconds - s.idle_seconds);
+    TimelineWorker& w = workers[s.rank];
+    const double length = s.end_seconds - s.start_seconds;
+    const double busy = length - std::clamp(FiniteOrZero(s.idle_seconds), 0.0, length);
     w.busy_seconds += busy;
-    w.compute_seconds += s.compute_seconds;
+    w.compute_seconds += FiniteOrZero(s.compute_seconds);
     w.end_seconds = std::max(w.end_seconds, s.end_seconds);
     busy_total += busy;
   }
-  for (auto& w : summary.per_worker) {
+  for (auto& [id, w] : workers) {
     w.idle_seconds = std::max(0.0, summary.makespan_seconds - w.busy_seconds);
+    summary.per_worker.push_back(w);
   }
-  const double p = summary.workers, m = summary.micro_batches;
+  const double p = static_cast<double>(summary.workers);
+  const double m = static_cast<double>(summary.micro_batches);
   summary.theoretical_bubble = (p - 1) / (m + p - 1);
-  if (summary.makespan_seconds > 0) {
-    summary.measured_bubble = std::clamp(1 - busy_total / (p * summary.makespan_seconds), 0.0, 1.0);
+  const double capacity = p * summary.makespan_seconds;
+  if (capacity > 0 && std::isfinite(capacity)) {
+    summary.measured_bubble = std::clamp(1 - busy_total / capacity, 0.0, 1.0);
   }
   return summary;
 }
@@ -105,9 +132,13 @@ Scene BuildTimelineScene(const std::vector<store::PipelineSpanRecord>& spans, in
                    .arg(Milliseconds(summary.makespan_seconds)),
                11, true));
   y += 26;
-  const double scale = kChartWidth / std::max(summary.makespan_seconds, 1e-9);
+  const double scale = AxisScale(kChartWidth, summary.makespan_seconds);
   const double x0 = kLabelWidth;
-  for (const auto& worker : summary.per_worker) {
+  const size_t lanes = std::min(summary.per_worker.size(), kMaxLanes);
+  size_t next_span = 0;  // summary.spans is by (worker, start): each lane takes its run
+  int64_t spans_left_out = 0;
+  for (size_t lane_index = 0; lane_index < lanes; ++lane_index) {
+    const TimelineWorker& worker = summary.per_worker[lane_index];
     const QRectF lane(x0, y, kChartWidth, kLaneHeight);
     SceneItem background = BoxItem(lane, kIdle, "", "idle", worker.worker);
     background.hatched = true;
@@ -123,8 +154,17 @@ Scene BuildTimelineScene(const std::vector<store::PipelineSpanRecord>& spans, in
     name.role = "lane";
     name.id = worker.worker;
     scene.items.push_back(name);
-    for (const auto& s : summary.spans) {
-      if (s.rank != worker.worker || s.end_seconds <= s.start_seconds) continue;
+    while (next_span < summary.spans.size() && summary.spans[next_span].rank < worker.worker) {
+      ++next_span;
+    }
+    for (; next_span < summary.spans.size() && summary.spans[next_span].rank == worker.worker;
+         ++next_span) {
+      const auto& s = summary.spans[next_span];
+      if (s.end_seconds <= s.start_seconds) continue;
+      if (scene.items.size() >= kMaxSceneItems) {
+        ++spans_left_out;
+        continue;
+      }
       const bool forward = s.phase == "forward";
       const QColor colour = forward ? kForward : kBackward;
       const QRectF box(x0 + s.start_seconds * scale, y + 2,
@@ -165,13 +205,19 @@ Scene BuildTimelineScene(const std::vector<store::PipelineSpanRecord>& spans, in
                                    8));
     y += kLaneHeight + kLaneGap;
   }
+  const std::string left_out = LeftOutText(summary, lanes, spans_left_out);
+  if (!left_out.empty()) {
+    SceneItem note = TextItem(QRectF(x0, y, kChartWidth, 16), QString::fromStdString(left_out), 9);
+    note.role = "note";
+    scene.items.push_back(note);
+    y += 20;
+  }
   // Time axis.
-  const double tick = TickSpacing(summary.makespan_seconds, 8);
   SceneItem axis;
   axis.shape = SceneItem::Shape::kPolyline;
   axis.points << QPointF(x0, y) << QPointF(x0 + kChartWidth, y);
   scene.items.push_back(axis);
-  for (double t = 0; t <= summary.makespan_seconds * 1.0001; t += tick) {
+  for (double t : AxisTicks(summary.makespan_seconds, 8)) {
     SceneItem mark;
     mark.shape = SceneItem::Shape::kPolyline;
     mark.points << QPointF(x0 + t * scale, y) << QPointF(x0 + t * scale, y + 4);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/store/status.h"
+
 namespace shardscope::cli {
 
 enum ExitCode { kExitOk = 0, kExitRunFailure = 1, kExitBadInput = 2 };
@@ -33,5 +35,7 @@ const std::string& CommandLine();
 
 // Prints "error: <message>" to stderr and returns `code`.
 int Fail(int code, const std::string& message);
+// The same for a store error: exit 2 when the input was at fault (store::IsBadInput), else 1.
+int FailStore(const store::Status& status);
 
 }  // namespace shardscope::cli

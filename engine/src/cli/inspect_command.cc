@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "shardscope/store/display_text.h"
 #include "shardscope/store/reader.h"
 #include "shardscope/store/summary.h"
 
@@ -17,14 +18,16 @@ struct InspectOptions {
 
 int RunInspect(const InspectOptions& o) {
   auto reader = store::RunReader::Open(o.run);
-  if (!reader.ok()) return Fail(kExitBadInput, reader.status().message());
+  if (!reader.ok()) return FailStore(reader.status());
   store::SummaryOptions options;
   options.max_steps = o.steps;
   auto text = o.json ? store::RunSummaryJson(**reader, options)
                      : store::FormatRunSummary(**reader, options);
-  if (!text.ok()) return Fail(kExitRunFailure, text.status().message());
-  std::fputs(text->c_str(), stdout);
-  if (!text->empty() && text->back() != '\n') std::fputc('\n', stdout);
+  if (!text.ok()) return FailStore(text.status());
+  // The summary escapes what it takes from the file; this pass guards every other line.
+  const std::string shown = store::EscapeControls(*text, {.keep_newlines = true});
+  std::fputs(shown.c_str(), stdout);
+  if (!shown.empty() && shown.back() != '\n') std::fputc('\n', stdout);
   return kExitOk;
 }
 
@@ -39,7 +42,10 @@ void AddInspectCommand(CLI::App& root, Commands& commands) {
       "loss table and per-rank figures. Works on a run that is still being written.\n"
       "\n"
       "Example: shardscope inspect runs/lenet5-20261122-101500.db\n"
-      "The file is SQLite: docs/run-format.md shows how to query it with sqlite3.");
+      "The file is SQLite: docs/run-format.md shows how to query it with sqlite3.\n"
+      "Names from the file are printed with control characters escaped (\\u001b).\n"
+      "Exit codes: 0 ok; 2 missing, not a run file, damaged or written by a newer version;\n"
+      "1 other failures.");
   app->add_option("run", o->run, "Run file (runs/*.db)")->required();
   app->add_flag("--json", o->json, "Print JSON instead of text");
   app->add_option("--steps", o->steps, "Rows of the loss table (text; < 0: all)");

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/option_checks.h"
 
 namespace shardscope::cli {
 namespace {
@@ -145,7 +146,7 @@ void AddLaunchCommand(CLI::App& root, Commands& commands) {
       "the rank, its exit code and its log.");
   app->add_option("-n,--processes", o->processes, "Number of processes (MPI ranks)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app->add_option("--logs", o->logs, "Directory for per-rank logs (default: runs/launch-<time>)");
   app->add_option("--mpirun", o->mpirun, "The MPI launcher (default: mpirun from PATH)");
   app->add_option("--program", o->program,

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cli/command.h"
+#include "shardscope/store/display_text.h"
 
 namespace shardscope::cli {
 
@@ -18,6 +19,11 @@ const std::string& CommandLine() { return command_line; }
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   return code;
+}
+
+int FailStore(const store::Status& status) {
+  return Fail(store::IsBadInput(status.code()) ? kExitBadInput : kExitRunFailure,
+              store::EscapeControls(status.message()));
 }
 
 }  // namespace shardscope::cli

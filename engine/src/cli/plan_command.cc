@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/option_checks.h"
 #include "cli/search_flags.h"
 #include "shardscope/autodiff.h"
 #include "shardscope/model_file.h"
@@ -245,17 +246,16 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
   app->add_option("--devices", o->devices, "Devices to plan for (default: the model file's)")
       ->check(CLI::Range(1, 1 << 20));
   app->add_option("--batch", o->batch, "Global batch size (default: the model file's)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app->add_flag("--json", o->json, "Print the plan as JSON");
   app->add_option("--explain", o->explain,
                   "Print one operator's strategy, why it was chosen and the runners-up");
   app->add_option("--record", o->record,
                   "Write the plan (operators, provenance, candidates, redistributions) to a "
                   "run file for the GUI");
-  app->add_option("--show", o->show, "Redistributions to list (default 20)")
-      ->check(CLI::NonNegativeNumber);
+  app->add_option("--show", o->show, "Redistributions to list (default 20)")->check(AtLeast(0));
   app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   AddSearchFlags(app, o->search);
   commands.push_back({app, [o] { return RunPlan(*o); }});
 }

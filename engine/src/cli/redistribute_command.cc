@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/mesh_options.h"
+#include "cli/option_checks.h"
 #include "shardscope/redistribution.h"
 
 namespace shardscope::cli {
@@ -62,7 +63,7 @@ void AddRedistributeCommand(CLI::App& root, Commands& commands) {
   app->add_option("--to-mesh", o->to_mesh, "Target mesh shape (default: --mesh)")->delimiter(',');
   app->add_option("--to-axes", o->to_axes, "Target mesh axis names")->delimiter(',');
   app->add_option("--element-bytes", o->element_bytes, "Bytes per element (default 4)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app->add_flag("--json", o->json, "Print JSON instead of text");
   commands.push_back({app, [o] { return RunRedistribute(*o); }});
 }

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "cli/option_checks.h"
+
 namespace shardscope::cli {
 
 void AddSearchFlags(CLI::App* app, SearchFlags& f) {
@@ -21,7 +23,7 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
       ->check(CLI::ExistingFile);
   app->add_option("--memory-budget", f.memory_budget_mb,
                   "Per-device memory budget in MB the search must respect (default: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   app->add_option("--device-mesh", f.device_mesh,
                   "How the devices are arranged, outer axis first, e.g. node=2,local=4 (two "
                   "hosts of four); ranks are row-major. With --axis-bandwidth the searches price "

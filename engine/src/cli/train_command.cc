@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/option_checks.h"
 #include "cli/progress.h"
 #include "cli/search_flags.h"
 #include "cli/train_loop.h"
@@ -403,20 +404,19 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
       "Flags override the model file's training section.");
   app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
-  auto* epochs =
-      app->add_option("--epochs", o->epochs, "Epochs to train")->check(CLI::PositiveNumber);
+  auto* epochs = app->add_option("--epochs", o->epochs, "Epochs to train")->check(AtLeast(1));
   app->add_option("--steps", o->steps, "Stop after this many steps")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeast(1))
       ->excludes(epochs);
-  app->add_option("--batch", o->batch, "Global batch size")->check(CLI::PositiveNumber);
-  app->add_option("--lr", o->lr, "Learning rate")->check(CLI::PositiveNumber);
+  app->add_option("--batch", o->batch, "Global batch size")->check(AtLeast(1));
+  app->add_option("--lr", o->lr, "Learning rate")->check(GreaterThan(0));
   app->add_option("--seed", o->seed, "Seed of parameters, shuffling and dropout")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   app->add_option("--data", o->data, "Directory with the four MNIST-format IDX files");
   app->add_option("--limit", o->limit, "Use only the first N examples of each split (quick runs)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app->add_option("--devices", o->devices, "In-process devices (default: the model file's, or 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app->add_option("--mode", o->mode,
                   "stand_alone | data_parallel | semi_auto | auto (default: the model file's)");
   AddSearchFlags(app, o->search);
@@ -430,11 +430,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                 "clock system calls per instruction, ~1 us: off by default)");
   app->add_option("--log-every", o->log_every,
                   "Print a line every N steps (plain lines, as the seeds do)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app->add_option("--micro-batches", o->micro_batches,
                   "Placed models: split each batch into M micro-batches, pipelined over the "
                   "workers (gradients accumulated: same result)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   app->add_option("--schedule", o->schedule,
                   "Placed models: gpipe (all forwards, then all backwards) or 1f1b")
       ->check(CLI::IsMember({"gpipe", "1f1b"}));

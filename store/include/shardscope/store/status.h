@@ -14,8 +14,7 @@
 
 namespace shardscope::store {
 
-// What went wrong, for callers that act on the kind of failure (the CLI's exit code: 2 for
-// kNotFound, kNotARunFile, kCorrupt, kTooNew and kInvalidArgument; 1 otherwise).
+// What went wrong, for callers that act on the kind of failure (the exit code: IsBadInput).
 enum class ErrorCode {
   kOk = 0,
   kInvalidArgument,  // bad input from the caller (empty path, a record that breaks a rule)
@@ -31,6 +30,9 @@ enum class ErrorCode {
   kInternal,         // a bug in the store (please report)
 };
 const char* ErrorCodeName(ErrorCode code);
+// The input was at fault (exit code 2): kNotFound, kNotARunFile, kCorrupt, kTooNew,
+// kInvalidArgument. Anything else is a failure of the run or the machine (exit code 1).
+bool IsBadInput(ErrorCode code);
 
 class [[nodiscard]] Status {
  public:

@@ -5,6 +5,9 @@
 // caller to show. Reload() reads the file again (a run still being written); on failure the
 // document keeps what it had.
 //
+// The file is connected only while it is read (Open, Reload, Summary): a connection kept
+// open would stop the writer from switching a finished run back out of WAL mode.
+//
 // Lookups by id use sorted vectors or std::map (deterministic iteration).
 #pragma once
 
@@ -42,24 +45,28 @@ struct RunData {
 
 // Reads every table the views need.
 store::Result<RunData> LoadRunData(const store::RunReader& reader);
+// The operators whose scope is `scope` or lies under it.
+size_t CountOperatorsInScope(const RunData& run, const std::string& scope);
 
 class RunDocument {
  public:
   static store::Result<std::unique_ptr<RunDocument>> Open(const std::string& path);
 
   const std::string& path() const { return path_; }
-  const store::RunReader& reader() const { return *reader_; }
   const RunData& data() const { return data_; }
+  // Whether a writer held the file at the last (re)load: the run was being recorded.
+  bool live() const { return live_; }
   // Reads the file again; keeps the old data on failure.
   store::Status Reload();
-  // The run's overview as text (config, meshes, strategies, redistributions, losses).
+  // The run's overview as text (config, meshes, strategies, redistributions, losses), read
+  // from the file as it is now.
   std::string Summary() const;
 
  private:
   RunDocument() = default;
   std::string path_;
-  std::unique_ptr<store::RunReader> reader_;
   RunData data_;
+  bool live_ = false;
 };
 
 }  // namespace shardscope::viewer

@@ -39,6 +39,10 @@ struct SceneItem {
   QString tooltip;
 };
 
+// Items per view at most: a run file may list millions of spans, ranks or blocks; views stop
+// adding at the cap and say what they left out.
+inline constexpr size_t kMaxSceneItems = 20000;
+
 struct Scene {
   QRectF bounds;
   QColor background = Qt::white;
@@ -48,6 +52,8 @@ struct Scene {
 };
 
 // Helpers the views share.
+// "Not drawn: 120 of 20120 ranks (a view draws at most 20000 items).", role "note".
+SceneItem CapNote(const QRectF& rect, int64_t left_out, int64_t total, const QString& what);
 SceneItem TextItem(const QRectF& rect, const QString& text, double font_size = 9, bool bold = false,
                    int align = 0x0081 /* left | vcenter */);
 SceneItem BoxItem(const QRectF& rect, const QColor& fill, const QString& text,
@@ -68,5 +74,14 @@ QString JoinNumbers(const std::vector<Int>& values, const QString& separator = "
 }
 // "1.5 MB", "312 B".
 QString FormatBytes(double bytes);
+
+// Text from a run file as it may be drawn (screen, PNG, SVG, tooltips): control characters
+// but newlines as their Unicode pictures (ESC -> U+241B) or U+FFFD, bidirectional overrides
+// and what XML cannot hold (unpaired surrogates, U+FFFE, U+FFFF) as U+FFFD; cut to max_chars.
+// PaintItem draws every text through it, so an SVG is valid XML whatever the file holds.
+inline constexpr int kMaxDrawnChars = 2000;
+QString DrawableText(const QString& text, int max_chars = kMaxDrawnChars);
+// A tooltip shown as plain text: Qt would take "<b>..." from a file as rich text.
+QString PlainToolTip(const QString& text);
 
 }  // namespace shardscope::viewer

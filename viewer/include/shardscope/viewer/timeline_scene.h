@@ -34,8 +34,9 @@ struct TimelineWorker {
 
 struct TimelineSummary {
   int64_t step = 0;
-  int workers = 0;        // distinct ranks with spans in the step
-  int micro_batches = 0;  // distinct micro-batches in the step
+  int64_t workers = 0;            // distinct ranks with spans in the step
+  int64_t micro_batches = 0;      // distinct micro-batches in the step
+  int64_t unplaceable_spans = 0;  // NaN, infinite or negative times, end < start: not in `spans`
   double makespan_seconds = 0;
   double measured_bubble = 0;                    // in [0, 1]
   double theoretical_bubble = 0;                 // (p − 1) / (m + p − 1)
@@ -51,6 +52,8 @@ TimelineSummary SummarizeTimeline(const std::vector<store::PipelineSpanRecord>& 
                                   int64_t step);
 
 // The chart of `step`; "no pipeline timeline recorded" (role "label") when it has no spans.
+// What it cannot draw (unplaceable spans, lanes beyond 256, items beyond kMaxSceneItems) is
+// counted in a line of role "note".
 Scene BuildTimelineScene(const std::vector<store::PipelineSpanRecord>& spans, int64_t step);
 
 }  // namespace shardscope::viewer
