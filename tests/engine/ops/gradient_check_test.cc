@@ -245,6 +245,106 @@ TEST(GradientCheck, GatherAndLayerNorm) {
       3, 1e-3, 3e-2);
 }
 
+TEST(GradientCheck, MatMulAnyRankWithBroadcastBatch) {
+  struct Case {
+    Shape a, b;
+    bool ta = false, tb = false;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 4}, {4, 5}},                 // batch folded into the rows
+      {{2, 3, 4}, {5, 4}, false, true},    // ... with a transposed weight
+      {{2, 4, 3}, {4, 5}, true, false},    // batched and transposed
+      {{2, 1, 3, 4}, {3, 4, 5}},           // batch dimensions broadcast both ways
+      {{3, 4}, {2, 4, 5}},                 // a matrix times a batch
+      {{4}, {2, 4, 5}},                    // a vector first
+      {{2, 3, 4}, {4}},                    // a vector second
+      {{4}, {4}},                          // a dot product (rank 0)
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.a) + " · " + ShapeToString(c.b));
+    CheckGradients([&](Graph& g) {
+      OpAttrs a;
+      a.transpose_a = c.ta;
+      a.transpose_b = c.tb;
+      return Op(g, OpKind::kMatMul, {P(g, "a", c.a), P(g, "b", c.b)}, a);
+    });
+  }
+}
+
+// Positive operands (for Pow's logarithm and Div's denominator) through a Sigmoid.
+ValueId Positive(Graph& g, const std::string& name, Shape s) {
+  return Op(g, OpKind::kSigmoid, {P(g, name, std::move(s))});
+}
+
+TEST(GradientCheck, DivPowSqrtWithBroadcast) {
+  for (OpKind op : {OpKind::kDiv, OpKind::kPow}) {
+    SCOPED_TRACE(OpName(op));
+    CheckGradients([&](Graph& g) {
+      return Op(g, op, {Positive(g, "a", {3, 4}), Positive(g, "b", {3, 4})});
+    });
+    CheckGradients([&](Graph& g) {
+      return Op(g, op, {Positive(g, "a", {2, 3, 4}), Positive(g, "b", {4})});
+    });
+    CheckGradients([&](Graph& g) {
+      return Op(g, op, {Positive(g, "a", {3, 1}), Positive(g, "b", {1, 4})});
+    });
+  }
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kSqrt, {Positive(g, "x", {3, 4})}); },
+                 3, 1e-3);
+}
+
+TEST(GradientCheck, TanhSigmoidIdentityCast) {
+  for (OpKind op : {OpKind::kTanh, OpKind::kSigmoid, OpKind::kIdentity, OpKind::kCast}) {
+    SCOPED_TRACE(OpName(op));
+    CheckGradients([&](Graph& g) { return Op(g, op, {P(g, "x", {3, 5})}); }, 3, 1e-3);
+  }
+}
+
+TEST(GradientCheck, WhereWithBroadcast) {
+  CheckGradients(
+      [&](Graph& g) {
+        ValueId cond = g.AddLabel("cond", {3, 1});
+        return Op(g, OpKind::kWhere, {cond, P(g, "x", {3, 4}), P(g, "y", {4})});
+      },
+      2);
+}
+
+TEST(GradientCheck, ConcatSplitSlice) {
+  OpAttrs concat;
+  concat.axis = 1;
+  CheckGradients([&](Graph& g) {
+    return Op(g, OpKind::kConcat,
+              {P(g, "a", {2, 1, 3}), P(g, "b", {2, 4, 3}), P(g, "c", {2, 2, 3})}, concat);
+  });
+  // Split's middle output feeds nothing: its gradient is zeros.
+  CheckGradients([&](Graph& g) {
+    OpAttrs split;
+    split.axis = -1;
+    split.sizes = {2, 1, 2};
+    auto n = g.AddNode(OpKind::kSplit, "split", {P(g, "x", {3, 5})}, split);
+    EXPECT_TRUE(n.ok()) << n.status().message();
+    if (!n.ok()) return kNoValue;
+    return Op(g, OpKind::kAdd, {g.node(*n).outputs[0], g.node(*n).outputs[2]});
+  });
+  OpAttrs slice;
+  slice.axes = {2, 0};
+  slice.starts = {-1, 1};
+  slice.ends = {-100, 1000};
+  slice.steps = {-2, 1};
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kSlice, {P(g, "x", {3, 2, 6})}, slice); });
+}
+
+TEST(GradientCheck, SqueezeUnsqueeze) {
+  OpAttrs sq;
+  sq.axes = {1};
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kSqueeze, {P(g, "x", {3, 1, 2})}, sq); });
+  OpAttrs all;
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kSqueeze, {P(g, "x", {1, 3, 1})}, all); });
+  OpAttrs un;
+  un.axes = {0, -1};
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kUnsqueeze, {P(g, "x", {3, 2})}, un); });
+}
+
 // Every forward operator above is covered; the backward kinds are checked through them.
 TEST(GradientCheck, BackwardOperatorsRefuseSecondOrder) {
   Graph g;

@@ -1,5 +1,6 @@
-// The correctness law on random valid strategy assignments: the seed-003 FFN and a
-// transformer block, on 1, 2, 4 and 8 in-process devices.
+// The correctness law on random valid strategy assignments: the seed-003 FFN, a
+// transformer block and a network of the ONNX-era operators, on 1, 2, 4 and 8 in-process
+// devices.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -132,6 +133,69 @@ TEST(RandomStrategies, TransformerBlockEqualsSingleDevice) {
         return nn::BuildClassifier(net, {tokens}, batch, DType::kI32);
       },
       data, batch, 50, 99);
+}
+
+// Batched and broadcast MatMul, Split/Concat/Slice, Squeeze/Unsqueeze, Div/Pow/Sqrt,
+// Tanh/Sigmoid, Cast, Where and Identity in one network: input [batch, 8, 12].
+class OnnxOpsNet : public nn::Module {
+ public:
+  OnnxOpsNet() : nn::Module("") {}
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override {
+    const ValueId w1 = b.Parameter("w1", {12, 16}, nn::Normal(0.3f));
+    const ValueId h = b.Op(OpKind::kMatMul, "proj", {x, w1});  // [B, 8, 16]
+    OpAttrs split;
+    split.axis = 2;
+    split.sizes = {8, 8};
+    const std::vector<ValueId> qk = b.OpAll(OpKind::kSplit, "split", {h}, split);
+    OpAttrs tb;
+    tb.transpose_b = true;
+    const ValueId scores = b.Op(OpKind::kMatMul, "scores", {qk[0], qk[1]}, tb);  // [B, 8, 8]
+    OpAttrs cat;
+    cat.axis = -1;
+    const ValueId c =
+        b.Op(OpKind::kConcat, "concat", {b.Op(OpKind::kTanh, "tanh", {scores}), qk[0]}, cat);
+    OpAttrs every_other;
+    every_other.axes = {1};
+    every_other.starts = {0};
+    every_other.ends = {8};
+    every_other.steps = {2};
+    const ValueId s = b.Op(OpKind::kSigmoid, "sigmoid",
+                           {b.Op(OpKind::kSlice, "slice", {c}, every_other)});  // [B, 4, 16]
+    const ValueId e = b.Parameter("exponent", {16}, nn::Normal(0.3f));
+    const ValueId e_pos = b.Op(OpKind::kSigmoid, "e_pos", {e});
+    const ValueId p = b.Op(OpKind::kSqrt, "sqrt", {b.Op(OpKind::kPow, "pow", {s, e_pos})});
+    OpAttrs twice, to_int;
+    twice.scale = 2.0f;
+    to_int.dtype = DType::kI32;
+    const ValueId cond =
+        b.Op(OpKind::kCast, "cast", {b.Op(OpKind::kScale, "twice", {s}, twice)}, to_int);
+    const ValueId d = b.Op(OpKind::kDiv, "div", {p, s});
+    const ValueId w = b.Op(OpKind::kWhere, "where", {cond, p, d});
+    OpAttrs axis1;
+    axis1.axes = {1};
+    const ValueId u = b.Op(OpKind::kUnsqueeze, "unsqueeze", {w}, axis1);  // [B, 1, 4, 16]
+    const ValueId sq =
+        b.Op(OpKind::kSqueeze, "squeeze", {b.Op(OpKind::kIdentity, "identity", {u})}, axis1);
+    const ValueId w2 = b.Parameter("w2", {1, 16, 10}, nn::Normal(0.3f));
+    const ValueId y = b.Op(OpKind::kMatMul, "head", {sq, w2});  // [B, 4, 10]
+    OpAttrs mean;
+    mean.axes = {1};
+    return b.Op(OpKind::kReduceMean, "pool", {y}, mean);
+  }
+};
+
+TEST(RandomStrategies, OnnxOperatorsEqualSingleDevice) {
+  const int64_t batch = 8;
+  Dataset data = MakeSyntheticDataset(batch * 3, {8, 12}, 10, 31);
+  RunRandom(
+      [&] {
+        OnnxOpsNet net;
+        return nn::BuildClassifier(net, {8, 12}, batch);
+      },
+      data, batch, 30, 77);
 }
 
 }  // namespace
