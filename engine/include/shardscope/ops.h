@@ -77,11 +77,15 @@ namespace shardscope {
   X(Conv2DBackpropFilter, 2, 1)          \
   X(MaxPool2D, 1, 1)                     \
   X(MaxPool2DGrad, 2, 1)                 \
+  X(AveragePool2D, 1, 1)                 \
+  X(AveragePool2DGrad, 1, 1)             \
   /* embeddings and normalisation */     \
   X(Gather, 2, 1)                        \
   X(GatherGrad, 2, 1)                    \
   X(LayerNorm, 3, 1)                     \
-  X(LayerNormGrad, 3, 3)
+  X(LayerNormGrad, 3, 3)                 \
+  X(BatchNorm, 5, 1)                     \
+  X(BatchNormGrad, 5, 5)
 
 constexpr int kVariadic = -1;
 
@@ -118,14 +122,15 @@ struct OpAttrs {
   DType dtype = DType::kF32;          // Cast: the output's type
   int operand = 0;                    // PowGrad: the gradient of input 0 (base) or 1 (exponent)
   Shape shape;                        // Reshape, BroadcastTo, SumToShape, *Backprop*, GatherGrad,
-                                      //   SliceGrad: the target / original shape
-  int64_t kernel[2] = {1, 1};         // MaxPool2D window; Conv2D takes it from the weight
-  int64_t stride[2] = {1, 1};         // Conv2D, MaxPool2D
-  Padding padding = Padding::kValid;  // Conv2D, MaxPool2D
+                                      //   SliceGrad, AveragePool2DGrad: the target / original
+                                      //   shape
+  int64_t kernel[2] = {1, 1};         // MaxPool2D, AveragePool2D window; Conv2D: the weight's
+  int64_t stride[2] = {1, 1};         // Conv2D, MaxPool2D, AveragePool2D
+  Padding padding = Padding::kValid;  // Conv2D, MaxPool2D, AveragePool2D
   float scale = 1.0f;                 // Scale; Dropout keep probability is 1 - rate
   float rate = 0.0f;                  // Dropout
   uint64_t seed = 0;                  // Dropout
-  float epsilon = 1e-5f;              // LayerNorm (over the last axis)
+  float epsilon = 1e-5f;              // LayerNorm (over the last axis), BatchNorm
   // Set by the partitioner on a rank's local copy of an operator (zero/empty otherwise):
   int64_t mean_count = 0;              // ReduceMean, SoftmaxCrossEntropy(+Grad): divide by this
                                        //   global count instead of the local one

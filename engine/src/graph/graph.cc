@@ -104,10 +104,10 @@ Status CheckNode(const Graph& g, OpKind op, const std::vector<ValueId>& inputs,
   const OpDef& def = GetOpDef(op);
   if (def.num_inputs == kVariadic ? inputs.empty()
                                   : static_cast<int>(inputs.size()) != def.num_inputs) {
-    return Status::Invalid(std::string(def.name) + " takes " +
-                           (def.num_inputs == kVariadic ? std::string("at least 1")
-                                                        : std::to_string(def.num_inputs)) +
-                           " inputs, got " + std::to_string(inputs.size()));
+    return Status::Invalid(
+        std::string(def.name) + " takes " +
+        (def.num_inputs == kVariadic ? std::string("at least 1") : std::to_string(def.num_inputs)) +
+        " inputs, got " + std::to_string(inputs.size()));
   }
   std::vector<ValueInfo> in;
   for (ValueId v : inputs) {

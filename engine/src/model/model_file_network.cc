@@ -232,13 +232,14 @@ class LayerParser {
       for (const std::string& k : OpAttrKeys(kind)) allowed.push_back(k);
       make_map(allowed);
       if (OpNumInputs(kind) != 1 || OpNumOutputs(kind) != 1) {
-        src_.Fail(op_node, what + ": operator " + e.type + " takes " +
-                               (OpNumInputs(kind) == kVariadic
-                                    ? std::string("several")
-                                    : std::to_string(OpNumInputs(kind))) +
-                               " inputs or gives several outputs, but a raw operator in a layer list takes the previous "
-                               "layer's output only; write the network as operators: with "
-                               "parameters: for this");
+        src_.Fail(op_node,
+                  what + ": operator " + e.type + " takes " +
+                      (OpNumInputs(kind) == kVariadic ? std::string("several")
+                                                      : std::to_string(OpNumInputs(kind))) +
+                      " inputs or gives several outputs, but a raw operator in a layer list takes "
+                      "the previous "
+                      "layer's output only; write the network as operators: with "
+                      "parameters: for this");
       }
       const OpAttrs attrs = ReadOpAttrs(src_, *m, kind, what);
       e.make = [kind, attrs](const std::string& n) -> std::unique_ptr<nn::Module> {
@@ -585,8 +586,8 @@ void ParseOperators(const Source& src, const Map& top, const MeshTable& meshes, 
         refs.push_back(inputs->value);
       }
       if (arity == kVariadic ? refs.empty() : static_cast<int>(refs.size()) != arity) {
-        src.Fail(inputs->value, what + " (" + OpName(op.op) + ") takes " + arity_text +
-                                    " input" + (arity == 1 ? "" : "s") + ", found " +
+        src.Fail(inputs->value, what + " (" + OpName(op.op) + ") takes " + arity_text + " input" +
+                                    (arity == 1 ? "" : "s") + ", found " +
                                     std::to_string(refs.size()));
       }
       for (const YAML::Node& r : refs) {

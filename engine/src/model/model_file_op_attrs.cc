@@ -48,7 +48,10 @@ std::vector<std::string> OpAttrKeys(OpKind op) {
       return {"shape", "stride", "pad_mode"};
     case OpKind::kMaxPool2D:
     case OpKind::kMaxPool2DGrad:
+    case OpKind::kAveragePool2D:
       return {"kernel_size", "stride", "pad_mode"};
+    case OpKind::kAveragePool2DGrad:
+      return {"kernel_size", "stride", "pad_mode", "shape"};
     case OpKind::kScale:
       return {"scale"};
     case OpKind::kDropout:
@@ -56,6 +59,8 @@ std::vector<std::string> OpAttrKeys(OpKind op) {
       return {"p", "keep_prob", "seed"};
     case OpKind::kLayerNorm:
     case OpKind::kLayerNormGrad:
+    case OpKind::kBatchNorm:
+    case OpKind::kBatchNormGrad:
       return {"epsilon"};
     default:
       return {};

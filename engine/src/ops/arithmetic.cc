@@ -65,8 +65,7 @@ Status PowGrad(GradContext& g) {
 
 // PowGrad(dy, a, b), at dy's (the Pow output's) shape: operand 0: dy·b·a^(b−1);
 // operand 1: dy·a^b·ln a.
-Status PowGradShape(const OpAttrs& a, std::span<const ValueInfo> in,
-                    std::vector<ValueInfo>* out) {
+Status PowGradShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
   if (a.operand != 0 && a.operand != 1) {
     return Status::Invalid("operand must be 0 (base) or 1 (exponent), got " +
                            std::to_string(a.operand));
@@ -92,9 +91,7 @@ void PowGradForward(const KernelContext& k) {
                                  : dy[i] * std::pow(x, e) * std::log(x);
   }
 }
-Status PowGradGrad(GradContext&) {
-  return Status::NotImplemented("second-order gradient of Pow");
-}
+Status PowGradGrad(GradContext&) { return Status::NotImplemented("second-order gradient of Pow"); }
 
 Status SqrtShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
   out->push_back({in[0].shape});
@@ -103,7 +100,8 @@ Status SqrtShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<Valu
 void SqrtForward(const KernelContext& k) { Flat(*k.out[0]) = Flat(*k.in[0]).sqrt(); }
 // dx = dy / (2·y)
 Status SqrtGrad(GradContext& g) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId q, g.Emit(OpKind::kDiv, "dy_y", {g.output_grad(), g.output()}));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId q,
+                              g.Emit(OpKind::kDiv, "dy_y", {g.output_grad(), g.output()}));
   OpAttrs half;
   half.scale = 0.5f;
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.Emit(OpKind::kScale, "dx", {q}, half));

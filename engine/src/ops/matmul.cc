@@ -313,8 +313,7 @@ void MatMulForward(const KernelContext& k) {
   if (NumElements(bb) == 1 && !ta) {
     // [..., m, k] · [k, n]: one product with the batch folded into the rows (the same sums
     // per element as product by product).
-    Gemm(a.data(), b.data(), k.out[0]->data(), {NumElements(ba) * ua.rows, ua.cols}, ub, false,
-         tb);
+    Gemm(a.data(), b.data(), k.out[0]->data(), {NumElements(ba) * ua.rows, ua.cols}, ub, false, tb);
     return;
   }
   const Shape batch = *BroadcastShapes(ba, bb);
@@ -323,8 +322,8 @@ void MatMulForward(const KernelContext& k) {
   ForEachBroadcast(bb, batch, [&](int64_t i, int64_t j) { from_b[i] = j; });
   const int64_t sa = ua.rows * ua.cols, sb = ub.rows * ub.cols, sc = ua.rows * ub.cols;
   for (size_t i = 0; i < from_a.size(); ++i) {
-    Gemm(a.data() + from_a[i] * sa, b.data() + from_b[i] * sb, k.out[0]->data() + i * sc, ua,
-         ub, ta, tb);
+    Gemm(a.data() + from_a[i] * sa, b.data() + from_b[i] * sb, k.out[0]->data() + i * sc, ua, ub,
+         ta, tb);
   }
 }
 
@@ -353,8 +352,8 @@ Status MatMulGrad(GradContext& g) {
       SHARDSCOPE_ASSIGN_OR_RETURN(ValueId fy, g.ReshapeTo(dy, {-1, py.back()}, "dy_rows"));
       OpAttrs attrs;
       attrs.transpose_a = true;
-      std::vector<ValueId> in = at.transpose_b ? std::vector<ValueId>{fy, fa}
-                                               : std::vector<ValueId>{fa, fy};
+      std::vector<ValueId> in =
+          at.transpose_b ? std::vector<ValueId>{fy, fa} : std::vector<ValueId>{fa, fy};
       SHARDSCOPE_ASSIGN_OR_RETURN(db, g.Emit(OpKind::kMatMul, "db", in, attrs));
     }
     SHARDSCOPE_ASSIGN_OR_RETURN(db, g.SumTo(db, pb, "db_sum"));

@@ -48,8 +48,9 @@ Status WhereGrad(GradContext& g) {
   for (int i = 1; i <= 2; ++i) {
     if (!g.needs_grad(i)) continue;
     const std::string part = i == 1 ? "dx" : "dy";
-    const std::vector<ValueId> in = i == 1 ? std::vector<ValueId>{g.input(0), g.output_grad(), zero}
-                                           : std::vector<ValueId>{g.input(0), zero, g.output_grad()};
+    const std::vector<ValueId> in = i == 1
+                                        ? std::vector<ValueId>{g.input(0), g.output_grad(), zero}
+                                        : std::vector<ValueId>{g.input(0), zero, g.output_grad()};
     SHARDSCOPE_ASSIGN_OR_RETURN(ValueId full, g.Emit(OpKind::kWhere, part + "_full", in));
     SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.SumTo(full, g.shape(g.input(i)), part));
     g.SetInputGrad(i, d);

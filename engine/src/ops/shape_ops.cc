@@ -70,8 +70,7 @@ void FlattenForward(const KernelContext& k) { CopyKernel(k); }
 Status FlattenGrad(GradContext& g) { return ReshapeBack(g); }
 
 // Squeeze: drops the size-1 dimensions attrs.axes (empty: all of them).
-Status SqueezeShape(const OpAttrs& a, std::span<const ValueInfo> in,
-                    std::vector<ValueInfo>* out) {
+Status SqueezeShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
   const Shape& x = in[0].shape;
   std::vector<bool> drop(x.size(), false);
   for (int64_t axis : a.axes) {

@@ -335,13 +335,17 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kMaxPool2D:
-    case OpKind::kMaxPool2DGrad: {  // nchw -> nc h'w' ; grad: (dy nc h'w', x nchw) -> nchw
+    case OpKind::kMaxPool2DGrad:  // nchw -> nc h'w' ; grad: (dy nc h'w', x nchw) -> nchw
+    case OpKind::kAveragePool2D:
+    case OpKind::kAveragePool2DGrad: {  // grad: dy nc h'w' -> nchw
       const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
                  oh = l.Next('y'), ow = l.Next('x');
       const std::string x{n, c, h, w}, y{n, c, oh, ow};
-      sig.inputs =
-          op == OpKind::kMaxPool2D ? std::vector<std::string>{x} : std::vector<std::string>{y, x};
-      sig.outputs = {op == OpKind::kMaxPool2D ? y : x};
+      const bool fwd = op == OpKind::kMaxPool2D || op == OpKind::kAveragePool2D;
+      sig.inputs = fwd                            ? std::vector<std::string>{x}
+                   : op == OpKind::kMaxPool2DGrad ? std::vector<std::string>{y, x}
+                                                  : std::vector<std::string>{y};
+      sig.outputs = {fwd ? y : x};
       sig.whole = std::string{h, w, oh, ow};
       sig.batch = n;
       return sig;
@@ -377,6 +381,20 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       sig.inputs = {x, x, d};
       sig.outputs = {x, d, d};
       sig.whole = d;
+      sig.batch = x[0];
+      return sig;
+    }
+    case OpKind::kBatchNorm:
+    case OpKind::kBatchNormGrad: {  // statistics per channel c; the gradients' sums partial
+      const std::string x = l.Next(in[0].shape.size());
+      const std::string c(1, x[1]);
+      if (op == OpKind::kBatchNorm) {
+        sig.inputs = {x, c, c, c, c};
+        sig.outputs = {x};
+      } else {
+        sig.inputs = {x, x, c, c, c};
+        sig.outputs = {x, c, c, c, c};
+      }
       sig.batch = x[0];
       return sig;
     }

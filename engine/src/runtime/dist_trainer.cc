@@ -90,6 +90,7 @@ DistExecutor::DistExecutor(const Graph& graph, const DistProgram& program, int r
       case OpKind::kConv2DBackpropFilter:
       case OpKind::kGatherGrad:
       case OpKind::kSliceGrad:
+      case OpKind::kAveragePool2DGrad:
         a.shape = out.ShardShape();
         break;
       default:

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "shardscope/autodiff.h"
+#include "shardscope/composites.h"
 #include "shardscope/executor.h"
 #include "shardscope/rng.h"
 
@@ -251,14 +252,14 @@ TEST(GradientCheck, MatMulAnyRankWithBroadcastBatch) {
     bool ta = false, tb = false;
   };
   const std::vector<Case> cases = {
-      {{2, 3, 4}, {4, 5}},                 // batch folded into the rows
-      {{2, 3, 4}, {5, 4}, false, true},    // ... with a transposed weight
-      {{2, 4, 3}, {4, 5}, true, false},    // batched and transposed
-      {{2, 1, 3, 4}, {3, 4, 5}},           // batch dimensions broadcast both ways
-      {{3, 4}, {2, 4, 5}},                 // a matrix times a batch
-      {{4}, {2, 4, 5}},                    // a vector first
-      {{2, 3, 4}, {4}},                    // a vector second
-      {{4}, {4}},                          // a dot product (rank 0)
+      {{2, 3, 4}, {4, 5}},               // batch folded into the rows
+      {{2, 3, 4}, {5, 4}, false, true},  // ... with a transposed weight
+      {{2, 4, 3}, {4, 5}, true, false},  // batched and transposed
+      {{2, 1, 3, 4}, {3, 4, 5}},         // batch dimensions broadcast both ways
+      {{3, 4}, {2, 4, 5}},               // a matrix times a batch
+      {{4}, {2, 4, 5}},                  // a vector first
+      {{2, 3, 4}, {4}},                  // a vector second
+      {{4}, {4}},                        // a dot product (rank 0)
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(ShapeToString(c.a) + " · " + ShapeToString(c.b));
@@ -289,8 +290,11 @@ TEST(GradientCheck, DivPowSqrtWithBroadcast) {
       return Op(g, op, {Positive(g, "a", {3, 1}), Positive(g, "b", {1, 4})});
     });
   }
-  CheckGradients([&](Graph& g) { return Op(g, OpKind::kSqrt, {Positive(g, "x", {3, 4})}); },
-                 3, 1e-3);
+  CheckGradients(
+      [&](Graph& g) {
+        return Op(g, OpKind::kSqrt, {Positive(g, "x", {3, 4})});
+      },
+      3, 1e-3);
 }
 
 TEST(GradientCheck, TanhSigmoidIdentityCast) {
@@ -343,6 +347,43 @@ TEST(GradientCheck, SqueezeUnsqueeze) {
   OpAttrs un;
   un.axes = {0, -1};
   CheckGradients([&](Graph& g) { return Op(g, OpKind::kUnsqueeze, {P(g, "x", {3, 2})}, un); });
+}
+
+TEST(GradientCheck, AveragePool2DValidSameStrided) {
+  for (Padding pad : {Padding::kValid, Padding::kSame}) {
+    for (int stride : {1, 2}) {
+      SCOPED_TRACE(testing::Message()
+                   << "same=" << (pad == Padding::kSame) << " stride=" << stride);
+      OpAttrs a;
+      a.kernel[0] = 3;
+      a.kernel[1] = 2;
+      a.stride[0] = a.stride[1] = stride;
+      a.padding = pad;
+      CheckGradients([&](Graph& g) {
+        return Op(g, OpKind::kAveragePool2D, {P(g, "x", {2, 2, 5, 4})}, a);
+      });
+    }
+  }
+}
+
+TEST(GradientCheck, BatchNormWithRunningAndBatchStatistics) {
+  // Inference form: every input is differentiable (statistics included).
+  CheckGradients(
+      [&](Graph& g) {
+        return Op(g, OpKind::kBatchNorm,
+                  {P(g, "x", {2, 3, 2, 2}), P(g, "scale", {3}), P(g, "bias", {3}),
+                   P(g, "mean", {3}), Op(g, OpKind::kSigmoid, {P(g, "var", {3})})});
+      },
+      3, 1e-3);
+  // Training form: statistics of the batch, differentiated through.
+  CheckGradients(
+      [&](Graph& g) {
+        auto y = AddBatchNormTraining(g, "bn", P(g, "x", {4, 3, 2}), P(g, "scale", {3}),
+                                      P(g, "bias", {3}), 1e-5f);
+        EXPECT_TRUE(y.ok()) << y.status().message();
+        return y.ok() ? *y : kNoValue;
+      },
+      3, 1e-3, 3e-2);
 }
 
 // Every forward operator above is covered; the backward kinds are checked through them.

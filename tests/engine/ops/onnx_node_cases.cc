@@ -43,12 +43,36 @@ std::vector<int> FirstInputs(int n) {
 }  // namespace
 
 const std::vector<std::string>& MappedOnnxOps() {
-  static const std::vector<std::string> kOps = {
-      "MatMul", "Add",       "Sub",        "Mul",        "Div",       "Pow",
-      "Sqrt",   "Tanh",      "Sigmoid",    "Relu",       "Identity",  "Where",
-      "Cast",   "Concat",    "Split",      "Slice",      "Squeeze",   "Unsqueeze",
-      "Softmax", "LogSoftmax", "Transpose", "Reshape",   "Flatten",   "Gather",
-      "LayerNormalization", "ReduceSum", "ReduceMean"};
+  static const std::vector<std::string> kOps = {"MatMul",
+                                                "Add",
+                                                "Sub",
+                                                "Mul",
+                                                "Div",
+                                                "Pow",
+                                                "Sqrt",
+                                                "Tanh",
+                                                "Sigmoid",
+                                                "Relu",
+                                                "Identity",
+                                                "Where",
+                                                "Cast",
+                                                "Concat",
+                                                "Split",
+                                                "Slice",
+                                                "Squeeze",
+                                                "Unsqueeze",
+                                                "Softmax",
+                                                "LogSoftmax",
+                                                "Transpose",
+                                                "Reshape",
+                                                "Flatten",
+                                                "Gather",
+                                                "LayerNormalization",
+                                                "ReduceSum",
+                                                "ReduceMean",
+                                                "AveragePool",
+                                                "GlobalAveragePool",
+                                                "BatchNormalization"};
   return kOps;
 }
 
@@ -106,8 +130,8 @@ std::string MapOnnxNode(const onnx::NodeProto& n, const std::vector<Tensor>& in,
     c->attrs.sizes = n.input_size() > 1 ? IntInput(in, 1) : Ints(n, "split");
     c->outputs = n.output_size();
     if (c->attrs.sizes.empty()) {  // equal parts
-      const int64_t rank = in[0].rank(), axis = c->attrs.axis < 0 ? c->attrs.axis + rank
-                                                                   : c->attrs.axis;
+      const int64_t rank = in[0].rank(),
+                    axis = c->attrs.axis < 0 ? c->attrs.axis + rank : c->attrs.axis;
       c->attrs.sizes.assign(n.output_size(), in[0].dim(static_cast<int>(axis)) / n.output_size());
     }
     return "";
@@ -177,6 +201,42 @@ std::string MapOnnxNode(const onnx::NodeProto& n, const std::vector<Tensor>& in,
     }
     c->attrs.keep_dims = Int(n, "keepdims", 1) != 0;
     return "";
+  }
+  if (t == "AveragePool") {
+    const std::vector<int64_t> k = Ints(n, "kernel_shape"), s = Ints(n, "strides"),
+                               pads = Ints(n, "pads");
+    if (k.size() != 2) return std::to_string(k.size()) + "-d pooling (Shardscope pools 2-d)";
+    if (Int(n, "ceil_mode", 0) != 0) return "ceil_mode";
+    if (Int(n, "count_include_pad", 0) != 0) return "count_include_pad";
+    const std::string pad = Attr(n, "auto_pad") ? Attr(n, "auto_pad")->s() : "NOTSET";
+    const bool no_pads = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+    if (pad == "SAME_UPPER") {
+      c->attrs.padding = Padding::kSame;
+    } else if ((pad == "NOTSET" || pad == "VALID") && no_pads) {
+      c->attrs.padding = Padding::kValid;
+    } else {
+      return "padding " + pad + (no_pads ? "" : " with explicit pads") +
+             " (Shardscope pads valid or same-upper)";
+    }
+    c->op = OpKind::kAveragePool2D;
+    for (int d = 0; d < 2; ++d) {
+      c->attrs.kernel[d] = k[d];
+      c->attrs.stride[d] = s.empty() ? 1 : s[d];
+    }
+    return "";
+  }
+  if (t == "GlobalAveragePool") {  // a mean over the spatial axes, kept
+    c->op = OpKind::kReduceMean;
+    c->attrs.keep_dims = true;
+    for (int d = 2; d < in[0].rank(); ++d) c->attrs.axes.push_back(d);
+    return "";
+  }
+  if (t == "BatchNormalization") {
+    c->op = OpKind::kBatchNorm;
+    c->attrs.epsilon = Float(n, "epsilon", 1e-5f);
+    c->batch_statistics = Int(n, "training_mode", 0) != 0;
+    c->inputs = c->batch_statistics ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1, 2, 3, 4};
+    return "";  // Y only: the updated running statistics are not outputs here
   }
   return "operator " + t + " is not mapped";
 }

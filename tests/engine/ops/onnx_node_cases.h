@@ -18,8 +18,9 @@ namespace shardscope::onnx_cases {
 struct NodeCase {
   OpKind op = OpKind::kIdentity;
   OpAttrs attrs;
-  std::vector<int> inputs;  // the ONNX inputs fed to the operator, in its order
-  int outputs = 1;          // the leading ONNX outputs compared
+  std::vector<int> inputs;        // the ONNX inputs fed to the operator, in its order
+  int outputs = 1;                // the leading ONNX outputs compared
+  bool batch_statistics = false;  // BatchNormalization training: AddBatchNormTraining
 };
 
 // The case, or a skip reason ("" means mapped) naming what Shardscope lacks.
