@@ -232,14 +232,15 @@ class LayerParser {
       for (const std::string& k : OpAttrKeys(kind)) allowed.push_back(k);
       make_map(allowed);
       if (OpNumInputs(kind) != 1 || OpNumOutputs(kind) != 1) {
-        src_.Fail(op_node,
-                  what + ": operator " + e.type + " takes " +
-                      (OpNumInputs(kind) == kVariadic ? std::string("several")
-                                                      : std::to_string(OpNumInputs(kind))) +
-                      " inputs or gives several outputs, but a raw operator in a layer list takes "
-                      "the previous "
-                      "layer's output only; write the network as operators: with "
-                      "parameters: for this");
+        const int n = OpNumInputs(kind);
+        const std::string arity =
+            n == 1 ? " gives several outputs"
+                   : " takes " + (n == kVariadic ? std::string("several") : std::to_string(n)) +
+                         " inputs";
+        src_.Fail(op_node, what + ": operator " + e.type + arity +
+                               ", but a raw operator in a layer list takes the previous "
+                               "layer's output only; write the network as operators: with "
+                               "parameters: for this");
       }
       const OpAttrs attrs = ReadOpAttrs(src_, *m, kind, what);
       e.make = [kind, attrs](const std::string& n) -> std::unique_ptr<nn::Module> {

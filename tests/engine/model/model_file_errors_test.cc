@@ -357,8 +357,8 @@ TEST(ModelFileErrorsTest, OperatorsOfOnnxExportsBuild) {
 
 TEST(ModelFileErrorsTest, OperatorsOfOnnxExportsErrors) {
   ExpectError(Replace(ExportOpsBase(), 9, "  - joined: {op: Concat, inputs: ['parts:2'], axis: 1}"),
-              "m.yaml:9:37", {"'parts' has 2 outputs"});
-  ExpectError(Replace(ExportOpsBase(), 12, "  - ids: {op: Cast, to: f64}"), "m.yaml:12:27",
+              "m.yaml:9:35", {"'parts' has 2 outputs"});
+  ExpectError(Replace(ExportOpsBase(), 12, "  - ids: {op: Cast, to: f64}"), "m.yaml:12:25",
               {"'to' of operator 'ids' must be f32 or i32, got f64"});
   ExpectError(Replace(ExportOpsBase(), 8, "  - parts: {op: Split, axis: 2, sizes: [1, 2]}"),
               "m.yaml:8:5",
