@@ -8,6 +8,7 @@ PACKAGES=(
   libgraphviz-dev graphviz libeigen3-dev libopenmpi-dev openmpi-bin
   libsqlite3-dev sqlite3 libcli11-dev nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev xvfb libxml2-utils
+  libonnx-dev libprotobuf-dev libonnx-testdata
   clang libclang-rt-14-dev
 )
 if [[ "${1:-}" == "--demo-data" ]]; then PACKAGES+=(dataset-fashion-mnist); fi

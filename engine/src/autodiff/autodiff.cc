@@ -16,6 +16,10 @@ Result<std::vector<ValueId>> GradContext::EmitAll(OpKind op, const std::string& 
   return n.outputs;
 }
 
+ValueId GradContext::Zeros(const Shape& shape, const std::string& part) {
+  return graph_.AddConstant("grad." + node().name + "." + part, shape, {InitSpec::kZeros, 0.0f});
+}
+
 Result<Gradients> BuildBackward(Graph& graph, ValueId loss, const std::vector<ValueId>& wrt) {
   if (loss < 0 || loss >= graph.num_values()) return Status::Invalid("loss value is undefined");
   if (!graph.value(loss).shape.empty()) {

@@ -36,6 +36,10 @@ class GradContext {
     if (!outs.ok()) return outs.status();
     return outs.value()[0];
   }
+  // A zero constant "grad.<forward name>.<part>" (for outputs no gradient reached).
+  ValueId Zeros(const Shape& shape, const std::string& part);
+  // Returns `v` reshaped to `shape` (itself when it has that shape already).
+  Result<ValueId> ReshapeTo(ValueId v, const Shape& shape, const std::string& part);
   // Returns `grad` summed down to `shape` (a SumToShape node when broadcasting happened).
   Result<ValueId> SumTo(ValueId grad, const Shape& shape, const std::string& part);
 

@@ -82,12 +82,32 @@ std::string DescribeInputs(const Graph& g, const std::vector<ValueId>& inputs) {
   return s;
 }
 
+// Operators that move or convert elements without arithmetic: any element type.
+bool MovesAnyType(OpKind op) {
+  switch (op) {
+    case OpKind::kReshape:
+    case OpKind::kIdentity:
+    case OpKind::kCast:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
+    case OpKind::kConcat:
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Status CheckNode(const Graph& g, OpKind op, const std::vector<ValueId>& inputs,
                  const OpAttrs& attrs, std::vector<ValueInfo>* out) {
   const OpDef& def = GetOpDef(op);
-  if (static_cast<int>(inputs.size()) != def.num_inputs) {
-    return Status::Invalid(std::string(def.name) + " takes " + std::to_string(def.num_inputs) +
-                           " inputs, got " + std::to_string(inputs.size()));
+  if (def.num_inputs == kVariadic ? inputs.empty()
+                                  : static_cast<int>(inputs.size()) != def.num_inputs) {
+    return Status::Invalid(
+        std::string(def.name) + " takes " +
+        (def.num_inputs == kVariadic ? std::string("at least 1") : std::to_string(def.num_inputs)) +
+        " inputs, got " + std::to_string(inputs.size()));
   }
   std::vector<ValueInfo> in;
   for (ValueId v : inputs) {
@@ -100,7 +120,7 @@ Status CheckNode(const Graph& g, OpKind op, const std::vector<ValueId>& inputs,
     const bool int_ok = (op == OpKind::kSoftmaxCrossEntropyWithLogits && i == 1) ||
                         (op == OpKind::kSoftmaxCrossEntropyGrad && i == 2) ||
                         ((op == OpKind::kGather || op == OpKind::kGatherGrad) && i == 1) ||
-                        op == OpKind::kReshape;
+                        (op == OpKind::kWhere && i == 0) || MovesAnyType(op);
     if (in[i].dtype == DType::kI32 && !int_ok) {
       return Status::Invalid("input " + std::to_string(i) + " (" + g.value(inputs[i]).name +
                              ") is i32; " + def.name + " needs f32 there");
@@ -109,7 +129,8 @@ Status CheckNode(const Graph& g, OpKind op, const std::vector<ValueId>& inputs,
   Status st = def.shape(attrs, in, out);
   if (!st.ok())
     return st.WithContext(std::string(def.name) + "(" + DescribeInputs(g, inputs) + ")");
-  if (static_cast<int>(out->size()) != def.num_outputs) {
+  if (def.num_outputs == kVariadic ? out->empty()
+                                   : static_cast<int>(out->size()) != def.num_outputs) {
     return Status::Internal(std::string(def.name) + " shape rule gave the wrong number of outputs");
   }
   return Status::Ok();

@@ -2,6 +2,7 @@
 //
 //   model_file_yaml.cc      reading YAML with located errors: keys, scalars, shapes, inits
 //   model_file_network.cc   layers / blocks / operators: parsing and building the graph
+//   model_file_op_attrs.cc  operator attributes: the keys each operator takes, reading them
 //   model_file_parallel.cc  the parallel section, strategy syntax, resolving annotations
 //   model_file.cc           the public API: sections, defaults, Load/Parse/Build
 //
@@ -113,6 +114,20 @@ std::string DidYouMean(const std::string& name, const std::vector<std::string>& 
 std::vector<std::string> CloseNames(const std::string& name,
                                     const std::vector<std::string>& candidates, size_t max = 4);
 std::string Join(const std::vector<std::string>& names, const std::string& sep = ", ");
+
+// ---------------------------------------------------------------- operator attributes
+
+// The attribute keys operator `op` takes in a model file.
+std::vector<std::string> OpAttrKeys(OpKind op);
+// Every operator's name, in OpKind order.
+std::vector<std::string> OpNames();
+// An operator kind by exact name; fails listing the known ones.
+OpKind ReadOpKind(const Source& src, const YAML::Node& node, const std::string& what);
+// Dropout's rate from p (drop probability) or keep_prob; 0.5 when neither is given.
+float ReadDropoutRate(const Source& src, const Map& m, const std::string& what);
+uint64_t ReadSeed(const Source& src, const Map& m, const std::string& what);
+// The attributes of `op` from the keys of m (checked against OpAttrKeys by the caller).
+OpAttrs ReadOpAttrs(const Source& src, const Map& m, OpKind op, const std::string& what);
 
 // ---------------------------------------------------------------- strategies
 

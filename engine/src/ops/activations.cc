@@ -1,5 +1,5 @@
-// Activations over the last axis or elementwise: ReLU, GeLU, Softmax, LogSoftmax, Dropout,
-// and their backward operators.
+// Activations over the last axis or elementwise: ReLU, GeLU, Tanh, Sigmoid, Softmax,
+// LogSoftmax, Dropout, and their backward operators.
 #include <cmath>
 
 #include "autodiff/grad_context.h"
@@ -130,6 +130,42 @@ void GeLUGradForward(const KernelContext& k) {
   }
 }
 Status GeLUGradGrad(GradContext&) { return SecondOrder("GeLU"); }
+
+Status TanhShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+  return SameShape(in, out);
+}
+void TanhForward(const KernelContext& k) { Flat(*k.out[0]) = Flat(*k.in[0]).tanh(); }
+Status TanhGrad(GradContext& g) { return UnaryGrad(g, OpKind::kTanhGrad, g.output()); }
+
+// TanhGrad(dy, y) = dy·(1 − y²).
+Status TanhGradShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+  return SameShape(in, out);
+}
+void TanhGradForward(const KernelContext& k) {
+  const ConstVecMap y = Flat(*k.in[1]);
+  Flat(*k.out[0]) = Flat(*k.in[0]) * (1.0f - y * y);
+}
+Status TanhGradGrad(GradContext&) { return SecondOrder("Tanh"); }
+
+// Sigmoid(x) = 1 / (1 + e^−x).
+Status SigmoidShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+  return SameShape(in, out);
+}
+void SigmoidForward(const KernelContext& k) {
+  Flat(*k.out[0]) = 1.0f / (1.0f + (-Flat(*k.in[0])).exp());
+}
+Status SigmoidGrad(GradContext& g) { return UnaryGrad(g, OpKind::kSigmoidGrad, g.output()); }
+
+// SigmoidGrad(dy, y) = dy·y·(1 − y).
+Status SigmoidGradShape(const OpAttrs&, std::span<const ValueInfo> in,
+                        std::vector<ValueInfo>* out) {
+  return SameShape(in, out);
+}
+void SigmoidGradForward(const KernelContext& k) {
+  const ConstVecMap y = Flat(*k.in[1]);
+  Flat(*k.out[0]) = Flat(*k.in[0]) * y * (1.0f - y);
+}
+Status SigmoidGradGrad(GradContext&) { return SecondOrder("Sigmoid"); }
 
 Status SoftmaxShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
   return LastAxisOnly(a, in, out);

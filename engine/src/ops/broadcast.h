@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "ops/op_registry.h"
 #include "shardscope/tensor.h"
 
 namespace shardscope {
@@ -33,6 +34,33 @@ void ForEachBroadcast(const Shape& in, const Shape& out, F&& f) {
       offset -= strides[d] * out[d];
       idx[d] = 0;
     }
+  }
+}
+
+// The shape rule of a two-input elementwise operator: the broadcast of both shapes.
+inline Status BroadcastBinaryShape(std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, BroadcastShapes(in[0].shape, in[1].shape));
+  out->push_back({s});
+  return Status::Ok();
+}
+
+// out = op(in0, in1) elementwise over f32 tensors, with numpy broadcasting.
+template <typename Op>
+void BroadcastBinary(const KernelContext& k, Op op) {
+  const Tensor &a = *k.in[0], &b = *k.in[1];
+  Tensor& c = *k.out[0];
+  float* out = c.data();
+  const float *pa = a.data(), *pb = b.data();
+  if (a.shape() == b.shape()) {
+    for (int64_t i = 0; i < c.size(); ++i) out[i] = op(pa[i], pb[i]);
+  } else if (a.shape() == c.shape()) {
+    ForEachBroadcast(b.shape(), c.shape(),
+                     [&](int64_t i, int64_t j) { out[i] = op(pa[i], pb[j]); });
+  } else {
+    std::vector<float> tmp(c.size());
+    ForEachBroadcast(a.shape(), c.shape(), [&](int64_t i, int64_t j) { tmp[i] = pa[j]; });
+    ForEachBroadcast(b.shape(), c.shape(),
+                     [&](int64_t i, int64_t j) { out[i] = op(tmp[i], pb[j]); });
   }
 }
 

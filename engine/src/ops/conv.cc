@@ -10,20 +10,10 @@
 #include "autodiff/grad_context.h"
 #include "ops/kernel_util.h"
 #include "ops/op_registry.h"
+#include "ops/window.h"
 
 namespace shardscope {
 namespace {
-
-struct Window {
-  int64_t out, pad_before;
-};
-
-Window OutputSize(int64_t in, int64_t k, int64_t stride, Padding padding) {
-  if (padding == Padding::kValid) return {in < k ? 0 : (in - k) / stride + 1, 0};
-  const int64_t out = (in + stride - 1) / stride;
-  const int64_t pad = std::max<int64_t>((out - 1) * stride + k - in, 0);
-  return {out, pad / 2};
-}
 
 // Geometry of one convolution or pooling: input [C, H, W] per image, window KH×KW.
 struct Geometry {

@@ -18,35 +18,6 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
   return strides;
 }
 
-namespace {
-
-Status BinaryShape(std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, BroadcastShapes(in[0].shape, in[1].shape));
-  out->push_back({s});
-  return Status::Ok();
-}
-
-template <typename Op>
-void BinaryKernel(const KernelContext& k, Op op) {
-  const Tensor &a = *k.in[0], &b = *k.in[1];
-  Tensor& c = *k.out[0];
-  float* out = c.data();
-  const float *pa = a.data(), *pb = b.data();
-  if (a.shape() == b.shape()) {
-    for (int64_t i = 0; i < c.size(); ++i) out[i] = op(pa[i], pb[i]);
-  } else if (a.shape() == c.shape()) {
-    ForEachBroadcast(b.shape(), c.shape(),
-                     [&](int64_t i, int64_t j) { out[i] = op(pa[i], pb[j]); });
-  } else {
-    std::vector<float> tmp(c.size());
-    ForEachBroadcast(a.shape(), c.shape(), [&](int64_t i, int64_t j) { tmp[i] = pa[j]; });
-    ForEachBroadcast(b.shape(), c.shape(),
-                     [&](int64_t i, int64_t j) { out[i] = op(tmp[i], pb[j]); });
-  }
-}
-
-}  // namespace
-
 Result<ValueId> GradContext::SumTo(ValueId grad, const Shape& shape, const std::string& part) {
   if (this->shape(grad) == shape) return grad;
   OpAttrs attrs;
@@ -55,10 +26,10 @@ Result<ValueId> GradContext::SumTo(ValueId grad, const Shape& shape, const std::
 }
 
 Status AddShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
-  return BinaryShape(in, out);
+  return BroadcastBinaryShape(in, out);
 }
 void AddForward(const KernelContext& k) {
-  BinaryKernel(k, [](float x, float y) { return x + y; });
+  BroadcastBinary(k, [](float x, float y) { return x + y; });
 }
 Status AddGrad(GradContext& g) {
   for (int i = 0; i < 2; ++i) {
@@ -71,10 +42,10 @@ Status AddGrad(GradContext& g) {
 }
 
 Status SubShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
-  return BinaryShape(in, out);
+  return BroadcastBinaryShape(in, out);
 }
 void SubForward(const KernelContext& k) {
-  BinaryKernel(k, [](float x, float y) { return x - y; });
+  BroadcastBinary(k, [](float x, float y) { return x - y; });
 }
 Status SubGrad(GradContext& g) {
   if (g.needs_grad(0)) {
@@ -92,10 +63,10 @@ Status SubGrad(GradContext& g) {
 }
 
 Status MulShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
-  return BinaryShape(in, out);
+  return BroadcastBinaryShape(in, out);
 }
 void MulForward(const KernelContext& k) {
-  BinaryKernel(k, [](float x, float y) { return x * y; });
+  BroadcastBinary(k, [](float x, float y) { return x * y; });
 }
 Status MulGrad(GradContext& g) {
   for (int i = 0; i < 2; ++i) {

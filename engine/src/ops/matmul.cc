@@ -8,6 +8,7 @@
 #endif
 
 #include "autodiff/grad_context.h"
+#include "ops/broadcast.h"
 #include "ops/kernel_util.h"
 #include "ops/op_registry.h"
 
@@ -32,6 +33,19 @@ Status CheckContraction(const OpAttrs& a, const Shape& x, const Shape& y) {
                            std::to_string(ub.rows) + ")");
   }
   return Status::Ok();
+}
+
+// A MatMul operand as a matrix (numpy: a vector is a row when first, a column when second),
+// and its batch dimensions.
+Shape PromotedA(const Shape& s) { return s.size() == 1 ? Shape{1, s[0]} : s; }
+Shape PromotedB(const Shape& s) { return s.size() == 1 ? Shape{s[0], 1} : s; }
+Shape BatchOf(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+// [..., m, k] · [k, n] (A batched, not transposed; B a matrix): the kernel and dB fold A's
+// batch into its rows.
+bool FoldsRows(const GradContext& g, OpKind op, ValueId a, ValueId b) {
+  return op == OpKind::kMatMul && !g.attrs().transpose_a && g.shape(b).size() == 2 &&
+         g.shape(a).size() > 2;
 }
 
 #if defined(__AVX512F__)
@@ -228,47 +242,126 @@ void Gemm(const float* a, const float* b, float* out, Operand ua, Operand ub, bo
 #endif
 }
 
-// d(op(A)·op(B)) for the four transpose cases, each gradient itself one product.
-Status EmitProductGrads(GradContext& g, OpKind op) {
+struct ProductGrads {
+  ValueId da = kNoValue, db = kNoValue;
+};
+
+// d(op(A)·op(B)) for the four transpose cases, each gradient itself one product (over the
+// full batch of dy). For MatMul, db is left to the caller when B is a matrix and A batched
+// without transpose (one product over the folded rows is cheaper).
+Result<ProductGrads> ProductGradsOf(GradContext& g, OpKind op, ValueId a, ValueId b, ValueId dy) {
   const bool ta = g.attrs().transpose_a, tb = g.attrs().transpose_b;
-  const ValueId a = g.input(0), b = g.input(1), dy = g.output_grad();
+  ProductGrads out;
   OpAttrs attrs;
   if (g.needs_grad(0)) {
     // dA: !ta: dY·op(B)ᵀ ; ta: op(B)·dYᵀ
     std::vector<ValueId> in = ta ? std::vector<ValueId>{b, dy} : std::vector<ValueId>{dy, b};
     attrs.transpose_a = ta ? tb : false;
     attrs.transpose_b = ta ? true : !tb;
-    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId da, g.Emit(op, "da", in, attrs));
-    g.SetInputGrad(0, da);
+    SHARDSCOPE_ASSIGN_OR_RETURN(out.da, g.Emit(op, "da", in, attrs));
   }
-  if (g.needs_grad(1)) {
+  if (g.needs_grad(1) && !FoldsRows(g, op, a, b)) {
     // dB: !tb: op(A)ᵀ·dY ; tb: dYᵀ·op(A)
     std::vector<ValueId> in = tb ? std::vector<ValueId>{dy, a} : std::vector<ValueId>{a, dy};
     attrs.transpose_a = tb ? true : !ta;
     attrs.transpose_b = tb ? ta : false;
-    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId db, g.Emit(op, "db", in, attrs));
-    g.SetInputGrad(1, db);
+    SHARDSCOPE_ASSIGN_OR_RETURN(out.db, g.Emit(op, "db", in, attrs));
   }
+  return out;
+}
+
+Status EmitProductGrads(GradContext& g, OpKind op) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(ProductGrads d,
+                              ProductGradsOf(g, op, g.input(0), g.input(1), g.output_grad()));
+  if (d.da != kNoValue) g.SetInputGrad(0, d.da);
+  if (d.db != kNoValue) g.SetInputGrad(1, d.db);
   return Status::Ok();
 }
 
 }  // namespace
 
+// MatMul follows numpy.matmul: a rank-1 first (second) operand is a row (column) vector
+// whose unit dimension the output drops; the batch dimensions (all but the last two)
+// broadcast. Transpose flags apply to operands of rank ≥ 2 only.
 Status MatMulShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
-  SHARDSCOPE_RETURN_IF_ERROR(ExpectRank("first input", in[0].shape, 2));
-  SHARDSCOPE_RETURN_IF_ERROR(ExpectRank("second input", in[1].shape, 2));
-  SHARDSCOPE_RETURN_IF_ERROR(CheckContraction(a, in[0].shape, in[1].shape));
-  out->push_back({{Used(in[0].shape, a.transpose_a).rows, Used(in[1].shape, a.transpose_b).cols}});
+  const Shape &x = in[0].shape, &y = in[1].shape;
+  if (x.empty() || y.empty()) {
+    return Status::Invalid("inputs must have rank ≥ 1, got " + ShapeToString(x) + " and " +
+                           ShapeToString(y));
+  }
+  if ((x.size() == 1 && a.transpose_a) || (y.size() == 1 && a.transpose_b)) {
+    return Status::Invalid("a transpose flag needs an operand of rank ≥ 2, got " +
+                           ShapeToString(x) + " and " + ShapeToString(y));
+  }
+  const Shape px = PromotedA(x), py = PromotedB(y);
+  SHARDSCOPE_RETURN_IF_ERROR(CheckContraction(a, px, py));
+  Result<Shape> batch = BroadcastShapes(BatchOf(px), BatchOf(py));
+  if (!batch.ok()) return batch.status().WithContext("batch dimensions");
+  Shape s = *batch;
+  if (x.size() > 1) s.push_back(Used(px, a.transpose_a).rows);
+  if (y.size() > 1) s.push_back(Used(py, a.transpose_b).cols);
+  out->push_back({s});
   return Status::Ok();
 }
 
 void MatMulForward(const KernelContext& k) {
   const Tensor &a = *k.in[0], &b = *k.in[1];
-  Gemm(a.data(), b.data(), k.out[0]->data(), Used(a.shape(), k.attrs.transpose_a),
-       Used(b.shape(), k.attrs.transpose_b), k.attrs.transpose_a, k.attrs.transpose_b);
+  const bool ta = k.attrs.transpose_a, tb = k.attrs.transpose_b;
+  const Shape pa = PromotedA(a.shape()), pb = PromotedB(b.shape());
+  const Operand ua = Used(pa, ta), ub = Used(pb, tb);
+  const Shape ba = BatchOf(pa), bb = BatchOf(pb);
+  if (NumElements(bb) == 1 && !ta) {
+    // [..., m, k] · [k, n]: one product with the batch folded into the rows (the same sums
+    // per element as product by product).
+    Gemm(a.data(), b.data(), k.out[0]->data(), {NumElements(ba) * ua.rows, ua.cols}, ub, false, tb);
+    return;
+  }
+  const Shape batch = *BroadcastShapes(ba, bb);
+  std::vector<int64_t> from_a(NumElements(batch)), from_b(from_a.size());
+  ForEachBroadcast(ba, batch, [&](int64_t i, int64_t j) { from_a[i] = j; });
+  ForEachBroadcast(bb, batch, [&](int64_t i, int64_t j) { from_b[i] = j; });
+  const int64_t sa = ua.rows * ua.cols, sb = ub.rows * ub.cols, sc = ua.rows * ub.cols;
+  for (size_t i = 0; i < from_a.size(); ++i) {
+    Gemm(a.data() + from_a[i] * sa, b.data() + from_b[i] * sb, k.out[0]->data() + i * sc, ua, ub,
+         ta, tb);
+  }
 }
 
-Status MatMulGrad(GradContext& g) { return EmitProductGrads(g, OpKind::kMatMul); }
+Status MatMulGrad(GradContext& g) {
+  const Shape sa = g.shape(g.input(0)), sb = g.shape(g.input(1));
+  if (sa.size() == 2 && sb.size() == 2) return EmitProductGrads(g, OpKind::kMatMul);
+  // Rank-1 operands become matrices; the products' broadcast batch is summed away.
+  const OpAttrs& at = g.attrs();
+  const Shape pa = PromotedA(sa), pb = PromotedB(sb);
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId a, g.ReshapeTo(g.input(0), pa, "a2d"));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId b, g.ReshapeTo(g.input(1), pb, "b2d"));
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape py, BroadcastShapes(BatchOf(pa), BatchOf(pb)));
+  py.push_back(Used(pa, at.transpose_a).rows);
+  py.push_back(Used(pb, at.transpose_b).cols);
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId dy, g.ReshapeTo(g.output_grad(), py, "dy2d"));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ProductGrads d, ProductGradsOf(g, OpKind::kMatMul, a, b, dy));
+  if (g.needs_grad(0)) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId da, g.SumTo(d.da, pa, "da_sum"));
+    SHARDSCOPE_ASSIGN_OR_RETURN(da, g.ReshapeTo(da, sa, "da_shape"));
+    g.SetInputGrad(0, da);
+  }
+  if (g.needs_grad(1)) {
+    ValueId db = d.db;
+    if (db == kNoValue) {  // [..., m, k] · [k, n]: dB is one product over the folded rows
+      SHARDSCOPE_ASSIGN_OR_RETURN(ValueId fa, g.ReshapeTo(a, {-1, pa.back()}, "a_rows"));
+      SHARDSCOPE_ASSIGN_OR_RETURN(ValueId fy, g.ReshapeTo(dy, {-1, py.back()}, "dy_rows"));
+      OpAttrs attrs;
+      attrs.transpose_a = true;
+      std::vector<ValueId> in =
+          at.transpose_b ? std::vector<ValueId>{fy, fa} : std::vector<ValueId>{fa, fy};
+      SHARDSCOPE_ASSIGN_OR_RETURN(db, g.Emit(OpKind::kMatMul, "db", in, attrs));
+    }
+    SHARDSCOPE_ASSIGN_OR_RETURN(db, g.SumTo(db, pb, "db_sum"));
+    SHARDSCOPE_ASSIGN_OR_RETURN(db, g.ReshapeTo(db, sb, "db_shape"));
+    g.SetInputGrad(1, db);
+  }
+  return Status::Ok();
+}
 
 Status BatchMatMulShape(const OpAttrs& a, std::span<const ValueInfo> in,
                         std::vector<ValueInfo>* out) {

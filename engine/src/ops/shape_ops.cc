@@ -1,4 +1,4 @@
-// Reshape, Flatten and Transpose: data movement without arithmetic.
+// Reshape, Flatten, Squeeze, Unsqueeze and Transpose: data movement without arithmetic.
 #include <algorithm>
 
 #include "autodiff/grad_context.h"
@@ -9,9 +9,7 @@ namespace shardscope {
 namespace {
 
 Status ReshapeBack(GradContext& g) {
-  OpAttrs attrs;
-  attrs.shape = g.shape(g.input(0));
-  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.Emit(OpKind::kReshape, "dx", {g.output_grad()}, attrs));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId d, g.ReshapeTo(g.output_grad(), g.shape(g.input(0)), "dx"));
   g.SetInputGrad(0, d);
   return Status::Ok();
 }
@@ -25,6 +23,13 @@ void CopyKernel(const KernelContext& k) {
 }
 
 }  // namespace
+
+Result<ValueId> GradContext::ReshapeTo(ValueId v, const Shape& shape, const std::string& part) {
+  if (this->shape(v) == shape) return v;
+  OpAttrs attrs;
+  attrs.shape = shape;
+  return Emit(OpKind::kReshape, part, {v}, attrs);
+}
 
 // Reshape to attrs.shape; one dimension may be -1 (inferred).
 Status ReshapeShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
@@ -63,6 +68,48 @@ Status FlattenShape(const OpAttrs&, std::span<const ValueInfo> in, std::vector<V
 }
 void FlattenForward(const KernelContext& k) { CopyKernel(k); }
 Status FlattenGrad(GradContext& g) { return ReshapeBack(g); }
+
+// Squeeze: drops the size-1 dimensions attrs.axes (empty: all of them).
+Status SqueezeShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector<ValueInfo>* out) {
+  const Shape& x = in[0].shape;
+  std::vector<bool> drop(x.size(), false);
+  for (int64_t axis : a.axes) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(int64_t d, NormalizeAxis(axis, static_cast<int>(x.size())));
+    if (x[d] != 1) {
+      return Status::Invalid("axis " + std::to_string(axis) + " of " + ShapeToString(x) +
+                             " has size " + std::to_string(x[d]) + ", not 1");
+    }
+    drop[d] = true;
+  }
+  Shape s;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!(a.axes.empty() ? x[d] == 1 : drop[d])) s.push_back(x[d]);
+  }
+  out->push_back({s, in[0].dtype});
+  return Status::Ok();
+}
+void SqueezeForward(const KernelContext& k) { CopyKernel(k); }
+Status SqueezeGrad(GradContext& g) { return ReshapeBack(g); }
+
+// Unsqueeze: inserts size-1 dimensions at attrs.axes (positions in the output).
+Status UnsqueezeShape(const OpAttrs& a, std::span<const ValueInfo> in,
+                      std::vector<ValueInfo>* out) {
+  const Shape& x = in[0].shape;
+  const int rank = static_cast<int>(x.size() + a.axes.size());
+  std::vector<bool> inserted(rank, false);
+  for (int64_t axis : a.axes) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(int64_t d, NormalizeAxis(axis, rank));
+    if (inserted[d]) return Status::Invalid("axis " + std::to_string(axis) + " given twice");
+    inserted[d] = true;
+  }
+  Shape s;
+  size_t next = 0;
+  for (int d = 0; d < rank; ++d) s.push_back(inserted[d] ? 1 : x[next++]);
+  out->push_back({s, in[0].dtype});
+  return Status::Ok();
+}
+void UnsqueezeForward(const KernelContext& k) { CopyKernel(k); }
+Status UnsqueezeGrad(GradContext& g) { return ReshapeBack(g); }
 
 // Transpose by the permutation attrs.axes (output dim i = input dim axes[i]).
 Status TransposeShape(const OpAttrs& a, std::span<const ValueInfo> in,

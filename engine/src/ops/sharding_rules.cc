@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "ops/op_registry.h"
+#include "ops/slice_concat.h"
 #include "shardscope/sharding_rule.h"
 
 namespace shardscope {
@@ -76,6 +77,78 @@ std::string Operand(const std::string& batch, char rows, char cols, bool transpo
   return batch + (transposed ? std::string{cols, rows} : std::string{rows, cols});
 }
 
+// numpy.matmul: output batch letters; an operand's broadcast (size-1) batch dimension gets
+// its own whole letter; a vector operand has no m (first) or n (second) letter.
+Sig MatMulRule(const OpAttrs& a, const Shape& x, const Shape& y, const Shape& out) {
+  Letters l;
+  Sig sig;
+  const char m = l.Next('m'), k = l.Next('k'), n = l.Next('n');
+  const size_t batch = out.size() - (x.size() > 1) - (y.size() > 1);
+  const std::string b = l.Next(batch);
+  auto operand_batch = [&](const Shape& s) {
+    std::string letters;
+    const size_t rank = s.size() - 2, lead = batch - rank;
+    for (size_t d = 0; d < rank; ++d) {
+      if (s[d] == 1 && out[lead + d] != 1) {
+        letters += l.Next();
+        sig.whole += letters.back();
+      } else {
+        letters += b[lead + d];
+      }
+    }
+    return letters;
+  };
+  sig.inputs.push_back(x.size() == 1 ? std::string{k}
+                                     : Operand(operand_batch(x), m, k, a.transpose_a));
+  sig.inputs.push_back(y.size() == 1 ? std::string{k}
+                                     : Operand(operand_batch(y), k, n, a.transpose_b));
+  sig.outputs = {b + (x.size() > 1 ? std::string{m} : "") + (y.size() > 1 ? std::string{n} : "")};
+  sig.batch = !b.empty() ? b[0] : x.size() > 1 ? m : 0;
+  return sig;
+}
+
+// Concat (the pieces are inputs) or Split (outputs): the pieces share their letters but
+// along the axis, where each piece and the whole have their own letter, whole.
+Sig AlongAxis(int64_t axis, In pieces, bool pieces_are_inputs) {
+  Letters l;
+  const int rank = static_cast<int>(pieces[0].shape.size());
+  const int64_t ax = axis < 0 ? axis + rank : axis;
+  std::string shared = l.Next(static_cast<size_t>(rank));
+  Sig sig;
+  auto with_own_axis = [&]() {
+    std::string s = shared;
+    s[ax] = l.Next();
+    sig.whole += s[ax];
+    return s;
+  };
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < pieces.size(); ++i) parts.push_back(with_own_axis());
+  const std::string whole = with_own_axis();
+  sig.inputs = pieces_are_inputs ? parts : std::vector<std::string>{whole};
+  sig.outputs = pieces_are_inputs ? std::vector<std::string>{whole} : parts;
+  sig.batch = ax == 0 ? 0 : shared[0];
+  return sig;
+}
+
+// Slice (input x → output) or SliceGrad (dy → dx): a dimension the slice narrows has a
+// letter per side, whole; the others keep theirs.
+Result<Sig> SliceRule(const OpAttrs& a, const Shape& x, bool forward) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<SliceRange> r, SliceRanges(a, x));
+  Letters l;
+  const std::string full = l.Next(x.size());
+  std::string part = full;
+  Sig sig;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (r[d].start == 0 && r[d].step == 1 && r[d].length == x[d]) continue;
+    part[d] = l.Next();
+    sig.whole += std::string{full[d], part[d]};
+  }
+  sig.inputs = {forward ? full : part};
+  sig.outputs = {forward ? part : full};
+  sig.batch = full.empty() || sig.whole.find(full[0]) != std::string::npos ? 0 : full[0];
+  return sig;
+}
+
 // Reshape: dimensions grouped by equal running products; in each group the first input
 // dimension's letter carries over to the group's first output dimension (a split of the
 // most significant dimension stays contiguous), the rest stay whole.
@@ -122,6 +195,7 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
   Sig sig;
   switch (op) {
     case OpKind::kMatMul:
+      return MatMulRule(a, in[0].shape, in[1].shape, out[0].shape);
     case OpKind::kBatchMatMul: {
       const char m = l.Next('m'), k = l.Next('k'), n = l.Next('n');
       const std::string b = l.Next(in[0].shape.size() - 2);
@@ -133,7 +207,20 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kMul:
+    case OpKind::kDiv:
+    case OpKind::kPow:
+    case OpKind::kWhere:
       return Broadcasting(in, out[0].shape);
+    case OpKind::kPowGrad:  // dy has the output's shape: its letters
+      return Broadcasting(in, in[0].shape);
+    case OpKind::kConcat:
+    case OpKind::kSplit:
+      return AlongAxis(a.axis, op == OpKind::kConcat ? in : out, op == OpKind::kConcat);
+    case OpKind::kSlice:
+    case OpKind::kSliceGrad: {
+      const bool fwd = op == OpKind::kSlice;
+      return SliceRule(a, fwd ? in[0].shape : out[0].shape, fwd);
+    }
     case OpKind::kBroadcastTo: {
       sig = Broadcasting(in, out[0].shape);
       return sig;
@@ -155,6 +242,13 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kScale:
+    case OpKind::kSqrt:
+    case OpKind::kCast:
+    case OpKind::kIdentity:
+    case OpKind::kTanh:
+    case OpKind::kTanhGrad:
+    case OpKind::kSigmoid:
+    case OpKind::kSigmoidGrad:
     case OpKind::kReLU:
     case OpKind::kReLUGrad:
     case OpKind::kGeLU:
@@ -206,6 +300,8 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
     }
     case OpKind::kReshape:
     case OpKind::kFlatten:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
       return ReshapeLike(in[0].shape, out[0].shape);
     case OpKind::kTranspose: {
       const std::string x = l.Next(in[0].shape.size());
@@ -239,13 +335,17 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       return sig;
     }
     case OpKind::kMaxPool2D:
-    case OpKind::kMaxPool2DGrad: {  // nchw -> nc h'w' ; grad: (dy nc h'w', x nchw) -> nchw
+    case OpKind::kMaxPool2DGrad:  // nchw -> nc h'w' ; grad: (dy nc h'w', x nchw) -> nchw
+    case OpKind::kAveragePool2D:
+    case OpKind::kAveragePool2DGrad: {  // grad: dy nc h'w' -> nchw
       const char n = l.Next('n'), c = l.Next('c'), h = l.Next('h'), w = l.Next('w'),
                  oh = l.Next('y'), ow = l.Next('x');
       const std::string x{n, c, h, w}, y{n, c, oh, ow};
-      sig.inputs =
-          op == OpKind::kMaxPool2D ? std::vector<std::string>{x} : std::vector<std::string>{y, x};
-      sig.outputs = {op == OpKind::kMaxPool2D ? y : x};
+      const bool fwd = op == OpKind::kMaxPool2D || op == OpKind::kAveragePool2D;
+      sig.inputs = fwd                            ? std::vector<std::string>{x}
+                   : op == OpKind::kMaxPool2DGrad ? std::vector<std::string>{y, x}
+                                                  : std::vector<std::string>{y};
+      sig.outputs = {fwd ? y : x};
       sig.whole = std::string{h, w, oh, ow};
       sig.batch = n;
       return sig;
@@ -281,6 +381,20 @@ Result<Sig> Rule(OpKind op, const OpAttrs& a, In in, In out) {
       sig.inputs = {x, x, d};
       sig.outputs = {x, d, d};
       sig.whole = d;
+      sig.batch = x[0];
+      return sig;
+    }
+    case OpKind::kBatchNorm:
+    case OpKind::kBatchNormGrad: {  // statistics per channel c; the gradients' sums partial
+      const std::string x = l.Next(in[0].shape.size());
+      const std::string c(1, x[1]);
+      if (op == OpKind::kBatchNorm) {
+        sig.inputs = {x, c, c, c, c};
+        sig.outputs = {x};
+      } else {
+        sig.inputs = {x, x, c, c, c};
+        sig.outputs = {x, c, c, c, c};
+      }
       sig.batch = x[0];
       return sig;
     }

@@ -89,6 +89,8 @@ DistExecutor::DistExecutor(const Graph& graph, const DistProgram& program, int r
       case OpKind::kConv2DBackpropInput:
       case OpKind::kConv2DBackpropFilter:
       case OpKind::kGatherGrad:
+      case OpKind::kSliceGrad:
+      case OpKind::kAveragePool2DGrad:
         a.shape = out.ShardShape();
         break;
       default:
@@ -144,8 +146,15 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
     return Status::Ok();
   }
   const Node& n = graph_.node(in.node);
-  const Tensor* ins[8];
-  Tensor* outs[4];
+  // Up to 8 operands on the stack; Concat and Split may have more.
+  const Tensor* ins_small[8];
+  Tensor* outs_small[8];
+  std::vector<const Tensor*> ins_large;
+  std::vector<Tensor*> outs_large;
+  if (in.inputs.size() > 8) ins_large.resize(in.inputs.size());
+  if (in.outputs.size() > 8) outs_large.resize(in.outputs.size());
+  const Tensor** ins = ins_large.empty() ? ins_small : ins_large.data();
+  Tensor** outs = outs_large.empty() ? outs_small : outs_large.data();
   for (size_t k = 0; k < in.inputs.size(); ++k) ins[k] = &buffers_[in.inputs[k]];
   for (size_t k = 0; k < in.outputs.size(); ++k) outs[k] = &buffers_[in.outputs[k]];
   KernelContext ctx{local_attrs_[i], std::span<const Tensor* const>(ins, in.inputs.size()),

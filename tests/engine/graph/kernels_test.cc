@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,33 @@ TEST(Kernels, BatchMatMulMatchesPerBatchProducts) {
         for (int k = 0; k < 4; ++k)
           ref[(n * 3 + i) * 2 + j] += a[(n * 3 + i) * 4 + k] * b[(n * 4 + k) * 2 + j];
   ExpectValues(Run1(OpKind::kBatchMatMul, {a, b}), {2, 3, 2}, ref, 1e-4f);
+}
+
+// numpy.matmul: batch dimensions broadcast (a[2, 1, 3, 4] · b[3, 4, 5] -> [2, 3, 3, 5]);
+// a batched first operand times a matrix takes the folded path.
+TEST(Kernels, MatMulBroadcastBatchMatchesPerBatchProducts) {
+  const Tensor a = Random({2, 1, 3, 4}, 5), b = Random({3, 4, 5}, 6);
+  std::vector<float> ref(2 * 3 * 3 * 5, 0.0f);
+  for (int p = 0; p < 2; ++p)
+    for (int q = 0; q < 3; ++q)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 5; ++j)
+          for (int k = 0; k < 4; ++k)
+            ref[((p * 3 + q) * 3 + i) * 5 + j] += a[(p * 3 + i) * 4 + k] * b[(q * 4 + k) * 5 + j];
+  ExpectValues(Run1(OpKind::kMatMul, {a, b}), {2, 3, 3, 5}, ref, 1e-4f);
+  const Tensor w = Random({4, 5}, 7), x = Random({2, 3, 4}, 8);
+  std::vector<float> folded(2 * 3 * 5, 0.0f);
+  for (int r = 0; r < 6; ++r)
+    for (int j = 0; j < 5; ++j)
+      for (int k = 0; k < 4; ++k) folded[r * 5 + j] += x[r * 4 + k] * w[k * 5 + j];
+  ExpectValues(Run1(OpKind::kMatMul, {x, w}), {2, 3, 5}, folded, 1e-4f);
+}
+
+TEST(Kernels, MatMulVectorOperandsDropTheirUnitDimension) {
+  const Tensor v = Iota({2}), m = Iota({2, 3});  // m = [[1, 2, 3], [4, 5, 6]]
+  ExpectValues(Run1(OpKind::kMatMul, {v, m}), {3}, {9, 12, 15});
+  ExpectValues(Run1(OpKind::kMatMul, {Iota({3, 2}), v}), {3}, {5, 11, 17});
+  ExpectValues(Run1(OpKind::kMatMul, {v, v}), {}, {5});
 }
 
 // ---------------------------------------------------------------- Conv2D, MaxPool2D
@@ -469,6 +497,35 @@ std::vector<float> RunInto(OpKind op, const std::vector<Tensor>& inputs, Tensor 
 // (e.g. std::vector<float, Eigen::aligned_allocator<float>> in engine/include/shardscope/
 // tensor.h), so the split depends on the shape only; and define EIGEN_FAST_MATH=0 on
 // shardscope_core (PUBLIC) so packet sqrt is correctly rounded.
+// ---------------------------------------------------------------- Cast, Where
+
+TEST(Kernels, CastFloatToIntTruncatesTowardZeroAndSaturates) {
+  OpAttrs to_int;
+  to_int.dtype = DType::kI32;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor y = Run1(OpKind::kCast,
+                        {Tensor::FromVector({6}, {2.9f, -2.9f, 0.0f, 3e10f, -3e10f, nan})}, to_int);
+  ASSERT_EQ(y.dtype(), DType::kI32);
+  const std::vector<int32_t> want = {
+      2, -2, 0, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(), 0};
+  EXPECT_EQ(std::vector<int32_t>(y.ints(), y.ints() + 6), want);
+  const Tensor f = Run1(OpKind::kCast, {Tensor::FromInts({3}, {7, -1, 1 << 20})});
+  ExpectValues(f, {3}, {7.0f, -1.0f, 1048576.0f});
+}
+
+TEST(Kernels, WhereIntegerMaskBroadcastsOverBothBranches) {
+  const Tensor cond = Tensor::FromInts({2, 1}, {1, 0});
+  const Tensor x = Tensor::FromVector({3}, {1, 2, 3});
+  const Tensor y = Tensor::FromVector({2, 3}, {10, 20, 30, 40, 50, 60});
+  ExpectValues(Run1(OpKind::kWhere, {cond, x, y}), {2, 3}, {1, 2, 3, 40, 50, 60});
+  Graph g;  // integer branches are refused
+  const ValueId c = g.AddInput("c", {2}, DType::kI32), i = g.AddInput("i", {2}, DType::kI32);
+  auto n = g.AddNode(OpKind::kWhere, "w", {c, i, g.AddInput("f", {2})});
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("Where needs f32 there"), std::string::npos)
+      << n.status().message();
+}
+
 TEST(Kernels, ResultsDoNotDependOnBufferAlignment) {
   const Tensor x = Random({16, 37}, 21);
   const Tensor labels =

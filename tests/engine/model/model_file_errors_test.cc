@@ -319,6 +319,52 @@ TEST(ModelFileErrorsTest, OperatorsBaseIsValid) {
   EXPECT_EQ(g->graph.node(g->graph.FindNode("act")).inputs[0], g->graph.FindValue("mm"));
 }
 
+// The operators of ONNX exports in a model file: MatMul of rank 3, Split's outputs by
+// number, Concat of several inputs, Slice and Squeeze attributes.
+std::vector<std::string> ExportOpsBase() {
+  return {
+      "input: {shape: [4, 6]}",                                              // 1
+      "classes: 4",                                                          // 2
+      "data: {dataset: synthetic, synthetic_size: 8}",                       // 3
+      "parameters:",                                                         // 4
+      "  w: {shape: [6, 4], init: normal}",                                  // 5
+      "operators:",                                                          // 6
+      "  - mm: {op: MatMul, inputs: [x, w]}",                                // 7
+      "  - parts: {op: Split, axis: 2, sizes: [1, 3]}",                      // 8
+      "  - joined: {op: Concat, inputs: ['parts:1', 'parts:0'], axis: -1}",  // 9
+      "  - cut: {op: Slice, axes: [1], starts: [-1], ends: [100]}",          // 10
+      "  - flat: {op: Squeeze, axes: [1]}",                                  // 11
+      "  - ids: {op: Cast, to: i32}",                                        // 12
+      "  - back: {op: Cast, to: f32}",                                       // 13
+  };
+}
+
+TEST(ModelFileErrorsTest, OperatorsOfOnnxExportsBuild) {
+  Result<ModelFile> file = ParseModelText(Lines(ExportOpsBase()), "m.yaml");
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  Result<ModelGraph> g = file->Build(3);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const Graph& graph = g->graph;
+  EXPECT_EQ(graph.value(graph.FindValue("mm")).shape, (Shape{3, 4, 4}));
+  EXPECT_EQ(graph.value(graph.FindValue("parts:1")).shape, (Shape{3, 4, 3}));
+  EXPECT_EQ(graph.value(graph.FindValue("cut")).shape, (Shape{3, 1, 4}));
+  EXPECT_EQ(graph.value(graph.FindValue("ids")).dtype, DType::kI32);
+  EXPECT_EQ(graph.value(g->logits).shape, (Shape{3, 4}));
+  const Node& joined = graph.node(graph.FindNode("joined"));
+  ASSERT_EQ(joined.inputs.size(), 2u);
+  EXPECT_EQ(joined.inputs[0], graph.FindValue("parts:1"));
+}
+
+TEST(ModelFileErrorsTest, OperatorsOfOnnxExportsErrors) {
+  ExpectError(Replace(ExportOpsBase(), 9, "  - joined: {op: Concat, inputs: ['parts:2'], axis: 1}"),
+              "m.yaml:9:35", {"'parts' has 2 outputs"});
+  ExpectError(Replace(ExportOpsBase(), 12, "  - ids: {op: Cast, to: f64}"), "m.yaml:12:25",
+              {"'to' of operator 'ids' must be f32 or i32, got f64"});
+  ExpectError(Replace(ExportOpsBase(), 8, "  - parts: {op: Split, axis: 2, sizes: [1, 2]}"),
+              "m.yaml:8:5",
+              {"operator 'parts'", "sizes must be non-negative and sum to dimension 2 of ["});
+}
+
 TEST(ModelFileErrorsTest, Operators) {
   ExpectError(Replace(OpsBase(), 7, "  - mm: {op: MatMul, inputs: [x, ww]}"), "m.yaml:7:34",
               {"input 'ww' of operator 'mm' is not defined above", "did you mean 'w'?"});

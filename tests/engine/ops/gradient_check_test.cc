@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "shardscope/autodiff.h"
+#include "shardscope/composites.h"
 #include "shardscope/executor.h"
 #include "shardscope/rng.h"
 
@@ -241,6 +242,146 @@ TEST(GradientCheck, GatherAndLayerNorm) {
       [&](Graph& g) {
         return Op(g, OpKind::kLayerNorm,
                   {P(g, "x", {3, 6}), P(g, "gamma", {6}), P(g, "beta", {6})});
+      },
+      3, 1e-3, 3e-2);
+}
+
+TEST(GradientCheck, MatMulAnyRankWithBroadcastBatch) {
+  struct Case {
+    Shape a, b;
+    bool ta = false, tb = false;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 4}, {4, 5}},               // batch folded into the rows
+      {{2, 3, 4}, {5, 4}, false, true},  // ... with a transposed weight
+      {{2, 4, 3}, {4, 5}, true, false},  // batched and transposed
+      {{2, 1, 3, 4}, {3, 4, 5}},         // batch dimensions broadcast both ways
+      {{3, 4}, {2, 4, 5}},               // a matrix times a batch
+      {{4}, {2, 4, 5}},                  // a vector first
+      {{2, 3, 4}, {4}},                  // a vector second
+      {{4}, {4}},                        // a dot product (rank 0)
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.a) + " · " + ShapeToString(c.b));
+    CheckGradients([&](Graph& g) {
+      OpAttrs a;
+      a.transpose_a = c.ta;
+      a.transpose_b = c.tb;
+      return Op(g, OpKind::kMatMul, {P(g, "a", c.a), P(g, "b", c.b)}, a);
+    });
+  }
+}
+
+// Positive operands (for Pow's logarithm and Div's denominator) through a Sigmoid.
+ValueId Positive(Graph& g, const std::string& name, Shape s) {
+  return Op(g, OpKind::kSigmoid, {P(g, name, std::move(s))});
+}
+
+TEST(GradientCheck, DivPowSqrtWithBroadcast) {
+  for (OpKind op : {OpKind::kDiv, OpKind::kPow}) {
+    SCOPED_TRACE(OpName(op));
+    CheckGradients([&](Graph& g) {
+      return Op(g, op, {Positive(g, "a", {3, 4}), Positive(g, "b", {3, 4})});
+    });
+    CheckGradients([&](Graph& g) {
+      return Op(g, op, {Positive(g, "a", {2, 3, 4}), Positive(g, "b", {4})});
+    });
+    CheckGradients([&](Graph& g) {
+      return Op(g, op, {Positive(g, "a", {3, 1}), Positive(g, "b", {1, 4})});
+    });
+  }
+  CheckGradients(
+      [&](Graph& g) {
+        return Op(g, OpKind::kSqrt, {Positive(g, "x", {3, 4})});
+      },
+      3, 1e-3);
+}
+
+TEST(GradientCheck, TanhSigmoidIdentityCast) {
+  for (OpKind op : {OpKind::kTanh, OpKind::kSigmoid, OpKind::kIdentity, OpKind::kCast}) {
+    SCOPED_TRACE(OpName(op));
+    CheckGradients([&](Graph& g) { return Op(g, op, {P(g, "x", {3, 5})}); }, 3, 1e-3);
+  }
+}
+
+TEST(GradientCheck, WhereWithBroadcast) {
+  CheckGradients(
+      [&](Graph& g) {
+        ValueId cond = g.AddLabel("cond", {3, 1});
+        return Op(g, OpKind::kWhere, {cond, P(g, "x", {3, 4}), P(g, "y", {4})});
+      },
+      2);
+}
+
+TEST(GradientCheck, ConcatSplitSlice) {
+  OpAttrs concat;
+  concat.axis = 1;
+  CheckGradients([&](Graph& g) {
+    return Op(g, OpKind::kConcat,
+              {P(g, "a", {2, 1, 3}), P(g, "b", {2, 4, 3}), P(g, "c", {2, 2, 3})}, concat);
+  });
+  // Split's middle output feeds nothing: its gradient is zeros.
+  CheckGradients([&](Graph& g) {
+    OpAttrs split;
+    split.axis = -1;
+    split.sizes = {2, 1, 2};
+    auto n = g.AddNode(OpKind::kSplit, "split", {P(g, "x", {3, 5})}, split);
+    EXPECT_TRUE(n.ok()) << n.status().message();
+    if (!n.ok()) return kNoValue;
+    return Op(g, OpKind::kAdd, {g.node(*n).outputs[0], g.node(*n).outputs[2]});
+  });
+  OpAttrs slice;
+  slice.axes = {2, 0};
+  slice.starts = {-1, 1};
+  slice.ends = {-100, 1000};
+  slice.steps = {-2, 1};
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kSlice, {P(g, "x", {3, 2, 6})}, slice); });
+}
+
+TEST(GradientCheck, SqueezeUnsqueeze) {
+  OpAttrs sq;
+  sq.axes = {1};
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kSqueeze, {P(g, "x", {3, 1, 2})}, sq); });
+  OpAttrs all;
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kSqueeze, {P(g, "x", {1, 3, 1})}, all); });
+  OpAttrs un;
+  un.axes = {0, -1};
+  CheckGradients([&](Graph& g) { return Op(g, OpKind::kUnsqueeze, {P(g, "x", {3, 2})}, un); });
+}
+
+TEST(GradientCheck, AveragePool2DValidSameStrided) {
+  for (Padding pad : {Padding::kValid, Padding::kSame}) {
+    for (int stride : {1, 2}) {
+      SCOPED_TRACE(testing::Message()
+                   << "same=" << (pad == Padding::kSame) << " stride=" << stride);
+      OpAttrs a;
+      a.kernel[0] = 3;
+      a.kernel[1] = 2;
+      a.stride[0] = a.stride[1] = stride;
+      a.padding = pad;
+      CheckGradients([&](Graph& g) {
+        return Op(g, OpKind::kAveragePool2D, {P(g, "x", {2, 2, 5, 4})}, a);
+      });
+    }
+  }
+}
+
+TEST(GradientCheck, BatchNormWithRunningAndBatchStatistics) {
+  // Inference form: every input is differentiable (statistics included).
+  CheckGradients(
+      [&](Graph& g) {
+        return Op(g, OpKind::kBatchNorm,
+                  {P(g, "x", {2, 3, 2, 2}), P(g, "scale", {3}), P(g, "bias", {3}),
+                   P(g, "mean", {3}), Op(g, OpKind::kSigmoid, {P(g, "var", {3})})});
+      },
+      3, 1e-3);
+  // Training form: statistics of the batch, differentiated through.
+  CheckGradients(
+      [&](Graph& g) {
+        auto y = AddBatchNormTraining(g, "bn", P(g, "x", {4, 3, 2}), P(g, "scale", {3}),
+                                      P(g, "bias", {3}), 1e-5f);
+        EXPECT_TRUE(y.ok()) << y.status().message();
+        return y.ok() ? *y : kNoValue;
       },
       3, 1e-3, 3e-2);
 }

@@ -1,5 +1,6 @@
-// The correctness law on random valid strategy assignments: the seed-003 FFN and a
-// transformer block, on 1, 2, 4 and 8 in-process devices.
+// The correctness law on random valid strategy assignments: the seed-003 FFN, a
+// transformer block and networks of the ONNX-era operators, on 1, 2, 4 and 8 in-process
+// devices.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -7,6 +8,7 @@
 #include "law.h"
 #include "models.h"
 #include "shardscope/autodiff.h"
+#include "shardscope/composites.h"
 #include "shardscope/partition.h"
 #include "shardscope/sharding_rule.h"
 
@@ -132,6 +134,112 @@ TEST(RandomStrategies, TransformerBlockEqualsSingleDevice) {
         return nn::BuildClassifier(net, {tokens}, batch, DType::kI32);
       },
       data, batch, 50, 99);
+}
+
+// Batched and broadcast MatMul, Split/Concat/Slice, Squeeze/Unsqueeze, Div/Pow/Sqrt,
+// Tanh/Sigmoid, Where and Identity in one network: input [batch, 8, 12].
+class OnnxOpsNet : public nn::Module {
+ public:
+  OnnxOpsNet() : nn::Module("") {}
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override {
+    const ValueId w1 = b.Parameter("w1", {12, 16}, nn::Normal(0.3f));
+    const ValueId h = b.Op(OpKind::kMatMul, "proj", {x, w1});  // [B, 8, 16]
+    OpAttrs split;
+    split.axis = 2;
+    split.sizes = {8, 8};
+    const std::vector<ValueId> qk = b.OpAll(OpKind::kSplit, "split", {h}, split);
+    OpAttrs tb;
+    tb.transpose_b = true;
+    const ValueId scores = b.Op(OpKind::kMatMul, "scores", {qk[0], qk[1]}, tb);  // [B, 8, 8]
+    OpAttrs cat;
+    cat.axis = -1;
+    const ValueId c =
+        b.Op(OpKind::kConcat, "concat", {b.Op(OpKind::kTanh, "tanh", {scores}), qk[0]}, cat);
+    OpAttrs every_other;
+    every_other.axes = {1};
+    every_other.starts = {0};
+    every_other.ends = {8};
+    every_other.steps = {2};
+    const ValueId s = b.Op(OpKind::kSigmoid, "sigmoid",
+                           {b.Op(OpKind::kSlice, "slice", {c}, every_other)});  // [B, 4, 16]
+    const ValueId e = b.Parameter("exponent", {16}, nn::Normal(0.3f));
+    const ValueId e_pos = b.Op(OpKind::kSigmoid, "e_pos", {e});
+    const ValueId p = b.Op(OpKind::kSqrt, "sqrt", {b.Op(OpKind::kPow, "pow", {s, e_pos})});
+    // An f32 condition, zero about half the time (redistribution moves f32 values only).
+    const ValueId cond = b.Op(OpKind::kReLU, "cond", {b.Op(OpKind::kSub, "centre", {s, e_pos})});
+    const ValueId d = b.Op(OpKind::kDiv, "div", {p, s});
+    const ValueId w = b.Op(OpKind::kWhere, "where", {cond, p, d});
+    OpAttrs axis1;
+    axis1.axes = {1};
+    const ValueId u = b.Op(OpKind::kUnsqueeze, "unsqueeze", {w}, axis1);  // [B, 1, 4, 16]
+    const ValueId sq =
+        b.Op(OpKind::kSqueeze, "squeeze", {b.Op(OpKind::kIdentity, "identity", {u})}, axis1);
+    const ValueId w2 = b.Parameter("w2", {1, 16, 10}, nn::Normal(0.3f));
+    const ValueId y = b.Op(OpKind::kMatMul, "head", {sq, w2});  // [B, 4, 10]
+    OpAttrs mean;
+    mean.axes = {1};
+    return b.Op(OpKind::kReduceMean, "pool", {y}, mean);
+  }
+};
+
+TEST(RandomStrategies, OnnxOperatorsEqualSingleDevice) {
+  const int64_t batch = 8;
+  Dataset data = MakeSyntheticDataset(batch * 3, {8, 12}, 10, 31);
+  RunRandom(
+      [&] {
+        OnnxOpsNet net;
+        return nn::BuildClassifier(net, {8, 12}, batch);
+      },
+      data, batch, 30, 77);
+}
+
+// AveragePool2D, BatchNorm with batch statistics (the composite) and with given statistics:
+// input [batch, 2, 6, 6].
+class PoolNormNet : public nn::Module {
+ public:
+  PoolNormNet() : nn::Module("") {}
+
+ protected:
+  bool scoped() const override { return false; }
+  ValueId Forward(Builder& b, ValueId x) override {
+    OpAttrs pool;
+    pool.kernel[0] = pool.kernel[1] = 2;
+    pool.stride[0] = pool.stride[1] = 2;
+    pool.padding = Padding::kSame;
+    const ValueId p = b.Op(OpKind::kAveragePool2D, "pool", {x}, pool);  // [B, 2, 3, 3]
+    auto channel = [&](const std::string& name) {
+      return b.Parameter(name, {2}, nn::Normal(0.5f));
+    };
+    auto bn =
+        AddBatchNormTraining(b.graph(), "bn", p, channel("bn.scale"), channel("bn.bias"), 1e-5f);
+    if (!bn.ok()) {
+      b.Fail(bn.status());
+      return kNoValue;
+    }
+    const ValueId t = b.Op(OpKind::kTanh, "tanh", {*bn});
+    const ValueId var = b.Op(OpKind::kSigmoid, "var", {channel("bn2.var")});
+    const ValueId y =
+        b.Op(OpKind::kBatchNorm, "bn2",
+             {t, channel("bn2.scale"), channel("bn2.bias"), channel("bn2.mean"), var});
+    OpAttrs flat;
+    flat.shape = {-1, 18};
+    const ValueId f = b.Op(OpKind::kReshape, "flatten", {y}, flat);
+    return b.Op(OpKind::kMatMul, "head", {f, b.Parameter("w", {18, 10}, nn::Normal(0.3f))});
+  }
+};
+
+TEST(RandomStrategies, PoolingAndBatchNormEqualSingleDevice) {
+  const int64_t batch = 8;
+  Dataset data = MakeSyntheticDataset(batch * 3, {2, 6, 6}, 10, 41);
+  RunRandom(
+      [&] {
+        PoolNormNet net;
+        return nn::BuildClassifier(net, {2, 6, 6}, batch);
+      },
+      data, batch, 30, 55);
 }
 
 }  // namespace
