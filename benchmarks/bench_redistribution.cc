@@ -751,20 +751,38 @@ void ParseOwnFlags(int* argc, char** argv) {
 
 // --digest: per class, an FNV-1a hash of the JSON of every pair's plan (steps, groups, per-rank
 // bytes, transfers: the whole plan), so that two builds of the planner can be compared plan for
-// plan (same hash = same plans).
+// plan (same hash = same plans); and a hash of the steps alone (kinds, axes, dimensions, bytes
+// received per rank, layouts after, transfers), which a change of the lower bound leaves alone.
 int Digest() {
+  auto fnv = [](uint64_t hash, const std::string& text) {
+    for (unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ULL;
+    return hash;
+  };
   for (const auto& [devices, axes] : Classes()) {
     uint64_t hash = 1469598103934665603ULL;
+    uint64_t steps_hash = hash;
     int64_t transfers = 0;
     for (const Pair& p : Suite(devices, axes)) {
       auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
-      const std::string json = plan.ok() ? plan->ToJson() : plan.status().message();
-      for (unsigned char ch : json) hash = (hash ^ ch) * 1099511628211ULL;
-      if (plan.ok()) {
-        for (const RedistStep& st : plan->steps) transfers += st.transfers.size();
+      hash = fnv(hash, plan.ok() ? plan->ToJson() : plan.status().message());
+      if (!plan.ok()) continue;
+      for (const RedistStep& st : plan->steps) {
+        transfers += st.transfers.size();
+        std::string text = st.KindName() + " " + st.after.ToString();
+        for (int a : st.axes) text += " a" + std::to_string(a);
+        text += " d" + std::to_string(st.dim) + " " + std::to_string(st.dim_to);
+        for (int64_t b : st.bytes_recv) text += " " + std::to_string(b);
+        for (const RedistTransfer& t : st.transfers) {
+          text += " t" + std::to_string(t.src) + ">" + std::to_string(t.dst);
+          for (int64_t x : t.offset) text += "," + std::to_string(x);
+          for (int64_t x : t.extent) text += ":" + std::to_string(x);
+        }
+        steps_hash = fnv(steps_hash, text + ";");
       }
+      steps_hash = fnv(steps_hash, "|");
     }
-    std::printf("%5d %2d %016" PRIx64 " %" PRId64 " transfers\n", devices, axes, hash, transfers);
+    std::printf("%5d %2d %016" PRIx64 " steps %016" PRIx64 " %" PRId64 " transfers\n", devices,
+                axes, hash, steps_hash, transfers);
     std::fflush(stdout);
   }
   return 0;

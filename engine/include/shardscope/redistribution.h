@@ -17,31 +17,26 @@
 // all-reduce (kAllReduce with transfers: p-1 messages in parallel instead of the ring's
 // 2 (p-1); chosen for 2-member groups, where the bytes are the same).
 //
-// Lower bound (RedistributionLowerBound, public). For every rank r, in bytes:
+// Lower bound (RedistributionLowerBound, public; proof in docs/redistribution.md). The figure
+// is the busiest rank's bytes received: no plan's max over ranks of recv_bytes is below
+// max_bytes. A plan moves values of single elements (an addend or a sum of addends); per rank:
 //   move(r)   = the elements r's target shard needs that its source shard does not hold
 //               (0 for a rank that ends as a zero addend of a new partial sum: see below);
-//   reduce(r) = when `from` is a partial sum over axes that `to` is not: the ring bound of
-//               reducing the data r's reduction group G (the ranks differing from r only
-//               along those axes, |G| = p) must reduce. With
-//                 n_G = elements of r's source block some member of G needs,
-//                 c   = the sum over the members q of |target(q) ∩ source(r)|,
-//                 rho = the number of reduction groups holding the same block and needing
-//                       the same target blocks (replicas that can share the work),
-//                 n   = max(n_G / rho, n_all / rho_all), n_all = elements of the block any
-//                       rank needs, rho_all = the groups holding the block,
-//               reduce(r) = ((p-1) n + (c - n_G) / rho) / p + |target(r) ∩ source(r)|
-//               (rho-1) / rho: a reduce-scatter of the group's share, delivery to the
-//               members needing the same element, and the reduced elements r needs from the
-//               other sharing groups. With rho = 1 that is the reduce-scatter bound (p-1)/p n
-//               when each element is needed by one member and the all-reduce bound
-//               2 (p-1)/p n when every member needs everything.
-//   bound(r)  = move(r) + reduce(r).
-// Without partial sums the bound is exact (no plan can do better), and the planner meets it
-// on every rank: planned bytes received == bound, per rank (tests check it on thousands of
-// random cases). With partial sums it is the ring bound of the data to reduce (fractional:
-// balanced ring blocks may exceed it by less than an element per group member); the planner
-// meets it when collectives along mesh axes can, and otherwise returns the cheapest plan by
-// the cost model (RedistPlan::byte_optimal and bounded_search say which).
+//   without a pending sum, bound(r) = move(r): exact, and met on every rank;
+//   with a pending sum over P addends (axes partial in `from` and not in `to`):
+//     need(r) = all elements of r's target shard (r holds at most one addend of each);
+//     T       = sum over ranks of need(r) + sum over needed items (element, kept class) of
+//               P - 2, + 1 if none of its needers holds an addend of it: the fewest values
+//               any plan moves (a reduction into the first rank to know the sum, then one
+//               value per other needer);
+//     bound(r) = max(need(r), L) whole elements, L the water level: the least L with
+//               sum over all ranks of max(need(r), L) >= T.
+//   So max_bytes = max(max need, ceil(T / ranks)) elements: for P ranks reducing their
+//   blocks that is the reduce-scatter bound (P-1)/P n, or the all-reduce bound 2 (P-1)/P n
+//   when all need everything; a replica axis of both layouts scales T and the ranks alike.
+// The planner meets the bound when collectives along mesh axes can, and otherwise returns the
+// cheapest plan by the cost model (RedistPlan::byte_optimal and bounded_search say which).
+// total_bytes is the sum of the per-rank figures (each rounded up to a whole element).
 //
 // Partial sums in the target: an axis over which `to` is partial and `from` is not makes a
 // new sum; the rank at index 0 along it keeps the values and the others become zeros (a

@@ -1,10 +1,9 @@
 // The lower bound of a redistribution (redistribution.h, "Lower bound") and the planning
 // problem it is computed on: both layouts on one mesh, per-rank boxes.
 #include <algorithm>
-#include <cassert>
-#include <map>
+#include <functional>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "redistribution_internal.h"
@@ -349,175 +348,73 @@ Result<Problem> MakeProblem(const Layout& from, const Layout& to, int64_t elemen
 
 namespace {
 
-// The reduce part of the bound (redistribution.h, "Lower bound") of state `s`, per rank.
-// Reduction groups: ranks equal on every axis but the pending reduce axes. Addend classes:
-// ranks equal on the kept partial axes (they hold and need the same addend index).
-std::vector<int64_t> ReduceBound(const Problem& p, const State& s, const Boxes& b) {
+// The bound with a pending sum over P >= 2 addends (proof: docs/redistribution.md). A plan
+// moves values of single elements (an addend or a sum of addends); an "item" is an element of
+// one kept class. (1) A needer of an item holds at most one addend: it receives >= 1 value.
+// (2) Take the first rank x to know the whole sum of an item: the values that reach it join
+// P addends on distinct ranks (>= P - 1 messages, P if x holds none), and every other needer
+// receives after that (>= 1 each). So an item with N needers costs >= N + P - 2 messages, + 1
+// when none of them holds an addend. With need(r) from (1) and T the sum of (2), any plan's
+// busiest rank receives >= max(max need, T / ranks): the water level of T over the needs.
+std::vector<int64_t> PendingSumBound(const Problem& p, const Boxes& b, int64_t addends) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
   const int na = p.num_axes;
   const Boxes& target = p.target();
   const std::vector<int64_t>& target_block = p.target_block();
-  const int64_t* tlo = target.lo.data();
-  const int64_t* thi = target.hi.data();
-  // Group index (mixed radix over the other axes) and addend class (over the kept axes).
-  int64_t num_groups = 1, num_classes = 1;
-  for (int a = 0; a < na; ++a) {
-    if (!(s.reduce_mask & (1u << a))) num_groups *= p.axis_size[a];
-    if (p.kept_mask & (1u << a)) num_classes *= p.axis_size[a];
-  }
-  std::vector<int64_t> group_of(n), class_of(n);
-  for (int r = 0; r < n; ++r) {
-    int64_t g = 0, k = 0;
-    for (int a = 0; a < na; ++a) {
-      const int64_t c = p.coord(r, a);
-      if (!(s.reduce_mask & (1u << a))) g = g * p.axis_size[a] + c;
-      if (p.kept_mask & (1u << a)) k = k * p.axis_size[a] + c;
-    }
-    group_of[r] = g;
-    class_of[r] = k;
-  }
-  // Members of every group, ascending.
-  std::vector<int> start(num_groups + 1, 0), members(n);
-  for (int r = 0; r < n; ++r) ++start[group_of[r] + 1];
-  for (int64_t g = 0; g < num_groups; ++g) start[g + 1] += start[g];
-  {
-    std::vector<int> fill(start.begin(), start.end() - 1);
-    for (int r = 0; r < n; ++r) members[fill[group_of[r]]++] = r;
-  }
-  // Target blocks some active rank of each addend class needs (kept axes split no dimension
-  // of the target, so classes x blocks <= ranks), with a rank holding each.
-  int64_t num_tblocks = 1;
+  int64_t num_tblocks = 1, num_sblocks = 1;
   for (int64_t x : target.blocks) num_tblocks *= x;
-  std::vector<char> needed_set(num_classes * num_tblocks, 0);
-  std::vector<int64_t> needed_count(num_classes, 0);
-  std::vector<int> block_rep(num_tblocks, -1);
+  for (int64_t x : b.blocks) num_sblocks *= x;
+  const int64_t target_elems = target.shard_elems;
+  // Per active rank: need(r), and its item sets: (class, target block) -> needed items,
+  // (class, source block, target block) -> items it needs and holds an addend of. Kept axes
+  // split neither layout, so class x block < ranks and the keys fit.
+  std::vector<int64_t> need(n, 0);
+  std::vector<int64_t> needed_keys;
+  std::vector<std::pair<int64_t, int>> held_keys;  // (key, a rank with it)
+  needed_keys.reserve(n);
+  held_keys.reserve(n);
+  __int128 total = 0;  // T
   for (int r = 0; r < n; ++r) {
     if (target_block[r] < 0) continue;
-    const int64_t tb = target_block[r];
-    if (block_rep[tb] < 0) block_rep[tb] = r;
-    char& seen = needed_set[class_of[r] * num_tblocks + tb];
-    if (!seen) {
-      seen = 1;
-      ++needed_count[class_of[r]];
+    int64_t k = 0;
+    for (int a = 0; a < na; ++a) {
+      if (p.kept_mask & (1u << a)) k = k * p.axis_size[a] + p.coord(r, a);
     }
+    need[r] = target_elems;
+    total += target_elems;
+    needed_keys.push_back(k * num_tblocks + target_block[r]);
+    held_keys.emplace_back((k * num_sblocks + b.block_id[r]) * num_tblocks + target_block[r], r);
   }
-  // Per group: its block and the distinct target blocks its members need (its "need").
-  std::vector<int64_t> need_start(num_groups + 1, 0), need_vals;
-  need_vals.reserve(n);
-  std::vector<int64_t> stamp(num_tblocks, -1);
-  for (int64_t g = 0; g < num_groups; ++g) {
-    const size_t first = need_vals.size();
-    for (int i = start[g]; i < start[g + 1]; ++i) {
-      const int64_t tb = target_block[members[i]];
-      if (tb < 0 || stamp[tb] == g) continue;
-      stamp[tb] = g;
-      need_vals.push_back(tb);
-    }
-    std::sort(need_vals.begin() + static_cast<std::ptrdiff_t>(first), need_vals.end());
-    need_start[g + 1] = static_cast<int64_t>(need_vals.size());
+  std::sort(needed_keys.begin(), needed_keys.end());
+  needed_keys.erase(std::unique(needed_keys.begin(), needed_keys.end()), needed_keys.end());
+  const __int128 items = static_cast<__int128>(needed_keys.size()) * target_elems;
+  // Items some needer holds an addend of: one box per distinct (class, source, target) block.
+  __int128 held = 0;
+  std::sort(held_keys.begin(), held_keys.end());
+  for (size_t j = 0; j < held_keys.size(); ++j) {
+    if (j > 0 && held_keys[j].first == held_keys[j - 1].first) continue;
+    const int q = held_keys[j].second;
+    held += IntersectVolume(target.lo.data() + q * d, target.hi.data() + q * d,
+                            b.lo.data() + q * d, b.hi.data() + q * d, d);
   }
-  // rho_all: groups holding the same block (per class); rho: ... and needing the same blocks.
-  int64_t num_sblocks = 1;
-  for (int64_t x : b.blocks) num_sblocks *= x;
-  auto key_of = [&](int64_t g) {
-    const int r = members[start[g]];
-    return class_of[r] * num_sblocks + b.block_id[r];
-  };
-  std::vector<int64_t> holders(num_classes * num_sblocks, 0);
-  for (int64_t g = 0; g < num_groups; ++g) ++holders[key_of(g)];
-  std::vector<int64_t> order(num_groups);
-  for (int64_t g = 0; g < num_groups; ++g) order[g] = g;
-  auto need_less = [&](int64_t x, int64_t y) {
-    return std::lexicographical_compare(
-        need_vals.begin() + need_start[x], need_vals.begin() + need_start[x + 1],
-        need_vals.begin() + need_start[y], need_vals.begin() + need_start[y + 1]);
-  };
-  std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-    const int64_t kx = key_of(x), ky = key_of(y);
-    if (kx != ky) return kx < ky;
-    return need_less(x, y);
-  });
-  std::vector<int64_t> sharers(num_groups, 0);
-  for (int64_t i = 0; i < num_groups;) {
-    int64_t j = i + 1;
-    while (j < num_groups && key_of(order[j]) == key_of(order[i]) && !need_less(order[i], order[j]))
-      ++j;
-    for (int64_t k = i; k < j; ++k) sharers[order[k]] = j - i;
-    i = j;
+  total += items * (addends - 2) + (items - held);
+  // Water level: the smallest L with sum over ranks of max(need(r), L) >= T, L whole elements.
+  std::vector<int64_t> sorted = need;
+  std::sort(sorted.begin(), sorted.end(), std::greater<int64_t>());
+  __int128 above = 0;  // needs of the ranks above the level
+  int64_t level = 0;
+  for (int k = 0; k < n; ++k) {
+    const __int128 rest = total - above;
+    if (rest >= static_cast<__int128>(sorted[k]) * (n - k)) {
+      level = static_cast<int64_t>((rest + (n - k) - 1) / (n - k));
+      break;
+    }
+    above += sorted[k];
   }
-
-  std::vector<int64_t> reduce(n, 0);
-  std::vector<int64_t> idx(d), first(d), last(d), blo(d), bhi(d);
-  for (int64_t g = 0; g < num_groups; ++g) {
-    const int rep = members[start[g]];
-    const int64_t* slo = b.lo.data() + rep * d;
-    const int64_t* shi = b.hi.data() + rep * d;
-    const int64_t size = start[g + 1] - start[g];
-    const int64_t kk = class_of[rep];
-    int64_t needed = 0;   // n_G: distinct elements of the block some member needs
-    int64_t counted = 0;  // c: the same with multiplicity
-    for (int i = start[g]; i < start[g + 1]; ++i) {
-      const int q = members[i];
-      const int64_t tb = target_block[q];
-      if (tb < 0) continue;
-      const int64_t v = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
-      counted += v;
-      if (stamp[tb] != -2 - g) {
-        stamp[tb] = -2 - g;
-        needed += v;
-      }
-    }
-    // n_all: elements of the block anyone (of this addend class) needs; they must be reduced
-    // by one of the rho_all groups holding the block. Target blocks tile the tensor, so when
-    // the class needs them all it is the whole block.
-    int64_t needed_all = 0;
-    if (needed_count[kk] == num_tblocks) {
-      needed_all = BoxVolume(slo, shi, d);
-    } else if (BoxVolume(slo, shi, d) > 0) {
-      for (int i = 0; i < d; ++i) {
-        first[i] = slo[i] / target.block_size[i];
-        last[i] = (shi[i] - 1) / target.block_size[i];
-        idx[i] = first[i];
-      }
-      while (true) {
-        int64_t tb = 0;
-        for (int i = 0; i < d; ++i) tb = tb * target.blocks[i] + idx[i];
-        if (needed_set[kk * num_tblocks + tb]) {
-          const int q = block_rep[tb];
-          needed_all += IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d);
-        }
-        int i = d - 1;
-        while (i >= 0 && idx[i] == last[i]) {
-          idx[i] = first[i];
-          --i;
-        }
-        if (i < 0) break;
-        ++idx[i];
-      }
-    }
-    const int64_t rho_all = holders[key_of(g)];
-    // Groups holding the same block and needing the same blocks can share the work: each
-    // reduces 1/rho_need of the need, and members fetch the rest, reduced, from the others.
-    const int64_t rho = sharers[g];
-    const int64_t reduced =
-        std::max((needed + rho - 1) / rho, (needed_all + rho_all - 1) / rho_all);
-    // Reduce-scatter of `reduced` elements, then delivery to the members needing the same
-    // element: ((p - 1) reduced + (c - n_G) / rho) / p; plus the shared part.
-    const int64_t num = (reduced * (size - 1) * rho + counted - needed) * p.elem;
-    const int64_t den = size * rho;
-    const int64_t red = num <= 0 ? 0 : (num + den - 1) / den;
-    for (int i = start[g]; i < start[g + 1]; ++i) {
-      const int q = members[i];
-      int64_t share = 0;
-      if (rho > 1 && target_block[q] >= 0) {
-        const int64_t mine = IntersectVolume(tlo + q * d, thi + q * d, slo, shi, d) * p.elem;
-        share = (mine * (rho - 1) + rho - 1) / rho;
-      }
-      reduce[q] = red + share;
-    }
-  }
-  return reduce;
+  std::vector<int64_t> out(n);
+  for (int r = 0; r < n; ++r) out[r] = std::max(need[r], level) * p.elem;
+  return out;
 }
 
 }  // namespace
@@ -536,14 +433,14 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
         IntersectVolume(tlo + r * d, thi + r * d, b.lo.data() + r * d, b.hi.data() + r * d, d);
     move[r] = (need - have) * p.elem;
   }
-  std::vector<int64_t> reduce;
-  if (s.reduce_mask) reduce = ReduceBound(p, s, b);
-  std::vector<int64_t> out = move;
-  if (!reduce.empty()) {
-    for (int r = 0; r < n; ++r) out[r] += reduce[r];
+  int64_t addends = 1;
+  for (int a : MaskAxes(s.reduce_mask)) addends *= p.axis_size[a];
+  std::vector<int64_t> out = addends > 1 ? PendingSumBound(p, b, addends) : move;
+  if (reduce_out) {
+    reduce_out->assign(n, 0);
+    for (int r = 0; r < n; ++r) (*reduce_out)[r] = out[r] - move[r];
   }
   if (move_out) *move_out = std::move(move);
-  if (reduce_out) *reduce_out = reduce.empty() ? std::vector<int64_t>(n, 0) : std::move(reduce);
   return out;
 }
 
