@@ -55,7 +55,7 @@ void BM_FfnStep(benchmark::State& state) {
       (void)recorder->RecordStep(++step, 1, *loss, 0.0, *ranks);
     }
   }
-  if (recorder) (void)recorder->Finish(true);
+  if (recorder) (void)recorder->Finish(shardscope::store::RunStatus::kCompleted);
   std::filesystem::remove(path);
 }
 BENCHMARK(BM_FfnStep)

@@ -78,13 +78,16 @@ std::string HostName() {
 }
 
 WriterLock::WriterLock(WriterLock&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), lock_path_(std::move(other.lock_path_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      lock_path_(std::move(other.lock_path_)),
+      reserved_(std::exchange(other.reserved_, 0)) {}
 
 WriterLock& WriterLock::operator=(WriterLock&& other) noexcept {
   if (this != &other) {
     Release();
     fd_ = std::exchange(other.fd_, -1);
     lock_path_ = std::move(other.lock_path_);
+    reserved_ = std::exchange(other.reserved_, 0);
   }
   return *this;
 }
@@ -150,6 +153,31 @@ void WriterLock::Release() {
   unlink(lock_path_.c_str());
   close(fd_);  // releases the flock
   fd_ = -1;
+  reserved_ = 0;
+}
+
+// The reserve starts at kReserveOffset, beyond the holder's text, and keeps the file's size
+// (FALLOC_FL_KEEP_SIZE), so readers of the lock see only the text.
+constexpr off_t kReserveOffset = 4096;
+
+void WriterLock::Reserve(int64_t bytes) {
+  if (fd_ < 0 || bytes <= 0 || reserved_ > 0) return;
+  if (fallocate(fd_, FALLOC_FL_KEEP_SIZE, kReserveOffset, static_cast<off_t>(bytes)) == 0) {
+    reserved_ = bytes;
+  }
+}
+
+void WriterLock::FreeReserve() {
+  if (fd_ < 0 || reserved_ == 0) return;
+  if (fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, kReserveOffset,
+                static_cast<off_t>(reserved_)) != 0) {
+    // No hole punching here: growing the file over the reserve and cutting it back frees it.
+    struct stat st {};
+    if (fstat(fd_, &st) == 0 && ftruncate(fd_, kReserveOffset + reserved_) == 0) {
+      (void)ftruncate(fd_, st.st_size);
+    }
+  }
+  reserved_ = 0;
 }
 
 LockProbe ProbeLock(const std::string& run_path) {

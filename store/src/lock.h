@@ -30,11 +30,17 @@ class WriterLock {
   static Result<WriterLock> Acquire(const std::string& run_path, double wait_seconds);
   // Removes the lock file and releases the lock (no-op when not held).
   void Release();
+  // Sets `bytes` of disk space aside in the lock file's blocks (its size and text stay as
+  // they are), best effort; FreeReserve() gives them back, so that a writer that filled its
+  // disk still has room to record its final status and checkpoint.
+  void Reserve(int64_t bytes);
+  void FreeReserve();
   bool held() const { return fd_ >= 0; }
 
  private:
   int fd_ = -1;
   std::string lock_path_;
+  int64_t reserved_ = 0;
 };
 
 struct LockProbe {

@@ -498,6 +498,7 @@ Status RunWriter::Impl::CommitLocked() {
 
 Status RunWriter::Impl::FinishLocked(RunStatus status, std::string_view message) {
   if (Status st = Usable(); !st.ok()) return st;
+  lock.FreeReserve();  // room for the status and the checkpoint, should the disk be full
   Status first = CommitLocked();
   finish_run.BindRow(RunStatusName(status), message, Now());
   if (Status st = Run(finish_run, "recording the final status"); !st.ok() && first.ok()) {
@@ -601,6 +602,7 @@ Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, co
   impl->path = path;
   impl->options = options;
   impl->lock = std::move(*lock);
+  impl->lock.Reserve(options.reserve_bytes);
   if (Status st = impl->Open(); !st.ok()) {
     impl->StopCheckpointer();
     impl->CloseDb();

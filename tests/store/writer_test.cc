@@ -406,6 +406,27 @@ TEST(RunWriter, CrashedWriterReadsAsInterrupted) {
   ASSERT_TRUE((*w)->Finish(RunStatus::kCompleted).ok());
 }
 
+// The lock file holds disk space for the final status (its text and size stay small): a
+// run that fills its disk gives it back in Finish() (diskfull_test.sh fills a real disk).
+TEST(RunWriter, KeepsDiskSpaceAsideUntilFinish) {
+  TempDir dir;
+  const std::string path = dir.File("run.db");
+  RunWriterOptions options;
+  options.reserve_bytes = int64_t{2} << 20;
+  auto w = RunWriter::Create(path, SampleRunInfo(), options);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  struct stat lock {};
+  ASSERT_EQ(stat((path + ".lock").c_str(), &lock), 0);
+  EXPECT_LT(lock.st_size, 512);
+  const int probe = open(dir.File("probe").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const bool can_reserve = fallocate(probe, FALLOC_FL_KEEP_SIZE, 4096, 4096) == 0;
+  close(probe);
+  if (!can_reserve) GTEST_SKIP() << "this file system cannot allocate beyond a file's end";
+  EXPECT_GE(lock.st_blocks * 512, options.reserve_bytes);
+  ASSERT_TRUE((*w)->Finish(RunStatus::kCompleted).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + ".lock"));
+}
+
 TEST(RunWriter, DiskFullDuringARunIsAClearErrorAndLosesNoCommit) {
   TempDir dir;
   const std::string path = dir.File("run.db");

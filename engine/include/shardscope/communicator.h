@@ -304,4 +304,9 @@ bool RunningUnderMpi();
 // finalised.
 Result<std::unique_ptr<Communicator>> MpiWorld();
 
+// Ends every process of the MPI job with exit code `code` (MPI_Abort): the last resort when
+// this rank fails alone and the others would wait for it forever. Returns only when MPI is
+// not initialised (or already finalised).
+void AbortMpiJob(int code);
+
 }  // namespace shardscope

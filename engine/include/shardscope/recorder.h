@@ -1,7 +1,8 @@
 // Recorder: what the engine decided and measured, written to a run file (store layer).
 //
 // Only rank 0 holds a Recorder; the other ranks send their per-step figures to it through
-// the communicator (GatherRankStep). Every call returns the store's error, naming the file.
+// the communicator (GatherRankStep). Every call returns the store's error, naming the file;
+// the first error of any call (background writes included) stays readable as failure().
 #pragma once
 
 #include <condition_variable>
@@ -51,23 +52,35 @@ class Recorder {
   Status RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
                           int64_t samples, double seconds);
   Status RecordEvent(const std::string& level, const std::string& text);
-  // Writes what is queued, then the final status; the file is complete and unlocked.
-  Status Finish(bool ok, const std::string& message = "");
+  // Writes what is queued and stops the background writer (RecordStep and
+  // RecordPipelineSpans refuse later records); returns the first error of the run. Finish()
+  // drains too.
+  Status Drain();
+  // Writes what is queued, then the final status (also after a failure: the store keeps
+  // room for it); the file is complete and unlocked. Returns the first error of the run.
+  Status Finish(store::RunStatus status, const std::string& message = "");
   ~Recorder();  // without Finish(): drains the queue; the store marks the run interrupted
 
   const std::string& path() const;
+  // The first error of any call (OK while recording works), whether it was a full disk, and
+  // the last step committed to the file (0: none).
+  Status failure() const;
+  bool disk_full() const;
+  int64_t last_recorded_step() const;
 
  private:
   explicit Recorder(std::unique_ptr<store::RunWriter> writer);
   void WriteLoop();
-  Status Drain();  // stops the writer thread after it has written everything queued
+  Status Check(const store::Status& st);  // converts, and keeps the first failure
   std::unique_ptr<store::RunWriter> writer_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<store::StepRecord> queue_;
   std::vector<store::PipelineSpanRecord> span_queue_;
   bool stop_ = false;
-  Status error_;  // the first write error of the background thread
+  Status error_;  // the first error of any call
+  bool disk_full_ = false;
+  int64_t last_step_ = 0;
   std::thread thread_;
 };
 

@@ -138,7 +138,8 @@ int RunPlan(const PlanOptions& o) {
     auto rec = Recorder::Create(o.record, info);
     if (!rec.ok()) return Fail(kExitBadInput, rec.status().message());
     Status st = (*rec)->RecordPlan(model->graph, *program, &r);
-    Status fin = (*rec)->Finish(st.ok(), st.message());
+    Status fin = (*rec)->Finish(st.ok() ? store::RunStatus::kCompleted : store::RunStatus::kFailed,
+                                st.message());
     if (!st.ok() || !fin.ok()) return Fail(kExitRunFailure, st.ok() ? fin.message() : st.message());
   }
 

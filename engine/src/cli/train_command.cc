@@ -41,6 +41,7 @@ struct TrainOptions {
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models
+  std::string on_record_error = "stop";
   SearchFlags search;
 };
 
@@ -163,7 +164,7 @@ SearchFlags SearchFlagsFor(const TrainOptions& o, const ModelFile& mf) {
 // The training loop of one rank. Rank 0 prints.
 Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
                    const TrainOptions& o, const Dataset& train, const Dataset& test,
-                   Recorder* recorder) {
+                   RunControl& control) {
   const bool lead = comm.rank() == 0;
   const TrainingConfig& tc = plan.training;
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(tc.batch));
@@ -188,9 +189,11 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     out << "// ---- graph after autodiff\n" << trainer->graph().ToText() << ir;
     if (!out) return Status::Invalid("cannot write --dump-ir file " + o.dump_ir);
   }
-  if (recorder != nullptr)
-    SHARDSCOPE_RETURN_IF_ERROR(recorder->RecordPlan(trainer->graph(), trainer->program(),
-                                                    searched ? &*searched : nullptr));
+  if (Recorder* recorder = control.recorder())
+    control.Recorded(recorder->RecordPlan(trainer->graph(), trainer->program(),
+                                          searched ? &*searched : nullptr));
+  SHARDSCOPE_ASSIGN_OR_RETURN(const bool stop, control.AfterStep(comm, 0));
+  if (stop) return control.Outcome();
   BatchIterator batches(train, tc.batch, tc.seed, /*shuffle=*/true);
   const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
   const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
@@ -212,7 +215,6 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     }
     std::fflush(stdout);
   }
-  const bool recording = !o.no_record;  // every rank takes part in gathering the figures
   RankStats previous;
   EpochLoop loop;
   loop.batches = &batches;
@@ -220,37 +222,40 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   loop.batch = tc.batch;
   loop.log_every = o.log_every;
   loop.lead = lead;
+  loop.comm = &comm;
+  loop.control = &control;
   loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
-  if (recording) {
-    loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
-      // This step's figures of every rank, to rank 0 (which writes them).
-      const RankStats& now = trainer->stats();
-      store::RankStepRecord mine;
-      mine.rank = comm.rank();
-      mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
-      mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
-      mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
-      mine.bytes_recv = now.bytes_received - previous.bytes_received;
-      mine.param_bytes = now.parameter_bytes;
-      mine.grad_bytes = now.gradient_bytes;
-      mine.optimizer_bytes = now.optimizer_bytes;
-      mine.activation_bytes = now.activation_bytes;
-      mine.peak_bytes = now.peak_bytes;
-      previous = now;
-      SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
-      if (recorder == nullptr) return Status::Ok();
-      return recorder->RecordStep(step, epoch, loss, secs, ranks);
-    };
-  }
+  loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
+    if (!control.recording()) return Status::Ok();  // the same on every rank
+    // This step's figures of every rank, to rank 0 (which writes them).
+    const RankStats& now = trainer->stats();
+    store::RankStepRecord mine;
+    mine.rank = comm.rank();
+    mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
+    mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
+    mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
+    mine.bytes_recv = now.bytes_received - previous.bytes_received;
+    mine.param_bytes = now.parameter_bytes;
+    mine.grad_bytes = now.gradient_bytes;
+    mine.optimizer_bytes = now.optimizer_bytes;
+    mine.activation_bytes = now.activation_bytes;
+    mine.peak_bytes = now.peak_bytes;
+    previous = now;
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
+    if (Recorder* recorder = control.recorder())
+      control.Recorded(recorder->RecordStep(step, epoch, loss, secs, ranks));
+    return Status::Ok();
+  };
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
+  if (done.interrupted) return Status::Ok();  // every rank stopped after the same step
   const int64_t step = done.steps;
   const double secs = done.seconds;
   const auto eval_start = std::chrono::steady_clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
-  if (recorder != nullptr) {
+  if (Recorder* recorder = control.recorder()) {
     const double eval_secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
-    SHARDSCOPE_RETURN_IF_ERROR(
+    control.Recorded(
         recorder->RecordEvaluation(step, epochs, "test", accuracy, test.size(), eval_secs));
   }
   // Per-rank figures, gathered to every rank (rank 0 prints them).
@@ -322,7 +327,7 @@ int RunTrain(const TrainOptions& o) {
     }
     return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
                            o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                           o.no_record, o.log_every});
+                           o.no_record, ParseOnRecordError(o.on_record_error), o.log_every});
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -366,10 +371,11 @@ int RunTrain(const TrainOptions& o) {
   info.shardscope_version = "0.1.0";
   TrainSession session;
   if (auto stop = OpenTrainSession(plan->mpi, o.no_record, o.record, info, &session)) return *stop;
-  return RunTrainSession(session, plan->partition.devices, "rank", [&](Communicator& comm) {
-    return TrainOnRank(comm, *mf, *plan, o, *train, *test,
-                       comm.rank() == 0 ? session.recorder.get() : nullptr);
-  });
+  session.on_record_error = ParseOnRecordError(o.on_record_error);
+  return RunTrainSession(session, plan->partition.devices, "rank",
+                         [&](Communicator& comm, RunControl& control) {
+                           return TrainOnRank(comm, *mf, *plan, o, *train, *test, control);
+                         });
 }
 
 }  // namespace
@@ -402,7 +408,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "  shardscope launch -n 5 -- train samples/models/lenet5_place.yaml   (MPI)\n"
       "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
-      "Flags override the model file's training section.");
+      "Flags override the model file's training section.\n"
+      "Stopping: Ctrl-C (SIGINT) or SIGTERM stops every rank after the step in flight; the run\n"
+      "file is closed with status 'interrupted: SIGINT at step N' and the exit code is 128 +\n"
+      "the signal (130, 143). A second Ctrl-C exits at once. mpirun passes Ctrl-C on to the\n"
+      "ranks as SIGTERM and kills them a second later (--mca odls_base_sigkill_timeout S).");
   app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
   auto* epochs = app->add_option("--epochs", o->epochs, "Epochs to train")->check(AtLeast(1));
   app->add_option("--steps", o->steps, "Stop after this many steps")
@@ -425,6 +435,12 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
   app->add_option("--record", o->record, "Run file to write (default: runs/<model>-<time>.db)");
   app->add_flag("--no-record", o->no_record, "Do not write a run file");
+  app->add_option("--on-record-error", o->on_record_error,
+                  "When recording fails (e.g. disk full, on rank 0): stop (default; every rank "
+                  "stops after the same step, exit 1, the run file says 'failed: rank N: disk "
+                  "full ...') or continue (train on without recording; the run file keeps the "
+                  "steps up to the failure and says 'recording stopped at step N')")
+      ->check(CLI::IsMember({"stop", "continue"}));
   app->add_flag("--cpu-time", o->cpu_time,
                 "Also print each rank's thread CPU time in kernels and in communication (two "
                 "clock system calls per instruction, ~1 us: off by default)");

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "cli/stop_signal.h"
 
 namespace shardscope::cli {
 namespace {
@@ -28,6 +29,7 @@ std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string&
     session->world = std::move(*world);
   }
   const bool lead = session->lead();
+  session->recording = !no_record;
   Status created;
   if (lead && !no_record) {
     auto recorder = Recorder::Create(path.empty() ? DefaultRunPath(info.name) : path, info);
@@ -47,25 +49,111 @@ std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string&
   return std::nullopt;
 }
 
+namespace {
+
+// How a run ends: its final status and message for the run file, the exit code, and whether
+// every rank ends so (else this rank failed alone).
+struct Ending {
+  store::RunStatus status = store::RunStatus::kCompleted;
+  std::string message;
+  int code = kExitOk;
+  bool shared = true;
+};
+
+// `recorder` is drained: every step it will write is written.
+Ending EndingOf(const Status& st, const RunControl& control, const Recorder* recorder,
+                OnRecordError policy) {
+  Ending e;
+  if (st.ok() && control.interrupted_by() != 0) {
+    e.status = store::RunStatus::kInterrupted;
+    e.message = std::string(StopSignalName(control.interrupted_by())) + " at step " +
+                std::to_string(control.stopped_at());
+    if (control.recording_stopped_at() >= 0) {
+      e.message += " (recording stopped at step " + std::to_string(control.recording_stopped_at()) +
+                   ": " + control.recording_failure() + ")";
+    }
+    e.code = 128 + control.interrupted_by();
+    return e;
+  }
+  if (!st.ok()) {
+    e.status = store::RunStatus::kFailed;
+    e.shared = control.shared_failure();
+    e.message = e.shared ? control.Outcome().message() : st.message();
+    e.code = kExitRunFailure;
+    return e;
+  }
+  if (recorder == nullptr || recorder->failure().ok()) return e;
+  // Recording failed after the last step (the evaluation, the last commits), or it stopped
+  // while training went on.
+  const std::string cause = control.recording() ? RecordFailureText(0, recorder->disk_full(),
+                                                                    recorder->failure().message())
+                                                : control.recording_failure();
+  if (control.recording() && policy == OnRecordError::kStop) {
+    e.status = store::RunStatus::kFailed;
+    e.message = cause;
+    e.code = kExitRunFailure;
+    return e;
+  }
+  const int64_t at =
+      control.recording() ? recorder->last_recorded_step() : control.recording_stopped_at();
+  e.message = "recording stopped at step " + std::to_string(at) + ": " + cause;
+  return e;
+}
+
+}  // namespace
+
 int RunTrainSession(TrainSession& session, int devices, const std::string& rank_word,
-                    const std::function<Status(Communicator&)>& train) {
+                    const std::function<Status(Communicator&, RunControl&)>& train) {
+  const StopSignals signals;  // for the run's duration
+  Recorder* recorder = session.recorder.get();
+  const auto control_of = [&](int rank) {
+    return std::make_unique<RunControl>(rank, rank == 0 ? recorder : nullptr, session.recording,
+                                        session.on_record_error);
+  };
+  std::vector<std::unique_ptr<RunControl>> controls;  // one per rank of this process
   Status st;
   if (session.world != nullptr) {
-    st = train(*session.world);
-    if (!st.ok()) st = st.WithContext(rank_word + " " + std::to_string(session.world->rank()));
+    controls.push_back(control_of(session.world->rank()));
+    st = train(*session.world, *controls[0]);
+    if (!st.ok() && !controls[0]->shared_failure())
+      st = st.WithContext(rank_word + " " + std::to_string(session.world->rank()));
   } else {
-    st = RunOnDevices(devices, train);
+    for (int r = 0; r < devices; ++r) controls.push_back(control_of(r));
+    st = RunOnDevices(devices,
+                      [&](Communicator& comm) { return train(comm, *controls[comm.rank()]); });
   }
-  if (Recorder* recorder = session.recorder.get(); recorder != nullptr) {
-    Status fin = recorder->Finish(st.ok(), st.ok() ? "" : st.message());
-    if (st.ok() && !fin.ok()) st = fin;
-    if (st.ok()) {
-      std::printf("\nrecorded %s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
-                  recorder->path().c_str(), recorder->path().c_str(), recorder->path().c_str());
-    }
+  const RunControl& control = *controls[0];          // every rank ended the same way
+  if (recorder != nullptr) (void)recorder->Drain();  // its failure is recorder->failure()
+  const Ending end = EndingOf(st, control, recorder, session.on_record_error);
+  Status finished;
+  if (recorder != nullptr) finished = recorder->Finish(end.status, end.message);
+  if (!end.shared) {  // the other ranks may be waiting for this one: end them too
+    Fail(end.code, end.message);
+    if (session.world != nullptr) AbortMpiJob(end.code);
+    return end.code;
   }
-  if (!st.ok()) return Fail(kExitRunFailure, st.message());
-  return kExitOk;
+  // Rank 0 has closed the run file: mpirun may now end the job as soon as a rank exits.
+  if (session.world != nullptr) (void)session.world->Barrier();
+  if (!session.lead()) return end.code;
+  switch (end.status) {
+    case store::RunStatus::kInterrupted:
+      std::printf("\ninterrupted: %s (training stopped after that step)\n", end.message.c_str());
+      break;
+    case store::RunStatus::kFailed:
+      return Fail(end.code, end.message);
+    default:
+      if (!end.message.empty()) {
+        std::fprintf(stderr, "warning: %s\n", end.message.c_str());
+        return end.code;
+      }
+      if (!finished.ok()) return Fail(kExitRunFailure, finished.message());
+  }
+  if (recorder != nullptr && finished.ok()) {
+    std::printf("\nrecorded %s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
+                recorder->path().c_str(), recorder->path().c_str(), recorder->path().c_str());
+  }
+  std::fflush(stdout);
+  return end.code;
 }
 
 StepCount CountSteps(const BatchIterator& batches, int64_t steps, int64_t epochs) {
@@ -94,10 +182,19 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
       if (loop.after_step) {
         SHARDSCOPE_RETURN_IF_ERROR(loop.after_step(step + 1, epoch + 1, loss, Since(step_start)));
       }
-      if (!std::isfinite(loss)) {
+      if (!std::isfinite(loss)) {  // the loss is whole on every rank: all stop here
         if (loop.lead) progress.Finish();
-        return Status::Internal("loss became " + std::to_string(loss) + " at step " +
-                                std::to_string(step + 1) + " (try a smaller --lr)");
+        Status failure = Status::Internal("loss became " + std::to_string(loss) + " at step " +
+                                          std::to_string(step + 1) + " (try a smaller --lr)");
+        return loop.control != nullptr ? loop.control->FailTogether(failure) : failure;
+      }
+      if (loop.control != nullptr) {
+        SHARDSCOPE_ASSIGN_OR_RETURN(bool stop, loop.control->AfterStep(*loop.comm, step + 1));
+        if (stop) {
+          if (loop.lead) progress.Finish();
+          SHARDSCOPE_RETURN_IF_ERROR(loop.control->Outcome());
+          return EpochLoopResult{step + 1, Since(start), true};
+        }
       }
       epoch_loss += loss;
       ++epoch_steps;

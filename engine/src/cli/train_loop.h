@@ -1,6 +1,7 @@
 // Internal: what `train` does the same for every kind of trainer (SPMD and placed): the MPI
 // world and the run file around a run (TrainSession), and the epoch and step loop (batches in
-// the seeded order, progress, the stop on a non-finite loss, each epoch's mean loss).
+// the seeded order, progress, the stop on a non-finite loss, each epoch's mean loss, and the
+// ranks' agreement after every step on stopping: run_control.h).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/run_control.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
 #include "shardscope/recorder.h"
@@ -20,6 +22,8 @@ namespace shardscope::cli {
 struct TrainSession {
   std::unique_ptr<Communicator> world;  // under mpirun; null: in-process devices
   std::unique_ptr<Recorder> recorder;   // rank 0, when recording
+  bool recording = false;               // every rank: the run is recorded
+  OnRecordError on_record_error = OnRecordError::kStop;
   bool lead() const { return world == nullptr || world->rank() == 0; }
 };
 
@@ -31,10 +35,12 @@ std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string&
                                     const store::RunInfo& info, TrainSession* session);
 
 // Runs `train` on this rank (under MPI; errors get "<rank_word> <rank>" as context) or on
-// `devices` in-process devices, records the run's final status and says where the run file
-// is. Returns the process exit code.
+// `devices` in-process devices, each with its RunControl, while catching SIGINT and SIGTERM
+// (stop_signal.h); records the run's final status and says where the run file is. A failure
+// of one MPI rank that the others did not share ends the job (MPI_Abort). Returns the process
+// exit code: 0, 1 (failed), 128 + the signal (interrupted).
 int RunTrainSession(TrainSession& session, int devices, const std::string& rank_word,
-                    const std::function<Status(Communicator&)>& train);
+                    const std::function<Status(Communicator&, RunControl&)>& train);
 
 // How many steps a run takes: `steps` if positive, else `epochs` whole epochs.
 struct StepCount {
@@ -50,6 +56,10 @@ struct EpochLoop {
   int64_t batch = 0;      // examples per step, for the progress rate
   int64_t log_every = 0;  // > 0: a plain line every N steps; 0: about ten per epoch
   bool lead = false;      // this rank prints
+  // After every step every rank shares its news through `control` over `comm`, and the
+  // loop stops where the ranks agree to (both may be null: no agreement).
+  Communicator* comm = nullptr;
+  RunControl* control = nullptr;
   // Trains one batch; returns its loss.
   std::function<Result<float>(const Tensor& x, const Tensor& y)> step;
   // Runs after every step on every rank (1-based step and epoch, the step's wall seconds),
@@ -59,11 +69,12 @@ struct EpochLoop {
 
 struct EpochLoopResult {
   int64_t steps = 0;
-  double seconds = 0;  // wall time of the loop
+  double seconds = 0;        // wall time of the loop
+  bool interrupted = false;  // the ranks stopped early on a stop signal
 };
 
-// Runs the loop. Fails with the first error of `step` or `after_step`, or when a loss is not
-// finite (naming the step).
+// Runs the loop. Fails with the first error of `step` or `after_step`, when a loss is not
+// finite (naming the step), or when the ranks agreed to stop on a recording failure.
 Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop);
 
 }  // namespace shardscope::cli

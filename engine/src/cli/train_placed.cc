@@ -40,7 +40,6 @@ struct Setup {
   const PlacedTrainRequest* request;
   PipelineOptions options;
   int64_t micro_batch = 0;
-  Recorder* recorder = nullptr;  // rank 0 only
 };
 
 Result<std::unique_ptr<PipelineTrainer>> MakeTrainer(const Setup& s, int rank) {
@@ -51,7 +50,8 @@ Result<std::unique_ptr<PipelineTrainer>> MakeTrainer(const Setup& s, int rank) {
 }
 
 // This step's figures of every worker, and its pipeline timeline, to rank 0's recorder.
-Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
+// A recording failure goes to `control`; errors returned are the communicator's.
+Status RecordStep(Communicator& comm, RunControl& control, const PipelineTrainer& t,
                   WorkerStats* previous, int64_t step, int64_t epoch, float loss, double seconds) {
   const WorkerStats& now = t.stats();
   store::RankStepRecord mine;
@@ -86,8 +86,9 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
   }
   std::vector<float> all(spans.size() * comm.size());
   SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(spans, all));
-  if (s.recorder == nullptr) return Status::Ok();
-  SHARDSCOPE_RETURN_IF_ERROR(s.recorder->RecordStep(step, epoch, loss, seconds, ranks));
+  Recorder* recorder = control.recorder();
+  if (recorder == nullptr) return Status::Ok();
+  control.Recorded(recorder->RecordStep(step, epoch, loss, seconds, ranks));
   // Every worker's times from the earliest step origin. Workers on other hosts have unrelated
   // clocks (boot times seconds or hours apart): origins further apart than the step, or than
   // a second, mean that, and then each worker keeps its own origin.
@@ -114,18 +115,21 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
       records.push_back(rec);
     }
   }
-  return s.recorder->RecordPipelineSpans(records);
+  control.Recorded(recorder->RecordPipelineSpans(records));
+  return Status::Ok();
 }
 
-Status TrainWorker(Communicator& comm, const Setup& s) {
+Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   const PlacedTrainRequest& r = *s.request;
   const TrainingConfig& tc = r.training;
   const bool lead = comm.rank() == 0;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto trainer, MakeTrainer(s, comm.rank()));
-  if (s.recorder != nullptr) {
-    SHARDSCOPE_RETURN_IF_ERROR(
-        s.recorder->RecordPlacement(trainer->graph(), trainer->program(), s.options.micro_batches));
+  if (Recorder* recorder = control.recorder()) {
+    control.Recorded(
+        recorder->RecordPlacement(trainer->graph(), trainer->program(), s.options.micro_batches));
   }
+  SHARDSCOPE_ASSIGN_OR_RETURN(const bool stop, control.AfterStep(comm, 0));
+  if (stop) return control.Outcome();
   BatchIterator batches(*r.train, tc.batch, tc.seed, /*shuffle=*/true);
   const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
   const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
@@ -148,20 +152,22 @@ Status TrainWorker(Communicator& comm, const Setup& s) {
   loop.batch = tc.batch;
   loop.log_every = r.log_every;
   loop.lead = lead;
+  loop.comm = &comm;
+  loop.control = &control;
   loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
-  if (!r.no_record) {
-    loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) {
-      return RecordStep(comm, s, *trainer, &previous, step, epoch, loss, secs);
-    };
-  }
+  loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) {
+    if (!control.recording()) return Status::Ok();  // the same on every worker
+    return RecordStep(comm, control, *trainer, &previous, step, epoch, loss, secs);
+  };
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
+  if (done.interrupted) return Status::Ok();  // every worker stopped after the same step
   const int64_t step = done.steps;
   const double secs = done.seconds;
   const auto eval_start = Clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, *r.test));
-  if (s.recorder != nullptr) {
-    SHARDSCOPE_RETURN_IF_ERROR(s.recorder->RecordEvaluation(step, epochs, "test", accuracy,
-                                                            r.test->size(), Since(eval_start)));
+  if (Recorder* recorder = control.recorder()) {
+    control.Recorded(recorder->RecordEvaluation(step, epochs, "test", accuracy, r.test->size(),
+                                                Since(eval_start)));
   }
   const WorkerStats& ws = trainer->stats();
   std::vector<float> mine = {static_cast<float>(ws.compute_seconds),
@@ -261,11 +267,10 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
   if (auto stop =
           OpenTrainSession(r.mpi, r.no_record, r.record, DescribeRun(r, s.options), &session))
     return *stop;
-  return RunTrainSession(session, r.devices, "worker", [&](Communicator& comm) {
-    Setup mine = s;
-    mine.recorder = comm.rank() == 0 ? session.recorder.get() : nullptr;
-    return TrainWorker(comm, mine);
-  });
+  session.on_record_error = r.on_record_error;
+  return RunTrainSession(
+      session, r.devices, "worker",
+      [&](Communicator& comm, RunControl& control) { return TrainWorker(comm, s, control); });
 }
 
 }  // namespace shardscope::cli

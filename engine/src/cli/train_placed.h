@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "cli/run_control.h"
 #include "shardscope/data.h"
 #include "shardscope/model_file.h"
 
@@ -21,6 +22,7 @@ struct PlacedTrainRequest {
   std::string dump_ir;
   std::string record;  // empty: runs/<name>-<time>.db
   bool no_record = false;
+  OnRecordError on_record_error = OnRecordError::kStop;
   int64_t log_every = 0;
 };
 

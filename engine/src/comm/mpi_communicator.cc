@@ -292,4 +292,10 @@ Result<std::unique_ptr<Communicator>> MpiWorld() {
   return std::unique_ptr<Communicator>(std::make_unique<MpiComm>(dup));
 }
 
+void AbortMpiJob(int code) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized && !MpiFinalized()) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 }  // namespace shardscope

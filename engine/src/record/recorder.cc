@@ -5,15 +5,11 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 namespace shardscope {
 namespace {
-
-Status FromStore(const store::Status& st) {
-  if (st.ok()) return Status::Ok();
-  return Status::Io(st.message());
-}
 
 template <typename T>
 Result<T> FromStore(store::Result<T> r) {
@@ -47,7 +43,8 @@ store::TensorRecord TensorOf(const Value& v, bool is_grad) {
 // Meshes, each recorded once, keyed by their printed form.
 class MeshTable {
  public:
-  explicit MeshTable(store::RunWriter& w) : w_(w) {}
+  MeshTable(store::RunWriter& w, std::function<Status(const store::Status&)> check)
+      : w_(w), check_(std::move(check)) {}
   Result<int64_t> Id(const DeviceMesh& mesh) {
     const std::string key = mesh.ToString();
     auto it = ids_.find(key);
@@ -60,13 +57,14 @@ class MeshTable {
     if (mesh.has_explicit_ranks()) {
       for (int r : mesh.rank_list()) m.ranks.push_back(r);
     }
-    SHARDSCOPE_RETURN_IF_ERROR(FromStore(w_.AddMesh(m)));
+    SHARDSCOPE_RETURN_IF_ERROR(check_(w_.AddMesh(m)));
     ids_[key] = m.id;
     return m.id;
   }
 
  private:
   store::RunWriter& w_;
+  std::function<Status(const store::Status&)> check_;
   std::map<std::string, int64_t> ids_;
 };
 
@@ -97,17 +95,18 @@ void Recorder::WriteLoop() {
     batch.swap(queue_);
     std::vector<store::PipelineSpanRecord> spans;
     spans.swap(span_queue_);
+    if (!error_.ok()) continue;  // after a failure, later steps would leave a gap in the file
     lock.unlock();
     Status st;
     for (const store::StepRecord& s : batch) {
-      if (st.ok()) st = FromStore(writer_->AddStep(s));
+      if (st.ok()) st = Check(writer_->AddStep(s));
     }
     for (const store::PipelineSpanRecord& s : spans) {
-      if (st.ok()) st = FromStore(writer_->AddPipelineSpan(s));
+      if (st.ok()) st = Check(writer_->AddPipelineSpan(s));
     }
-    if (st.ok()) st = FromStore(writer_->Commit());
+    if (st.ok()) st = Check(writer_->Commit());
     lock.lock();
-    if (!st.ok() && error_.ok()) error_ = st;
+    if (st.ok() && !batch.empty()) last_step_ = batch.back().step;
   }
 }
 
@@ -179,8 +178,8 @@ store::OperatorRecord OperatorOf(const Node& n) {
 }  // namespace
 
 Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchResult* search) {
-  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->Begin()));
-  MeshTable meshes(*writer_);
+  SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->Begin()));
+  MeshTable meshes(*writer_, [this](const store::Status& st) { return Check(st); });
   for (const Node& n : g.nodes()) {
     store::OperatorRecord op = OperatorOf(n);
     const OpStrategy& s = p.strategies[n.id];
@@ -195,7 +194,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
     if (n.is_backward) op.provenance_op = n.forward_node;
     op.worker = n.annotations.worker >= 0 ? n.annotations.worker : store::kNone;
     if (search != nullptr) AddSearchProvenance(g, *search, n.id, &op);
-    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddOperator(op)));
+    SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddOperator(op)));
   }
   // Tensors: the layout at their home (as produced or stored).
   std::vector<bool> is_grad(g.num_values(), false);
@@ -209,7 +208,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
       t.layout = l.ToString();
       SHARDSCOPE_ASSIGN_OR_RETURN(t.mesh_id, meshes.Id(l.mesh()));
     }
-    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddTensor(t)));
+    SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddTensor(t)));
   }
   // Edges from compute instructions (the layout each consumer reads), and redistributions.
   std::vector<int> producer_instr(p.values.size(), -1);
@@ -233,7 +232,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
         const Layout& l = p.values[in.inputs[k]].layout;
         e.layout = l.ToString();
         SHARDSCOPE_ASSIGN_OR_RETURN(e.mesh_id, meshes.Id(l.mesh()));
-        SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEdge(e)));
+        SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddEdge(e)));
       }
       ir.kind = "compute";
       ir.op_id = n.id;
@@ -295,7 +294,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
         sr.zero_ranks.assign(s.zero_ranks.begin(), s.zero_ranks.end());
         r.steps.push_back(std::move(sr));
       }
-      SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddRedistribution(r)));
+      SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddRedistribution(r)));
       ir.kind = "redistribute";
       ir.redistribution_id = r.id;
       ir.tensor_id = r.tensor_id;
@@ -305,12 +304,12 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
     }
     program.instructions.push_back(std::move(ir));
   }
-  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddProgram(program)));
-  return FromStore(writer_->Commit());
+  SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddProgram(program)));
+  return Check(writer_->Commit());
 }
 
 Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int micro_batches) {
-  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->Begin()));
+  SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->Begin()));
   std::vector<bool> is_grad(g.num_values(), false);
   for (const Node& n : g.nodes()) {
     for (ValueId v : n.outputs) is_grad[v] = n.is_backward;
@@ -322,7 +321,7 @@ Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int mic
                                            : "not placed: worker 0";
     if (n.is_backward) op.provenance_op = n.forward_node;
     op.worker = p.node_worker[n.id] >= 0 ? p.node_worker[n.id] : store::kNone;
-    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddOperator(op)));
+    SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddOperator(op)));
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const Value& v = g.value(n.inputs[k]);
       store::EdgeRecord e;
@@ -331,11 +330,11 @@ Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int mic
       e.src_output = v.producer_output;
       e.dst_op = n.id;
       e.dst_input = static_cast<int64_t>(k);
-      SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEdge(e)));
+      SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddEdge(e)));
     }
   }
   for (const Value& v : g.values()) {
-    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddTensor(TensorOf(v, is_grad[v.id]))));
+    SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddTensor(TensorOf(v, is_grad[v.id]))));
   }
   for (int w = 0; w < p.workers; ++w) {
     store::ProgramRecord program;
@@ -364,7 +363,7 @@ Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int mic
         program.instructions.push_back(std::move(ir));
       }
     }
-    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddProgram(program)));
+    SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddProgram(program)));
   }
   for (const CutEdge& e : p.edges) {
     store::SendRecvRecord sr;
@@ -375,9 +374,9 @@ Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int mic
     sr.dst_op = e.dst_node;
     sr.bytes = e.bytes * micro_batches;  // per training step
     sr.is_backward = e.is_backward;
-    SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddSendRecv(sr)));
+    SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddSendRecv(sr)));
   }
-  return FromStore(writer_->Commit());
+  return Check(writer_->Commit());
 }
 
 Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double seconds,
@@ -393,6 +392,7 @@ Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double sec
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_.ok()) return error_;
+    if (stop_) return Status::Invalid(path() + ": step " + std::to_string(step) + " after Drain()");
     queue_.push_back(std::move(s));
   }
   wake_.notify_one();
@@ -403,6 +403,7 @@ Status Recorder::RecordPipelineSpans(const std::vector<store::PipelineSpanRecord
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_.ok()) return error_;
+    if (stop_) return Status::Invalid(path() + ": pipeline spans after Drain()");
     span_queue_.insert(span_queue_.end(), spans.begin(), spans.end());
   }
   wake_.notify_one();
@@ -420,19 +421,44 @@ Status Recorder::RecordEvaluation(int64_t step, int64_t epoch, const std::string
   e.seconds = seconds;
   e.time =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEvaluation(e)));
-  return FromStore(writer_->Commit());
+  SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddEvaluation(e)));
+  return Check(writer_->Commit());
 }
 
 Status Recorder::RecordEvent(const std::string& level, const std::string& text) {
-  SHARDSCOPE_RETURN_IF_ERROR(FromStore(writer_->AddEvent(level, "train", text)));
-  return FromStore(writer_->Commit());
+  SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddEvent(level, "train", text)));
+  return Check(writer_->Commit());
 }
 
-Status Recorder::Finish(bool ok, const std::string& message) {
-  SHARDSCOPE_RETURN_IF_ERROR(Drain());
-  return FromStore(
-      writer_->Finish(ok ? store::RunStatus::kCompleted : store::RunStatus::kFailed, message));
+Status Recorder::Finish(store::RunStatus status, const std::string& message) {
+  const Status drained = Drain();
+  const Status finished = Check(writer_->Finish(status, message));
+  return drained.ok() ? finished : drained;
+}
+
+Status Recorder::Check(const store::Status& st) {
+  if (st.ok()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_.ok()) {
+    error_ = Status::Io(st.message());
+    disk_full_ = st.code() == store::ErrorCode::kDiskFull;
+  }
+  return Status::Io(st.message());
+}
+
+Status Recorder::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+bool Recorder::disk_full() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return disk_full_;
+}
+
+int64_t Recorder::last_recorded_step() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_step_;
 }
 
 Result<std::vector<store::RankStepRecord>> GatherRankStep(Communicator& comm,

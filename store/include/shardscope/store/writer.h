@@ -23,7 +23,8 @@
 //
 // Finish() records the final status and end time, checkpoints, turns the file back into a
 // single self-contained file (journal_mode=DELETE, when no reader holds it open) and releases
-// the lock. A writer destroyed without Finish() records "interrupted".
+// the lock; it first gives back the space Create() set aside (reserve_bytes), so this works
+// after a full disk too. A writer destroyed without Finish() records "interrupted".
 //
 // Errors: every method returns a Status whose message names the file and the reason
 // ("runs/a.db: disk full while committing: ..."). A failed Add* leaves the transaction open
@@ -46,6 +47,9 @@ struct RunWriterOptions {
   bool overwrite = false;
   // Create() refuses to start when the file system has less free space (kDiskFull).
   int64_t min_free_bytes = int64_t{16} << 20;
+  // Disk space held back during the run (in the lock file) and given back at Finish(), so a
+  // run that fills its disk still records its final status and copies its log into the file.
+  int64_t reserve_bytes = int64_t{4} << 20;
   // fsync the log at every commit (PRAGMA synchronous=FULL): survives power loss too.
   bool durable = false;
   // Checkpoint the log into the main file on a background thread (else: in Commit()).
