@@ -56,8 +56,9 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
   const WorkerStats& now = t.stats();
   store::RankStepRecord mine;
   mine.rank = comm.rank();
+  mine.wall_seconds = seconds;
   mine.compute_seconds = now.compute_seconds - previous->compute_seconds;
-  mine.comm_seconds = now.idle_seconds - previous->idle_seconds;
+  mine.comm_seconds = now.comm_seconds - previous->comm_seconds;
   mine.bytes_sent = now.bytes_sent - previous->bytes_sent;
   mine.bytes_recv = now.bytes_received - previous->bytes_received;
   mine.param_bytes = now.parameter_bytes;
@@ -87,7 +88,7 @@ Status RecordStep(Communicator& comm, const Setup& s, const PipelineTrainer& t,
   std::vector<float> all(spans.size() * comm.size());
   SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(spans, all));
   if (s.recorder == nullptr) return Status::Ok();
-  SHARDSCOPE_RETURN_IF_ERROR(s.recorder->RecordStep(step, epoch, loss, seconds, ranks));
+  SHARDSCOPE_RETURN_IF_ERROR(s.recorder->RecordStep(step, epoch, loss, ranks));
   // Every worker's times from the earliest step origin. Workers on other hosts have unrelated
   // clocks (boot times seconds or hours apart): origins further apart than the step, or than
   // a second, mean that, and then each worker keeps its own origin.
@@ -157,6 +158,7 @@ Status TrainWorker(Communicator& comm, const Setup& s) {
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
   const int64_t step = done.steps;
   const double secs = done.seconds;
+  SHARDSCOPE_ASSIGN_OR_RETURN(const double step_secs, MeanStepSeconds(comm, done.step_seconds));
   const auto eval_start = Clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, *r.test));
   if (s.recorder != nullptr) {
@@ -165,7 +167,7 @@ Status TrainWorker(Communicator& comm, const Setup& s) {
   }
   const WorkerStats& ws = trainer->stats();
   std::vector<float> mine = {static_cast<float>(ws.compute_seconds),
-                             static_cast<float>(ws.idle_seconds),
+                             static_cast<float>(ws.comm_seconds),
                              static_cast<float>(program.SentBytes(comm.rank())),
                              static_cast<float>(program.ReceivedBytes(comm.rank())),
                              static_cast<float>(ws.parameter_bytes)};
@@ -174,8 +176,8 @@ Status TrainWorker(Communicator& comm, const Setup& s) {
   if (lead) {
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
                 static_cast<long long>(r.test->size()), static_cast<long long>(step),
-                FormatDuration(secs).c_str(), step ? 1e3 * secs / step : 0.0);
-    std::printf("\nper worker (per step)  compute ms  idle ms  sent B  received B  parameters\n");
+                FormatDuration(secs).c_str(), 1e3 * step_secs);
+    std::printf("\nper worker (per step)  compute ms  comm ms  sent B  received B  parameters\n");
     const double n = std::max<int64_t>(1, step);
     const int m = s.options.micro_batches;
     for (int w = 0; w < comm.size(); ++w) {

@@ -10,9 +10,10 @@ namespace shardscope::viewer {
 struct ChartsData {
   std::vector<double> step;                 // x for the per-step series
   std::vector<double> loss;                 // NaN where missing
+  std::vector<double> step_ms;              // the slowest rank's wall time of the step
   std::vector<double> compute_ms;           // max over ranks
   std::vector<double> comm_ms;              // max over ranks
-  std::vector<double> bytes;                // sent + received, summed over ranks
+  std::vector<double> bytes;                // received by the busiest rank (store::FiguresOf)
   std::vector<double> peak_bytes_per_rank;  // index = rank, max over steps
 };
 
