@@ -42,6 +42,36 @@ class RunFigures : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+std::unique_ptr<shardscope::store::RunReader> OpenRun(const std::string& path) {
+  auto reader = shardscope::store::RunReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status().message();
+  return reader.ok() ? std::move(reader).value() : nullptr;
+}
+
+// Runs `shardscope ARGS --record DB` and opens the run file (nullptr, with a failure, if not).
+std::unique_ptr<shardscope::store::RunReader> Record(const std::string& args, const std::string& db,
+                                                     Output* out) {
+  *out = Shardscope(args + " --record " + db);
+  EXPECT_EQ(out->code, 0) << out->text;
+  return out->code == 0 ? OpenRun(db) : nullptr;
+}
+
+// The axis names in a printed layout ("[a.b | -] P(c)" -> a, b, c).
+std::vector<std::string> AxesNamed(const std::string& layout) {
+  std::vector<std::string> names;
+  std::string word;
+  for (size_t i = 0; i <= layout.size(); ++i) {
+    const char c = i < layout.size() ? layout[i] : ' ';
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      word += c;
+      continue;
+    }
+    if (!word.empty() && !(word == "P" && c == '(')) names.push_back(word);
+    word.clear();
+  }
+  return names;
+}
+
 // The run: ffn on 8 devices, searched by propagation, meshes (a=2,b=4) and (b=8).
 TEST_F(RunFigures, ShardingPropagationRunRecordsMeshesBreakdownsAndCleanProvenance) {
   Output o;
@@ -71,7 +101,8 @@ TEST_F(RunFigures, ShardingPropagationRunRecordsMeshesBreakdownsAndCleanProvenan
   }
   EXPECT_GT(steps, 0);
   bool propagated = false;
-  for (const auto& op : run->Operators().value()) {
+  const auto ops = run->Operators().value();
+  for (const auto& op : ops) {
     if (op.provenance.empty()) continue;
     // One sentence that does not repeat the kind, and never a searched operator as "user".
     EXPECT_NE(op.provenance_detail.rfind(op.provenance, 0), 0u) << op.provenance_detail;
@@ -136,7 +167,8 @@ TEST_F(RunFigures, PlacedRunCountsTheBytesBetweenWorkers) {
   const int64_t planned = shardscope::store::PlannedRecvBytesPerStep(
       info.devices, run->Redistributions().value(), run->SendRecvs().value());
   EXPECT_GT(planned, 0);
-  for (const auto& s : run->Steps(1, 100, /*with_ranks=*/true).value()) {
+  const auto steps = run->Steps(1, 100, /*with_ranks=*/true).value();
+  for (const auto& s : steps) {
     const auto f = shardscope::store::FiguresOf(s);
     EXPECT_EQ(f.bytes_recv, planned) << "step " << s.step;  // measured = planned, busiest rank
     for (const auto& r : s.ranks) EXPECT_LE(r.comm_seconds, s.seconds) << "rank " << r.rank;
@@ -176,7 +208,8 @@ TEST_F(RunFigures, PlanStoresCollectiveGroupsAsGridsOfTheMesh) {
   ASSERT_NE(run, nullptr);
   const auto meshes = run->Meshes().value();
   int grids = 0;
-  for (const auto& r : run->Redistributions().value()) {
+  const auto redists = run->Redistributions().value();
+  for (const auto& r : redists) {
     const auto& m = meshes.at(static_cast<size_t>(r.plan_mesh_id));
     auto mesh = shardscope::DeviceMesh::Create(shardscope::Shape(m.shape.begin(), m.shape.end()),
                                                m.axis_names);
