@@ -52,7 +52,7 @@ void BM_FfnStep(benchmark::State& state) {
       store::RankStepRecord mine;
       mine.compute_seconds = (*trainer)->stats().compute_seconds;
       auto ranks = GatherRankStep(comm, mine);
-      (void)recorder->RecordStep(++step, 1, *loss, 0.0, *ranks);
+      (void)recorder->RecordStep(++step, 1, *loss, *ranks);
     }
   }
   if (recorder) (void)recorder->Finish(shardscope::store::RunStatus::kCompleted);

@@ -13,6 +13,7 @@
 #include <QImage>
 #include <QPainter>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "shardscope/viewer/graph_scene.h"
@@ -85,6 +86,34 @@ void BM_GraphScene(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_GraphScene)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A recorded run given by SHARDSCOPE_BENCH_RUN (e.g. `shardscope plan network3.yaml
+// --devices 4096 --batch 4096 --record x.db`): open to the first painted graph, and the
+// file's reading alone. Skipped without the variable.
+void BM_OpenRecordedRun(benchmark::State& state) {
+  const char* path = std::getenv("SHARDSCOPE_BENCH_RUN");
+  if (path == nullptr) {
+    state.SkipWithError("set SHARDSCOPE_BENCH_RUN to a run file");
+    return;
+  }
+  for (auto _ : state) {
+    auto doc = RunDocument::Open(path);
+    if (!doc.ok()) {
+      state.SkipWithError(doc.status().message().c_str());
+      return;
+    }
+    if (state.range(0) == 0) continue;
+    auto scene = BuildGraphScene((*doc)->data());
+    if (!scene.ok()) state.SkipWithError(scene.status().message().c_str());
+    Paint(*scene);
+  }
+}
+BENCHMARK(BM_OpenRecordedRun)
+    ->ArgName("paint")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // One frame of the stepper: build the frame of step 1 (two tensor maps, exchanges, bars)
 // and paint it.

@@ -74,12 +74,15 @@ void ChartsWidget::SetData(const viewer::ChartsData& data) {
   }
   addTab(MakeView(LineChart("Loss", data.step, {{"loss", &data.loss}}, "loss", &loss_points_)),
          "Loss");
-  addTab(
-      MakeView(LineChart("Step time (max over ranks)", data.step,
-                         {{"compute", &data.compute_ms}, {"communication", &data.comm_ms}}, "ms")),
-      "Time");
-  addTab(MakeView(LineChart("Bytes moved per step (all ranks)", data.step, {{"bytes", &data.bytes}},
-                            "bytes")),
+  addTab(MakeView(LineChart("Step time (slowest rank); compute and communication (max over ranks)",
+                            data.step,
+                            {{"step", &data.step_ms},
+                             {"compute", &data.compute_ms},
+                             {"communication", &data.comm_ms}},
+                            "ms")),
+         "Time");
+  addTab(MakeView(LineChart("Bytes received per step (busiest rank)", data.step,
+                            {{"bytes", &data.bytes}}, "bytes")),
          "Bytes");
   auto* chart = new QChart;
   const size_t shown = std::min(data.peak_bytes_by_rank.size(), kMaxBars);

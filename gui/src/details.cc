@@ -60,8 +60,10 @@ QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id) {
   html += Row("scope", op->scope.empty() ? "(top level)" : E(op->scope));
   html += Row("strategy", "<tt>" + E(op->strategy) + "</tt>");
   html += Row("mesh", MeshText(run, op->mesh_id));
-  QString why = E(op->provenance.empty() ? "none recorded" : op->provenance);
-  if (!op->provenance_detail.empty()) why += ": " + E(op->provenance_detail);
+  // The kind, then its sentence (which never repeats the kind).
+  QString why =
+      op->provenance.empty() ? QString("none recorded") : "<b>" + E(op->provenance) + "</b>";
+  if (!op->provenance_detail.empty()) why += " — " + E(op->provenance_detail);
   html += Row("why", why);
   if (op->provenance_op != store::kNone)
     html += Row("from operator", OpName(run, op->provenance_op));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "shardscope/store/figures.h"
 #include "shardscope/viewer/graph_scene.h"
 #include "shardscope/viewer/scene.h"
 
@@ -107,12 +108,13 @@ QVariant CandidateTableModel::Cell(int row, int column, int role) const {
       return QString::fromStdString(c.strategy);
     case 2:
       return QString::number(c.cost * 1e3, 'f', 3);
+    // "—": the search recorded no breakdown for this candidate (older files).
     case 3:
-      return QString::number(c.compute_seconds * 1e3, 'f', 3);
+      return c.has_breakdown() ? QString::number(c.compute_seconds * 1e3, 'f', 3) : QString("—");
     case 4:
-      return QString::number(c.comm_seconds * 1e3, 'f', 3);
+      return c.has_breakdown() ? QString::number(c.comm_seconds * 1e3, 'f', 3) : QString("—");
     case 5:
-      return Bytes(c.memory_bytes);
+      return c.memory_bytes >= 0 ? Bytes(c.memory_bytes) : QString("—");
     case 6:
       return QString::fromStdString(c.note);
   }
@@ -179,22 +181,19 @@ FiguresCompareModel::FiguresCompareModel(QObject* parent)
 namespace {
 
 std::vector<QString> Figures(const viewer::RunData& run) {
-  int64_t backward = 0, bytes = 0, lower = 0;
+  int64_t backward = 0, lower = 0;
   for (const auto& op : run.operators) backward += op.is_backward ? 1 : 0;
-  for (const auto& r : run.redistributions) {
-    bytes += r.bytes;
-    lower += r.lower_bound_bytes;
-  }
-  double seconds = 0, compute = 0, comm = 0;
+  for (const auto& r : run.redistributions) lower += r.lower_bound_bytes;
+  const int64_t planned =
+      store::PlannedRecvBytesPerStep(run.run.devices, run.redistributions, run.send_recvs);
+  // Each figure as docs/run-format.md defines it (store::FiguresOf), meaned over the steps.
+  double seconds = 0, compute = 0, comm = 0, received = 0;
   for (const auto& step : run.steps) {
-    seconds += step.seconds;
-    double c = 0, m = 0;
-    for (const auto& rank : step.ranks) {
-      c = std::max(c, rank.compute_seconds);
-      m = std::max(m, rank.comm_seconds);
-    }
-    compute += c;
-    comm += m;
+    const store::StepFigures f = store::FiguresOf(step);
+    seconds += f.seconds;
+    compute += f.compute_seconds;
+    comm += f.comm_seconds;
+    received += static_cast<double>(f.bytes_recv);
   }
   int64_t peak = 0;
   for (const auto& t : run.rank_totals) peak = std::max(peak, t.peak_bytes);
@@ -207,7 +206,8 @@ std::vector<QString> Figures(const viewer::RunData& run) {
           QString::number(run.run.devices),
           QString("%1 (%2 backward)").arg(run.operators.size()).arg(backward),
           QString::number(run.redistributions.size()),
-          QString("%1 (lower bound %2)").arg(Bytes(bytes), Bytes(lower)),
+          QString("%1 (redistributions' lower bound %2)").arg(Bytes(planned), Bytes(lower)),
+          n > 0 ? Bytes(static_cast<int64_t>(received / n)) : none,
           QString::number(run.steps.size()),
           run.steps.empty() ? none : QString::number(run.steps.back().loss, 'g', 5),
           ms(seconds),
@@ -223,10 +223,11 @@ void FiguresCompareModel::SetRuns(const viewer::RunData& a, const viewer::RunDat
                                        "devices",
                                        "operators",
                                        "redistributions",
-                                       "bytes per step (max/rank, planned)",
+                                       "received per step (busiest rank, planned)",
+                                       "received per step (busiest rank, measured)",
                                        "steps",
                                        "last loss",
-                                       "step time (mean)",
+                                       "step time (mean; the slowest rank's wall time)",
                                        "compute per step (mean of max/rank)",
                                        "communication per step (mean of max/rank)",
                                        "peak memory (max/rank)"};

@@ -181,6 +181,42 @@ bool IntArray(Cursor& c, std::vector<int64_t>* out) {
   });
 }
 
+bool FirstIs(std::string_view text, char c) {
+  for (char ch : text) {
+    if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') return ch == c;
+  }
+  return false;
+}
+
+void AppendAxes(std::string* out, const std::vector<GridAxis>& axes) {
+  out->push_back('[');
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    AppendInts(out, {axes[i].size, axes[i].stride});
+  }
+  out->push_back(']');
+}
+
+// "key": (the key as written by the writer; the order of keys is fixed).
+bool Key(Cursor& c, std::string_view key) {
+  std::string name;
+  return c.String(&name) && name == key && c.Eat(':');
+}
+
+bool Axes(Cursor& c, std::vector<GridAxis>* axes, int64_t* count) {
+  axes->clear();
+  return c.Array([&] {
+    GridAxis a;
+    if (!c.Eat('[') || !c.Int(&a.size) || !c.Eat(',') || !c.Int(&a.stride) || !c.Eat(']'))
+      return false;
+    constexpr int64_t kMaxRanks = int64_t{1} << 24;
+    if (a.size < 1 || a.size > kMaxRanks || *count > kMaxRanks / a.size) return false;
+    *count *= a.size;
+    axes->push_back(a);
+    return true;
+  });
+}
+
 bool IsBlank(std::string_view text) {
   for (char ch : text) {
     if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') return false;
@@ -240,6 +276,82 @@ std::string JsonQuote(std::string_view text) {
   std::string out;
   AppendQuoted(&out, text);
   return out;
+}
+
+std::string JsonRankGroups(const RankGroups& groups) {
+  if (!groups.is_grid()) return JsonIntLists(groups.list());
+  std::string out = "{\"first\":" + std::to_string(groups.first()) + ",\"members\":";
+  AppendAxes(&out, groups.members());
+  out += ",\"groups\":";
+  AppendAxes(&out, groups.groups());
+  out.push_back('}');
+  return out;
+}
+
+std::string JsonTransferList(const TransferList& transfers) {
+  if (transfers.empty()) return "[]";
+  std::string out = "{\"runs\":[";
+  std::vector<int64_t> row;
+  for (size_t i = 0; i < transfers.runs().size(); ++i) {
+    const TransferList::Run& r = transfers.runs()[i];
+    row = {r.count, r.offset_dims};
+    row.insert(row.end(), r.first.begin(), r.first.end());
+    row.insert(row.end(), r.delta.begin(), r.delta.end());
+    if (i > 0) out.push_back(',');
+    AppendInts(&out, row);
+  }
+  out += "]}";
+  return out;
+}
+
+bool ParseRankGroups(std::string_view text, RankGroups* out) {
+  if (!FirstIs(text, '{')) {
+    std::vector<std::vector<int64_t>> list;
+    if (!ParseIntLists(text, &list)) return false;
+    *out = RankGroups(std::move(list));
+    return true;
+  }
+  Cursor c(text);
+  int64_t first = 0, count = 1;
+  std::vector<GridAxis> members, groups;
+  if (!c.Eat('{') || !Key(c, "first") || !c.Int(&first) || !c.Eat(',') || !Key(c, "members") ||
+      !Axes(c, &members, &count) || !c.Eat(',') || !Key(c, "groups") || !Axes(c, &groups, &count) ||
+      !c.Eat('}') || !c.AtEnd()) {
+    return false;
+  }
+  *out = RankGroups::Grid(first, std::move(members), std::move(groups));
+  return true;
+}
+
+bool ParseTransferList(std::string_view text, TransferList* out) {
+  *out = TransferList();
+  if (!FirstIs(text, '{')) {
+    std::vector<TransferRecord> list;
+    if (!ParseTransfers(text, &list)) return false;
+    *out = TransferList(list);
+    return true;
+  }
+  Cursor c(text);
+  int64_t total = 0;
+  std::vector<int64_t> row;
+  if (!c.Eat('{') || !Key(c, "runs")) return false;
+  const bool runs = c.Array([&] {
+    if (!IntArray(c, &row) || row.size() < 6 || row.size() % 2 != 0) return false;
+    TransferList::Run r;
+    r.count = row[0];
+    r.offset_dims = row[1];
+    const size_t n = (row.size() - 2) / 2;
+    if (r.count < 1 || r.count > (int64_t{1} << 48) - total || r.offset_dims < 0 ||
+        static_cast<size_t>(r.offset_dims) > n - 2) {
+      return false;
+    }
+    total += r.count;
+    r.first.assign(row.begin() + 2, row.begin() + 2 + static_cast<std::ptrdiff_t>(n));
+    r.delta.assign(row.begin() + 2 + static_cast<std::ptrdiff_t>(n), row.end());
+    out->AddRun(std::move(r));
+    return true;
+  });
+  return runs && c.Eat('}') && c.AtEnd();
 }
 
 bool ParseInts(std::string_view text, std::vector<int64_t>* out) {

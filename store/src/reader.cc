@@ -38,10 +38,10 @@ constexpr std::string_view kRedistColumns =
 constexpr std::string_view kRedistStepColumns =
     "SELECT redistribution_id, ordinal, kind, axes, axis_names, dim, dim_to, rank_groups, "
     "bytes_sent_max, bytes_recv_max, bytes_sent, bytes_recv, messages, seconds, layout_after, "
-    "reason, transfers, zero_ranks FROM redist_step ";
+    "reason, transfers, zero_ranks, mesh_id FROM redist_step ";
 constexpr std::string_view kRankStepColumns =
     "SELECT step, rank, compute_seconds, comm_seconds, bytes_sent, bytes_recv, param_bytes, "
-    "grad_bytes, optimizer_bytes, activation_bytes, peak_bytes FROM rank_step ";
+    "grad_bytes, optimizer_bytes, activation_bytes, peak_bytes, wall_seconds FROM rank_step ";
 
 std::string Cat(std::string_view a, std::string_view b) {
   std::string s(a);
@@ -304,7 +304,8 @@ Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x) {
   }
   x->dim = s.Int(5);
   x->dim_to = s.Int(6);
-  if (Status st = check(internal::ParseIntLists(s.Text(7), &x->groups), "rank_groups"); !st.ok()) {
+  if (Status st = check(internal::ParseRankGroups(s.Text(7), &x->groups), "rank_groups");
+      !st.ok()) {
     return st;
   }
   x->bytes_sent_max = s.Int(8);
@@ -316,7 +317,8 @@ Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x) {
     return st;
   }
   s.ReadRow(12, x->messages, x->seconds, x->layout_after, x->reason);
-  if (Status st = check(internal::ParseTransfers(s.Text(16), &x->transfers), "transfers");
+  x->mesh_id = s.Ref(18);
+  if (Status st = check(internal::ParseTransferList(s.Text(16), &x->transfers), "transfers");
       !st.ok()) {
     return st;
   }
@@ -350,7 +352,8 @@ Status RunReader::Impl::ReadRedists(Stmt& s, bool with_steps,
 
 void RunReader::Impl::ReadRankStepRow(Stmt& s, RankStepRecord* k) {
   s.ReadRow(1, k->rank, k->compute_seconds, k->comm_seconds, k->bytes_sent, k->bytes_recv,
-            k->param_bytes, k->grad_bytes, k->optimizer_bytes, k->activation_bytes, k->peak_bytes);
+            k->param_bytes, k->grad_bytes, k->optimizer_bytes, k->activation_bytes, k->peak_bytes,
+            k->wall_seconds);
 }
 
 // ---------------------------------------------------------------------------------------

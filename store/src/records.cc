@@ -70,6 +70,13 @@ bool ParseRunStatus(std::string_view name, RunStatus* status) {
   return false;
 }
 
+bool operator==(const CandidateRecord& a, const CandidateRecord& b) {
+  return a.strategy == b.strategy && SameDouble(a.cost, b.cost) &&
+         SameDouble(a.compute_seconds, b.compute_seconds) &&
+         SameDouble(a.comm_seconds, b.comm_seconds) && a.memory_bytes == b.memory_bytes &&
+         a.note == b.note;
+}
+
 bool operator==(const StepRecord& a, const StepRecord& b) {
   return a.step == b.step && a.epoch == b.epoch && SameDouble(a.loss, b.loss) &&
          SameDouble(a.seconds, b.seconds) && SameDouble(a.time, b.time) && a.ranks == b.ranks;

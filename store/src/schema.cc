@@ -247,10 +247,23 @@ CREATE TABLE pipeline_span (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 3 (issue 17): the mesh of each redistribution step's layout; each rank's wall time
+// of a training step (the step's time is the slowest rank's); runners-up whose breakdown was
+// never recorded (older files wrote zeros) read as not recorded. Rank groups and transfers
+// may be patterns (JSON objects) instead of lists: text either way, no column change.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE redist_step ADD COLUMN mesh_id INTEGER
+  REFERENCES mesh(id) DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE rank_step ADD COLUMN wall_seconds REAL;
+UPDATE candidate SET compute_seconds = NULL, comm_seconds = NULL, memory_bytes = -1
+  WHERE note = 'runner-up' AND compute_seconds = 0 AND comm_seconds = 0 AND memory_bytes = 0;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema: run, meshes, graph, strategies, redistributions, partition, training",
      kSchemaV1},
     {2, "pipeline timeline: pipeline_span", kSchemaV2},
+    {3, "redist_step.mesh_id, rank_step.wall_seconds, runners-up without a breakdown", kSchemaV3},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "shardscope/store/display_text.h"
+#include "shardscope/store/figures.h"
 
 namespace shardscope::store {
 namespace {
@@ -57,7 +58,11 @@ Result<Data> Load(const RunReader& reader, const SummaryOptions& options) {
   if (st.ok()) st = Take(reader.Operators(), &d.operators);
   if (st.ok()) st = Take(reader.Tensors(), &d.tensors);
   if (st.ok()) st = Take(reader.Redistributions(/*with_steps=*/true), &d.redistributions);
-  if (st.ok()) st = Take(reader.Steps(), &d.steps);
+  if (st.ok()) {
+    st = Take(reader.Steps(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                           /*with_ranks=*/true),
+              &d.steps);
+  }
   if (st.ok()) st = Take(reader.Evaluations(), &d.evaluations);
   if (st.ok()) st = Take(reader.RankTotals(), &d.ranks);
   if (st.ok() && options.max_events != 0) {
@@ -219,16 +224,7 @@ struct RedistTotals {
 RedistTotals TotalsOf(const std::vector<RedistributionRecord>& redistributions) {
   RedistTotals t;
   for (const auto& r : redistributions) {
-    // Saturating: a damaged file may hold anything.
-    const auto add = [](int64_t& acc, int64_t v) {
-      if (v > 0 && acc > INT64_MAX - v) {
-        acc = INT64_MAX;
-      } else if (v < 0 && acc < INT64_MIN - v) {
-        acc = INT64_MIN;
-      } else {
-        acc += v;
-      }
-    };
+    const auto add = AddSaturating;
     add(t.bytes, r.bytes);
     add(t.lower_bound, r.lower_bound_bytes);
     add(t.bytes_total, r.bytes_total);
@@ -382,10 +378,12 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
           others += ", ...";
           break;
         }
-        others += (shown++ > 0 ? ", " : "") + cand.strategy + " " + Seconds(cand.cost);
+        others += (shown++ > 0 ? ", " : "") + cand.strategy + " " + Seconds(cand.cost) + " (" +
+                  (cand.has_breakdown() ? "compute " + Seconds(cand.compute_seconds) : "—") + ", " +
+                  (cand.memory_bytes >= 0 ? Bytes(cand.memory_bytes) : "—") + ")";
       }
       t.Add({std::to_string(o.id), o.name, o.kind, o.strategy.empty() ? "-" : o.strategy,
-             OneLine(why, 80), Seconds(o.cost), OneLine(others, 120)});
+             OneLine(why, 80), Seconds(o.cost), OneLine(others, 200)});
     }
     out += t.Render();
     if (picks.size() < d.operators.size()) {
@@ -425,10 +423,14 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
 
   if (!d.steps.empty()) {
     out += "\nLoss (" + std::to_string(d.steps.size()) + " steps)\n";
-    Table t({"step", "epoch", "loss", "step time"}, {true, true, true, true});
+    // docs/run-format.md, "Figures": the slowest rank's wall time; the others max over ranks.
+    Table t({"step", "epoch", "loss", "step time", "compute", "communication", "received"},
+            {true, true, true, true, true, true, true});
     for (size_t i : Sample(d.steps.size(), options.max_steps)) {
       const StepRecord& s = d.steps[i];
-      t.Add({std::to_string(s.step), std::to_string(s.epoch), Number(s.loss), Seconds(s.seconds)});
+      const StepFigures f = FiguresOf(s);
+      t.Add({std::to_string(s.step), std::to_string(s.epoch), Number(s.loss), Seconds(f.seconds),
+             Seconds(f.compute_seconds), Seconds(f.comm_seconds), Bytes(f.bytes_recv)});
     }
     out += t.Render();
   }
@@ -530,12 +532,13 @@ Json ToJson(const Data& d) {
   for (const auto& o : d.operators) {
     Json cands = Json::array();
     for (const auto& cand : o.candidates) {
-      cands.push_back({{"strategy", cand.strategy},
-                       {"cost", cand.cost},
-                       {"compute_seconds", cand.compute_seconds},
-                       {"comm_seconds", cand.comm_seconds},
-                       {"memory_bytes", cand.memory_bytes},
-                       {"note", cand.note}});
+      cands.push_back(
+          {{"strategy", cand.strategy},
+           {"cost", cand.cost},
+           {"compute_seconds", cand.compute_seconds},  // NaN: null
+           {"comm_seconds", cand.comm_seconds},
+           {"memory_bytes", cand.memory_bytes >= 0 ? Json(cand.memory_bytes) : Json(nullptr)},
+           {"note", cand.note}});
     }
     const auto ref = [](int64_t id) { return id >= 0 ? Json(id) : Json(nullptr); };
     ops.push_back({{"id", o.id},
@@ -577,7 +580,7 @@ Json ToJson(const Data& d) {
                        {"axis_names", s.axis_names},
                        {"dim", s.dim},
                        {"dim_to", s.dim_to},
-                       {"groups", s.groups},
+                       {"groups", s.groups.Expand()},
                        {"bytes_sent_max", s.bytes_sent_max},
                        {"bytes_recv_max", s.bytes_recv_max},
                        {"messages", s.messages},
@@ -606,8 +609,14 @@ Json ToJson(const Data& d) {
   j["redistributions"] = std::move(redists);
   Json steps = Json::array();
   for (const auto& s : d.steps) {
-    steps.push_back(
-        {{"step", s.step}, {"epoch", s.epoch}, {"loss", s.loss}, {"seconds", s.seconds}});
+    const StepFigures f = FiguresOf(s);
+    steps.push_back({{"step", s.step},
+                     {"epoch", s.epoch},
+                     {"loss", s.loss},
+                     {"seconds", f.seconds},
+                     {"compute_seconds", f.compute_seconds},
+                     {"comm_seconds", f.comm_seconds},
+                     {"bytes_recv", f.bytes_recv}});
   }
   j["steps"] = std::move(steps);
   Json evals = Json::array();

@@ -329,8 +329,8 @@ Status RunWriter::Impl::PrepareAll() {
       {&redist_step,
        "INSERT INTO redist_step (redistribution_id, ordinal, kind, axes, axis_names, dim, "
        "dim_to, rank_groups, bytes_sent_max, bytes_recv_max, bytes_sent, bytes_recv, messages, "
-       "seconds, layout_after, reason, transfers, zero_ranks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-       "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"},
+       "seconds, layout_after, reason, transfers, zero_ranks, mesh_id) VALUES (?1, ?2, ?3, ?4, "
+       "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"},
       {&program, "INSERT INTO program (rank, role, listing) VALUES (?1, ?2, ?3)"},
       {&instruction,
        "INSERT INTO instruction (rank, ordinal, kind, op_id, redistribution_id, tensor_id, "
@@ -341,8 +341,8 @@ Status RunWriter::Impl::PrepareAll() {
       {&step, "INSERT INTO step (step, epoch, loss, seconds, time) VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&rank_step,
        "INSERT INTO rank_step (step, rank, compute_seconds, comm_seconds, bytes_sent, "
-       "bytes_recv, param_bytes, grad_bytes, optimizer_bytes, activation_bytes, peak_bytes) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"},
+       "bytes_recv, param_bytes, grad_bytes, optimizer_bytes, activation_bytes, peak_bytes, "
+       "wall_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
       {&evaluation,
        "INSERT INTO evaluation (step, epoch, name, loss, accuracy, samples, seconds, time) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
@@ -737,15 +737,15 @@ Status RunWriter::AddRedistribution(const RedistributionRecord& r) {
   for (const RedistStepRecord& x : r.steps) {
     const std::string axes = internal::JsonInts(x.axes);
     const std::string names = internal::JsonStrings(x.axis_names);
-    const std::string groups = internal::JsonIntLists(x.groups);
+    const std::string groups = internal::JsonRankGroups(x.groups);
     const std::string sent = internal::JsonInts(x.bytes_sent);
     const std::string recv = internal::JsonInts(x.bytes_recv);
-    const std::string transfers = internal::JsonTransfers(x.transfers);
+    const std::string transfers = internal::JsonTransferList(x.transfers);
     const std::string zeros = internal::JsonInts(x.zero_ranks);
     Stmt& t = d.redist_step;
     t.BindRow(r.id, x.ordinal, x.kind, axes, names, x.dim, x.dim_to, groups, x.bytes_sent_max,
               x.bytes_recv_max, sent, recv, x.messages, x.seconds, x.layout_after, x.reason,
-              transfers, zeros);
+              transfers, zeros, RefId{x.mesh_id});
     if (Status st = d.Run(t, [&] { return what() + " step " + std::to_string(x.ordinal); });
         !st.ok()) {
       d.Undo({&d.undo_redist_steps, &d.undo_redist}, r.id);
@@ -807,7 +807,8 @@ Status RunWriter::AddStep(const StepRecord& r) {
   for (const RankStepRecord& k : r.ranks) {
     Stmt& t = d.rank_step;
     t.BindRow(r.step, k.rank, k.compute_seconds, k.comm_seconds, k.bytes_sent, k.bytes_recv,
-              k.param_bytes, k.grad_bytes, k.optimizer_bytes, k.activation_bytes, k.peak_bytes);
+              k.param_bytes, k.grad_bytes, k.optimizer_bytes, k.activation_bytes, k.peak_bytes,
+              k.wall_seconds);
     if (Status st = d.Run(t, [&] { return what() + " rank " + std::to_string(k.rank); });
         !st.ok()) {
       d.Undo({&d.undo_rank_steps, &d.undo_step}, r.step);

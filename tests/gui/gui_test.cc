@@ -83,6 +83,16 @@ class GuiTest : public QObject {
     QCOMPARE(candidates.rowCount(), 3);
     QCOMPARE(candidates.data(candidates.index(0, 0)).toString(), QString("chosen"));
     QCOMPARE(candidates.data(candidates.index(1, 0)).toString(), QString("#2"));
+    // A runner-up whose breakdown was never recorded shows a dash, not "0.000 / 0 B".
+    shardscope::store::OperatorRecord unrecorded = *data.Operator(4);
+    unrecorded.candidates[2].compute_seconds = shardscope::store::kMissing;
+    unrecorded.candidates[2].comm_seconds = shardscope::store::kMissing;
+    unrecorded.candidates[2].memory_bytes = shardscope::store::kNone;
+    candidates.SetOperator(&unrecorded);
+    QCOMPARE(candidates.data(candidates.index(2, 3)).toString(), QString("—"));
+    QCOMPARE(candidates.data(candidates.index(2, 4)).toString(), QString("—"));
+    QCOMPARE(candidates.data(candidates.index(2, 5)).toString(), QString("—"));
+    QVERIFY(candidates.data(candidates.index(1, 3)).toString() != QString("—"));
     candidates.SetOperator(nullptr);
     QCOMPARE(candidates.rowCount(), 0);
 
@@ -113,8 +123,8 @@ class GuiTest : public QObject {
     QVERIFY(figures.rowCount() > 5);
     QCOMPARE(figures.data(figures.index(2, 1)).toString(), QString("24 (0 backward)"));
     QCOMPARE(figures.data(figures.index(2, 2)).toString(), QString("30 (0 backward)"));
-    QCOMPARE(figures.data(figures.index(5, 1)).toString(), QString("4"));  // steps
-    QCOMPARE(figures.data(figures.index(5, 2)).toString(), QString("1"));
+    QCOMPARE(figures.data(figures.index(6, 1)).toString(), QString("4"));  // steps
+    QCOMPARE(figures.data(figures.index(6, 2)).toString(), QString("1"));
   }
 
   void pipelineTimelineDockFollowsTheStep() {

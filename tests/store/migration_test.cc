@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "schema.h"
+#include "shardscope/store/reader.h"
 #include "shardscope/store/records.h"
 #include "sqlite_util.h"
 #include "temp_dir.h"
@@ -99,6 +102,58 @@ TEST(Migrations, CurrentSchemaHasEveryRequiredTable) {
   EXPECT_TRUE(internal::CheckTables(db, internal::RequiredTables(), "db").ok());
   EXPECT_EQ(UserVersion(db), kSchemaVersion);
   sqlite3_close(db);
+}
+
+// A run file of version 2 (before the step meshes, the ranks' wall times and the runners-up's
+// breakdowns) opens; what it never recorded reads as not recorded, not as zero.
+TEST(Migrations, AVersion2FileReadsWithoutTheNewFigures) {
+  testing::TempDir dir;
+  const std::string path = dir.File("v2.db");
+  sqlite3* file = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &file), SQLITE_OK);
+  const std::string app = "PRAGMA application_id = " + std::to_string(kApplicationId);
+  ASSERT_TRUE(internal::Exec(file, app, path, "t").ok());
+  ASSERT_TRUE(internal::ApplyMigrations(file, 0, internal::Migrations().first(2), path).ok());
+  ASSERT_TRUE(internal::Exec(file, R"sql(
+    INSERT INTO run (id, name, status) VALUES (1, 'old', 'completed');
+    INSERT INTO mesh (id, name, shape, axis_names) VALUES (0, 'mesh(a=2,b=4)', '[2,4]', '["a","b"]');
+    INSERT INTO operator (id, name, mesh_id, strategy) VALUES (0, 'mm', 0, '((2,4),(4,1))');
+    INSERT INTO candidate VALUES (0, 0, '((2,4),(4,1))', 1.0, 0.5, 0.5, 64, 'chosen');
+    INSERT INTO candidate VALUES (0, 1, '((8,1),(1,1))', 2.0, 0, 0, 0, 'runner-up');
+    INSERT INTO tensor (id, name, shape) VALUES (0, 't', '[8,8]');
+    INSERT INTO redistribution (id, tensor_id, from_layout, from_mesh_id, to_layout, to_mesh_id,
+                                plan_mesh_id) VALUES (0, 0, '[a | b]', 0, '[a.b | -]', 0, 0);
+    INSERT INTO redist_step (redistribution_id, ordinal, kind, rank_groups, layout_after)
+      VALUES (0, 0, 'all-to-all', '[[0,1,2,3],[4,5,6,7]]', '[a.b | -]');
+    INSERT INTO step (step, seconds) VALUES (1, 0.01);
+    INSERT INTO rank_step (step, rank, compute_seconds, comm_seconds) VALUES (1, 0, 0.004, 0.003);
+  )sql",
+                             path, "t")
+                  .ok());
+  sqlite3_close(file);
+
+  auto reader = RunReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  EXPECT_TRUE((*reader)->migrated());
+  auto ops = (*reader)->Operators();
+  ASSERT_TRUE(ops.ok());
+  ASSERT_EQ(ops->front().candidates.size(), 2u);
+  EXPECT_TRUE(ops->front().candidates[0].has_breakdown());
+  EXPECT_EQ(ops->front().candidates[0].memory_bytes, 64);
+  EXPECT_FALSE(ops->front().candidates[1].has_breakdown());
+  EXPECT_EQ(ops->front().candidates[1].memory_bytes, kNone);
+  auto redists = (*reader)->Redistributions();
+  ASSERT_TRUE(redists.ok());
+  const RedistStepRecord& step = redists->front().steps.front();
+  EXPECT_EQ(step.mesh_id, kNone);
+  EXPECT_EQ(step.groups.Expand(), (std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  auto steps = (*reader)->Steps(1, 1, /*with_ranks=*/true);
+  ASSERT_TRUE(steps.ok());
+  EXPECT_TRUE(std::isnan(steps->front().ranks.front().wall_seconds));
+  reader->reset();
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &file, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  EXPECT_EQ(UserVersion(file), 2);  // the file is untouched
+  sqlite3_close(file);
 }
 
 }  // namespace

@@ -71,5 +71,41 @@ TEST_F(RedistributionSceneTest, APlanWithoutStepsSaysTheBufferIsShared) {
   EXPECT_TRUE(HasText(*frame, "no communication"));
 }
 
+// Two meshes of a run share axis b: mesh(a=2,b=4) is the plan mesh, the step's result is on
+// mesh(b=8). "[b | -]" parses on both; the step's recorded mesh decides (the issue: the after
+// map was drawn on the plan mesh with 4 blocks, the step's text saying 8).
+TEST(RedistributionScene, EachStepIsDrawnOnItsOwnMesh) {
+  RunData run;
+  run.run.name = "two meshes";
+  run.meshes = {{0, "mesh(a=2,b=4)", {2, 4}, {"a", "b"}, {}}, {1, "mesh(b=8)", {8}, {"b"}, {}}};
+  store::TensorRecord t;
+  t.id = 0;
+  t.name = "relu:0";
+  t.shape = {16, 8};
+  run.tensors = {t};
+  store::RedistributionRecord r;
+  r.tensor_id = 0;
+  r.from_layout = "[a | b]";
+  r.from_mesh_id = 0;
+  r.to_layout = "[b | -]";
+  r.to_mesh_id = 1;
+  r.plan_mesh_id = 0;
+  store::RedistStepRecord step;
+  step.kind = "all-to-all-v";
+  step.layout_after = "[b | -]";
+  step.mesh_id = 1;
+  r.steps = {step};
+  run.redistributions = {r};
+  auto frame = BuildRedistributionFrame(run, r, 0);
+  ASSERT_TRUE(frame.ok()) << frame.status().message();
+  EXPECT_TRUE(HasText(*frame, "8 block(s) on mesh(b=8)"));
+  EXPECT_FALSE(HasText(*frame, "4 block(s) on mesh(a=2,b=4)"));
+  // An older file recorded no mesh with the step: the plan mesh first, as before.
+  r.steps[0].mesh_id = store::kNone;
+  auto old = BuildRedistributionFrame(run, r, 0);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(HasText(*old, "4 block(s) on mesh(a=2,b=4)"));
+}
+
 }  // namespace
 }  // namespace shardscope::viewer

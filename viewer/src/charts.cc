@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "shardscope/store/figures.h"
+
 namespace shardscope::viewer {
 
 ChartsData BuildChartsData(const RunData& run) {
@@ -9,15 +11,11 @@ ChartsData BuildChartsData(const RunData& run) {
   for (const auto& s : run.steps) {
     data.step.push_back(static_cast<double>(s.step));
     data.loss.push_back(s.loss);
-    double compute = 0, comm = 0, bytes = 0;
-    for (const auto& r : s.ranks) {
-      compute = std::max(compute, r.compute_seconds * 1e3);
-      comm = std::max(comm, r.comm_seconds * 1e3);
-      bytes += static_cast<double>(r.bytes_sent + r.bytes_recv);
-    }
-    data.compute_ms.push_back(compute);
-    data.comm_ms.push_back(comm);
-    data.bytes.push_back(bytes);
+    const store::StepFigures f = store::FiguresOf(s);
+    data.step_ms.push_back(f.seconds * 1e3);
+    data.compute_ms.push_back(f.compute_seconds * 1e3);
+    data.comm_ms.push_back(f.comm_seconds * 1e3);
+    data.bytes.push_back(static_cast<double>(f.bytes_recv));
   }
   for (const auto& t : run.rank_totals) {
     if (t.rank < 0) continue;

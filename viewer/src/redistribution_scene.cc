@@ -36,15 +36,19 @@ void Append(const Scene& scene, double dx, double dy, Scene* into) {
 
 QString Ranks(const std::vector<int64_t>& ranks) { return "{" + JoinNumbers(ranks) + "}"; }
 
-// A step's layout: on the plan mesh, or (a last step that renames axes into the target
-// mesh) on the target or source mesh; the first that parses wins.
-store::Result<Layout> StepLayout(const RunData& run, const store::RedistributionRecord& r,
-                                 const std::string& text, const std::vector<int64_t>& shape,
-                                 const std::string& context) {
-  auto on_plan = LayoutOn(run, text, r.plan_mesh_id, shape, context);
+// The layout after step `k`: on the mesh recorded with the step. Older files recorded none:
+// then the plan mesh, or (a last step that renames axes into the target mesh) the target or
+// source mesh, the first that parses.
+store::Result<Layout> StepLayout(const RunData& run, const store::RedistributionRecord& r, int k,
+                                 const std::vector<int64_t>& shape, const std::string& context) {
+  const store::RedistStepRecord& step = r.steps[static_cast<size_t>(k)];
+  const std::string where = context + " step " + std::to_string(k);
+  if (step.mesh_id != store::kNone)
+    return LayoutOn(run, step.layout_after, step.mesh_id, shape, where);
+  auto on_plan = LayoutOn(run, step.layout_after, r.plan_mesh_id, shape, where);
   if (on_plan.ok()) return on_plan;
   for (int64_t mesh : {r.to_mesh_id, r.from_mesh_id}) {
-    auto other = LayoutOn(run, text, mesh, shape, context);
+    auto other = LayoutOn(run, step.layout_after, mesh, shape, where);
     if (other.ok()) return other;
   }
   return on_plan.status();
@@ -69,11 +73,9 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
   const bool has_steps = !r.steps.empty();
   // Before: the source layout (step 0) or the previous step's result, on the plan mesh.
   auto before = step == 0 ? LayoutOn(run, r.from_layout, r.from_mesh_id, shape, context)
-                          : StepLayout(run, r, r.steps[step - 1].layout_after, shape,
-                                       context + " step " + std::to_string(step - 1));
+                          : StepLayout(run, r, step - 1, shape, context);
   if (!before.ok()) return before.status();
-  auto after = has_steps ? StepLayout(run, r, r.steps[step].layout_after, shape,
-                                      context + " step " + std::to_string(step))
+  auto after = has_steps ? StepLayout(run, r, step, shape, context)
                          : LayoutOn(run, r.to_layout, r.to_mesh_id, shape, context);
   if (!after.ok()) return after.status();
 
@@ -156,9 +158,13 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
     const auto& s = r.steps[step];
     scene.items.push_back(TextItem(QRectF(0, y, 900, 16), "who exchanges:", 9, true));
     y += 16;
+    // Only the lines shown are expanded: a step over thousands of ranks is a pattern.
+    constexpr int64_t kShown = 16;
     QStringList lines;
+    int64_t total = 0;
     if (!s.transfers.empty()) {
-      for (const auto& t : s.transfers) {
+      total = s.transfers.size();
+      for (const auto& t : s.transfers.Expand(kShown)) {
         QStringList box;
         for (size_t d = 0; d < t.offset.size() && d < t.extent.size(); ++d) {
           box << QString("%1:%2").arg(t.offset[d]).arg(t.offset[d] + t.extent[d]);
@@ -166,20 +172,22 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
         lines << QString("r%1 → r%2  [%3]").arg(t.src).arg(t.dst).arg(box.join(", "));
       }
     } else if (!s.groups.empty()) {
-      for (const auto& g : s.groups) lines << "group " + Ranks(g);
+      total = s.groups.size();
+      for (int64_t g = 0; g < std::min(total, kShown); ++g)
+        lines << "group " + Ranks(s.groups.Group(g));
     } else {
+      total = 1;
       lines << "each rank on its own (no messages)";
     }
-    const int shown = std::min<int>(static_cast<int>(lines.size()), 16);
-    for (int i = 0; i < shown; ++i) {
-      SceneItem line = TextItem(QRectF(12, y, 880, 14), lines[i], 8);
+    for (const QString& text : lines) {
+      SceneItem line = TextItem(QRectF(12, y, 880, 14), text, 8);
       line.role = "exchange";
       scene.items.push_back(line);
       y += 14;
     }
-    if (lines.size() > shown) {
+    if (total > lines.size()) {
       scene.items.push_back(
-          TextItem(QRectF(12, y, 880, 14), QString("... %1 more").arg(lines.size() - shown), 8));
+          TextItem(QRectF(12, y, 880, 14), QString("... %1 more").arg(total - lines.size()), 8));
       y += 14;
     }
     if (!s.zero_ranks.empty()) {

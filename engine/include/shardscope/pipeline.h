@@ -58,6 +58,9 @@ struct PhaseSpan {
 struct WorkerStats {
   double compute_seconds = 0;
   double idle_seconds = 0;  // waiting for messages
+  // In receives (idle_seconds), sends and the loss's broadcast: docs/run-format.md's
+  // communication, which never exceeds step_seconds.
+  double comm_seconds = 0;
   double step_seconds = 0;  // wall time inside Step()
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;

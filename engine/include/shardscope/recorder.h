@@ -45,7 +45,9 @@ class Recorder {
   // background thread writes and commits it (one commit per step while it keeps up, fewer
   // and larger ones when it falls behind), so training does not wait for the disk. A write
   // error is returned by a later call and by Finish().
-  Status RecordStep(int64_t step, int64_t epoch, double loss, double seconds,
+  // The step's time is the wall time of its slowest rank: the largest ranks[r].wall_seconds
+  // (docs/run-format.md, "Figures").
+  Status RecordStep(int64_t step, int64_t epoch, double loss,
                     const std::vector<store::RankStepRecord>& ranks);
   // One step's pipeline timeline (placed runs), queued and written like RecordStep.
   Status RecordPipelineSpans(const std::vector<store::PipelineSpanRecord>& spans);

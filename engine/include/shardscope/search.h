@@ -99,8 +99,10 @@ struct SearchOptions {
 };
 
 struct ScoredCandidate {
-  std::string strategy;  // splits notation
-  double cost_s = 0;     // own cost + redistribution to its neighbours as chosen
+  std::string strategy;     // splits notation
+  double cost_s = 0;        // own cost + redistribution to its neighbours as chosen
+  double compute_s = 0;     // of which own cost (computation + gradient reduction)
+  double memory_bytes = 0;  // per device
 };
 
 struct OperatorChoice {

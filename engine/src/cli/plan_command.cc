@@ -123,6 +123,14 @@ int RunPlan(const PlanOptions& o) {
   auto price = PriceProgram(model->graph, *program, *options);
   if (!price.ok()) return Fail(kExitRunFailure, price.status().message());
 
+  // One figure, one name: predicted_* is the priced program, search_objective_* the search's.
+  nlohmann::ordered_json summary = nlohmann::ordered_json::parse(SearchResultToJson(r, -1));
+  summary["predicted_step_seconds"] = price->step_seconds;
+  summary["predicted_compute_seconds"] = price->operator_seconds;
+  summary["predicted_communication_seconds"] = price->communication_seconds;
+  summary["predicted_communication_steps"] = price->communication_steps;
+  summary["max_recv_bytes_per_step"] = max_recv;
+
   if (!o.record.empty()) {
     store::RunInfo info;
     info.name = mf->name();
@@ -132,7 +140,7 @@ int RunPlan(const PlanOptions& o) {
     info.backend = "none (plan)";
     info.model_path = o.model;
     info.model_text = mf->text();
-    info.config_json = SearchResultToJson(r, -1);
+    info.config_json = summary.dump();
     info.command_line = CommandLine();
     info.shardscope_version = "0.1.0";
     auto rec = Recorder::Create(o.record, info);
@@ -144,7 +152,7 @@ int RunPlan(const PlanOptions& o) {
   }
 
   if (o.json) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::parse(SearchResultToJson(r));
+    nlohmann::ordered_json j = summary;
     j["redistributions"] = nlohmann::ordered_json::array();
     for (const DistInstr& in : program->instrs) {
       if (in.kind != DistInstr::Kind::kRedistribute) continue;
@@ -155,13 +163,6 @@ int RunPlan(const PlanOptions& o) {
                                       {"seconds", in.plan->predicted_seconds},
                                       {"reason", in.reason}});
     }
-    j["max_recv_bytes_per_step"] = max_recv;
-    // The program's price replaces the search's objective as the prediction.
-    j["search_objective_seconds"] = r.step_seconds;
-    j["predicted_step_seconds"] = price->step_seconds;
-    j["predicted_compute_seconds"] = price->operator_seconds;
-    j["predicted_communication_seconds"] = price->communication_seconds;
-    j["predicted_communication_steps"] = price->communication_steps;
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }

@@ -231,6 +231,7 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     const RankStats& now = trainer->stats();
     store::RankStepRecord mine;
     mine.rank = comm.rank();
+    mine.wall_seconds = secs;
     mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
     mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
     mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
@@ -243,13 +244,14 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     previous = now;
     SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
     if (Recorder* recorder = control.recorder())
-      control.Recorded(recorder->RecordStep(step, epoch, loss, secs, ranks));
+      control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
     return Status::Ok();
   };
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
   if (done.interrupted) return Status::Ok();  // every rank stopped after the same step
   const int64_t step = done.steps;
   const double secs = done.seconds;
+  SHARDSCOPE_ASSIGN_OR_RETURN(const double step_secs, MeanStepSeconds(comm, done.step_seconds));
   const auto eval_start = std::chrono::steady_clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, test));
   if (Recorder* recorder = control.recorder()) {
@@ -270,9 +272,10 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   std::vector<float> all(mine.size() * comm.size());
   SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(mine, all));
   if (lead) {
+    // ms/step: the mean of each step's slowest rank, as the run file's step.seconds.
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
                 static_cast<long long>(test.size()), static_cast<long long>(step),
-                FormatDuration(secs).c_str(), step ? 1e3 * secs / step : 0.0);
+                FormatDuration(secs).c_str(), 1e3 * step_secs);
     if (comm.size() > 1) {
       std::printf(
           "\nper rank (per step)  compute ms  comm ms  sent B  received B  params      grads       "

@@ -171,6 +171,8 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
                     loop.log_every > 0);
   Tensor x, y;
   int64_t step = 0;
+  std::vector<double> walls;
+  walls.reserve(static_cast<size_t>(std::max<int64_t>(0, c.total)));
   const auto start = Clock::now();
   for (int64_t epoch = 0; epoch < c.epochs && step < c.total; ++epoch) {
     loop.batches->Reset(static_cast<int>(epoch));
@@ -179,8 +181,10 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
     while (step < c.total && loop.batches->Next(&x, &y)) {
       const auto step_start = Clock::now();
       SHARDSCOPE_ASSIGN_OR_RETURN(float loss, loop.step(x, y));
+      const double wall = Since(step_start);
+      walls.push_back(wall);
       if (loop.after_step) {
-        SHARDSCOPE_RETURN_IF_ERROR(loop.after_step(step + 1, epoch + 1, loss, Since(step_start)));
+        SHARDSCOPE_RETURN_IF_ERROR(loop.after_step(step + 1, epoch + 1, loss, wall));
       }
       if (!std::isfinite(loss)) {  // the loss is whole on every rank: all stop here
         if (loop.lead) progress.Finish();
@@ -210,7 +214,21 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
                   epoch_loss / std::max<int64_t>(1, epoch_steps));
     }
   }
-  return EpochLoopResult{step, Since(start)};
+  return EpochLoopResult{step, Since(start), std::move(walls)};
+}
+
+Result<double> MeanStepSeconds(Communicator& comm, const std::vector<double>& mine) {
+  if (mine.empty()) return 0.0;
+  std::vector<float> local(mine.begin(), mine.end());
+  std::vector<float> all(local.size() * static_cast<size_t>(comm.size()));
+  SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(local, all));
+  double total = 0;
+  for (size_t s = 0; s < local.size(); ++s) {
+    float slowest = 0;
+    for (int r = 0; r < comm.size(); ++r) slowest = std::max(slowest, all[r * local.size() + s]);
+    total += slowest;
+  }
+  return total / static_cast<double>(local.size());
 }
 
 }  // namespace shardscope::cli

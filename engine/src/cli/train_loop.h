@@ -69,12 +69,17 @@ struct EpochLoop {
 
 struct EpochLoopResult {
   int64_t steps = 0;
-  double seconds = 0;        // wall time of the loop
-  bool interrupted = false;  // the ranks stopped early on a stop signal
+  double seconds = 0;                // wall time of the loop
+  bool interrupted = false;          // the ranks stopped early on a stop signal
+  std::vector<double> step_seconds;  // this rank's wall time of each step
 };
 
 // Runs the loop. Fails with the first error of `step` or `after_step`, when a loss is not
 // finite (naming the step), or when the ranks agreed to stop on a recording failure.
 Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop);
+
+// The mean step time over `mine` (this rank's step wall times) as docs/run-format.md defines
+// it: per step the wall time of the slowest rank. A collective: every rank calls it.
+Result<double> MeanStepSeconds(Communicator& comm, const std::vector<double>& mine);
 
 }  // namespace shardscope::cli

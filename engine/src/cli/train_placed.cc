@@ -56,8 +56,9 @@ Status RecordStep(Communicator& comm, RunControl& control, const PipelineTrainer
   const WorkerStats& now = t.stats();
   store::RankStepRecord mine;
   mine.rank = comm.rank();
+  mine.wall_seconds = seconds;
   mine.compute_seconds = now.compute_seconds - previous->compute_seconds;
-  mine.comm_seconds = now.idle_seconds - previous->idle_seconds;
+  mine.comm_seconds = now.comm_seconds - previous->comm_seconds;
   mine.bytes_sent = now.bytes_sent - previous->bytes_sent;
   mine.bytes_recv = now.bytes_received - previous->bytes_received;
   mine.param_bytes = now.parameter_bytes;
@@ -88,7 +89,7 @@ Status RecordStep(Communicator& comm, RunControl& control, const PipelineTrainer
   SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(spans, all));
   Recorder* recorder = control.recorder();
   if (recorder == nullptr) return Status::Ok();
-  control.Recorded(recorder->RecordStep(step, epoch, loss, seconds, ranks));
+  control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
   // Every worker's times from the earliest step origin. Workers on other hosts have unrelated
   // clocks (boot times seconds or hours apart): origins further apart than the step, or than
   // a second, mean that, and then each worker keeps its own origin.
@@ -163,6 +164,7 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   if (done.interrupted) return Status::Ok();  // every worker stopped after the same step
   const int64_t step = done.steps;
   const double secs = done.seconds;
+  SHARDSCOPE_ASSIGN_OR_RETURN(const double step_secs, MeanStepSeconds(comm, done.step_seconds));
   const auto eval_start = Clock::now();
   SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, *r.test));
   if (Recorder* recorder = control.recorder()) {
@@ -171,7 +173,7 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   }
   const WorkerStats& ws = trainer->stats();
   std::vector<float> mine = {static_cast<float>(ws.compute_seconds),
-                             static_cast<float>(ws.idle_seconds),
+                             static_cast<float>(ws.comm_seconds),
                              static_cast<float>(program.SentBytes(comm.rank())),
                              static_cast<float>(program.ReceivedBytes(comm.rank())),
                              static_cast<float>(ws.parameter_bytes)};
@@ -180,8 +182,8 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   if (lead) {
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
                 static_cast<long long>(r.test->size()), static_cast<long long>(step),
-                FormatDuration(secs).c_str(), step ? 1e3 * secs / step : 0.0);
-    std::printf("\nper worker (per step)  compute ms  idle ms  sent B  received B  parameters\n");
+                FormatDuration(secs).c_str(), 1e3 * step_secs);
+    std::printf("\nper worker (per step)  compute ms  comm ms  sent B  received B  parameters\n");
     const double n = std::max<int64_t>(1, step);
     const int m = s.options.micro_batches;
     for (int w = 0; w < comm.size(); ++w) {

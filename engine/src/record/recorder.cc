@@ -8,6 +8,8 @@
 #include <functional>
 #include <map>
 
+#include "record/provenance_text.h"
+
 namespace shardscope {
 namespace {
 
@@ -126,21 +128,19 @@ namespace {
 // The search's account of one forward operator: provenance (user, propagated from which
 // operator, search, default), its cost and the candidates it beat, best first.
 void AddSearchProvenance(const Graph& g, const SearchResult& search, NodeId id,
-                         store::OperatorRecord* op) {
+                         const std::string& mapping, store::OperatorRecord* op) {
   for (const OperatorChoice& c : search.operators) {
     if (c.node != id) continue;
     const std::string& why = c.provenance;
+    const ProvenanceText text = DescribeProvenance(why, "");
+    op->provenance = text.kind;
+    op->provenance_detail = text.detail + mapping;
     const size_t from = why.find("propagated from operator '");
-    op->provenance = why.rfind("user", 0) == 0                           ? "user"
-                     : from != std::string::npos                         ? "propagated"
-                     : why.find("reasoned default") != std::string::npos ? "default"
-                                                                         : "search";
     if (from != std::string::npos) {
       const size_t begin = from + std::string("propagated from operator '").size();
       op->provenance_op = g.FindNode(why.substr(begin, why.find('\'', begin) - begin));
       if (op->provenance_op == kNoNode) op->provenance_op = store::kNone;
     }
-    op->provenance_detail = why + "; " + op->provenance_detail;
     op->cost = c.local_cost_s;
     store::CandidateRecord chosen;
     chosen.strategy = c.strategy;
@@ -154,6 +154,9 @@ void AddSearchProvenance(const Graph& g, const SearchResult& search, NodeId id,
       store::CandidateRecord r;
       r.strategy = s.strategy;
       r.cost = s.cost_s;
+      r.compute_seconds = s.compute_s;
+      r.comm_seconds = s.cost_s - s.compute_s;
+      r.memory_bytes = static_cast<int64_t>(s.memory_bytes);
       r.note = "runner-up";
       op->candidates.push_back(r);
     }
@@ -161,6 +164,28 @@ void AddSearchProvenance(const Graph& g, const SearchResult& search, NodeId id,
                      [](const auto& a, const auto& b) { return a.cost < b.cost; });
     return;
   }
+}
+
+// A step's rank groups as the run file keeps them: the grid of the collective along the
+// step's axes when they are exactly that (a row-major mesh), else the list.
+store::RankGroups StoredGroups(const DeviceMesh& mesh, const RedistStep& step) {
+  std::vector<std::vector<int64_t>> list;
+  for (const auto& g : step.groups) list.emplace_back(g.begin(), g.end());
+  store::RankGroups stored(std::move(list));
+  if (mesh.has_explicit_ranks() || step.axes.empty() || stored.empty()) return stored;
+  std::vector<int64_t> stride(mesh.num_axes(), 1);
+  for (int a = mesh.num_axes() - 1; a > 0; --a) stride[a - 1] = stride[a] * mesh.shape()[a];
+  std::vector<store::GridAxis> members, groups;
+  std::vector<bool> along(mesh.num_axes(), false);
+  for (int a : step.axes) {
+    along[a] = true;
+    members.push_back({mesh.shape()[a], stride[a]});
+  }
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    if (!along[a]) groups.push_back({mesh.shape()[a], stride[a]});
+  }
+  store::RankGroups grid = store::RankGroups::Grid(0, std::move(members), std::move(groups));
+  return grid == stored ? grid : stored;
 }
 
 // The fields of an operator's row that come from its node alone.
@@ -185,15 +210,13 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
     const OpStrategy& s = p.strategies[n.id];
     SHARDSCOPE_ASSIGN_OR_RETURN(op.mesh_id, meshes.Id(s.mesh));
     op.strategy = !n.annotations.in_strategy.empty() ? n.annotations.in_strategy : s.ToString();
-    const std::string& prov = s.provenance;
-    op.provenance = prov.rfind("user", 0) == 0            ? "user"
-                    : prov.rfind("derived", 0) == 0       ? "derived"
-                    : prov.rfind("data-parallel", 0) == 0 ? "default"
-                                                          : "default";
-    op.provenance_detail = prov + "; " + s.ToString();
+    const ProvenanceText why = DescribeProvenance("", s.provenance);
+    const std::string mapping = ": " + s.ToString();  // letters on mesh axes
+    op.provenance = why.kind;
+    op.provenance_detail = why.detail + mapping;
     if (n.is_backward) op.provenance_op = n.forward_node;
     op.worker = n.annotations.worker >= 0 ? n.annotations.worker : store::kNone;
-    if (search != nullptr) AddSearchProvenance(g, *search, n.id, &op);
+    if (search != nullptr) AddSearchProvenance(g, *search, n.id, mapping, &op);
     SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddOperator(op)));
   }
   // Tensors: the layout at their home (as produced or stored).
@@ -278,7 +301,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
         sr.axis_names = s.axis_names;
         sr.dim = s.dim;
         sr.dim_to = s.dim_to;
-        for (const auto& grp : s.groups) sr.groups.emplace_back(grp.begin(), grp.end());
+        sr.groups = StoredGroups(plan.mesh, s);
         sr.bytes_sent_max = s.bytes_sent_per_rank;
         sr.bytes_recv_max = s.bytes_recv_per_rank;
         sr.bytes_sent = s.bytes_sent;
@@ -286,10 +309,11 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
         sr.messages = s.messages;
         sr.seconds = s.seconds;
         sr.layout_after = s.after.ToString();
+        SHARDSCOPE_ASSIGN_OR_RETURN(sr.mesh_id, meshes.Id(s.after.mesh()));
         sr.reason = s.reason;
         for (const RedistTransfer& t : s.transfers) {
-          sr.transfers.push_back(
-              {t.src, t.dst, t.offset, std::vector<int64_t>(t.extent.begin(), t.extent.end())});
+          sr.transfers.Add(t.src, t.dst, t.offset,
+                           std::vector<int64_t>(t.extent.begin(), t.extent.end()));
         }
         sr.zero_ranks.assign(s.zero_ranks.begin(), s.zero_ranks.end());
         r.steps.push_back(std::move(sr));
@@ -379,13 +403,13 @@ Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int mic
   return Check(writer_->Commit());
 }
 
-Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss, double seconds,
+Status Recorder::RecordStep(int64_t step, int64_t epoch, double loss,
                             const std::vector<store::RankStepRecord>& ranks) {
   store::StepRecord s;
   s.step = step;
   s.epoch = epoch;
   s.loss = loss;
-  s.seconds = seconds;
+  for (const store::RankStepRecord& r : ranks) s.seconds = std::max(s.seconds, r.wall_seconds);
   s.time =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   s.ranks = ranks;

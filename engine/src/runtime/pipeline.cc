@@ -238,8 +238,10 @@ Status PipelineTrainer::RunPhase(Communicator& comm, const PlacedProgram& progra
     Tensor& t = Buffer(micro, e.value);
     const int tag = Tag(instr.edge, micro, micro_count);
     if (instr.kind == PlacedInstr::Kind::kSend) {
+      const auto start = Clock::now();
       Status st = comm.SendBytes(Bytes(t), e.dst_worker, tag);
       if (!st.ok()) return st.WithContext("sending " + g.value(e.value).name);
+      if (training) stats_.comm_seconds += Since(start);
       stats_.bytes_sent += e.bytes;
       continue;
     }
@@ -254,7 +256,9 @@ Status PipelineTrainer::RunPhase(Communicator& comm, const PlacedProgram& progra
         return Status::Internal("message for " + g.value(e.value).name + " has the wrong size");
       std::memcpy(dst.data(), msg.data(), msg.size());
     }
-    span->idle_seconds += Since(start);
+    const double waited = Since(start);
+    span->idle_seconds += waited;
+    if (training) stats_.comm_seconds += waited;
     stats_.bytes_received += e.bytes;
   }
   return Status::Ok();
@@ -311,7 +315,9 @@ Result<float> PipelineTrainer::Step(Communicator& comm, const Tensor& images,
     for (int i = 0; i < m; ++i) loss[0] += micro_[i][model_.loss][0];
     loss[0] *= scale;
   }
+  const auto broadcast_start = Clock::now();
   SHARDSCOPE_RETURN_IF_ERROR(comm.Broadcast(loss, loss_worker));
+  stats_.comm_seconds += Since(broadcast_start);
   stats_.step_seconds += Since(step_start);
   return loss[0];
 }

@@ -77,7 +77,8 @@ SearchResult Explain(const SearchGraph& g, const Assignment& a, const SearchOpti
       std::vector<ScoredCandidate> others;
       for (const Parts& p : op.candidates) {
         if (p == a.parts[i]) continue;
-        others.push_back({g.Notation(v, p), LocalCost(g, v, p, a.parts)});
+        others.push_back(
+            {g.Notation(v, p), LocalCost(g, v, p, a.parts), g.OpCost(v, p), g.OpMemory(v, p)});
       }
       std::stable_sort(others.begin(), others.end(),
                        [](const auto& x, const auto& y) { return x.cost_s < y.cost_s; });
@@ -151,9 +152,10 @@ std::string SearchResultToJson(const SearchResult& r, int indent) {
   nlohmann::ordered_json j;
   j["devices"] = r.devices;
   j["search"] = SearchModeName(r.mode);
-  j["predicted_step_seconds"] = r.step_seconds;
-  j["predicted_compute_seconds"] = r.operator_seconds;
-  j["predicted_collectives"] = r.collectives;
+  // The search's objective, not a prediction: `plan` prices the partitioned program for that.
+  j["search_objective_seconds"] = r.step_seconds;
+  j["search_objective_compute_seconds"] = r.operator_seconds;
+  j["search_objective_collectives"] = r.collectives;
   j["memory_per_device_bytes"] = r.memory_per_device_bytes;
   j["operators"] = nlohmann::ordered_json::array();
   for (const OperatorChoice& c : r.operators) {

@@ -15,6 +15,7 @@
 //   - A float that may be missing (loss, accuracy) is NaN when missing (NULL in the file).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -22,11 +23,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "shardscope/store/rank_patterns.h"
+
 namespace shardscope::store {
 
 // The run file's format: PRAGMA application_id and PRAGMA user_version.
 inline constexpr int32_t kApplicationId = 0x53685363;  // "ShSc"
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 inline constexpr int64_t kNone = -1;
 inline constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
@@ -75,12 +78,13 @@ struct MeshRecord {
 // A strategy the search considered for an operator, with the cost model's price.
 struct CandidateRecord {
   std::string strategy;
-  double cost = 0;             // seconds, the figure the search compared
-  double compute_seconds = 0;  // its parts, when known
-  double comm_seconds = 0;
-  int64_t memory_bytes = 0;
-  std::string note;  // e.g. "redistribution from dense1.matmul: 1.2 MB"
-  friend bool operator==(const CandidateRecord&, const CandidateRecord&) = default;
+  double cost = 0;                    // seconds, the figure the search compared
+  double compute_seconds = kMissing;  // its parts: NaN / kNone when not recorded
+  double comm_seconds = kMissing;
+  int64_t memory_bytes = kNone;  // per device
+  std::string note;              // e.g. "redistribution from dense1.matmul: 1.2 MB"
+  bool has_breakdown() const { return !std::isnan(compute_seconds); }
+  friend bool operator==(const CandidateRecord&, const CandidateRecord&);  // NaN equals NaN
 };
 
 // An operator of the forward or backward graph, its chosen strategy and why.
@@ -135,15 +139,6 @@ struct EdgeRecord {
   friend bool operator==(const EdgeRecord&, const EdgeRecord&) = default;
 };
 
-// One piece of an irregular exchange: the box [offset, offset + extent) goes src -> dst.
-struct TransferRecord {
-  int64_t src = 0;
-  int64_t dst = 0;
-  std::vector<int64_t> offset;
-  std::vector<int64_t> extent;
-  friend bool operator==(const TransferRecord&, const TransferRecord&) = default;
-};
-
 // One step of a redistribution plan (engine RedistStep).
 struct RedistStepRecord {
   int64_t ordinal = 0;        // 0, 1, ... in execution order
@@ -152,16 +147,17 @@ struct RedistStepRecord {
   std::vector<std::string> axis_names;
   int64_t dim = -1;
   int64_t dim_to = -1;
-  std::vector<std::vector<int64_t>> groups;  // rank groups
+  RankGroups groups;  // rank groups (a grid for collectives along mesh axes)
   int64_t bytes_sent_max = 0;
   int64_t bytes_recv_max = 0;
   std::vector<int64_t> bytes_sent;  // per rank
   std::vector<int64_t> bytes_recv;  // per rank
   int64_t messages = 0;
   double seconds = 0;        // predicted
-  std::string layout_after;  // on the plan mesh
+  std::string layout_after;  // on mesh_id
+  int64_t mesh_id = kNone;   // the mesh layout_after is on (kNone: older files; the plan mesh)
   std::string reason;
-  std::vector<TransferRecord> transfers;  // irregular steps only
+  TransferList transfers;  // irregular steps only
   std::vector<int64_t> zero_ranks;
   friend bool operator==(const RedistStepRecord&, const RedistStepRecord&) = default;
 };
@@ -226,12 +222,12 @@ struct SendRecvRecord {
   friend bool operator==(const SendRecvRecord&, const SendRecvRecord&) = default;
 };
 
-// One rank's figures for one training step. Trivially copyable: the engine sends it from
-// rank to rank as bytes (keep strings and vectors out of it).
+// One rank's figures for one training step (docs/run-format.md, "Figures"). Trivially
+// copyable: the engine sends it from rank to rank as bytes (keep strings and vectors out).
 struct RankStepRecord {
   int64_t rank = 0;
-  double compute_seconds = 0;
-  double comm_seconds = 0;
+  double compute_seconds = 0;  // in kernels and the optimizer
+  double comm_seconds = 0;     // in collectives and sends/receives, waiting included
   int64_t bytes_sent = 0;
   int64_t bytes_recv = 0;
   int64_t param_bytes = 0;
@@ -239,6 +235,7 @@ struct RankStepRecord {
   int64_t optimizer_bytes = 0;
   int64_t activation_bytes = 0;
   int64_t peak_bytes = 0;
+  double wall_seconds = 0;  // this rank's wall time of the step (NaN: older files)
   friend bool operator==(const RankStepRecord&, const RankStepRecord&) = default;
 };
 
@@ -264,7 +261,7 @@ struct StepRecord {
   int64_t step = 0;
   int64_t epoch = 0;
   double loss = kMissing;             // NaN when missing or diverged
-  double seconds = 0;                 // wall time of the step
+  double seconds = 0;                 // wall time of the step on the slowest rank
   double time = 0;                    // Unix time at its end (0: the writer takes now)
   std::vector<RankStepRecord> ranks;  // ordered by rank
 };
