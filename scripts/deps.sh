@@ -7,6 +7,7 @@ PACKAGES=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev qt6-charts-dev libqt6opengl6-dev
   libgraphviz-dev graphviz libeigen3-dev libopenmpi-dev openmpi-bin
   libsqlite3-dev sqlite3 libcli11-dev nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
+  libonnx-dev libprotobuf-dev
   libgtest-dev libgmock-dev libbenchmark-dev xvfb
   clang libclang-rt-14-dev
 )
