@@ -152,6 +152,33 @@ bool IsFloatType(int t) {
          t == onnx::TensorProto_DataType_FLOAT16;
 }
 
+// ONNX's checker resolves external data against the working directory (its public entry
+// point takes no model directory). ReadExternal checks those paths itself, so the checker
+// sees such tensors inline, one byte long (it compares no data size with the shape).
+Status RunChecker(onnx::ModelProto* proto) {
+  using Entries = google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto>;
+  std::vector<std::pair<onnx::TensorProto*, Entries>> hidden;
+  for (onnx::TensorProto& t : *proto->mutable_graph()->mutable_initializer()) {
+    if (t.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) continue;
+    hidden.emplace_back(&t, t.external_data());
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto_DataLocation_DEFAULT);
+    t.set_raw_data(std::string(1, '\0'));
+  }
+  Status status = Status::Ok();
+  try {
+    onnx::checker::check_model(*proto);
+  } catch (const std::exception& e) {
+    status = Status::Invalid(std::string("ONNX checker: ") + e.what());
+  }
+  for (auto& [t, entries] : hidden) {
+    t->clear_raw_data();
+    t->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+    *t->mutable_external_data() = std::move(entries);
+  }
+  return status;
+}
+
 Status ReadInitializers(OnnxModel* m, bool load_weights) {
   for (onnx::TensorProto& t : *m->proto.mutable_graph()->mutable_initializer()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(Shape shape, DimsOf(t));
@@ -368,18 +395,16 @@ Result<std::shared_ptr<const OnnxModel>> ParseOnnxModel(const std::string& bytes
   }
   // Ours first: it lists what is supported, where the checker would only say "unknown".
   SHARDSCOPE_RETURN_IF_ERROR(fail(CheckOperators(*m, nullptr)));
-  try {
-    onnx::checker::check_model(m->proto);
-  } catch (const std::exception& e) {
-    return fail(Status::Invalid(std::string("ONNX checker: ") + e.what()));
-  }
+  SHARDSCOPE_RETURN_IF_ERROR(fail(RunChecker(&m->proto)));
   SHARDSCOPE_RETURN_IF_ERROR(fail(ReadInitializers(m.get(), options.load_weights)));
   SHARDSCOPE_RETURN_IF_ERROR(fail(ReadInputs(m.get())));
   FindGeluPatterns(m.get());
   SHARDSCOPE_RETURN_IF_ERROR(fail(CheckOperators(*m, &m->fused)));
   try {
+    // Strict, without data propagation: ONNX 1.12's propagators read shape data without
+    // bounds checks (a Gather index past a shape's rank); the folder here computes that.
     onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1,
-                                       /*data_propagation=*/true);
+                                       /*data_propagation=*/false);
     onnx::shape_inference::InferShapes(m->proto, onnx::OpSchemaRegistry::Instance(), strict);
   } catch (const std::exception& e) {
     return fail(Status::Invalid(std::string("ONNX shape inference: ") + e.what()));

@@ -2,12 +2,17 @@
 // imported at two batch sizes. A crash or sanitizer report is the failure; a refusal is not.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "shardscope/onnx_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardscope;
+  if (const char* last = std::getenv("ONNX_FUZZ_LAST")) {  // to replay a crash
+    std::ofstream(last, std::ios::binary).write(reinterpret_cast<const char*>(data), size);
+  }
   // A directory that does not exist: external data is never read from the machine.
   auto model = ParseOnnxModel(std::string(reinterpret_cast<const char*>(data), size),
                               "/nonexistent/fuzz.onnx");

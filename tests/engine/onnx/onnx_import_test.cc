@@ -25,10 +25,11 @@ std::string ReadBytes(const std::string& path) {
   return s.str();
 }
 
-ModelFile Load(const std::string& name, bool weights = true) {
-  auto mf = LoadModelFile(DataPath(name), ModelLoadOptions{.weights = weights});
-  EXPECT_TRUE(mf.ok()) << mf.status().message();
-  return std::move(mf).value();
+// The forward graph of tests/data/onnx/<name> at `batch`.
+Result<ModelGraph> Build(const std::string& name, int64_t batch, bool weights = true) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelFile mf,
+                              LoadModelFile(DataPath(name), ModelLoadOptions{.weights = weights}));
+  return mf.Build(batch);
 }
 
 // The model's logits on the reference input of <name>.io, against PyTorch's.
@@ -40,8 +41,7 @@ void ExpectTorchLogits(const std::string& name) {
   std::memcpy(x.data(), io.data(), x.size() * sizeof(float));
   std::memcpy(want.data(), io.data() + x.size() * sizeof(float), want.size() * sizeof(float));
 
-  ModelFile mf = Load(name + ".onnx");
-  auto model = mf.Build(kBatch);
+  auto model = Build(name + ".onnx", kBatch);
   ASSERT_TRUE(model.ok()) << model.status().message();
   Executor ex(model->graph);
   ex.InitializeParameters(1);  // every parameter holds the file's data: the seed is unused
@@ -61,8 +61,7 @@ TEST(OnnxImport, TransformerStyleMlpMatchesPyTorch) { ExpectTorchLogits("mlp_vie
 TEST(OnnxImport, ConvNetMatchesPyTorch) { ExpectTorchLogits("convnet"); }
 
 TEST(OnnxImport, OperatorsAreNamedAfterTheExportersScopes) {
-  ModelFile mf = Load("mlp_view.onnx");
-  auto model = mf.Build(2);
+  auto model = Build("mlp_view.onnx", 2);
   ASSERT_TRUE(model.ok()) << model.status().message();
   const Graph& g = model->graph;
   EXPECT_NE(g.FindNode("layer.0.up.Gemm"), kNoNode);
@@ -97,9 +96,8 @@ TEST(OnnxImport, OperatorsAreNamedAfterTheExportersScopes) {
 }
 
 TEST(OnnxImport, ShapeSubgraphFoldsForEachBatch) {
-  ModelFile mf = Load("fold.onnx");
   for (int64_t batch : {3, 5}) {
-    auto model = mf.Build(batch);
+    auto model = Build("fold.onnx", batch);
     ASSERT_TRUE(model.ok()) << model.status().message();
     const NodeId reshape = model->graph.FindNode("view.Reshape");
     ASSERT_NE(reshape, kNoNode);
@@ -118,11 +116,12 @@ const Value& ParameterNamed(const ModelGraph& m, const std::string& name) {
 }
 
 TEST(OnnxImport, WeightsInlineExternalOrAbsent) {
-  auto inline_model = Load("mlp.onnx").Build(2);
-  auto external = Load("mlp_external.onnx").Build(2);
-  auto plan_only = Load("mlp.onnx", /*weights=*/false).Build(2);
-  auto no_params = Load("mlp_noparams.onnx").Build(2);
-  ASSERT_TRUE(inline_model.ok() && external.ok() && plan_only.ok() && no_params.ok());
+  auto inline_model = Build("mlp.onnx", 2);
+  auto external = Build("mlp_external.onnx", 2);
+  auto plan_only = Build("mlp.onnx", 2, /*weights=*/false);
+  auto no_params = Build("mlp_noparams.onnx", 2);
+  for (const auto* m : {&inline_model, &external, &plan_only, &no_params})
+    ASSERT_TRUE(m->ok()) << m->status().message();
   const Value& w = ParameterNamed(*inline_model, "fc1.weight");
   EXPECT_EQ(w.shape, (Shape{64, 784}));
   ASSERT_EQ(w.init.kind, InitSpec::kData);
