@@ -30,6 +30,22 @@ Status TooLarge(const Shape& s) {
 
 int64_t NormAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
+int64_t ToInt(double v) {  // clamped: a corrupt constant must not be undefined behaviour
+  constexpr double kLimit = 4.0e18;
+  if (!(v == v)) return 0;
+  return static_cast<int64_t>(std::clamp(v, -kLimit, kLimit));
+}
+
+// The element count, or -1 when a dimension is negative or the count is past kMaxConstElements.
+int64_t CountOrNegative(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0 || (d > 0 && n > kMaxConstElements / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 std::vector<int64_t> Strides(const Shape& s) {
   std::vector<int64_t> st(s.size(), 1);
   for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
@@ -57,11 +73,13 @@ Result<HostConst> Broadcast(const std::vector<const HostConst*>& in, bool intege
   const int64_t n = NumElements(out);
   if (n > kMaxConstElements) return TooLarge(out);
   const std::vector<int64_t> ost = Strides(out);
+  std::vector<std::vector<int64_t>> strides;
+  for (const HostConst* c : in) strides.push_back(Strides(c->shape));
   std::vector<double> args(in.size());
   for (int64_t i = 0; i < n; ++i) {
     for (size_t k = 0; k < in.size(); ++k) {
       const Shape& s = in[k]->shape;
-      const std::vector<int64_t> st = Strides(s);
+      const std::vector<int64_t>& st = strides[k];
       int64_t off = 0;
       for (size_t d = 0; d < s.size(); ++d) {
         const int64_t idx = (i / ost[rank - s.size() + d]) % out[rank - s.size() + d];
@@ -97,10 +115,10 @@ Result<HostConst> Gather(const HostConst& data, const HostConst& idx, int64_t ax
   HostConst r{out, data.integer, {}};
   for (int64_t o = 0; o < outer; ++o) {
     for (double v : idx.values) {
-      int64_t i = static_cast<int64_t>(v);
+      int64_t i = ToInt(v);
       if (i < 0) i += dim;
       if (i < 0 || i >= dim) {
-        return Status::Invalid("index " + std::to_string(static_cast<int64_t>(v)) +
+        return Status::Invalid("index " + std::to_string(ToInt(v)) +
                                " is out of range for a dimension of " + std::to_string(dim));
       }
       const double* src = data.values.data() + (o * dim + i) * inner;
@@ -150,7 +168,9 @@ Result<HostConst> Slice(const HostConst& data, std::vector<int64_t> starts,
   Shape out = data.shape;
   for (size_t k = 0; k < starts.size(); ++k) {
     const int64_t a = NormAxis(axes[k], rank);
-    if (a < 0 || a >= rank || steps[k] == 0) return Status::Invalid("bad axis or step");
+    constexpr int64_t kMaxStep = int64_t{1} << 40;
+    if (a < 0 || a >= rank || steps[k] == 0 || steps[k] > kMaxStep || steps[k] < -kMaxStep)
+      return Status::Invalid("bad axis or step");
     const int64_t d = data.shape[a], s = steps[k];
     auto clamp = [&](int64_t v) {  // ONNX: [0, d] forwards, [-1, d - 1] backwards
       if (v < 0) v += d;
@@ -204,9 +224,11 @@ Result<Shape> ReshapeTarget(const Shape& in, const std::vector<int64_t>& target,
   return s;
 }
 
+int64_t HostConst::Int(size_t i) const { return ToInt(values[i]); }
+
 std::vector<int64_t> HostConst::Ints() const {
   std::vector<int64_t> out;
-  for (double v : values) out.push_back(static_cast<int64_t>(v));
+  for (double v : values) out.push_back(ToInt(v));
   return out;
 }
 
@@ -216,8 +238,8 @@ Result<HostConst> HostConstFromTensor(const onnx::TensorProto& t) {
     if (d < 0) return Status::Invalid("negative dimension");
     c.shape.push_back(d);
   }
-  const int64_t n = NumElements(c.shape);
-  if (n > kMaxConstElements) return TooLarge(c.shape);
+  const int64_t n = CountOrNegative(c.shape);
+  if (n < 0) return TooLarge(c.shape);
   const int type = t.data_type();
   c.integer = IsIntegerType(type);
   const std::string& raw = t.raw_data();
@@ -384,7 +406,7 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
       std::vector<bool> inserted(r, false);
       for (int64_t a : *axes) {
         a = NormAxis(a, r);
-        if (a < 0 || a >= r) return Status::Invalid("axis out of range");
+        if (a < 0 || a >= r || inserted[a]) return Status::Invalid("axis out of range or repeated");
         inserted[a] = true;
       }
       size_t k = 0;
@@ -409,7 +431,7 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
   if (op == "ConstantOfShape") {
     const std::vector<int64_t> dims = in[0]->Ints();
     const Shape s(dims.begin(), dims.end());
-    if (NumElements(s) > kMaxConstElements) return TooLarge(s);
+    if (CountOrNegative(s) < 0) return TooLarge(s);
     HostConst value{{}, false, {0.0}};
     if (const auto* a = FindAttr(node, "value"); a != nullptr && a->has_t()) {
       SHARDSCOPE_ASSIGN_OR_RETURN(value, HostConstFromTensor(a->t()));
@@ -418,11 +440,13 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
     return one(HostConst{s, value.integer, std::vector<double>(NumElements(s), value.values[0])});
   }
   if (op == "Range") {
-    const double start = in[0]->values.at(0), limit = in[1]->values.at(0),
-                 delta = in[2]->values.at(0);
-    if (delta == 0) return Status::Invalid("delta is 0");
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
-    if (n > kMaxConstElements) return TooLarge({n});
+    for (int i = 0; i < 3; ++i) {
+      if (in[i]->values.size() != 1) return Status::Invalid("start, limit and delta are scalars");
+    }
+    const double start = in[0]->values[0], limit = in[1]->values[0], delta = in[2]->values[0];
+    const double count = std::ceil((limit - start) / delta);
+    if (!(count < static_cast<double>(kMaxConstElements))) return TooLarge({});
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
     HostConst c{{n}, in[0]->integer, {}};
     for (int64_t i = 0; i < n; ++i) c.values.push_back(start + static_cast<double>(i) * delta);
     return one(std::move(c));

@@ -27,7 +27,7 @@ struct HostConst {
   Shape shape;
   bool integer = true;
   std::vector<double> values;
-  int64_t Int(size_t i) const { return static_cast<int64_t>(values[i]); }
+  int64_t Int(size_t i) const;  // clamped to ±4e18, NaN as 0
   std::vector<int64_t> Ints() const;
 };
 

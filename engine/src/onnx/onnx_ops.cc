@@ -81,7 +81,8 @@ Status Binary(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape sa, c.ShapeOf(0));
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape sb, c.ShapeOf(1));
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId a, c.ValueOf(0));
-  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId b, c.ValueOf(1, Zeros()));
+  // A weight without data: a neutral start (ones for a product, zeros for a sum).
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId b, c.ValueOf(1, K == OpKind::kMul ? Ones() : Zeros()));
   // x [N, C] + b [C]: the bias of a layer, which the searches know as BiasAdd.
   const Graph& g = c.builder().graph();
   if (K == OpKind::kAdd && sa.size() == 2 && sb.size() == 1 && sb[0] == sa[1] &&
@@ -101,6 +102,7 @@ Status Div(Ctx& c) {
 template <OpKind K>
 Status LastAxis(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
+  if (s.empty()) return Ctx::Refuse("the input is a scalar");
   const int64_t axis = Norm(c.AttrInt("axis", c.model().opset >= 13 ? -1 : 1), s.size());
   if (axis != static_cast<int64_t>(s.size()) - 1) {
     return Ctx::Refuse("axis " + std::to_string(axis) + " of input " + ShapeToString(s) +
@@ -161,6 +163,7 @@ Status Gemm(Ctx& c) {
 
 Status LayerNorm(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
+  if (s.empty()) return Ctx::Refuse("the input is a scalar");
   if (Norm(c.AttrInt("axis", -1), s.size()) != static_cast<int64_t>(s.size()) - 1) {
     return Ctx::Refuse("normalising from axis " + std::to_string(c.AttrInt("axis", -1)) +
                        " of " + ShapeToString(s) + ": only the last axis is supported");

@@ -35,6 +35,21 @@ TEST(OnnxCli, PlansWithoutWeights) {
   EXPECT_EQ(noparams.code, 0) << noparams.text;
 }
 
+TEST(OnnxCli, ModelFileImportsAndShardsAScope) {
+  auto out = Shardscope("plan " + Data("mlp_view_shard.yaml") + " --json");
+  ASSERT_EQ(out.code, 0) << out.text;
+  // The strategy given by ONNX node name, the block by scope, the rest data-parallel.
+  EXPECT_NE(out.text.find("\"provenance\": \"user: ((8, 1), (1, 1))\""), std::string::npos)
+      << out.text;
+  const size_t up0 = out.text.find("\"name\": \"layer.0.up.Gemm\"");
+  const size_t up1 = out.text.find("\"name\": \"layer.1.up.Gemm\"");
+  ASSERT_NE(up0, std::string::npos);
+  ASSERT_NE(up1, std::string::npos);
+  EXPECT_NE(out.text.substr(up0, 300).find("dynamic_programming: exact"), std::string::npos);
+  EXPECT_NE(out.text.substr(up1, 200).find("outside shard blocks"), std::string::npos)
+      << out.text.substr(up1, 200);
+}
+
 TEST(OnnxCli, BadFilesExitTwoNamingTheNode) {
   auto unknown = Shardscope("plan " + Data("unknown_op.onnx"));
   EXPECT_EQ(unknown.code, 2) << unknown.text;
