@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds.empty()) seeds.push_back(Bytes(4096, 0));
-  std::printf("store_fuzz_reader_plain: %zu seeds, %.0f s, seed %llu\n", seeds.size(), seconds,
+  std::printf("%s: %zu seeds, %.0f s, seed %llu\n", argv[0], seeds.size(), seconds,
               static_cast<unsigned long long>(seed));
   std::fflush(stdout);
   std::mt19937_64 rng(seed);
@@ -136,6 +136,6 @@ int main(int argc, char** argv) {
     LLVMFuzzerTestOneInput(b.data(), b.size());
     ++runs;
   }
-  std::printf("store_fuzz_reader_plain: %lld runs, no crash\n", static_cast<long long>(runs));
+  std::printf("%s: %lld runs, no crash\n", argv[0], static_cast<long long>(runs));
   return 0;
 }

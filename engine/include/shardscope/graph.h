@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,9 +38,11 @@ struct InitSpec {
     kHeNormal,         // N(0, 2 / fan_in)
     kUniform,          // U(±scale)
     kFanInUniform,     // U(±1/sqrt(fan_in)): PyTorch's and MindSpore's Dense default
+    kData,             // the values in `data` (weights and constants of an imported model)
   };
   Kind kind = kZeros;
   float scale = 0.01f;
+  std::shared_ptr<const Tensor> data = nullptr;  // kData only; shared by every build
   bool operator==(const InitSpec&) const = default;
 };
 
@@ -100,7 +103,7 @@ class Graph {
   ValueId AddInput(std::string name, Shape shape, DType dtype = DType::kF32);
   ValueId AddLabel(std::string name, Shape shape);
   ValueId AddParameter(std::string name, Shape shape, InitSpec init);
-  ValueId AddConstant(std::string name, Shape shape, InitSpec init);
+  ValueId AddConstant(std::string name, Shape shape, InitSpec init, DType dtype = DType::kF32);
 
   // Appends a node after checking arity and the operator's shape rule.
   // Outputs are named "<name>" (one output) or "<name>:<k>".

@@ -73,6 +73,12 @@ struct ParallelConfig {
   bool empty() const { return annotations.empty() && shard_blocks.empty(); }
 };
 
+struct ModelLoadOptions {
+  // false (plan): an imported ONNX graph's weights are not read; parameters take the
+  // seeded initialisers.
+  bool weights = true;
+};
+
 class ModelFile {
  public:
   ~ModelFile();
@@ -87,6 +93,8 @@ class ModelFile {
   const TrainingConfig& training() const { return training_; }
   const DataConfig& data() const { return data_; }
   const ParallelConfig& parallel() const { return parallel_; }
+  // The ONNX file the network comes from (`import:`, or the .onnx file itself); "" if none.
+  const std::string& import_path() const { return import_path_; }
 
   // Builds the forward graph (input "x", labels "label", logits, loss) for a batch size,
   // with every annotation attached to its operator. An annotation naming an operator the
@@ -94,10 +102,11 @@ class ModelFile {
   Result<ModelGraph> Build(int64_t batch) const;
 
  private:
-  friend Result<ModelFile> ParseModelText(const std::string&, const std::string&);
+  friend Result<ModelFile> ParseModelText(const std::string&, const std::string&,
+                                          const ModelLoadOptions&);
   struct Network;  // the parsed layers/operators
   ModelFile();
-  std::string path_, text_, name_;
+  std::string path_, text_, name_, import_path_;
   Shape example_shape_;
   int num_classes_ = 10;
   TrainingConfig training_;
@@ -106,8 +115,11 @@ class ModelFile {
   std::unique_ptr<Network> network_;
 };
 
-Result<ModelFile> LoadModelFile(const std::string& path);
-// Parses text; `path` is used in error messages only.
-Result<ModelFile> ParseModelText(const std::string& text, const std::string& path);
+// A .onnx path is read as a model file holding only `import: <that file>` (training,
+// data and parallel settings at their defaults).
+Result<ModelFile> LoadModelFile(const std::string& path, const ModelLoadOptions& options = {});
+// Parses text; `path` is used in error messages and to find an imported ONNX file.
+Result<ModelFile> ParseModelText(const std::string& text, const std::string& path,
+                                 const ModelLoadOptions& options = {});
 
 }  // namespace shardscope

@@ -72,7 +72,7 @@ void PrintExplain(const OperatorChoice& c) {
 }
 
 int RunPlan(const PlanOptions& o) {
-  auto mf = LoadModelFile(o.model);
+  auto mf = LoadModelFile(o.model, ModelLoadOptions{.weights = false});  // shapes only
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   const ParallelConfig& parallel = mf->parallel();
   const int devices = o.devices > 0 ? o.devices : std::max(1, parallel.devices);
@@ -235,6 +235,9 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "      --search dynamic_programming --device-mesh node=2,local=4 \\\n"
       "      --axis-bandwidth node=1.25e9 --axis-latency node=20e-6   (two hosts of four\n"
       "      with a slow link between them: the heavy collectives stay inside a host)\n"
+      "  shardscope plan model.onnx --devices 64 --batch 256 --search dynamic_programming\n"
+      "      (an ONNX file, or a model file with import: model.onnx; plan reads shapes only,\n"
+      "      never the weights; --batch fixes a symbolic batch dimension)\n"
       "Search modes: semi_auto (the model's strategies, the rest data-parallel),\n"
       "sharding_propagation (from the configured operators outward), recursive_programming\n"
       "(fully automatic, one round per prime factor of N), dynamic_programming (the exact\n"
@@ -244,7 +247,9 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "the partitioned program itself (every kernel, every step of every redistribution,\n"
       "forward and backward); the search's own objective, priced by split counts, is\n"
       "printed beside it.");
-  app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
+  app->add_option("model", o->model,
+                  "Model file (YAML, see docs/model-format.md) or ONNX file (.onnx)")
+      ->required();
   app->add_option("--devices", o->devices, "Devices to plan for (default: the model file's)")
       ->check(CLI::Range(1, 1 << 20));
   app->add_option("--batch", o->batch, "Global batch size (default: the model file's)")

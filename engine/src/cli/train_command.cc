@@ -409,6 +409,10 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "  shardscope train samples/models/lenet5_place.yaml --micro-batches 4 --schedule 1f1b \\\n"
       "      --unplaced producer\n"
       "  shardscope launch -n 5 -- train samples/models/lenet5_place.yaml   (MPI)\n"
+      "ONNX models: a .onnx file (its weights, else seeded initialisers; --batch fixes a\n"
+      "symbolic batch dimension), or a model file with import: model.onnx and the parallel\n"
+      "section naming its operators or name scopes (docs/model-format.md):\n"
+      "  shardscope train mlp.onnx --data ../shared/datasets/mnist --devices 8\n"
       "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
       "Flags override the model file's training section.\n"
@@ -416,7 +420,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "file is closed with status 'interrupted: SIGINT at step N' and the exit code is 128 +\n"
       "the signal (130, 143). A second Ctrl-C exits at once. mpirun passes Ctrl-C on to the\n"
       "ranks as SIGTERM and kills them a second later (--mca odls_base_sigkill_timeout S).");
-  app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
+  app->add_option("model", o->model,
+                  "Model file (YAML, see docs/model-format.md) or ONNX file (.onnx)")
+      ->required();
   auto* epochs = app->add_option("--epochs", o->epochs, "Epochs to train")->check(AtLeast(1));
   app->add_option("--steps", o->steps, "Stop after this many steps")
       ->check(AtLeast(1))

@@ -59,10 +59,10 @@ ValueId Graph::AddParameter(std::string name, Shape shape, InitSpec init) {
                    .init = init});
 }
 
-ValueId Graph::AddConstant(std::string name, Shape shape, InitSpec init) {
+ValueId Graph::AddConstant(std::string name, Shape shape, InitSpec init, DType dtype) {
   return AddValue({.name = std::move(name),
                    .shape = std::move(shape),
-                   .dtype = DType::kF32,
+                   .dtype = dtype,
                    .kind = ValueKind::kConstant,
                    .init = init});
 }

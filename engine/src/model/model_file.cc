@@ -20,7 +20,10 @@ std::string SourceLocation::ToString() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
-struct ModelFile::Network : model_file::NetworkDef {};
+struct ModelFile::Network : model_file::NetworkDef {
+  std::shared_ptr<const OnnxModel> onnx;  // set: the network is this imported graph
+  SourceLocation import_location;
+};
 
 ModelFile::ModelFile() = default;
 ModelFile::~ModelFile() = default;
@@ -36,7 +39,12 @@ using model_file::Source;
 
 const std::vector<std::string> kTopKeys = {
     "name",       "description", "input", "classes",   "layers",   "blocks", "operators",
-    "parameters", "output",      "loss",  "optimizer", "training", "data",   "parallel"};
+    "parameters", "output",      "loss",  "optimizer", "training", "data",   "parallel",
+    "import"};
+
+bool IsOnnxPath(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".onnx";
+}
 
 std::string Normalized(const std::string& s) {
   std::string out;
@@ -237,7 +245,8 @@ void CheckDocuments(const Source& src, const std::string& text) {
 
 }  // namespace
 
-Result<ModelFile> ParseModelText(const std::string& text, const std::string& path) {
+Result<ModelFile> ParseModelText(const std::string& text, const std::string& path,
+                                 const ModelLoadOptions& options) {
   ModelFile file;
   file.path_ = path;
   file.text_ = text;
@@ -265,7 +274,25 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
 
     auto network = std::make_unique<ModelFile::Network>();
     std::vector<model_file::WrittenStrategy> inline_strategies;
-    model_file::ParseNetwork(src, top, draft.meshes, network.get(), &inline_strategies);
+    if (const Field* imp = top.Find("import")) {
+      for (const char* key : {"layers", "blocks", "operators", "parameters", "output"}) {
+        if (const Field* f = top.Find(key)) {
+          src.Fail(f->key_node, std::string("'") + key +
+                                    "' cannot be given with import: the network is the "
+                                    "imported ONNX graph");
+        }
+      }
+      // A .onnx file given directly has no YAML to point at: its own messages suffice.
+      network->import_location = IsOnnxPath(path) ? SourceLocation{} : src.At(imp->value);
+      file.import_path_ = model_file::ReadString(src, imp->value, "import");
+      network->onnx = model_file::LoadImport(path, file.import_path_, network->import_location,
+                                             options.weights);
+      for (auto& ws : draft.strategies) ws.target = model_file::OnnxTargetName(ws.target);
+      for (auto& wp : draft.places) wp.target = model_file::OnnxTargetName(wp.target);
+      for (auto& sb : draft.config.shard_blocks) sb.block = model_file::OnnxTargetName(sb.block);
+    } else {
+      model_file::ParseNetwork(src, top, draft.meshes, network.get(), &inline_strategies);
+    }
 
     if (const Field* f = top.Find("name")) {
       file.name_ = model_file::ReadString(src, f->value, "name");
@@ -276,13 +303,16 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     if (const Field* f = top.Find("description")) {
       (void)model_file::ReadString(src, f->value, "description");
     }
-    const YAML::Node& input = top.Require("input");
-    Map input_map(src, input, "the input section", {"shape"});
-    const YAML::Node& input_shape = input_map.Require("shape");
-    file.example_shape_ =
-        model_file::ReadShape(src, input_shape, "input.shape (one example, without the batch)");
-    if (file.example_shape_.empty()) {
-      src.Fail(input_shape, "input.shape must have at least one dimension");
+    YAML::Node input_shape;
+    if (network->onnx == nullptr || top.Has("input")) {
+      const YAML::Node& input = top.Require("input");
+      Map input_map(src, input, "the input section", {"shape"});
+      input_shape = input_map.Require("shape");
+      file.example_shape_ =
+          model_file::ReadShape(src, input_shape, "input.shape (one example, without the batch)");
+      if (file.example_shape_.empty()) {
+        src.Fail(input_shape, "input.shape must have at least one dimension");
+      }
     }
     const Field* classes = top.Find("classes");
     if (classes != nullptr) {
@@ -294,12 +324,23 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     if (const Field* f = top.Find("optimizer")) {
       file.training_.optimizer = ParseOptimizer(src, f->value);
     }
+    if (network->onnx != nullptr && OnnxInput(*network->onnx).fixed_batch > 0) {
+      file.training_.batch = OnnxInput(*network->onnx).fixed_batch;
+    }
     if (const Field* f = top.Find("training")) ParseTraining(src, f->value, &file.training_);
     if (const Field* f = top.Find("data")) ParseData(src, f->value, &file.data_);
     model_file::FinishParallel(&draft, inline_strategies);
 
+    // An imported graph reads what the data set gives (reshaped to its input when the
+    // element counts agree).
+    if (network->onnx != nullptr && file.example_shape_.empty()) {
+      const int64_t side = file.data_.pad_to > 0 ? file.data_.pad_to : 28;
+      file.example_shape_ = IsMnistLike(file.data_.dataset)
+                                ? Shape{1, side, side}
+                                : OnnxInput(*network->onnx).example_shape;
+    }
     // The input must be what the data set gives.
-    if (IsMnistLike(file.data_.dataset)) {
+    if (IsMnistLike(file.data_.dataset) && network->onnx == nullptr) {
       const int64_t side = file.data_.pad_to > 0 ? file.data_.pad_to : 28;
       const Shape expected = {1, side, side};
       if (file.example_shape_ != expected) {
@@ -315,7 +356,11 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     // Build once to check the network and resolve the annotations against its operators.
     model_file::BuildTrace trace;
     ModelGraph model =
-        model_file::BuildNetwork(*network, file.example_shape_, file.training_.batch, &trace);
+        network->onnx != nullptr
+            ? model_file::BuildImport(*network->onnx, file.example_shape_, file.training_.batch,
+                                      network->import_location, &trace)
+            : model_file::BuildNetwork(*network, file.example_shape_, file.training_.batch,
+                                       &trace);
     const int64_t width = model.graph.value(model.logits).shape[1];
     if (classes != nullptr && width != file.num_classes_) {
       FailAt(trace.last_location,
@@ -346,8 +391,14 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
   return file;
 }
 
-Result<ModelFile> LoadModelFile(const std::string& path) {
+Result<ModelFile> LoadModelFile(const std::string& path, const ModelLoadOptions& options) {
   namespace fs = std::filesystem;
+  if (IsOnnxPath(path)) {
+    const std::string name = fs::path(path).filename().string();
+    return ParseModelText("# the ONNX model " + name + " with Shardscope's defaults\nimport: \"" +
+                              name + "\"\n",
+                          path, options);
+  }
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) {
@@ -365,7 +416,7 @@ Result<ModelFile> LoadModelFile(const std::string& path) {
   if (in.bad()) {
     return Status::Io(path + ": cannot read the model file: read error");
   }
-  return ParseModelText(text.str(), path);
+  return ParseModelText(text.str(), path, options);
 }
 
 Result<ModelGraph> ModelFile::Build(int64_t batch) const {
@@ -376,7 +427,11 @@ Result<ModelGraph> ModelFile::Build(int64_t batch) const {
   }
   try {
     model_file::BuildTrace trace;
-    ModelGraph model = model_file::BuildNetwork(*network_, example_shape_, batch, &trace);
+    ModelGraph model =
+        network_->onnx != nullptr
+            ? model_file::BuildImport(*network_->onnx, example_shape_, batch,
+                                      network_->import_location, &trace)
+            : model_file::BuildNetwork(*network_, example_shape_, batch, &trace);
     for (const AnnotationEntry& a : parallel_.annotations) {
       const NodeId n = model.graph.FindNode(a.op);
       if (n == kNoNode) {

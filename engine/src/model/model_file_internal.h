@@ -4,6 +4,7 @@
 //   model_file_network.cc   layers / blocks / operators: parsing and building the graph
 //   model_file_op_attrs.cc  operator attributes: the keys each operator takes, reading them
 //   model_file_parallel.cc  the parallel section, strategy syntax, resolving annotations
+//   model_file_onnx.cc      `import: model.onnx` and .onnx files: the imported graph
 //   model_file.cc           the public API: sections, defaults, Load/Parse/Build
 //
 // Inside the parser a failure is thrown as model_file::Error (a located Status) and caught at
@@ -23,6 +24,7 @@
 #include "shardscope/mesh.h"
 #include "shardscope/model_file.h"
 #include "shardscope/nn.h"
+#include "shardscope/onnx_import.h"
 
 namespace shardscope::model_file {
 
@@ -288,5 +290,19 @@ void FinishParallel(ParallelDraft* draft, const std::vector<WrittenStrategy>& in
 // shard blocks.
 std::vector<AnnotationEntry> ResolveAnnotations(const ModelGraph& model, const BuildTrace& trace,
                                                 const ParallelDraft& draft);
+
+// ---------------------------------------------------------------- imported ONNX graphs
+
+// Loads `import` (relative to the model file's directory); a failure is thrown at
+// `location` (line 0: the ONNX file's own message alone).
+std::shared_ptr<const OnnxModel> LoadImport(const std::string& model_path,
+                                            const std::string& import,
+                                            const SourceLocation& location, bool weights);
+// Builds the classifier graph around the imported graph; its name scopes become the
+// trace's modules (for strategies, place and shard blocks by scope).
+ModelGraph BuildImport(const OnnxModel& onnx, const Shape& example_shape, int64_t batch,
+                       const SourceLocation& location, BuildTrace* trace);
+// A target written as an ONNX node name ("/fc1/Gemm") as the operator's name ("fc1.Gemm").
+std::string OnnxTargetName(const std::string& written);
 
 }  // namespace shardscope::model_file

@@ -20,6 +20,7 @@ void FanInOut(const Shape& shape, int64_t* fan_in, int64_t* fan_out) {
 }
 
 Tensor InitializeValue(const Value& value, uint64_t seed) {
+  if (value.init.kind == InitSpec::kData) return *value.init.data;
   Tensor t(value.shape);
   Rng rng(DeriveSeed(seed, value.name));
   int64_t fan_in = 1, fan_out = 1;
@@ -60,6 +61,8 @@ Tensor InitializeValue(const Value& value, uint64_t seed) {
       break;
     case InitSpec::kFanInUniform:
       uniform(1.0 / std::sqrt(static_cast<double>(fan_in)));
+      break;
+    case InitSpec::kData:  // returned above
       break;
   }
   return t;
