@@ -66,7 +66,7 @@ QString JoinNumbers(const std::vector<Int>& values, const QString& separator = "
   }
   return text;
 }
-// "1.5 MB", "312 B".
+// shardscope::FormatBytes as a QString: "1.5 KiB", "312 B".
 QString FormatBytes(double bytes);
 
 }  // namespace shardscope::viewer
