@@ -1,14 +1,21 @@
 # Shardscope: every entry point a person or CI needs.
 #   make demo    install what is missing, build, train LeNet5 on real data, print next steps
-#   make test    install what is missing, build, run the whole CTest suite
+#   make test    install what is missing, build, run the whole CTest suite, then the two
+#                jobs below; each prints its own ctest summary, any failure fails it
+#   make test-main      the main build's whole CTest suite only
+#   make test-asan      engine and store unit tests plus an 8-device training, built by clang
+#                       with ASan and UBSan in build-asan (no GUI, no MPI-labelled tests)
+#   make test-portable  the kernel tests built without -march=native in build-portable
 #   make build   configure and build only (Release, -O3 -march=native)
 #   make bench   build and run the benchmark comparison against PyTorch
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 PORTABLE ?= OFF
 JOBS ?= $(shell nproc)
+ASAN_DIR ?= build-asan
+PORTABLE_DIR ?= build-portable
 
-.PHONY: deps build demo test bench clean
+.PHONY: deps build demo test test-main test-asan test-portable bench clean
 
 deps:
 	@bash scripts/deps.sh
@@ -21,12 +28,34 @@ build: deps
 demo: build
 	@bash scripts/demo.sh
 
-test: build
+# Every job runs even when an earlier one failed, so one CI run reports all of them.
+test: deps
+	@fail=""; \
+	for job in test-main test-asan test-portable; do \
+	  $(MAKE) --no-print-directory $$job || fail="$$fail $$job"; \
+	done; \
+	if [ -n "$$fail" ]; then echo "make test: FAILED:$$fail"; exit 1; fi; \
+	echo "make test: test-main, test-asan and test-portable passed"
+
+test-main: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	@[ -f $(ASAN_DIR)/build.ninja ] || cmake -S . -B $(ASAN_DIR) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DSHARDSCOPE_SANITIZE=ON \
+	  -DSHARDSCOPE_BUILD_GUI=OFF
+	cmake --build $(ASAN_DIR) -j $(JOBS) --target unit_tests shardscope
+	cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) -L '^(unit|smoke)$$'
+
+test-portable: deps
+	@[ -f $(PORTABLE_DIR)/build.ninja ] || cmake -S . -B $(PORTABLE_DIR) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Release -DSHARDSCOPE_PORTABLE=ON -DSHARDSCOPE_BUILD_GUI=OFF
+	cmake --build $(PORTABLE_DIR) -j $(JOBS) --target kernel_tests
+	cd $(PORTABLE_DIR) && ctest --output-on-failure -j $(JOBS) -L '^unit$$'
 
 bench: build
 	@bash scripts/deps.sh --bench
 	python3 benchmarks/compare_pytorch.py --shardscope $(BUILD_DIR)/bin/bench_train_step
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(PORTABLE_DIR)

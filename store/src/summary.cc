@@ -12,6 +12,7 @@
 
 #include "shardscope/store/display_text.h"
 #include "shardscope/store/figures.h"
+#include "shardscope/base/format.h"
 
 namespace shardscope::store {
 namespace {
@@ -84,24 +85,6 @@ std::string Printf(const char* format, double value) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), format, value);
   return buf;
-}
-
-std::string Bytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  const double a = std::fabs(b);
-  if (a >= 1024.0 * 1024 * 1024) return Printf("%.2f GiB", b / (1024.0 * 1024 * 1024));
-  if (a >= 1024.0 * 1024) return Printf("%.2f MiB", b / (1024.0 * 1024));
-  if (a >= 1024.0) return Printf("%.1f KiB", b / 1024.0);
-  return std::to_string(bytes) + " B";
-}
-
-std::string Seconds(double s) {
-  if (std::isnan(s)) return "-";
-  const double a = std::fabs(s);
-  if (a == 0) return "0";
-  if (a < 1e-3) return Printf("%.1f us", s * 1e6);
-  if (a < 1) return Printf("%.2f ms", s * 1e3);
-  return Printf("%.3f s", s);
 }
 
 std::string Number(double v, const char* format = "%.6g") {
@@ -320,7 +303,7 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
   field("Status", StatusLine(d));
   std::string times = "started " + Utc(r.started_at);
   if (r.ended_at > 0) {
-    times += ", ended " + Utc(r.ended_at) + " (" + Seconds(r.ended_at - r.started_at) + ")";
+    times += ", ended " + Utc(r.ended_at) + " (" + FormatSeconds(r.ended_at - r.started_at) + ")";
   } else if (r.updated_at > 0) {
     times += ", last commit " + Utc(r.updated_at);
   }
@@ -378,12 +361,12 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
           others += ", ...";
           break;
         }
-        others += (shown++ > 0 ? ", " : "") + cand.strategy + " " + Seconds(cand.cost) + " (" +
-                  (cand.has_breakdown() ? "compute " + Seconds(cand.compute_seconds) : "—") + ", " +
-                  (cand.memory_bytes >= 0 ? Bytes(cand.memory_bytes) : "—") + ")";
+        others += (shown++ > 0 ? ", " : "") + cand.strategy + " " + FormatSeconds(cand.cost) + " (" +
+                  (cand.has_breakdown() ? "compute " + FormatSeconds(cand.compute_seconds) : "—") + ", " +
+                  (cand.memory_bytes >= 0 ? FormatBytes(cand.memory_bytes) : "—") + ")";
       }
       t.Add({std::to_string(o.id), o.name, o.kind, o.strategy.empty() ? "-" : o.strategy,
-             OneLine(why, 80), Seconds(o.cost), OneLine(others, 200)});
+             OneLine(why, 80), FormatSeconds(o.cost), OneLine(others, 200)});
     }
     out += t.Render();
     if (picks.size() < d.operators.size()) {
@@ -395,9 +378,10 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
   if (!d.redistributions.empty()) {
     const RedistTotals tot = TotalsOf(d.redistributions);
     out += "\nRedistributions: " + std::to_string(d.redistributions.size()) + ", " +
-           Bytes(tot.bytes) + " per rank (max) against a lower bound of " + Bytes(tot.lower_bound) +
-           " (" + Ratio(tot.bytes, tot.lower_bound) + "), " + std::to_string(tot.above_bound) +
-           " above their bound, predicted " + Seconds(tot.seconds) + "\n";
+           FormatBytes(tot.bytes) + " per rank (max) against a lower bound of " +
+           FormatBytes(tot.lower_bound) + " (" + Ratio(tot.bytes, tot.lower_bound) + "), " +
+           std::to_string(tot.above_bound) + " above their bound, predicted " +
+           FormatSeconds(tot.seconds) + "\n";
     Table t({"id", "tensor", "consumer", "from", "to", "bytes", "lower bound", "ratio", "time",
              "steps", "reason"},
             {true, false, false, false, false, true, true, true, true});
@@ -409,8 +393,8 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
       std::vector<std::string> kinds;
       for (const auto& s : x.steps) kinds.push_back(s.kind);
       t.Add({std::to_string(x.id), NameOf(tensors, x.tensor_id), NameOf(ops, x.consumer_op),
-             x.from_layout, x.to_layout, Bytes(x.bytes), Bytes(x.lower_bound_bytes),
-             Ratio(x.bytes, x.lower_bound_bytes), Seconds(x.predicted_seconds),
+             x.from_layout, x.to_layout, FormatBytes(x.bytes), FormatBytes(x.lower_bound_bytes),
+             Ratio(x.bytes, x.lower_bound_bytes), FormatSeconds(x.predicted_seconds),
              OneLine(kinds.empty() ? std::string("-") : Joined(kinds, ", "), 80),
              OneLine(x.reason, 100)});
     }
@@ -429,8 +413,8 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
     for (size_t i : Sample(d.steps.size(), options.max_steps)) {
       const StepRecord& s = d.steps[i];
       const StepFigures f = FiguresOf(s);
-      t.Add({std::to_string(s.step), std::to_string(s.epoch), Number(s.loss), Seconds(f.seconds),
-             Seconds(f.compute_seconds), Seconds(f.comm_seconds), Bytes(f.bytes_recv)});
+      t.Add({std::to_string(s.step), std::to_string(s.epoch), Number(s.loss), FormatSeconds(f.seconds),
+             FormatSeconds(f.compute_seconds), FormatSeconds(f.comm_seconds), FormatBytes(f.bytes_recv)});
     }
     out += t.Render();
   }
@@ -441,7 +425,7 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
             {true, true, false, true, true, true, true});
     for (const auto& e : d.evaluations) {
       t.Add({std::to_string(e.step), std::to_string(e.epoch), e.name, Number(e.loss),
-             Number(e.accuracy, "%.4f"), std::to_string(e.samples), Seconds(e.seconds)});
+             Number(e.accuracy, "%.4f"), std::to_string(e.samples), FormatSeconds(e.seconds)});
     }
     out += t.Render();
   }
@@ -452,10 +436,10 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
              "optimizer", "activations", "peak"},
             {true, true, true, true, true, true, true, true, true, true, true});
     for (const auto& k : d.ranks) {
-      t.Add({std::to_string(k.rank), std::to_string(k.steps), Seconds(k.compute_seconds),
-             Seconds(k.comm_seconds), Bytes(k.bytes_sent), Bytes(k.bytes_recv),
-             Bytes(k.param_bytes), Bytes(k.grad_bytes), Bytes(k.optimizer_bytes),
-             Bytes(k.activation_bytes), Bytes(k.peak_bytes)});
+      t.Add({std::to_string(k.rank), std::to_string(k.steps), FormatSeconds(k.compute_seconds),
+             FormatSeconds(k.comm_seconds), FormatBytes(k.bytes_sent), FormatBytes(k.bytes_recv),
+             FormatBytes(k.param_bytes), FormatBytes(k.grad_bytes), FormatBytes(k.optimizer_bytes),
+             FormatBytes(k.activation_bytes), FormatBytes(k.peak_bytes)});
     }
     out += t.Render();
   }

@@ -18,6 +18,7 @@
 #include "json_text.h"
 #include "lock.h"
 #include "schema.h"
+#include "shardscope/base/format.h"
 #include "sqlite_util.h"
 
 namespace shardscope::store {
@@ -54,18 +55,6 @@ void FsyncDir(const std::string& dir) {
     (void)fsync(fd);
     close(fd);
   }
-}
-
-std::string HumanBytes(int64_t bytes) {
-  char buf[32];
-  if (bytes >= (int64_t{1} << 30)) {
-    std::snprintf(buf, sizeof(buf), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  } else if (bytes >= (1 << 20)) {
-    std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(bytes) / 1024);
-  }
-  return buf;
 }
 
 void BindRunFields(Stmt& s, const RunInfo& run) {
@@ -562,9 +551,9 @@ Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, co
     const auto free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
     if (free_bytes < options.min_free_bytes) {
       return Status(ErrorCode::kDiskFull,
-                    path + ": cannot start recording: only " + HumanBytes(free_bytes) +
+                    path + ": cannot start recording: only " + FormatBytes(free_bytes) +
                         " free on the file system of '" + dir + "', a run needs at least " +
-                        HumanBytes(options.min_free_bytes));
+                        FormatBytes(options.min_free_bytes));
     }
   }
   struct stat file_stat {};

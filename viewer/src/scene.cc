@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shardscope/base/format.h"
+
 namespace shardscope::viewer {
 
 std::vector<const SceneItem*> Scene::Find(const QString& role, int64_t id) const {
@@ -68,16 +70,7 @@ QColor TextColorOn(const QColor& fill) {
   return luma < 140 ? Qt::white : Qt::black;
 }
 
-QString FormatBytes(double bytes) {
-  static const char* kUnits[] = {"B", "KB", "MB", "GB", "TB"};
-  int unit = 0;
-  while (std::abs(bytes) >= 1000 && unit < 4) {
-    bytes /= 1000;
-    ++unit;
-  }
-  return unit == 0 ? QString("%1 B").arg(static_cast<long long>(bytes))
-                   : QString("%1 %2").arg(bytes, 0, 'f', bytes < 10 ? 2 : 1).arg(kUnits[unit]);
-}
+QString FormatBytes(double bytes) { return QString::fromStdString(shardscope::FormatBytes(bytes)); }
 
 QString DrawableText(const QString& text, int max_chars) {
   QString out;

@@ -9,6 +9,7 @@
 #include "cli/option_checks.h"
 #include "cli/search_flags.h"
 #include "shardscope/autodiff.h"
+#include "shardscope/base/format.h"
 #include "shardscope/model_file.h"
 #include "shardscope/partition.h"
 #include "shardscope/program_price.h"
@@ -27,20 +28,6 @@ struct PlanOptions {
   int show = 20;
   SearchFlags search;
 };
-
-std::string Human(double bytes) {
-  char buf[32];
-  if (bytes >= 1e9) {
-    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
-  } else if (bytes >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
-  } else if (bytes >= 1e3) {
-    std::snprintf(buf, sizeof buf, "%.1f kB", bytes / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
-  }
-  return buf;
-}
 
 // The training graph partitioned with the searched annotations: what `train` would run.
 Result<DistProgram> PartitionTraining(ModelGraph& model, const PartitionOptions& options) {
@@ -61,7 +48,7 @@ void PrintExplain(const OperatorChoice& c) {
       "%s\n  strategy   %s\n  why        %s\n  cost       %.3f us (own %.3f us + "
       "redistribution to its neighbours)\n  memory     %s per device\n",
       c.name.c_str(), c.strategy.c_str(), c.provenance.c_str(), c.local_cost_s * 1e6,
-      c.compute_s * 1e6, Human(c.memory_bytes).c_str());
+      c.compute_s * 1e6, FormatBytes(c.memory_bytes).c_str());
   if (c.runners_up.empty()) {
     std::printf("  runners-up none (fixed by the user, or no other candidate)\n");
     return;
@@ -183,7 +170,7 @@ int RunPlan(const PlanOptions& o) {
   std::printf("%-32s %-24s %11s %10s  %s\n", "operator", "strategy", "cost us", "memory", "why");
   for (const OperatorChoice& c : r.operators) {
     std::printf("%-32s %-24s %11.2f %10s  %s\n", c.name.c_str(), c.strategy.c_str(),
-                c.local_cost_s * 1e6, Human(c.memory_bytes).c_str(), c.provenance.c_str());
+                c.local_cost_s * 1e6, FormatBytes(c.memory_bytes).c_str(), c.provenance.c_str());
   }
   const int count = program->NumRedistributions();
   std::printf("\nredistributions per training step (forward and backward): %d\n", count);
@@ -195,7 +182,8 @@ int RunPlan(const PlanOptions& o) {
       break;
     }
     std::printf("  %-40s %10s  %s\n", program->values[in.inputs[0]].name.c_str(),
-                Human(static_cast<double>(in.plan->planned_bytes)).c_str(), in.reason.c_str());
+                FormatBytes(static_cast<double>(in.plan->planned_bytes)).c_str(),
+                in.reason.c_str());
   }
   std::printf(
       "\npredicted step time: %.3f ms (operators %.3f ms, communication %.3f ms in %d steps of "
@@ -204,7 +192,8 @@ int RunPlan(const PlanOptions& o) {
       "received per step:   %s by the busiest rank (planned)\n",
       price->step_seconds * 1e3, price->operator_seconds * 1e3, price->communication_seconds * 1e3,
       price->communication_steps, price->redistributions, r.step_seconds * 1e3,
-      Human(r.memory_per_device_bytes).c_str(), Human(static_cast<double>(max_recv)).c_str());
+      FormatBytes(r.memory_per_device_bytes).c_str(),
+      FormatBytes(static_cast<double>(max_recv)).c_str());
   if (!o.search.save_strategy.empty())
     std::printf("strategies written to %s\n", o.search.save_strategy.c_str());
   if (!o.record.empty()) std::printf("recorded %s\n", o.record.c_str());

@@ -2,20 +2,9 @@
 
 #include <unistd.h>
 
-namespace shardscope::cli {
+#include "shardscope/base/format.h"
 
-std::string FormatDuration(double seconds) {
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
-                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60),
-                  static_cast<long long>(s % 60));
-  }
-  return buf;
-}
+namespace shardscope::cli {
 
 Progress::Progress(std::FILE* out, int64_t total_steps, int64_t plain_every, bool force_plain)
     : out_(out),
@@ -41,7 +30,7 @@ void Progress::Update(int64_t step, const std::string& phase, float loss, int64_
   const double eta = step > 0 ? elapsed / step * (total_ - step) : 0.0;
   std::fprintf(out_, "%s%s step %lld/%lld  loss %.4f  %.0f samples/s  ETA %s%s",
                interactive_ ? "\r\033[K" : "", phase.c_str(), static_cast<long long>(step),
-               static_cast<long long>(total_), loss, rate, FormatDuration(eta).c_str(),
+               static_cast<long long>(total_), loss, rate, FormatClock(eta).c_str(),
                interactive_ ? "" : "\n");
   std::fflush(out_);
   drawn_ = true;

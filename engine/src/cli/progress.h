@@ -31,7 +31,4 @@ class Progress {
   bool drawn_ = false;
 };
 
-// "1:05" or "1:02:05".
-std::string FormatDuration(double seconds);
-
 }  // namespace shardscope::cli

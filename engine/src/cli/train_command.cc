@@ -13,6 +13,7 @@
 #include "cli/search_flags.h"
 #include "cli/train_loop.h"
 #include "cli/train_placed.h"
+#include "shardscope/base/format.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
 #include "shardscope/dist_trainer.h"
@@ -147,12 +148,6 @@ void StripAnnotations(ModelGraph& m) {
   for (const Node& n : m.graph.nodes()) m.graph.mutable_node(n.id).annotations = {};
 }
 
-std::string Megabytes(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
-  return buf;
-}
-
 // The search flags plus the model file's shard blocks (unless --ignore-parallel).
 SearchFlags SearchFlagsFor(const TrainOptions& o, const ModelFile& mf) {
   SearchFlags flags = o.search;
@@ -275,7 +270,7 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     // ms/step: the mean of each step's slowest rank, as the run file's step.seconds.
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
                 static_cast<long long>(test.size()), static_cast<long long>(step),
-                FormatDuration(secs).c_str(), 1e3 * step_secs);
+                FormatClock(secs).c_str(), 1e3 * step_secs);
     if (comm.size() > 1) {
       std::printf(
           "\nper rank (per step)  compute ms  comm ms  sent B  received B  params      grads       "
@@ -286,9 +281,9 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
         const double n = std::max<int64_t>(1, step);
         std::printf(
             "  rank %-3d            %9.3f %8.3f %7.0f %11.0f  %-11s %-11s %-11s %-11s %-11s", r,
-            1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, Megabytes(f[4]).c_str(),
-            Megabytes(f[5]).c_str(), Megabytes(f[6]).c_str(), Megabytes(f[7]).c_str(),
-            Megabytes(f[8]).c_str());
+            1e3 * f[0] / n, 1e3 * f[1] / n, f[2] / n, f[3] / n, FormatBytes(f[4]).c_str(),
+            FormatBytes(f[5]).c_str(), FormatBytes(f[6]).c_str(), FormatBytes(f[7]).c_str(),
+            FormatBytes(f[8]).c_str());
         if (o.cpu_time) std::printf(" %15.3f %8.3f", 1e3 * f[9] / n, 1e3 * f[10] / n);
         std::printf("\n");
       }

@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/train_loop.h"
+#include "shardscope/base/format.h"
 #include "shardscope/communicator.h"
 #include "shardscope/pipeline.h"
 #include "shardscope/recorder.h"
@@ -182,7 +183,7 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   if (lead) {
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
                 static_cast<long long>(r.test->size()), static_cast<long long>(step),
-                FormatDuration(secs).c_str(), 1e3 * step_secs);
+                FormatClock(secs).c_str(), 1e3 * step_secs);
     std::printf("\nper worker (per step)  compute ms  comm ms  sent B  received B  parameters\n");
     const double n = std::max<int64_t>(1, step);
     const int m = s.options.micro_batches;

@@ -9,13 +9,11 @@
 #include <sstream>
 #include <string>
 
+#include "shardscope/base/hash.h"
+
 namespace shardscope {
 
 namespace {
-
-size_t HashCombine(size_t seed, size_t value) {
-  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-}
 
 std::string Rate(double v, const char* unit) {
   char buf[64];

@@ -5,13 +5,11 @@
 #include <ostream>
 #include <utility>
 
+#include "shardscope/base/hash.h"
+
 namespace shardscope {
 
 namespace {
-
-size_t HashCombine(size_t seed, size_t value) {
-  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-}
 
 constexpr int kUnused = -1;
 constexpr int kPartial = -2;

@@ -7,13 +7,11 @@
 #include <sstream>
 #include <utility>
 
+#include "shardscope/base/hash.h"
+
 namespace shardscope {
 
 namespace {
-
-size_t HashCombine(size_t seed, size_t value) {
-  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-}
 
 bool IsIdentifier(const std::string& s) {
   if (s.empty()) return false;

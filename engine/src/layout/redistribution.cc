@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "redistribution_internal.h"
+#include "shardscope/base/format.h"
 #include "shardscope/redistribution.h"
 
 namespace shardscope {
@@ -2250,30 +2251,6 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
   return plan.byte_optimal;  // always (the exchange receives exactly the missing elements)
 }
 
-std::string Bytes(int64_t b) {
-  char buf[64];
-  if (b < 10 * 1024) {
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-  } else if (b < 10ll * 1024 * 1024) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024.0));
-  }
-  return buf;
-}
-
-std::string Seconds(double s) {
-  char buf[64];
-  if (s < 1e-3) {
-    std::snprintf(buf, sizeof buf, "%.2f us", s * 1e6);
-  } else if (s < 1) {
-    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3f s", s);
-  }
-  return buf;
-}
-
 std::string GroupsString(const std::vector<std::vector<int>>& groups, size_t limit = 8) {
   std::string out;
   for (size_t i = 0; i < groups.size() && i < limit; ++i) {
@@ -2365,9 +2342,9 @@ std::string RedistPlan::ToString() const {
     os << "  => " << s.after.ToString() << "\n";
     if (!s.groups.empty()) os << "     groups " << GroupsString(s.groups.list()) << "\n";
     if (s.bytes_recv_per_rank || s.bytes_sent_per_rank) {
-      os << "     recv " << Bytes(s.bytes_recv_per_rank) << "/rank, sent "
-         << Bytes(s.bytes_sent_per_rank) << "/rank (max), " << s.messages << " messages, "
-         << Seconds(s.seconds) << "\n";
+      os << "     recv " << FormatBytes(s.bytes_recv_per_rank) << "/rank, sent "
+         << FormatBytes(s.bytes_sent_per_rank) << "/rank (max), " << s.messages << " messages, "
+         << FormatSeconds(s.seconds) << "\n";
     }
     if (!s.transfers.empty()) os << "     " << s.transfers.size() << " transfers\n";
     if (!s.zero_ranks.empty()) os << "     " << s.zero_ranks.size() << " ranks become zeros\n";
@@ -2377,11 +2354,11 @@ std::string RedistPlan::ToString() const {
   std::snprintf(ratio, sizeof ratio, "%.3f",
                 lower_bound_bytes ? static_cast<double>(planned_bytes) / lower_bound_bytes
                                   : (planned_bytes ? INFINITY : 1.0));
-  os << "  planned " << Bytes(planned_bytes) << "/rank (" << Bytes(total_planned_bytes)
-     << " in all), lower bound " << Bytes(lower_bound_bytes) << "/rank ("
-     << Bytes(total_lower_bound_bytes) << "), ratio " << ratio
+  os << "  planned " << FormatBytes(planned_bytes) << "/rank (" << FormatBytes(total_planned_bytes)
+     << " in all), lower bound " << FormatBytes(lower_bound_bytes) << "/rank ("
+     << FormatBytes(total_lower_bound_bytes) << "), ratio " << ratio
      << (byte_optimal ? ", byte-optimal" : ", above the bound on some rank") << "; predicted "
-     << Seconds(predicted_seconds) << "\n";
+     << FormatSeconds(predicted_seconds) << "\n";
   return os.str();
 }
 

@@ -2,17 +2,10 @@
 #include <memory>
 #include <mutex>
 
+#include "shardscope/base/hash.h"
 #include "shardscope/redistribution.h"
 
 namespace shardscope {
-
-namespace {
-
-size_t HashCombine(size_t seed, size_t value) {
-  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-}
-
-}  // namespace
 
 size_t RedistPlanCache::KeyHash::operator()(const Key& key) const {
   size_t h = key.from.Hash();

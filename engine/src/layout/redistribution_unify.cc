@@ -16,23 +16,12 @@
 #include <vector>
 
 #include "redistribution_internal.h"
+#include "shardscope/base/prime_factors.h"
 #include "shardscope/redistribution.h"
 
 namespace shardscope {
 
 namespace {
-
-std::vector<int64_t> PrimeFactors(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t f = 2; f * f <= n; ++f) {
-    while (n % f == 0) {
-      out.push_back(f);
-      n /= f;
-    }
-  }
-  if (n > 1) out.push_back(n);
-  return out;
-}
 
 // Distinct orders of the prime factors of n (most significant first).
 std::vector<std::vector<int64_t>> FactorOrders(int64_t n) {

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "shardscope/base/prime_factors.h"
 #include "shardscope/strategy.h"
 
 namespace shardscope::search_internal {
@@ -114,16 +115,8 @@ double ExtraOfOneCore(int devices, double slowdown) {
 }  // namespace
 
 std::vector<int> PrimeFactorsDescending(int n) {
-  std::vector<int> f;
-  for (int p = 2; static_cast<int64_t>(p) * p <= n; ++p) {
-    while (n % p == 0) {
-      f.push_back(p);
-      n /= p;
-    }
-  }
-  if (n > 1) f.push_back(n);
-  std::sort(f.rbegin(), f.rend());
-  return f;
+  const std::vector<int64_t> ascending = PrimeFactors(n);
+  return std::vector<int>(ascending.rbegin(), ascending.rend());
 }
 
 std::vector<Parts> CandidateSplits(const std::vector<int64_t>& letter_size, int devices) {

@@ -72,7 +72,7 @@ QString JoinNumbers(const std::vector<Int>& values, const QString& separator = "
   }
   return text;
 }
-// "1.5 MB", "312 B".
+// shardscope::FormatBytes as a QString: "1.5 KiB", "312 B".
 QString FormatBytes(double bytes);
 
 // Text from a run file as it may be drawn (screen, PNG, SVG, tooltips): control characters
