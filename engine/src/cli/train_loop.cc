@@ -197,7 +197,7 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
         if (stop) {
           if (loop.lead) progress.Finish();
           SHARDSCOPE_RETURN_IF_ERROR(loop.control->Outcome());
-          return EpochLoopResult{step + 1, Since(start), true};
+          return EpochLoopResult{step + 1, Since(start), true, std::move(walls)};
         }
       }
       epoch_loss += loss;
@@ -214,7 +214,7 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
                   epoch_loss / std::max<int64_t>(1, epoch_steps));
     }
   }
-  return EpochLoopResult{step, Since(start), std::move(walls)};
+  return EpochLoopResult{step, Since(start), false, std::move(walls)};
 }
 
 Result<double> MeanStepSeconds(Communicator& comm, const std::vector<double>& mine) {
