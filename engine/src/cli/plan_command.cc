@@ -2,12 +2,16 @@
 // step time and memory per device, without running anything (a dry run for any cluster).
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/limits.h"
+#include "cli/progress.h"
 #include "cli/search_flags.h"
-#include "shardscope/autodiff.h"
+#include "shardscope/checked_math.h"
+#include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/partition.h"
 #include "shardscope/program_price.h"
@@ -15,6 +19,8 @@
 
 namespace shardscope::cli {
 namespace {
+
+constexpr int kMaxPlanDevices = 1 << 20;  // per-rank figures are kept for every device
 
 struct PlanOptions {
   std::string model;
@@ -27,32 +33,18 @@ struct PlanOptions {
   SearchFlags search;
 };
 
-std::string Human(double bytes) {
-  char buf[32];
-  if (bytes >= 1e9) {
-    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
-  } else if (bytes >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
-  } else if (bytes >= 1e3) {
-    std::snprintf(buf, sizeof buf, "%.1f kB", bytes / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+// The per-rank entries RecordPlan writes for the program's redistributions (bytes sent and
+// received, group members, transfers, zeroed ranks per step): what the run file grows with.
+int64_t RecordEntries(const DistProgram& program) {
+  int64_t entries = 0;
+  for (const DistInstr& in : program.instrs) {
+    if (in.kind != DistInstr::Kind::kRedistribute) continue;
+    for (const RedistStep& s : in.plan->steps) {
+      const int64_t step = 3 * int64_t{program.devices} + s.transfers.size() + s.zero_ranks.size();
+      entries = CheckedAdd(entries, step).value_or(std::numeric_limits<int64_t>::max());
+    }
   }
-  return buf;
-}
-
-// The training graph partitioned with the searched annotations: what `train` would run.
-Result<DistProgram> PartitionTraining(ModelGraph& model, const PartitionOptions& options) {
-  const std::vector<ValueId> params = model.graph.Parameters();
-  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(model.graph, model.loss, params));
-  TrainingValues tv;
-  tv.loss = model.loss;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (grads.grads[i] == kNoValue) continue;
-    tv.params.push_back(params[i]);
-    tv.grads.push_back(grads.grads[i]);
-  }
-  return Partition(model.graph, tv, options);
+  return entries;
 }
 
 void PrintExplain(const OperatorChoice& c) {
@@ -60,7 +52,7 @@ void PrintExplain(const OperatorChoice& c) {
       "%s\n  strategy   %s\n  why        %s\n  cost       %.3f us (own %.3f us + "
       "redistribution to its neighbours)\n  memory     %s per device\n",
       c.name.c_str(), c.strategy.c_str(), c.provenance.c_str(), c.local_cost_s * 1e6,
-      c.compute_s * 1e6, Human(c.memory_bytes).c_str());
+      c.compute_s * 1e6, HumanBytes(c.memory_bytes).c_str());
   if (c.runners_up.empty()) {
     std::printf("  runners-up none (fixed by the user, or no other candidate)\n");
     return;
@@ -75,6 +67,11 @@ int RunPlan(const PlanOptions& o) {
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   const ParallelConfig& parallel = mf->parallel();
   const int devices = o.devices > 0 ? o.devices : std::max(1, parallel.devices);
+  if (devices > kMaxPlanDevices) {  // only the file's count can be larger (--devices is checked)
+    return Fail(kExitBadInput, parallel.devices_location.ToString() + ": parallel.devices " +
+                                   std::to_string(devices) + ": plan handles at most " +
+                                   std::to_string(kMaxPlanDevices) + " devices (--devices N)");
+  }
   std::string mode_name = o.search.search;
   if (mode_name.empty()) {
     mode_name = !parallel.search.empty() ? parallel.search
@@ -113,7 +110,7 @@ int RunPlan(const PlanOptions& o) {
     }
     return Fail(kExitBadInput, "--explain: the model has no forward operator '" + o.explain + "'");
   }
-  auto program = PartitionTraining(*model, partition);
+  auto program = PlanTrainingProgram(&*model, partition);  // what `train` would run
   if (!program.ok()) return Fail(kExitBadInput, program.status().message());
   int64_t max_recv = 0;
   for (int rank = 0; rank < devices && rank < 64; ++rank)
@@ -122,6 +119,16 @@ int RunPlan(const PlanOptions& o) {
   auto price = PriceProgram(model->graph, *program, *options);
   if (!price.ok()) return Fail(kExitRunFailure, price.status().message());
 
+  if (!o.record.empty() && RecordEntries(*program) > GetLimits().record_entries) {
+    return Fail(
+        kExitBadInput,
+        "--record " + o.record + ": the plan for " + std::to_string(devices) + " devices has " +
+            std::to_string(RecordEntries(*program)) +
+            " per-rank entries (bytes, groups, transfers of every redistribution step), "
+            "more than " +
+            std::to_string(GetLimits().record_entries) +
+            " (--resource-limit record_entries=N); plan without --record, or for fewer devices");
+  }
   if (!o.record.empty()) {
     store::RunInfo info;
     info.name = mf->name();
@@ -180,7 +187,7 @@ int RunPlan(const PlanOptions& o) {
   std::printf("%-32s %-24s %11s %10s  %s\n", "operator", "strategy", "cost us", "memory", "why");
   for (const OperatorChoice& c : r.operators) {
     std::printf("%-32s %-24s %11.2f %10s  %s\n", c.name.c_str(), c.strategy.c_str(),
-                c.local_cost_s * 1e6, Human(c.memory_bytes).c_str(), c.provenance.c_str());
+                c.local_cost_s * 1e6, HumanBytes(c.memory_bytes).c_str(), c.provenance.c_str());
   }
   const int count = program->NumRedistributions();
   std::printf("\nredistributions per training step (forward and backward): %d\n", count);
@@ -192,7 +199,7 @@ int RunPlan(const PlanOptions& o) {
       break;
     }
     std::printf("  %-40s %10s  %s\n", program->values[in.inputs[0]].name.c_str(),
-                Human(static_cast<double>(in.plan->planned_bytes)).c_str(), in.reason.c_str());
+                HumanBytes(static_cast<double>(in.plan->planned_bytes)).c_str(), in.reason.c_str());
   }
   std::printf(
       "\npredicted step time: %.3f ms (operators %.3f ms, communication %.3f ms in %d steps of "
@@ -201,7 +208,8 @@ int RunPlan(const PlanOptions& o) {
       "received per step:   %s by the busiest rank (planned)\n",
       price->step_seconds * 1e3, price->operator_seconds * 1e3, price->communication_seconds * 1e3,
       price->communication_steps, price->redistributions, r.step_seconds * 1e3,
-      Human(r.memory_per_device_bytes).c_str(), Human(static_cast<double>(max_recv)).c_str());
+      HumanBytes(r.memory_per_device_bytes).c_str(),
+      HumanBytes(static_cast<double>(max_recv)).c_str());
   if (!o.search.save_strategy.empty())
     std::printf("strategies written to %s\n", o.search.save_strategy.c_str());
   if (!o.record.empty()) std::printf("recorded %s\n", o.record.c_str());
@@ -243,15 +251,16 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "printed beside it.");
   app->add_option("model", o->model, "Model file (YAML, see docs/model-format.md)")->required();
   app->add_option("--devices", o->devices, "Devices to plan for (default: the model file's)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(1, kMaxPlanDevices));
   app->add_option("--batch", o->batch, "Global batch size (default: the model file's)")
       ->check(CLI::PositiveNumber);
   app->add_flag("--json", o->json, "Print the plan as JSON");
   app->add_option("--explain", o->explain,
                   "Print one operator's strategy, why it was chosen and the runners-up");
-  app->add_option("--record", o->record,
-                  "Write the plan (operators, provenance, candidates, redistributions) to a "
-                  "run file for the GUI");
+  app->add_option(
+      "--record", o->record,
+      "Write the plan (operators, provenance, candidates, redistributions) to a "
+      "run file for the GUI (at most record_entries per-rank entries: --resource-limit)");
   app->add_option("--show", o->show, "Redistributions to list (default 20)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")

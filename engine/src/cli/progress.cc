@@ -53,4 +53,18 @@ void Progress::Finish() {
   std::fflush(out_);
 }
 
+std::string HumanBytes(double bytes) {
+  char buf[32];
+  if (bytes >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  } else if (bytes >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2f MB", bytes / 1e6);
+  } else if (bytes >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1f kB", bytes / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  }
+  return buf;
+}
+
 }  // namespace shardscope::cli

@@ -33,5 +33,7 @@ class Progress {
 
 // "1:05" or "1:02:05".
 std::string FormatDuration(double seconds);
+// "512 B", "3.6 kB", "25.80 GB".
+std::string HumanBytes(double bytes);
 
 }  // namespace shardscope::cli

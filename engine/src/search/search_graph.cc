@@ -233,9 +233,13 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       auto parsed = ParseStrategy(n.annotations.in_strategy, options.meshes);
       std::vector<Shape> shapes;
       for (ValueId v : n.inputs) shapes.push_back(forward.value(v).shape);
-      if (!parsed.ok()) return parsed.status().WithContext("operator '" + n.name + "'");
-      SHARDSCOPE_ASSIGN_OR_RETURN(
-          OpStrategy st, ResolveStrategy(n.name, *parsed, op.sig, shapes, options.devices));
+      if (!parsed.ok()) {
+        return LocatedAt(forward, n.id, parsed.status().WithContext("operator '" + n.name + "'"));
+      }
+      Result<OpStrategy> resolved =
+          ResolveStrategy(n.name, *parsed, op.sig, shapes, options.devices);
+      if (!resolved.ok()) return LocatedAt(forward, n.id, resolved.status());
+      const OpStrategy& st = *resolved;
       Parts fixed(op.letters.size(), 1);
       for (size_t l = 0; l < op.letters.size(); ++l) {
         auto it = st.letters.find(op.letters[l]);
