@@ -79,7 +79,8 @@ struct ShardBlockSpec {
   std::string scope;         // module scope, e.g. "block1"
   std::string in_strategy;   // "((1,8),)": per block input, split counts or None (data-parallel)
   std::string out_strategy;  // "(None,)": per block output; empty: not fixed
-  int level = 2;  // 0: most computation per byte communicated, 1: least memory, 2: least time
+  int level = 2;       // 0: most computation per byte communicated, 1: least memory, 2: least time
+  std::string source;  // where it was written, "model.yaml:40:5", for messages; C++: empty
   bool operator==(const ShardBlockSpec&) const = default;
 };
 

@@ -1,5 +1,5 @@
 // Runs `shardscope <args>` in this process through RunShardscope (the CLI's entry point):
-// the exit code and what it wrote to stderr, stdout discarded. For tests that run many
+// the exit code and what it wrote to stdout and stderr. For tests that run many
 // commands (the fuzzers): no process start-up, and a crash fails the test itself.
 #pragma once
 
@@ -19,8 +19,30 @@ namespace shardscope_cli_test {
 
 struct InProcessOutput {
   int code = -1;
-  std::string err;
+  std::string out, err;
   double seconds = 0;
+};
+
+// Takes over file descriptor `fd` with a fresh temporary file; Restore() puts it back and
+// returns what was written.
+class Capture {
+ public:
+  explicit Capture(int fd) : fd_(fd), saved_(dup(fd)), file_(mkstemp(path_)) { dup2(file_, fd_); }
+  std::string Restore() {
+    dup2(saved_, fd_);
+    close(saved_);
+    close(file_);
+    std::ifstream in(path_);
+    std::stringstream text;
+    text << in.rdbuf();
+    unlink(path_);
+    return text.str();
+  }
+
+ private:
+  int fd_, saved_;
+  char path_[40] = "/tmp/shardscope_in_process_XXXXXX";
+  int file_;
 };
 
 inline InProcessOutput RunInProcess(const std::vector<std::string>& args) {
@@ -29,28 +51,17 @@ inline InProcessOutput RunInProcess(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (std::string& a : owned) argv.push_back(a.data());
   argv.push_back(nullptr);
-  char err_path[] = "/tmp/shardscope_in_process_XXXXXX";
-  const int err_fd = mkstemp(err_path);
   std::fflush(stdout);
   std::fflush(stderr);
-  const int saved_out = dup(1), saved_err = dup(2);
-  const int null_fd = open("/dev/null", O_WRONLY);
-  dup2(null_fd, 1);
-  dup2(err_fd, 2);
+  Capture out_capture(1), err_capture(2);
   InProcessOutput out;
   const auto start = std::chrono::steady_clock::now();
   out.code = shardscope::cli::RunShardscope(static_cast<int>(owned.size()), argv.data());
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fflush(stdout);
   std::fflush(stderr);
-  dup2(saved_out, 1);
-  dup2(saved_err, 2);
-  for (int fd : {saved_out, saved_err, null_fd, err_fd}) close(fd);
-  std::ifstream in(err_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  out.err = text.str();
-  unlink(err_path);
+  out.out = out_capture.Restore();
+  out.err = err_capture.Restore();
   return out;
 }
 
