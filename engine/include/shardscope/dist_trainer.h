@@ -69,6 +69,17 @@ class DistExecutor {
   bool cpu_timing_ = false;
 };
 
+// The program DistTrainer::Create would run: `model` differentiated (backward operators
+// appended to its graph, verified) and partitioned. Allocates no buffers.
+Result<DistProgram> PlanTrainingProgram(ModelGraph* model, const PartitionOptions& options,
+                                        std::vector<ValueId>* trained_params = nullptr);
+
+// The bytes one rank of a DistTrainer holds for `program`: every buffer (one per DistValue,
+// at its shard shape), `optimizer_states` tensors per parameter shard, and the whole largest
+// parameter, which initialisation draws before slicing it. kInvalidInput if it overflows.
+Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
+                                int optimizer_states);
+
 // Training on one rank of a partitioned model. Same seed ⇒ the shards of the parameters a
 // single-device Trainer would have.
 class DistTrainer {

@@ -82,7 +82,8 @@ struct ShardBlockSpec {
   std::string scope;         // module scope, e.g. "block1"
   std::string in_strategy;   // "((1,8),)": per block input, split counts or None (data-parallel)
   std::string out_strategy;  // "(None,)": per block output; empty: not fixed
-  int level = 2;  // 0: most computation per byte communicated, 1: least memory, 2: least time
+  int level = 2;       // 0: most computation per byte communicated, 1: least memory, 2: least time
+  std::string source;  // where it was written, "model.yaml:40:5", for messages; C++: empty
   bool operator==(const ShardBlockSpec&) const = default;
 };
 
@@ -96,6 +97,9 @@ struct Node {
   OpAnnotations annotations;
   bool is_backward = false;
   NodeId forward_node = kNoNode;  // for backward nodes: the forward node they differentiate
+  // Where the operator (or its strategy) was written, "model.yaml:12:5"; empty when built in
+  // C++. Errors about the operator start with it (LocatedAt).
+  std::string source;
 };
 
 class Graph {
@@ -105,10 +109,17 @@ class Graph {
   ValueId AddParameter(std::string name, Shape shape, InitSpec init);
   ValueId AddConstant(std::string name, Shape shape, InitSpec init, DType dtype = DType::kF32);
 
-  // Appends a node after checking arity and the operator's shape rule.
-  // Outputs are named "<name>" (one output) or "<name>:<k>".
+  // Appends a node after checking arity, the operator's shape rule and the outputs' sizes
+  // (CheckNewValue). Outputs are named "<name>" (one output) or "<name>:<k>".
   Result<NodeId> AddNode(OpKind op, std::string name, std::vector<ValueId> inputs,
                          OpAttrs attrs = {});
+
+  // Ok when a value of `shape` may join the graph: its size fits (CheckTensorSize) and the
+  // graph's values together stay within kMaxTensorBytes, so that every memory figure summed
+  // from them fits in 63 bits. Builder checks inputs, labels and parameters with it.
+  Status CheckNewValue(const Shape& shape, DType dtype, const std::string& what) const;
+  // The bytes of all values together (at most kMaxTensorBytes once every value was checked).
+  int64_t total_value_bytes() const { return total_value_bytes_; }
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -140,11 +151,16 @@ class Graph {
  private:
   ValueId AddValue(Value v);
   std::vector<Value> values_;
+  int64_t total_value_bytes_ = 0;
   std::vector<Node> nodes_;
   // Name lookups only; never iterated, so hashing cannot affect any order.
   std::unordered_map<std::string, NodeId> node_by_name_;
   std::unordered_map<std::string, ValueId> value_by_name_;
 };
+
+// `status` prefixed with "file:line:col: " of node `id` (of its forward node for a backward
+// node) when the graph came from a model file; unchanged otherwise.
+Status LocatedAt(const Graph& g, NodeId id, Status status);
 
 // The nodes that computing `targets` needs, directly or through their inputs (indexed by
 // NodeId; nodes are in topological order, so one backward sweep finds them).

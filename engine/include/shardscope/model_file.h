@@ -32,10 +32,12 @@ struct DataConfig {
   int pad_to = 0;                 // 32 pads MNIST 28x28 to LeNet's 32x32
   bool normalize = true;
   int64_t synthetic_size = 0;  // examples, for dataset: synthetic
+  SourceLocation synthetic_size_location;
 };
 
 struct TrainingConfig {
   int64_t batch = 32;
+  SourceLocation batch_location;  // line 0: the default
   int64_t epochs = 1;
   int64_t steps = 0;  // > 0: stop after this many steps
   uint64_t seed = 1;
@@ -66,6 +68,7 @@ struct ParallelConfig {
   std::string search;                // for auto: sharding_propagation | recursive_programming |
                                      // dynamic_programming
   int devices = 0;                   // 0: not given in the file
+  SourceLocation devices_location;
   std::vector<std::pair<std::string, std::string>> meshes;  // name -> "Layout((2,2,2),(...))"
   std::vector<AnnotationEntry> annotations;
   std::vector<ShardBlockEntry> shard_blocks;

@@ -55,7 +55,8 @@ Result<Gradients> BuildBackward(Graph& graph, ValueId loss, const std::vector<Va
 
     GradContext ctx(graph, n, out_grads, needs);
     Status st = GetOpDef(node.op).grad(ctx);
-    if (!st.ok()) return st.WithContext("gradient of operator '" + node.name + "'");
+    if (!st.ok())
+      return LocatedAt(graph, n, st.WithContext("gradient of operator '" + node.name + "'"));
     const std::vector<ValueId>& in_grads = ctx.input_grads();
     const std::vector<ValueId> inputs = graph.node(n).inputs;  // copy: the graph grew
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -68,8 +69,9 @@ Result<Gradients> BuildBackward(Graph& graph, ValueId loss, const std::vector<Va
       // A value read by several operators: its gradient is the sum of theirs.
       const std::string name =
           "grad." + graph.value(v).name + ".sum" + std::to_string(++num_terms[v]);
-      SHARDSCOPE_ASSIGN_OR_RETURN(NodeId add, graph.AddNode(OpKind::kAdd, name, {grad[v], g}));
-      Node& add_node = graph.mutable_node(add);
+      Result<NodeId> add = graph.AddNode(OpKind::kAdd, name, {grad[v], g});
+      if (!add.ok()) return LocatedAt(graph, n, add.status());
+      Node& add_node = graph.mutable_node(*add);
       add_node.is_backward = true;
       add_node.forward_node = n;
       grad[v] = add_node.outputs[0];

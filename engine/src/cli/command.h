@@ -30,6 +30,10 @@ void AddLaunchCommand(CLI::App& root, Commands& commands);
 void AddPlanCommand(CLI::App& root, Commands& commands);
 void AddCalibrateCommand(CLI::App& root, Commands& commands);
 
+// The whole program: parses argv, runs the subcommand, returns the exit code. Re-entrant
+// (limits and the recorded command line are reset), so tests call it in-process.
+int RunShardscope(int argc, char** argv);
+
 // The command line as typed (recorded in run files).
 const std::string& CommandLine();
 

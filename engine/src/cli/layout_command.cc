@@ -82,7 +82,9 @@ void PrintGrid(const Layout& l, std::ostringstream& out) {
 int RunLayout(const LayoutOptions& o) {
   auto mesh = o.mesh.MakeMesh();
   if (!mesh.ok()) return Fail(kExitBadInput, mesh.status().message());
-  const Shape shape(o.mesh.shape.begin(), o.mesh.shape.end());
+  auto tensor = o.mesh.TensorShape(4);
+  if (!tensor.ok()) return Fail(kExitBadInput, tensor.status().message());
+  const Shape& shape = *tensor;
   auto layout = ParseLayoutOption("--layout", o.layout, *mesh, shape);
   if (!layout.ok()) return Fail(kExitBadInput, layout.status().message());
   const Layout& l = *layout;
@@ -142,7 +144,8 @@ void AddLayoutCommand(CLI::App& root, Commands& commands) {
       "--layout \"mp,(sp,dp)\"\n"
       "Layout: one entry per tensor dimension, comma-separated: an axis name, several axes\n"
       "in parentheses (first = most significant), or - for not split; then |P(axis,...)\n"
-      "for partial sums. Tensors of any rank print as 2-D grids, one per leading block.");
+      "for partial sums. Tensors of any rank print as 2-D grids, one per leading block.\n"
+      "Meshes of more than mesh_ranks ranks are refused (--resource-limit mesh_ranks=N).");
   o->mesh.Add(app);
   app->add_option("--layout", o->layout, "Layout, e.g. \"mp,(sp,dp)\" or \"dp,-|P(mp)\"")
       ->required();

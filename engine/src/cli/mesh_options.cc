@@ -1,5 +1,8 @@
 #include "cli/mesh_options.h"
 
+#include "cli/limits.h"
+#include "shardscope/checked_math.h"
+
 namespace shardscope::cli {
 
 void MeshOptions::Add(CLI::App* app) {
@@ -21,7 +24,19 @@ Result<DeviceMesh> MeshOptions::MakeMesh() const {
   }
   auto m = DeviceMesh::Create(Shape(mesh.begin(), mesh.end()), names, ranks);
   if (!m.ok()) return m.status().WithContext("--mesh");
+  const int64_t limit = GetLimits().mesh_ranks;
+  if (m->size() > limit) {
+    return Status::Invalid("--mesh " + m->ToString() + " has " + std::to_string(m->size()) +
+                           " ranks; `layout` and `redistribute` handle every rank, at most " +
+                           std::to_string(limit) + " (--resource-limit mesh_ranks=N)");
+  }
   return m;
+}
+
+Result<Shape> MeshOptions::TensorShape(int64_t element_bytes) const {
+  Shape s(shape.begin(), shape.end());
+  SHARDSCOPE_RETURN_IF_ERROR(CheckTensorSize(s, element_bytes, "--shape"));
+  return s;
 }
 
 Result<Layout> ParseLayoutOption(const std::string& option, const std::string& text,

@@ -18,8 +18,11 @@ struct MeshOptions {
   std::vector<int64_t> shape;
 
   void Add(CLI::App* app);
-  // The mesh, with default axis names a0, a1, ... when --axes is omitted.
+  // The mesh, with default axis names a0, a1, ... when --axes is omitted; at most
+  // mesh_ranks ranks (limits.h).
   Result<DeviceMesh> MakeMesh() const;
+  // --shape, refused when its elements x `element_bytes` do not fit (CheckTensorSize).
+  Result<Shape> TensorShape(int64_t element_bytes) const;
 };
 
 // A layout from the one-line form ("mp,(sp,dp)|P(dp)"), naming the option on error.

@@ -2,14 +2,19 @@
 // step time and memory per device, without running anything (a dry run for any cluster).
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/limits.h"
 #include "cli/option_checks.h"
+#include "cli/progress.h"
 #include "cli/search_flags.h"
 #include "shardscope/autodiff.h"
 #include "shardscope/base/format.h"
+#include "shardscope/checked_math.h"
+#include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/partition.h"
 #include "shardscope/program_price.h"
@@ -17,6 +22,8 @@
 
 namespace shardscope::cli {
 namespace {
+
+constexpr int kMaxPlanDevices = 1 << 20;  // per-rank figures are kept for every device
 
 struct PlanOptions {
   std::string model;
@@ -43,6 +50,20 @@ Result<DistProgram> PartitionTraining(ModelGraph& model, const PartitionOptions&
   return Partition(model.graph, tv, options);
 }
 
+// The per-rank entries RecordPlan writes for the program's redistributions (bytes sent and
+// received, group members, transfers, zeroed ranks per step): what the run file grows with.
+int64_t RecordEntries(const DistProgram& program) {
+  int64_t entries = 0;
+  for (const DistInstr& in : program.instrs) {
+    if (in.kind != DistInstr::Kind::kRedistribute) continue;
+    for (const RedistStep& s : in.plan->steps) {
+      const int64_t step = 3 * int64_t{program.devices} + s.transfers.size() + s.zero_ranks.size();
+      entries = CheckedAdd(entries, step).value_or(std::numeric_limits<int64_t>::max());
+    }
+  }
+  return entries;
+}
+
 void PrintExplain(const OperatorChoice& c) {
   std::printf(
       "%s\n  strategy   %s\n  why        %s\n  cost       %.3f us (own %.3f us + "
@@ -63,6 +84,11 @@ int RunPlan(const PlanOptions& o) {
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   const ParallelConfig& parallel = mf->parallel();
   const int devices = o.devices > 0 ? o.devices : std::max(1, parallel.devices);
+  if (devices > kMaxPlanDevices) {  // only the file's count can be larger (--devices is checked)
+    return Fail(kExitBadInput, parallel.devices_location.ToString() + ": parallel.devices " +
+                                   std::to_string(devices) + ": plan handles at most " +
+                                   std::to_string(kMaxPlanDevices) + " devices (--devices N)");
+  }
   std::string mode_name = o.search.search;
   if (mode_name.empty()) {
     mode_name = !parallel.search.empty() ? parallel.search
@@ -101,7 +127,7 @@ int RunPlan(const PlanOptions& o) {
     }
     return Fail(kExitBadInput, "--explain: the model has no forward operator '" + o.explain + "'");
   }
-  auto program = PartitionTraining(*model, partition);
+  auto program = PlanTrainingProgram(&*model, partition);  // what `train` would run
   if (!program.ok()) return Fail(kExitBadInput, program.status().message());
   int64_t max_recv = 0;
   for (int rank = 0; rank < devices && rank < 64; ++rank)
@@ -118,6 +144,16 @@ int RunPlan(const PlanOptions& o) {
   summary["predicted_communication_steps"] = price->communication_steps;
   summary["max_recv_bytes_per_step"] = max_recv;
 
+  if (!o.record.empty() && RecordEntries(*program) > GetLimits().record_entries) {
+    return Fail(
+        kExitBadInput,
+        "--record " + o.record + ": the plan for " + std::to_string(devices) + " devices has " +
+            std::to_string(RecordEntries(*program)) +
+            " per-rank entries (bytes, groups, transfers of every redistribution step), "
+            "more than " +
+            std::to_string(GetLimits().record_entries) +
+            " (--resource-limit record_entries=N); plan without --record, or for fewer devices");
+  }
   if (!o.record.empty()) {
     store::RunInfo info;
     info.name = mf->name();
@@ -240,16 +276,18 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
                   "Model file (YAML, see docs/model-format.md) or ONNX file (.onnx)")
       ->required();
   app->add_option("--devices", o->devices, "Devices to plan for (default: the model file's)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(1, kMaxPlanDevices));
   app->add_option("--batch", o->batch, "Global batch size (default: the model file's)")
       ->check(AtLeast(1));
   app->add_flag("--json", o->json, "Print the plan as JSON");
   app->add_option("--explain", o->explain,
                   "Print one operator's strategy, why it was chosen and the runners-up");
-  app->add_option("--record", o->record,
-                  "Write the plan (operators, provenance, candidates, redistributions) to a "
-                  "run file for the GUI");
-  app->add_option("--show", o->show, "Redistributions to list (default 20)")->check(AtLeast(0));
+  app->add_option(
+      "--record", o->record,
+      "Write the plan (operators, provenance, candidates, redistributions) to a "
+      "run file for the GUI (at most record_entries per-rank entries: --resource-limit)");
+  app->add_option("--show", o->show, "Redistributions to list (default 20)")
+      ->check(AtLeast(0));
   app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")
       ->check(AtLeast(0));
   AddSearchFlags(app, o->search);

@@ -22,7 +22,9 @@ struct RedistributeOptions {
 int RunRedistribute(const RedistributeOptions& o) {
   auto mesh = o.mesh.MakeMesh();
   if (!mesh.ok()) return Fail(kExitBadInput, mesh.status().message());
-  const Shape shape(o.mesh.shape.begin(), o.mesh.shape.end());
+  auto tensor = o.mesh.TensorShape(o.element_bytes);
+  if (!tensor.ok()) return Fail(kExitBadInput, tensor.status().message());
+  const Shape& shape = *tensor;
   auto from = ParseLayoutOption("--from", o.from, *mesh, shape);
   if (!from.ok()) return Fail(kExitBadInput, from.status().message());
   DeviceMesh target_mesh = *mesh;

@@ -141,7 +141,7 @@ Result<std::optional<SearchResult>> ApplySearchFlags(
 std::vector<ShardBlockSpec> ShardBlockSpecs(const ParallelConfig& parallel) {
   std::vector<ShardBlockSpec> specs;
   for (const ShardBlockEntry& b : parallel.shard_blocks)
-    specs.push_back({b.block, b.in_strategy, b.out_strategy, b.level});
+    specs.push_back({b.block, b.in_strategy, b.out_strategy, b.level, b.location.ToString()});
   return specs;
 }
 

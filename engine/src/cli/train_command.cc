@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
+#include "cli/resource_checks.h"
 #include "cli/search_flags.h"
 #include "cli/train_loop.h"
 #include "cli/train_placed.h"
@@ -298,6 +299,13 @@ int RunTrain(const TrainOptions& o) {
   auto plan = Decide(*mf, o);
   if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
   const TrainingConfig& tc = plan->training;
+  // Resources first (limits.h): threads, the synthetic data, then (below) the plan's memory.
+  if (!plan->mpi) {
+    Status threads = CheckInProcessDevices(*mf, plan->partition.devices, o.devices > 0);
+    if (!threads.ok()) return Fail(kExitBadInput, threads.message());
+  }
+  auto data_bytes = SyntheticDataBytes(*mf);
+  if (!data_bytes.ok()) return Fail(kExitBadInput, data_bytes.status().message());
 
   auto train = LoadData(*mf, o, Split::kTrain, o.limit);
   if (!train.ok()) return Fail(kExitBadInput, train.status().message());
@@ -313,9 +321,17 @@ int RunTrain(const TrainOptions& o) {
             " (set data.pad_to or input.shape)");
   }
   if (train->size() < tc.batch) {
-    return Fail(kExitBadInput, "batch " + std::to_string(tc.batch) +
-                                   " is larger than the training set (" +
-                                   std::to_string(train->size()) + " examples)");
+    const SourceLocation& size_at = mf->data().synthetic_size_location;
+    const SourceLocation& batch_at = mf->training().batch_location;
+    const std::string batch = o.batch > 0 ? "--batch " + std::to_string(tc.batch)
+                                          : (batch_at.line > 0 ? batch_at.ToString() : o.model) +
+                                                ": training.batch " + std::to_string(tc.batch);
+    const std::string set = o.limit > 0 ? " (--limit " + std::to_string(o.limit) + ")"
+                            : size_at.line > 0
+                                ? " (data.synthetic_size at " + size_at.ToString() + ")"
+                                : "";
+    return Fail(kExitBadInput, batch + " is larger than the training set: " +
+                                   std::to_string(train->size()) + " examples" + set);
   }
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
@@ -337,13 +353,18 @@ int RunTrain(const TrainOptions& o) {
     auto searched = ApplySearchFlags(SearchFlagsFor(o, *mf), plan->search, &model->graph,
                                      plan->partition.devices, plan->partition.meshes, false);
     if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
-    auto probe = DistTrainer::Create(std::move(*model), TrainConfig{tc.seed, tc.optimizer},
-                                     plan->partition, 0);
+    auto probe = PlanTrainingProgram(&*model, plan->partition);
     if (!probe.ok()) {
       const bool bad_input = probe.status().code() == StatusCode::kInvalidInput ||
                              probe.status().code() == StatusCode::kNotImplemented;
       return Fail(bad_input ? kExitBadInput : kExitRunFailure, probe.status().message());
     }
+    // Under mpirun only this host's ranks share its memory.
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const int here =
+        plan->mpi ? std::max(1, local ? std::atoi(local) : 1) : plan->partition.devices;
+    Status memory = CheckTrainMemory(*mf, model->graph, *probe, here, *data_bytes);
+    if (!memory.ok()) return Fail(kExitBadInput, memory.message());
   }
   // The run file, created by rank 0 before any step so that an unwritable place fails now.
   store::RunInfo info;
@@ -410,7 +431,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "  shardscope train mlp.onnx --data ../shared/datasets/mnist --devices 8\n"
       "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
-      "Flags override the model file's training section.\n"
+      "Flags override the model file's training section. Before any device starts, the run\n"
+      "is checked against the limits (`shardscope --help`): device threads, the synthetic\n"
+      "data set and the planned memory of every device against the memory available.\n"
       "Stopping: Ctrl-C (SIGINT) or SIGTERM stops every rank after the step in flight; the run\n"
       "file is closed with status 'interrupted: SIGINT at step N' and the exit code is 128 +\n"
       "the signal (130, 143). A second Ctrl-C exits at once. mpirun passes Ctrl-C on to the\n"

@@ -26,6 +26,10 @@ ValueId Builder::Input(const std::string& name, Shape shape, DType dtype) {
     Fail(Status::Invalid("input '" + name + "': the name is already used"));
     return kNoValue;
   }
+  if (Status st = graph_->CheckNewValue(shape, dtype, "input '" + name + "'"); !st.ok()) {
+    Fail(st);
+    return kNoValue;
+  }
   return graph_->AddInput(name, std::move(shape), dtype);
 }
 
@@ -33,6 +37,10 @@ ValueId Builder::Label(const std::string& name, Shape shape) {
   if (!ok()) return kNoValue;
   if (graph_->FindValue(name) != kNoValue) {
     Fail(Status::Invalid("labels '" + name + "': the name is already used"));
+    return kNoValue;
+  }
+  if (Status st = graph_->CheckNewValue(shape, DType::kI32, "labels '" + name + "'"); !st.ok()) {
+    Fail(st);
     return kNoValue;
   }
   return graph_->AddLabel(name, std::move(shape));
@@ -51,6 +59,10 @@ ValueId Builder::Parameter(const std::string& local_name, Shape shape, InitSpec 
                            " has a non-positive dimension"));
       return kNoValue;
     }
+  }
+  if (Status st = graph_->CheckNewValue(shape, DType::kF32, "parameter '" + name + "'"); !st.ok()) {
+    Fail(st);
+    return kNoValue;
   }
   return graph_->AddParameter(name, std::move(shape), init);
 }

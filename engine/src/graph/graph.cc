@@ -1,10 +1,13 @@
 #include "shardscope/graph.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "ops/op_registry.h"
+#include "shardscope/checked_math.h"
 
 namespace shardscope {
 
@@ -24,7 +27,22 @@ const char* ValueKindName(ValueKind kind) {
   return "?";
 }
 
+Status Graph::CheckNewValue(const Shape& shape, DType dtype, const std::string& what) const {
+  SHARDSCOPE_RETURN_IF_ERROR(CheckTensorSize(shape, DTypeBytes(dtype), what));
+  const int64_t bytes = *CheckedBytes(shape, DTypeBytes(dtype));
+  if (bytes > kMaxTensorBytes - std::min(total_value_bytes_, kMaxTensorBytes)) {
+    return Status::Invalid(what + ": its " + std::to_string(bytes) + " bytes bring the graph's " +
+                           "tensors to more than 2^56 bytes (64 PiB) together, the most a " +
+                           "model may hold");
+  }
+  return Status::Ok();
+}
+
 ValueId Graph::AddValue(Value v) {
+  // Saturating: values added without CheckNewValue only make later checks stricter.
+  const auto bytes = CheckedBytes(v.shape, DTypeBytes(v.dtype));
+  const auto total = bytes ? CheckedAdd(total_value_bytes_, *bytes) : std::nullopt;
+  total_value_bytes_ = total ? *total : std::numeric_limits<int64_t>::max();
   v.id = static_cast<ValueId>(values_.size());
   value_by_name_.emplace(v.name, v.id);
   values_.push_back(std::move(v));
@@ -133,6 +151,10 @@ Status CheckNode(const Graph& g, OpKind op, const std::vector<ValueId>& inputs,
                                    : static_cast<int>(out->size()) != def.num_outputs) {
     return Status::Internal(std::string(def.name) + " shape rule gave the wrong number of outputs");
   }
+  for (size_t k = 0; k < out->size(); ++k) {
+    SHARDSCOPE_RETURN_IF_ERROR(g.CheckNewValue(
+        (*out)[k].shape, (*out)[k].dtype, std::string(def.name) + " output " + std::to_string(k)));
+  }
   return Status::Ok();
 }
 
@@ -167,6 +189,14 @@ Result<NodeId> Graph::AddNode(OpKind op, std::string name, std::vector<ValueId> 
   return nodes_.back().id;
 }
 
+Status LocatedAt(const Graph& g, NodeId id, Status status) {
+  if (status.ok() || id == kNoNode) return status;
+  const Node& n = g.node(id);
+  const Node& origin = n.is_backward && n.forward_node != kNoNode ? g.node(n.forward_node) : n;
+  if (origin.source.empty() || status.message().rfind(origin.source, 0) == 0) return status;
+  return status.WithContext(origin.source);
+}
+
 NodeId Graph::FindNode(const std::string& name) const {
   auto it = node_by_name_.find(name);
   return it == node_by_name_.end() ? kNoNode : it->second;
@@ -196,6 +226,9 @@ std::vector<std::vector<NodeId>> Graph::Consumers() const {
 }
 
 Status Graph::Verify() const {
+  if (total_value_bytes_ > kMaxTensorBytes) {
+    return Status::Invalid("the graph's tensors hold more than 2^56 bytes (64 PiB) together");
+  }
   std::set<std::string> names;
   for (size_t i = 0; i < values_.size(); ++i) {
     const Value& v = values_[i];

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "shardscope/base/hash.h"
+#include "shardscope/checked_math.h"
 
 namespace shardscope {
 
@@ -59,6 +60,10 @@ Status Layout::Validate(const DeviceMesh& mesh, const DimAxes& dims_axes,
                              " is not divisible by " + std::to_string(product) +
                              ", the product of its mesh axes " + factors);
     }
+  }
+  if (!CheckedNumElements(shape)) {
+    return Status::Invalid("tensor shape " + ShapeToString(shape) + " has " + CountText(shape) +
+                           " elements, which does not fit in 63 bits");
   }
   for (int a : partial_axes) {
     if (a < 0 || a >= num_axes) {

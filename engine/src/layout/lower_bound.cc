@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "redistribution_internal.h"
+#include "shardscope/checked_math.h"
 #include "shardscope/redistribution.h"
 
 namespace shardscope::redist_internal {
@@ -132,6 +133,25 @@ State StateOf(const Layout& layout, uint32_t reduce_mask) {
 
 }  // namespace
 
+namespace {
+
+// Every byte figure of a plan or bound is at most a few times the tensor's bytes per rank
+// and step, summed over ranks: tensor bytes x ranks within kMaxTensorBytes (2^7 below 2^63)
+// keeps every one of them in 63 bits without checking each sum.
+Status CheckPlanBytes(const Shape& shape, int64_t element_bytes, int ranks) {
+  SHARDSCOPE_RETURN_IF_ERROR(CheckTensorSize(shape, element_bytes, "the redistributed tensor"));
+  const auto all_ranks = CheckedMul(*CheckedBytes(shape, element_bytes), ranks);
+  if (!all_ranks || *all_ranks > kMaxTensorBytes) {
+    return Status::Invalid("redistribution of shape " + ShapeToString(shape) + " (" +
+                           std::to_string(element_bytes) + " B/element) over " +
+                           std::to_string(ranks) + " ranks: its bytes times the ranks exceed " +
+                           "2^56, beyond what byte counts over all ranks may reach");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_bytes) {
   if (from.shape() != to.shape()) {
     return Status::Invalid("redistribution of a tensor of shape " + ShapeToString(from.shape()) +
@@ -147,6 +167,7 @@ Result<Setup> MakeSetup(const Layout& from, const Layout& to, int64_t element_by
   if (element_bytes < 1) {
     return Status::Invalid("element size must be >= 1 byte, got " + std::to_string(element_bytes));
   }
+  SHARDSCOPE_RETURN_IF_ERROR(CheckPlanBytes(from.shape(), element_bytes, from.mesh().size()));
   Setup s;
   s.from = &from;
   s.to = &to;

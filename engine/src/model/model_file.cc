@@ -12,6 +12,7 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include "model_file_internal.h"
+#include "shardscope/checked_math.h"
 
 namespace shardscope {
 
@@ -128,10 +129,19 @@ OptimizerConfig ParseOptimizer(const Source& src, const YAML::Node& node) {
   return config;
 }
 
+// The input of one batch, [batch, input.shape...], fits (checked_math.h).
+Status CheckBatchInput(int64_t batch, const Shape& example) {
+  Shape input = {batch};
+  input.insert(input.end(), example.begin(), example.end());
+  return CheckTensorSize(input, sizeof(float), "batch " + std::to_string(batch) + " x input.shape");
+}
+
 void ParseTraining(const Source& src, const YAML::Node& node, TrainingConfig* t) {
   Map m(src, node, "the training section", {"batch", "epochs", "steps", "seed"});
-  if (const Field* f = m.Find("batch"))
+  if (const Field* f = m.Find("batch")) {
     t->batch = model_file::ReadPositive(src, f->value, "training.batch");
+    t->batch_location = src.At(f->value);
+  }
   if (const Field* f = m.Find("epochs")) {
     t->epochs = model_file::ReadPositive(src, f->value, "training.epochs");
   }
@@ -195,6 +205,7 @@ void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
   if (d->dataset == "synthetic") {
     if (const Field* f = m.Find("synthetic_size")) {
       d->synthetic_size = model_file::ReadPositive(src, f->value, "data.synthetic_size");
+      d->synthetic_size_location = src.At(f->value);
     } else {
       src.Fail(node,
                "the data section with dataset: synthetic is missing the required key "
@@ -353,6 +364,13 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
       }
     }
 
+    // The input batch must fit before anything is built from it.
+    if (Status size = CheckBatchInput(file.training_.batch, file.example_shape_); !size.ok()) {
+      FailAt(file.training_.batch_location.line > 0 ? file.training_.batch_location
+                                                    : src.At(input_shape),
+             size.message());
+    }
+
     // Build once to check the network and resolve the annotations against its operators.
     model_file::BuildTrace trace;
     ModelGraph model =
@@ -425,6 +443,7 @@ Result<ModelGraph> ModelFile::Build(int64_t batch) const {
     return Status::Invalid(path_ + ": the batch size must be positive, got " +
                            std::to_string(batch));
   }
+  SHARDSCOPE_RETURN_IF_ERROR(CheckBatchInput(batch, example_shape_).WithContext(path_));
   try {
     model_file::BuildTrace trace;
     ModelGraph model =
@@ -432,12 +451,18 @@ Result<ModelGraph> ModelFile::Build(int64_t batch) const {
             ? model_file::BuildImport(*network_->onnx, example_shape_, batch,
                                       network_->import_location, &trace)
             : model_file::BuildNetwork(*network_, example_shape_, batch, &trace);
+    // Sources for messages: the layer that made each operator (inner layers after their
+    // blocks in the map's order, so the most specific wins), then its strategy's line.
+    for (const auto& [scope, record] : trace.modules) {
+      for (NodeId n : record.nodes) model.graph.mutable_node(n).source = record.location.ToString();
+    }
     for (const AnnotationEntry& a : parallel_.annotations) {
       const NodeId n = model.graph.FindNode(a.op);
       if (n == kNoNode) {
         FailAt(a.location, "the network has no operator '" + a.op + "' for this annotation");
       }
       model.graph.mutable_node(n).annotations = a.annotations;
+      if (a.location.line > 0) model.graph.mutable_node(n).source = a.location.ToString();
     }
     return model;
   } catch (const model_file::Error& e) {

@@ -352,6 +352,7 @@ void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* dra
     const int64_t devices = ReadPositive(src, f->value, "parallel.devices");
     if (devices > INT_MAX) src.Fail(f->value, "parallel.devices is too large");
     config.devices = static_cast<int>(devices);
+    config.devices_location = src.At(f->value);
   }
   if (const Field* f = p.Find("meshes")) {
     Map meshes(src, f->value, "parallel.meshes", {});

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "model_file_internal.h"
+#include "shardscope/checked_math.h"
 
 namespace shardscope::model_file {
 
@@ -200,10 +201,12 @@ int64_t ReadInt(const Source& src, const YAML::Node& node, const std::string& wh
       src.Fail(node, what + " must be an integer (or a product such as 16 * 5 * 5), found '" +
                          text + "'");
     }
-    if (v != 0 && std::abs(product) > std::numeric_limits<int64_t>::max() / std::abs(v)) {
-      src.Fail(node, what + " is too large: '" + text + "'");
-    }
-    product *= v;
+    // Magnitudes through CheckedMul (only the first factor may be negative).
+    const auto magnitude = v == std::numeric_limits<int64_t>::min()
+                               ? std::nullopt
+                               : CheckedMul(product < 0 ? -product : product, v < 0 ? -v : v);
+    if (!magnitude) src.Fail(node, what + " is too large for 63 bits: '" + text + "'");
+    product = (product < 0) != (v < 0) ? -*magnitude : *magnitude;
     ++factors;
     if (star == std::string::npos) break;
     start = star + 1;
@@ -264,6 +267,11 @@ Shape ReadShape(const Source& src, const YAML::Node& node, const std::string& wh
     }
     shape.push_back(v);
   }
+  // An inferred (-1) entry is checked as 1 here, its real size where the shape is used.
+  Shape known = shape;
+  for (int64_t& d : known) d = d == -1 ? 1 : d;
+  Status size = CheckTensorSize(known, sizeof(float), what);
+  if (!size.ok()) src.Fail(node, size.message());
   return shape;
 }
 

@@ -11,6 +11,7 @@
 #include "ops/kernel_util.h"
 #include "ops/op_registry.h"
 #include "ops/window.h"
+#include "shardscope/checked_math.h"
 
 namespace shardscope {
 namespace {
@@ -32,6 +33,14 @@ Geometry MakeGeometry(const Shape& x, int64_t kh, int64_t kw, const OpAttrs& a) 
 Status CheckWindow(const OpAttrs& a, const Shape& x, int64_t kh, int64_t kw) {
   if (a.stride[0] < 1 || a.stride[1] < 1) return Status::Invalid("strides must be ≥ 1");
   if (kh < 1 || kw < 1) return Status::Invalid("window must be ≥ 1×1");
+  // Bounded like tensor sizes (checked_math.h), so the window arithmetic cannot overflow.
+  for (int64_t v : {kh, kw, a.stride[0], a.stride[1]}) {
+    if (v > kMaxTensorBytes) {
+      return Status::Invalid("window " + std::to_string(kh) + "×" + std::to_string(kw) +
+                             " with strides " + std::to_string(a.stride[0]) + "×" +
+                             std::to_string(a.stride[1]) + ": a size above 2^56");
+    }
+  }
   if (a.padding == Padding::kValid && (x[2] < kh || x[3] < kw)) {
     return Status::Invalid("window " + std::to_string(kh) + "×" + std::to_string(kw) +
                            " is larger than the input " + ShapeToString(x) + " with valid padding");

@@ -4,6 +4,7 @@
 #include "autodiff/grad_context.h"
 #include "ops/kernel_util.h"
 #include "ops/op_registry.h"
+#include "shardscope/checked_math.h"
 
 namespace shardscope {
 namespace {
@@ -44,12 +45,12 @@ Status ReshapeShape(const OpAttrs& a, std::span<const ValueInfo> in, std::vector
     } else if (s[i] <= 0) {
       return Status::Invalid("target " + ShapeToString(a.shape) + " has a non-positive dimension");
     } else {
-      known *= s[i];
+      known = CheckedMul(known, s[i]).value_or(0);  // 0: too many, fails below
     }
   }
   const int64_t n = NumElements(in[0].shape);
   if (infer >= 0 && known > 0 && n % known == 0) s[infer] = n / known;
-  if (NumElements(s) != n) {
+  if (CheckedNumElements(s) != n) {
     return Status::Invalid("cannot reshape " + ShapeToString(in[0].shape) + " (" +
                            std::to_string(n) + " elements) to " + ShapeToString(a.shape));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "shardscope/checked_math.h"
 #include "shardscope/sharding_rule.h"
 
 namespace shardscope {
@@ -117,13 +118,14 @@ std::string LayoutName(const Layout& l) { return l.ToString(); }
 Result<std::vector<OpStrategy>> AssignStrategies(const Graph& g, const PartitionOptions& o) {
   std::vector<OpStrategy> strategies(g.num_nodes());
   std::vector<ShardingSignature> sigs(g.num_nodes());
-  for (const Node& n : g.nodes()) {
+  // Every failure names where the operator or its strategy was written.
+  auto assign = [&](const Node& n) -> Status {
     SHARDSCOPE_ASSIGN_OR_RETURN(sigs[n.id], GetShardingSignature(g, n.id));
     const ShardingSignature& sig = sigs[n.id];
     const std::vector<Shape> shapes = InputShapes(g, n);
     if (n.is_backward) {
       strategies[n.id] = InferBackward(g, sig, n, strategies, sigs);
-      continue;
+      return Status::Ok();
     }
     if (n.annotations.worker >= 0) {  // placed graphs go to PlaceGraph (placement.h)
       return Status::NotImplemented("operator '" + n.name + "': place(\"worker\", " +
@@ -139,7 +141,7 @@ Result<std::vector<OpStrategy>> AssignStrategies(const Graph& g, const Partition
         strategies[n.id].provenance =
             "replicated: no dimension of " + n.name + " divides over the devices";
       }
-      continue;
+      return Status::Ok();
     }
     auto parsed = ParseStrategy(n.annotations.in_strategy, o.meshes);
     if (!parsed.ok()) return parsed.status().WithContext("operator '" + n.name + "'");
@@ -149,7 +151,9 @@ Result<std::vector<OpStrategy>> AssignStrategies(const Graph& g, const Partition
       auto l = ProducedLayout(g, sig, strategies[n.id], n, static_cast<int>(k));
       if (!l.ok()) return l.status().WithContext("operator '" + n.name + "' output");
     }
-  }
+    return Status::Ok();
+  };
+  for (const Node& n : g.nodes()) SHARDSCOPE_RETURN_IF_ERROR(LocatedAt(g, n.id, assign(n)));
   return strategies;
 }
 
@@ -270,8 +274,9 @@ class ProgramBuilder {
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         SHARDSCOPE_ASSIGN_OR_RETURN(Layout want,
                                     RequiredLayout(g_, sig, s, n, static_cast<int>(i)));
-        SHARDSCOPE_ASSIGN_OR_RETURN(int idx, Obtain(n.inputs[i], want, n.name));
-        instr.inputs.push_back(idx);
+        Result<int> idx = Obtain(n.inputs[i], want, n.name);
+        if (!idx.ok()) return LocatedAt(g_, n.id, idx.status());
+        instr.inputs.push_back(*idx);
       }
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         SHARDSCOPE_ASSIGN_OR_RETURN(Layout l, ProducedLayout(g_, sig, s, n, static_cast<int>(k)));
@@ -281,7 +286,7 @@ class ProgramBuilder {
       }
       p_.instrs.push_back(std::move(instr));
       if (!n.annotations.out_strategy.empty() && !n.is_backward) {
-        SHARDSCOPE_RETURN_IF_ERROR(ApplyOutStrategy(n, s));
+        SHARDSCOPE_RETURN_IF_ERROR(LocatedAt(g_, n.id, ApplyOutStrategy(n, s)));
       }
     }
     for (size_t i = 0; i < tv.params.size(); ++i) {
@@ -427,6 +432,19 @@ Result<DistProgram> Partition(const Graph& g, const TrainingValues& tv, const Pa
   ProgramBuilder builder(g, o, &p);
   SHARDSCOPE_RETURN_IF_ERROR(builder.Build(p.strategies, tv));
   SHARDSCOPE_RETURN_IF_ERROR(VerifyProgram(g, p).WithContext("after insert-redistributions"));
+  // The busiest rank's bytes bound every rank's: checked once, PlannedRecvBytes cannot wrap.
+  int64_t received = 0;
+  for (const DistInstr& in : p.instrs) {
+    if (in.kind != DistInstr::Kind::kRedistribute) continue;
+    auto sum = CheckedAdd(received, in.plan->planned_bytes);
+    if (!sum) {
+      return Status::Invalid(
+          "the bytes received per step over all redistributions do not fit "
+          "in 63 bits on " +
+          std::to_string(o.devices) + " devices");
+    }
+    received = *sum;
+  }
   if (o.dump) o.dump("insert-redistributions", p.ToText(g));
   return p;
 }

@@ -1,12 +1,15 @@
 #include "shardscope/dist_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include "ops/op_registry.h"
 #include "runtime/batch_util.h"
 #include "shardscope/autodiff.h"
+#include "shardscope/checked_math.h"
 #include "shardscope/initializer.h"
 
 namespace shardscope {
@@ -192,31 +195,55 @@ Status DistExecutor::RunFor(Communicator& comm, const std::vector<int>& targets,
   return Status::Ok();
 }
 
-Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
-                                                         const TrainConfig& config,
-                                                         const PartitionOptions& options,
-                                                         int rank) {
-  const std::vector<ValueId> params = model.graph.Parameters();
+Result<DistProgram> PlanTrainingProgram(ModelGraph* model, const PartitionOptions& options,
+                                        std::vector<ValueId>* trained_params) {
+  Graph& g = model->graph;
+  const std::vector<ValueId> params = g.Parameters();
   if (params.empty()) return Status::Invalid("model has no parameters to train");
-  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(model.graph, model.loss, params));
-  SHARDSCOPE_RETURN_IF_ERROR(model.graph.Verify().WithContext("graph after autodiff"));
-  std::unique_ptr<DistTrainer> t(new DistTrainer());
-  t->model_ = std::move(model);
-  t->config_ = config;
-  t->rank_ = rank;
+  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(g, model->loss, params));
+  SHARDSCOPE_RETURN_IF_ERROR(g.Verify().WithContext("graph after autodiff"));
   TrainingValues tv;
-  tv.loss = t->model_.loss;
+  tv.loss = model->loss;
   for (size_t i = 0; i < params.size(); ++i) {
     if (grads.grads[i] == kNoValue) continue;
     tv.params.push_back(params[i]);
     tv.grads.push_back(grads.grads[i]);
   }
-  t->params_ = tv.params;
-  SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, Partition(t->model_.graph, tv, options));
+  if (trained_params != nullptr) *trained_params = tv.params;
+  return Partition(g, tv, options);
+}
+
+Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
+                                int optimizer_states) {
+  // Each value's bytes fit (Graph::CheckNewValue); their sum is what needs checking.
+  std::optional<int64_t> total = 0;
+  auto add = [&](int64_t bytes) { total = total ? CheckedAdd(*total, bytes) : std::nullopt; };
+  for (const DistValue& v : program.values)
+    add(NumElements(v.layout.ShardShape()) * DTypeBytes(graph.value(v.global).dtype));
+  int64_t largest_param = 0;
+  for (const auto& [param, grad] : program.param_grads) {
+    const DistValue& v = program.values[param];
+    for (int s = 0; s < optimizer_states; ++s) add(NumElements(v.layout.ShardShape()) * 4);
+    largest_param = std::max(largest_param, NumElements(graph.value(v.global).shape) * 4);
+  }
+  add(largest_param);
+  if (!total) return Status::Invalid("the memory of one rank does not fit in 63 bits");
+  return *total;
+}
+
+Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
+                                                         const TrainConfig& config,
+                                                         const PartitionOptions& options,
+                                                         int rank) {
+  std::unique_ptr<DistTrainer> t(new DistTrainer());
+  t->model_ = std::move(model);
+  t->config_ = config;
+  t->rank_ = rank;
+  SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlanTrainingProgram(&t->model_, options, &t->params_));
   t->executor_ = std::make_unique<DistExecutor>(t->model_.graph, t->program_, rank);
-  for (size_t i = 0; i < tv.params.size(); ++i) {
+  for (size_t i = 0; i < t->params_.size(); ++i) {
     const auto [p, g] = t->program_.param_grads[i];
-    const Value& v = t->model_.graph.value(tv.params[i]);
+    const Value& v = t->model_.graph.value(t->params_[i]);
     t->executor_->local(p) =
         ExtractShard(InitializeValue(v, config.seed), t->program_.values[p].layout, rank);
     t->param_ptrs_.push_back(&t->executor_->local(p));

@@ -100,7 +100,9 @@ SearchResult Explain(const SearchGraph& g, const Assignment& a, const SearchOpti
 
 Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions& options) {
   if (options.mode == SearchMode::kSemiAuto && !options.shard_blocks.empty()) {
-    return Status::Invalid("shard block '" + options.shard_blocks[0].scope +
+    const ShardBlockSpec& block = options.shard_blocks[0];
+    return Status::Invalid((block.source.empty() ? "" : block.source + ": ") + "shard block '" +
+                           block.scope +
                            "' is searched inside, which semi_auto does not do; use "
                            "sharding_propagation, recursive_programming or dynamic_programming");
   }

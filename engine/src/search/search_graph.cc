@@ -226,9 +226,13 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       auto parsed = ParseStrategy(n.annotations.in_strategy, options.meshes);
       std::vector<Shape> shapes;
       for (ValueId v : n.inputs) shapes.push_back(forward.value(v).shape);
-      if (!parsed.ok()) return parsed.status().WithContext("operator '" + n.name + "'");
-      SHARDSCOPE_ASSIGN_OR_RETURN(
-          OpStrategy st, ResolveStrategy(n.name, *parsed, op.sig, shapes, options.devices));
+      if (!parsed.ok()) {
+        return LocatedAt(forward, n.id, parsed.status().WithContext("operator '" + n.name + "'"));
+      }
+      Result<OpStrategy> resolved =
+          ResolveStrategy(n.name, *parsed, op.sig, shapes, options.devices);
+      if (!resolved.ok()) return LocatedAt(forward, n.id, resolved.status());
+      const OpStrategy& st = *resolved;
       Parts fixed(op.letters.size(), 1);
       for (size_t l = 0; l < op.letters.size(); ++l) {
         auto it = st.letters.find(op.letters[l]);
@@ -695,25 +699,29 @@ Status SearchGraph::ApplyShardBlocks() {
   if (blocks.empty()) return Status::Ok();
   const Graph& forward = *graph_;
   std::vector<int> block_of(ops_.size(), -1);
+  // "model.yaml:40:5: shard block 'block1'": messages start where the block was written.
+  const auto named = [&](size_t b) {
+    const ShardBlockSpec& block = blocks[b];
+    return (block.source.empty() ? "" : block.source + ": ") + "shard block '" + block.scope + "'";
+  };
   for (size_t b = 0; b < blocks.size(); ++b) {
     for (size_t j = 0; j < b; ++j) {
       if (blocks[j].scope == blocks[b].scope)
-        return Status::Invalid("shard block '" + blocks[b].scope + "' is sharded twice");
+        return Status::Invalid(named(b) + " is sharded twice");
     }
     bool any = false;
     for (size_t i = 0; i < ops_.size(); ++i) {
       if (!InScope(ops_[i].name, blocks[b].scope)) continue;
       if (block_of[i] >= 0) {
-        return Status::Invalid("shard block '" + blocks[b].scope + "' overlaps shard block '" +
-                               blocks[block_of[i]].scope + "' at operator '" + ops_[i].name + "'");
+        return Status::Invalid(named(b) + " overlaps shard block '" + blocks[block_of[i]].scope +
+                               "' at operator '" + ops_[i].name + "'");
       }
       block_of[i] = static_cast<int>(b);
       any = true;
     }
     if (!any) {
-      return Status::Invalid("shard block '" + blocks[b].scope +
-                             "' names no module of the model (no operator '" + blocks[b].scope +
-                             ".*')");
+      return Status::Invalid(named(b) + " names no module of the model (no operator '" +
+                             blocks[b].scope + ".*')");
     }
   }
   // Outside every block: data-parallel.
@@ -734,7 +742,7 @@ Status SearchGraph::ApplyShardBlocks() {
   };
   for (size_t b = 0; b < blocks.size(); ++b) {
     const ShardBlockSpec& block = blocks[b];
-    const std::string what = "shard block '" + block.scope + "'";
+    const std::string what = named(b);
     // Boundary values in node order: read from outside the block / read outside it.
     std::vector<std::pair<int, int>> in_uses, out_uses;  // (op, input / output index)
     std::vector<ValueId> in_values, out_values;

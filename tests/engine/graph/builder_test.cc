@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "shardscope/builder.h"
+#include "shardscope/checked_math.h"
 
 namespace shardscope {
 namespace {
@@ -196,6 +197,41 @@ TEST(Builder, OpAllReturnsEveryOutput) {
   // Op returns the first output only.
   ValueId first = b.Op(OpKind::kLayerNormGrad, "grad", {dy, x, gamma});
   EXPECT_EQ(g.value(first).name, "ln.grad_1:0");
+}
+
+// Sizes are checked where values are made, so every count read from a graph fits.
+TEST(Builder, RefusesValuesWhoseSizeDoesNotFit) {
+  {
+    Graph g;
+    Builder b(&g);
+    b.Parameter("big", {4294967296, 4294967296}, {InitSpec::kNormal, 0.1f});
+    EXPECT_FALSE(b.ok());
+    EXPECT_TRUE(Contains(b.status().message(), "parameter 'big'")) << b.status().message();
+    EXPECT_TRUE(Contains(b.status().message(), "2^64 elements")) << b.status().message();
+  }
+  {
+    // Each operand fits; the product's output (2^80 elements) does not.
+    Graph g;
+    Builder b(&g);
+    ValueId x = b.Input("x", {int64_t{1} << 40, 1});
+    ValueId w = b.Parameter("w", {1, int64_t{1} << 40}, {InitSpec::kNormal, 0.1f});
+    b.Op(OpKind::kMatMul, "outer", {x, w});
+    EXPECT_FALSE(b.ok());
+    EXPECT_TRUE(Contains(b.status().message(), "operator 'outer'")) << b.status().message();
+    EXPECT_TRUE(Contains(b.status().message(), "does not fit in 63 bits")) << b.status().message();
+  }
+  {
+    // Values that fit one by one but not together (memory sums stay in 63 bits).
+    Graph g;
+    Builder b(&g);
+    ValueId x = b.Input("x", {int64_t{1} << 53});  // 2^55 bytes
+    ValueId y = b.Op(OpKind::kReLU, "relu", {x});
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    b.Op(OpKind::kReLU, "relu2", {y});
+    EXPECT_FALSE(b.ok());
+    EXPECT_TRUE(Contains(b.status().message(), "together")) << b.status().message();
+    EXPECT_LE(g.total_value_bytes(), kMaxTensorBytes);
+  }
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "shardscope/redistribution.h"
+
 namespace shardscope {
 namespace {
 
@@ -225,6 +227,33 @@ TEST(LayoutTest, EqualityAndHash) {
                                     partial, unsplit_dim0, other_mesh};
   EXPECT_EQ(set.size(), 6u);
   EXPECT_EQ(base.DebugString(), "[mp | sp.dp] on mesh(dp=2,sp=2,mp=2) shape [2, 4]");
+}
+
+// Element and byte counts of layouts and plans stay in 63 bits: refused, never wrapped.
+TEST(LayoutTest, ShapesAndPlansWhoseCountsDoNotFitAreRefused) {
+  const DeviceMesh mesh = DeviceMesh::Create({2, 2}, {"a", "b"}).value();
+  // 2^62 x 4 elements: the product wraps to 0 in plain arithmetic.
+  auto wraps = Layout::Create(mesh, {{0}, {}}, {}, {4611686018427387904, 4});
+  ASSERT_FALSE(wraps.ok());
+  EXPECT_NE(wraps.status().message().find("2^64 elements"), std::string::npos)
+      << wraps.status().message();
+  // The tensor fits, but its bytes times the ranks (every total over ranks) do not.
+  const DeviceMesh wide = DeviceMesh::Create({1024}, {"a"}).value();
+  const Shape shape = {int64_t{1} << 46};
+  const Layout from = Layout::Create(wide, {{0}}, {}, shape).value();
+  const Layout to = Layout::Replicated(wide, shape);
+  auto plan = PlanRedistribution(from, to, CostModel{}, {.element_bytes = 8});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("over 1024 ranks"), std::string::npos)
+      << plan.status().message();
+  EXPECT_FALSE(RedistributionLowerBound(from, to, 8).ok());
+  // A quarter of it plans, with positive figures.
+  const Shape small = {int64_t{1} << 40};
+  auto fits = PlanRedistribution(Layout::Create(wide, {{0}}, {}, small).value(),
+                                 Layout::Replicated(wide, small), CostModel{});
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_GT(fits->planned_bytes, 0);
+  EXPECT_GT(fits->total_planned_bytes, fits->planned_bytes);
 }
 
 }  // namespace

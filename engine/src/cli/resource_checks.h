@@ -1,0 +1,26 @@
+// Internal: what `train` checks against the limits (limits.h) before any device starts.
+//
+// Each check returns kInvalidInput naming the model file's line (or the option) and the
+// figure that does not fit, so that a run that cannot fit exits 2 instead of aborting.
+#pragma once
+
+#include <cstdint>
+
+#include "shardscope/dist_trainer.h"
+#include "shardscope/model_file.h"
+
+namespace shardscope::cli {
+
+// The device threads of an in-process run (`from_flag`: the count came from --devices).
+Status CheckInProcessDevices(const ModelFile& mf, int devices, bool from_flag);
+
+// The bytes the synthetic data set takes while it is made (0 for other data sets), or
+// kInvalidInput at data.synthetic_size when it cannot fit in memory at all.
+Result<int64_t> SyntheticDataBytes(const ModelFile& mf);
+
+// `devices_here` ranks of `program` (RankMemoryBytes each) plus `data_bytes` against the
+// memory available now; the message names the largest tensor and the line that made it.
+Status CheckTrainMemory(const ModelFile& mf, const Graph& graph, const DistProgram& program,
+                        int devices_here, int64_t data_bytes);
+
+}  // namespace shardscope::cli
