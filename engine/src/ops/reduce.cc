@@ -63,7 +63,7 @@ void ReduceKernel(const KernelContext& k, bool mean) {
 }
 
 Status ReduceGrad(GradContext& g, bool mean) {
-  const Shape& xs = g.shape(g.input(0));
+  const Shape xs = g.shape(g.input(0));  // a copy: Emit below may move the graph's values
   SHARDSCOPE_ASSIGN_OR_RETURN(auto axes, ReducedAxes(g.attrs(), static_cast<int>(xs.size())));
   ValueId d = g.output_grad();
   OpAttrs reshape;
