@@ -11,7 +11,6 @@
 #include "cli/option_checks.h"
 #include "cli/progress.h"
 #include "cli/search_flags.h"
-#include "shardscope/autodiff.h"
 #include "shardscope/base/format.h"
 #include "shardscope/checked_math.h"
 #include "shardscope/dist_trainer.h"
@@ -35,20 +34,6 @@ struct PlanOptions {
   int show = 20;
   SearchFlags search;
 };
-
-// The training graph partitioned with the searched annotations: what `train` would run.
-Result<DistProgram> PartitionTraining(ModelGraph& model, const PartitionOptions& options) {
-  const std::vector<ValueId> params = model.graph.Parameters();
-  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(model.graph, model.loss, params));
-  TrainingValues tv;
-  tv.loss = model.loss;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (grads.grads[i] == kNoValue) continue;
-    tv.params.push_back(params[i]);
-    tv.grads.push_back(grads.grads[i]);
-  }
-  return Partition(model.graph, tv, options);
-}
 
 // The per-rank entries RecordPlan writes for the program's redistributions (bytes sent and
 // received, group members, transfers, zeroed ranks per step): what the run file grows with.

@@ -26,7 +26,7 @@ Module& Module::place(const std::string& role, int rank) {
 }
 
 Module& Module::shard(const std::string& in_strategy, const std::string& out_strategy, int level) {
-  shard_.push_back({"", in_strategy, out_strategy, level});
+  shard_.push_back({"", in_strategy, out_strategy, level, ""});
   return *this;
 }
 
