@@ -419,8 +419,7 @@ std::vector<int64_t> PendingSumBound(const Problem& p, const Boxes& b, int64_t a
 
 }  // namespace
 
-std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b,
-                                std::vector<int64_t>* move_out, std::vector<int64_t>* reduce_out) {
+std::vector<int64_t> MissingBytes(const Problem& p, const Boxes& b) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
   std::vector<int64_t> move(n, 0);
@@ -433,6 +432,13 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
         IntersectVolume(tlo + r * d, thi + r * d, b.lo.data() + r * d, b.hi.data() + r * d, d);
     move[r] = (need - have) * p.elem;
   }
+  return move;
+}
+
+std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b,
+                                std::vector<int64_t>* move_out, std::vector<int64_t>* reduce_out) {
+  const int n = p.num_ranks;
+  std::vector<int64_t> move = MissingBytes(p, b);
   int64_t addends = 1;
   for (int a : MaskAxes(s.reduce_mask)) addends *= p.axis_size[a];
   std::vector<int64_t> out = addends > 1 ? PendingSumBound(p, b, addends) : move;
