@@ -395,8 +395,8 @@ std::vector<int64_t> PendingSumBound(const Problem& p, const Boxes& b, int64_t a
   for (size_t j = 0; j < held_keys.size(); ++j) {
     if (j > 0 && held_keys[j].first == held_keys[j - 1].first) continue;
     const int q = held_keys[j].second;
-    held += IntersectVolume(target.lo.data() + q * d, target.hi.data() + q * d,
-                            b.lo.data() + q * d, b.hi.data() + q * d, d);
+    held += IntersectVolume(target.lo.data() + q * d, target.hi.data() + q * d, b.lo.data() + q * d,
+                            b.hi.data() + q * d, d);
   }
   total += items * (addends - 2) + (items - held);
   // Water level: the smallest L with sum over ranks of max(need(r), L) >= T, L whole elements.
