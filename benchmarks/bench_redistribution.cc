@@ -604,9 +604,10 @@ ByteRow MeasureBytes(int devices, int axes, std::vector<RulesWin>* rules_wins) {
     ++row.pairs;
     const int64_t bound = plan->total_lower_bound_bytes, ours = plan->total_planned_bytes;
     // Above the bound, the choice may be the cost model's (latency against bytes): plan again
-    // with latency 0, where the cheapest plan is the one moving the fewest bytes.
+    // with latency 0, where the cheapest plan is the one moving the fewest bytes. With a
+    // partial source the bound holds for the busiest rank only, not for the sum over ranks.
     int64_t ours0 = ours;
-    if (ours > bound) {
+    if (ours > bound || p.from.is_partial()) {
       CostModel bandwidth_only;
       bandwidth_only.latency_s = 0;
       auto plan0 = PlanRedistribution(p.from, p.to, bandwidth_only, RedistOptions{});

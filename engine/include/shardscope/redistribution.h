@@ -343,10 +343,10 @@ struct RedistPlan {
   int64_t total_planned_bytes = 0;   // sums over ranks
   int64_t total_lower_bound_bytes = 0;
   bool byte_optimal = true;  // recv_bytes[r] <= lower_bound[r] on every rank
-  // How the plan was chosen: among the plans receiving at most lower_bound[r] +
-  // bound_slack_bytes on every rank (bound_slack_bytes > 0 only with partial sums: ring bounds
-  // are fractional, balanced blocks round them up), or, when bounded_search is false (partial
-  // sums whose bound collectives along mesh axes cannot reach), among all plans.
+  // How the plan was chosen: among the plans receiving at most the search's estimate +
+  // bound_slack_bytes on every rank (the estimate is lower_bound without partial sums, a
+  // ring-bound heuristic with them: bound_slack_bytes > 0 then, balanced blocks round it up),
+  // or, when bounded_search is false (an estimate collectives cannot reach), among all plans.
   bool bounded_search = true;
   int64_t bound_slack_bytes = 0;
   double predicted_seconds = 0;  // sum of the steps' prices

@@ -416,8 +416,8 @@ std::vector<int64_t> PendingSumBound(const Problem& p, const Boxes& b, int64_t a
   for (size_t j = 0; j < held_keys.size(); ++j) {
     if (j > 0 && held_keys[j].first == held_keys[j - 1].first) continue;
     const int q = held_keys[j].second;
-    held += IntersectVolume(target.lo.data() + q * d, target.hi.data() + q * d,
-                            b.lo.data() + q * d, b.hi.data() + q * d, d);
+    held += IntersectVolume(target.lo.data() + q * d, target.hi.data() + q * d, b.lo.data() + q * d,
+                            b.hi.data() + q * d, d);
   }
   total += items * (addends - 2) + (items - held);
   // Water level: the smallest L with sum over ranks of max(need(r), L) >= T, L whole elements.
@@ -440,8 +440,7 @@ std::vector<int64_t> PendingSumBound(const Problem& p, const Boxes& b, int64_t a
 
 }  // namespace
 
-std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b,
-                                std::vector<int64_t>* move_out, std::vector<int64_t>* reduce_out) {
+std::vector<int64_t> MissingBytes(const Problem& p, const Boxes& b) {
   const int d = p.num_dims;
   const int n = p.num_ranks;
   std::vector<int64_t> move(n, 0);
@@ -454,6 +453,13 @@ std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b
         IntersectVolume(tlo + r * d, thi + r * d, b.lo.data() + r * d, b.hi.data() + r * d, d);
     move[r] = (need - have) * p.elem;
   }
+  return move;
+}
+
+std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b,
+                                std::vector<int64_t>* move_out, std::vector<int64_t>* reduce_out) {
+  const int n = p.num_ranks;
+  std::vector<int64_t> move = MissingBytes(p, b);
   int64_t addends = 1;
   for (int a : MaskAxes(s.reduce_mask)) addends *= p.axis_size[a];
   std::vector<int64_t> out = addends > 1 ? PendingSumBound(p, b, addends) : move;

@@ -7,10 +7,11 @@
 // dimension), all-reduce (partial axes dropped), permute (axes of a dimension reordered, or
 // an axis replaced by a replica axis of the same size). From any state without pending
 // reductions, one irregular exchange completes the plan exactly at the lower bound of that
-// state. A* over predicted seconds (CostModel), with the admissible heuristic
-// max_r bound(r) / fastest bandwidth, finds the cheapest plan; when byte optimality is
-// required, states from which the lower bound can no longer be met on some rank
-// (received(r) + bound_from_here(r) > bound(r)) are pruned, which keeps the search small.
+// state. A* over predicted seconds (CostModel), with the heuristic max_r est(r) / fastest
+// bandwidth, finds the cheapest plan; when byte optimality is required, states from which
+// the estimate can no longer be met on some rank (received(r) + est_from_here(r) > est(r))
+// are pruned, which keeps the search small. est is SearchEstimate: the lower bound without a
+// pending sum, a ring-bound heuristic with one (not proven; the plan reports LowerBound).
 // Every state's shard is at most max(source shard, target shard) elements.
 #include <algorithm>
 #include <atomic>
@@ -862,10 +863,10 @@ class Planner {
     for (int a = 0; a < p.num_axes; ++a)
       axis_bw_.push_back(cost.AxisBandwidth(p.mesh.axis_name(a)));
     if (source_into_target.counted) {
-      lb_src_ = source_into_target.ex.recv;
+      est_src_ = source_into_target.ex.recv;
       source_into_target_ = std::move(source_into_target.ex);
     }
-    if (lb_src_.empty()) lb_src_ = redist_internal::LowerBound(p, p.src, p.source());
+    if (est_src_.empty()) est_src_ = redist_internal::SearchEstimate(p, p.src, p.source());
     // A fixed sample of ranks (deterministic) for the cheap rejection of non-tight states;
     // every rank on small meshes.
     std::vector<int> ranks;
@@ -937,8 +938,9 @@ class Planner {
     return *l.boxes;
   }
 
-  // The bound from the source, taken once the search is done with it (for the plan).
-  std::vector<int64_t> TakeLbSrc() { return std::move(lb_src_); }
+  // The pruning estimate from the source, taken once the search is done with it (for the
+  // plan: without a pending sum it is the missing bytes, the lower bound itself).
+  std::vector<int64_t> TakeEstimateSrc() { return std::move(est_src_); }
   LazyBoxes LazyBoxesOf(const State& s) const { return LazyBoxes(p_, s, *this); }
   // Boxes of state s (kept for later calls while the cache is small).
   std::shared_ptr<const Boxes> BoxesFor(const State& s) const {
@@ -969,7 +971,7 @@ class Planner {
       return a.second > b.second;
     };
     std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> open(worse);
-    open.push({Add(G(root_node), H(lb_src_)), 0});
+    open.push({Add(G(root_node), H(est_src_)), 0});
     best_g[root_node.state.Key()] = G(root_node);
     Candidate best;
     int pops = 0;
@@ -1054,7 +1056,7 @@ class Planner {
     return ex;
   }
   // The same, receiving side, for an exchange that keeps the plan within the bound only if
-  // every rank r receives at most lb_src_[r] + tolerance - used[r] - more[r] - uniform bytes:
+  // every rank r receives at most est_src_[r] + tolerance - used[r] - more[r] - uniform bytes:
   // *exceeds when some rank would (found on nested blocks, where the count stops there; the
   // caller checks the bound itself otherwise, and outside a tight search there is none).
   std::optional<Exchange> CountedExchangeIntoWithin(const State& s, size_t i,
@@ -1065,7 +1067,7 @@ class Planner {
     if (!cfg_.tight) return CountedExchangeInto(s, i, /*with_senders=*/false);
     if (!p_.has_target_state) return std::nullopt;
     redist_internal::RecvCap cap;
-    cap.bound = lb_src_.data();
+    cap.bound = est_src_.data();
     cap.used = used.empty() ? nullptr : used.data();  // (empty: nothing received yet)
     cap.more = more ? more->data() : nullptr;
     cap.slack = cfg_.tolerance - uniform;
@@ -1246,7 +1248,7 @@ class Planner {
             boxes.Of(r, nlo, nhi);
             const int64_t missing =
                 (BoxVolume(lo, hi, d) - IntersectVolume(lo, hi, nlo, nhi, d)) * p_.elem;
-            if (node.RecvOf(r.rank) + missing + l.recv > lb_src_[r.rank] + cfg_.tolerance) {
+            if (node.RecvOf(r.rank) + missing + l.recv > est_src_[r.rank] + cfg_.tolerance) {
               fits = false;
               break;
             }
@@ -1336,7 +1338,7 @@ class Planner {
   bool Fits(const std::vector<int64_t>& a, const std::vector<int64_t>* b, int64_t c) const {
     if (!cfg_.tight) return true;
     const int64_t slack = cfg_.tolerance - c;
-    const int64_t* bound = lb_src_.data();
+    const int64_t* bound = est_src_.data();
     const int64_t* x = a.empty() ? nullptr : a.data();
     const int64_t* y = b ? b->data() : nullptr;
     const int n = p_.num_ranks;
@@ -1608,7 +1610,7 @@ class Planner {
     if (cfg_.tight && Sampled()) {
       for (const RankCoords& r : samples_) {
         if (node.RecvOf(r.rank) + StepRecvOf(sr, next, r) + MoveBytes(next, r) >
-            lb_src_[r.rank] + cfg_.tolerance) {
+            est_src_[r.rank] + cfg_.tolerance) {
           return;
         }
       }
@@ -1657,8 +1659,8 @@ class Planner {
         break;
       }
     }
-    // The bound from `next`: the receiving side of its exchange into the target (in a tight
-    // search, stopped at the first rank the child would take over the bound).
+    // The estimate from `next`: the receiving side of its exchange into the target (in a
+    // tight search, stopped at the first rank the child would take over the estimate).
     std::vector<int64_t> lb;
     if (p_.has_target_state && next.reduce_mask == 0) {
       bool exceeds = false;
@@ -1667,7 +1669,7 @@ class Planner {
       if (exceeds) return;
       if (to_target) lb = std::move(to_target->recv);
     }
-    if (lb.empty()) lb = redist_internal::LowerBound(p_, next, boxes());
+    if (lb.empty()) lb = redist_internal::SearchEstimate(p_, next, boxes());
     Node child;
     child.state = std::move(next);
     child.parent = index;
@@ -1676,7 +1678,7 @@ class Planner {
     if (node.recv.empty()) {  // the root's child: what it has received is this step's
       for (int r = 0; r < p_.num_ranks; ++r) {
         max_recv = std::max(max_recv, step_recv[r]);
-        if (cfg_.tight && step_recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
+        if (cfg_.tight && step_recv[r] + lb[r] > est_src_[r] + cfg_.tolerance) return;
       }
       child.recv = std::move(step_recv);
     } else {
@@ -1684,7 +1686,7 @@ class Planner {
       for (int r = 0; r < p_.num_ranks; ++r) {
         child.recv[r] += step_recv[r];
         max_recv = std::max(max_recv, step_recv[r]);
-        if (cfg_.tight && child.recv[r] + lb[r] > lb_src_[r] + cfg_.tolerance) return;
+        if (cfg_.tight && child.recv[r] + lb[r] > est_src_[r] + cfg_.tolerance) return;
       }
     }
     if (sr.kind == StepRecv::Kind::kNewBlocks) {
@@ -1722,7 +1724,7 @@ class Planner {
   // Boxes of states met so far (a few: they are N x dims each), by their dimensions.
   static constexpr size_t kMaxCachedBoxes = 64;
   mutable std::unordered_map<std::string, std::shared_ptr<const Boxes>> boxes_;
-  std::vector<int64_t> lb_src_;
+  std::vector<int64_t> est_src_;
   // The counts of the exchange from the source into the target, when counted and not yet
   // taken by Finish.
   mutable std::optional<Exchange> source_into_target_;
@@ -2133,7 +2135,9 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, Planner& pl
     }
     plan.predicted_seconds += st.seconds;
   }
-  plan.lower_bound = planner.TakeLbSrc();
+  // The proven bound; the search pruned with its own estimate, which differs with a pending sum.
+  plan.lower_bound = p.src.reduce_mask ? redist_internal::LowerBound(p, p.src, p.source())
+                                       : planner.TakeEstimateSrc();
   SetByteTotals(&plan);
   plan.states_explored = planner.states_explored();
   return plan;
@@ -2292,8 +2296,8 @@ Result<RedistPlan> PlanRedistribution(const Layout& from, const Layout& to, cons
   if (options.byte_optimal) {
     cfg.tight = true;
     cfg.bytes_first = false;
-    // Partial bounds are ring bounds of fractional size; balanced ring blocks round them up
-    // by less than one element per group member.
+    // The pending-sum estimate is a ring bound of fractional size; balanced ring blocks round
+    // it up by less than one element per group member.
     cfg.tolerance =
         p.src.reduce_mask ? (p.mesh.GroupSize(MaskAxes(p.src.reduce_mask)) - 1) * p.elem : 0;
     best = planner.Search(cfg);

@@ -261,6 +261,11 @@ Result<Layout> LayoutOf(const Problem& p, const State& s);
 std::vector<int64_t> LowerBound(const Problem& p, const State& s, const Boxes& b,
                                 std::vector<int64_t>* move = nullptr,
                                 std::vector<int64_t>* reduce = nullptr);
+// Per rank, the bytes of its target shard that boxes `b` do not hold (the move part).
+std::vector<int64_t> MissingBytes(const Problem& p, const Boxes& b);
+// The search's pruning estimate from state `s`: the missing bytes plus, with a pending sum, a
+// per-group ring-bound heuristic. Not a proven bound (it may exceed LowerBound): pruning only.
+std::vector<int64_t> SearchEstimate(const Problem& p, const State& s, const Boxes& b);
 
 // An irregular exchange from the blocks of state `s` (boxes `cur`) to target boxes
 // `tlo/thi` for ranks with want[r] != 0. Every element a rank lacks comes from the nearest
