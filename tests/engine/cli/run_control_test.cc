@@ -144,9 +144,9 @@ TEST(RunControl, ContinuePolicyNamesTheLastRecordedStep) {
     return done();
   };
   const std::vector<store::RankStepRecord> ranks(1);
-  ASSERT_TRUE(rec.RecordStep(1, 1, 2.0, 0.01, ranks).ok());
+  ASSERT_TRUE(rec.RecordStep(1, 1, 2.0, ranks).ok());
   ASSERT_TRUE(wait_for([&] { return rec.last_recorded_step() == 1; }));
-  (void)rec.RecordStep(1, 1, 2.0, 0.01, ranks);  // a step recorded twice: the store refuses it
+  (void)rec.RecordStep(1, 1, 2.0, ranks);  // a step recorded twice: the store refuses it
   ASSERT_TRUE(wait_for([&] { return !rec.failure().ok(); }));
   RunControl control(0, &rec, true, OnRecordError::kContinue);
   const Status st = RunOnDevices(1, [&](Communicator& comm) -> Status {
