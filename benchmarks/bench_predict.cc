@@ -108,7 +108,7 @@ Result<ModelGraph> Searched(const ModelFile& mf, int devices, const CostModel& c
   o.cost = cost;
   o.meshes = partition->meshes;
   for (const ShardBlockEntry& b : parallel.shard_blocks)
-    o.shard_blocks.push_back({b.block, b.in_strategy, b.out_strategy, b.level});
+    o.shard_blocks.push_back({b.block, b.in_strategy, b.out_strategy, b.level, ""});
   SHARDSCOPE_ASSIGN_OR_RETURN(*result, SearchStrategies(model.graph, o));
   *search = o;
   SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(*result, &model.graph));

@@ -31,7 +31,7 @@ SearchOptions BlockOptions(SearchMode mode, int level) {
   SearchOptions o;
   o.mode = mode;
   o.devices = 8;
-  o.shard_blocks = {{"block1", "((1, 8),)", "(None,)", level}};
+  o.shard_blocks = {{"block1", "((1, 8),)", "(None,)", level, ""}};
   return o;
 }
 
@@ -128,7 +128,7 @@ TEST(ShardBlock, MisuseIsRefusedNamingTheBlock) {
   ExpectError(o, "shard block 'block9' names no module of the model");
 
   o = BlockOptions(SearchMode::kShardingPropagation, 0);
-  o.shard_blocks.push_back({"block1.dense1", "((1, 8),)", "", 2});
+  o.shard_blocks.push_back({"block1.dense1", "((1, 8),)", "", 2, ""});
   ExpectError(o, "shard block 'block1.dense1' overlaps shard block 'block1'");
 
   o = BlockOptions(SearchMode::kShardingPropagation, 0);
@@ -181,7 +181,7 @@ TEST(ShardBlock, CppModuleShardRecordsTheBlockAndSearchesLikeTheModelFile) {
   Result<ModelGraph> cpp = BuildCppBasicBlocks(2);
   ASSERT_TRUE(cpp.ok()) << cpp.status().message();
   ASSERT_EQ(cpp->shard_blocks.size(), 1u);
-  EXPECT_EQ(cpp->shard_blocks[0], (ShardBlockSpec{"block1", "((1, 8),)", "(None,)", 2}));
+  EXPECT_EQ(cpp->shard_blocks[0], (ShardBlockSpec{"block1", "((1, 8),)", "(None,)", 2, ""}));
 
   SearchOptions options = BlockOptions(SearchMode::kShardingPropagation, 2);
   options.shard_blocks = cpp->shard_blocks;
