@@ -72,7 +72,7 @@ TEST(Repro, TrainingThatCannotFitInMemoryIsRefusedNamingTheFigure) {
                  "memory_percent=" + std::to_string(percent));
   EXPECT_EQ(o.code, 2) << o.text;
   EXPECT_TRUE(Has(o, "big_tensor_2pow31_train_abort.yaml:5:")) << o.text;
-  EXPECT_TRUE(Has(o, "GB per device x 1 device(s)")) << o.text;
+  EXPECT_TRUE(Has(o, "GiB per device x 1 device(s)")) << o.text;
   EXPECT_TRUE(Has(o, "dense1.weight")) << o.text;
 }
 
