@@ -55,8 +55,10 @@ Result<Gradients> BuildBackward(Graph& graph, ValueId loss, const std::vector<Va
 
     GradContext ctx(graph, n, out_grads, needs);
     Status st = GetOpDef(node.op).grad(ctx);
-    if (!st.ok())
-      return LocatedAt(graph, n, st.WithContext("gradient of operator '" + node.name + "'"));
+    if (!st.ok()) {  // `node` may dangle: the rule added nodes to the graph
+      return LocatedAt(graph, n,
+                       st.WithContext("gradient of operator '" + graph.node(n).name + "'"));
+    }
     const std::vector<ValueId>& in_grads = ctx.input_grads();
     const std::vector<ValueId> inputs = graph.node(n).inputs;  // copy: the graph grew
     for (size_t i = 0; i < inputs.size(); ++i) {
