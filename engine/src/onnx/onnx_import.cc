@@ -201,7 +201,9 @@ std::vector<std::string> ScopePrefixes(const std::string& scope) {
 
 const OnnxSlot ImportContext::kWeightSlot{};
 
-Result<ValueId> ImportOnnxGraph(const OnnxModel& model, Builder& b, ValueId input,
+namespace {
+
+Result<ValueId> ImportUnguarded(const OnnxModel& model, Builder& b, ValueId input,
                                 std::vector<OnnxScope>* scopes) {
   ImportContext ctx(model, b);
   const Graph& g = b.graph();
@@ -297,6 +299,17 @@ Result<ValueId> ImportOnnxGraph(const OnnxModel& model, Builder& b, ValueId inpu
     }
   }
   return out->value;
+}
+
+}  // namespace
+
+Result<ValueId> ImportOnnxGraph(const OnnxModel& model, Builder& b, ValueId input,
+                                std::vector<OnnxScope>* scopes) {
+  try {  // a hostile file's figures can still make a container throw; no exception leaves
+    return ImportUnguarded(model, b, input, scopes);
+  } catch (const std::exception& e) {
+    return Status::Invalid(model.path + ": importing the graph failed (" + e.what() + ")");
+  }
 }
 
 }  // namespace shardscope

@@ -367,9 +367,31 @@ Status CheckOperators(const OnnxModel& m, const std::vector<bool>* fused) {
   return Status::Ok();
 }
 
-}  // namespace
+// ONNX 1.12's shape inference divides by a window's strides and dilations unchecked (a zero
+// stride is a floating-point exception in the library): refuse such windows first.
+Status CheckWindows(const onnx::ModelProto& proto) {
+  for (const onnx::NodeProto& n : proto.graph().node()) {
+    const std::string& op = n.op_type();
+    if (op != "Conv" && op != "MaxPool" && op != "AveragePool" && op != "ConvTranspose" &&
+        op != "LpPool") {
+      continue;
+    }
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
+                            a.name() == "kernel_shape";
+      if (!positive && a.name() != "pads") continue;
+      for (int64_t v : a.ints()) {
+        if (positive ? v >= 1 : v >= 0) continue;
+        return Status::Invalid("node '" + n.name() + "' (" + op + "): attribute " + a.name() +
+                               " holds " + std::to_string(v) + ", which must be at least " +
+                               (positive ? "1" : "0"));
+      }
+    }
+  }
+  return Status::Ok();
+}
 
-Result<std::shared_ptr<const OnnxModel>> ParseOnnxModel(const std::string& bytes,
+Result<std::shared_ptr<const OnnxModel>> ParseUnguarded(const std::string& bytes,
                                                         const std::string& path,
                                                         const OnnxLoadOptions& options) {
   auto m = std::make_shared<OnnxModel>();
@@ -395,6 +417,7 @@ Result<std::shared_ptr<const OnnxModel>> ParseOnnxModel(const std::string& bytes
   }
   // Ours first: it lists what is supported, where the checker would only say "unknown".
   SHARDSCOPE_RETURN_IF_ERROR(fail(CheckOperators(*m, nullptr)));
+  SHARDSCOPE_RETURN_IF_ERROR(fail(CheckWindows(m->proto)));
   SHARDSCOPE_RETURN_IF_ERROR(fail(RunChecker(&m->proto)));
   SHARDSCOPE_RETURN_IF_ERROR(fail(ReadInitializers(m.get(), options.load_weights)));
   SHARDSCOPE_RETURN_IF_ERROR(fail(ReadInputs(m.get())));
@@ -410,6 +433,18 @@ Result<std::shared_ptr<const OnnxModel>> ParseOnnxModel(const std::string& bytes
     return fail(Status::Invalid(std::string("ONNX shape inference: ") + e.what()));
   }
   return std::shared_ptr<const OnnxModel>(std::move(m));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const OnnxModel>> ParseOnnxModel(const std::string& bytes,
+                                                        const std::string& path,
+                                                        const OnnxLoadOptions& options) {
+  try {  // libonnx and protobuf throw on some hostile files; no exception leaves the library
+    return ParseUnguarded(bytes, path, options);
+  } catch (const std::exception& e) {
+    return Status::Invalid(path + ": not a readable ONNX model (" + e.what() + ")");
+  }
 }
 
 Result<std::shared_ptr<const OnnxModel>> LoadOnnxModel(const std::string& path,
