@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/base/format.h"
 #include "shardscope/store/display_text.h"
 #include "shardscope/store/figures.h"
-#include "shardscope/base/format.h"
 
 namespace shardscope::store {
 namespace {
@@ -361,9 +361,10 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
           others += ", ...";
           break;
         }
-        others += (shown++ > 0 ? ", " : "") + cand.strategy + " " + FormatSeconds(cand.cost) + " (" +
-                  (cand.has_breakdown() ? "compute " + FormatSeconds(cand.compute_seconds) : "—") + ", " +
-                  (cand.memory_bytes >= 0 ? FormatBytes(cand.memory_bytes) : "—") + ")";
+        others += (shown++ > 0 ? ", " : "") + cand.strategy + " " + FormatSeconds(cand.cost) +
+                  " (" +
+                  (cand.has_breakdown() ? "compute " + FormatSeconds(cand.compute_seconds) : "—") +
+                  ", " + (cand.memory_bytes >= 0 ? FormatBytes(cand.memory_bytes) : "—") + ")";
       }
       t.Add({std::to_string(o.id), o.name, o.kind, o.strategy.empty() ? "-" : o.strategy,
              OneLine(why, 80), FormatSeconds(o.cost), OneLine(others, 200)});
@@ -413,8 +414,9 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
     for (size_t i : Sample(d.steps.size(), options.max_steps)) {
       const StepRecord& s = d.steps[i];
       const StepFigures f = FiguresOf(s);
-      t.Add({std::to_string(s.step), std::to_string(s.epoch), Number(s.loss), FormatSeconds(f.seconds),
-             FormatSeconds(f.compute_seconds), FormatSeconds(f.comm_seconds), FormatBytes(f.bytes_recv)});
+      t.Add({std::to_string(s.step), std::to_string(s.epoch), Number(s.loss),
+             FormatSeconds(f.seconds), FormatSeconds(f.compute_seconds),
+             FormatSeconds(f.comm_seconds), FormatBytes(f.bytes_recv)});
     }
     out += t.Render();
   }

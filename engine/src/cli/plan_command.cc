@@ -271,8 +271,7 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "--record", o->record,
       "Write the plan (operators, provenance, candidates, redistributions) to a "
       "run file for the GUI (at most record_entries per-rank entries: --resource-limit)");
-  app->add_option("--show", o->show, "Redistributions to list (default 20)")
-      ->check(AtLeast(0));
+  app->add_option("--show", o->show, "Redistributions to list (default 20)")->check(AtLeast(0));
   app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")
       ->check(AtLeast(0));
   AddSearchFlags(app, o->search);

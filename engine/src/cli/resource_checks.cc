@@ -23,8 +23,8 @@ Budget MemoryBudget() {
   const int64_t percent = GetLimits().memory_percent;
   Budget b;
   b.bytes = static_cast<int64_t>(static_cast<double>(available) * percent / 100.0);
-  b.text = FormatBytes(static_cast<double>(b.bytes)) + " (" + std::to_string(percent) + "% of the " +
-           FormatBytes(static_cast<double>(available)) +
+  b.text = FormatBytes(static_cast<double>(b.bytes)) + " (" + std::to_string(percent) +
+           "% of the " + FormatBytes(static_cast<double>(available)) +
            " available; --resource-limit memory_percent=N changes the share)";
   return b;
 }

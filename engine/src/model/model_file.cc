@@ -38,10 +38,10 @@ using model_file::Field;
 using model_file::Map;
 using model_file::Source;
 
-const std::vector<std::string> kTopKeys = {
-    "name",       "description", "input", "classes",   "layers",   "blocks", "operators",
-    "parameters", "output",      "loss",  "optimizer", "training", "data",   "parallel",
-    "import"};
+const std::vector<std::string> kTopKeys = {"name",   "description", "input",     "classes",
+                                           "layers", "blocks",      "operators", "parameters",
+                                           "output", "loss",        "optimizer", "training",
+                                           "data",   "parallel",    "import"};
 
 bool IsOnnxPath(const std::string& path) {
   return std::filesystem::path(path).extension() == ".onnx";
@@ -377,8 +377,7 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
         network->onnx != nullptr
             ? model_file::BuildImport(*network->onnx, file.example_shape_, file.training_.batch,
                                       network->import_location, &trace)
-            : model_file::BuildNetwork(*network, file.example_shape_, file.training_.batch,
-                                       &trace);
+            : model_file::BuildNetwork(*network, file.example_shape_, file.training_.batch, &trace);
     const int64_t width = model.graph.value(model.logits).shape[1];
     if (classes != nullptr && width != file.num_classes_) {
       FailAt(trace.last_location,
@@ -413,9 +412,9 @@ Result<ModelFile> LoadModelFile(const std::string& path, const ModelLoadOptions&
   namespace fs = std::filesystem;
   if (IsOnnxPath(path)) {
     const std::string name = fs::path(path).filename().string();
-    return ParseModelText("# the ONNX model " + name + " with Shardscope's defaults\nimport: \"" +
-                              name + "\"\n",
-                          path, options);
+    return ParseModelText(
+        "# the ONNX model " + name + " with Shardscope's defaults\nimport: \"" + name + "\"\n",
+        path, options);
   }
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -446,11 +445,10 @@ Result<ModelGraph> ModelFile::Build(int64_t batch) const {
   SHARDSCOPE_RETURN_IF_ERROR(CheckBatchInput(batch, example_shape_).WithContext(path_));
   try {
     model_file::BuildTrace trace;
-    ModelGraph model =
-        network_->onnx != nullptr
-            ? model_file::BuildImport(*network_->onnx, example_shape_, batch,
-                                      network_->import_location, &trace)
-            : model_file::BuildNetwork(*network_, example_shape_, batch, &trace);
+    ModelGraph model = network_->onnx != nullptr
+                           ? model_file::BuildImport(*network_->onnx, example_shape_, batch,
+                                                     network_->import_location, &trace)
+                           : model_file::BuildNetwork(*network_, example_shape_, batch, &trace);
     // Sources for messages: the layer that made each operator (inner layers after their
     // blocks in the map's order, so the most specific wins), then its strategy's line.
     for (const auto& [scope, record] : trace.modules) {

@@ -179,7 +179,8 @@ Result<HostConst> Slice(const HostConst& data, std::vector<int64_t> starts,
     const int64_t b = clamp(starts[k]), e = clamp(ends[k]);
     lo[a] = b;
     step[a] = s;
-    out[a] = s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s) : std::max<int64_t>(0, (b - e - s - 1) / -s);
+    out[a] = s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s)
+                   : std::max<int64_t>(0, (b - e - s - 1) / -s);
   }
   HostConst r{out, data.integer, {}};
   const std::vector<int64_t> ist = Strides(data.shape), ost = Strides(out);
@@ -260,17 +261,29 @@ Result<HostConst> HostConstFromTensor(const onnx::TensorProto& t) {
   if (t.has_raw_data()) {
     Status st;
     switch (type) {
-      case T::TensorProto_DataType_INT64: st = from_raw(int64_t{}); break;
-      case T::TensorProto_DataType_INT32: st = from_raw(int32_t{}); break;
-      case T::TensorProto_DataType_FLOAT: st = from_raw(float{}); break;
-      case T::TensorProto_DataType_DOUBLE: st = from_raw(double{}); break;
+      case T::TensorProto_DataType_INT64:
+        st = from_raw(int64_t{});
+        break;
+      case T::TensorProto_DataType_INT32:
+        st = from_raw(int32_t{});
+        break;
+      case T::TensorProto_DataType_FLOAT:
+        st = from_raw(float{});
+        break;
+      case T::TensorProto_DataType_DOUBLE:
+        st = from_raw(double{});
+        break;
       case T::TensorProto_DataType_BOOL:
-      case T::TensorProto_DataType_UINT8: st = from_raw(uint8_t{}); break;
-      case T::TensorProto_DataType_INT8: st = from_raw(int8_t{}); break;
+      case T::TensorProto_DataType_UINT8:
+        st = from_raw(uint8_t{});
+        break;
+      case T::TensorProto_DataType_INT8:
+        st = from_raw(int8_t{});
+        break;
       default:
-        return Status::NotImplemented("constant of element type " +
-                                      onnx::TensorProto_DataType_Name(
-                                          static_cast<onnx::TensorProto_DataType>(type)));
+        return Status::NotImplemented(
+            "constant of element type " +
+            onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(type)));
     }
     SHARDSCOPE_RETURN_IF_ERROR(st);
   } else if (type == T::TensorProto_DataType_INT64) {
@@ -295,9 +308,9 @@ Result<HostConst> HostConstFromTensor(const onnx::TensorProto& t) {
 
 const std::vector<std::string>& FoldableOps() {
   static const std::vector<std::string> ops = {
-      "Add",   "Cast",  "Concat",    "Constant", "ConstantOfShape", "Div",   "Equal",
-      "Gather", "Identity", "Mul",   "Range",    "Reshape",         "Shape", "Size",
-      "Slice", "Sqrt",  "Squeeze",   "Sub",      "Unsqueeze",       "Where"};
+      "Add",    "Cast",     "Concat",  "Constant", "ConstantOfShape", "Div",   "Equal",
+      "Gather", "Identity", "Mul",     "Range",    "Reshape",         "Shape", "Size",
+      "Slice",  "Sqrt",     "Squeeze", "Sub",      "Unsqueeze",       "Where"};
   return ops;
 }
 
@@ -331,7 +344,8 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
   if (op == "Constant") {
     if (const auto* a = FindAttr(node, "value"); a != nullptr && a->has_t())
       return one(HostConstFromTensor(a->t()));
-    if (const auto* a = FindAttr(node, "value_int")) return one(HostConst{{}, true, {double(a->i())}});
+    if (const auto* a = FindAttr(node, "value_int"))
+      return one(HostConst{{}, true, {double(a->i())}});
     if (const auto* a = FindAttr(node, "value_float"))
       return one(HostConst{{}, false, {double(a->f())}});
     if (const auto* a = FindAttr(node, "value_ints")) {
@@ -379,10 +393,14 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
     return one(Broadcast({in[0], in[1]}, integer || k == '=',
                          [k, integer](const std::vector<double>& a) -> double {
                            switch (k) {
-                             case 'A': return a[0] + a[1];
-                             case 'S': return a[0] - a[1];
-                             case 'M': return a[0] * a[1];
-                             case '=': return a[0] == a[1] ? 1.0 : 0.0;
+                             case 'A':
+                               return a[0] + a[1];
+                             case 'S':
+                               return a[0] - a[1];
+                             case 'M':
+                               return a[0] * a[1];
+                             case '=':
+                               return a[0] == a[1] ? 1.0 : 0.0;
                              default:
                                if (a[1] == 0) return integer ? 0.0 : a[0] / a[1];
                                return integer ? std::trunc(a[0] / a[1]) : a[0] / a[1];
@@ -425,7 +443,8 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
   if (op == "Slice") {
     const auto starts = ints_from(1, "starts"), ends = ints_from(2, "ends");
     if (!starts || !ends) return Status::Invalid("Slice without starts or ends");
-    return one(Slice(Need(in, 0), *starts, *ends, ints_from(3, "axes").value_or(std::vector<int64_t>{}),
+    return one(Slice(Need(in, 0), *starts, *ends,
+                     ints_from(3, "axes").value_or(std::vector<int64_t>{}),
                      ints_from(4, "steps").value_or(std::vector<int64_t>{})));
   }
   if (op == "ConstantOfShape") {

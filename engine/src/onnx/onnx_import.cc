@@ -116,7 +116,7 @@ Result<ValueId> ImportContext::ValueOf(int i, std::optional<InitSpec> init) {
 }
 
 Result<std::optional<std::vector<int64_t>>> ImportContext::IntsFrom(const std::string& attr,
-                                                                     int input) {
+                                                                    int input) {
   if (HasInput(input)) {
     const HostConst* c = ConstOf(input);
     if (c == nullptr) {
@@ -146,8 +146,8 @@ std::optional<std::vector<int64_t>> ImportContext::AttrInts(const std::string& n
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
-Result<ValueId> ImportContext::Op(OpKind op, const std::string& suffix,
-                                  std::vector<ValueId> inputs, OpAttrs attrs) {
+Result<ValueId> ImportContext::Op(OpKind op, const std::string& suffix, std::vector<ValueId> inputs,
+                                  OpAttrs attrs) {
   const ValueId v = b_.Op(op, local_ + suffix, std::move(inputs), std::move(attrs));
   if (!b_.ok()) return b_.status();
   return v;
@@ -182,7 +182,8 @@ Result<bool> TryFold(ImportContext& ctx, const onnx::NodeProto& n) {
     }
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<HostConst> out, FoldNode(n, in, shapes));
-  for (size_t k = 0; k < out.size(); ++k) ctx.SetOutputConst(static_cast<int>(k), std::move(out[k]));
+  for (size_t k = 0; k < out.size(); ++k)
+    ctx.SetOutputConst(static_cast<int>(k), std::move(out[k]));
   return true;
 }
 
@@ -213,8 +214,10 @@ Result<ValueId> ImportUnguarded(const OnnxModel& model, Builder& b, ValueId inpu
   if (model.input.fixed_batch > 0 && x[0] != model.input.fixed_batch) {
     return Status::Invalid(model.path + ": the data input '" + model.input.name +
                            "' has a fixed batch of " + std::to_string(model.input.fixed_batch) +
-                           ", not " + std::to_string(x[0]) + "; use that batch, or export with "
-                           "dynamic_axes={'" + model.input.name + "': {0: 'batch'}}");
+                           ", not " + std::to_string(x[0]) +
+                           "; use that batch, or export with "
+                           "dynamic_axes={'" +
+                           model.input.name + "': {0: 'batch'}}");
   }
   ValueId data = input;
   if (x != want) {  // e.g. MNIST's [N, 1, 28, 28] into an MLP reading [N, 784]

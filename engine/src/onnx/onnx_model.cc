@@ -105,13 +105,12 @@ Result<std::shared_ptr<const Tensor>> FloatData(const onnx::TensorProto& t, cons
                                                                           : 4;
   auto bad_size = [&](int64_t found) {
     return Status::Invalid("initializer '" + t.name() + "' of shape " + ShapeToString(shape) +
-                           " holds " + std::to_string(found) + " values, not " +
-                           std::to_string(n));
+                           " holds " + std::to_string(found) + " values, not " + std::to_string(n));
   };
   const int64_t given = raw != nullptr ? static_cast<int64_t>(raw->size()) / width
-                       : t.data_type() == onnx::TensorProto_DataType_FLOAT  ? t.float_data_size()
-                       : t.data_type() == onnx::TensorProto_DataType_DOUBLE ? t.double_data_size()
-                                                                            : -1;
+                        : t.data_type() == onnx::TensorProto_DataType_FLOAT  ? t.float_data_size()
+                        : t.data_type() == onnx::TensorProto_DataType_DOUBLE ? t.double_data_size()
+                                                                             : -1;
   if (given < 0) {
     return Status::NotImplemented("initializer '" + t.name() + "': FLOAT16 data without raw_data");
   }
@@ -227,7 +226,8 @@ Status ReadInputs(OnnxModel* m) {
       } else {
         return Status::NotImplemented(
             "graph input '" + in.name() + "': dimension " + std::to_string(d) + " ('" +
-            dim.dim_param() + "') is symbolic; only the first dimension of the data input (the "
+            dim.dim_param() +
+            "') is symbolic; only the first dimension of the data input (the "
             "batch) may be; export with fixed sizes for the others");
       }
     }
@@ -297,9 +297,7 @@ void FindGeluPatterns(OnnxModel* m) {
     const auto& c = consumers[g.node(node).output(0)];
     return c.size() == 1 ? c[0] : -1;
   };
-  auto near = [](std::optional<double> v, double want) {
-    return v && std::abs(*v - want) < 1e-3;
-  };
+  auto near = [](std::optional<double> v, double want) { return v && std::abs(*v - want) < 1e-3; };
   auto other = [](const onnx::NodeProto& n, const std::string& one) {
     return n.input(0) == one ? n.input(1) : n.input(0);
   };
@@ -310,7 +308,8 @@ void FindGeluPatterns(OnnxModel* m) {
     const int d = p->second;
     const onnx::NodeProto& dn = g.node(d);
     if (dn.input_size() != 2 || sole(d) != e) continue;
-    const bool div = dn.op_type() == "Div" && near(StaticScalar(*m, dn.input(1), producer), M_SQRT2);
+    const bool div =
+        dn.op_type() == "Div" && near(StaticScalar(*m, dn.input(1), producer), M_SQRT2);
     const bool mul =
         dn.op_type() == "Mul" && near(StaticScalar(*m, dn.input(1), producer), M_SQRT1_2);
     if (!div && !mul) continue;
@@ -333,7 +332,8 @@ void FindGeluPatterns(OnnxModel* m) {
       }
     } else if (auto h = producer.find(y); h != producer.end()) {  // (x·0.5)·(1 + erf)
       const onnx::NodeProto& hn = g.node(h->second);
-      if (hn.op_type() == "Mul" && sole(h->second) == m1 && (hn.input(0) == x || hn.input(1) == x) &&
+      if (hn.op_type() == "Mul" && sole(h->second) == m1 &&
+          (hn.input(0) == x || hn.input(1) == x) &&
           near(StaticScalar(*m, other(hn, x), producer), 0.5)) {
         nodes.push_back(h->second);
         end = m1;
@@ -377,8 +377,8 @@ Status CheckWindows(const onnx::ModelProto& proto) {
       continue;
     }
     for (const onnx::AttributeProto& a : n.attribute()) {
-      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
-                            a.name() == "kernel_shape";
+      const bool positive =
+          a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
       if (!positive && a.name() != "pads") continue;
       for (int64_t v : a.ints()) {
         if (positive ? v >= 1 : v >= 0) continue;
@@ -398,8 +398,9 @@ Result<std::shared_ptr<const OnnxModel>> ParseUnguarded(const std::string& bytes
   m->path = path;
   auto fail = [&](const Status& s) { return s.WithContext(path); };
   if (bytes.empty() || !onnx::ParseProtoFromBytes(&m->proto, bytes.data(), bytes.size())) {
-    return fail(Status::Invalid("not an ONNX model: the protobuf ModelProto does not parse "
-                                "(truncated or another format)"));
+    return fail(
+        Status::Invalid("not an ONNX model: the protobuf ModelProto does not parse "
+                        "(truncated or another format)"));
   }
   for (const auto& op : m->proto.opset_import()) {
     if (!op.domain().empty() && op.domain() != "ai.onnx") continue;

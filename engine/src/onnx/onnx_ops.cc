@@ -17,7 +17,9 @@ using Ctx = ImportContext;
 InitSpec Ones() { return {InitSpec::kOnes, 1.0f}; }
 InitSpec Zeros() { return {InitSpec::kZeros, 0.0f}; }
 
-int64_t Norm(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+int64_t Norm(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
 
 Status Emit(Ctx& c, OpKind op, std::vector<ValueId> in, OpAttrs attrs = {}) {
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId y, c.Op(op, "", std::move(in), std::move(attrs)));
@@ -50,7 +52,8 @@ Status Cast(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
   const int64_t to = c.AttrInt("to", 0);
   const bool to_float = to == onnx::TensorProto_DataType_FLOAT;
-  const bool to_int = to == onnx::TensorProto_DataType_INT64 || to == onnx::TensorProto_DataType_INT32;
+  const bool to_int =
+      to == onnx::TensorProto_DataType_INT64 || to == onnx::TensorProto_DataType_INT32;
   const DType have = c.builder().graph().value(x).dtype;
   if ((to_float && have == DType::kF32) || (to_int && have == DType::kI32)) return Alias(c);
   return Ctx::Refuse("Cast of a " + std::string(DTypeName(have)) + " tensor to " +
@@ -165,8 +168,8 @@ Status LayerNorm(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
   if (s.empty()) return Ctx::Refuse("the input is a scalar");
   if (Norm(c.AttrInt("axis", -1), s.size()) != static_cast<int64_t>(s.size()) - 1) {
-    return Ctx::Refuse("normalising from axis " + std::to_string(c.AttrInt("axis", -1)) +
-                       " of " + ShapeToString(s) + ": only the last axis is supported");
+    return Ctx::Refuse("normalising from axis " + std::to_string(c.AttrInt("axis", -1)) + " of " +
+                       ShapeToString(s) + ": only the last axis is supported");
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId gamma, c.ValueOf(1, Ones()));
@@ -174,8 +177,8 @@ Status LayerNorm(Ctx& c) {
   if (c.HasInput(2)) {
     SHARDSCOPE_ASSIGN_OR_RETURN(beta, c.ValueOf(2, Zeros()));
   } else {
-    beta = c.builder().graph().AddConstant(c.builder().ScopedName(c.local() + "_beta"),
-                                           {s.back()}, Zeros());
+    beta = c.builder().graph().AddConstant(c.builder().ScopedName(c.local() + "_beta"), {s.back()},
+                                           Zeros());
   }
   OpAttrs a;
   a.epsilon = c.AttrFloat("epsilon", 1e-5f);
@@ -190,7 +193,8 @@ Status ReshapeOp(Ctx& c) {
                        "is fixed)");
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
-  SHARDSCOPE_ASSIGN_OR_RETURN(Shape to, ReshapeTarget(s, target->Ints(), c.AttrInt("allowzero", 0)));
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape to,
+                              ReshapeTarget(s, target->Ints(), c.AttrInt("allowzero", 0)));
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
   return Reshape(c, x, to);
 }
