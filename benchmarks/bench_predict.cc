@@ -35,13 +35,13 @@
 #include "ops/op_registry.h"  // the MatMul kernel itself, for the rate-by-shape table
 #include "shardscope/autodiff.h"
 #include "shardscope/communicator.h"
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 #include "shardscope/data.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/executor.h"
 #include "shardscope/model_file.h"
 #include "shardscope/program_price.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 #include "shardscope/search.h"
 
 namespace {

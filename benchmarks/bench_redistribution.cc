@@ -62,10 +62,10 @@
 #include <vector>
 
 #include "shardscope/communicator.h"
-#include "shardscope/cost_model.h"
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/cost/cost_model.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace {
 

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 #include "shardscope/graph.h"
-#include "shardscope/layout.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/redistribution/redistribution.h"
 #include "shardscope/strategy.h"
 
 namespace shardscope {

@@ -54,7 +54,7 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 #include "shardscope/graph.h"
 #include "shardscope/status.h"
 

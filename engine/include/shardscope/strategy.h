@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
 #include "shardscope/sharding_rule.h"
 
 namespace shardscope {

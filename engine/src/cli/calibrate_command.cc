@@ -15,9 +15,9 @@
 
 #include "cli/command.h"
 #include "ops/op_registry.h"
-#include "shardscope/calibration.h"
+#include "shardscope/cost/calibration.h"
 #include "shardscope/communicator.h"
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 
 namespace shardscope::cli {
 namespace {

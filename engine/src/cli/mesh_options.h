@@ -6,8 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
 
 namespace shardscope::cli {
 

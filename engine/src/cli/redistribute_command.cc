@@ -5,7 +5,7 @@
 #include "cli/command.h"
 #include "cli/mesh_options.h"
 #include "cli/option_checks.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope::cli {
 namespace {

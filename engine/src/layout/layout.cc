@@ -1,4 +1,4 @@
-#include "shardscope/layout.h"
+#include "shardscope/layout/layout.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "shardscope/mesh.h"
+#include "shardscope/layout/mesh.h"
 
 #include <algorithm>
 #include <cassert>

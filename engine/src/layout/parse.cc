@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
 
 namespace shardscope {
 

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "shardscope/mesh.h"
+#include "shardscope/layout/mesh.h"
 #include "shardscope/model_file.h"
 #include "shardscope/nn.h"
 #include "shardscope/onnx_import.h"

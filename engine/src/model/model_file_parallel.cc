@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "model_file_internal.h"
-#include "shardscope/layout.h"
+#include "shardscope/layout/layout.h"
 
 namespace shardscope::model_file {
 

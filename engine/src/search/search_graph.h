@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 #include "shardscope/search.h"
 #include "shardscope/sharding_rule.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "run_shardscope.h"
-#include "shardscope/mesh.h"
+#include "shardscope/layout/mesh.h"
 #include "shardscope/store/figures.h"
 #include "shardscope/store/reader.h"
 

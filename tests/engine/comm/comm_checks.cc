@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/mesh.h"
+#include "shardscope/layout/mesh.h"
 
 namespace shardscope::comm_test {
 

@@ -1,4 +1,4 @@
-#include "shardscope/layout.h"
+#include "shardscope/layout/layout.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 namespace {

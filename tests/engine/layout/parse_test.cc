@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
 
 namespace shardscope {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "search/search_graph.h"
 #include "shardscope/builder.h"
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 
 namespace shardscope {
 namespace {

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "models.h"
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 #include "shardscope/search.h"
 
 namespace shardscope {

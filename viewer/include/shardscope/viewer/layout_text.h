@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
 #include "shardscope/store/records.h"
 
 namespace shardscope::viewer {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/mesh.h"
+#include "shardscope/layout/mesh.h"
 #include "shardscope/viewer/scene.h"
 
 namespace shardscope::viewer {

@@ -8,7 +8,7 @@
 // that rank's view: its block outlined, the rest faded, and what it holds in words.
 #pragma once
 
-#include "shardscope/layout.h"
+#include "shardscope/layout/layout.h"
 #include "shardscope/viewer/scene.h"
 
 namespace shardscope::viewer {

@@ -1,6 +1,6 @@
 // Specific redistribution plans (seeds 002 and 004, one-axis moves, moves across two axes,
 // partial sums, differing meshes), mesh unification, the lower bound, printing, the cache.
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../../engine/src/layout/redistribution_internal.h"
+#include "../../../engine/src/redistribution/redistribution_internal.h"
 #include "redistribution_sim.h"
 
 namespace shardscope {

@@ -18,8 +18,8 @@
 #include <random>
 
 #include "redistribution_sim.h"
-#include "shardscope/cost_model.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/cost/cost_model.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 namespace {

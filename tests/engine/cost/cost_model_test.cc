@@ -1,6 +1,6 @@
 // The cost model (DESIGN.md §2): ring formulas, bandwidth per axis, and the triangle
 // inequality of redistribution costs.
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <random>
 
-#include "redistribution_sim.h"
-#include "shardscope/redistribution.h"
+#include "../redistribution/redistribution_sim.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 namespace {

@@ -92,7 +92,7 @@
 #include <vector>
 
 #include "redistribution_internal.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope::redist_internal {
 

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "redistribution_sim.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 namespace {

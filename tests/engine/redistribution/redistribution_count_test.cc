@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "../../../engine/src/layout/redistribution_internal.h"
+#include "../../../engine/src/redistribution/redistribution_internal.h"
 #include "redistribution_sim.h"
 
 namespace shardscope {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope::redist_test {
 

@@ -1,4 +1,4 @@
-#include "shardscope/calibration.h"
+#include "shardscope/cost/calibration.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 
 #include "redistribution_internal.h"
 #include "shardscope/checked_math.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope::redist_internal {
 

@@ -3,7 +3,7 @@
 #include <mutex>
 
 #include "shardscope/base/hash.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "shardscope/communicator.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 

@@ -33,7 +33,7 @@
 
 #include "redistribution_internal.h"
 #include "shardscope/base/format.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 

@@ -1,4 +1,4 @@
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 
 #include <algorithm>
 #include <cmath>

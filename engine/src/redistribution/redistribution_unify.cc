@@ -17,7 +17,7 @@
 
 #include "redistribution_internal.h"
 #include "shardscope/base/prime_factors.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 

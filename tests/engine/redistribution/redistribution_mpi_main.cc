@@ -7,7 +7,7 @@
 
 #include "shardscope/communicator.h"
 #include "shardscope/dist_trainer.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 using namespace shardscope;
 

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/cost_model.h"
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/cost/cost_model.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
+#include "shardscope/redistribution/redistribution.h"
 #include "shardscope/status.h"
 
 namespace shardscope::redist_internal {

@@ -10,7 +10,7 @@
 
 #include "redistribution_sim.h"
 #include "shardscope/communicator.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
 namespace {

@@ -1,0 +1,265 @@
+// CostModel: the one function that prices computation and communication (DESIGN.md §2).
+//
+// Used by the redistribution planner and by every search, so that all of them judge plans
+// and strategies by the same numbers. Communication is the alpha-beta model with ring
+// formulas: a collective over a group of p ranks on a buffer of n bytes costs
+//
+//   all-gather      (p-1) alpha +   (p-1)/p n / beta     n = gathered (output) bytes per rank
+//   reduce-scatter  (p-1) alpha +   (p-1)/p n / beta     n = input bytes per rank
+//   all-reduce    2 (p-1) alpha + 2 (p-1)/p n / beta     n = bytes per rank
+//   all-to-all      (p-1) alpha +   (p-1)/p n / beta     n = bytes per rank (in = out)
+//   permute               alpha +           n / beta     n = bytes each rank sends/receives
+//
+// In every formula the bandwidth term is (bytes one rank receives) / beta and the latency
+// term is alpha times the number of messages a rank receives in sequence, so an irregular
+// exchange (an all-to-all-v in which each rank receives from k peers, b bytes in all) is
+// priced consistently as k alpha + b / beta (ExchangeSeconds).
+//
+// beta depends on the mesh axes a collective spans: each axis has a bandwidth (by axis
+// name; default_bandwidth otherwise) and a group spanning several axes runs at the slowest
+// of them. Calibration (`shardscope calibrate`) fills these numbers from measurements; until
+// then the defaults below apply.
+//
+// Properties the tests check: every price is >= 0, monotone in bytes and group size, zero
+// for nothing; and the planner built on it obeys the triangle inequality on layouts (see
+// redistribution.h for the exact statement).
+//
+// A CostModel is a plain value; const methods are thread-safe.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "shardscope/layout/mesh.h"
+#include "shardscope/status.h"
+
+namespace shardscope {
+
+enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kPermute };
+// "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "permute".
+const char* CollectiveKindName(CollectiveKind kind);
+
+// The engine's GEMM rate by shape (`shardscope calibrate` measures its MatMul kernel): small
+// GEMMs run far below the large-shape rate (the kernel computes C in tiles of 12 rows x 32
+// columns, mostly idle for a GEMM of 4 rows). Modelled as separable: the rate at
+// base x base x base times, per dimension, the rate with that dimension changed (the other
+// two at base) over the base rate; piecewise linear in log2 of the dimension between
+// measured points, constant beyond the first and the last.
+struct GemmRateTable {
+  int64_t base = 256;
+  double base_flops = 0;  // flop/s at base^3; 0 = no table
+  // (dimension, flop/s) ascending by dimension: output rows, contraction depth, output columns.
+  std::vector<std::pair<int64_t, double>> rows, depth, cols;
+
+  bool empty() const { return base_flops <= 0; }
+  // Flop/s of out[rows, cols] = a[rows, depth] . b[depth, cols] (each >= 1).
+  double Flops(double rows, double depth, double cols) const;
+};
+
+struct CostModel {
+  // Per-message latency (alpha), seconds.
+  double latency_s = 5e-6;
+  // Link bandwidth (beta) of a mesh axis without an entry in axis_bandwidth, bytes/s.
+  double default_bandwidth = 10e9;
+  // Bandwidth per mesh axis name, bytes/s (e.g. {"dp", 12.5e9}, {"mp", 150e9}). A name that
+  // is not found is looked up again without a trailing "_<digits>" (the sub-axes a mesh
+  // unification creates, "dp_0", "dp_1", inherit the bandwidth of "dp").
+  std::map<std::string, double> axis_bandwidth;
+  // Per-message latency per mesh axis name, seconds (e.g. {"node", 20e-6}); latency_s for an
+  // axis without an entry ("dp_0" falls back to "dp" as for axis_bandwidth). Searches only:
+  // a collective over a group spanning several axes waits for the slowest of them. The
+  // planner's prices and Fingerprint use latency_s alone.
+  std::map<std::string, double> axis_latency;
+  // Sustained compute rate per device, flop/s.
+  double flops = 50e9;
+  // Local memory bandwidth (copies, slicing), bytes/s. Local steps are not priced by the
+  // planner (they are free next to communication), but searches may use it.
+  double memory_bandwidth = 20e9;
+  // Fixed cost of issuing one collective or exchange (launch, synchronisation), seconds.
+  // Only the searches count it (fewer, larger collectives beat many small ones); the
+  // planner's prices above do not include it.
+  double collective_overhead_s = 20e-6;
+  // Devices that can compute at the same time (cores available to in-process device
+  // threads); 0 = every device has its own. With N devices on fewer slots their computation
+  // is serialised, so the searches multiply operator time by ComputeSlowdown(N). Calibrate
+  // measures it (N threads of GEMM against one); the planner's prices and Fingerprint
+  // ignore it.
+  double compute_slots = 0;
+  // What one collective or exchange costs on top of the above when the ranks arrive from
+  // computation (device threads sharing cores must each be scheduled again), seconds.
+  // Searches only, like collective_overhead_s; calibrate measures it.
+  double collective_handoff_s = 0;
+  // In-process devices sharing fewer cores: what a collective costs on top when the ranks
+  // arrive from a long phase of computation (calibrate: after GEMMs of 256^3 on every
+  // device), seconds. A phase between two collectives starts on one core: the device threads
+  // that the collective woke queue where they were woken, and the other cores take them over
+  // only after a while (on this 2-vCPU VM about 1-2 ms of one thread's work). Until then the
+  // phase runs one device after another, which its price at compute_slots does not count;
+  // after that it runs at compute_slots. So a short phase costs what it costs on one core and
+  // a long one this much more than its price. 0 (older profiles, MPI) = the hand-off is at
+  // most collective_handoff_s and the computation before. Searches only.
+  double long_phase_handoff_s = 0;
+  // In-process devices: the least one collective or exchange costs, whatever its group,
+  // because every device thread takes part (the groups of one redistribution step run at
+  // once on shared cores, and each thread must be scheduled to post and to finish), seconds.
+  // Calibrate measures it in-process as the all-reduce of 4 bytes on all devices; 0 (MPI,
+  // defaults) = the formulas' latency terms alone. Searches only, like collective_handoff_s.
+  double group_sync_s = 0;
+  // In-process devices: the same for a step whose groups are pairs (a 4-byte all-reduce in
+  // pairs, every device at once: devices / 2 groups side by side), seconds. A structured
+  // step runs on its groups' own communicators, so each device thread waits only for the
+  // members of its group: calibrate measured 33-36 us in pairs, 65-74 us in groups of 4 and
+  // 112-124 us on all 8 devices. 0 (older profiles, MPI) = every group pays group_sync_s.
+  // PriceProgram only (GroupSyncSeconds); the searches' floor stays group_sync_s.
+  double pair_sync_s = 0;
+  // In-process devices: the same for a step whose groups are half of the devices each (two
+  // groups side by side; groups of 4 of 8), seconds. Groups of 4 of 8 cost 0.7-0.9 of the sync
+  // of all 8 among other collectives (calibrate, bench_predict --chains), not the third of the
+  // way up from the pair sync that a line in the group size gives: at each barrier 6 of the 8
+  // threads wait to be woken (7 on all 8, 4 in pairs). 0 (older profiles, fewer than 6
+  // devices) = the line from pair_sync_s to group_sync_s. PriceProgram only, like pair_sync_s.
+  double half_sync_s = 0;
+
+  // GEMM rate by shape, searches only (MatMul and BatchMatMul are priced per shard shape);
+  // empty (defaults, old profiles) = every GEMM at `flops`. Fingerprint ignores it.
+  GemmRateTable gemm_rates;
+  // The convolutions' rate by the shape of their GEMM, searches only: Conv2D and its
+  // gradients copy im2col columns and run an Eigen GEMM per image (not the MatMul kernel of
+  // gemm_rates), out[O, pixels] = w[O, C kh kw] . cols[C kh kw, pixels]; calibrate measures
+  // the Conv2D kernel, im2col included, as flop/s of that GEMM. Empty (defaults, older
+  // profiles) = convolutions at `flops`, as before.
+  GemmRateTable conv_gemm_rates;
+  // Measured rates of memory-bound kernels the flop count misprices, searches only: operator
+  // name (OpName: "MaxPool2D") -> bytes of its input per second that its forward and its
+  // gradient operator (MaxPool2DGrad, which finds each window's maximum again) process
+  // together; calibrate measures them. A kind without an entry (defaults, older profiles) is
+  // priced as before (OperatorSeconds). Fingerprint ignores it.
+  std::map<std::string, double> kernel_rates;
+  // kernel_rates' entry for `op_name`, 0 without one.
+  double KernelRate(const std::string& op_name) const {
+    const auto it = kernel_rates.find(op_name);
+    return it == kernel_rates.end() ? 0.0 : it->second;
+  }
+
+  // Bandwidth of one axis by name (see axis_bandwidth).
+  double AxisBandwidth(const std::string& axis_name) const;
+  // Latency of one axis by name (see axis_latency).
+  double AxisLatency(const std::string& axis_name) const;
+  // Sequential messages one rank receives in a collective of `kind` on `group_size` ranks
+  // (the latency terms of the formulas above: p-1, 2(p-1) for all-reduce, 1 for permute).
+  static double LatencyMessages(CollectiveKind kind, int64_t group_size);
+  // Bandwidth of a group spanning `axes` of `mesh`: the minimum over the axes (the slowest
+  // link); default_bandwidth when `axes` is empty.
+  double Bandwidth(const DeviceMesh& mesh, const std::vector<int>& axes) const;
+  // The fastest bandwidth of any axis of `mesh` (default_bandwidth if it has none); used as
+  // an optimistic bound.
+  double MaxBandwidth(const DeviceMesh& mesh) const;
+
+  // Ring formulas above. `bytes` as defined per kind, `group_size` p >= 1 (p = 1 costs 0),
+  // `bandwidth` in bytes/s.
+  double CollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                           double bandwidth) const;
+  // CollectiveSeconds with the bandwidth of `axes` of `mesh`.
+  double CollectiveSeconds(CollectiveKind kind, double bytes, const DeviceMesh& mesh,
+                           const std::vector<int>& axes) const;
+  // An irregular exchange: `messages` sequential receives, `bytes_received` bytes in all by
+  // the busiest rank. 0 when both are 0.
+  double ExchangeSeconds(int64_t messages, double bytes_received, double bandwidth) const;
+  // Local computation of `flop` floating-point operations.
+  double ComputeSeconds(double flop) const { return flop > 0 ? flop / flops : 0.0; }
+  // One GEMM out[rows, cols] = a[rows, depth] . b[depth, cols] at the rate of its shape
+  // (gemm_rates; `flops` without a table). 0 when any dimension is 0.
+  double GemmSeconds(double rows, double depth, double cols) const;
+  // One GEMM of a convolution at the rate of its shape (conv_gemm_rates; `flops` without).
+  double ConvGemmSeconds(double rows, double depth, double cols) const;
+  // How much slower each of `devices` concurrent devices computes than one alone:
+  // max(1, devices / compute_slots), 1 when compute_slots is 0.
+  double ComputeSlowdown(int devices) const {
+    return compute_slots > 0 ? std::max(1.0, devices / compute_slots) : 1.0;
+  }
+  // Local memory traffic of `bytes`.
+  double MemorySeconds(double bytes) const { return bytes > 0 ? bytes / memory_bandwidth : 0.0; }
+
+  // One operator's local work: `flop` operations touching `bytes` of operands, limited by
+  // whichever of compute rate and memory bandwidth is slower.
+  double OperatorSeconds(double flop, double bytes) const {
+    return std::max(ComputeSeconds(flop), MemorySeconds(bytes));
+  }
+  // Training memory of a device holding `parameter_bytes` of parameter shards (each with a
+  // gradient and `optimizer_states` state tensors) and `activation_bytes` of saved outputs.
+  static double TrainingMemoryBytes(double parameter_bytes, int optimizer_states,
+                                    double activation_bytes) {
+    return parameter_bytes * (2 + optimizer_states) + activation_bytes;
+  }
+  // A collective as the searches price it: CollectiveSeconds with its latency terms and
+  // collective_overhead_s raised together to at least group_sync_s (a whole 4-byte
+  // collective: its overhead is inside it), plus collective_handoff_s (0 when it costs
+  // nothing). `latency` < 0: latency_s.
+  double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                 double bandwidth, double latency = -1) const;
+  double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
+    return SearchCollectiveSeconds(kind, bytes, group_size, default_bandwidth);
+  }
+  // An irregular exchange as the searches price it, done in `steps` collective steps (the
+  // planner gathers one tensor dimension per step): ExchangeSeconds with its latency and
+  // steps x collective_overhead_s raised together to at least steps x group_sync_s, plus
+  // steps x collective_handoff_s (0 when nothing moves).
+  double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
+                               int steps = 1, double latency = -1) const;
+
+  // The least a collective step costs in-process whose groups have `group_size` members, every
+  // one of `devices` devices taking part (its groups side by side): pair_sync_s for pairs,
+  // half_sync_s for two halves, group_sync_s for one group of every device, in between linear in
+  // the group size from one measured size to the next (the profile does not record the device
+  // count calibrate measured on: half_sync_s is taken as the halves of `devices`). group_sync_s
+  // without pair_sync_s, or when the group is every device.
+  double GroupSyncSeconds(int64_t group_size, int64_t devices) const;
+
+  // The hand-off a collective pays when the ranks arrive from `compute_before` seconds of
+  // computation: collective_handoff_s, but no more than that computation. A collective that
+  // follows another, or an operator of a few microseconds, finds the device threads still
+  // scheduled (the compute-free samples, matmul_relu and basic_blocks, measured about the
+  // group sync per collective, without the hand-off calibrate measures after a GEMM).
+  // With long_phase_handoff_s, `compute_before` is what the phase costs on one core beyond
+  // its price (SearchGraph::ComputeBeforeCollective), capped by long_phase_handoff_s.
+  double SearchHandoffSeconds(double compute_before) const {
+    return std::clamp(compute_before, 0.0, MaxHandoffSeconds());
+  }
+  // The most any hand-off costs: long_phase_handoff_s when measured, else collective_handoff_s.
+  double MaxHandoffSeconds() const {
+    return long_phase_handoff_s > 0 ? long_phase_handoff_s : collective_handoff_s;
+  }
+  // SearchCollectiveSeconds for ranks arriving from `compute_before` seconds of computation:
+  // the hand-off is SearchHandoffSeconds(compute_before). Infinite = SearchCollectiveSeconds.
+  double SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                      double bandwidth, double latency,
+                                      double compute_before) const;
+  // SearchExchangeSeconds for ranks arriving from `compute_before` seconds of computation: its
+  // first step pays SearchHandoffSeconds(compute_before), the others follow the step before
+  // them and pay none.
+  double SearchExchangeAfterSeconds(int64_t messages, double bytes_received, double bandwidth,
+                                    int steps, double latency, double compute_before) const;
+
+  // Hash of every parameter (plan caches key on it).
+  size_t Fingerprint() const;
+  // "alpha=5us beta=10GB/s (mp=150GB/s) flops=50GF/s".
+  std::string ToString() const;
+};
+
+// Profiles (`shardscope calibrate --out FILE`, read by `plan`/`train --profile FILE`): a JSON
+// object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
+// "axis_latency" ({"dp": 20e-6}),
+// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
+// "long_phase_handoff_s", "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows":
+// [[1, 7e9], ...], "depth": [...], "cols": [...]}: GemmRateTable), "conv_gemm_rates" (the same
+// form), "kernel_rates" ({"MaxPool2D": 2e9}); missing fields keep the defaults above, unknown
+// fields are refused (a typo would silently keep a default).
+Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);
+Result<CostModel> LoadCostModel(const std::string& path);
+std::string CostModelToJson(const CostModel& model);
+
+}  // namespace shardscope
