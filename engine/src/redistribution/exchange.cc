@@ -265,14 +265,6 @@ void SetLazyExchangeLists(const Problem& p, const State& s, const State* into,
   });
 }
 
-Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, const State* into,
-                        const Boxes& into_boxes, const std::vector<char>& want,
-                        uint32_t zero_mask) {
-  Exchange ex;
-  if (into && CountExchange(p, s, *into, zero_mask, &ex)) return ex;
-  return ComputeExchange(p, s, cur, into_boxes.lo, into_boxes.hi, want, /*record=*/false);
-}
-
 RedistGroups LazyGroupsAlong(const DeviceMesh& mesh, const std::vector<int>& axes) {
   auto args = std::make_shared<const std::pair<DeviceMesh, std::vector<int>>>(mesh, axes);
   return RedistGroups::Lazy(false, [args] { return GroupsAlong(args->first, args->second); });

@@ -37,6 +37,7 @@
 // come from 16-entry tables indexed by its flags. At 1024 ranks a call takes a few
 // microseconds.
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -48,10 +49,6 @@ namespace shardscope::redist_internal {
 namespace {
 
 using namespace count_detail;  // NOLINT: this file is their one user
-
-// Which sides of the exchange one call counts: both, the receiving side, or the sending side
-// of an exchange whose receiving side an earlier call counted (same arguments).
-enum class CountPart { kBoth, kReceiving, kSending };
 
 // cap (receiving only, or null): on nested blocks the walk stops at the first rank that
 // receives more than the cap allows and sets *exceeds (`out` is then incomplete).
@@ -568,20 +565,14 @@ bool Count(const Problem& p, const State& s, const State& into, uint32_t zero_ma
 
 bool HasNestedBlocks(const Problem& p) { return PowerOfTwoAxes(p); }
 
-bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
-                   Exchange* out, bool with_senders) {
-  return Count(p, s, into, zero_mask, with_senders ? CountPart::kBoth : CountPart::kReceiving, out);
-}
-
-bool CountExchangeSenders(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
-                          Exchange* receiving) {
-  return Count(p, s, into, zero_mask, CountPart::kSending, receiving);
-}
-
-bool CountExchangeReceivingWithin(const Problem& p, const State& s, const State& into,
-                                  uint32_t zero_mask, const RecvCap& cap, Exchange* out,
-                                  bool* exceeds) {
-  return Count(p, s, into, zero_mask, CountPart::kReceiving, out, &cap, exceeds);
+bool CountExchange(const Problem& p, const State& s, const State* into,
+                   const ExchangeCountOptions& o, Exchange* out) {
+  if (into && Count(p, s, *into, o.zero_mask, o.part, out, o.cap, o.exceeds)) return true;
+  if (!o.enumerate) return false;
+  assert(o.part == CountPart::kBoth);
+  const ExchangeBoxes& b = *o.enumerate;
+  *out = ComputeExchange(p, s, *b.cur, b.into->lo, b.into->hi, *b.want, /*record=*/false);
+  return true;
 }
 
 }  // namespace shardscope::redist_internal

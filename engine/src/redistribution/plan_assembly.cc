@@ -230,9 +230,10 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, Planner& pl
         Exchange ex;
         if (known) {
           ex = *known;
-        } else if (!redist_internal::CountExchange(p, prev, next, 0, &ex)) {
-          ex = redist_internal::ExchangeCounts(p, prev, *planner.BoxesFor(prev), nullptr,
-                                               *planner.BoxesFor(next), all, 0);
+        } else if (!redist_internal::CountExchange(p, prev, &next, {}, &ex)) {
+          const auto from_boxes = planner.BoxesFor(prev), into_boxes = planner.BoxesFor(next);
+          const ExchangeBoxes by_rank{from_boxes.get(), into_boxes.get(), &all};
+          redist_internal::CountExchange(p, prev, nullptr, {.enumerate = &by_rank}, &ex);
         }
         st.kind = Kind::kPermute;
         st.reason = Reason(p, e, prev, &ex);
@@ -484,8 +485,10 @@ bool PlanSingleMessage(const Problem& p, const CostModel& cost, SourceExchange* 
         count *= (hi[k] - 1) / b.block_size[k] - lo[k] / b.block_size[k] + 1;
       if (count - (have > 0 ? 1 : 0) > 1) return false;
     }
-    computed = redist_internal::ExchangeCounts(p, p.src, b, p.unified ? &p.tgt : nullptr,
-                                               p.target(), p.active, p.new_partial_mask);
+    const ExchangeBoxes by_rank{&b, &p.target(), &p.active};
+    redist_internal::CountExchange(p, p.src, p.unified ? &p.tgt : nullptr,
+                                   {.zero_mask = p.new_partial_mask, .enumerate = &by_rank},
+                                   &computed);
   }
   // (Taken, not copied, once the plan is certain: the search reads it otherwise.)
   Exchange& ex = counted->counted ? counted->ex : computed;

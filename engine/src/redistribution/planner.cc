@@ -183,8 +183,9 @@ Exchange Planner::ExchangeInto(const State& s, const Boxes& boxes, size_t i) con
 }
 
 void Planner::CompleteExchangeInto(const State& s, size_t i, Exchange* receiving) const {
-  const bool covered = redist_internal::CountExchangeSenders(
-      p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, receiving);
+  const bool covered = redist_internal::CountExchange(
+      p_, s, &landings_[i].x,
+      {.zero_mask = i == 0 ? p_.new_partial_mask : 0, .part = CountPart::kSending}, receiving);
   assert(covered);  // as the receiving side
   (void)covered;
 }

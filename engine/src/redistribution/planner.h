@@ -39,7 +39,9 @@ using redist_internal::AxisList;
 using redist_internal::Boxes;
 using redist_internal::BoxesOf;
 using redist_internal::BoxVolume;
+using redist_internal::CountPart;
 using redist_internal::Exchange;
+using redist_internal::ExchangeBoxes;
 using redist_internal::GroupsAlong;
 using redist_internal::IntersectVolume;
 using redist_internal::MaskAxes;
@@ -267,7 +269,8 @@ struct SourceExchange {
   // other than the source.
   explicit SourceExchange(const Problem& p) {
     if (p.src.reduce_mask == 0 && p.has_target_state && p.src.dims != p.tgt.dims) {
-      counted = redist_internal::CountExchange(p, p.src, p.tgt, p.new_partial_mask, &ex);
+      counted =
+          redist_internal::CountExchange(p, p.src, &p.tgt, {.zero_mask = p.new_partial_mask}, &ex);
     }
   }
 };
@@ -325,8 +328,11 @@ class Planner {
                                               bool with_senders = true) const {
     Exchange ex;
     if (!p_.has_target_state ||
-        !redist_internal::CountExchange(p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0,
-                                        &ex, with_senders)) {
+        !redist_internal::CountExchange(
+            p_, s, &landings_[i].x,
+            {.zero_mask = i == 0 ? p_.new_partial_mask : 0,
+             .part = with_senders ? CountPart::kBoth : CountPart::kReceiving},
+            &ex)) {
       return std::nullopt;
     }
     return ex;
@@ -348,8 +354,12 @@ class Planner {
     cap.more = more ? more->data() : nullptr;
     cap.slack = cfg_.tolerance - uniform;
     Exchange ex;
-    if (!redist_internal::CountExchangeReceivingWithin(
-            p_, s, landings_[i].x, i == 0 ? p_.new_partial_mask : 0, cap, &ex, exceeds)) {
+    if (!redist_internal::CountExchange(p_, s, &landings_[i].x,
+                                        {.zero_mask = i == 0 ? p_.new_partial_mask : 0,
+                                         .part = CountPart::kReceiving,
+                                         .cap = &cap,
+                                         .exceeds = exceeds},
+                                        &ex)) {
       return std::nullopt;
     }
     return ex;

@@ -29,7 +29,8 @@ void Planner::Consider(int index, const Node& node, Edge edge, State next, const
   std::optional<Exchange> moved;  // receiving side first: most children are rejected
   if (sr.kind == StepRecv::Kind::kNewBlocks) {
     Exchange ex;
-    if (redist_internal::CountExchange(p_, node.state, next, 0, &ex, /*with_senders=*/false)) {
+    if (redist_internal::CountExchange(p_, node.state, &next, {.part = CountPart::kReceiving},
+                                       &ex)) {
       moved = std::move(ex);
     }
   }
@@ -103,15 +104,15 @@ void Planner::Consider(int index, const Node& node, Edge edge, State next, const
     Exchange ex;
     if (moved) {
       ex = std::move(*moved);
-      const bool covered =
-          redist_internal::CountExchangeSenders(p_, node.state, child.state, 0, &ex);
+      const bool covered = redist_internal::CountExchange(p_, node.state, &child.state,
+                                                          {.part = CountPart::kSending}, &ex);
       assert(covered);  // as the receiving side
       (void)covered;
-    } else if (!redist_internal::CountExchange(p_, node.state, child.state, 0, &ex)) {
+    } else if (!redist_internal::CountExchange(p_, node.state, &child.state, {}, &ex)) {
       const std::shared_ptr<const Boxes> child_boxes = BoxesFor(child.state);
-      ex = redist_internal::ComputeExchange(p_, node.state, sr.cur->all(), child_boxes->lo,
-                                            child_boxes->hi, std::vector<char>(p_.num_ranks, 1),
-                                            /*record=*/false);
+      const std::vector<char> every_rank(p_.num_ranks, 1);
+      const ExchangeBoxes by_rank{&sr.cur->all(), child_boxes.get(), &every_rank};
+      redist_internal::CountExchange(p_, node.state, nullptr, {.enumerate = &by_rank}, &ex);
     }
     seconds = ExchangeSeconds(ex);
     child.exchange = std::make_shared<const Exchange>(std::move(ex));

@@ -290,23 +290,6 @@ Exchange ComputeExchange(const Problem& p, const State& s, const Boxes& cur,
                          const std::vector<int64_t>& tlo, const std::vector<int64_t>& thi,
                          const std::vector<char>& want, bool record = true,
                          bool with_groups = false);
-// The counts of ComputeExchange(p, s, BoxesOf(p, s), into_boxes.lo, into_boxes.hi, want,
-// false, false) (recv, sent, max_recv, max_sent, messages, max_recv_peers, axes_mask,
-// is_permute, num_transfers; no transfers, no groups) in closed form, O(ranks x dims x axes)
-// instead of one visit per (rank, peer) pair, when the exchange lands in a state `into` on M
-// (into_boxes = BoxesOf(p, into)) and the wanting ranks are those with coordinate 0 on every
-// axis of `zero_mask`. Needs no per-rank boxes. False (out untouched) when the case is not
-// covered: pending reductions in `s`, an empty dimension. redistribution_count.cc has the
-// derivation; a test compares the two on random cases. with_senders = false: the receiving
-// side only (recv, max_recv, max_recv_peers, num_transfers; sent stays 0, messages is the
-// most peers a rank receives from, axes_mask and is_permute are not computed).
-bool CountExchange(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
-                   Exchange* out, bool with_senders = true);
-// Completes `receiving`, the result of CountExchange(p, s, into, zero_mask, receiving, false)
-// (the same arguments), into what CountExchange(..., true) gives, without counting the
-// receiving side again: for callers that reject most exchanges on their receive counts.
-bool CountExchangeSenders(const Problem& p, const State& s, const State& into, uint32_t zero_mask,
-                          Exchange* receiving);
 // What a rank r may receive: used[r] + more[r] (used and more may be null: 0) + its receive
 // count must stay within bound[r] + slack (arrays of one entry per rank).
 struct RecvCap {
@@ -315,26 +298,49 @@ struct RecvCap {
   const int64_t* more = nullptr;
   int64_t slack = 0;
 };
-// CountExchange's receiving side (with_senders = false) for a caller that rejects the exchange
-// when some rank exceeds `cap`: on nested blocks (HasNestedBlocks) without new partial sums the
-// count stops at the first such rank and sets *exceeds (`out` is then incomplete); otherwise
-// *exceeds is false and `out` is CountExchange's, which the caller checks itself. False as
-// CountExchange.
-bool CountExchangeReceivingWithin(const Problem& p, const State& s, const State& into,
-                                  uint32_t zero_mask, const RecvCap& cap, Exchange* out,
-                                  bool* exceeds);
+// Which sides of an exchange one count gives.
+//  kBoth: recv, sent, max_recv, max_sent, messages, max_recv_peers, axes_mask, is_permute,
+//    num_transfers (no transfers, no groups).
+//  kReceiving: recv, max_recv, max_recv_peers, num_transfers; sent stays 0, messages is the
+//    most peers a rank receives from, axes_mask and is_permute are not computed.
+//  kSending: completes `out`, the kReceiving count of the same arguments, into the kBoth one
+//    without counting the receiving side again (for callers that reject most exchanges on
+//    their receive counts).
+enum class CountPart { kBoth, kReceiving, kSending };
+// The per-rank boxes an enumerated count reads: from `cur` into `into` for the ranks with
+// want[r] != 0.
+struct ExchangeBoxes {
+  const Boxes* cur = nullptr;
+  const Boxes* into = nullptr;
+  const std::vector<char>* want = nullptr;
+};
+struct ExchangeCountOptions {
+  // The wanting ranks: those with coordinate 0 on every axis of zero_mask (new partial sums).
+  uint32_t zero_mask = 0;
+  CountPart part = CountPart::kBoth;
+  // kReceiving, when not null: on nested blocks (HasNestedBlocks) without new partial sums
+  // the count stops at the first rank over the cap and sets *exceeds (`out` then incomplete);
+  // otherwise *exceeds is false and the caller checks `out` itself.
+  const RecvCap* cap = nullptr;
+  bool* exceeds = nullptr;
+  // kBoth, when not null: where the closed form does not apply (or `into` is null), the
+  // counts of ComputeExchange(p, s, *cur, into->lo, into->hi, *want, false): never false.
+  const ExchangeBoxes* enumerate = nullptr;
+};
+// The one exchange counter: the counts of the irregular exchange from state `s` into state
+// `into` (a state on p.mesh, or null: then `enumerate` must be given), as ComputeExchange
+// gives them with record = false. In closed form, O(ranks x dims x axes) instead of one
+// visit per (rank, peer) pair, needing no per-rank boxes (exchange_count.cc has the
+// derivation; a test compares the two on random cases). False (out untouched) when the closed
+// form does not cover the case (pending reductions in `s`, an empty dimension) and no
+// `enumerate` boxes are given.
+bool CountExchange(const Problem& p, const State& s, const State* into,
+                   const ExchangeCountOptions& o, Exchange* out);
 // Whether CountExchange(p, ...) takes its nested-blocks path (for every pair of states of
 // p): every mesh axis a power of two long, so along every dimension each block of one state
 // lies inside a block of the other and every per-rank factor is a bit test (no per-block
 // tables). Tests use it to check that both paths are exercised.
 bool HasNestedBlocks(const Problem& p);
-
-// The counts of the exchange from state `s` (boxes `cur`) into boxes `into_boxes` for the
-// ranks with want[r] != 0: CountExchange when `into` (the state of those boxes, or null) is
-// given and covered (then the wanting ranks must be those CountExchange's `zero_mask`
-// describes), else ComputeExchange without transfers or groups.
-Exchange ExchangeCounts(const Problem& p, const State& s, const Boxes& cur, const State* into,
-                        const Boxes& into_boxes, const std::vector<char>& want, uint32_t zero_mask);
 
 // Sets step->transfers and step->groups to the transfer list and the connected sets of
 // communicating ranks of ComputeExchange(p, s, BoxesOf(p, s), into_boxes.lo, into_boxes.hi,

@@ -18,7 +18,7 @@ namespace {
 using redist_internal::BoxesOf;
 using redist_internal::ComputeExchange;
 using redist_internal::CountExchange;
-using redist_internal::CountExchangeSenders;
+using redist_internal::CountPart;
 using redist_internal::Exchange;
 using redist_internal::Problem;
 using redist_internal::State;
@@ -81,17 +81,26 @@ void CompareCase(std::mt19937& rng, int index, const redist_test::Case& c, int l
   const Exchange slow =
       ComputeExchange(p, src, sb, p.target().lo, p.target().hi, p.active, /*record=*/false);
   Exchange fast;
-  ASSERT_TRUE(CountExchange(p, src, p.tgt, p.new_partial_mask, &fast)) << ctx;
+  ASSERT_TRUE(CountExchange(p, src, &p.tgt, {.zero_mask = p.new_partial_mask}, &fast)) << ctx;
   ExpectSameCounts(slow, fast, ctx + " (into the target)");
+  // Without a landing state the one counter enumerates the per-rank boxes instead.
+  const redist_internal::ExchangeBoxes by_rank{&sb, &p.target(), &p.active};
+  Exchange enumerated;
+  ASSERT_TRUE(CountExchange(p, src, nullptr,
+                            {.zero_mask = p.new_partial_mask, .enumerate = &by_rank}, &enumerated));
+  ExpectSameCounts(fast, enumerated, ctx + " (enumerated)");
   Exchange receiving;  // the receiving side alone (the lower bound's move part)
-  ASSERT_TRUE(CountExchange(p, src, p.tgt, p.new_partial_mask, &receiving, /*with_senders=*/false));
+  ASSERT_TRUE(CountExchange(p, src, &p.tgt,
+                            {.zero_mask = p.new_partial_mask, .part = CountPart::kReceiving},
+                            &receiving));
   EXPECT_EQ(receiving.recv, slow.recv) << ctx;
   EXPECT_EQ(receiving.num_transfers, slow.num_transfers) << ctx;
   EXPECT_EQ(receiving.max_recv_peers, slow.max_recv_peers) << ctx;
   // The planner takes the bound from a source without pending reductions from these.
   EXPECT_EQ(receiving.recv, redist_internal::LowerBound(p, src, sb)) << ctx;
   // Completed by the sending side: the whole count.
-  ASSERT_TRUE(CountExchangeSenders(p, src, p.tgt, p.new_partial_mask, &receiving));
+  ASSERT_TRUE(CountExchange(
+      p, src, &p.tgt, {.zero_mask = p.new_partial_mask, .part = CountPart::kSending}, &receiving));
   ExpectSameCounts(slow, receiving, ctx + " (into the target, completed)");
   ++out->exchanges;
   out->permutes += slow.is_permute;
@@ -106,11 +115,11 @@ void CompareCase(std::mt19937& rng, int index, const redist_test::Case& c, int l
     const redist_internal::Boxes ib = BoxesOf(p, into);
     const Exchange slow2 = ComputeExchange(p, from, fb, ib.lo, ib.hi, all, /*record=*/false);
     Exchange fast2;
-    ASSERT_TRUE(CountExchange(p, from, into, 0, &fast2)) << ctx;
+    ASSERT_TRUE(CountExchange(p, from, &into, {}, &fast2)) << ctx;
     ExpectSameCounts(slow2, fast2, ctx + " " + StateString(from) + " -> " + StateString(into));
     Exchange completed;
-    ASSERT_TRUE(CountExchange(p, from, into, 0, &completed, /*with_senders=*/false));
-    ASSERT_TRUE(CountExchangeSenders(p, from, into, 0, &completed));
+    ASSERT_TRUE(CountExchange(p, from, &into, {.part = CountPart::kReceiving}, &completed));
+    ASSERT_TRUE(CountExchange(p, from, &into, {.part = CountPart::kSending}, &completed));
     ExpectSameCounts(slow2, completed, ctx + " (completed) " + StateString(from));
     ++out->exchanges;
     out->nested += redist_internal::HasNestedBlocks(p);
@@ -154,7 +163,8 @@ TEST(RedistributionCountTest, ACappedCountFindsTheRanksOverTheirCap) {
     if (!p.unified || p.src.reduce_mask) continue;
     const State from = RandomState(rng, p);
     Exchange full;
-    ASSERT_TRUE(CountExchange(p, from, p.tgt, p.new_partial_mask, &full, /*with_senders=*/false));
+    ASSERT_TRUE(CountExchange(
+        p, from, &p.tgt, {.zero_mask = p.new_partial_mask, .part = CountPart::kReceiving}, &full));
     // Caps around the counts: some ranks just within, some just over (one time in three none).
     std::vector<int64_t> bound(p.num_ranks), used(p.num_ranks), more(p.num_ranks);
     const bool none_over = i % 3 == 0;
@@ -172,8 +182,12 @@ TEST(RedistributionCountTest, ACappedCountFindsTheRanksOverTheirCap) {
     cap.more = more.data();
     Exchange capped;
     bool exceeds = true;
-    ASSERT_TRUE(redist_internal::CountExchangeReceivingWithin(p, from, p.tgt, p.new_partial_mask,
-                                                              cap, &capped, &exceeds));
+    ASSERT_TRUE(CountExchange(p, from, &p.tgt,
+                              {.zero_mask = p.new_partial_mask,
+                               .part = CountPart::kReceiving,
+                               .cap = &cap,
+                               .exceeds = &exceeds},
+                              &capped));
     const std::string ctx = c.from.DebugString() + " -> " + c.to.DebugString();
     if (redist_internal::HasNestedBlocks(p) && p.new_partial_mask == 0) {
       EXPECT_EQ(exceeds, over) << ctx;
@@ -202,7 +216,7 @@ TEST(RedistributionCountTest, RefusesPendingReductions) {
   ASSERT_TRUE(p.ok());
   ASSERT_NE(p->src.reduce_mask, 0u);
   Exchange ex;
-  EXPECT_FALSE(CountExchange(*p, p->src, p->tgt, 0, &ex));
+  EXPECT_FALSE(CountExchange(*p, p->src, &p->tgt, {}, &ex));
 }
 
 // The same on large meshes (256 and 1024 ranks, up to 6 axes, explicit rank lists among
