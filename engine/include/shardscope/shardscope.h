@@ -12,12 +12,14 @@
 //   optimizer.h    SGD, Momentum, Adam
 //   trainer.h      single-device training loop pieces
 //   data.h         MNIST / Fashion-MNIST IDX loader, synthetic data, batches
-//   mesh.h         device meshes
-//   layout.h       tensor layouts on meshes and their notations
+//   layout/        device meshes (mesh.h), tensor layouts and their notations (layout.h)
+//   cost/          the cost model, calibration (cost.h)
+//   redistribution/ planning and running a change of layout (redistribution.h)
 #pragma once
 
 #include "shardscope/autodiff.h"
 #include "shardscope/builder.h"
+#include "shardscope/cost/cost.h"
 #include "shardscope/data.h"
 #include "shardscope/executor.h"
 #include "shardscope/graph.h"
@@ -27,6 +29,7 @@
 #include "shardscope/nn.h"
 #include "shardscope/ops.h"
 #include "shardscope/optimizer.h"
+#include "shardscope/redistribution/redistribution.h"
 #include "shardscope/status.h"
 #include "shardscope/tensor.h"
 #include "shardscope/trainer.h"

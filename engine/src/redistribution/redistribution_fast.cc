@@ -1,87 +1,8 @@
 // The fast path of the redistribution planner: the regular cases planned symbolically, in
 // O(axes x dims) work plus one pass per step to fill the per-rank vectors of the plan. Each
-// class below comes with the argument why its plan is exactly the one the search
-// (redistribution.cc) returns: same steps, bytes, bounds and price. Everything else (other
-// partial sums, reordered axes, several moving groups, non-unifiable meshes, byte_optimal ==
-// false) goes to the search; so does the single-message class, which needs per-rank data
-// (PlanSingleMessage in redistribution.cc).
-//
-// ---------------------------------------------------------------------------------------
-// Class "moves". The meshes unify and nothing is to be reduced (every partial axis of the
-// source stays partial in the target). On the unified mesh M every tensor dimension d is
-// "prefix-related": after the longest common prefix P_d of its source list S_d and target list
-// T_d, one of the two rests is empty, except for one group of axes mu that may move, in
-// order, from the end of one dimension to the end of another:
-//   - slice axes: in the rest of some T_d, used by no dimension of the source;
-//   - gather axes: in the rest of some S_d, used by no dimension of the target;
-//   - mu: the last axes of S_d and, in the same order, the last axes of T_e (e != d); then
-//     T_d = P_d (d only loses axes) and S_e = P_e (e only gains axes);
-//   - no other axis changes dimension or position.
-// With new partial axes in the target (zero addends), only plans without traffic are covered
-// (slices only).
-//
-// Tight states. Without partial sums the search keeps only plans receiving exactly the lower
-// bound on every rank ("tight" plans): rank r receives only elements of its target block
-// T(r) it does not hold in its source block S(r), each once, and never drops an element of
-// S(r) n T(r). So every layout X a tight plan passes through (a state, or a landing an
-// irregular exchange lands in) satisfies, for every rank,
-//     S(r) n T(r)  is in  X(r)  is in  S(r) u T(r).                                  (1)
-// In every dimension here one of S_d, T_d is a prefix of the other, so S(r) n T(r) is, in
-// each dimension, the block of the longer list M_d. Mesh axes are independent coordinates,
-// so a block along a list L contains the block along M_d on every rank only if L is a prefix
-// of M_d. Likewise, since each dimension is nested, a box inside S(r) u T(r) lies inside S(r)
-// or inside T(r) (if x is in X \ S and y in X \ T, they differ from S and T in different
-// dimensions, and mixing their coordinates gives a point of X outside both). Hence the only
-// layouts satisfying (1) are
-//   S-side: S with some of the slices applied (each dimension's in its target order), and
-//   T-side: T with some of the gathers not yet done (each dimension's from its end).
-// A tight plan therefore applies slices, crosses once from an S-side layout to a T-side one,
-// then gathers. The crossing changes dimensions d and e at once, so it is the all-to-all of
-// mu (with every slice done before it), or a gather when mu is empty, or an irregular
-// exchange. No edge of the search other than slices, gathers, that all-to-all and exchanges
-// keeps (1): an all-to-all of other axes, a permute or a multi-axis step breaks a prefix.
-//
-// Exchanges never win. An exchange from X to Y receives, on every rank, the elements of
-// Y(r) outside X(r); Y(r) covers prod(g) blocks of X (the product over the axes it removes,
-// mu included) and each comes from a different owner, so it needs at least prod(g) - 1
-// messages, against sum(g - 1) <= prod(g) - 1 for the all-to-all and gathers it replaces;
-// it receives the same bytes, at the bandwidth of the slowest axis involved, never faster
-// than each collective's own. So it costs at least as much and, on a tie, loses to the
-// structured plan (fewer irregular steps).
-//
-// The plan. With at most one dimension to slice and one to gather there is one tight
-// structured plan: slices, the crossing, gathers. Otherwise equal-priced orders of the slices
-// and gathers exist and the search's choice among them depends on its A* order and on its
-// landings; TightSearch replays the search on the tight states only (same children in the same
-// order, same prices, same ties, same landings and offers), which picks the same plan since
-// the states and exchanges it leaves out never win.
-//
-// The bytes: every step is uniform, the plan receives on every rank
-//     |T| - |S n T| elements  (block sizes are uniform),
-// which is the lower bound, computed here in closed form. The memory cap holds: S-side
-// layouts are finer than S, T-side layouts finer than T.
-//
-// ---------------------------------------------------------------------------------------
-// Class "reduce-scatters". The meshes unify; the source is a partial sum over axes R that the
-// target is not partial over, no new partial axes; every dimension of the target is the
-// source's list followed by axes of R only, and every axis of R is used so; every axis of M
-// splits the source or is partial in it (no replicas); every axis has the same bandwidth.
-// And one dimension of the target receives all of R. The plan: one reduce-scatter per axis of
-// R, in that dimension's target order.
-// Why it is the search's plan. The search removes a pending axis x only by a reduce-scatter
-// along x (p_x - 1 messages), an all-reduce over a set containing it (2 (p - 1)) or a direct
-// all-reduce / reduce-scatter-v over all pending axes (prod(p) - 1 >= sum(p_x - 1)), so every
-// plan sends at least sum over R of (p_x - 1) messages; and reducing the P = prod(p_x) addends
-// of every element makes the ranks receive at least (P - 1) / P of the source shard each on
-// average, so the busiest at least that: exactly what the reduce-scatters receive, at the one
-// bandwidth. Both lower bounds are met, so no plan is cheaper; plans of the same price use
-// reduce-scatters only (a reduce-scatter-v is an irregular step and loses the tie), and with
-// one receiving dimension only one order of them reaches the target. Without replicas no two
-// reduction groups share a block (rho = 1), so the bound is the ring bound (P - 1) / P of the
-// shard, which the plan meets.
-//
-// tests/engine/layout/redistribution_property_test.cc compares the fast path with the search
-// on thousands of random cases (the whole plan, as JSON) and simulates its plans.
+// class (moves, reduce-scatters) returns exactly the search's plan (planner_search.cc); why:
+// docs/redistribution.md, "The fast path". Everything else goes to the search, as does the
+// single-message class (PlanSingleMessage in plan_assembly.cc).
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -175,7 +96,7 @@ struct MoveClass {
   int move_from = -1, move_to = -1;
 };
 
-// The search (redistribution.cc, Planner::Search) replayed on the tight states only: the same
+// The search (planner_search.cc, Planner::Search) replayed on the tight states only: the same
 // children in the same order, the same prices, the same A* order and ties, the same landings
 // and offers. Exchanges and permutes are left out: no permute is tight here, and an exchange
 // never beats the structured plans (top of the file), so the search picks the same plan.

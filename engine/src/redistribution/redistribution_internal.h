@@ -1,6 +1,6 @@
-// Internals shared by the redistribution planner (redistribution.cc: plans, search and
-// assembly; redistribution_fast.cc: the symbolic fast path), the lower bound (lower_bound.cc)
-// and the executor (redistribution_executor.cc). Not a public header.
+// Internals shared by the redistribution planner (planner*.cc: the search; plan_assembly.cc;
+// redistribution_fast.cc: the symbolic fast path), the problem and its bound (problem.cc,
+// lower_bound.cc) and the executor (redistribution_executor.cc). Not a public header.
 //
 // Vocabulary. The planner works on one mesh M (the unified mesh, or the source mesh when the
 // meshes cannot be unified). A search state is a layout on M given by its per-dimension axis

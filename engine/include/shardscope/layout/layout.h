@@ -1,3 +1,7 @@
+// Module layout (engine/src/layout, library shardscope_layout): device meshes (mesh.h),
+// tensor layouts on them and their notations (this header; parsing in parse.cc). Pure math,
+// no communication: the viewer links it too.
+//
 // Layout: how one tensor is distributed over a DeviceMesh (MindSpore: tensor layout;
 // PyTorch: DTensor placements; JAX: NamedSharding).
 //

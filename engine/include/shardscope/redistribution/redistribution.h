@@ -1,3 +1,7 @@
+// Module redistribution (engine/src/redistribution, library shardscope_redistribution): the
+// planner (problem, lower bound, search, plan assembly, exchange counts, plan cache) and the
+// executor that runs a plan over a Communicator. Depends on layout and cost.
+//
 // Redistribution: turning a tensor from one Layout into another (DESIGN.md §2).
 //
 // PlanRedistribution(from, to, cost) is pure and deterministic. `from` and `to` describe the
@@ -60,12 +64,12 @@
 // ranks instead of one over 4). Byte optimality and the memory cap are the contract, so they
 // win; such triples are about 2% of random ones with tensors of a few hundred bytes, under 0.1%
 // with 64 KiB elements, and with 16 MiB elements they are within 0.02% of the detour's cost.
-// See tests/engine/layout/cost_model_test.cc.
+// See tests/engine/cost/cost_model_test.cc.
 //
 // Planning time. The common regular cases are planned symbolically, in work proportional to
 // axes x dimensions plus one pass per step to fill the per-rank vectors: a few microseconds up
 // to 1024 devices. They are the cases where the plan can be proven to be the search's without
-// searching (engine/src/layout/redistribution_fast.cc has the proofs): on the unified mesh,
+// searching (docs/redistribution.md, "The fast path", has the proofs): on the unified mesh,
 //   - nothing to reduce, every dimension keeps a common prefix and then only gains axes the
 //     source does not use (local slices) or only loses axes the target does not use
 //     (all-gathers), except one group of axes that may move, in order, from the end of one
