@@ -10,19 +10,15 @@
 
 namespace shardscope {
 
-using redist_internal::AllReduceRecv;
 using redist_internal::AxesMask;
-using redist_internal::AxesName;
 using redist_internal::AxisList;
 using redist_internal::Boxes;
 using redist_internal::BoxesOf;
 using redist_internal::BoxVolume;
 using redist_internal::Exchange;
 using redist_internal::GroupsAlong;
-using redist_internal::IntersectVolume;
 using redist_internal::MaskAxes;
 using redist_internal::Problem;
-using redist_internal::RingShare;
 using redist_internal::State;
 
 namespace {

@@ -2,19 +2,13 @@
 // the plan's predicted seconds, and its text and JSON forms.
 
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
-#include <deque>
 #include <memory>
 #include <mutex>
-#include <numeric>
-#include <optional>
-#include <queue>
 #include <sstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,21 +18,6 @@
 #include "shardscope/redistribution/redistribution.h"
 
 namespace shardscope {
-
-using redist_internal::AllReduceRecv;
-using redist_internal::AxesMask;
-using redist_internal::AxesName;
-using redist_internal::AxisList;
-using redist_internal::Boxes;
-using redist_internal::BoxesOf;
-using redist_internal::BoxVolume;
-using redist_internal::Exchange;
-using redist_internal::GroupsAlong;
-using redist_internal::IntersectVolume;
-using redist_internal::MaskAxes;
-using redist_internal::Problem;
-using redist_internal::RingShare;
-using redist_internal::State;
 
 const char* RedistStepKindName(RedistStep::Kind kind) {
   switch (kind) {

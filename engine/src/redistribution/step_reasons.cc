@@ -7,24 +7,7 @@
 #include "redistribution_internal.h"
 #include "shardscope/redistribution/redistribution.h"
 
-namespace shardscope {
-
-using redist_internal::AllReduceRecv;
-using redist_internal::AxesMask;
-using redist_internal::AxesName;
-using redist_internal::AxisList;
-using redist_internal::Boxes;
-using redist_internal::BoxesOf;
-using redist_internal::BoxVolume;
-using redist_internal::Exchange;
-using redist_internal::GroupsAlong;
-using redist_internal::IntersectVolume;
-using redist_internal::MaskAxes;
-using redist_internal::Problem;
-using redist_internal::RingShare;
-using redist_internal::State;
-
-namespace redist_internal {
+namespace shardscope::redist_internal {
 
 std::string AxesName(const DeviceMesh& mesh, const std::vector<int>& axes) {
   std::string out;
@@ -145,6 +128,4 @@ std::string ZeroFillReason() {
          "with index 0 along them keep the values, the others hold zeros (no traffic)";
 }
 
-}  // namespace redist_internal
-
-}  // namespace shardscope
+}  // namespace shardscope::redist_internal
