@@ -60,7 +60,7 @@ class MainWindow : public QMainWindow {
   const viewer::RunDocument* document() const { return document_.get(); }
   const QString& last_error() const { return last_error_; }
   // Why the last OpenRun / CompareWith failed (store::IsBadInput: the file's fault).
-  store::ErrorCode last_error_code() const { return last_error_code_; }
+  store::StatusCode last_error_code() const { return last_error_code_; }
   QString details_html() const;
   GraphView* graph_view() const { return graph_; }
   RedistributionStepper* stepper() const { return stepper_; }
@@ -106,7 +106,7 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<viewer::RunDocument> other_;
   viewer::GraphOptions graph_options_;
   QString last_error_;
-  store::ErrorCode last_error_code_ = store::ErrorCode::kOk;
+  store::StatusCode last_error_code_ = store::StatusCode::kOk;
   int64_t shown_mesh_ = -1;
   std::vector<int> shown_axes_;
   int64_t shown_tensor_ = -1;

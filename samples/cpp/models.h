@@ -4,7 +4,8 @@
 
 #include <cmath>
 
-#include "shardscope/shardscope.h"
+#include "shardscope/initializer.h"
+#include "shardscope/nn.h"
 
 namespace shardscope::samples {
 

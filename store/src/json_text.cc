@@ -1,322 +1,204 @@
 #include "json_text.h"
 
-#include <charconv>
+#include <limits>
+#include <nlohmann/json.hpp>
 
 namespace shardscope::store::internal {
 namespace {
 
-void AppendInts(std::string* out, const std::vector<int64_t>& values) {
-  out->push_back('[');
-  char buf[24];
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out->push_back(',');
-    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), values[i]);
-    out->append(buf, end);
-  }
-  out->push_back(']');
+// ordered_json keeps the keys in the order written ("first", "members", "groups"), so the
+// text stays byte for byte what earlier writers produced and their readers expect.
+using Json = nlohmann::ordered_json;
+
+std::string Dump(const Json& j) {
+  // Invalid UTF-8 in a name is replaced (U+FFFD) rather than thrown: nothing leaves the store.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-void AppendQuoted(std::string* out, std::string_view text) {
-  static const char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (u < 0x20) {
-      out->append("\\u00");
-      out->push_back(kHex[u >> 4]);
-      out->push_back(kHex[u & 15]);
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
+bool IsBlank(std::string_view text) {
+  return text.find_first_not_of(" \t\n\r") == std::string_view::npos;
 }
 
-// A cursor over the text with the few productions the shapes above need.
-class Cursor {
- public:
-  explicit Cursor(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
-
-  void SkipSpace() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
-  }
-  bool Eat(char c) {
-    SkipSpace();
-    if (p_ < end_ && *p_ == c) {
-      ++p_;
-      return true;
-    }
+// Parses `text` as one JSON value; false on any syntax error (damaged text is refused).
+bool Parse(std::string_view text, Json* out) {
+  try {
+    *out = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  } catch (const Json::exception&) {
     return false;
   }
-  bool AtEnd() {
-    SkipSpace();
-    return p_ == end_;
-  }
-  bool Int(int64_t* value) {
-    SkipSpace();
-    auto [next, ec] = std::from_chars(p_, end_, *value);
-    if (ec != std::errc() || next == p_) return false;
-    p_ = next;
+  return !out->is_discarded();
+}
+
+bool Int(const Json& j, int64_t* value) {
+  if (j.is_number_unsigned()) {
+    const auto u = j.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    *value = static_cast<int64_t>(u);
     return true;
   }
-  bool String(std::string* value) {
-    value->clear();
-    if (!Eat('"')) return false;
-    while (p_ < end_) {
-      const char c = *p_++;
-      if (c == '"') return true;
-      if (static_cast<unsigned char>(c) < 0x20) return false;
-      if (c != '\\') {
-        value->push_back(c);
-        continue;
-      }
-      if (p_ == end_) return false;
-      const char e = *p_++;
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          value->push_back(e);
-          break;
-        case 'b':
-          value->push_back('\b');
-          break;
-        case 'f':
-          value->push_back('\f');
-          break;
-        case 'n':
-          value->push_back('\n');
-          break;
-        case 'r':
-          value->push_back('\r');
-          break;
-        case 't':
-          value->push_back('\t');
-          break;
-        case 'u': {
-          uint32_t code = 0;
-          if (!Hex4(&code)) return false;
-          if (code >= 0xD800 && code < 0xDC00) {  // a surrogate pair
-            uint32_t low = 0;
-            if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
-            p_ += 2;
-            if (!Hex4(&low) || low < 0xDC00 || low >= 0xE000) return false;
-            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-          } else if (code >= 0xDC00 && code < 0xE000) {
-            return false;
-          }
-          AppendUtf8(value, code);
-          break;
-        }
-        default:
-          return false;
-      }
-    }
-    return false;
-  }
+  if (!j.is_number_integer()) return false;
+  *value = j.get<int64_t>();
+  return true;
+}
 
-  // '[' item (',' item)* ']' or '[' ']'.
-  template <typename F>
-  bool Array(F&& item) {
-    if (!Eat('[')) return false;
-    if (Eat(']')) return true;
-    do {
-      if (!item()) return false;
-    } while (Eat(','));
-    return Eat(']');
-  }
-
- private:
-  bool Hex4(uint32_t* code) {
-    if (end_ - p_ < 4) return false;
-    *code = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char h = *p_++;
-      uint32_t d;
-      if (h >= '0' && h <= '9') {
-        d = static_cast<uint32_t>(h - '0');
-      } else if (h >= 'a' && h <= 'f') {
-        d = static_cast<uint32_t>(h - 'a' + 10);
-      } else if (h >= 'A' && h <= 'F') {
-        d = static_cast<uint32_t>(h - 'A' + 10);
-      } else {
-        return false;
-      }
-      *code = *code * 16 + d;
-    }
-    return true;
-  }
-  static void AppendUtf8(std::string* out, uint32_t code) {
-    if (code < 0x80) {
-      out->push_back(static_cast<char>(code));
-    } else if (code < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (code >> 6)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    } else if (code < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (code >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (code >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
-    }
-  }
-
-  const char* p_;
-  const char* end_;
-};
-
-bool IntArray(Cursor& c, std::vector<int64_t>* out) {
+bool Ints(const Json& j, std::vector<int64_t>* out) {
   out->clear();
-  return c.Array([&] {
-    int64_t v = 0;
-    if (!c.Int(&v)) return false;
-    out->push_back(v);
-    return true;
-  });
-}
-
-bool FirstIs(std::string_view text, char c) {
-  for (char ch : text) {
-    if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') return ch == c;
+  if (!j.is_array()) return false;
+  out->reserve(j.size());
+  for (const Json& v : j) {
+    int64_t x = 0;
+    if (!Int(v, &x)) return false;
+    out->push_back(x);
   }
-  return false;
+  return true;
 }
 
-void AppendAxes(std::string* out, const std::vector<GridAxis>& axes) {
-  out->push_back('[');
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (i > 0) out->push_back(',');
-    AppendInts(out, {axes[i].size, axes[i].stride});
+bool IntLists(const Json& j, std::vector<std::vector<int64_t>>* out) {
+  out->clear();
+  if (!j.is_array()) return false;
+  out->resize(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!Ints(j[i], &(*out)[i])) return false;
   }
-  out->push_back(']');
+  return true;
 }
 
-// "key": (the key as written by the writer; the order of keys is fixed).
-bool Key(Cursor& c, std::string_view key) {
-  std::string name;
-  return c.String(&name) && name == key && c.Eat(':');
-}
-
-bool Axes(Cursor& c, std::vector<GridAxis>* axes, int64_t* count) {
-  axes->clear();
-  return c.Array([&] {
-    GridAxis a;
-    if (!c.Eat('[') || !c.Int(&a.size) || !c.Eat(',') || !c.Int(&a.stride) || !c.Eat(']'))
+bool Transfers(const Json& j, std::vector<TransferRecord>* out) {
+  out->clear();
+  if (!j.is_array()) return false;
+  for (const Json& row : j) {
+    TransferRecord t;
+    if (!row.is_array() || row.size() != 4 || !Int(row[0], &t.src) || !Int(row[1], &t.dst) ||
+        !Ints(row[2], &t.offset) || !Ints(row[3], &t.extent)) {
       return false;
+    }
+    out->push_back(std::move(t));
+  }
+  return true;
+}
+
+Json Axes(const std::vector<GridAxis>& axes) {
+  Json out = Json::array();
+  for (const GridAxis& a : axes) out.push_back(Json::array({a.size, a.stride}));
+  return out;
+}
+
+// A grid of more than 2^24 ranks is refused: a damaged file must not expand without bound.
+bool ReadAxes(const Json& j, std::vector<GridAxis>* axes, int64_t* count) {
+  axes->clear();
+  if (!j.is_array()) return false;
+  for (const Json& pair : j) {
+    GridAxis a;
+    if (!pair.is_array() || pair.size() != 2 || !Int(pair[0], &a.size) ||
+        !Int(pair[1], &a.stride)) {
+      return false;
+    }
     constexpr int64_t kMaxRanks = int64_t{1} << 24;
     if (a.size < 1 || a.size > kMaxRanks || *count > kMaxRanks / a.size) return false;
     *count *= a.size;
     axes->push_back(a);
-    return true;
-  });
+  }
+  return true;
 }
 
-bool IsBlank(std::string_view text) {
-  for (char ch : text) {
-    if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') return false;
+// An object with exactly these keys (in any order).
+bool HasExactly(const Json& j, std::initializer_list<const char*> keys) {
+  if (!j.is_object() || j.size() != keys.size()) return false;
+  for (const char* k : keys) {
+    if (!j.contains(k)) return false;
   }
   return true;
 }
 
 }  // namespace
 
-std::string JsonInts(const std::vector<int64_t>& values) {
-  std::string out;
-  out.reserve(values.size() * 4 + 2);
-  AppendInts(&out, values);
-  return out;
-}
+std::string JsonInts(const std::vector<int64_t>& values) { return Dump(Json(values)); }
 
 std::string JsonIntLists(const std::vector<std::vector<int64_t>>& lists) {
-  std::string out = "[";
-  for (size_t i = 0; i < lists.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendInts(&out, lists[i]);
-  }
-  out.push_back(']');
-  return out;
+  return Dump(Json(lists));
 }
 
-std::string JsonStrings(const std::vector<std::string>& values) {
-  std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendQuoted(&out, values[i]);
-  }
-  out.push_back(']');
-  return out;
-}
+std::string JsonStrings(const std::vector<std::string>& values) { return Dump(Json(values)); }
 
 std::string JsonTransfers(const std::vector<TransferRecord>& transfers) {
-  std::string out = "[";
-  for (size_t i = 0; i < transfers.size(); ++i) {
-    const TransferRecord& t = transfers[i];
-    if (i > 0) out.push_back(',');
-    out.push_back('[');
-    out += std::to_string(t.src);
-    out.push_back(',');
-    out += std::to_string(t.dst);
-    out.push_back(',');
-    AppendInts(&out, t.offset);
-    out.push_back(',');
-    AppendInts(&out, t.extent);
-    out.push_back(']');
+  Json out = Json::array();
+  for (const TransferRecord& t : transfers) {
+    out.push_back(Json::array({t.src, t.dst, Json(t.offset), Json(t.extent)}));
   }
-  out.push_back(']');
-  return out;
-}
-
-std::string JsonQuote(std::string_view text) {
-  std::string out;
-  AppendQuoted(&out, text);
-  return out;
+  return Dump(out);
 }
 
 std::string JsonRankGroups(const RankGroups& groups) {
   if (!groups.is_grid()) return JsonIntLists(groups.list());
-  std::string out = "{\"first\":" + std::to_string(groups.first()) + ",\"members\":";
-  AppendAxes(&out, groups.members());
-  out += ",\"groups\":";
-  AppendAxes(&out, groups.groups());
-  out.push_back('}');
-  return out;
+  Json out = Json::object();
+  out["first"] = groups.first();
+  out["members"] = Axes(groups.members());
+  out["groups"] = Axes(groups.groups());
+  return Dump(out);
 }
 
 std::string JsonTransferList(const TransferList& transfers) {
   if (transfers.empty()) return "[]";
-  std::string out = "{\"runs\":[";
+  Json runs = Json::array();
   std::vector<int64_t> row;
-  for (size_t i = 0; i < transfers.runs().size(); ++i) {
-    const TransferList::Run& r = transfers.runs()[i];
+  for (const TransferList::Run& r : transfers.runs()) {
     row = {r.count, r.offset_dims};
     row.insert(row.end(), r.first.begin(), r.first.end());
     row.insert(row.end(), r.delta.begin(), r.delta.end());
-    if (i > 0) out.push_back(',');
-    AppendInts(&out, row);
+    runs.push_back(Json(row));
   }
-  out += "]}";
-  return out;
+  Json out = Json::object();
+  out["runs"] = std::move(runs);
+  return Dump(out);
+}
+
+bool ParseInts(std::string_view text, std::vector<int64_t>* out) {
+  out->clear();
+  Json j;
+  return IsBlank(text) || (Parse(text, &j) && Ints(j, out));
+}
+
+bool ParseIntLists(std::string_view text, std::vector<std::vector<int64_t>>* out) {
+  out->clear();
+  Json j;
+  return IsBlank(text) || (Parse(text, &j) && IntLists(j, out));
+}
+
+bool ParseStrings(std::string_view text, std::vector<std::string>* out) {
+  out->clear();
+  if (IsBlank(text)) return true;
+  Json j;
+  if (!Parse(text, &j) || !j.is_array()) return false;
+  for (const Json& s : j) {
+    if (!s.is_string()) return false;
+    out->push_back(s.get<std::string>());
+  }
+  return true;
+}
+
+bool ParseTransfers(std::string_view text, std::vector<TransferRecord>* out) {
+  out->clear();
+  Json j;
+  return IsBlank(text) || (Parse(text, &j) && Transfers(j, out));
 }
 
 bool ParseRankGroups(std::string_view text, RankGroups* out) {
-  if (!FirstIs(text, '{')) {
+  Json j;
+  if (IsBlank(text)) {
+    *out = RankGroups();
+    return true;
+  }
+  if (!Parse(text, &j)) return false;
+  if (!j.is_object()) {
     std::vector<std::vector<int64_t>> list;
-    if (!ParseIntLists(text, &list)) return false;
+    if (!IntLists(j, &list)) return false;
     *out = RankGroups(std::move(list));
     return true;
   }
-  Cursor c(text);
   int64_t first = 0, count = 1;
   std::vector<GridAxis> members, groups;
-  if (!c.Eat('{') || !Key(c, "first") || !c.Int(&first) || !c.Eat(',') || !Key(c, "members") ||
-      !Axes(c, &members, &count) || !c.Eat(',') || !Key(c, "groups") || !Axes(c, &groups, &count) ||
-      !c.Eat('}') || !c.AtEnd()) {
+  if (!HasExactly(j, {"first", "members", "groups"}) || !Int(j["first"], &first) ||
+      !ReadAxes(j["members"], &members, &count) || !ReadAxes(j["groups"], &groups, &count)) {
     return false;
   }
   *out = RankGroups::Grid(first, std::move(members), std::move(groups));
@@ -325,22 +207,25 @@ bool ParseRankGroups(std::string_view text, RankGroups* out) {
 
 bool ParseTransferList(std::string_view text, TransferList* out) {
   *out = TransferList();
-  if (!FirstIs(text, '{')) {
+  if (IsBlank(text)) return true;
+  Json j;
+  if (!Parse(text, &j)) return false;
+  if (!j.is_object()) {
     std::vector<TransferRecord> list;
-    if (!ParseTransfers(text, &list)) return false;
+    if (!Transfers(j, &list)) return false;
     *out = TransferList(list);
     return true;
   }
-  Cursor c(text);
+  if (!HasExactly(j, {"runs"}) || !j["runs"].is_array()) return false;
   int64_t total = 0;
   std::vector<int64_t> row;
-  if (!c.Eat('{') || !Key(c, "runs")) return false;
-  const bool runs = c.Array([&] {
-    if (!IntArray(c, &row) || row.size() < 6 || row.size() % 2 != 0) return false;
+  for (const Json& r_json : j["runs"]) {
+    if (!Ints(r_json, &row) || row.size() < 6 || row.size() % 2 != 0) return false;
     TransferList::Run r;
     r.count = row[0];
     r.offset_dims = row[1];
     const size_t n = (row.size() - 2) / 2;
+    // A run of no transfers, or more than 2^48 in all, is refused (bounded expansion).
     if (r.count < 1 || r.count > (int64_t{1} << 48) - total || r.offset_dims < 0 ||
         static_cast<size_t>(r.offset_dims) > n - 2) {
       return false;
@@ -349,51 +234,8 @@ bool ParseTransferList(std::string_view text, TransferList* out) {
     r.first.assign(row.begin() + 2, row.begin() + 2 + static_cast<std::ptrdiff_t>(n));
     r.delta.assign(row.begin() + 2 + static_cast<std::ptrdiff_t>(n), row.end());
     out->AddRun(std::move(r));
-    return true;
-  });
-  return runs && c.Eat('}') && c.AtEnd();
-}
-
-bool ParseInts(std::string_view text, std::vector<int64_t>* out) {
-  out->clear();
-  if (IsBlank(text)) return true;
-  Cursor c(text);
-  return IntArray(c, out) && c.AtEnd();
-}
-
-bool ParseIntLists(std::string_view text, std::vector<std::vector<int64_t>>* out) {
-  out->clear();
-  if (IsBlank(text)) return true;
-  Cursor c(text);
-  return c.Array([&] {
-    out->emplace_back();
-    return IntArray(c, &out->back());
-  }) && c.AtEnd();
-}
-
-bool ParseStrings(std::string_view text, std::vector<std::string>* out) {
-  out->clear();
-  if (IsBlank(text)) return true;
-  Cursor c(text);
-  return c.Array([&] {
-    out->emplace_back();
-    return c.String(&out->back());
-  }) && c.AtEnd();
-}
-
-bool ParseTransfers(std::string_view text, std::vector<TransferRecord>* out) {
-  out->clear();
-  if (IsBlank(text)) return true;
-  Cursor c(text);
-  return c.Array([&] {
-    TransferRecord t;
-    if (!c.Eat('[') || !c.Int(&t.src) || !c.Eat(',') || !c.Int(&t.dst) || !c.Eat(',') ||
-        !IntArray(c, &t.offset) || !c.Eat(',') || !IntArray(c, &t.extent) || !c.Eat(']')) {
-      return false;
-    }
-    out->push_back(std::move(t));
-    return true;
-  }) && c.AtEnd();
+  }
+  return true;
 }
 
 }  // namespace shardscope::store::internal

@@ -1,7 +1,6 @@
-// Internal: the JSON arrays the run file keeps in text columns (shapes, axis names, rank
-// groups, per-rank bytes, transfers). Small, strict and bounded: a parser for exactly these
-// shapes that never throws and never recurses deeper than the shape requires, so damaged
-// text from a corrupt file is reported, not trusted.
+// Internal: the JSON the run file keeps in text columns (shapes, axis names, rank groups,
+// per-rank bytes, transfers), written and read with nlohmann-json. Readers are strict: text
+// that is not exactly the expected shape (damaged by a corrupt file) is refused, never thrown.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +16,6 @@ std::string JsonInts(const std::vector<int64_t>& values);                  // [1
 std::string JsonIntLists(const std::vector<std::vector<int64_t>>& lists);  // [[0,1],[2,3]]
 std::string JsonStrings(const std::vector<std::string>& values);           // ["dp","mp"]
 std::string JsonTransfers(const std::vector<TransferRecord>& transfers);   // [[src,dst,[o],[e]]]
-std::string JsonQuote(std::string_view text);                              // "te\"xt"
 // A grid: {"first":0,"members":[[size,stride],...],"groups":[[count,stride],...]}; a list as
 // JsonIntLists.
 std::string JsonRankGroups(const RankGroups& groups);

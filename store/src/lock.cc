@@ -43,27 +43,27 @@ Status OpenError(int err, const std::string& run_path) {
       // Some file systems (/proc, /sys) answer ENOENT for a directory that exists.
       struct stat st {};
       if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        return Status(ErrorCode::kReadOnly, run_path + ": cannot create the run file: directory '" +
-                                                dir + "' does not accept new files (" + reason +
-                                                ")");
+        return Status(StatusCode::kReadOnly, run_path +
+                                                 ": cannot create the run file: directory '" + dir +
+                                                 "' does not accept new files (" + reason + ")");
       }
-      return Status(ErrorCode::kNotFound, run_path + ": cannot create the run file: directory '" +
-                                              dir + "' does not exist (" + reason + ")");
+      return Status(StatusCode::kNotFound, run_path + ": cannot create the run file: directory '" +
+                                               dir + "' does not exist (" + reason + ")");
     }
     case EACCES:
     case EPERM:
     case EROFS:
-      return Status(ErrorCode::kReadOnly, run_path + ": cannot create the run file: directory '" +
-                                              dir + "' is not writable (" + reason + ")");
+      return Status(StatusCode::kReadOnly, run_path + ": cannot create the run file: directory '" +
+                                               dir + "' is not writable (" + reason + ")");
     case ENOSPC:
     case EDQUOT:
-      return Status(ErrorCode::kDiskFull, run_path +
-                                              ": cannot create the run file: no space "
-                                              "left on the file system of '" +
-                                              dir + "' (" + reason + ")");
+      return Status(StatusCode::kDiskFull, run_path +
+                                               ": cannot create the run file: no space "
+                                               "left on the file system of '" +
+                                               dir + "' (" + reason + ")");
     default:
-      return Status(ErrorCode::kIo, run_path + ": cannot create the lock file '" +
-                                        LockPathOf(run_path) + "': " + reason);
+      return Status(StatusCode::kIoError, run_path + ": cannot create the lock file '" +
+                                              LockPathOf(run_path) + "': " + reason);
   }
 }
 
@@ -111,13 +111,13 @@ Result<WriterLock> WriterLock::Acquire(const std::string& run_path, double wait_
         std::string host;
         ParseHolder(ReadSmall(fd), &pid, &host);
         close(fd);
-        return Status(ErrorCode::kLocked,
+        return Status(StatusCode::kLocked,
                       run_path + ": another run is writing this file (pid " + std::to_string(pid) +
                           " on host " + (host.empty() ? "?" : host) + ", lock " + lock_path +
                           "); two runs never write the same file: choose another path");
       }
       close(fd);
-      return Status(ErrorCode::kIo,
+      return Status(StatusCode::kIoError,
                     run_path + ": cannot lock '" + lock_path + "': " + std::strerror(err));
     }
     // A writer that finished removes its lock file before releasing the lock: make sure the
@@ -128,7 +128,7 @@ Result<WriterLock> WriterLock::Acquire(const std::string& run_path, double wait_
         held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
       close(fd);
       if (attempt > 1000) {
-        return Status(ErrorCode::kIo,
+        return Status(StatusCode::kIoError,
                       run_path + ": cannot lock '" + lock_path + "': it keeps being replaced");
       }
       continue;

@@ -26,7 +26,7 @@ class WriterLock {
   WriterLock& operator=(const WriterLock&) = delete;
 
   // Takes the lock of `run_path`, retrying for `wait_seconds` while it is busy. Errors:
-  // kLocked (naming the holder's pid and host), kReadOnly, kNotFound, kDiskFull, kIo.
+  // kLocked (naming the holder's pid and host), kReadOnly, kNotFound, kDiskFull, kIoError.
   static Result<WriterLock> Acquire(const std::string& run_path, double wait_seconds);
   // Removes the lock file and releases the lock (no-op when not held).
   void Release();

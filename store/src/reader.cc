@@ -1,134 +1,18 @@
-#include "shardscope/store/reader.h"
-
-#include <sys/stat.h>
-
-#include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <mutex>
 
+#include "columns.h"
 #include "json_text.h"
-#include "lock.h"
-#include "schema.h"
-#include "sqlite_util.h"
+#include "reader_impl.h"
 
 namespace shardscope::store {
 
 using internal::RefId;
 using internal::Stmt;
 
-namespace {
-
-constexpr std::string_view kOperatorColumns =
-    "SELECT id, name, scope, kind, is_backward, forward_id, mesh_id, strategy, provenance, "
-    "provenance_detail, provenance_op, search_round, cost, worker, attrs FROM operator ";
-constexpr std::string_view kCandidateColumns =
-    "SELECT op_id, strategy, cost, compute_seconds, comm_seconds, memory_bytes, note "
-    "FROM candidate ";
-constexpr std::string_view kTensorColumns =
-    "SELECT id, name, shape, dtype, kind, producer_op, producer_output, layout, mesh_id "
-    "FROM tensor ";
-constexpr std::string_view kEdgeColumns =
-    "SELECT tensor_id, src_op, src_output, dst_op, dst_input, layout, mesh_id FROM edge ";
-constexpr std::string_view kRedistColumns =
-    "SELECT id, tensor_id, consumer_op, consumer_input, is_backward, from_layout, from_mesh_id, "
-    "to_layout, to_mesh_id, plan_mesh_id, reason, bytes, lower_bound_bytes, bytes_total, "
-    "lower_bound_total, lower_bound_per_rank, byte_optimal, predicted_seconds "
-    "FROM redistribution ";
-constexpr std::string_view kRedistStepColumns =
-    "SELECT redistribution_id, ordinal, kind, axes, axis_names, dim, dim_to, rank_groups, "
-    "bytes_sent_max, bytes_recv_max, bytes_sent, bytes_recv, messages, seconds, layout_after, "
-    "reason, transfers, zero_ranks, mesh_id FROM redist_step ";
-constexpr std::string_view kRankStepColumns =
-    "SELECT step, rank, compute_seconds, comm_seconds, bytes_sent, bytes_recv, param_bytes, "
-    "grad_bytes, optimizer_bytes, activation_bytes, peak_bytes, wall_seconds FROM rank_step ";
-
-std::string Cat(std::string_view a, std::string_view b) {
-  std::string s(a);
-  s += b;
-  return s;
-}
-
-}  // namespace
-
-struct RunReader::Impl {
-  std::string path;
-  sqlite3* db = nullptr;
-  int version = 0;
-  bool migrated = false;
-  mutable std::mutex mu;
-
-  Stmt run, counts, meshes;
-  Stmt ops_all, op_by_id, ops_by_name, ops_in_scope, cands_all, cands_of_op;
-  Stmt tensors_all, tensor_by_id, edges_all, edges_into, edges_from, edges_of_tensor;
-  Stmt redists_all, redist_by_id, redists_of_op, redists_of_tensor, rsteps_all, rsteps_of;
-  Stmt programs, instructions, send_recvs;
-  Stmt steps, rank_steps, rank_series, rank_totals, evaluations, events, pipeline_spans;
-
-  ~Impl() {
-    for (Stmt* s : AllStatements()) *s = Stmt();
-    if (db != nullptr) sqlite3_close(db);
-  }
-
-  std::vector<Stmt*> AllStatements() {
-    return {&run,           &counts,       &meshes,        &ops_all,           &op_by_id,
-            &ops_by_name,   &ops_in_scope, &cands_all,     &cands_of_op,       &tensors_all,
-            &tensor_by_id,  &edges_all,    &edges_into,    &edges_from,        &edges_of_tensor,
-            &redists_all,   &redist_by_id, &redists_of_op, &redists_of_tensor, &rsteps_all,
-            &rsteps_of,     &programs,     &instructions,  &send_recvs,        &steps,
-            &rank_steps,    &rank_series,  &rank_totals,   &evaluations,       &events,
-            &pipeline_spans};
-  }
-
-  Status Error(int rc, std::string_view what) const {
-    return internal::SqliteError(db, rc, path, what);
-  }
-  Status Damaged(std::string_view what) const {
-    return Status(ErrorCode::kCorrupt, path + ": damaged run file: " + std::string(what));
-  }
-
-  Status PrepareAll();
-
-  // Steps `s` to the end, calling row() on each row; resets `s` whatever happens.
-  template <typename F>
-  Status ForEach(Stmt& s, std::string_view what, F&& row) {
-    internal::StmtUse use(s);
-    int rc;
-    while ((rc = s.Step()) == SQLITE_ROW) {
-      if (Status st = row(); !st.ok()) return st;
-      if (s.mistyped_column() >= 0) {
-        return Damaged("column '" + s.ColumnName(s.mistyped_column()) +
-                       "' holds text where a number belongs (" + std::string(what) + ")");
-      }
-    }
-    return rc == SQLITE_DONE ? Status::Ok() : Error(rc, what);
-  }
-
-  Status ReadRun(RunInfo* out);
-  Status ReadOperators(Stmt& s, std::vector<OperatorRecord>* out);
-  Status AttachCandidates(std::vector<OperatorRecord>* ops);
-  Status ReadOperatorRow(Stmt& s, OperatorRecord* o);
-  Status ReadTensorRow(Stmt& s, TensorRecord* t);
-  void ReadEdgeRow(Stmt& s, EdgeRecord* e);
-  Status ReadEdges(Stmt& s, std::vector<EdgeRecord>* out);
-  Status ReadRedistRow(Stmt& s, RedistributionRecord* r);
-  Status ReadRedistStepRow(Stmt& s, RedistStepRecord* x);
-  Status ReadRedists(Stmt& s, bool with_steps, std::vector<RedistributionRecord>* out);
-  static void ReadRankStepRow(Stmt& s, RankStepRecord* k);
-
-  Status Json(bool ok, std::string_view table, int64_t id, std::string_view column) const {
-    if (ok) return Status::Ok();
-    return Damaged("table '" + std::string(table) + "' row " + std::to_string(id) + ": column '" +
-                   std::string(column) + "' does not hold the expected JSON");
-  }
-};
-
 Status RunReader::Impl::PrepareAll() {
+  using internal::SelectSql;
   const std::pair<Stmt*, std::string> statements[] = {
-      {&run,
-       "SELECT name, mode, search, devices, backend, model_path, model_text, config, "
-       "command_line, shardscope_version, versions, status, status_message, started_at, "
-       "updated_at, ended_at, writer_pid, writer_host FROM run WHERE id = 1"},
+      {&run, SelectSql(internal::kRunTable, "WHERE id = 1")},
       {&counts,
        "SELECT (SELECT count(*) FROM mesh), (SELECT count(*) FROM operator), "
        "(SELECT count(*) FROM operator WHERE is_backward), (SELECT count(*) FROM candidate), "
@@ -138,52 +22,47 @@ Status RunReader::Impl::PrepareAll() {
        "(SELECT count(*) FROM send_recv), (SELECT count(*) FROM step), "
        "(SELECT count(*) FROM rank_step), (SELECT count(*) FROM evaluation), "
        "(SELECT count(*) FROM event)"},
-      {&meshes, "SELECT id, name, shape, axis_names, ranks FROM mesh ORDER BY id"},
-      {&ops_all, Cat(kOperatorColumns, "ORDER BY id")},
-      {&op_by_id, Cat(kOperatorColumns, "WHERE id = ?1")},
-      {&ops_by_name, Cat(kOperatorColumns, "WHERE name = ?1 ORDER BY id")},
-      {&ops_in_scope,
-       Cat(kOperatorColumns, "WHERE scope = ?1 OR (scope >= ?2 AND scope < ?3) ORDER BY id")},
-      {&cands_all, Cat(kCandidateColumns, "ORDER BY op_id, ordinal")},
-      {&cands_of_op, Cat(kCandidateColumns, "WHERE op_id = ?1 ORDER BY ordinal")},
-      {&tensors_all, Cat(kTensorColumns, "ORDER BY id")},
-      {&tensor_by_id, Cat(kTensorColumns, "WHERE id = ?1")},
-      {&edges_all, Cat(kEdgeColumns, "ORDER BY dst_op, dst_input")},
-      {&edges_into, Cat(kEdgeColumns, "WHERE dst_op = ?1 ORDER BY dst_input")},
-      {&edges_from, Cat(kEdgeColumns, "WHERE src_op = ?1 ORDER BY dst_op, dst_input")},
-      {&edges_of_tensor, Cat(kEdgeColumns, "WHERE tensor_id = ?1 ORDER BY dst_op, dst_input")},
-      {&redists_all, Cat(kRedistColumns, "ORDER BY id")},
-      {&redist_by_id, Cat(kRedistColumns, "WHERE id = ?1")},
-      {&redists_of_op, Cat(kRedistColumns, "WHERE consumer_op = ?1 ORDER BY id")},
-      {&redists_of_tensor, Cat(kRedistColumns, "WHERE tensor_id = ?1 ORDER BY id")},
-      {&rsteps_all, Cat(kRedistStepColumns, "ORDER BY redistribution_id, ordinal")},
-      {&rsteps_of, Cat(kRedistStepColumns, "WHERE redistribution_id = ?1 ORDER BY ordinal")},
-      {&programs, "SELECT rank, role, listing FROM program ORDER BY rank"},
-      {&instructions,
-       "SELECT rank, ordinal, kind, op_id, redistribution_id, tensor_id, peer, bytes, text "
-       "FROM instruction ORDER BY rank, ordinal"},
-      {&send_recvs,
-       "SELECT id, tensor_id, src_rank, dst_rank, src_op, dst_op, bytes, is_backward "
-       "FROM send_recv ORDER BY id"},
-      {&steps,
-       "SELECT step, epoch, loss, seconds, time FROM step WHERE step BETWEEN ?1 AND ?2 "
-       "ORDER BY step"},
-      {&rank_steps, Cat(kRankStepColumns, "WHERE step BETWEEN ?1 AND ?2 ORDER BY step, rank")},
-      {&rank_series, Cat(kRankStepColumns, "WHERE rank = ?1 ORDER BY step")},
+      {&meshes, SelectSql(internal::kMeshTable, "ORDER BY id")},
+      {&ops_all, SelectSql(internal::kOperatorTable, "ORDER BY id")},
+      {&op_by_id, SelectSql(internal::kOperatorTable, "WHERE id = ?1")},
+      {&ops_by_name, SelectSql(internal::kOperatorTable, "WHERE name = ?1 ORDER BY id")},
+      {&ops_in_scope, SelectSql(internal::kOperatorTable,
+                                "WHERE scope = ?1 OR (scope >= ?2 AND scope < ?3) ORDER BY id")},
+      {&cands_all, SelectSql(internal::kCandidateTable, "ORDER BY op_id, ordinal")},
+      {&cands_of_op, SelectSql(internal::kCandidateTable, "WHERE op_id = ?1 ORDER BY ordinal")},
+      {&tensors_all, SelectSql(internal::kTensorTable, "ORDER BY id")},
+      {&tensor_by_id, SelectSql(internal::kTensorTable, "WHERE id = ?1")},
+      {&edges_all, SelectSql(internal::kEdgeTable, "ORDER BY dst_op, dst_input")},
+      {&edges_into, SelectSql(internal::kEdgeTable, "WHERE dst_op = ?1 ORDER BY dst_input")},
+      {&edges_from,
+       SelectSql(internal::kEdgeTable, "WHERE src_op = ?1 ORDER BY dst_op, dst_input")},
+      {&edges_of_tensor,
+       SelectSql(internal::kEdgeTable, "WHERE tensor_id = ?1 ORDER BY dst_op, dst_input")},
+      {&redists_all, SelectSql(internal::kRedistributionTable, "ORDER BY id")},
+      {&redist_by_id, SelectSql(internal::kRedistributionTable, "WHERE id = ?1")},
+      {&redists_of_op,
+       SelectSql(internal::kRedistributionTable, "WHERE consumer_op = ?1 ORDER BY id")},
+      {&redists_of_tensor,
+       SelectSql(internal::kRedistributionTable, "WHERE tensor_id = ?1 ORDER BY id")},
+      {&rsteps_all, SelectSql(internal::kRedistStepTable, "ORDER BY redistribution_id, ordinal")},
+      {&rsteps_of,
+       SelectSql(internal::kRedistStepTable, "WHERE redistribution_id = ?1 ORDER BY ordinal")},
+      {&programs, SelectSql(internal::kProgramTable, "ORDER BY rank")},
+      {&instructions, SelectSql(internal::kInstructionTable, "ORDER BY rank, ordinal")},
+      {&send_recvs, SelectSql(internal::kSendRecvTable, "ORDER BY id")},
+      {&steps, SelectSql(internal::kStepTable, "WHERE step BETWEEN ?1 AND ?2 ORDER BY step")},
+      {&rank_steps,
+       SelectSql(internal::kRankStepTable, "WHERE step BETWEEN ?1 AND ?2 ORDER BY step, rank")},
+      {&rank_series, SelectSql(internal::kRankStepTable, "WHERE rank = ?1 ORDER BY step")},
       {&rank_totals,
        "SELECT rank, count(*), total(compute_seconds), total(comm_seconds), sum(bytes_sent), "
        "sum(bytes_recv), max(peak_bytes), max(param_bytes), max(grad_bytes), "
        "max(optimizer_bytes), max(activation_bytes) FROM rank_step GROUP BY rank ORDER BY rank"},
-      {&evaluations,
-       "SELECT id, step, epoch, name, loss, accuracy, samples, seconds, time FROM evaluation "
-       "ORDER BY id"},
-      {&events,
-       "SELECT id, time, level, step, rank, source, message FROM event WHERE id > ?1 "
-       "ORDER BY id LIMIT ?2"},
+      {&evaluations, SelectSql(internal::kEvaluationTable, "ORDER BY id")},
+      {&events, SelectSql(internal::kEventTable, "WHERE id > ?1 ORDER BY id LIMIT ?2")},
       {&pipeline_spans,
-       "SELECT step, rank, micro_batch, phase, start_seconds, end_seconds, compute_seconds, "
-       "idle_seconds FROM pipeline_span WHERE step BETWEEN ?1 AND ?2 "
-       "ORDER BY step, rank, start_seconds"},
+       SelectSql(internal::kPipelineSpanTable,
+                 "WHERE step BETWEEN ?1 AND ?2 ORDER BY step, rank, start_seconds")},
   };
   for (const auto& [stmt, sql] : statements) {
     const int rc = stmt->Prepare(db, sql);
@@ -243,7 +122,7 @@ Status RunReader::Impl::AttachCandidates(std::vector<OperatorRecord>* ops) {
     while (i < ops->size() && (*ops)[i].id < op_id) ++i;
     if (i == ops->size() || (*ops)[i].id != op_id) return Status::Ok();  // no such operator
     CandidateRecord c;
-    cands_all.ReadRow(1, c.strategy, c.cost, c.compute_seconds, c.comm_seconds, c.memory_bytes,
+    cands_all.ReadRow(2, c.strategy, c.cost, c.compute_seconds, c.comm_seconds, c.memory_bytes,
                       c.note);
     (*ops)[i].candidates.push_back(std::move(c));
     return Status::Ok();
@@ -263,7 +142,7 @@ Status RunReader::Impl::ReadTensorRow(Stmt& s, TensorRecord* t) {
 }
 
 void RunReader::Impl::ReadEdgeRow(Stmt& s, EdgeRecord* e) {
-  s.ReadRow(0, e->tensor_id, RefId{e->src_op}, e->src_output, e->dst_op, e->dst_input, e->layout,
+  s.ReadRow(0, e->dst_op, e->dst_input, e->tensor_id, RefId{e->src_op}, e->src_output, e->layout,
             RefId{e->mesh_id});
 }
 
@@ -356,144 +235,6 @@ void RunReader::Impl::ReadRankStepRow(Stmt& s, RankStepRecord* k) {
             k->wall_seconds);
 }
 
-// ---------------------------------------------------------------------------------------
-
-namespace {
-
-// `path` in a file: URI (RFC 3986 path characters kept, the rest percent-encoded).
-std::string UriPath(const std::string& path) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string uri;
-  for (unsigned char c : path) {
-    if (std::isalnum(c) || std::strchr("/-._~!$&'()*+,;=:@", c) != nullptr) {
-      uri.push_back(static_cast<char>(c));
-    } else {
-      uri += {'%', kHex[c >> 4], kHex[c & 15]};
-    }
-  }
-  return uri;
-}
-
-// Opens `path` read-only with the reader's settings. immutable: as a file that nobody
-// writes (no locks, no -shm, the write-ahead log ignored).
-Status OpenConnection(const std::string& path, bool immutable, sqlite3** db) {
-  const std::string name = immutable ? "file:" + UriPath(path) + "?immutable=1" : path;
-  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0);
-  const int rc = sqlite3_open_v2(name.c_str(), db, flags, nullptr);
-  if (rc != SQLITE_OK) return internal::SqliteError(*db, rc, path, "opening");
-  sqlite3_extended_result_codes(*db, 1);
-  sqlite3_busy_timeout(*db, 5000);
-  sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
-  sqlite3_db_config(*db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
-  for (const char* pragma : {"PRAGMA query_only = ON", "PRAGMA cell_size_check = ON"}) {
-    if (Status s = internal::Exec(*db, pragma, path, "opening"); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
-// A file left in WAL mode needs `<path>-shm` to be read, which a reader cannot create in a
-// read-only directory or beside a read-only file (the first read fails: SQLITE_READONLY or
-// SQLITE_CANTOPEN). With an empty or absent log the file alone holds the run: it is read as
-// immutable. A log with commits in it cannot be read here, and the error says so.
-Status FallBackToImmutable(const std::string& path, sqlite3** db) {
-  Stmt probe;
-  int rc = probe.Prepare(*db, "PRAGMA schema_version");
-  if (rc == SQLITE_OK) rc = probe.Step();
-  probe = Stmt();
-  if ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN) return Status::Ok();
-  struct stat log {};
-  const std::string wal = path + "-wal";
-  if (stat(wal.c_str(), &log) == 0 && log.st_size > 0) {
-    return Status(ErrorCode::kReadOnly,
-                  path + ": cannot read: its write-ahead log " + wal +
-                      " holds commits not yet copied into the file, and SQLite cannot create " +
-                      path +
-                      "-shm to read it (read-only directory or file); copy the run file "
-                      "with its -wal to a writable directory");
-  }
-  sqlite3_close(*db);
-  *db = nullptr;
-  return OpenConnection(path, /*immutable=*/true, db);
-}
-
-}  // namespace
-
-RunReader::RunReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-RunReader::~RunReader() = default;
-
-Result<std::unique_ptr<RunReader>> RunReader::Open(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) {
-      return Status(ErrorCode::kNotFound, path + ": no such run file");
-    }
-    return Status(ErrorCode::kIo, path + ": cannot open: " + std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    return Status(ErrorCode::kNotARunFile, path + ": not a Shardscope run file (a directory)");
-  }
-  if (st.st_size == 0) {
-    return Status(ErrorCode::kNotARunFile, path + ": not a Shardscope run file (an empty file)");
-  }
-  auto impl = std::make_unique<Impl>();
-  impl->path = path;
-  if (Status s = OpenConnection(path, /*immutable=*/false, &impl->db); !s.ok()) return s;
-  if (Status s = FallBackToImmutable(path, &impl->db); !s.ok()) return s;
-  sqlite3* db = impl->db;
-  Result<int> version = internal::CheckRunFile(db, path, kSchemaVersion);
-  if (!version.ok()) return version.status();
-  impl->version = *version;
-  if (impl->version < kSchemaVersion) {
-    Result<sqlite3*> copy = internal::MigratedCopy(db, impl->version, internal::Migrations(), path);
-    if (!copy.ok()) return copy.status();
-    sqlite3_close(impl->db);
-    impl->db = *copy;
-    impl->migrated = true;
-    sqlite3_extended_result_codes(impl->db, 1);
-  }
-  if (Status s = internal::CheckTables(impl->db, internal::RequiredTables(), path); !s.ok()) {
-    return s;
-  }
-  if (Status s = impl->PrepareAll(); !s.ok()) return s;
-  RunInfo run;
-  if (Status s = impl->ReadRun(&run); !s.ok()) return s;
-  return std::unique_ptr<RunReader>(new RunReader(std::move(impl)));
-}
-
-const std::string& RunReader::path() const { return impl_->path; }
-int RunReader::schema_version() const { return impl_->version; }
-bool RunReader::migrated() const { return impl_->migrated; }
-
-bool RunReader::IsLive() const {
-  return internal::ProbeLock(impl_->path).state == internal::LockProbe::kHeld;
-}
-
-Result<RunInfo> RunReader::Run() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  RunInfo run;
-  if (Status st = impl_->ReadRun(&run); !st.ok()) return st;
-  if (run.stored_status != RunStatus::kRunning || impl_->migrated) return run;
-  const internal::LockProbe probe = internal::ProbeLock(impl_->path);
-  if (probe.state == internal::LockProbe::kHeld || probe.state == internal::LockProbe::kUnknown) {
-    return run;
-  }
-  // The writer records its final status before it releases the lock: read again, so a run
-  // that finished between the two reads is not taken for an interrupted one.
-  if (Status st = impl_->ReadRun(&run); !st.ok()) return st;
-  if (run.stored_status == RunStatus::kRunning) {
-    run.status = RunStatus::kInterrupted;
-    if (run.status_message.empty()) {
-      run.status_message =
-          probe.state == internal::LockProbe::kNoLockFile
-              ? "the run stopped without recording a final status (no writer lock file)"
-              : "the writer (pid " + std::to_string(probe.pid) + " on " + probe.host +
-                    ") stopped without recording a final status";
-    }
-  }
-  return run;
-}
-
 Result<RunCounts> RunReader::Counts() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Stmt& s = impl_->counts;
@@ -558,7 +299,7 @@ Status CandidatesByLookup(Impl& d, std::vector<OperatorRecord>* ops) {
     s.BindInt(1, o.id);
     Status st = d.ForEach(s, "reading candidates", [&] {
       CandidateRecord c;
-      s.ReadRow(1, c.strategy, c.cost, c.compute_seconds, c.comm_seconds, c.memory_bytes, c.note);
+      s.ReadRow(2, c.strategy, c.cost, c.compute_seconds, c.comm_seconds, c.memory_bytes, c.note);
       o.candidates.push_back(std::move(c));
       return Status::Ok();
     });
@@ -574,7 +315,7 @@ Result<OperatorRecord> RunReader::Operator(int64_t id) const {
   impl_->op_by_id.BindInt(1, id);
   if (Status st = impl_->ReadOperators(impl_->op_by_id, &out); !st.ok()) return st;
   if (out.empty()) {
-    return Status(ErrorCode::kNotFound,
+    return Status(StatusCode::kNotFound,
                   impl_->path + ": no operator " + std::to_string(id) + " in this run");
   }
   out.resize(1);
@@ -631,7 +372,7 @@ Result<TensorRecord> RunReader::Tensor(int64_t id) const {
   });
   if (!st.ok()) return st;
   if (out.empty()) {
-    return Status(ErrorCode::kNotFound,
+    return Status(StatusCode::kNotFound,
                   impl_->path + ": no tensor " + std::to_string(id) + " in this run");
   }
   return std::move(out.front());
@@ -681,7 +422,7 @@ Result<RedistributionRecord> RunReader::Redistribution(int64_t id) const {
   impl_->redist_by_id.BindInt(1, id);
   if (Status st = impl_->ReadRedists(impl_->redist_by_id, true, &out); !st.ok()) return st;
   if (out.empty()) {
-    return Status(ErrorCode::kNotFound,
+    return Status(StatusCode::kNotFound,
                   impl_->path + ": no redistribution " + std::to_string(id) + " in this run");
   }
   return std::move(out.front());
@@ -874,23 +615,6 @@ Result<std::vector<EventRecord>> RunReader::Events(int64_t after_id, int64_t lim
   });
   if (!st.ok()) return st;
   return out;
-}
-
-Status RunReader::Check() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  Stmt s;
-  int rc = s.Prepare(impl_->db, "PRAGMA quick_check(10)");
-  if (rc != SQLITE_OK) return impl_->Error(rc, "checking the file");
-  std::string problems;
-  while ((rc = s.Step()) == SQLITE_ROW) {
-    const std::string line = s.Text(0);
-    if (line == "ok") continue;
-    problems += problems.empty() ? "" : "; ";
-    problems += line;
-  }
-  if (rc != SQLITE_DONE) return impl_->Error(rc, "checking the file");
-  if (!problems.empty()) return impl_->Damaged(problems);
-  return Status::Ok();
 }
 
 }  // namespace shardscope::store

@@ -9,40 +9,10 @@ namespace {
 bool SameDouble(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 }  // namespace
 
-const char* ErrorCodeName(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid argument";
-    case ErrorCode::kNotFound:
-      return "not found";
-    case ErrorCode::kAlreadyExists:
-      return "already exists";
-    case ErrorCode::kLocked:
-      return "locked";
-    case ErrorCode::kReadOnly:
-      return "read-only";
-    case ErrorCode::kDiskFull:
-      return "disk full";
-    case ErrorCode::kIo:
-      return "I/O error";
-    case ErrorCode::kNotARunFile:
-      return "not a run file";
-    case ErrorCode::kCorrupt:
-      return "corrupt";
-    case ErrorCode::kTooNew:
-      return "too new";
-    case ErrorCode::kInternal:
-      return "internal error";
-  }
-  return "unknown";
-}
-
-bool IsBadInput(ErrorCode code) {
-  return code == ErrorCode::kNotFound || code == ErrorCode::kNotARunFile ||
-         code == ErrorCode::kCorrupt || code == ErrorCode::kTooNew ||
-         code == ErrorCode::kInvalidArgument;
+bool IsBadInput(StatusCode code) {
+  return code == StatusCode::kNotFound || code == StatusCode::kNotARunFile ||
+         code == StatusCode::kCorrupt || code == StatusCode::kTooNew ||
+         code == StatusCode::kInvalidInput;
 }
 
 const char* RunStatusName(RunStatus status) {

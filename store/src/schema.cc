@@ -4,6 +4,7 @@
 #include <iterator>
 #include <set>
 
+#include "columns.h"
 #include "shardscope/store/records.h"
 #include "sqlite_util.h"
 
@@ -272,11 +273,11 @@ static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schem
 std::span<const Migration> Migrations() { return kMigrations; }
 
 const std::vector<std::string>& RequiredTables() {
-  static const std::vector<std::string> tables = {
-      "run",       "mesh",        "operator",       "candidate",
-      "tensor",    "edge",        "redistribution", "redist_step",
-      "program",   "instruction", "send_recv",      "step",
-      "rank_step", "evaluation",  "event",          "pipeline_span"};
+  static const std::vector<std::string> tables = [] {
+    std::vector<std::string> names;
+    for (const Table& t : kTables) names.emplace_back(t.name);
+    return names;
+  }();
   return tables;
 }
 
@@ -342,7 +343,7 @@ Status CheckTables(sqlite3* db, const std::vector<std::string>& tables, const st
   if (rc != SQLITE_DONE) return SqliteError(db, rc, path, "reading the schema");
   for (const std::string& table : tables) {
     if (!found.count(table)) {
-      return Status(ErrorCode::kCorrupt,
+      return Status(StatusCode::kCorrupt,
                     path + ": damaged run file: table '" + table + "' is missing");
     }
   }
@@ -352,8 +353,8 @@ Status CheckTables(sqlite3* db, const std::vector<std::string>& tables, const st
 Result<int> CheckRunFile(sqlite3* db, const std::string& path, int newest_version) {
   Result<int64_t> app = QueryInt(db, "PRAGMA application_id", path, "reading the file header");
   if (!app.ok()) {
-    if (app.status().code() == ErrorCode::kNotARunFile) {
-      return Status(ErrorCode::kNotARunFile,
+    if (app.status().code() == StatusCode::kNotARunFile) {
+      return Status(StatusCode::kNotARunFile,
                     path + ": not a Shardscope run file (not an SQLite database)");
     }
     return app.status();
@@ -366,7 +367,7 @@ Result<int> CheckRunFile(sqlite3* db, const std::string& path, int newest_versio
     Result<int64_t> tables =
         QueryInt(db, "SELECT count(*) FROM sqlite_schema", path, "reading the schema");
     const bool empty = tables.ok() && *tables == 0 && *app == 0;
-    return Status(ErrorCode::kNotARunFile,
+    return Status(StatusCode::kNotARunFile,
                   path + ": not a Shardscope run file (" +
                       (empty ? std::string("an empty SQLite database")
                              : "an SQLite database of another application: " + std::string(buf)) +
@@ -375,15 +376,15 @@ Result<int> CheckRunFile(sqlite3* db, const std::string& path, int newest_versio
   Result<int64_t> version = QueryInt(db, "PRAGMA user_version", path, "reading the file header");
   if (!version.ok()) return version.status();
   if (*version > newest_version) {
-    return Status(ErrorCode::kTooNew,
+    return Status(StatusCode::kTooNew,
                   path + ": written by a newer Shardscope (run file schema version " +
                       std::to_string(*version) + "; this build reads versions 1 to " +
                       std::to_string(newest_version) + "): upgrade Shardscope to open it");
   }
   if (*version < 1) {
-    return Status(ErrorCode::kCorrupt, path + ": damaged run file: schema version " +
-                                           std::to_string(*version) + " (expected 1 to " +
-                                           std::to_string(newest_version) + ")");
+    return Status(StatusCode::kCorrupt, path + ": damaged run file: schema version " +
+                                            std::to_string(*version) + " (expected 1 to " +
+                                            std::to_string(newest_version) + ")");
   }
   return static_cast<int>(*version);
 }

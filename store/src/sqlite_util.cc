@@ -7,35 +7,35 @@
 namespace shardscope::store::internal {
 namespace {
 
-ErrorCode CodeOf(int rc) {
+StatusCode CodeOf(int rc) {
   switch (rc & 0xff) {
     case SQLITE_FULL:
-      return ErrorCode::kDiskFull;
+      return StatusCode::kDiskFull;
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_AUTH:
-      return ErrorCode::kReadOnly;
+      return StatusCode::kReadOnly;
     case SQLITE_CORRUPT:
     case SQLITE_FORMAT:
     case SQLITE_RANGE:
     case SQLITE_SCHEMA:
     case SQLITE_MISMATCH:
-      return ErrorCode::kCorrupt;
+      return StatusCode::kCorrupt;
     case SQLITE_NOTADB:
-      return ErrorCode::kNotARunFile;
+      return StatusCode::kNotARunFile;
     case SQLITE_CONSTRAINT:
-      return ErrorCode::kInvalidArgument;
+      return StatusCode::kInvalidInput;
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return ErrorCode::kLocked;
+      return StatusCode::kLocked;
     case SQLITE_MISUSE:
     case SQLITE_INTERNAL:
-      return ErrorCode::kInternal;
+      return StatusCode::kInternal;
     case SQLITE_ERROR:
       // "no such table/column", malformed schema text: the file is not what we expect.
-      return ErrorCode::kCorrupt;
+      return StatusCode::kCorrupt;
     default:
-      return ErrorCode::kIo;
+      return StatusCode::kIoError;
   }
 }
 
@@ -95,7 +95,7 @@ Result<int64_t> QueryInt(sqlite3* db, std::string_view sql, const std::string& p
   rc = stmt.Step();
   if (rc == SQLITE_ROW) return stmt.Int(0);
   if (rc == SQLITE_DONE)
-    return Status(ErrorCode::kCorrupt, path + ": " + std::string(what) + ": no result");
+    return Status(StatusCode::kCorrupt, path + ": " + std::string(what) + ": no result");
   return SqliteError(db, rc, path, what);
 }
 
@@ -114,7 +114,7 @@ Status LeaveWalMode(sqlite3* db, const std::string& path, double seconds) {
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return Status(ErrorCode::kLocked,
+  return Status(StatusCode::kLocked,
                 path + ": still in WAL mode: other connections kept it open for " +
                     std::to_string(static_cast<int>(seconds)) + " s after the run ended");
 }

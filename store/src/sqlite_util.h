@@ -16,7 +16,7 @@
 
 namespace shardscope::store::internal {
 
-// "<path>: <what>: <SQLite's message> [<errno text>]", with the ErrorCode SQLite's result
+// "<path>: <what>: <SQLite's message> [<errno text>]", with the StatusCode SQLite's result
 // code maps to (SQLITE_FULL -> kDiskFull, SQLITE_CORRUPT -> kCorrupt, ...).
 Status SqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what);
 // The same without a connection (sqlite3_errstr).

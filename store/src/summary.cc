@@ -660,7 +660,7 @@ Result<std::string> RunSummaryJson(const RunReader& reader, const SummaryOptions
     // Text from a damaged file may not be UTF-8: replace, never throw.
     return ToJson(*data).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   } catch (const std::exception& e) {
-    return Status(ErrorCode::kInternal, reader.path() + ": formatting JSON: " + e.what());
+    return Status(StatusCode::kInternal, reader.path() + ": formatting JSON: " + e.what());
   }
 }
 

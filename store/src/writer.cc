@@ -1,281 +1,27 @@
-#include "shardscope/store/writer.h"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <condition_variable>
-#include <cstring>
-#include <filesystem>
 #include <map>
 #include <mutex>
-#include <thread>
-#include <type_traits>
 
+#include "columns.h"
 #include "json_text.h"
-#include "lock.h"
-#include "schema.h"
-#include "shardscope/base/format.h"
-#include "sqlite_util.h"
+#include "writer_impl.h"
 
 namespace shardscope::store {
 
+using internal::Now;
 using internal::RefId;
 using internal::Stmt;
 
 namespace {
 
 constexpr double kLeaveWalSeconds = 5;  // Finish() retries the switch back this long
-constexpr int kCheckpointPages = 1000;  // SQLite's default auto-checkpoint threshold
-constexpr int kCatchUpPages = 256;      // copied with the writer held (see CatchUp)
-constexpr int kMaxLogPages = 8 * kCheckpointPages;
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string DirOf(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  return parent.empty() ? std::string(".") : parent.string();
-}
-
-// The database and its side files.
-void RemoveDatabaseFiles(const std::string& base) {
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-    unlink((base + suffix).c_str());
-  }
-}
-
-void FsyncDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)fsync(fd);
-    close(fd);
-  }
-}
-
-void BindRunFields(Stmt& s, const RunInfo& run) {
-  s.BindRow(run.name, run.mode, run.search, run.devices, run.backend, run.model_path,
-            run.model_text, run.config_json, run.command_line, run.shardscope_version,
-            run.versions_json);
-}
-
-constexpr std::string_view kInsertRun =
-    "INSERT INTO run (name, mode, search, devices, backend, model_path, model_text, config, "
-    "command_line, shardscope_version, versions, id, status, status_message, started_at, "
-    "updated_at, writer_pid, writer_host) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 1, 'running', '', ?12, ?12, ?13, ?14)";
-
-// Makes the file at `tmp` with the whole schema and the run row, in WAL mode, and closes it.
-Status CreateSchema(const std::string& tmp, const std::string& path, const RunInfo& run,
-                    const RunWriterOptions& options) {
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(
-      tmp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    Status st = internal::SqliteError(db, rc, path, "creating the run file");
-    sqlite3_close(db);
-    return st;
-  }
-  sqlite3_extended_result_codes(db, 1);
-  const std::string what = "creating the run file";
-  Status st = Status::Ok();
-  if (options.page_size > 0) {
-    st = internal::Exec(db, "PRAGMA page_size = " + std::to_string(options.page_size), path, what);
-  }
-  if (st.ok()) st = internal::Exec(db, "PRAGMA journal_mode = WAL", path, what);
-  // No syncs while the file has no name yet: one fsync before the rename does it.
-  if (st.ok()) st = internal::Exec(db, "PRAGMA synchronous = OFF", path, what);
-  if (st.ok()) {
-    st =
-        internal::Exec(db, "PRAGMA application_id = " + std::to_string(kApplicationId), path, what);
-  }
-  if (st.ok()) st = internal::ApplyMigrations(db, 0, internal::Migrations(), path);
-  if (st.ok()) {
-    Stmt insert;
-    rc = insert.Prepare(db, kInsertRun);
-    if (rc == SQLITE_OK) {
-      BindRunFields(insert, run);
-      insert.BindDouble(12, Now());
-      insert.BindInt(13, getpid());
-      const std::string host = internal::HostName();
-      insert.BindText(14, host);
-      rc = insert.Step();
-      if (rc == SQLITE_DONE) rc = SQLITE_OK;
-    }
-    if (rc != SQLITE_OK) st = internal::SqliteError(db, rc, path, what);
-  }
-  rc = sqlite3_close(db);  // checkpoints the log into the file and removes it
-  if (st.ok() && rc != SQLITE_OK) st = internal::SqliteCodeError(rc, path, what);
-  if (st.ok()) {
-    const int fd = open(tmp.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-      st = Status(errno == ENOSPC ? ErrorCode::kDiskFull : ErrorCode::kIo,
-                  path + ": " + what + ": " + std::strerror(errno));
-    }
-    if (fd >= 0) close(fd);
-  }
-  return st;
-}
 
 }  // namespace
 
-struct RunWriter::Impl {
-  std::string path;
-  RunWriterOptions options;
-  internal::WriterLock lock;
-  mutable std::mutex mu;
-  sqlite3* db = nullptr;
-  bool finished = false;
-  double last_touch = 0;  // when run.updated_at was last written
-
-  Stmt begin, commit, rollback, touch, update_run, finish_run;
-  Stmt undo_candidates, undo_op, undo_redist_steps, undo_redist, undo_instructions, undo_program;
-  Stmt undo_rank_steps, undo_step;
-  Stmt mesh, op, candidate, tensor, edge, redist, redist_step, program, instruction, send_recv;
-  Stmt step, rank_step, evaluation, event, pipeline_span;
-
-  // Background checkpoints (a connection of their own).
-  sqlite3* ckpt_db = nullptr;
-  std::thread ckpt_thread;
-  std::mutex ckpt_mu;
-  std::condition_variable ckpt_cv;
-  bool ckpt_wanted = false;
-  bool ckpt_stop = false;
-
-  ~Impl() {
-    StopCheckpointer();
-    CloseDb();
-  }
-
-  Status Error(int rc, std::string_view what) const {
-    return internal::SqliteError(db, rc, path, what);
-  }
-  Status Usable() const {
-    if (finished || db == nullptr) {
-      return Status(ErrorCode::kInvalidArgument,
-                    path + ": the run was already finished; nothing more can be recorded");
-    }
-    return Status::Ok();
-  }
-  // Steps a write statement once and resets it. `what` (text, or a callable returning it,
-  // called only on failure) names what was being recorded.
-  template <typename W>
-  Status Run(Stmt& s, W&& what) {
-    const int rc = s.Step();
-    Status st = Status::Ok();
-    if (rc != SQLITE_DONE) {
-      if constexpr (std::is_invocable_v<W>) {
-        st = Error(rc, what());
-      } else {
-        st = Error(rc, what);
-      }
-    }
-    s.Reset();
-    return st;
-  }
-  // Usable, and in a transaction (opened when none is).
-  Status Ready() {
-    if (Status st = Usable(); !st.ok()) return st;
-    if (sqlite3_get_autocommit(db) == 0) return Status::Ok();
-    return Run(begin, "beginning a transaction");
-  }
-  // A record of several rows is all or nothing: when a child row fails, the rows of the
-  // record already added are deleted again (cheaper than a savepoint per record, which
-  // copies every page it changes). Nothing to undo when the failure ended the transaction.
-  void Undo(std::initializer_list<Stmt*> deletes, int64_t key) {
-    if (sqlite3_get_autocommit(db) != 0) return;
-    for (Stmt* d : deletes) {
-      d->BindInt(1, key);
-      (void)Run(*d, "undoing a partial record");
-    }
-  }
-  Status Invalid(const std::string& what, const std::string& why) const {
-    return Status(ErrorCode::kInvalidArgument, path + ": " + what + ": " + why);
-  }
-
-  Status Prepare(Stmt& s, std::string_view sql) {
-    const int rc = s.Prepare(db, sql);
-    return rc == SQLITE_OK ? Status::Ok() : Error(rc, "preparing statements");
-  }
-  Status Open();
-  Status PrepareAll();
-  Status CommitLocked();
-  std::string DescribeForeignKeyViolations();
-  Status FinishLocked(RunStatus status, std::string_view message);
-  void StartCheckpointer();
-  void StopCheckpointer();
-  void CatchUp();
-  // After each commit, on the writer's thread (mu held), with the log's size in pages. A
-  // checkpoint is asked for when the log reaches kCheckpointPages, and again only when it has
-  // grown by as much since: between the two, the writer's transactions find the log copied
-  // and restart it (a checkpoint running at that moment would prevent the restart).
-  int last_trigger_pages = 0;
-  int last_commit_pages = 0;
-  static int WalHook(void* arg, sqlite3* db, const char*, int pages) {
-    auto* impl = static_cast<Impl*>(arg);
-    impl->last_commit_pages = pages;
-    if (pages >= kMaxLogPages) {
-      // The checkpoints cannot keep up (a very fast writer on a slow disk): copy here.
-      sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-      impl->last_trigger_pages = 0;
-    } else if (pages >= kCheckpointPages &&
-               (pages < impl->last_trigger_pages ||
-                pages >= impl->last_trigger_pages + kCheckpointPages)) {
-      impl->last_trigger_pages = pages;
-      {
-        std::lock_guard<std::mutex> lock(impl->ckpt_mu);
-        impl->ckpt_wanted = true;
-      }
-      impl->ckpt_cv.notify_one();
-    }
-    return SQLITE_OK;
-  }
-  void FinalizeStatements();
-  void CloseDb() {
-    FinalizeStatements();
-    if (db != nullptr) {
-      sqlite3_close(db);
-      db = nullptr;
-    }
-  }
-};
-
-Status RunWriter::Impl::Open() {
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) return Error(rc, "opening the run file");
-  sqlite3_extended_result_codes(db, 1);
-  sqlite3_busy_timeout(db, 5000);
-  const std::string what = "opening the run file";
-  if (Status st = internal::Exec(db, "PRAGMA journal_mode = WAL", path, what); !st.ok()) return st;
-  if (Status st = internal::Exec(
-          db, options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", path,
-          what);
-      !st.ok()) {
-    return st;
-  }
-  if (Status st = internal::Exec(db, "PRAGMA foreign_keys = ON", path, what); !st.ok()) return st;
-  // A plan is one large transaction: with SQLite's default 2 MiB page cache it would spill
-  // pages to the log before the commit and write them again and again. 64 MiB holds the plan
-  // of some 80,000 operators; memory is taken only as pages are used.
-  if (Status st = internal::Exec(db, "PRAGMA cache_size = -65536", path, what); !st.ok()) {
-    return st;
-  }
-  // Savepoints (one per record of several rows) journal the pages they change: in memory,
-  // not in a temporary file.
-  if (Status st = internal::Exec(db, "PRAGMA temp_store = MEMORY", path, what); !st.ok()) {
-    return st;
-  }
-  if (Status st = PrepareAll(); !st.ok()) return st;
-  if (options.background_checkpoint) StartCheckpointer();
-  return Status::Ok();
-}
-
 Status RunWriter::Impl::PrepareAll() {
-  const std::pair<Stmt*, std::string_view> statements[] = {
+  using internal::InsertSql;
+  const std::span<const std::string_view> run_fields =
+      std::span(internal::columns::kRun).first(internal::columns::kRunFields);
+  const std::pair<Stmt*, std::string> statements[] = {
       {&begin, "BEGIN IMMEDIATE"},
       {&commit, "COMMIT"},
       {&rollback, "ROLLBACK"},
@@ -288,59 +34,25 @@ Status RunWriter::Impl::PrepareAll() {
       {&undo_rank_steps, "DELETE FROM rank_step WHERE step = ?1"},
       {&undo_step, "DELETE FROM step WHERE step = ?1"},
       {&touch, "UPDATE run SET updated_at = ?1 WHERE id = 1"},
-      {&update_run,
-       "UPDATE run SET name = ?1, mode = ?2, search = ?3, devices = ?4, backend = ?5, "
-       "model_path = ?6, model_text = ?7, config = ?8, command_line = ?9, "
-       "shardscope_version = ?10, versions = ?11 WHERE id = 1"},
+      {&update_run, "UPDATE run SET " + internal::AssignmentList(run_fields) + " WHERE id = 1"},
       {&finish_run,
        "UPDATE run SET status = ?1, status_message = ?2, ended_at = ?3, updated_at = ?3 "
        "WHERE id = 1"},
-      {&mesh, "INSERT INTO mesh (id, name, shape, axis_names, ranks) VALUES (?1, ?2, ?3, ?4, ?5)"},
-      {&op,
-       "INSERT INTO operator (id, name, scope, kind, is_backward, forward_id, mesh_id, strategy, "
-       "provenance, provenance_detail, provenance_op, search_round, cost, worker, attrs) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
-      {&candidate,
-       "INSERT INTO candidate (op_id, ordinal, strategy, cost, compute_seconds, comm_seconds, "
-       "memory_bytes, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
-      {&tensor,
-       "INSERT INTO tensor (id, name, shape, dtype, kind, producer_op, producer_output, layout, "
-       "mesh_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
-      {&edge,
-       "INSERT INTO edge (dst_op, dst_input, tensor_id, src_op, src_output, layout, mesh_id) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
-      {&redist,
-       "INSERT INTO redistribution (id, tensor_id, consumer_op, consumer_input, is_backward, "
-       "from_layout, from_mesh_id, to_layout, to_mesh_id, plan_mesh_id, reason, bytes, "
-       "lower_bound_bytes, bytes_total, lower_bound_total, lower_bound_per_rank, byte_optimal, "
-       "predicted_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-       "?15, ?16, ?17, ?18)"},
-      {&redist_step,
-       "INSERT INTO redist_step (redistribution_id, ordinal, kind, axes, axis_names, dim, "
-       "dim_to, rank_groups, bytes_sent_max, bytes_recv_max, bytes_sent, bytes_recv, messages, "
-       "seconds, layout_after, reason, transfers, zero_ranks, mesh_id) VALUES (?1, ?2, ?3, ?4, "
-       "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"},
-      {&program, "INSERT INTO program (rank, role, listing) VALUES (?1, ?2, ?3)"},
-      {&instruction,
-       "INSERT INTO instruction (rank, ordinal, kind, op_id, redistribution_id, tensor_id, "
-       "peer, bytes, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
-      {&send_recv,
-       "INSERT INTO send_recv (tensor_id, src_rank, dst_rank, src_op, dst_op, bytes, "
-       "is_backward) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
-      {&step, "INSERT INTO step (step, epoch, loss, seconds, time) VALUES (?1, ?2, ?3, ?4, ?5)"},
-      {&rank_step,
-       "INSERT INTO rank_step (step, rank, compute_seconds, comm_seconds, bytes_sent, "
-       "bytes_recv, param_bytes, grad_bytes, optimizer_bytes, activation_bytes, peak_bytes, "
-       "wall_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
-      {&evaluation,
-       "INSERT INTO evaluation (step, epoch, name, loss, accuracy, samples, seconds, time) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
-      {&event,
-       "INSERT INTO event (time, level, step, rank, source, message) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
-      {&pipeline_span,
-       "INSERT INTO pipeline_span (step, rank, micro_batch, phase, start_seconds, end_seconds, "
-       "compute_seconds, idle_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+      {&mesh, InsertSql(internal::kMeshTable)},
+      {&op, InsertSql(internal::kOperatorTable)},
+      {&candidate, InsertSql(internal::kCandidateTable)},
+      {&tensor, InsertSql(internal::kTensorTable)},
+      {&edge, InsertSql(internal::kEdgeTable)},
+      {&redist, InsertSql(internal::kRedistributionTable)},
+      {&redist_step, InsertSql(internal::kRedistStepTable)},
+      {&program, InsertSql(internal::kProgramTable)},
+      {&instruction, InsertSql(internal::kInstructionTable)},
+      {&send_recv, InsertSql(internal::kSendRecvTable)},
+      {&step, InsertSql(internal::kStepTable)},
+      {&rank_step, InsertSql(internal::kRankStepTable)},
+      {&evaluation, InsertSql(internal::kEvaluationTable)},
+      {&event, InsertSql(internal::kEventTable)},
+      {&pipeline_span, InsertSql(internal::kPipelineSpanTable)},
   };
   for (const auto& [stmt, sql] : statements) {
     if (Status st = Prepare(*stmt, sql); !st.ok()) return st;
@@ -367,80 +79,6 @@ void RunWriter::Impl::FinalizeStatements() {
     *s = Stmt();
   }
 }
-
-// ---------------------------------------------------------------------------------------
-// Background checkpoints: the writer's connection only appends to the log; when the log
-// holds kCheckpointPages pages, a thread copies it into the main file and syncs it. SQLite
-// restarts the log (writes it again from its start) at the first transaction that finds
-// every frame copied — which a writer committing during the copy never does: so the bulk is
-// copied while the writer goes on (PASSIVE checkpoints never block it), then what it added
-// meanwhile with the writer's mutex held. A writer call made during that last pass waits for
-// it: a few hundred page copies and two syncs, once per kCheckpointPages pages of log.
-
-void RunWriter::Impl::CatchUp() {
-  const auto stopping = [this] {
-    std::lock_guard<std::mutex> lock(ckpt_mu);
-    return ckpt_stop;
-  };
-  for (int round = 0; round < 3; ++round) {
-    int log = 0, copied = 0;  // as of the checkpoint's start: the writer may be ahead
-    if (sqlite3_wal_checkpoint_v2(ckpt_db, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied) !=
-        SQLITE_OK) {
-      return;  // busy or failing: the next trigger tries again
-    }
-    if (stopping()) return;
-    int frames = 0;  // what the writer added meanwhile (sqlite3_wal_hook reports it)
-    {
-      std::lock_guard<std::mutex> writer(mu);
-      frames = last_commit_pages - log;
-    }
-    if (frames <= kCatchUpPages) break;
-  }
-  std::lock_guard<std::mutex> writer(mu);  // Finish() stops this thread before taking mu
-  sqlite3_wal_checkpoint_v2(ckpt_db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-}
-
-void RunWriter::Impl::StartCheckpointer() {
-  if (sqlite3_open_v2(path.c_str(), &ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
-    sqlite3_close(ckpt_db);
-    ckpt_db = nullptr;
-    return;  // SQLite's own auto-checkpoint (in Commit) stays on
-  }
-  sqlite3_busy_timeout(ckpt_db, 1000);
-  (void)internal::Exec(
-      ckpt_db, options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", path,
-      "checkpointing");
-  sqlite3_wal_hook(db, WalHook, this);  // replaces the auto-checkpoint
-  ckpt_thread = std::thread([this] {
-    std::unique_lock<std::mutex> lock(ckpt_mu);
-    while (true) {
-      ckpt_cv.wait(lock, [this] { return ckpt_wanted || ckpt_stop; });
-      if (ckpt_stop) break;
-      ckpt_wanted = false;
-      lock.unlock();
-      CatchUp();
-      lock.lock();
-    }
-  });
-}
-
-void RunWriter::Impl::StopCheckpointer() {
-  if (ckpt_thread.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(ckpt_mu);
-      ckpt_stop = true;
-    }
-    ckpt_cv.notify_one();
-    ckpt_thread.join();
-  }
-  if (ckpt_db != nullptr) {
-    sqlite3_close(ckpt_db);
-    ckpt_db = nullptr;
-  }
-}
-
-// ---------------------------------------------------------------------------------------
 
 std::string RunWriter::Impl::DescribeForeignKeyViolations() {
   Stmt check;
@@ -473,9 +111,8 @@ Status RunWriter::Impl::CommitLocked() {
       if ((rc & 0xff) == SQLITE_CONSTRAINT) {
         const std::string detail = DescribeForeignKeyViolations();
         if (!detail.empty()) {
-          st = Status(ErrorCode::kInvalidArgument, path + ": committing: dangling references (" +
-                                                       detail +
-                                                       "); the transaction was rolled back");
+          st = Status(StatusCode::kInvalidInput, path + ": committing: dangling references (" +
+                                                     detail + "); the transaction was rolled back");
         }
       }
     }
@@ -505,8 +142,6 @@ Status RunWriter::Impl::FinishLocked(RunStatus status, std::string_view message)
   return first;
 }
 
-// ---------------------------------------------------------------------------------------
-
 RunWriter::RunWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 RunWriter::~RunWriter() {
@@ -515,90 +150,6 @@ RunWriter::~RunWriter() {
                  "recording stopped without a final status (the writer was destroyed before "
                  "Finish())");
   }
-}
-
-Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, const RunInfo& run,
-                                                     const RunWriterOptions& options) {
-  if (path.empty()) return Status(ErrorCode::kInvalidArgument, "run file: the path is empty");
-  if (options.page_size != 0 && (options.page_size < 512 || options.page_size > 65536 ||
-                                 (options.page_size & (options.page_size - 1)) != 0)) {
-    return Status(ErrorCode::kInvalidArgument, path + ": page size " +
-                                                   std::to_string(options.page_size) +
-                                                   " is not a power of two from 512 to 65536");
-  }
-  const std::string dir = DirOf(path);
-  struct stat dir_stat {};
-  if (stat(dir.c_str(), &dir_stat) != 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) {
-      return Status(ErrorCode::kNotFound,
-                    path + ": cannot create the run file: directory '" + dir + "' does not exist");
-    }
-    return Status(err == EACCES ? ErrorCode::kReadOnly : ErrorCode::kIo,
-                  path + ": cannot create the run file: directory '" + dir +
-                      "' cannot be accessed (" + std::strerror(err) + ")");
-  }
-  if (!S_ISDIR(dir_stat.st_mode)) {
-    return Status(ErrorCode::kNotFound,
-                  path + ": cannot create the run file: '" + dir + "' is not a directory");
-  }
-  Result<internal::WriterLock> lock =
-      internal::WriterLock::Acquire(path, options.lock_wait_seconds);
-  if (!lock.ok()) return lock.status();
-
-  struct statvfs vfs {};
-  if (statvfs(dir.c_str(), &vfs) == 0) {
-    const auto free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
-    if (free_bytes < options.min_free_bytes) {
-      return Status(ErrorCode::kDiskFull,
-                    path + ": cannot start recording: only " + FormatBytes(free_bytes) +
-                        " free on the file system of '" + dir + "', a run needs at least " +
-                        FormatBytes(options.min_free_bytes));
-    }
-  }
-  struct stat file_stat {};
-  if (lstat(path.c_str(), &file_stat) == 0) {
-    if (S_ISDIR(file_stat.st_mode)) {
-      return Status(ErrorCode::kAlreadyExists, path +
-                                                   ": cannot create the run file: a directory "
-                                                   "of that name exists");
-    }
-    if (!options.overwrite) {
-      return Status(ErrorCode::kAlreadyExists,
-                    path +
-                        ": a run file of that name already exists; choose another path or "
-                        "overwrite it");
-    }
-  }
-  // We hold the lock: no writer uses these. A stale log of an older file must not be
-  // replayed into the new one.
-  RemoveDatabaseFiles(path);
-  const std::string tmp = path + ".creating";
-  RemoveDatabaseFiles(tmp);
-  if (Status st = CreateSchema(tmp, path, run, options); !st.ok()) {
-    RemoveDatabaseFiles(tmp);
-    return st;
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    RemoveDatabaseFiles(tmp);
-    return Status(ErrorCode::kIo, path + ": cannot create the run file: rename from '" + tmp +
-                                      "': " + std::strerror(err));
-  }
-  FsyncDir(dir);
-
-  auto impl = std::make_unique<Impl>();
-  impl->path = path;
-  impl->options = options;
-  impl->lock = std::move(*lock);
-  impl->lock.Reserve(options.reserve_bytes);
-  if (Status st = impl->Open(); !st.ok()) {
-    impl->StopCheckpointer();
-    impl->CloseDb();
-    RemoveDatabaseFiles(path);
-    return st;
-  }
-  return std::unique_ptr<RunWriter>(new RunWriter(std::move(impl)));
 }
 
 const std::string& RunWriter::path() const { return impl_->path; }
@@ -628,7 +179,7 @@ Status RunWriter::Finish(RunStatus status, std::string_view message) {
   if (status != RunStatus::kRunning) impl_->StopCheckpointer();  // it may wait for mu
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (status == RunStatus::kRunning) {
-    return Status(ErrorCode::kInvalidArgument,
+    return Status(StatusCode::kInvalidInput,
                   impl_->path + ": Finish() needs a final status, not 'running'");
   }
   return impl_->FinishLocked(status, message);
@@ -638,7 +189,7 @@ Status RunWriter::UpdateRun(const RunInfo& run) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& d = *impl_;
   if (Status st = d.Ready(); !st.ok()) return st;
-  BindRunFields(d.update_run, run);
+  internal::BindRunFields(d.update_run, run);
   return d.Run(d.update_run, "updating the run");
 }
 

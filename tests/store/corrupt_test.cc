@@ -64,7 +64,7 @@ void Sql(const std::string& path, const std::string& sql) {
   sqlite3_close(db);
 }
 
-void ExpectRefused(const std::string& path, ErrorCode code, const std::string& reason) {
+void ExpectRefused(const std::string& path, StatusCode code, const std::string& reason) {
   auto reader = RunReader::Open(path);
   ASSERT_FALSE(reader.ok()) << path;
   EXPECT_EQ(reader.status().code(), code) << reader.status().message();
@@ -74,18 +74,18 @@ void ExpectRefused(const std::string& path, ErrorCode code, const std::string& r
 
 TEST(CorruptFile, NotRunFiles) {
   TempDir dir;
-  ExpectRefused(dir.File("missing.db"), ErrorCode::kNotFound, "no such run file");
-  ExpectRefused(dir.path(), ErrorCode::kNotARunFile, "a directory");
+  ExpectRefused(dir.File("missing.db"), StatusCode::kNotFound, "no such run file");
+  ExpectRefused(dir.path(), StatusCode::kNotARunFile, "a directory");
   WriteFile(dir.File("empty.db"), "");
-  ExpectRefused(dir.File("empty.db"), ErrorCode::kNotARunFile, "an empty file");
+  ExpectRefused(dir.File("empty.db"), StatusCode::kNotARunFile, "an empty file");
   WriteFile(dir.File("text.db"), std::string(5000, 'a') + "\nhello, this is text\n");
-  ExpectRefused(dir.File("text.db"), ErrorCode::kNotARunFile, "not an SQLite database");
+  ExpectRefused(dir.File("text.db"), StatusCode::kNotARunFile, "not an SQLite database");
   WriteFile(dir.File("short.db"), "SQLite format 3");
-  ExpectRefused(dir.File("short.db"), ErrorCode::kNotARunFile, "not a Shardscope run file");
+  ExpectRefused(dir.File("short.db"), StatusCode::kNotARunFile, "not a Shardscope run file");
   Sql(dir.File("other.db"), "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
-  ExpectRefused(dir.File("other.db"), ErrorCode::kNotARunFile, "another application");
+  ExpectRefused(dir.File("other.db"), StatusCode::kNotARunFile, "another application");
   Sql(dir.File("blank.db"), "PRAGMA user_version = 1; CREATE TABLE t(x); DROP TABLE t;");
-  ExpectRefused(dir.File("blank.db"), ErrorCode::kNotARunFile, "an empty SQLite database");
+  ExpectRefused(dir.File("blank.db"), StatusCode::kNotARunFile, "an empty SQLite database");
 }
 
 TEST(CorruptFile, NewerSchemaVersionIsRefused) {
@@ -93,10 +93,10 @@ TEST(CorruptFile, NewerSchemaVersionIsRefused) {
   const std::string path = dir.File("new.db");
   MakeRunFile(path);
   Sql(path, "PRAGMA user_version = " + std::to_string(kSchemaVersion + 1));
-  ExpectRefused(path, ErrorCode::kTooNew, "written by a newer Shardscope");
-  ExpectRefused(path, ErrorCode::kTooNew, "schema version " + std::to_string(kSchemaVersion + 1));
+  ExpectRefused(path, StatusCode::kTooNew, "written by a newer Shardscope");
+  ExpectRefused(path, StatusCode::kTooNew, "schema version " + std::to_string(kSchemaVersion + 1));
   Sql(path, "PRAGMA user_version = 0");
-  ExpectRefused(path, ErrorCode::kCorrupt, "schema version 0");
+  ExpectRefused(path, StatusCode::kCorrupt, "schema version 0");
 }
 
 TEST(CorruptFile, MissingOrChangedTables) {
@@ -104,18 +104,18 @@ TEST(CorruptFile, MissingOrChangedTables) {
   const std::string path = dir.File("run.db");
   MakeRunFile(path);
   Sql(path, "DROP TABLE event");
-  ExpectRefused(path, ErrorCode::kCorrupt, "table 'event' is missing");
+  ExpectRefused(path, StatusCode::kCorrupt, "table 'event' is missing");
   Sql(path, "CREATE VIEW event AS SELECT 1 AS id");
-  ExpectRefused(path, ErrorCode::kCorrupt, "table 'event' is missing");  // a view is not it
+  ExpectRefused(path, StatusCode::kCorrupt, "table 'event' is missing");  // a view is not it
 
   MakeRunFile(path);
   Sql(path, "DROP TABLE step; CREATE TABLE step (step INTEGER PRIMARY KEY)");
-  ExpectRefused(path, ErrorCode::kCorrupt,
+  ExpectRefused(path, StatusCode::kCorrupt,
                 "do not match schema version " + std::to_string(kSchemaVersion));
 
   MakeRunFile(path);
   Sql(path, "DELETE FROM run");
-  ExpectRefused(path, ErrorCode::kCorrupt, "the run table is empty");
+  ExpectRefused(path, StatusCode::kCorrupt, "the run table is empty");
 }
 
 TEST(CorruptFile, DamagedValuesAreReportedByTheirAccessor) {
@@ -131,7 +131,7 @@ TEST(CorruptFile, DamagedValuesAreReportedByTheirAccessor) {
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   auto meshes = (*reader)->Meshes();
   ASSERT_FALSE(meshes.ok());
-  EXPECT_EQ(meshes.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(meshes.status().code(), StatusCode::kCorrupt);
   EXPECT_TRUE(Contains(meshes.status().message(), "table 'mesh' row 0: column 'shape'"))
       << meshes.status().message();
   auto redists = (*reader)->Redistributions();
@@ -142,7 +142,7 @@ TEST(CorruptFile, DamagedValuesAreReportedByTheirAccessor) {
   // Text in a number column: SQLite would read 0, a wrong figure; it is damage.
   auto steps = (*reader)->Steps();
   ASSERT_FALSE(steps.ok());
-  EXPECT_EQ(steps.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(steps.status().code(), StatusCode::kCorrupt);
   EXPECT_TRUE(Contains(steps.status().message(), "holds text where a number belongs"))
       << steps.status().message();
   EXPECT_FALSE(FormatRunSummary(**reader).ok());
@@ -160,7 +160,7 @@ int OpenAndReadAll(const std::string& path) {
   auto reader = RunReader::Open(path);
   if (!reader.ok()) {
     EXPECT_TRUE(Contains(reader.status().message(), path)) << reader.status().message();
-    EXPECT_NE(reader.status().code(), ErrorCode::kInternal) << reader.status().message();
+    EXPECT_NE(reader.status().code(), StatusCode::kInternal) << reader.status().message();
     return -1;
   }
   return testing::ReadEverything(**reader);

@@ -1,4 +1,5 @@
-// The JSON arrays kept in text columns: exact round trips, strict refusal of anything else.
+// The JSON kept in text columns: exact round trips, the text earlier readers parse, strict
+// refusal of anything else.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -41,7 +42,6 @@ TEST(JsonText, StringsRoundTrip) {
   EXPECT_EQ(back, values);
   ASSERT_TRUE(ParseStrings(R"(["\u00e9\ud834\udd1e\/"])", &back));
   EXPECT_EQ(back, std::vector<std::string>{"é𝄞/"});
-  EXPECT_EQ(JsonQuote("a\"b"), "\"a\\\"b\"");
 }
 
 TEST(JsonText, RefusesAnythingElse) {
@@ -63,8 +63,37 @@ TEST(JsonText, RefusesAnythingElse) {
   for (const char* bad : {"[[0,1,[0],[1],5]]", "[[0,1,[0]]]", "[[0,[1],[0],[1]]]"}) {
     EXPECT_FALSE(ParseTransfers(bad, &transfers)) << bad;
   }
+  EXPECT_FALSE(ParseInts("[18446744073709551615]", &ints));  // beyond int64
   // Deep nesting is refused without recursion.
   EXPECT_FALSE(ParseIntLists(std::string(100000, '[') + std::string(100000, ']'), &lists));
+}
+
+// Readers of existing run files parse exactly these texts (keys in this order, no spaces).
+TEST(JsonText, TextIsWhatEarlierReadersParse) {
+  EXPECT_EQ(JsonInts({2, -4, 8}), "[2,-4,8]");
+  EXPECT_EQ(JsonIntLists({{0, 1}, {}}), "[[0,1],[]]");
+  EXPECT_EQ(JsonStrings({"dp", "a\"b"}), R"(["dp","a\"b"])");
+  EXPECT_EQ(JsonTransfers({{0, 1, {0, 64}, {32, 32}}}), "[[0,1,[0,64],[32,32]]]");
+  EXPECT_EQ(JsonRankGroups(RankGroups::Grid(1, {{2, 4}}, {{4, 1}})),
+            R"({"first":1,"members":[[2,4]],"groups":[[4,1]]})");
+  TransferList t;
+  t.Add(0, 1, {0}, {8});
+  t.Add(1, 2, {8}, {8});
+  EXPECT_EQ(JsonTransferList(t), R"({"runs":[[2,1,0,1,0,8,1,1,8,0]]})");
+  EXPECT_EQ(JsonTransferList({}), "[]");
+  // Control characters as earlier writers escaped them read back too.
+  std::vector<std::string> back;
+  ASSERT_TRUE(ParseStrings(R"(["tab\u0009nl\u000a"])", &back));
+  EXPECT_EQ(back, std::vector<std::string>{"tab\tnl\n"});
+}
+
+TEST(JsonText, InvalidUtf8IsReplacedNotThrown) {
+  std::vector<std::string> back;
+  ASSERT_TRUE(ParseStrings(JsonStrings({"a\xff"
+                                        "b"}),
+                           &back));
+  EXPECT_EQ(back, std::vector<std::string>{"a\xEF\xBF\xBD"
+                                           "b"});
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ void KillAndCheck(int64_t kill_after, int ranks) {
     options.lock_wait_seconds = 0;
     auto second = RunWriter::Create(path, RunInfo{}, options);
     ASSERT_FALSE(second.ok());
-    EXPECT_EQ(second.status().code(), ErrorCode::kLocked);
+    EXPECT_EQ(second.status().code(), StatusCode::kLocked);
     EXPECT_NE(second.status().message().find("pid " + std::to_string(h.pid)), std::string::npos)
         << second.status().message();
   }

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 
+#include "columns.h"
 #include "schema.h"
 #include "shardscope/store/reader.h"
 #include "shardscope/store/records.h"
@@ -101,6 +104,42 @@ TEST(Migrations, CurrentSchemaHasEveryRequiredTable) {
   ASSERT_TRUE(internal::ApplyMigrations(db, 0, internal::Migrations(), "db").ok());
   EXPECT_TRUE(internal::CheckTables(db, internal::RequiredTables(), "db").ok());
   EXPECT_EQ(UserVersion(db), kSchemaVersion);
+  sqlite3_close(db);
+}
+
+// The column lists the writer inserts and the reader selects (columns.h) are exactly the
+// columns the migrations create, table by table, and every table is listed.
+TEST(Migrations, ColumnListsMatchTheMigratedSchema) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_TRUE(internal::ApplyMigrations(db, 0, internal::Migrations(), "db").ok());
+  std::set<std::string> listed_tables;
+  for (const internal::Table& t : internal::kTables) {
+    const std::string name(t.name);
+    listed_tables.insert(name);
+    std::set<std::string> listed(t.columns.begin(), t.columns.end());
+    EXPECT_EQ(listed.size(), t.columns.size()) << name << ": a column listed twice";
+    internal::Stmt s;
+    ASSERT_EQ(s.Prepare(db, "SELECT name FROM pragma_table_info(?1)"), SQLITE_OK);
+    s.BindText(1, name);
+    std::set<std::string> created;
+    while (s.Step() == SQLITE_ROW) created.insert(s.Text(0));
+    EXPECT_EQ(listed, created) << name;
+    if (t.generated_id) {
+      EXPECT_EQ(t.columns.front(), "id") << name;
+    }
+  }
+  internal::Stmt tables;
+  ASSERT_EQ(tables.Prepare(db, "SELECT name FROM sqlite_schema WHERE type = 'table'"), SQLITE_OK);
+  std::set<std::string> created_tables;
+  while (tables.Step() == SQLITE_ROW) created_tables.insert(tables.Text(0));
+  EXPECT_EQ(listed_tables, created_tables);
+  EXPECT_EQ(internal::InsertSql(internal::kEventTable),
+            "INSERT INTO event (time, level, step, rank, source, message) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  EXPECT_EQ(internal::SelectSql(internal::kProgramTable, "ORDER BY rank"),
+            "SELECT rank, role, listing FROM program ORDER BY rank");
+  tables = internal::Stmt();
   sqlite3_close(db);
 }
 

@@ -83,7 +83,7 @@ TEST_F(RoundTripTest, OperatorLookups) {
   EXPECT_EQ(Get(reader_->Operator(3)), sample_.operators[3]);
   Result<OperatorRecord> missing = reader_->Operator(99);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   auto named = Get(reader_->OperatorsNamed("dense2.matmul"));
   ASSERT_EQ(named.size(), 1u);
   EXPECT_EQ(named[0], sample_.operators[2]);
@@ -98,7 +98,7 @@ TEST_F(RoundTripTest, OperatorLookups) {
 TEST_F(RoundTripTest, TensorsAndEdges) {
   EXPECT_EQ(Get(reader_->Tensors()), sample_.tensors);
   EXPECT_EQ(Get(reader_->Tensor(3)), sample_.tensors[3]);
-  EXPECT_EQ(reader_->Tensor(42).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(reader_->Tensor(42).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(Get(reader_->Edges()), sample_.edges);  // already in (dst_op, dst_input) order
   auto into = Get(reader_->EdgesInto(0));
   ASSERT_EQ(into.size(), 2u);
@@ -117,7 +117,7 @@ TEST_F(RoundTripTest, TensorsAndEdges) {
 TEST_F(RoundTripTest, RedistributionsWithSteps) {
   EXPECT_EQ(Get(reader_->Redistributions()), sample_.redistributions);
   EXPECT_EQ(Get(reader_->Redistribution(0)), sample_.redistributions[0]);
-  EXPECT_EQ(reader_->Redistribution(5).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(reader_->Redistribution(5).status().code(), StatusCode::kNotFound);
   auto of_op = Get(reader_->RedistributionsForOperator(1));
   ASSERT_EQ(of_op.size(), 1u);
   EXPECT_EQ(of_op[0], sample_.redistributions[0]);

@@ -61,7 +61,7 @@ TEST(RunWriter, SecondWriterIsRefusedWithTheHolder) {
   options.overwrite = true;  // even with overwrite: a file being written is never replaced
   auto second = RunWriter::Create(path, SampleRunInfo(), options);
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), ErrorCode::kLocked);
+  EXPECT_EQ(second.status().code(), StatusCode::kLocked);
   const std::string& message = second.status().message();
   EXPECT_TRUE(Contains(message, path)) << message;
   EXPECT_TRUE(Contains(message, "another run is writing this file")) << message;
@@ -83,7 +83,7 @@ TEST(RunWriter, ExistingFileNeedsOverwrite) {
   }
   auto again = RunWriter::Create(path, SampleRunInfo());
   ASSERT_FALSE(again.ok());
-  EXPECT_EQ(again.status().code(), ErrorCode::kAlreadyExists);
+  EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists);
   EXPECT_TRUE(Contains(again.status().message(), path));
   RunWriterOptions options;
   options.overwrite = true;
@@ -101,7 +101,7 @@ TEST(RunWriter, RefusesToStartWithoutSpace) {
   options.min_free_bytes = int64_t{1} << 62;
   auto w = RunWriter::Create(dir.File("run.db"), SampleRunInfo(), options);
   ASSERT_FALSE(w.ok());
-  EXPECT_EQ(w.status().code(), ErrorCode::kDiskFull);
+  EXPECT_EQ(w.status().code(), StatusCode::kDiskFull);
   EXPECT_TRUE(Contains(w.status().message(), "free on the file system")) << w.status().message();
   EXPECT_FALSE(Exists(dir.File("run.db")));
   EXPECT_FALSE(Exists(dir.File("run.db.lock")));
@@ -111,10 +111,10 @@ TEST(RunWriter, RefusesMissingDirectory) {
   TempDir dir;
   auto w = RunWriter::Create(dir.File("no/such/dir/run.db"), SampleRunInfo());
   ASSERT_FALSE(w.ok());
-  EXPECT_EQ(w.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(w.status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(Contains(w.status().message(), "does not exist")) << w.status().message();
   auto empty = RunWriter::Create("", SampleRunInfo());
-  EXPECT_EQ(empty.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidInput);
 }
 
 // /proc exists but answers ENOENT to a new file: the message must not claim it is missing.
@@ -123,7 +123,7 @@ TEST(RunWriter, DirectoryThatRefusesNewFilesIsNotCalledMissing) {
   if (stat("/proc/self", &st) != 0) GTEST_SKIP() << "no /proc here";
   auto w = RunWriter::Create("/proc/run.db", SampleRunInfo());
   ASSERT_FALSE(w.ok());
-  EXPECT_EQ(w.status().code(), ErrorCode::kReadOnly) << w.status().message();
+  EXPECT_EQ(w.status().code(), StatusCode::kReadOnly) << w.status().message();
   EXPECT_TRUE(Contains(w.status().message(), "directory '/proc' does not accept new files"))
       << w.status().message();
 }
@@ -146,7 +146,7 @@ TEST(RunWriter, RefusesReadOnlyDirectory) {
   });
   if (out == "setuid failed") GTEST_SKIP() << "cannot drop root privileges here";
   ASSERT_NE(out, "created");
-  EXPECT_EQ(out.substr(0, out.find('|')), std::to_string(static_cast<int>(ErrorCode::kReadOnly)))
+  EXPECT_EQ(out.substr(0, out.find('|')), std::to_string(static_cast<int>(StatusCode::kReadOnly)))
       << out;
   EXPECT_TRUE(Contains(out, "is not writable")) << out;
   EXPECT_TRUE(Contains(out, ro + "/run.db")) << out;
@@ -165,7 +165,7 @@ TEST(RunWriter, DanglingReferenceFailsTheCommitAndRollsBack) {
   ASSERT_TRUE((*w)->AddOperator(op).ok());  // checked at commit: records may come in any order
   Status st = (*w)->Commit();
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidInput);
   EXPECT_TRUE(Contains(st.message(), "1 row of 'operator' refers to a missing 'mesh'"))
       << st.message();
   EXPECT_FALSE((*w)->in_transaction());
@@ -194,14 +194,14 @@ TEST(RunWriter, FailedRecordLeavesNothingBehind) {
   op.candidates = {Candidate("c", 1), Candidate("d", 2), Candidate("e", 3)};
   Status dup = (*w)->AddOperator(op);
   ASSERT_FALSE(dup.ok());
-  EXPECT_EQ(dup.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(dup.code(), StatusCode::kInvalidInput);
   EXPECT_TRUE(Contains(dup.message(), "operator 0 'second'")) << dup.message();
   EXPECT_TRUE((*w)->in_transaction());  // the transaction goes on without that record
   ASSERT_TRUE((*w)->AddStep(Step(3)).ok());
   EXPECT_FALSE((*w)->AddStep(Step(3)).ok());  // a step is recorded once
   OperatorRecord negative;
   negative.id = -5;
-  EXPECT_EQ((*w)->AddOperator(negative).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ((*w)->AddOperator(negative).code(), StatusCode::kInvalidInput);
   // A child row fails: the rows of the record already added go too.
   StepRecord twice = Step(4);
   twice.ranks[1].rank = 0;
@@ -240,7 +240,7 @@ TEST(RunWriter, FinishIsFinal) {
   TempDir dir;
   auto w = RunWriter::Create(dir.File("run.db"), SampleRunInfo());
   ASSERT_TRUE(w.ok());
-  EXPECT_EQ((*w)->Finish(RunStatus::kRunning).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ((*w)->Finish(RunStatus::kRunning).code(), StatusCode::kInvalidInput);
   ASSERT_TRUE((*w)->AddStep(Step(0)).ok());  // uncommitted: Finish commits it
   ASSERT_TRUE((*w)->Finish(RunStatus::kFailed, "loss is NaN").ok());
   EXPECT_TRUE((*w)->finished());
@@ -465,8 +465,8 @@ TEST(RunWriter, DiskFullDuringARunIsAClearErrorAndLosesNoCommit) {
   const std::string rest = out.substr(bar + 1);
   const int code = std::stoi(rest.substr(0, rest.find('|')));
   const std::string message = rest.substr(rest.find('|') + 1);
-  EXPECT_TRUE(code == static_cast<int>(ErrorCode::kDiskFull) ||
-              code == static_cast<int>(ErrorCode::kIo))
+  EXPECT_TRUE(code == static_cast<int>(StatusCode::kDiskFull) ||
+              code == static_cast<int>(StatusCode::kIoError))
       << message;
   EXPECT_TRUE(Contains(message, path)) << message;
   EXPECT_GT(committed, 10);

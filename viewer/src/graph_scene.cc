@@ -418,7 +418,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
   if (options.partitioned) Set(g, "newrank", "true");
   if (gvLayout(gvc, g, "dot") != 0) {
     agclose(g);
-    return store::Status(store::ErrorCode::kInternal,
+    return store::Status(store::StatusCode::kInternal,
                          run.run.name + ": Graphviz dot could not lay out the graph");
   }
   const boxf bb = GD_bb(g);

@@ -109,12 +109,12 @@ store::Status SaveScene(const Scene& scene, const std::string& path) {
     svg.setTitle("Shardscope");
     QPainter painter;
     if (!painter.begin(&svg)) {
-      return store::Status(store::ErrorCode::kIo, path + ": cannot write the SVG file");
+      return store::Status(store::StatusCode::kIoError, path + ": cannot write the SVG file");
     }
     PaintScene(scene, &painter);
     painter.end();
     if (!QFileInfo::exists(file)) {
-      return store::Status(store::ErrorCode::kIo, path + ": cannot write the SVG file");
+      return store::Status(store::StatusCode::kIoError, path + ": cannot write the SVG file");
     }
     return store::Status::Ok();
   }
@@ -127,12 +127,12 @@ store::Status SaveScene(const Scene& scene, const std::string& path) {
     PaintScene(scene, &painter);
     painter.end();
     if (!image.save(file, "PNG")) {
-      return store::Status(store::ErrorCode::kIo, path + ": cannot write the PNG file");
+      return store::Status(store::StatusCode::kIoError, path + ": cannot write the PNG file");
     }
     return store::Status::Ok();
   }
   return store::Status(
-      store::ErrorCode::kInvalidArgument,
+      store::StatusCode::kInvalidInput,
       path + ": unknown picture format '" + suffix.toStdString() + "': use .svg or .png");
 }
 

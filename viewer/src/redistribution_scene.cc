@@ -10,7 +10,7 @@ namespace shardscope::viewer {
 namespace {
 
 store::Status Invalid(const std::string& message) {
-  return store::Status(store::ErrorCode::kInvalidArgument, message);
+  return store::Status(store::StatusCode::kInvalidInput, message);
 }
 
 store::Result<Layout> LayoutOn(const RunData& run, const std::string& text, int64_t mesh_id,

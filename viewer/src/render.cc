@@ -13,7 +13,7 @@
 namespace shardscope::viewer {
 namespace {
 
-store::Status Bad(store::ErrorCode code, const std::string& message) {
+store::Status Bad(store::StatusCode code, const std::string& message) {
   return store::Status(code, message);
 }
 
@@ -43,12 +43,12 @@ store::Result<Scene> RenderMesh(const RunData& run, const RenderRequest& request
   if (!record) {
     std::string known;
     for (const auto& m : run.meshes) known += (known.empty() ? "" : ", ") + std::to_string(m.id);
-    return Bad(store::ErrorCode::kNotFound,
+    return Bad(store::StatusCode::kNotFound,
                "mesh '" + request.target +
                    "' is not in the run (meshes: " + (known.empty() ? "none" : known) + ")");
   }
   auto mesh = MeshFromRecord(*record);
-  if (!mesh.ok()) return Bad(store::ErrorCode::kCorrupt, mesh.status().message());
+  if (!mesh.ok()) return Bad(store::StatusCode::kCorrupt, mesh.status().message());
   MeshSceneOptions options;
   options.title = QString("mesh %1").arg(record->id);
   options.selected_rank = request.rank;
@@ -57,7 +57,7 @@ store::Result<Scene> RenderMesh(const RunData& run, const RenderRequest& request
     std::string name;
     while (std::getline(names, name, ',')) {
       auto axis = mesh->axis_index(name);
-      if (!axis.ok()) return Bad(store::ErrorCode::kInvalidArgument, axis.status().message());
+      if (!axis.ok()) return Bad(store::StatusCode::kInvalidInput, axis.status().message());
       options.axes.push_back(*axis);
     }
   }
@@ -67,23 +67,23 @@ store::Result<Scene> RenderMesh(const RunData& run, const RenderRequest& request
 store::Result<Scene> RenderTensor(const RunData& run, const RenderRequest& request) {
   const store::TensorRecord* tensor = run.TensorNamed(request.target);
   if (!tensor) {
-    return Bad(store::ErrorCode::kNotFound,
+    return Bad(store::StatusCode::kNotFound,
                "tensor '" + request.target + "' is not in the run (see `shardscope inspect`)");
   }
   const store::MeshRecord* record = run.Mesh(tensor->mesh_id);
   if (!record || tensor->layout.empty()) {
-    return Bad(store::ErrorCode::kNotFound,
+    return Bad(store::StatusCode::kNotFound,
                "tensor '" + request.target + "' has no recorded layout");
   }
   auto mesh = MeshFromRecord(*record);
-  if (!mesh.ok()) return Bad(store::ErrorCode::kCorrupt, mesh.status().message());
+  if (!mesh.ok()) return Bad(store::StatusCode::kCorrupt, mesh.status().message());
   auto layout = ParseStoredLayout(tensor->layout, *mesh, tensor->shape);
   if (!layout.ok()) {
-    return Bad(store::ErrorCode::kCorrupt,
+    return Bad(store::StatusCode::kCorrupt,
                "tensor '" + tensor->name + "': " + layout.status().message());
   }
   if (request.rank >= mesh->size()) {
-    return Bad(store::ErrorCode::kInvalidArgument,
+    return Bad(store::StatusCode::kInvalidInput,
                "rank " + std::to_string(request.rank) + " is not on " + mesh->ToString());
   }
   TensorSceneOptions options;
@@ -98,7 +98,7 @@ store::Result<Scene> RenderTimeline(const RunData& run, const RenderRequest& req
   if (steps.empty()) return BuildTimelineScene(run.pipeline_spans, request.step);
   const int64_t step = request.step < 0 ? steps.back() : request.step;
   if (!std::binary_search(steps.begin(), steps.end(), step)) {
-    return Bad(store::ErrorCode::kNotFound,
+    return Bad(store::StatusCode::kNotFound,
                "timeline: step " + std::to_string(step) + " has no pipeline spans (steps " +
                    std::to_string(steps.front()) + ".." + std::to_string(steps.back()) + ")");
   }
@@ -114,20 +114,20 @@ store::Result<Scene> RenderView(const RunData& run, const RenderRequest& request
   if (request.view == "redistribution") {
     int64_t id = 0;
     if (!ParseInt(request.target, &id)) {
-      return Bad(store::ErrorCode::kInvalidArgument,
+      return Bad(store::StatusCode::kInvalidInput,
                  "redistribution: expected an id (0, 1, ...), got '" + request.target + "'");
     }
     const store::RedistributionRecord* r = run.Redistribution(id);
     if (!r) {
-      return Bad(store::ErrorCode::kNotFound, "redistribution " + request.target +
-                                                  " is not in the run (it has " +
-                                                  std::to_string(run.redistributions.size()) + ")");
+      return Bad(store::StatusCode::kNotFound,
+                 "redistribution " + request.target + " is not in the run (it has " +
+                     std::to_string(run.redistributions.size()) + ")");
     }
     return BuildRedistributionFrame(run, *r, request.step);
   }
   if (request.view == "timeline") return RenderTimeline(run, request);
   return Bad(
-      store::ErrorCode::kInvalidArgument,
+      store::StatusCode::kInvalidInput,
       "unknown view '" + request.view + "': use graph, mesh, tensor, redistribution or timeline");
 }
 

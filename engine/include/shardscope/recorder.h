@@ -73,7 +73,7 @@ class Recorder {
  private:
   explicit Recorder(std::unique_ptr<store::RunWriter> writer);
   void WriteLoop();
-  Status Check(const store::Status& st);  // converts, and keeps the first failure
+  Status Check(const Status& st);  // keeps the first failure (and whether the disk was full)
   std::unique_ptr<store::RunWriter> writer_;
   mutable std::mutex mu_;
   std::condition_variable wake_;

@@ -28,7 +28,7 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
-int FailStore(const store::Status& status) {
+int FailStore(const Status& status) {
   return Fail(store::IsBadInput(status.code()) ? kExitBadInput : kExitRunFailure,
               store::EscapeControls(status.message()));
 }

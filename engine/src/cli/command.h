@@ -40,6 +40,6 @@ const std::string& CommandLine();
 // Prints "error: <message>" to stderr and returns `code`.
 int Fail(int code, const std::string& message);
 // The same for a store error: exit 2 when the input was at fault (store::IsBadInput), else 1.
-int FailStore(const store::Status& status);
+int FailStore(const Status& status);
 
 }  // namespace shardscope::cli

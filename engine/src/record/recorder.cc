@@ -13,12 +13,6 @@
 namespace shardscope {
 namespace {
 
-template <typename T>
-Result<T> FromStore(store::Result<T> r) {
-  if (!r.ok()) return Status::Io(r.status().message());
-  return std::move(r).value();
-}
-
 std::string Scope(const std::string& name) {
   const size_t dot = name.rfind('.');
   return dot == std::string::npos ? "" : name.substr(0, dot);
@@ -45,7 +39,7 @@ store::TensorRecord TensorOf(const Value& v, bool is_grad) {
 // Meshes, each recorded once, keyed by their printed form.
 class MeshTable {
  public:
-  MeshTable(store::RunWriter& w, std::function<Status(const store::Status&)> check)
+  MeshTable(store::RunWriter& w, std::function<Status(const Status&)> check)
       : w_(w), check_(std::move(check)) {}
   Result<int64_t> Id(const DeviceMesh& mesh) {
     const std::string key = mesh.ToString();
@@ -66,7 +60,7 @@ class MeshTable {
 
  private:
   store::RunWriter& w_;
-  std::function<Status(const store::Status&)> check_;
+  std::function<Status(const Status&)> check_;
   std::map<std::string, int64_t> ids_;
 };
 
@@ -77,7 +71,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const std::string& path,
   std::error_code ec;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  SHARDSCOPE_ASSIGN_OR_RETURN(auto writer, FromStore(store::RunWriter::Create(path, run)));
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto writer, store::RunWriter::Create(path, run));
   return std::unique_ptr<Recorder>(new Recorder(std::move(writer)));
 }
 
@@ -204,7 +198,7 @@ store::OperatorRecord OperatorOf(const Node& n) {
 
 Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchResult* search) {
   SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->Begin()));
-  MeshTable meshes(*writer_, [this](const store::Status& st) { return Check(st); });
+  MeshTable meshes(*writer_, [this](const Status& st) { return Check(st); });
   for (const Node& n : g.nodes()) {
     store::OperatorRecord op = OperatorOf(n);
     const OpStrategy& s = p.strategies[n.id];
@@ -460,14 +454,14 @@ Status Recorder::Finish(store::RunStatus status, const std::string& message) {
   return drained.ok() ? finished : drained;
 }
 
-Status Recorder::Check(const store::Status& st) {
-  if (st.ok()) return Status::Ok();
+Status Recorder::Check(const Status& st) {
+  if (st.ok()) return st;
   std::lock_guard<std::mutex> lock(mu_);
   if (error_.ok()) {
-    error_ = Status::Io(st.message());
-    disk_full_ = st.code() == store::ErrorCode::kDiskFull;
+    error_ = st;
+    disk_full_ = st.code() == StatusCode::kDiskFull;
   }
-  return Status::Io(st.message());
+  return st;
 }
 
 Status Recorder::failure() const {

@@ -415,7 +415,7 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
   } else if (o.kernel_rate > 0 && !o.inputs.empty()) {
     // Forward and gradient together at the rate calibrate measured for this kind, by the
     // bytes of its input shard (MaxPool2D: the flop count prices window comparisons as
-    // nothing and its gradient as a copy; LeNet-5 measured 3x that).
+    // nothing and its gradient as a copy, well below what the kernels take).
     work = o.inputs[0].bytes / o.inputs[0].Parts(parts) / o.kernel_rate;
   } else {
     work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);

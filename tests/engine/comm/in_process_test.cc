@@ -345,10 +345,26 @@ TEST(InProcessWorldTest, SubCommunicatorOutlivesTheWorld) {
 
 TEST(InProcessWorldTest, ManySmallCollectivesOnFewCores) {
   // 16 devices on however many cores: condition variables, not spinning, keep this quick.
+  // Each round sums fresh small integers (exact in float), so every result is known; summing
+  // the same buffer again would multiply it by 16 a round and overflow after 32 rounds.
+  constexpr int kDevices = 16;
+  constexpr int kRounds = 500;
   auto start = std::chrono::steady_clock::now();
-  Status st = RunOnDevices(16, [](Communicator& comm) -> Status {
-    std::vector<float> x(4, 1.0f);
-    for (int i = 0; i < 500; ++i) SHARDSCOPE_RETURN_IF_ERROR(comm.AllReduce(x));
+  Status st = RunOnDevices(kDevices, [](Communicator& comm) -> Status {
+    const int r = comm.rank();
+    for (int i = 0; i < kRounds; ++i) {
+      std::vector<float> x = {1.0f, static_cast<float>(r), static_cast<float>(i),
+                              static_cast<float>((r * i) % 7)};
+      SHARDSCOPE_RETURN_IF_ERROR(comm.AllReduce(x));
+      float mod_sum = 0;
+      for (int k = 0; k < kDevices; ++k) mod_sum += static_cast<float>((k * i) % 7);
+      const std::vector<float> want = {kDevices, kDevices * (kDevices - 1) / 2.0f,
+                                       static_cast<float>(kDevices * i), mod_sum};
+      if (x != want) {
+        return Status::Internal("rank " + std::to_string(r) + ", all-reduce " + std::to_string(i) +
+                                ": wrong sum");
+      }
+    }
     return Status::Ok();
   });
   EXPECT_TRUE(st.ok()) << st.message();

@@ -91,7 +91,7 @@ parallel:
 }
 
 // Two readers want relu0's output replicated, on meshes with other axis names: the same
-// blocks on the same ranks, so one gather serves both (it used to be gathered twice).
+// blocks on the same ranks, so one gather serves both (not one gather per reader).
 TEST(Plans, OneCopyServesReadersWantingTheSameBlocksOnDifferentMeshes) {
   const std::string text = TwoReaders("two_meshes", 8, R"(
   meshes:

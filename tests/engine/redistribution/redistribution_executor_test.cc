@@ -88,24 +88,38 @@ TEST(RedistributionExecutorTest, RandomPlansOnInProcessDevices) {
 TEST(RedistributionExecutorTest, EveryStepKindRuns) {
   using redist_test::MakeMesh;
   using redist_test::Spec;
+  using Kind = RedistStep::Kind;
   CostModel cost;
   const DeviceMesh m = MakeMesh({2, 2, 2}, {"dp", "sp", "mp"});
   const Shape shape = {8, 8};
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"dp,-", "-,-"},             // all-gather
-      {"dp,-", "-,dp"},            // all-to-all
-      {"-,-|P(mp)", "mp,-"},       // reduce-scatter
-      {"-,-|P(mp)", "-,-"},        // all-reduce
-      {"-,-", "(dp,sp),mp"},       // local slices
-      {"(dp,sp),-", "(sp,dp),-"},  // permute
-      {"dp,sp", "sp,dp"},          // irregular exchange
-      {"-,-", "-,-|P(dp)"},        // zero-fill
-      {"-,-|P(mp)", "(mp,dp),-"},  // reduce-scatter-v
+  // Each pair is planned in steps of `kind` only; `irregular`: of transfers rather than along
+  // one dimension.
+  struct Case {
+    std::string from, to;
+    Kind kind;
+    bool irregular;
   };
-  for (const auto& [a, b] : cases) {
-    Result<RedistPlan> plan = PlanRedistribution(Spec(m, a, shape), Spec(m, b, shape), cost);
+  const std::vector<Case> cases = {
+      {"dp,-", "-,-", Kind::kAllGather, false},
+      {"dp,-", "-,dp", Kind::kAllToAll, false},
+      {"-,-|P(mp)", "mp,-", Kind::kReduceScatter, false},
+      {"-,-|P(mp)", "-,-", Kind::kAllReduce, true},  // direct: each rank gets its addends
+      {"-,-", "(dp,sp),mp", Kind::kLocalSlice, false},
+      {"(dp,sp),-", "(sp,dp),-", Kind::kPermute, true},
+      {"dp,sp", "sp,dp", Kind::kPermute, true},
+      {"(dp,sp,mp),-", "-,dp", Kind::kAllToAll, true},
+      {"-,-", "-,-|P(dp)", Kind::kLocalReshape, false},
+      {"-,-|P(mp)", "(mp,dp),-", Kind::kReduceScatter, true},
+  };
+  for (const Case& c : cases) {
+    Result<RedistPlan> plan =
+        PlanRedistribution(Spec(m, c.from, shape), Spec(m, c.to, shape), cost);
     ASSERT_TRUE(plan.ok());
-    RunAndCheck(*plan, a + " -> " + b + "\n" + plan->ToString());
+    const std::string ctx = c.from + " -> " + c.to + "\n" + plan->ToString();
+    ASSERT_FALSE(plan->steps.empty()) << ctx;
+    for (const RedistStep& step : plan->steps) EXPECT_EQ(step.kind, c.kind) << ctx;
+    EXPECT_EQ(plan->steps[0].irregular(), c.irregular) << ctx;
+    RunAndCheck(*plan, ctx);
   }
 }
 

@@ -9,7 +9,7 @@
 //   3. Without partial sums in the source: bytes received == lower bound on every rank, and
 //      the lower bound equals the direct count of missing elements.
 //   4. No intermediate shard is larger than the larger of the source and target shards.
-// The ratio planned / lower bound over the suite is printed.
+// The ratio planned / lower bound over the suite is printed (and bounded with partial sums).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -143,6 +143,8 @@ TEST(RedistributionPropertyTest, PartialSumsRatioSummary) {
     if (!c.from.is_partial() || c.from.rank() == 0) continue;  // scalars: 1 element
     Result<RedistPlan> plan = PlanRedistribution(c.from, c.to, cost, opt);
     ASSERT_TRUE(plan.ok());
+    // The bound is proven: no plan receives less on its busiest rank.
+    EXPECT_GE(plan->planned_bytes, plan->lower_bound_bytes) << plan->ToString();
     partial.Add(*plan);
     if (std::getenv("SHARDSCOPE_REDIST_DUMP") && !plan->byte_optimal) {
       std::printf("case %d: %s -> %s\n%s\n", i, c.from.DebugString().c_str(),
@@ -150,6 +152,13 @@ TEST(RedistributionPropertyTest, PartialSumsRatioSummary) {
     }
   }
   partial.Print("partial sums, big tensors");
+  // Plan quality must not regress: most plans at the bound, the rest close on average (a few
+  // reductions the collectives cannot spread as the bound's trees do stay above it).
+  ASSERT_GT(partial.cases, 400);
+  EXPECT_GE(partial.at_bound, partial.cases * 3 / 4);
+  EXPECT_LE(partial.ratio_sum / partial.cases, 1.06);
+  EXPECT_LE(partial.ratio_max, 2.6);
+  EXPECT_LE(static_cast<double>(partial.planned) / partial.bound, 1.02);
 }
 
 // A layout pair like the planner sees in training: a mesh of power-of-two axes (up to

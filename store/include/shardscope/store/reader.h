@@ -36,7 +36,7 @@ namespace shardscope::store {
 
 class RunReader {
  public:
-  // Opens `path` read-only. Errors: kNotFound, kNotARunFile, kTooNew, kCorrupt, kIo.
+  // Opens `path` read-only. Errors: kNotFound, kNotARunFile, kTooNew, kCorrupt, kIoError.
   static Result<std::unique_ptr<RunReader>> Open(const std::string& path);
   ~RunReader();
   RunReader(const RunReader&) = delete;

@@ -64,8 +64,8 @@ struct RunWriterOptions {
 class RunWriter {
  public:
   // Creates the run file at `path` with `run`'s descriptive fields, status "running".
-  // Errors: kInvalidArgument (empty path), kNotFound (no such directory), kReadOnly,
-  // kDiskFull, kLocked (another run writes it), kAlreadyExists, kIo.
+  // Errors: kInvalidInput (empty path), kNotFound (no such directory), kReadOnly,
+  // kDiskFull, kLocked (another run writes it), kAlreadyExists, kIoError.
   static Result<std::unique_ptr<RunWriter>> Create(const std::string& path, const RunInfo& run,
                                                    const RunWriterOptions& options = {});
   ~RunWriter();  // Finish(kInterrupted, ...) unless Finish() was called
@@ -77,7 +77,7 @@ class RunWriter {
   // Updates the descriptive fields of the run (not status, times or writer).
   Status UpdateRun(const RunInfo& run);
 
-  // The plan. Ids are the caller's and unique per table (kInvalidArgument when repeated).
+  // The plan. Ids are the caller's and unique per table (kInvalidInput when repeated).
   Status AddMesh(const MeshRecord& mesh);
   Status AddOperator(const OperatorRecord& op);  // with its candidates
   Status AddTensor(const TensorRecord& tensor);

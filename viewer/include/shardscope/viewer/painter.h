@@ -16,7 +16,7 @@ void PaintItem(const SceneItem& item, QPainter* painter);
 // Fills the background and paints every item, translated so that bounds.topLeft() is at 0,0.
 void PaintScene(const Scene& scene, QPainter* painter);
 // Writes `scene` to `path`: SVG for *.svg, PNG for *.png (scale 2 for sharp text); any other
-// extension is kInvalidArgument. Errors name the file.
+// extension is kInvalidInput. Errors name the file.
 store::Status SaveScene(const Scene& scene, const std::string& path);
 
 }  // namespace shardscope::viewer

@@ -6,7 +6,7 @@
 //   redistribution ID        frame `step` of a redistribution plan
 //   timeline                 the pipeline timeline of training step `step` (< 0: the last)
 //
-// Errors (kInvalidArgument / kNotFound) name what was asked and what exists.
+// Errors (kInvalidInput / kNotFound) name what was asked and what exists.
 #pragma once
 
 #include <string>

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "shardscope/status.h"
+#include "shardscope/base/status.h"
 
 namespace shardscope {
 namespace {
