@@ -54,7 +54,7 @@ TEST(TokenCli, GptLossFallsWellBelowTheUniformBaseline) {
 }
 
 TEST(TokenCli, SearchedPlanOfTheParallelSectionRuns) {
-  // The file's parallel section: mode auto, dynamic programming, 8 devices.
+  // The file's parallel section: Megatron strategies, sharding propagation, 8 devices.
   const auto out = Shardscope("train " + kGpt + " --steps 3 --log-every 1 --no-record");
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("8 device(s) (in-process, auto)"), std::string::npos) << out.text;

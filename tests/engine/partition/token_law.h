@@ -8,6 +8,7 @@
 #include <string>
 
 #include "law.h"
+#include "shardscope/search.h"
 #include "shardscope/data.h"
 #include "shardscope/model_file.h"
 
@@ -26,16 +27,31 @@ inline Result<Dataset> TextData(const ModelFile& mf, int64_t batch) {
   return d;
 }
 
-// A model file's graph with `strategies` (operator -> in_strategy) set, as semi_auto does.
+// A model file's graph with only `strategies` (operator -> in_strategy) set: the file's own
+// are dropped, the other operators are data-parallel.
 inline BuildFn WithStrategies(std::shared_ptr<const ModelFile> mf, int64_t batch,
                               std::map<std::string, std::string> strategies) {
   return [mf, batch, strategies]() -> Result<ModelGraph> {
     SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph m, mf->Build(batch));
+    for (const Node& n : m.graph.nodes()) m.graph.mutable_node(n.id).annotations = {};
     for (const auto& [op, strategy] : strategies) {
       const NodeId n = m.graph.FindNode(op);
       if (n == kNoNode) return Status::NotFound("no operator " + op);
       m.graph.mutable_node(n).annotations.in_strategy = strategy;
     }
+    return m;
+  };
+}
+
+// The model file's own parallel section: its strategies, then its search for the rest.
+inline BuildFn Searched(std::shared_ptr<const ModelFile> mf, int64_t batch, int devices) {
+  return [mf, batch, devices]() -> Result<ModelGraph> {
+    SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph m, mf->Build(batch));
+    SearchOptions options;
+    options.devices = devices;
+    SHARDSCOPE_ASSIGN_OR_RETURN(options.mode, ParseSearchMode(mf->parallel().search));
+    SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult r, SearchStrategies(m.graph, options));
+    SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(r, &m.graph));
     return m;
   };
 }

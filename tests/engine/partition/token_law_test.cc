@@ -19,6 +19,17 @@ TEST(TokenLaw, GptDataParallel) {
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
+// The plan of gpt.yaml's parallel section: its Megatron strategies, propagation for the rest.
+TEST(TokenLaw, GptSearchedPlan) {
+  auto mf = LoadGpt();
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  ASSERT_EQ((*mf)->parallel().devices, 8);
+  auto data = TextData(**mf, kBatch);
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  Status st = CheckLaw(Searched(*mf, kBatch, 8), *data, kBatch, 8);
+  EXPECT_TRUE(st.ok()) << st.message();
+}
+
 // Megatron's MLP split and a row-split embedding table, whose Gather gives partial sums.
 TEST(TokenLaw, GptSharded) {
   auto mf = LoadGpt();
