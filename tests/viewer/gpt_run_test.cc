@@ -19,10 +19,11 @@ TEST(GptRun, RecordedRunOpensInTheViewer) {
   testing::TempPath dir("unused");
   const std::string run = dir.Sibling("gpt.db"), svg = dir.Sibling("gpt.svg");
   std::string output;
-  ASSERT_EQ(testing::RunCommand(kBin + "/shardscope train " SHARDSCOPE_SOURCE_DIR
-                                       "/samples/models/gpt.yaml --data "
-                                       "text:/usr/share/common-licenses/GPL-3 --devices 2 "
-                                       "--steps 3 --record " +
+  ASSERT_EQ(testing::RunCommand(kBin +
+                                    "/shardscope train " SHARDSCOPE_SOURCE_DIR
+                                    "/samples/models/gpt.yaml --data "
+                                    "text:/usr/share/common-licenses/GPL-3 --devices 2 "
+                                    "--steps 3 --record " +
                                     run,
                                 &output),
             0)

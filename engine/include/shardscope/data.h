@@ -167,8 +167,8 @@ class BatchIterator {
 
   // Fills the next batch and returns true, or returns false (leaving both tensors untouched)
   // when the epoch is exhausted. *images becomes [b, example_shape...] (the data's dtype) and
-  // *labels i32 [b] (or [b, T] for sequence labels), where b is the batch's size; tensors that already have that shape and dtype
-  // are reused without reallocation. Each example is one memcpy.
+  // *labels i32 [b] (or [b, T] for sequence labels), where b is the batch's size; tensors that
+  // already have that shape and dtype are reused without reallocation. Each example is one memcpy.
   bool Next(Tensor* images, Tensor* labels);
 
   // Starts epoch `epoch` from its first batch. With shuffle, the order is a Fisher-Yates

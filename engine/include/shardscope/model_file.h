@@ -94,7 +94,7 @@ class ModelFile {
   const std::string& text() const { return text_; }  // the file as read, for run records
   const std::string& name() const { return name_; }
   const Shape& example_shape() const { return example_shape_; }  // input without the batch
-  DType input_dtype() const { return input_dtype_; }  // i32: token ids (input.dtype)
+  DType input_dtype() const { return input_dtype_; }             // i32: token ids (input.dtype)
   // loss: sequence_cross_entropy: one label per input position (next-token models).
   bool sequence_loss() const { return sequence_; }
   int num_classes() const { return num_classes_; }

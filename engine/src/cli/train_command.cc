@@ -73,10 +73,10 @@ Result<Dataset> LoadText(const ModelFile& mf, const TrainOptions& o, Split split
   Dataset out = split == Split::kTrain ? std::move(text.train) : std::move(text.test);
   if (limit > 0 && limit < out.size()) {
     const int64_t t = mf.example_shape()[0];
-    out.images = Tensor::FromInts({limit, t}, std::vector<int32_t>(out.images.ints(),
-                                                                   out.images.ints() + limit * t));
-    out.labels = Tensor::FromInts({limit, t}, std::vector<int32_t>(out.labels.ints(),
-                                                                   out.labels.ints() + limit * t));
+    out.images = Tensor::FromInts(
+        {limit, t}, std::vector<int32_t>(out.images.ints(), out.images.ints() + limit * t));
+    out.labels = Tensor::FromInts(
+        {limit, t}, std::vector<int32_t>(out.labels.ints(), out.labels.ints() + limit * t));
   }
   return out;
 }

@@ -175,10 +175,10 @@ void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
     } else if (n == "text") {
       d->dataset = "text";
     } else {
-      src.Fail(f->value, "data.dataset '" + name + "' is not a data set" +
-                             model_file::DidYouMean(name,
-                                                    {"mnist", "fashion-mnist", "synthetic", "text"}) +
-                             "; data sets: mnist, fashion-mnist, synthetic, text");
+      src.Fail(f->value,
+               "data.dataset '" + name + "' is not a data set" +
+                   model_file::DidYouMean(name, {"mnist", "fashion-mnist", "synthetic", "text"}) +
+                   "; data sets: mnist, fashion-mnist, synthetic, text");
     }
   }
   if (const Field* f = m.Find("file")) {

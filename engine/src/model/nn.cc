@@ -219,9 +219,9 @@ Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int6
     Shape expect = input_shape;
     expect.push_back(logits.empty() ? 0 : logits.back());
     if (logits != expect) {
-      b.Fail(Status::Invalid("a sequence loss needs logits [batch, positions..., classes] = " +
-                             ShapeToString(expect) + " (one row per input position), got " +
-                             ShapeToString(logits)));
+      b.Fail(Status::Invalid(
+          "a sequence loss needs logits [batch, positions..., classes] = " + ShapeToString(expect) +
+          " (one row per input position), got " + ShapeToString(logits)));
     }
     // Rows of [batch * positions, classes]: the classifier's loss then averages every position.
     OpAttrs rows, label_rows;

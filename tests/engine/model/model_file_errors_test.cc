@@ -637,18 +637,18 @@ TEST(ModelFileErrorsTest, BuildRefusesABadBatch) {
 // Token models: input.dtype, constants, the sequence loss and text data.
 std::vector<std::string> TokenBase() {
   return {
-      "input: {shape: [8], dtype: i32}",                                   // 1
-      "parameters:",                                                       // 2
-      "  table: {shape: [20, 4], init: normal}",                           // 3
-      "constants:",                                                        // 4
-      "  mask: {shape: [8, 8], init: causal_mask}",                        // 5
-      "operators:",                                                        // 6
-      "  - gather: {op: Gather, inputs: [table, x]}",                      // 7
+      "input: {shape: [8], dtype: i32}",                                             // 1
+      "parameters:",                                                                 // 2
+      "  table: {shape: [20, 4], init: normal}",                                     // 3
+      "constants:",                                                                  // 4
+      "  mask: {shape: [8, 8], init: causal_mask}",                                  // 5
+      "operators:",                                                                  // 6
+      "  - gather: {op: Gather, inputs: [table, x]}",                                // 7
       "  - scores: {op: BatchMatMul, inputs: [gather, gather], transpose_b: true}",  // 8
-      "  - masked: {op: Add, inputs: [scores, mask]}",                     // 9
-      "  - logits: {op: Reshape, shape: [-1, 8, 8]}",                      // 10
-      "loss: sequence_cross_entropy",                                      // 11
-      "data: {dataset: text}",                                             // 12
+      "  - masked: {op: Add, inputs: [scores, mask]}",                               // 9
+      "  - logits: {op: Reshape, shape: [-1, 8, 8]}",                                // 10
+      "loss: sequence_cross_entropy",                                                // 11
+      "data: {dataset: text}",                                                       // 12
   };
 }
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "law.h"
-#include "token_law.h"
 #include "models.h"
 #include "shardscope/model_file.h"
+#include "token_law.h"
 
 using namespace shardscope;
 
@@ -52,8 +52,7 @@ Case Ffn(const std::string& dense1, const std::string& dense3) {
 }
 
 // A token model on the GPL-3 text with `strategies` set (operator -> in_strategy).
-Case Tokens(const std::string& name,
-            Result<std::shared_ptr<const ModelFile>> (*load)(),
+Case Tokens(const std::string& name, Result<std::shared_ptr<const ModelFile>> (*load)(),
             std::map<std::string, std::string> strategies) {
   auto mf = load().value();
   Case c;

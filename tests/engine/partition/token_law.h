@@ -8,9 +8,9 @@
 #include <string>
 
 #include "law.h"
-#include "shardscope/search.h"
 #include "shardscope/data.h"
 #include "shardscope/model_file.h"
+#include "shardscope/search.h"
 
 namespace shardscope::testing_law {
 
@@ -22,8 +22,10 @@ inline Result<Dataset> TextData(const ModelFile& mf, int64_t batch) {
                               LoadTextDataset(kTextFile, mf.example_shape()[0], mf.num_classes()));
   Dataset d = std::move(text.train);
   const int64_t n = batch * 5, t = mf.example_shape()[0];
-  d.images = Tensor::FromInts({n, t}, std::vector<int32_t>(d.images.ints(), d.images.ints() + n * t));
-  d.labels = Tensor::FromInts({n, t}, std::vector<int32_t>(d.labels.ints(), d.labels.ints() + n * t));
+  d.images =
+      Tensor::FromInts({n, t}, std::vector<int32_t>(d.images.ints(), d.images.ints() + n * t));
+  d.labels =
+      Tensor::FromInts({n, t}, std::vector<int32_t>(d.labels.ints(), d.labels.ints() + n * t));
   return d;
 }
 

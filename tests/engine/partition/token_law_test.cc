@@ -95,7 +95,8 @@ TEST(TokenLaw, TextDatasetIsNextByte) {
   ASSERT_GT(d.size(), 1);
   EXPECT_EQ(d.labels.shape(), d.images.shape());
   // Within a window the label of position t is the id at t + 1; across windows too.
-  for (int64_t i = 0; i + 1 < d.images.size(); ++i) EXPECT_EQ(d.labels.ints()[i], d.images.ints()[i + 1]);
+  for (int64_t i = 0; i + 1 < d.images.size(); ++i)
+    EXPECT_EQ(d.labels.ints()[i], d.images.ints()[i + 1]);
   EXPECT_EQ(text->test.size(), (d.size() + text->test.size()) / 10);
 }
 
