@@ -29,9 +29,11 @@
 namespace shardscope {
 
 // A labelled classification data set held in memory.
-//   images: f32 [N, C, H, W] (the IDX loader gives C = 1; a synthetic set has [N, <shape>]).
-//   labels: i32 [N], each in [0, num_classes).
-// Row i of `images` (all elements after the first dimension) belongs with labels[i].
+//   images: f32 [N, C, H, W] (the IDX loader gives C = 1; a synthetic set has [N, <shape>]),
+//           or i32 token ids [N, T] (LoadTextDataset).
+//   labels: i32 [N], each in [0, num_classes); or one label per position, i32 [N, T] (the
+//           next token of each position of a text sequence).
+// Row i of `images` (all elements after the first dimension) belongs with row i of labels.
 struct Dataset {
   Tensor images;
   Tensor labels;
@@ -43,7 +45,25 @@ struct Dataset {
   Shape example_shape() const;
   // Number of floats in one example (product of example_shape()).
   int64_t example_size() const;
+  // Labels per example: 1, or T for sequence labels [N, T].
+  int64_t labels_per_example() const { return size() > 0 ? labels.size() / size() : 1; }
 };
+
+// A character-level next-token data set (`--data text:FILE`).
+//   vocabulary: the distinct bytes of the file in byte order; token id k is vocabulary[k].
+//   train, test: non-overlapping windows of `sequence_length` bytes, ids i32 [N, T], with
+//   the next byte of every position as its label, i32 [N, T]; the last tenth of the windows
+//   (none when there are fewer than 10) is the test set.
+struct TextDataset {
+  std::string vocabulary;
+  Dataset train, test;
+};
+
+// Reads `path` whole. Errors name the file: kNotFound (cannot open), kInvalidInput (shorter
+// than sequence_length + 1 bytes; more distinct bytes than `max_vocab` when it is > 0, the
+// model's embedding and output width).
+Result<TextDataset> LoadTextDataset(const std::string& path, int64_t sequence_length,
+                                    int64_t max_vocab = 0);
 
 // How IDX pixels (unsigned bytes 0..255) become floats.
 //   x = pixel / 255; then, when `normalize`, x = (x - mean) / stddev.
@@ -146,9 +166,9 @@ class BatchIterator {
                 bool drop_remainder = true);
 
   // Fills the next batch and returns true, or returns false (leaving both tensors untouched)
-  // when the epoch is exhausted. *images becomes f32 [b, example_shape...] and *labels
-  // i32 [b], where b is the batch's size; tensors that already have that shape and dtype
-  // are reused without reallocation. Each example is one memcpy.
+  // when the epoch is exhausted. *images becomes [b, example_shape...] (the data's dtype) and
+  // *labels i32 [b] (or [b, T] for sequence labels), where b is the batch's size; tensors that
+  // already have that shape and dtype are reused without reallocation. Each example is one memcpy.
   bool Next(Tensor* images, Tensor* labels);
 
   // Starts epoch `epoch` from its first batch. With shuffle, the order is a Fisher-Yates

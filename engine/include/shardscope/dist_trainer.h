@@ -66,6 +66,7 @@ class DistExecutor {
   std::vector<Tensor> buffers_;
   std::vector<OpAttrs> local_attrs_;  // per instruction (compute only)
   RedistWorkspace redist_workspace_;  // buffers and split communicators of redistributions
+  Tensor int_scratch_[2];             // i32 values redistributed as f32 (exact up to 2^24): in, out
   bool cpu_timing_ = false;
 };
 

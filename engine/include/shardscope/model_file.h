@@ -27,8 +27,10 @@ struct SourceLocation {
 };
 
 struct DataConfig {
-  std::string dataset = "mnist";  // mnist | fashion-mnist | synthetic
+  std::string dataset = "mnist";  // mnist | fashion-mnist | synthetic | text
   std::string dir;                // empty: --data, $SHARDSCOPE_DATA, Debian's package
+  std::string file;               // text: the text file (relative to the model file), or
+                                  //   --data text:FILE
   int pad_to = 0;                 // 32 pads MNIST 28x28 to LeNet's 32x32
   bool normalize = true;
   int64_t synthetic_size = 0;  // examples, for dataset: synthetic
@@ -92,6 +94,9 @@ class ModelFile {
   const std::string& text() const { return text_; }  // the file as read, for run records
   const std::string& name() const { return name_; }
   const Shape& example_shape() const { return example_shape_; }  // input without the batch
+  DType input_dtype() const { return input_dtype_; }             // i32: token ids (input.dtype)
+  // loss: sequence_cross_entropy: one label per input position (next-token models).
+  bool sequence_loss() const { return sequence_; }
   int num_classes() const { return num_classes_; }
   const TrainingConfig& training() const { return training_; }
   const DataConfig& data() const { return data_; }
@@ -111,6 +116,8 @@ class ModelFile {
   ModelFile();
   std::string path_, text_, name_, import_path_;
   Shape example_shape_;
+  DType input_dtype_ = DType::kF32;
+  bool sequence_ = false;
   int num_classes_ = 10;
   TrainingConfig training_;
   DataConfig data_;

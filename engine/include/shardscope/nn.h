@@ -211,8 +211,11 @@ struct ModelGraph;
 namespace nn {
 // A classifier's forward graph: input "x" [batch, example...], labels "label" [batch],
 // logits = net(x), loss = mean softmax cross-entropy. Fails with the builder's first error.
-// Token models take i32 input (`input_dtype`).
+// Token models take i32 input (`input_dtype`). With `sequence` (next-token models) the
+// labels are one per position, i32 [batch, example...], the logits [batch, example...,
+// classes], and the loss is the mean cross-entropy over every position (both reshaped to
+// rows: operators loss.logits_rows, loss.label_rows, then loss).
 Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int64_t batch,
-                                   DType input_dtype = DType::kF32);
+                                   DType input_dtype = DType::kF32, bool sequence = false);
 }  // namespace nn
 }  // namespace shardscope

@@ -1,4 +1,5 @@
 // `shardscope train MODEL`: trains a model file and prints test accuracy.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,8 +48,42 @@ struct TrainOptions {
   SearchFlags search;
 };
 
+// `--data text:FILE` or dataset: text. The vocabulary must fit the model's token ids: the
+// output width and every embedding table the ids index.
+Result<Dataset> LoadText(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
+  const bool flag = o.data.rfind("text:", 0) == 0;
+  const std::string file = flag ? o.data.substr(5) : mf.data().file;
+  if (file.empty()) {
+    return Status::Invalid(mf.path() + ": dataset: text needs a file: data.file in the model " +
+                           "file, or --data text:FILE");
+  }
+  if (!mf.sequence_loss() || mf.input_dtype() != DType::kI32 || mf.example_shape().size() != 1) {
+    return Status::Invalid("--data " + o.data + ": a text data set feeds next-token models, but " +
+                           mf.path() + " is not one (it needs input {shape: [positions], dtype: " +
+                           "i32} and loss: sequence_cross_entropy)");
+  }
+  int64_t vocab = mf.num_classes();
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(1));
+  for (const Node& n : model.graph.nodes()) {
+    if (n.op == OpKind::kGather && n.inputs[1] == model.input)
+      vocab = std::min(vocab, model.graph.value(n.inputs[0]).shape[0]);
+  }
+  SHARDSCOPE_ASSIGN_OR_RETURN(TextDataset text,
+                              LoadTextDataset(file, mf.example_shape()[0], vocab));
+  Dataset out = split == Split::kTrain ? std::move(text.train) : std::move(text.test);
+  if (limit > 0 && limit < out.size()) {
+    const int64_t t = mf.example_shape()[0];
+    out.images = Tensor::FromInts(
+        {limit, t}, std::vector<int32_t>(out.images.ints(), out.images.ints() + limit * t));
+    out.labels = Tensor::FromInts(
+        {limit, t}, std::vector<int32_t>(out.labels.ints(), out.labels.ints() + limit * t));
+  }
+  return out;
+}
+
 Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
   const DataConfig& d = mf.data();
+  if (d.dataset == "text" || o.data.rfind("text:", 0) == 0) return LoadText(mf, o, split, limit);
   if (d.dataset == "synthetic") {
     const int64_t n = d.synthetic_size > 0 ? d.synthetic_size : 4096;
     // Train and test come from the same prototypes (one seed), split by position.
@@ -431,6 +466,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "  shardscope train mlp.onnx --data ../shared/datasets/mnist --devices 8\n"
       "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
       "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
+      "Text: --data text:FILE (or data: {dataset: text, file: FILE}) trains a next-token model\n"
+      "(input ids i32 [positions], loss: sequence_cross_entropy) on any text file: the\n"
+      "vocabulary is the file's distinct bytes, windows of input.shape[0] bytes, the last tenth\n"
+      "for test (accuracy per position), e.g.\n"
+      "  shardscope train samples/models/gpt.yaml --data text:/usr/share/common-licenses/GPL-3\n"
       "Flags override the model file's training section. Before any device starts, the run\n"
       "is checked against the limits (`shardscope --help`): device threads, the synthetic\n"
       "data set and the planned memory of every device against the memory available.\n"
@@ -449,7 +489,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--lr", o->lr, "Learning rate")->check(GreaterThan(0));
   app->add_option("--seed", o->seed, "Seed of parameters, shuffling and dropout")
       ->check(AtLeast(0));
-  app->add_option("--data", o->data, "Directory with the four MNIST-format IDX files");
+  app->add_option("--data", o->data,
+                  "Directory with the four MNIST-format IDX files, or text:FILE (a character-level "
+                  "next-token data set from any text file)");
   app->add_option("--limit", o->limit, "Use only the first N examples of each split (quick runs)")
       ->check(AtLeast(1));
   app->add_option("--devices", o->devices, "In-process devices (default: the model file's, or 1)")

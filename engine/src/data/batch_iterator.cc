@@ -19,8 +19,8 @@ BatchIterator::BatchIterator(const Dataset& data, int64_t batch_size, uint64_t s
       shuffle_(shuffle),
       drop_remainder_(drop_remainder) {
   assert(batch_size >= 1 && "BatchIterator: batch_size must be >= 1");
-  assert(data.labels.dtype() == DType::kI32 && data.labels.size() == data.size() &&
-         "BatchIterator: labels must be i32 [N]");
+  assert(data.labels.dtype() == DType::kI32 && data.labels.rank() >= 1 &&
+         data.labels.dim(0) == data.size() && "BatchIterator: labels must be i32 [N, ...]");
   Reset(0);
 }
 
@@ -58,9 +58,12 @@ bool BatchIterator::Next(Tensor* images, Tensor* labels) {
   if (images->dtype() != dtype || images->shape() != shape) {
     *images = Tensor(std::move(shape), dtype);
   }
-  if (labels->dtype() != DType::kI32 || labels->shape() != Shape{b}) {
-    *labels = Tensor({b}, DType::kI32);
+  Shape label_shape = data_->labels.shape();  // [N] or sequence labels [N, T]
+  label_shape[0] = b;
+  if (labels->dtype() != DType::kI32 || labels->shape() != label_shape) {
+    *labels = Tensor(std::move(label_shape), DType::kI32);
   }
+  const int64_t per = data_->labels_per_example();
 
   // Both element types are 4 bytes; copy examples as raw bytes.
   static_assert(sizeof(float) == sizeof(int32_t));
@@ -74,7 +77,7 @@ bool BatchIterator::Next(Tensor* images, Tensor* labels) {
   for (int64_t k = 0; k < b; ++k) {
     const int64_t idx = order_[static_cast<size_t>(cursor_ + k)];
     std::memcpy(dst + k * bytes, src + idx * bytes, bytes);
-    dst_labels[k] = src_labels[idx];
+    std::memcpy(dst_labels + k * per, src_labels + idx * per, sizeof(int32_t) * per);
   }
   cursor_ += b;
   return true;

@@ -41,7 +41,7 @@ using model_file::Source;
 const std::vector<std::string> kTopKeys = {"name",   "description", "input",     "classes",
                                            "layers", "blocks",      "operators", "parameters",
                                            "output", "loss",        "optimizer", "training",
-                                           "data",   "parallel",    "import"};
+                                           "data",   "parallel",    "import",    "constants"};
 
 bool IsOnnxPath(const std::string& path) {
   return std::filesystem::path(path).extension() == ".onnx";
@@ -56,7 +56,8 @@ std::string Normalized(const std::string& s) {
   return out;
 }
 
-void ParseLoss(const Source& src, const YAML::Node& node) {
+// Returns true for the sequence loss (cross-entropy over every position).
+bool ParseLoss(const Source& src, const YAML::Node& node) {
   YAML::Node type = node;
   if (node.IsMap()) {
     Map m(src, node, "the loss section", {"type"});
@@ -66,12 +67,14 @@ void ParseLoss(const Source& src, const YAML::Node& node) {
   const std::string n = Normalized(name);
   if (n == "softmaxcrossentropy" || n == "crossentropy" || n == "crossentropyloss" ||
       n == "softmaxcrossentropywithlogits") {
-    return;
+    return false;
   }
+  if (n == "sequencecrossentropy") return true;
   src.Fail(type, "loss '" + name +
-                     "' is not implemented; the loss is softmax_cross_entropy "
+                     "' is not implemented; the losses are softmax_cross_entropy "
                      "(mean softmax cross-entropy of the logits against integer labels, the seeds' "
-                     "CrossEntropyLoss / SoftmaxCrossEntropyWithLogits(sparse=True))");
+                     "CrossEntropyLoss / SoftmaxCrossEntropyWithLogits(sparse=True)) and "
+                     "sequence_cross_entropy (the same over every position of a sequence)");
 }
 
 OptimizerConfig ParseOptimizer(const Source& src, const YAML::Node& node) {
@@ -158,7 +161,8 @@ bool IsMnistLike(const std::string& dataset) {
 }
 
 void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
-  Map m(src, node, "the data section", {"dataset", "dir", "pad_to", "normalize", "synthetic_size"});
+  Map m(src, node, "the data section",
+        {"dataset", "dir", "pad_to", "normalize", "synthetic_size", "file"});
   if (const Field* f = m.Find("dataset")) {
     const std::string name = model_file::ReadString(src, f->value, "data.dataset");
     const std::string n = Normalized(name);
@@ -168,10 +172,23 @@ void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
       d->dataset = "fashion-mnist";
     } else if (n == "synthetic") {
       d->dataset = "synthetic";
+    } else if (n == "text") {
+      d->dataset = "text";
     } else {
-      src.Fail(f->value, "data.dataset '" + name + "' is not a data set" +
-                             model_file::DidYouMean(name, {"mnist", "fashion-mnist", "synthetic"}) +
-                             "; data sets: mnist, fashion-mnist, synthetic");
+      src.Fail(f->value,
+               "data.dataset '" + name + "' is not a data set" +
+                   model_file::DidYouMean(name, {"mnist", "fashion-mnist", "synthetic", "text"}) +
+                   "; data sets: mnist, fashion-mnist, synthetic, text");
+    }
+  }
+  if (const Field* f = m.Find("file")) {
+    if (d->dataset != "text")
+      src.Fail(f->key_node, "data.file applies to dataset: text, not " + d->dataset);
+    d->file = model_file::ReadString(src, f->value, "data.file");
+    // Relative to the model file, as import: is.
+    const std::filesystem::path p(d->file);
+    if (p.is_relative() && !d->file.empty()) {
+      d->file = (std::filesystem::path(src.path()).parent_path() / p).lexically_normal().string();
     }
   }
   const bool mnist = IsMnistLike(d->dataset);
@@ -317,8 +334,16 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     YAML::Node input_shape;
     if (network->onnx == nullptr || top.Has("input")) {
       const YAML::Node& input = top.Require("input");
-      Map input_map(src, input, "the input section", {"shape"});
+      Map input_map(src, input, "the input section", {"shape", "dtype"});
       input_shape = input_map.Require("shape");
+      if (const Field* f = input_map.Find("dtype")) {
+        const std::string t = model_file::ReadString(src, f->value, "input.dtype");
+        if (t == "i32" || t == "int32" || t == "i64" || t == "int64") {
+          file.input_dtype_ = DType::kI32;  // ids: i64 data is read as i32
+        } else if (t != "f32" && t != "float32") {
+          src.Fail(f->value, "input.dtype '" + t + "' is not f32 or i32 (token ids)");
+        }
+      }
       file.example_shape_ =
           model_file::ReadShape(src, input_shape, "input.shape (one example, without the batch)");
       if (file.example_shape_.empty()) {
@@ -331,7 +356,8 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
       if (c > INT_MAX) src.Fail(classes->value, "classes is too large");
       file.num_classes_ = static_cast<int>(c);
     }
-    if (const Field* f = top.Find("loss")) ParseLoss(src, f->value);
+    const Field* loss = top.Find("loss");
+    if (loss != nullptr) file.sequence_ = ParseLoss(src, loss->value);
     if (const Field* f = top.Find("optimizer")) {
       file.training_.optimizer = ParseOptimizer(src, f->value);
     }
@@ -341,6 +367,20 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     if (const Field* f = top.Find("training")) ParseTraining(src, f->value, &file.training_);
     if (const Field* f = top.Find("data")) ParseData(src, f->value, &file.data_);
     model_file::FinishParallel(&draft, inline_strategies);
+    if (file.data_.dataset == "text") {
+      const YAML::Node& at = top.Find("data")->value;
+      if (network->onnx == nullptr &&
+          (file.input_dtype_ != DType::kI32 || file.example_shape_.size() != 1)) {
+        src.Fail(input_shape.IsDefined() ? input_shape : at,
+                 "dataset: text gives sequences of token ids: input is {shape: [positions], "
+                 "dtype: i32}");
+      }
+      if (!file.sequence_) {
+        src.Fail(loss != nullptr ? loss->value : at,
+                 "dataset: text labels every position with its next token: write "
+                 "loss: sequence_cross_entropy");
+      }
+    }
 
     // An imported graph reads what the data set gives (reshaped to its input when the
     // element counts agree).
@@ -377,8 +417,9 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
         network->onnx != nullptr
             ? model_file::BuildImport(*network->onnx, file.example_shape_, file.training_.batch,
                                       network->import_location, &trace)
-            : model_file::BuildNetwork(*network, file.example_shape_, file.training_.batch, &trace);
-    const int64_t width = model.graph.value(model.logits).shape[1];
+            : model_file::BuildNetwork(*network, file.example_shape_, file.input_dtype_,
+                                       file.sequence_, file.training_.batch, &trace);
+    const int64_t width = model.graph.value(model.logits).shape.back();
     if (classes != nullptr && width != file.num_classes_) {
       FailAt(trace.last_location,
              "the network ends with " + trace.last_what + " giving " + std::to_string(width) +
@@ -448,7 +489,8 @@ Result<ModelGraph> ModelFile::Build(int64_t batch) const {
     ModelGraph model = network_->onnx != nullptr
                            ? model_file::BuildImport(*network_->onnx, example_shape_, batch,
                                                      network_->import_location, &trace)
-                           : model_file::BuildNetwork(*network_, example_shape_, batch, &trace);
+                           : model_file::BuildNetwork(*network_, example_shape_, input_dtype_,
+                                                      sequence_, batch, &trace);
     // Sources for messages: the layer that made each operator (inner layers after their
     // blocks in the map's order, so the most specific wins), then its strategy's line.
     for (const auto& [scope, record] : trace.modules) {

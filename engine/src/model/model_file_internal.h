@@ -1,7 +1,9 @@
 // Internal: the pieces of the model-file parser (see docs/model-format.md).
 //
 //   model_file_yaml.cc      reading YAML with located errors: keys, scalars, shapes, inits
-//   model_file_network.cc   layers / blocks / operators: parsing and building the graph
+//   model_file_layers.cc    layers and blocks: parsing (ParseNetwork starts here)
+//   model_file_operators.cc operators, parameters and constants: parsing
+//   model_file_build.cc     building a parsed network into the graph (BuildNetwork)
 //   model_file_op_attrs.cc  operator attributes: the keys each operator takes, reading them
 //   model_file_parallel.cc  the parallel section, strategy syntax, resolving annotations
 //   model_file_onnx.cc      `import: model.onnx` and .onnx files: the imported graph
@@ -17,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -229,6 +232,7 @@ struct NetworkDef {
   std::vector<LayerEntry> layers;
   // operators style
   std::vector<ParamDef> params;
+  std::vector<ParamDef> constants;  // constants: (never trained)
   std::vector<OpDef> ops;
   std::string output;
   SourceLocation output_location;
@@ -253,6 +257,21 @@ struct BuildTrace {
   std::vector<WrittenStrategy> inline_strategies;
 };
 
+// Names no layer, operator or parameter may take: x, label, loss.
+const std::set<std::string>& ReservedNames();
+// Operator and parameter names in operators: networks: identifiers, optionally dotted.
+bool IsName(const std::string& s);
+// "'a', 'b'": the keys of a mapping, for messages.
+std::string KeysOf(const YAML::Node& node);
+
+// [positions, positions]: 0 where a position may attend (itself and earlier), -1e9 above the
+// diagonal, added to attention scores before Softmax (`init: causal_mask` of a constant).
+InitSpec CausalMask(int64_t positions);
+
+// Parses operators: with parameters:, constants: and output: (called by ParseNetwork).
+void ParseOperators(const Source& src, const Map& top, const MeshTable& meshes, NetworkDef* net,
+                    std::vector<WrittenStrategy>* inline_strategies);
+
 // Parses the network sections of the top-level mapping (layers, blocks, operators,
 // parameters, output); inline `shard:` keys become WrittenStrategy entries.
 void ParseNetwork(const Source& src, const Map& top, const MeshTable& meshes, NetworkDef* net,
@@ -260,8 +279,9 @@ void ParseNetwork(const Source& src, const Map& top, const MeshTable& meshes, Ne
 
 // Builds the classifier graph (input "x", labels "label", logits, loss "loss"). A failure
 // is thrown located at the layer or operator that broke.
-ModelGraph BuildNetwork(const NetworkDef& net, const Shape& example_shape, int64_t batch,
-                        BuildTrace* trace);
+// With `sequence`, the labels and loss are per position (nn::BuildClassifier).
+ModelGraph BuildNetwork(const NetworkDef& net, const Shape& example_shape, DType input_dtype,
+                        bool sequence, int64_t batch, BuildTrace* trace);
 
 // ---------------------------------------------------------------- the parallel section
 

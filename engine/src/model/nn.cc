@@ -199,19 +199,38 @@ ValueId SoftmaxCrossEntropy(Builder& b, ValueId logits, ValueId labels, const st
 namespace shardscope::nn {
 
 Result<ModelGraph> BuildClassifier(Module& net, const Shape& example_shape, int64_t batch,
-                                   DType input_dtype) {
+                                   DType input_dtype, bool sequence) {
   ModelGraph m;
   Builder b(&m.graph);
   Shape input_shape = {batch};
   input_shape.insert(input_shape.end(), example_shape.begin(), example_shape.end());
   m.input = b.Input("x", input_shape, input_dtype);
-  m.labels = b.Label("label", {batch});
+  m.labels = b.Label("label", sequence ? input_shape : Shape{batch});
   m.logits = net(b, m.input);
-  if (b.ok() && b.graph().value(m.logits).shape.size() != 2) {
-    b.Fail(Status::Invalid("the network's output must be logits [batch, classes], got " +
-                           ShapeToString(b.graph().value(m.logits).shape)));
+  if (!b.ok()) return b.status();
+  const Shape& logits = b.graph().value(m.logits).shape;
+  if (!sequence) {
+    if (logits.size() != 2) {
+      b.Fail(Status::Invalid("the network's output must be logits [batch, classes], got " +
+                             ShapeToString(logits)));
+    }
+    m.loss = SoftmaxCrossEntropy(b, m.logits, m.labels);
+  } else {
+    Shape expect = input_shape;
+    expect.push_back(logits.empty() ? 0 : logits.back());
+    if (logits != expect) {
+      b.Fail(Status::Invalid(
+          "a sequence loss needs logits [batch, positions..., classes] = " + ShapeToString(expect) +
+          " (one row per input position), got " + ShapeToString(logits)));
+    }
+    // Rows of [batch * positions, classes]: the classifier's loss then averages every position.
+    OpAttrs rows, label_rows;
+    rows.shape = {-1, logits.empty() ? 1 : logits.back()};
+    label_rows.shape = {-1};
+    const ValueId x = b.Op(OpKind::kReshape, "loss.logits_rows", {m.logits}, rows);
+    const ValueId y = b.Op(OpKind::kReshape, "loss.label_rows", {m.labels}, label_rows);
+    m.loss = SoftmaxCrossEntropy(b, x, y);
   }
-  m.loss = SoftmaxCrossEntropy(b, m.logits, m.labels);
   if (!b.ok()) return b.status();
   m.shard_blocks = b.shard_blocks();
   SHARDSCOPE_RETURN_IF_ERROR(m.graph.Verify());

@@ -21,9 +21,10 @@ inline void FillBatch(const Dataset& data, int64_t start, int64_t n, Tensor* bat
   std::memset(dst + n * example * 4, 0, 4 * (batch->dim(0) - n) * example);
 }
 
-// How many of the first `n` rows of `logits` [batch, classes] pick `labels[i]` (top-1).
+// How many of the first `n` rows of `logits` [..., classes] pick `labels[i]` (top-1); a
+// sequence model's logits [batch, T, classes] have T rows per example.
 inline int64_t CountCorrect(const Tensor& logits, const int32_t* labels, int64_t n) {
-  const int64_t classes = logits.dim(1);
+  const int64_t classes = logits.shape().back();
   int64_t correct = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float* row = logits.data() + i * classes;

@@ -52,6 +52,31 @@ void CopyBlock(const T* src, const Shape& src_shape, const std::vector<int64_t>&
   }
 }
 
+// Integer values (token ids, labels) cross a redistribution as floats: the redistribution
+// executor and the communicators move f32, and every i32 of magnitude up to 2^24 is exact in
+// f32, sums included. A larger value is refused rather than rounded.
+Status RedistributeInts(const RedistPlan& plan, Communicator& comm, const Tensor& in, Tensor* out,
+                        Tensor* scratch_in, Tensor* scratch_out, RedistWorkspace* workspace) {
+  constexpr int32_t kExact = 1 << 24;
+  if (scratch_in->shape() != in.shape() || scratch_in->dtype() != DType::kF32)
+    *scratch_in = Tensor(in.shape());
+  for (int64_t i = 0; i < in.size(); ++i) {
+    const int32_t v = in.ints()[i];
+    if (v > kExact || v < -kExact) {
+      return Status::Invalid("integer value " + std::to_string(v) +
+                             " is beyond 2^24, which redistribution carries exactly");
+    }
+    scratch_in->data()[i] = static_cast<float>(v);
+  }
+  SHARDSCOPE_RETURN_IF_ERROR(
+      ExecuteRedistribution(plan, comm, *scratch_in, scratch_out, workspace));
+  if (out->shape() != scratch_out->shape() || out->dtype() != DType::kI32)
+    *out = Tensor(scratch_out->shape(), DType::kI32);
+  for (int64_t i = 0; i < out->size(); ++i)
+    out->ints()[i] = static_cast<int32_t>(scratch_out->data()[i]);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Tensor ExtractShard(const Tensor& whole, const Layout& layout, int rank) {
@@ -136,8 +161,12 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
   const double cpu_start = cpu ? ThreadCpuNow() : 0.0;
   if (in.kind == DistInstr::Kind::kRedistribute) {
     const CommStats before = comm.stats();
-    Status st = ExecuteRedistribution(*in.plan, comm, buffers_[in.inputs[0]],
-                                      &buffers_[in.outputs[0]], &redist_workspace_);
+    const Tensor& from = buffers_[in.inputs[0]];
+    Status st = from.dtype() == DType::kI32
+                    ? RedistributeInts(*in.plan, comm, from, &buffers_[in.outputs[0]],
+                                       &int_scratch_[0], &int_scratch_[1], &redist_workspace_)
+                    : ExecuteRedistribution(*in.plan, comm, from, &buffers_[in.outputs[0]],
+                                            &redist_workspace_);
     if (!st.ok()) return st.WithContext("redistribution for " + in.reason);
     if (stats) {
       const CommStats after = comm.stats();
@@ -286,7 +315,8 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   const Shape& in_shape = model_.graph.value(model_.input).shape;
   const int64_t batch = in_shape[0];
   const Layout& logits_layout = program_.values[logits_home].layout;
-  const int64_t classes = model_.graph.value(model_.logits).shape[1];
+  const Shape& logits_shape = model_.graph.value(model_.logits).shape;
+  const int64_t per = data.labels_per_example();  // positions of a sequence model
   SHARDSCOPE_ASSIGN_OR_RETURN(
       RedistPlan plan,
       PlanRedistribution(logits_layout,
@@ -305,12 +335,13 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
     SHARDSCOPE_RETURN_IF_ERROR(
         executor_->RunFor(comm, {logits_home}, step_, /*training=*/false, nullptr));
     // Whole logits on every rank, by the planner's own redistribution.
-    Tensor logits({batch, classes});
+    Tensor logits(logits_shape);
     SHARDSCOPE_RETURN_IF_ERROR(
         ExecuteRedistribution(*whole_logits, comm, executor_->local(logits_home), &logits));
-    correct += CountCorrect(logits, data.labels.ints() + start, n);
+    correct += CountCorrect(logits, data.labels.ints() + start * per, n * per);
   }
-  return data.size() == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(data.size());
+  return data.size() == 0 ? 0.0
+                          : static_cast<double>(correct) / static_cast<double>(data.size() * per);
 }
 
 const Tensor& DistTrainer::ParameterShard(ValueId param) const {

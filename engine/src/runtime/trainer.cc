@@ -59,14 +59,16 @@ double Trainer::Evaluate(const Dataset& data) {
   const int64_t batch = batch_size();
   Tensor& x = executor_->value(model_.input);
   const Tensor& logits = executor_->value(model_.logits);
+  const int64_t per = data.labels_per_example();  // positions of a sequence model
   int64_t correct = 0;
   for (int64_t start = 0; start < data.size(); start += batch) {
     const int64_t n = std::min(batch, data.size() - start);
     FillBatch(data, start, n, &x);
     executor_->Run(eval_schedule_, step_, /*training=*/false);
-    correct += CountCorrect(logits, data.labels.ints() + start, n);
+    correct += CountCorrect(logits, data.labels.ints() + start * per, n * per);
   }
-  return data.size() == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(data.size());
+  return data.size() == 0 ? 0.0
+                          : static_cast<double>(correct) / static_cast<double>(data.size() * per);
 }
 
 }  // namespace shardscope

@@ -170,5 +170,23 @@ TEST(BatchIterator, EmptyDataset) {
   EXPECT_FALSE(it.Next(&x, &y));
 }
 
+// Sequence labels [N, T] (text data) travel with their example, row for row.
+TEST(BatchIteratorTest, SequenceLabelsFollowTheirExample) {
+  Dataset d;
+  std::vector<int32_t> ids(6 * 3), next(6 * 3);
+  for (int i = 0; i < 18; ++i) {
+    ids[i] = i;
+    next[i] = 100 + i;
+  }
+  d.images = Tensor::FromInts({6, 3}, ids);
+  d.labels = Tensor::FromInts({6, 3}, next);
+  BatchIterator it(d, 4, 7, /*shuffle=*/true);
+  Tensor x, y;
+  ASSERT_TRUE(it.Next(&x, &y));
+  EXPECT_EQ(x.dtype(), DType::kI32);
+  EXPECT_EQ(y.shape(), (Shape{4, 3}));
+  for (int64_t i = 0; i < x.size(); ++i) EXPECT_EQ(y.ints()[i], 100 + x.ints()[i]) << i;
+}
+
 }  // namespace
 }  // namespace shardscope

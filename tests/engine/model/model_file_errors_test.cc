@@ -265,7 +265,7 @@ TEST(ModelFileErrorsTest, ClassesAndData) {
 
 TEST(ModelFileErrorsTest, LossAndOptimizer) {
   ExpectError(With(Base(), {"loss: MAELoss"}), "m.yaml:8:7",
-              {"loss 'MAELoss' is not implemented; the loss is softmax_cross_entropy"});
+              {"loss 'MAELoss' is not implemented; the losses are softmax_cross_entropy"});
   ExpectError(With(Base(), {"optimizer: {type: rmsprop}"}), "m.yaml:8:19", {"optimizer.type: "});
   ExpectError(With(Base(), {"optimizer: {type: sgd, momentum: 0.9}"}), "m.yaml:8:24",
               {"optimizer.momentum applies to type momentum, not sgd"});
@@ -632,6 +632,54 @@ TEST(ModelFileErrorsTest, BuildRefusesABadBatch) {
   Result<ModelGraph> g = file->Build(0);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().message(), "m.yaml: the batch size must be positive, got 0");
+}
+
+// Token models: input.dtype, constants, the sequence loss and text data.
+std::vector<std::string> TokenBase() {
+  return {
+      "input: {shape: [8], dtype: i32}",                                             // 1
+      "parameters:",                                                                 // 2
+      "  table: {shape: [20, 4], init: normal}",                                     // 3
+      "constants:",                                                                  // 4
+      "  mask: {shape: [8, 8], init: causal_mask}",                                  // 5
+      "operators:",                                                                  // 6
+      "  - gather: {op: Gather, inputs: [table, x]}",                                // 7
+      "  - scores: {op: BatchMatMul, inputs: [gather, gather], transpose_b: true}",  // 8
+      "  - masked: {op: Add, inputs: [scores, mask]}",                               // 9
+      "  - logits: {op: Reshape, shape: [-1, 8, 8]}",                                // 10
+      "loss: sequence_cross_entropy",                                                // 11
+      "data: {dataset: text}",                                                       // 12
+  };
+}
+
+TEST(ModelFileErrorsTest, TokenBaseIsValid) {
+  Result<ModelFile> file = ParseModelText(Lines(TokenBase()), "m.yaml");
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(file->input_dtype(), DType::kI32);
+  EXPECT_TRUE(file->sequence_loss());
+  Result<ModelGraph> g = file->Build(2);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->graph.value(g->labels).shape, (Shape{2, 8}));
+  const Value& mask = g->graph.value(g->graph.FindValue("mask"));
+  EXPECT_EQ(mask.kind, ValueKind::kConstant);
+  ASSERT_NE(mask.init.data, nullptr);
+  EXPECT_EQ((*mask.init.data)[0 * 8 + 1], -1e9f);  // position 0 does not see position 1
+  EXPECT_EQ((*mask.init.data)[1 * 8 + 0], 0.0f);
+}
+
+TEST(ModelFileErrorsTest, TokenErrors) {
+  ExpectError(Replace(TokenBase(), 1, "input: {shape: [8], dtype: f16}"), "m.yaml:1:28",
+              {"input.dtype 'f16' is not f32 or i32"});
+  ExpectError(Replace(TokenBase(), 5, "  mask: {shape: [8, 4], init: causal_mask}"), "m.yaml:5:31",
+              {"causal_mask is square"});
+  ExpectError(Replace(TokenBase(), 9, "  - masked: {op: Add, inputs: [scores, scores]}"),
+              "m.yaml:5:3", {"constant 'mask' is declared but no operator uses it"});
+  ExpectError(Replace(TokenBase(), 11, "loss: softmax_cross_entropy"), "m.yaml:11:7",
+              {"dataset: text labels every position", "sequence_cross_entropy"});
+  ExpectError(Replace(TokenBase(), 10, "  - logits: {op: Reshape, shape: [-1, 64]}"), "m.yaml:10:5",
+              {"a sequence loss needs logits [batch, positions..., classes] = [32, 8, 64]"});
+  ExpectError(Replace(TokenBase(), 12, "data: {dataset: mnist, file: a.txt}"), "m.yaml:12:24",
+              {"data.file applies to dataset: text"});
 }
 
 }  // namespace

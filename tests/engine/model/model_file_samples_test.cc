@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gpt.h"
 #include "models.h"
 #include "shardscope/model_file.h"
 
@@ -199,6 +200,34 @@ TEST(ModelFileSamplesTest, EverySampleBuildsForAnyBatch) {
       EXPECT_TRUE(built->graph.Verify().ok());
       EXPECT_EQ(built->graph.value(built->input).shape[0], batch);
       EXPECT_EQ(built->graph.value(built->logits).shape, (Shape{batch, file.num_classes()}));
+    }
+  }
+}
+
+// gpt.yaml's blocks are gpt.h's TransformerBlock: the same parameters (names and shapes),
+// and its attention and MLP operators under the same names.
+TEST(ModelFileSamplesTest, GptBlocksAreTheCppBlocks) {
+  const ModelFile file = LoadSample("gpt.yaml");
+  Result<ModelGraph> yaml = file.Build(4);
+  ASSERT_TRUE(yaml.ok()) << yaml.status().message();
+  const int64_t tokens = file.example_shape()[0];
+  const int64_t dim = yaml->graph.value(yaml->graph.FindValue("embedding.table")).shape[1];
+  samples::Gpt net(2, file.num_classes(), tokens, dim, 4, 10);
+  Result<ModelGraph> cpp = nn::BuildClassifier(net, {tokens}, 4, DType::kI32);
+  ASSERT_TRUE(cpp.ok()) << cpp.status().message();
+  int blocks = 0;
+  for (ValueId p : cpp->graph.Parameters()) {
+    const Value& v = cpp->graph.value(p);
+    if (v.name.rfind("layer", 0) != 0 && v.name != "embedding.table") continue;
+    const ValueId y = yaml->graph.FindValue(v.name);
+    ASSERT_NE(y, kNoValue) << v.name;
+    EXPECT_EQ(yaml->graph.value(y).shape, v.shape) << v.name;
+    ++blocks;
+  }
+  EXPECT_EQ(blocks, 1 + 2 * 16);  // the table, and 16 parameters per block
+  for (const Node& n : cpp->graph.nodes()) {
+    if (n.name.rfind("layer", 0) == 0) {
+      EXPECT_NE(yaml->graph.FindNode(n.name), kNoNode) << n.name;
     }
   }
 }

@@ -9,6 +9,7 @@
 #include "law.h"
 #include "models.h"
 #include "shardscope/model_file.h"
+#include "token_law.h"
 
 using namespace shardscope;
 
@@ -50,6 +51,18 @@ Case Ffn(const std::string& dense1, const std::string& dense3) {
   return c;
 }
 
+// A token model on the GPL-3 text with `strategies` set (operator -> in_strategy).
+Case Tokens(const std::string& name, Result<std::shared_ptr<const ModelFile>> (*load)(),
+            std::map<std::string, std::string> strategies) {
+  auto mf = load().value();
+  Case c;
+  c.name = name;
+  c.batch = 16;
+  c.data = testing_law::TextData(*mf, c.batch).value();
+  c.build = testing_law::WithStrategies(mf, c.batch, std::move(strategies));
+  return c;
+}
+
 }  // namespace
 
 int main() {
@@ -64,6 +77,14 @@ int main() {
   if (n == 4) {
     cases.push_back(Ffn("((1,1),(1,4))", ""));
     cases.push_back(FromFile("matmul_allgather.yaml"));
+    cases.push_back(Tokens("gpt.yaml data-parallel", testing_law::LoadGpt, {}));
+    cases.push_back(Tokens("gpt.yaml sharded", testing_law::LoadGpt,
+                           {{"embedding.gather", "((4,1),(1,1))"},
+                            {"layer0.fc1.matmul", "((1,1),(1,4))"},
+                            {"layer0.fc2.matmul", "((1,4),(4,1))"},
+                            {"layer1.scores", "((1,4,1,1),(1,4,1,1))"}}));
+    cases.push_back(Tokens("ids through a redistribution", testing_law::LoadIdsThroughIdentity,
+                           {{"gather", "((4,1),(1,1))"}}));
   }
   if (n == 8) {
     cases.push_back(Ffn("((2,4),(4,1))", "((1,8),(8,1))"));

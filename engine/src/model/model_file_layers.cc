@@ -1,6 +1,5 @@
-// The network sections: layers (modules, blocks, repeated and reused layers), blocks, and
-// operators (raw operators with explicit parameters); building them through the nn modules
-// so that names, parameters and init specs are those of the C++ API by construction.
+// The layers network: layer lists, blocks, repeated and reused layers, built-in layer types;
+// ParseNetwork dispatches to the operators network (model_file_operators.cc).
 #include <algorithm>
 #include <climits>
 #include <set>
@@ -8,34 +7,6 @@
 #include "model_file_internal.h"
 
 namespace shardscope::model_file {
-
-namespace {
-
-const std::vector<std::string>& BuiltinTypes() {
-  static const std::vector<std::string> kTypes = {"Dense",   "Conv2d",    "MaxPool2d",
-                                                  "Flatten", "ReLU",      "GELU",
-                                                  "Dropout", "Embedding", "LayerNorm"};
-  return kTypes;
-}
-
-bool IsBuiltin(const std::string& type) {
-  const auto& t = BuiltinTypes();
-  return std::find(t.begin(), t.end(), type) != t.end();
-}
-
-std::vector<std::string> TypeKeys(const std::string& type) {
-  if (type == "Dense")
-    return {"in_channels", "out_channels", "has_bias", "weight_init", "bias_init"};
-  if (type == "Conv2d") {
-    return {"in_channels", "out_channels", "kernel_size", "stride",
-            "pad_mode",    "has_bias",     "weight_init"};
-  }
-  if (type == "MaxPool2d") return {"kernel_size", "stride", "pad_mode"};
-  if (type == "Dropout") return {"p", "keep_prob", "seed"};
-  if (type == "Embedding") return {"vocab_size", "embedding_size", "embedding_table"};
-  if (type == "LayerNorm") return {"normalized_shape", "epsilon"};
-  return {};  // Flatten, ReLU, GELU
-}
 
 const std::set<std::string>& ReservedNames() {
   static const std::set<std::string> kReserved = {"x", "label", "loss"};
@@ -65,6 +36,34 @@ std::string KeysOf(const YAML::Node& node) {
     keys.push_back(it->first.IsScalar() ? "'" + it->first.Scalar() + "'" : "?");
   }
   return Join(keys);
+}
+
+namespace {
+
+const std::vector<std::string>& BuiltinTypes() {
+  static const std::vector<std::string> kTypes = {"Dense",   "Conv2d",    "MaxPool2d",
+                                                  "Flatten", "ReLU",      "GELU",
+                                                  "Dropout", "Embedding", "LayerNorm"};
+  return kTypes;
+}
+
+bool IsBuiltin(const std::string& type) {
+  const auto& t = BuiltinTypes();
+  return std::find(t.begin(), t.end(), type) != t.end();
+}
+
+std::vector<std::string> TypeKeys(const std::string& type) {
+  if (type == "Dense")
+    return {"in_channels", "out_channels", "has_bias", "weight_init", "bias_init"};
+  if (type == "Conv2d") {
+    return {"in_channels", "out_channels", "kernel_size", "stride",
+            "pad_mode",    "has_bias",     "weight_init"};
+  }
+  if (type == "MaxPool2d") return {"kernel_size", "stride", "pad_mode"};
+  if (type == "Dropout") return {"p", "keep_prob", "seed"};
+  if (type == "Embedding") return {"vocab_size", "embedding_size", "embedding_table"};
+  if (type == "LayerNorm") return {"normalized_shape", "epsilon"};
+  return {};  // Flatten, ReLU, GELU
 }
 
 class LayerParser {
@@ -482,325 +481,6 @@ void CheckBlockCycles(const NetworkDef& net) {
   for (const auto& [name, body] : net.blocks) visit(name, body->location);
 }
 
-void ParseOperators(const Source& src, const Map& top, const MeshTable& meshes, NetworkDef* net,
-                    std::vector<WrittenStrategy>* inline_strategies) {
-  std::map<std::string, int> outputs;  // defined name -> number of outputs
-  std::map<std::string, SourceLocation> where;
-  std::set<std::string> param_names;
-  outputs["x"] = 1;
-  if (const Field* f = top.Find("parameters")) {
-    Map params(src, f->value, "the parameters section", {});
-    for (const Field& p : params.fields()) {
-      if (!IsName(p.key)) {
-        src.Fail(p.key_node, "parameter name '" + p.key +
-                                 "' must be an identifier (letters, digits, '_'; '.' between "
-                                 "scopes)");
-      }
-      if (ReservedNames().count(p.key) != 0) {
-        src.Fail(p.key_node, "parameter name '" + p.key +
-                                 "' is reserved (x is the input, label "
-                                 "the labels, loss the loss)");
-      }
-      Map pm(src, p.value, "parameter '" + p.key + "'", {"shape", "init"});
-      ParamDef def;
-      def.name = p.key;
-      def.location = src.At(p.key_node);
-      def.shape = ReadShape(src, pm.Require("shape"), "the shape of parameter '" + p.key + "'");
-      def.init = ReadInit(src, pm.Require("init"), "the init of parameter '" + p.key + "'");
-      net->params.push_back(def);
-      outputs[p.key] = 1;
-      where[p.key] = def.location;
-      param_names.insert(p.key);
-    }
-  }
-  const Field* ops_field = top.Find("operators");
-  const YAML::Node& list = ops_field->value;
-  if (!list.IsSequence()) {
-    src.Fail(list, "operators must be a list ('- name: {op: MatMul, inputs: [...]}' lines)");
-  }
-  if (list.size() == 0) src.Fail(list, "operators is empty");
-  std::set<std::string> used;
-  std::string prev = "x";
-  for (size_t i = 0; i < list.size(); ++i) {
-    const YAML::Node& item = list[i];
-    if (!item.IsMap() || item.size() != 1) {
-      src.Fail(item,
-               "an operator entry is '- name: {op: MatMul, inputs: [x, w]}' (one key, the "
-               "operator's name)" +
-                   (item.IsMap() ? "; this one has the keys " + KeysOf(item) : std::string()));
-    }
-    const YAML::Node key = item.begin()->first;
-    const YAML::Node value = item.begin()->second;
-    OpDef op;
-    op.name = ReadString(src, key, "an operator name");
-    op.location = src.At(key);
-    const std::string what = "operator '" + op.name + "'";
-    if (!IsName(op.name)) {
-      src.Fail(key, "operator name '" + op.name +
-                        "' must be an identifier (letters, digits, '_'; '.' between scopes)");
-    }
-    if (ReservedNames().count(op.name) != 0) {
-      src.Fail(key, "operator name '" + op.name +
-                        "' is reserved (x is the input, label the "
-                        "labels, loss the loss)");
-    }
-    if (outputs.count(op.name) != 0) {
-      src.Fail(key, "duplicate name '" + op.name + "' (already " +
-                        (param_names.count(op.name) ? "a parameter" : "an operator") + " at " +
-                        where[op.name].ToString() + ")");
-    }
-    std::unique_ptr<Map> m;
-    if (value.IsScalar()) {
-      op.op = ReadOpKind(src, value, what);
-    } else if (value.IsMap()) {
-      YAML::Node op_node;
-      bool has_op = false;
-      for (auto it = value.begin(); it != value.end(); ++it) {
-        if (it->first.IsScalar() && it->first.Scalar() == "op") {
-          op_node = it->second;
-          has_op = true;
-        }
-      }
-      if (!has_op) src.Fail(value, what + " is missing the required key 'op'");
-      op.op = ReadOpKind(src, op_node, what);
-      std::vector<std::string> allowed = {"op", "inputs", "shard"};
-      for (const std::string& k : OpAttrKeys(op.op)) allowed.push_back(k);
-      m = std::make_unique<Map>(src, value, what + " (" + OpName(op.op) + ")", allowed);
-      op.attrs = ReadOpAttrs(src, *m, op.op, what);
-    } else {
-      src.Fail(key, what + " needs an operator: '- " + op.name + ": {op: MatMul, inputs: [...]}'");
-    }
-    const int arity = OpNumInputs(op.op);
-    const std::string arity_text = arity == kVariadic ? "1 or more" : std::to_string(arity);
-    const Field* inputs = m ? m->Find("inputs") : nullptr;
-    if (inputs == nullptr) {
-      if (arity != 1) {
-        src.Fail(key, what + " (" + OpName(op.op) + ") takes " + arity_text +
-                          " inputs; list them, e.g. inputs: [" + prev + ", ...]");
-      }
-      op.inputs.push_back({prev, 0, src.At(key)});
-    } else {
-      std::vector<YAML::Node> refs;
-      if (inputs->value.IsSequence()) {
-        for (size_t k = 0; k < inputs->value.size(); ++k) refs.push_back(inputs->value[k]);
-      } else {
-        refs.push_back(inputs->value);
-      }
-      if (arity == kVariadic ? refs.empty() : static_cast<int>(refs.size()) != arity) {
-        src.Fail(inputs->value, what + " (" + OpName(op.op) + ") takes " + arity_text + " input" +
-                                    (arity == 1 ? "" : "s") + ", found " +
-                                    std::to_string(refs.size()));
-      }
-      for (const YAML::Node& r : refs) {
-        std::string ref = ReadString(src, r, "an input of " + what);
-        InputRef in;
-        in.location = src.At(r);
-        const size_t colon = ref.find(':');
-        in.name = ref.substr(0, colon);
-        if (colon != std::string::npos) {
-          const std::string idx = ref.substr(colon + 1);
-          int v = -1;
-          if (!idx.empty() && idx.size() < 6 &&
-              std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-            v = std::stoi(idx);
-          }
-          if (v < 0) {
-            src.Fail(r, "input '" + ref + "' of " + what +
-                            ": after ':' comes an output number, e.g. layer_norm_grad:1");
-          }
-          in.output = v;
-        }
-        auto it = outputs.find(in.name);
-        if (it == outputs.end()) {
-          std::vector<std::string> names;
-          for (const auto& [n, k] : outputs) names.push_back(n);
-          src.Fail(r, "input '" + in.name + "' of " + what + " is not defined above" +
-                          DidYouMean(in.name, names) +
-                          "; an input is x (the network input), a parameter, or an earlier "
-                          "operator");
-        }
-        if (in.output >= it->second) {
-          src.Fail(r, "input '" + ref + "' of " + what + ": '" + in.name + "' has " +
-                          std::to_string(it->second) + " output" + (it->second == 1 ? "" : "s"));
-        }
-        used.insert(in.name);
-        op.inputs.push_back(in);
-      }
-    }
-    if (m) {
-      if (const Field* s = m->Find("shard")) {
-        op.shard = std::make_shared<WrittenStrategy>(
-            ReadWrittenStrategy(src, op.name, s->key_node, s->value, meshes,
-                                "the shard key of operator '" + op.name + "'"));
-        inline_strategies->push_back(*op.shard);
-      }
-    }
-    outputs[op.name] = OpNumOutputs(op.op) == kVariadic ? static_cast<int>(op.attrs.sizes.size())
-                                                        : OpNumOutputs(op.op);
-    where[op.name] = op.location;
-    prev = op.name;
-    net->ops.push_back(std::move(op));
-  }
-  if (const Field* f = top.Find("output")) {
-    net->output = ReadString(src, f->value, "output");
-    net->output_location = src.At(f->value);
-    bool found = false;
-    std::vector<std::string> names;
-    for (const OpDef& op : net->ops) {
-      names.push_back(op.name);
-      found = found || op.name == net->output;
-    }
-    if (!found) {
-      src.Fail(f->value, "output '" + net->output + "' is not an operator" +
-                             DidYouMean(net->output, names) + "; operators: " + Join(names));
-    }
-    used.insert(net->output);
-  } else {
-    net->output = net->ops.back().name;
-    net->output_location = net->ops.back().location;
-  }
-  for (const ParamDef& p : net->params) {
-    if (used.count(p.name) == 0) {
-      FailAt(p.location, "parameter '" + p.name + "' is declared but no operator uses it");
-    }
-  }
-}
-
-// ---------------------------------------------------------------- building
-
-// A layer list as a module: calls its layers in order; the same module may be called again.
-class SeqModule : public nn::Module {
- public:
-  SeqModule(std::string name, BuildTrace* trace) : nn::Module(std::move(name)), trace_(trace) {}
-  nn::Module* Own(std::unique_ptr<nn::Module> m) {
-    owned_.push_back(std::move(m));
-    return owned_.back().get();
-  }
-  void Call(nn::Module* m, const LayerEntry* e) { calls_.push_back({m, e}); }
-
- protected:
-  bool scoped() const override { return !name().empty(); }
-  ValueId Forward(Builder& b, ValueId x) override {
-    for (const auto& [module, entry] : calls_) {
-      if (!b.ok()) return kNoValue;
-      const std::string path = b.ScopedName(module->name());
-      const std::string what = "layer '" + path + "' (" + entry->type + ")";
-      const int before = b.graph().num_nodes();
-      const Shape in_shape = b.graph().value(x).shape;
-      x = (*module)(b, x);
-      if (!b.ok()) {
-        if (!trace_->failed) {
-          trace_->failed = true;
-          trace_->fail_location = entry->location;
-          trace_->fail_what = what;
-        }
-        return kNoValue;
-      }
-      auto [it, first] = trace_->modules.try_emplace(path);
-      BuildTrace::ModuleRecord& rec = it->second;
-      if (first) {
-        rec.type = entry->type;
-        rec.location = entry->location;
-        rec.input_shape = in_shape;
-        rec.output_shape = b.graph().value(x).shape;
-        if (entry->shard) {
-          WrittenStrategy w = *entry->shard;
-          w.target = path;
-          trace_->inline_strategies.push_back(std::move(w));
-        }
-      }
-      const int after = b.graph().num_nodes();
-      rec.ops_per_call.push_back(after - before);
-      for (int n = before; n < after; ++n) rec.nodes.push_back(n);
-      trace_->last_location = entry->location;
-      trace_->last_what = what;
-    }
-    return x;
-  }
-
- private:
-  BuildTrace* trace_;
-  std::vector<std::unique_ptr<nn::Module>> owned_;
-  std::vector<std::pair<nn::Module*, const LayerEntry*>> calls_;
-};
-
-std::unique_ptr<SeqModule> Instantiate(const NetworkDef& net, const std::string& name,
-                                       const std::vector<LayerEntry>& layers, BuildTrace* trace) {
-  auto seq = std::make_unique<SeqModule>(name, trace);
-  std::map<std::string, nn::Module*> by_name;
-  for (const LayerEntry& e : layers) {
-    nn::Module* m = nullptr;
-    switch (e.kind) {
-      case LayerEntry::kModule:
-        m = seq->Own(e.make(e.name));
-        by_name[e.name] = m;
-        break;
-      case LayerEntry::kBlock: {
-        const BlockBody& body = e.body ? *e.body : *net.blocks.at(e.type);
-        m = seq->Own(Instantiate(net, e.name, body.layers, trace));
-        by_name[e.name] = m;
-        break;
-      }
-      case LayerEntry::kReuse:
-        m = by_name.at(e.name);
-        break;
-    }
-    seq->Call(m, &e);
-  }
-  return seq;
-}
-
-// An operators: network as a module: parameters first, then the operators as listed.
-class OpGraphModule : public nn::Module {
- public:
-  OpGraphModule(const NetworkDef& net, BuildTrace* trace)
-      : nn::Module(""), net_(net), trace_(trace) {}
-
- protected:
-  bool scoped() const override { return false; }
-  ValueId Forward(Builder& b, ValueId x) override {
-    std::map<std::string, std::vector<ValueId>> values;
-    values["x"] = {x};
-    for (const ParamDef& p : net_.params) {
-      values[p.name] = {b.Parameter(p.name, p.shape, p.init)};
-      if (!b.ok()) return Failed(p.location, "parameter '" + p.name + "'");
-    }
-    for (const OpDef& op : net_.ops) {
-      std::vector<ValueId> inputs;
-      for (const InputRef& in : op.inputs) inputs.push_back(values.at(in.name).at(in.output));
-      const int before = b.graph().num_nodes();
-      values[op.name] = b.OpAll(op.op, op.name, inputs, op.attrs);
-      const std::string what = "operator '" + op.name + "' (" + OpName(op.op) + ")";
-      if (!b.ok()) return Failed(op.location, what);
-      auto it = trace_->modules.try_emplace(op.name).first;
-      it->second.type = OpName(op.op);
-      it->second.location = op.location;
-      it->second.ops_per_call.push_back(b.graph().num_nodes() - before);
-      it->second.nodes.push_back(before);
-      it->second.input_shape = b.graph().value(inputs[0]).shape;
-      it->second.output_shape = b.graph().value(values[op.name][0]).shape;
-      if (op.shard) trace_->inline_strategies.push_back(*op.shard);
-      if (op.name == net_.output) {
-        trace_->last_location = op.location;
-        trace_->last_what = what;
-      }
-    }
-    return values.at(net_.output).at(0);
-  }
-
- private:
-  ValueId Failed(const SourceLocation& loc, const std::string& what) {
-    if (!trace_->failed) {
-      trace_->failed = true;
-      trace_->fail_location = loc;
-      trace_->fail_what = what;
-    }
-    return kNoValue;
-  }
-  const NetworkDef& net_;
-  BuildTrace* trace_;
-};
-
 }  // namespace
 
 void ParseNetwork(const Source& src, const Map& top, const MeshTable& meshes, NetworkDef* net,
@@ -866,26 +546,6 @@ void ParseNetwork(const Source& src, const Map& top, const MeshTable& meshes, Ne
   }
   net->layers = parser.ParseList(layers->value, "layers", true);
   CheckBlockCycles(*net);
-}
-
-ModelGraph BuildNetwork(const NetworkDef& net, const Shape& example_shape, int64_t batch,
-                        BuildTrace* trace) {
-  std::unique_ptr<nn::Module> top;
-  if (net.operators_style) {
-    top = std::make_unique<OpGraphModule>(net, trace);
-  } else {
-    top = Instantiate(net, "", net.layers, trace);
-  }
-  Result<ModelGraph> model = nn::BuildClassifier(*top, example_shape, batch);
-  if (!model.ok()) {
-    if (trace->failed)
-      FailAt(trace->fail_location, trace->fail_what + ": " + model.status().message());
-    FailAt(trace->last_location.line > 0 ? trace->last_location : net.location,
-           "the network ends with " +
-               (trace->last_what.empty() ? "its last layer" : trace->last_what) + ": " +
-               model.status().message());
-  }
-  return std::move(model).value();
 }
 
 }  // namespace shardscope::model_file
