@@ -22,7 +22,8 @@ TEST(GptRun, RecordedRunOpensInTheViewer) {
   ASSERT_EQ(testing::RunCommand(kBin +
                                     "/shardscope train " SHARDSCOPE_SOURCE_DIR
                                     "/samples/models/gpt.yaml --data "
-                                    "text:/usr/share/common-licenses/GPL-3 --devices 2 "
+                                    "text:/usr/share/common-licenses/GPL-3 --ignore-parallel "
+                                    "--devices 2 "
                                     "--steps 3 --record " +
                                     run,
                                 &output),
