@@ -634,5 +634,14 @@ TEST(ModelFileErrorsTest, BuildRefusesABadBatch) {
   EXPECT_EQ(g.status().message(), "m.yaml: the batch size must be positive, got 0");
 }
 
+// training.dtype: the element type `plan` prices bytes at (training stays f32).
+TEST(ModelFileErrorsTest, TrainingDtype) {
+  Result<ModelFile> file = ParseModelText(With(Base(), {"training: {dtype: bf16}"}), "m.yaml");
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(file->training().dtype, Precision::kBF16);
+  ExpectError(With(Base(), {"training: {dtype: bf61}"}), "m.yaml:8:19",
+              {"training.dtype: unknown dtype 'bf61' (did you mean 'bf16'?)"});
+}
+
 }  // namespace
 }  // namespace shardscope
