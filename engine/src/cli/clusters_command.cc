@@ -1,6 +1,7 @@
 // `shardscope clusters [NAME]`: the shipped cluster profiles, one line each, or one in full.
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "cli/command.h"
 #include "shardscope/base/format.h"
@@ -49,25 +50,29 @@ std::string Compute(const ClusterProfile& c) {
 }
 
 int RunClusters(const std::string& name) {
-  if (!name.empty()) {
-    for (const auto& [shipped, text] : ShippedClusterProfiles()) {
-      if (shipped != name) continue;
-      std::fputs(text.c_str(), stdout);
+  std::vector<ClusterProfile> rows;
+  for (const auto& [shipped, text] : ShippedClusterProfiles()) {
+    if (name.empty()) {
+      auto c = ParseClusterProfile(text, "shipped:" + shipped);
+      if (!c.ok()) return Fail(kExitRunFailure, c.status().message());
+      rows.push_back(*c);
+    } else if (shipped == name) {
+      std::fputs(text.c_str(), stdout);  // in full, with the source of every figure
       return kExitOk;
     }
-    auto c = LoadClusterProfile(name);  // a file: check it and print its summary
-    if (!c.ok()) return Fail(kExitBadInput, c.status().message());
   }
-  std::printf("%-16s %8s %6s  %-10s %-52s %s\n", "name", "devices", "nodes", "memory",
+  if (!name.empty()) {  // a file: check it and show its row
+    auto c = LoadClusterProfile(name);
+    if (!c.ok()) return Fail(kExitBadInput, c.status().message());
+    rows.push_back(*c);
+  }
+  std::printf("%-16s %8s %6s  %-10s %-52s %s\n", "name", "per node", "nodes", "memory",
               "links (per direction per device, latency per hop)", "compute");
-  for (const auto& [shipped, text] : ShippedClusterProfiles()) {
-    if (!name.empty() && shipped != name) continue;
-    auto c = ParseClusterProfile(text, "shipped:" + shipped);
-    if (!c.ok()) return Fail(kExitRunFailure, c.status().message());
-    std::printf("%-16s %4lld x %-3lld%6lld  %-10s %-52s %s%s\n", c->name.c_str(),
-                static_cast<long long>(c->devices_per_node), static_cast<long long>(c->nodes),
-                static_cast<long long>(c->nodes), FormatBytes(c->memory_bytes).c_str(),
-                Links(*c).c_str(), Compute(*c).c_str(), c->in_process ? " (in-process)" : "");
+  for (const ClusterProfile& c : rows) {
+    std::printf("%-16s %8lld %6lld  %-10s %-52s %s%s\n", c.name.c_str(),
+                static_cast<long long>(c.devices_per_node), static_cast<long long>(c.nodes),
+                FormatBytes(c.memory_bytes).c_str(), Links(c).c_str(), Compute(c).c_str(),
+                c.in_process ? " (in-process)" : "");
   }
   return kExitOk;
 }

@@ -15,7 +15,7 @@ using shardscope_cli_test::Output;
 
 const std::string kSamples = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/";
 
-Output Run(const std::string& args, bool merge_stderr = true) {
+Output Shard(const std::string& args, bool merge_stderr = true) {
   return shardscope_cli_test::Shardscope(args, merge_stderr);
 }
 
@@ -30,9 +30,9 @@ TEST(PlanCluster, TextAndJsonAgreeOnDgxH100) {
   const std::string args = "plan " + kSamples +
                            "ffn.yaml --devices 16 --batch 256 --search dynamic_programming "
                            "--cluster dgx-h100 --dtype bf16";
-  Output text = Run(args);
+  Output text = Shard(args);
   ASSERT_EQ(text.code, 0) << text.text;
-  Output json = Run(args + " --json", false);
+  Output json = Shard(args + " --json", false);
   ASSERT_EQ(json.code, 0) << json.text;
   const auto j = nlohmann::json::parse(json.text);
   EXPECT_EQ(j["dtype"], "bf16");
@@ -47,7 +47,7 @@ TEST(PlanCluster, TextAndJsonAgreeOnDgxH100) {
   const std::string recv = shardscope::FormatBytes(j["max_recv_bytes_per_step"].get<double>());
   EXPECT_NE(text.text.find("received per step:   " + recv), std::string::npos) << text.text;
   // A cluster's links are far faster than the built-in figures: a cheaper step.
-  Output builtin = Run(
+  Output builtin = Shard(
       "plan " + kSamples + "ffn.yaml --devices 16 --batch 256 --search dynamic_programming --json",
       false);
   ASSERT_EQ(builtin.code, 0) << builtin.text;
@@ -60,7 +60,7 @@ TEST(PlanCluster, DtypeChangesEveryByteFigure) {
   const std::string args = "plan " + kSamples +
                            "ffn.yaml --devices 8 --search semi_auto --cluster dgx-a100-80gb "
                            "--json --dtype ";
-  Output f32 = Run(args + "f32", false), bf16 = Run(args + "bf16", false);
+  Output f32 = Shard(args + "f32", false), bf16 = Shard(args + "bf16", false);
   ASSERT_EQ(f32.code, 0) << f32.text;
   ASSERT_EQ(bf16.code, 0) << bf16.text;
   const auto a = nlohmann::json::parse(f32.text), b = nlohmann::json::parse(bf16.text);
@@ -74,10 +74,10 @@ TEST(PlanCluster, DtypeChangesEveryByteFigure) {
   const double mem_a = a["memory_per_device_bytes"], mem_b = b["memory_per_device_bytes"];
   EXPECT_LT(mem_b, mem_a);
   EXPECT_GT(mem_b, mem_a / 2);  // the fp32 master copy and states do not halve
-  Output tpu = Run("plan " + kSamples + "ffn.yaml --devices 8 --cluster tpu-v4-4x4x4");
+  Output tpu = Shard("plan " + kSamples + "ffn.yaml --devices 8 --cluster tpu-v4-4x4x4");
   EXPECT_EQ(tpu.code, 2) << tpu.text;  // f32 by default; the profile has bf16 only
   EXPECT_NE(tpu.text.find("no compute rate for f32"), std::string::npos) << tpu.text;
-  Output bad = Run("plan " + kSamples + "ffn.yaml --dtype bf61");
+  Output bad = Shard("plan " + kSamples + "ffn.yaml --dtype bf17");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.text.find("did you mean 'bf16'"), std::string::npos) << bad.text;
 }
@@ -93,22 +93,22 @@ TEST(PlanCluster, BadProfileFileSaysFileLineAndField) {
         f);
     std::fclose(f);
   }
-  Output o = Run("plan " + kSamples + "ffn.yaml --cluster " + file);
+  Output o = Shard("plan " + kSamples + "ffn.yaml --cluster " + file);
   EXPECT_EQ(o.code, 2) << o.text;
   EXPECT_NE(o.text.find(file + ":4:"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("links.node.bandwith"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("did you mean 'bandwidth'"), std::string::npos) << o.text;
-  Output both = Run("plan " + kSamples + "ffn.yaml --cluster dgx-h100 --profile " + file);
+  Output both = Shard("plan " + kSamples + "ffn.yaml --cluster dgx-h100 --profile " + file);
   EXPECT_EQ(both.code, 2) << both.text;
   std::filesystem::remove(file);
 }
 
 TEST(PlanCluster, ClustersListsTheShippedProfiles) {
-  Output o = Run("clusters", false);
+  Output o = Shard("clusters", false);
   ASSERT_EQ(o.code, 0) << o.text;
   for (const char* name : {"dgx-a100-80gb", "dgx-h100", "tpu-v4-4x4x4", "this-machine"})
     EXPECT_NE(o.text.find(name), std::string::npos) << name << "\n" << o.text;
-  Output one = Run("clusters dgx-h100", false);
+  Output one = Shard("clusters dgx-h100", false);
   ASSERT_EQ(one.code, 0);
   EXPECT_NE(one.text.find("https://"), std::string::npos);  // the sources travel with it
 }

@@ -116,7 +116,8 @@ TEST(ClusterProfile, TorusRingsOverWholeDimensionsUseBothDirections) {
   auto c = *LoadClusterProfile("tpu-v4-4x4x4");
   auto mesh = *ClusterDeviceMesh(c, 64);
   EXPECT_EQ(mesh.ToString(), Mesh("x=4,y=4,z=4").ToString());
-  for (const AxisPlacement& p : *PlaceAxes(c, mesh)) {
+  const std::vector<AxisPlacement> axes = *PlaceAxes(c, mesh);
+  for (const AxisPlacement& p : axes) {
     EXPECT_EQ(p.level, "torus");
     EXPECT_EQ(p.bandwidth, 2 * c.torus_link.bandwidth) << p.axis;
   }
@@ -172,7 +173,7 @@ TEST(ClusterCollectives, DgxA100AllReduceBusBandwidthNearNcclTests) {
 TEST(Precision, MixedPrecisionBytesPerParameter) {
   EXPECT_EQ(PrecisionBytes(*ParsePrecision("bf16")), 2);
   EXPECT_EQ(PrecisionBytes(*ParsePrecision("float32")), 4);
-  EXPECT_FALSE(ParsePrecision("bf61").ok());
+  EXPECT_FALSE(ParsePrecision("bf17").ok());
   // f32: weight + gradient + states, 4 bytes each; bf16: 2 + 2, fp32 master 4, fp32 states.
   EXPECT_EQ(TrainingBytesPerParameter(Precision::kF32, 1), 12);
   EXPECT_EQ(TrainingBytesPerParameter(Precision::kBF16, 2), 2 + 2 + 4 + 8);
@@ -195,7 +196,9 @@ TEST(CostProfileFields, RoundTripSeparatesCoreAndInProcessTerm) {
   CostModel core;  // a portable model writes no in-process field
   const std::string text = CostModelToJson(core);
   for (const ProfileField& f : CostProfileFields()) {
-    if (f.in_process) EXPECT_EQ(text.find(f.name), std::string::npos) << f.name;
+    if (f.in_process) {
+      EXPECT_EQ(text.find(f.name), std::string::npos) << f.name;
+    }
   }
   auto typo = CostModelFromJson(R"({"group_synk_s": 1e-4})", "p.json");
   ASSERT_FALSE(typo.ok());

@@ -639,8 +639,8 @@ TEST(ModelFileErrorsTest, TrainingDtype) {
   Result<ModelFile> file = ParseModelText(With(Base(), {"training: {dtype: bf16}"}), "m.yaml");
   ASSERT_TRUE(file.ok()) << file.status().message();
   EXPECT_EQ(file->training().dtype, Precision::kBF16);
-  ExpectError(With(Base(), {"training: {dtype: bf61}"}), "m.yaml:8:19",
-              {"training.dtype: unknown dtype 'bf61' (did you mean 'bf16'?)"});
+  ExpectError(With(Base(), {"training: {dtype: bf17}"}), "m.yaml:8:19",
+              {"training.dtype: unknown dtype 'bf17' (did you mean 'bf16'?)"});
 }
 
 }  // namespace
