@@ -56,16 +56,16 @@ std::vector<ProfileField> MakeFields() {
        SS_NUM(in_process.collective_handoff_s)},
       {"long_phase_handoff_s", Kind::kSeconds, true,
        "the same after a long phase of computation (it started on one core), seconds",
-       SS_NUM(in_process.long_phase_handoff_s)},
+       SS_NUM(in_process.long_phase_handoff_s), nullptr, nullptr, nullptr, true},
       {"group_sync_s", Kind::kSeconds, true,
        "least cost of a collective on all device threads (4-byte all-reduce), seconds",
        SS_NUM(in_process.group_sync_s)},
       {"pair_sync_s", Kind::kSeconds, true,
        "the same in pairs, all pairs at once, seconds; PriceProgram only",
-       SS_NUM(in_process.pair_sync_s)},
+       SS_NUM(in_process.pair_sync_s), nullptr, nullptr, nullptr, true},
       {"half_sync_s", Kind::kSeconds, true,
        "the same in two halves of the devices, seconds; PriceProgram only",
-       SS_NUM(in_process.half_sync_s)},
+       SS_NUM(in_process.half_sync_s), nullptr, nullptr, nullptr, true},
   };
   return f;
 }
@@ -170,14 +170,16 @@ Status ReadField(const ProfileField& f, const nlohmann::json& value, const std::
   return Status::Ok();
 }
 
-// One field into `j`; fields at their defaults that older profiles never had are left out.
+// One field into `j`; the in-process term only when it has a figure (calibrate's profiles),
+// fields marked omit_zero and empty tables left out, as older profiles were written.
 void WriteField(const ProfileField& f, const CostModel& model, nlohmann::ordered_json* j) {
   CostModel& m = const_cast<CostModel&>(model);  // the accessors only read here
   switch (f.kind) {
     case Kind::kSeconds:
     case Kind::kCount:
     case Kind::kRate:
-      if (!f.in_process || *f.number(m) > 0) (*j)[f.name] = *f.number(m);
+      if ((!f.in_process || !m.in_process.empty()) && !(f.omit_zero && *f.number(m) <= 0))
+        (*j)[f.name] = *f.number(m);
       return;
     case Kind::kAxisRates:
     case Kind::kAxisTimes:

@@ -45,7 +45,7 @@ TEST(Profile, CalibratedProfileRoundTripsWithComputeSlots) {
   auto old = CostModelFromJson(R"({"latency_s": 1e-5})", "old.json");
   ASSERT_TRUE(old.ok()) << old.status().message();
   EXPECT_EQ(old->in_process.compute_slots, 0);
-  EXPECT_EQ(old->ComputeSlowdown(8), 1.0);
+  EXPECT_EQ(old->in_process.ComputeSlowdown(8), 1.0);
   EXPECT_FALSE(CostModelFromJson(R"({"compute_slots": -1})", "bad.json").ok());
 }
 
@@ -438,7 +438,8 @@ TEST(Profile, LongPhaseHandOffRoundTripsAndOlderProfilesKeepTheOldCap) {
   auto old = CostModelFromJson(CostModelToJson(Calibrated()), "old.json");
   ASSERT_TRUE(old.ok()) << old.status().message();
   EXPECT_EQ(old->in_process.long_phase_handoff_s, 0);
-  EXPECT_DOUBLE_EQ(old->SearchHandoffSeconds(1.0), Calibrated().in_process.collective_handoff_s);
+  EXPECT_DOUBLE_EQ(old->in_process.HandoffSeconds(1.0),
+                   Calibrated().in_process.collective_handoff_s);
   EXPECT_EQ(CostModelToJson(Calibrated()).find("long_phase_handoff_s"), std::string::npos);
   EXPECT_FALSE(CostModelFromJson(R"({"long_phase_handoff_s": -1})", "bad.json").ok());
 }

@@ -32,6 +32,7 @@ struct ProfileField {
   std::map<std::string, double>* (*map)(CostModel&) = nullptr;
   GemmRateTable* (*table)(CostModel&) = nullptr;
   bool* (*flag)(CostModel&) = nullptr;
+  bool omit_zero = false;  // left out of a written profile at 0 (added after the first ones)
 };
 
 // Every field, in the order profiles are written.
