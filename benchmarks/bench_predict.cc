@@ -300,7 +300,7 @@ void PrintKernels(const ModelFile& mf, const Options& opt, const CostModel& cost
   o.mode = SearchMode::kSemiAuto;
   o.devices = 1;
   o.cost = cost;
-  o.cost.compute_slots = 0;
+  o.cost.in_process.compute_slots = 0;
   o.optimizer_states = 0;
   auto predicted = SearchStrategies(model->graph, o);
   const std::vector<ValueId> params = model->graph.Parameters();
@@ -444,7 +444,7 @@ void PrintPhases(const Options& opt, const CostModel& cost) {
   std::printf(
       "%d devices; phase priced = %d x one GEMM at %.1f GFLOP/s / %.2f slots\n"
       "| GEMM per device | phase priced | hand-off after it |\n|---|---:|---:|\n",
-      opt.devices, opt.devices, cost.flops / 1e9, cost.compute_slots);
+      opt.devices, opt.devices, cost.flops / 1e9, cost.in_process.compute_slots);
   for (int s : {64, 96, 128, 192, 256}) {
     std::vector<double> extra, sync;
     const Status st = RunOnDevices(opt.devices, [&](Communicator& world) -> Status {
@@ -481,7 +481,7 @@ void PrintPhases(const Options& opt, const CostModel& cost) {
       std::printf("%s\n", st.message().c_str());
       return;
     }
-    const double slowdown = cost.ComputeSlowdown(opt.devices);
+    const double slowdown = cost.in_process.ComputeSlowdown(opt.devices);
     std::printf("| %d³ | %.0f us | %.0f us |\n", s, 2.0 * s * s * s / cost.flops * slowdown * 1e6,
                 std::max(0.0, Median(extra) - Median(sync)) * 1e6);
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/cost/dtype.h"
 #include "shardscope/graph.h"
 #include "shardscope/optimizer.h"
 #include "shardscope/status.h"
@@ -43,6 +44,9 @@ struct TrainingConfig {
   int64_t epochs = 1;
   int64_t steps = 0;  // > 0: stop after this many steps
   uint64_t seed = 1;
+  // The element type `plan` prices bytes at (f32, bf16, fp16; cost/dtype.h); training runs
+  // in f32 whatever it says. --dtype overrides it.
+  Precision dtype = Precision::kF32;
   OptimizerConfig optimizer;
 };
 

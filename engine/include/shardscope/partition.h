@@ -68,6 +68,9 @@ struct PartitionOptions {
   int devices = 1;
   std::map<std::string, DeviceMesh> meshes;  // named meshes the annotations refer to
   CostModel cost;
+  // Bytes per element the redistributions are planned with: 4 for a program that runs (the
+  // executor moves f32), 2 when `plan` prices bf16/fp16 (--dtype).
+  int64_t element_bytes = 4;
   // Called after each pass with its name and the program so far (for --dump-ir).
   std::function<void(const std::string& pass, const std::string& ir)> dump;
 };

@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/cost/dtype.h"
 #include "shardscope/cost/cost_model.h"
 #include "shardscope/graph.h"
 #include "shardscope/status.h"
@@ -81,6 +82,9 @@ struct SearchOptions {
   // Optimizer state tensors per parameter (OptimizerStateTensors: SGD 0, Momentum 1, Adam 2;
   // `plan`, `train` and the samples set it from the optimizer they train with).
   int optimizer_states = 1;
+  // The element type the byte figures assume (memory, communication): f32, or bf16/fp16 with
+  // fp32 master weights and optimizer states (cost/dtype.h). Planning only: training is f32.
+  Precision dtype = Precision::kF32;
   // Runners-up recorded per operator.
   int top_k = 3;
   // dynamic_programming refuses larger graphs (forward operators).

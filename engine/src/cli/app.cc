@@ -79,6 +79,7 @@ int RunShardscope(int argc, char** argv) {
   AddInspectCommand(app, commands);
   AddLaunchCommand(app, commands);
   AddPlanCommand(app, commands);
+  AddClustersCommand(app, commands);
   AddCalibrateCommand(app, commands);
   try {
     app.parse(argc, argv);

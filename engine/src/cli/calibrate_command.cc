@@ -10,6 +10,8 @@
 #include "cli/command.h"
 #include "shardscope/communicator.h"
 #include "shardscope/cost/calibration_measure.h"
+#include "shardscope/cost/profile_fields.h"
+#include "shardscope/cost/cost_model.h"
 
 namespace shardscope::cli {
 namespace {
@@ -110,15 +112,15 @@ int RunCalibrate(const CalibrateOptions& o) {
       "  Conv2D kernel (im2col + GEMM) GFLOP/s at %lld^3 %.1f; with 4 rows %.1f, depth 4 %.1f, 4 "
       "columns "
       "%.1f\n",
-      c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.collective_handoff_s * 1e6,
-      c.long_phase_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
-      c.memory_bandwidth / 1e9, mpi ? n : c.compute_slots, mpi ? " (MPI: assumed)" : "",
-      c.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "", c.pair_sync_s * 1e6,
-      c.half_sync_s * 1e6, static_cast<long long>(g.base), g.base_flops / 1e9,
-      g.Flops(4, g.base, g.base) / 1e9, g.Flops(g.base, 4, g.base) / 1e9,
-      g.Flops(g.base, g.base, 4) / 1e9, static_cast<long long>(cg.base), cg.base_flops / 1e9,
-      cg.Flops(4, cg.base, cg.base) / 1e9, cg.Flops(cg.base, 4, cg.base) / 1e9,
-      cg.Flops(cg.base, cg.base, 4) / 1e9);
+      c.latency_s * 1e6, c.collective_overhead_s * 1e6, c.in_process.collective_handoff_s * 1e6,
+      c.in_process.long_phase_handoff_s * 1e6, c.default_bandwidth / 1e9, c.flops / 1e9,
+      c.memory_bandwidth / 1e9, mpi ? n : c.in_process.compute_slots, mpi ? " (MPI: assumed)" : "",
+      c.in_process.group_sync_s * 1e6, mpi ? " (MPI: the latency terms instead)" : "",
+      c.in_process.pair_sync_s * 1e6, c.in_process.half_sync_s * 1e6,
+      static_cast<long long>(g.base), g.base_flops / 1e9, g.Flops(4, g.base, g.base) / 1e9,
+      g.Flops(g.base, 4, g.base) / 1e9, g.Flops(g.base, g.base, 4) / 1e9,
+      static_cast<long long>(cg.base), cg.base_flops / 1e9, cg.Flops(4, cg.base, cg.base) / 1e9,
+      cg.Flops(cg.base, 4, cg.base) / 1e9, cg.Flops(cg.base, cg.base, 4) / 1e9);
   if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
@@ -182,7 +184,10 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
       "the rounds and show as 0 here):\n"
       "  shardscope calibrate --show-rounds\n"
       "How far calibrations move on this machine (figures and predicted steps, repeated):\n"
-      "  scripts/calibrate_spread.sh --times 8");
+      "  scripts/calibrate_spread.sh --times 8\n"
+      "\n"
+      "The profile's fields (docs/cost-model.md):\n" +
+          CostProfileFieldsHelp());
   app->add_option("--out", o->out, "Write the profile (JSON) to FILE");
   app->add_option("--devices", o->devices, "In-process devices to measure between (default 8)")
       ->check(CLI::Range(2, 256));

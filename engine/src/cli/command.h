@@ -29,6 +29,7 @@ void AddInspectCommand(CLI::App& root, Commands& commands);
 void AddLaunchCommand(CLI::App& root, Commands& commands);
 void AddPlanCommand(CLI::App& root, Commands& commands);
 void AddCalibrateCommand(CLI::App& root, Commands& commands);
+void AddClustersCommand(CLI::App& root, Commands& commands);
 
 // The whole program: parses argv, runs the subcommand, returns the exit code. Re-entrant
 // (limits and the recorded command line are reset), so tests call it in-process.

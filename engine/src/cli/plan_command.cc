@@ -96,6 +96,7 @@ int RunPlan(const PlanOptions& o) {
   SearchFlags flags = o.search;
   flags.shard_blocks = ShardBlockSpecs(parallel);
   flags.optimizer_states = OptimizerStateTensors(mf->training().optimizer.kind);
+  flags.file_dtype = mf->training().dtype;
   auto searched = ApplySearchFlags(flags, *mode, &model->graph, devices, partition.meshes,
                                    /*save=*/true);
   if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
@@ -103,6 +104,7 @@ int RunPlan(const PlanOptions& o) {
   auto options = MakeSearchOptions(flags, *mode, devices, partition.meshes);
   if (!options.ok()) return Fail(kExitBadInput, options.status().message());
   partition.cost = options->cost;
+  partition.element_bytes = PrecisionBytes(options->dtype);  // the program is priced, not run
 
   if (!o.explain.empty()) {
     for (const OperatorChoice& c : r.operators) {
@@ -128,6 +130,9 @@ int RunPlan(const PlanOptions& o) {
   summary["predicted_communication_seconds"] = price->communication_seconds;
   summary["predicted_communication_steps"] = price->communication_steps;
   summary["max_recv_bytes_per_step"] = max_recv;
+  summary["dtype"] = PrecisionName(options->dtype);
+  if (!o.search.cluster.empty()) summary["cluster"] = o.search.cluster;
+  summary["device_mesh"] = options->device_mesh.ToString();
 
   if (!o.record.empty() && RecordEntries(*program) > GetLimits().record_entries) {
     return Fail(
@@ -175,10 +180,15 @@ int RunPlan(const PlanOptions& o) {
     return kExitOk;
   }
 
-  std::printf("plan %s (%s): %d devices, %s, batch %lld\ncost model: %s\n\n", mf->name().c_str(),
+  std::printf("plan %s (%s): %d devices, %s, batch %lld, %s\ncost model: %s\n", mf->name().c_str(),
               o.model.c_str(), devices, SearchModeName(*mode),
               static_cast<long long>(o.batch > 0 ? o.batch : mf->training().batch),
-              partition.cost.ToString().c_str());
+              PrecisionName(options->dtype), partition.cost.ToString().c_str());
+  if (!o.search.cluster.empty()) {
+    std::printf("cluster %s, devices as %s\n", o.search.cluster.c_str(),
+                options->device_mesh.ToString().c_str());
+  }
+  std::printf("\n");
   static const char* const kLevels[] = {"most computation per byte communicated",
                                         "least memory per device", "least step time"};
   for (const ShardBlockSpec& b : flags.shard_blocks) {

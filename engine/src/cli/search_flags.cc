@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "cli/option_checks.h"
+#include "shardscope/cost/cluster.h"
 
 namespace shardscope::cli {
 
@@ -21,6 +22,16 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
                   "Cost profile from `shardscope calibrate --out FILE` (default: built-in "
                   "figures)")
       ->check(CLI::ExistingFile);
+  app->add_option("--cluster", f.cluster,
+                  "NAME|FILE: price for a cluster profile (`shardscope clusters` lists the "
+                  "shipped ones): its links per mesh axis (inside a node, across nodes, torus), "
+                  "memory and compute at --dtype; the devices laid out as node=N/D,local=D "
+                  "unless --device-mesh says otherwise. Not with --profile");
+  app->add_option("--dtype", f.dtype,
+                  "f32 | bf16 | fp16: the element type every byte figure and the cluster's "
+                  "compute rate assume (bf16/fp16: fp32 master weights and optimizer states). "
+                  "Planning only: training computes in f32 (default: the model file's "
+                  "training.dtype, else f32)");
   app->add_option("--memory-budget", f.memory_budget_mb,
                   "Per-device memory budget in MB the search must respect (default: none)")
       ->check(AtLeast(0));
@@ -112,10 +123,32 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
   o.memory_budget_bytes = f.memory_budget_mb * 1e6;
   o.shard_blocks = f.shard_blocks;
   o.optimizer_states = f.optimizer_states;
+  o.dtype = f.file_dtype;
+  if (!f.dtype.empty()) {
+    auto dtype = ParsePrecision(f.dtype);
+    if (!dtype.ok()) return dtype.status().WithContext("--dtype");
+    o.dtype = *dtype;
+  }
+  if (!f.profile.empty() && !f.cluster.empty())
+    return Status::Invalid("--cluster " + f.cluster + " and --profile " + f.profile +
+                           " both say what the hardware costs; give one");
   if (!f.profile.empty()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(o.cost, LoadCostModel(f.profile));
   }
   SHARDSCOPE_RETURN_IF_ERROR(ApplyAxisFlags(f, o));
+  if (!f.cluster.empty()) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(ClusterProfile cluster, LoadClusterProfile(f.cluster));
+    if (o.device_mesh.num_axes() == 0) {
+      auto mesh = ClusterDeviceMesh(cluster, devices);
+      if (!mesh.ok()) return mesh.status().WithContext("--cluster " + f.cluster);
+      o.device_mesh = *mesh;
+    }
+    auto cost = ClusterCostModel(cluster, o.device_mesh, o.dtype);
+    if (!cost.ok()) return cost.status().WithContext("--cluster " + f.cluster);
+    o.cost = *cost;
+    // --axis-bandwidth / --axis-latency still override the cluster's figures.
+    SHARDSCOPE_RETURN_IF_ERROR(ApplyAxisFlags(f, o));
+  }
   return o;
 }
 

@@ -1,5 +1,6 @@
 // Internal: the search flags `plan` and `train` share (--search, --save-strategy,
-// --load-strategy, --profile, --memory-budget) and how they are applied to a forward graph.
+// --load-strategy, --profile, --cluster, --dtype, --memory-budget) and how they are applied to a
+// forward graph.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -21,7 +22,10 @@ struct SearchFlags {
   std::string device_mesh;                   // "node=2,local=4": how the devices are arranged
   std::vector<std::string> axis_bandwidth;   // "node=12.5e9" or "0=12.5e9", per axis
   std::vector<std::string> axis_latency;     // "node=20e-6", per axis
+  std::string cluster;                       // a shipped cluster profile's name, or a file
+  std::string dtype;                         // f32 | bf16 | fp16; empty: the model file's
   std::vector<ShardBlockSpec> shard_blocks;  // not a flag: the model file's shard blocks
+  Precision file_dtype = Precision::kF32;    // not a flag: the model file's training.dtype
   int optimizer_states = 1;                  // not a flag: the model file's optimizer
 };
 
@@ -31,7 +35,8 @@ std::vector<ShardBlockSpec> ShardBlockSpecs(const ParallelConfig& parallel);
 // Registers the flags on `app`.
 void AddSearchFlags(CLI::App* app, SearchFlags& flags);
 
-// The search options the flags describe (the profile loaded, or the defaults).
+// The search options the flags describe (the cluster's or the profile's cost model, or the
+// defaults; the dtype of --dtype, else the model file's).
 Result<SearchOptions> MakeSearchOptions(const SearchFlags& flags, SearchMode mode, int devices,
                                         const std::map<std::string, DeviceMesh>& meshes);
 

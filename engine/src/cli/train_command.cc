@@ -166,8 +166,12 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
     }
   }
   plan.partition.devices = devices;
-  if (!o.search.profile.empty()) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(plan.partition.cost, LoadCostModel(o.search.profile));
+  if (!o.search.profile.empty() || !o.search.cluster.empty()) {
+    SearchFlags flags = o.search;
+    flags.file_dtype = mf.training().dtype;
+    SHARDSCOPE_ASSIGN_OR_RETURN(SearchOptions priced,
+                                MakeSearchOptions(flags, SearchMode::kSemiAuto, devices, {}));
+    plan.partition.cost = priced.cost;  // the planner's prices; the program still runs in f32
   }
   plan.training = mf.training();
   TrainingConfig& tc = plan.training;
@@ -189,6 +193,7 @@ SearchFlags SearchFlagsFor(const TrainOptions& o, const ModelFile& mf) {
   SearchFlags flags = o.search;
   if (!o.ignore_parallel) flags.shard_blocks = ShardBlockSpecs(mf.parallel());
   flags.optimizer_states = OptimizerStateTensors(mf.training().optimizer.kind);
+  flags.file_dtype = mf.training().dtype;
   return flags;
 }
 

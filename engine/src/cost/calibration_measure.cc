@@ -157,7 +157,7 @@ CostModel FitAlphaBeta(const CalibrationRound& m, int n) {
   const size_t gathered = kCalibrationGatherBytes / sizeof(float) / n * n * sizeof(float);
   c.default_bandwidth = (n - 1.0) / n * static_cast<double>(gathered) / moving;
   // What a collective costs beyond the fit when the ranks come from computation.
-  c.collective_handoff_s = std::max(0.0, m.interleaved_s - m.all_reduce_all_s);
+  c.in_process.collective_handoff_s = std::max(0.0, m.interleaved_s - m.all_reduce_all_s);
   c.flops = m.single_gemm_flops;
   c.memory_bandwidth = m.memory_bandwidth;
   c.gemm_rates = m.gemm_rates;
@@ -329,15 +329,15 @@ void MeasureThreadRates(int i, int rounds, CalibrationRound* round) {
 CostModel FitCalibratedCostModel(const CalibrationRound& m, int n, bool in_process) {
   CostModel c = FitAlphaBeta(m, n);
   if (in_process) {
-    c.compute_slots = std::clamp(m.concurrent_gemm_flops / c.flops, 0.05, static_cast<double>(n));
+    c.in_process.compute_slots = std::clamp(m.concurrent_gemm_flops / c.flops, 0.05, static_cast<double>(n));
     // Every device thread takes part in every collective step (the groups of a step run at
     // once on shared cores): none costs less than a tiny collective over all of them.
-    c.group_sync_s = m.all_reduce_all_s;
+    c.in_process.group_sync_s = m.all_reduce_all_s;
     // A step in pairs waits for the pair only (its groups run on their own communicators).
-    c.pair_sync_s = m.all_reduce_pairs_s;
-    c.half_sync_s = m.all_reduce_halves_s;
+    c.in_process.pair_sync_s = m.all_reduce_pairs_s;
+    c.in_process.half_sync_s = m.all_reduce_halves_s;
     // In-process only: MPI ranks are taken to have a core each, so no phase waits on one core.
-    c.long_phase_handoff_s = std::max(0.0, m.interleaved_long_s - m.all_reduce_all_s);
+    c.in_process.long_phase_handoff_s = std::max(0.0, m.interleaved_long_s - m.all_reduce_all_s);
   }
   return c;
 }

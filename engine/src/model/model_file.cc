@@ -140,7 +140,7 @@ Status CheckBatchInput(int64_t batch, const Shape& example) {
 }
 
 void ParseTraining(const Source& src, const YAML::Node& node, TrainingConfig* t) {
-  Map m(src, node, "the training section", {"batch", "epochs", "steps", "seed"});
+  Map m(src, node, "the training section", {"batch", "epochs", "steps", "seed", "dtype"});
   if (const Field* f = m.Find("batch")) {
     t->batch = model_file::ReadPositive(src, f->value, "training.batch");
     t->batch_location = src.At(f->value);
@@ -153,6 +153,11 @@ void ParseTraining(const Source& src, const YAML::Node& node, TrainingConfig* t)
   }
   if (const Field* f = m.Find("seed")) {
     t->seed = static_cast<uint64_t>(model_file::ReadNonNegative(src, f->value, "training.seed"));
+  }
+  if (const Field* f = m.Find("dtype")) {
+    auto dtype = ParsePrecision(model_file::ReadString(src, f->value, "training.dtype"));
+    if (!dtype.ok()) src.Fail(f->value, "training.dtype: " + dtype.status().message());
+    t->dtype = *dtype;
   }
 }
 

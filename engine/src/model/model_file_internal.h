@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "shardscope/base/names.h"
 #include "shardscope/layout/mesh.h"
 #include "shardscope/model_file.h"
 #include "shardscope/nn.h"
@@ -113,11 +114,9 @@ Padding ReadPadMode(const Source& src, const YAML::Node& node, const std::string
 
 // Names: identifiers (letters, digits, '_', not starting with a digit).
 bool IsIdentifier(const std::string& s);
-// " (did you mean 'x'?)" for the closest candidates, or "".
-std::string DidYouMean(const std::string& name, const std::vector<std::string>& candidates);
-// The candidates close to `name` (edit distance, or the same last dotted component).
-std::vector<std::string> CloseNames(const std::string& name,
-                                    const std::vector<std::string>& candidates, size_t max = 4);
+// Did-you-mean suggestions (shared with the profile readers: shardscope/base/names.h).
+using ::shardscope::CloseNames;
+using ::shardscope::DidYouMean;
 std::string Join(const std::vector<std::string>& names, const std::string& sep = ", ");
 
 // ---------------------------------------------------------------- operator attributes

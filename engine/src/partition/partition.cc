@@ -185,7 +185,7 @@ class ProgramBuilder {
     // A copy (the home included) that holds the same blocks on the same ranks, e.g. under
     // other axis names (replicated on mesh(n=8) and on mesh(b=8)), serves as it is.
     for (size_t i = 0; i < copies_[v].size(); ++i) {
-      auto same = cache_.Get(copies_[v][i].first, want, o_.cost);
+      auto same = cache_.Get(copies_[v][i].first, want, o_.cost, Redist());
       if (same.ok() && (*same)->steps.empty()) {
         const int idx = copies_[v][i].second;
         copies_[v].emplace_back(want, idx);
@@ -199,7 +199,7 @@ class ProgramBuilder {
       return idx;
     }
     int from_value = p_.home[v];
-    auto plan = cache_.Get(p_.values[from_value].layout, want, o_.cost);
+    auto plan = cache_.Get(p_.values[from_value].layout, want, o_.cost, Redist());
     if (!plan.ok()) {
       return plan.status().WithContext("redistributing '" + g_.value(v).name + "' from " +
                                        p_.values[from_value].layout.ToString() + " to " +
@@ -210,7 +210,7 @@ class ProgramBuilder {
     // the home (basic_blocks_level1's block1.gelu). Strictly cheaper only: the home by default.
     for (const auto& [layout, idx] : copies_[v]) {
       if (idx == from_value) continue;
-      auto other = cache_.Get(layout, want, o_.cost);
+      auto other = cache_.Get(layout, want, o_.cost, Redist());
       if (other.ok() && (*other)->predicted_seconds < (*plan)->predicted_seconds) {
         from_value = idx;
         plan = std::move(other);
@@ -331,6 +331,12 @@ class ProgramBuilder {
       p_.home[n.outputs[k]] = idx;
     }
     return Status::Ok();
+  }
+
+  RedistOptions Redist() const {
+    RedistOptions r;
+    r.element_bytes = o_.element_bytes;
+    return r;
   }
 
   const Graph& g_;

@@ -2,6 +2,7 @@
 // steps with reasons, groups and byte totals; the single-message path; the entry point.
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -223,6 +224,10 @@ Result<RedistPlan> Assemble(const Problem& p, const CostModel& cost, Planner& pl
         fill_bytes(&st, std::move(recv), std::move(sent));
         st.seconds = cost.CollectiveSeconds(CollectiveKind::kAllReduce,
                                             static_cast<double>(shard * p.elem), g, bw);
+        // The tree when it was the cheaper (tree_all_reduce): its latency terms, not the ring's.
+        if (cost.tree_all_reduce &&
+            st.seconds == cost.TreeAllReduceSeconds(static_cast<double>(shard * p.elem), g, bw))
+          st.messages = 2 * static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(g))));
         break;
       }
       case EdgeKind::kPermute: {

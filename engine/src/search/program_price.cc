@@ -26,13 +26,13 @@ Parts PartsOf(const search_internal::SearchOp& op, const OpStrategy& strategy) {
   return parts;
 }
 
-// The least the step costs in-process (CostModel::GroupSyncSeconds): a structured collective
-// runs on its groups' own communicators, so its device threads wait for their group only; an
-// irregular exchange is one AllToAllV over every device (redistribution_executor.cc).
+// The least the step costs in-process (InProcessOverhead::GroupSyncSeconds): a structured
+// collective runs on its groups' own communicators, so its device threads wait for their group
+// only; an irregular exchange is one AllToAllV over every device (redistribution_executor.cc).
 double StepSync(const CostModel& cm, const RedistPlan& plan, const RedistStep& step,
                 int64_t devices) {
-  if (step.irregular()) return cm.group_sync_s;
-  return cm.GroupSyncSeconds(plan.mesh.GroupSize(step.axes), devices);
+  if (step.irregular()) return cm.in_process.group_sync_s;
+  return cm.in_process.GroupSyncSeconds(plan.mesh.GroupSize(step.axes), devices);
 }
 
 // One communicating step as the searches price a collective: the planner's price with its
@@ -54,7 +54,7 @@ double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistSte
   return transfer +
          std::max(messages * latency + cm.collective_overhead_s,
                   StepSync(cm, plan, step, g.options().devices)) +
-         cm.SearchHandoffSeconds(compute_before);
+         cm.in_process.HandoffSeconds(compute_before);
 }
 
 }  // namespace

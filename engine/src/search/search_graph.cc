@@ -15,10 +15,9 @@
 namespace shardscope::search_internal {
 namespace {
 
-constexpr double kBytesPerElement = 4;
-
-double Bytes(const Value& v) {
-  return static_cast<double>(NumElements(v.shape)) * kBytesPerElement;
+// Bytes of `v` at the planned element type (SearchOptions::dtype).
+double Bytes(const Value& v, Precision dtype) {
+  return static_cast<double>(NumElements(v.shape)) * PrecisionBytes(dtype);
 }
 
 int64_t Product(const std::vector<int64_t>& v) {
@@ -204,7 +203,7 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
         if (letters.find(op.letters[l]) == std::string::npos)
           x.missing.push_back(static_cast<int>(l));
       }
-      x.bytes = Bytes(v);
+      x.bytes = Bytes(v, options.dtype);
       x.kind = v.kind;
       return x;
     };
@@ -259,7 +258,7 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       e.value = v.id;
       e.output = v.producer_output;
       e.input = static_cast<int>(i);
-      e.bytes = Bytes(v);
+      e.bytes = Bytes(v, options.dtype);
       g.edges_.push_back(e);
     }
   }
@@ -372,10 +371,11 @@ double SearchGraph::OpCost(int op, const Parts& parts) const {
 double SearchGraph::ComputeBeforeCollective(int op, const Parts& parts) const {
   const CostModel& cm = options_.cost;
   // Without a hand-off to cap, skip the computation (EdgeCost is the searches' hot loop).
-  if (cm.MaxHandoffSeconds() <= 0) return 0.0;
+  if (cm.in_process.MaxHandoffSeconds() <= 0) return 0.0;
   const double compute = OpCompute(op, parts);
-  if (cm.long_phase_handoff_s <= 0) return compute;
-  return compute * ExtraOfOneCore(options_.devices, cm.ComputeSlowdown(options_.devices));
+  if (cm.in_process.long_phase_handoff_s <= 0) return compute;
+  return compute *
+         ExtraOfOneCore(options_.devices, cm.in_process.ComputeSlowdown(options_.devices));
 }
 
 double SearchGraph::OpCompute(int op, const Parts& parts) const {
@@ -421,7 +421,7 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
     work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);
   }
   // Devices sharing too few cores compute one after another (ComputeSlowdown).
-  return (work + cm.MemorySeconds(update)) * cm.ComputeSlowdown(options_.devices);
+  return (work + cm.MemorySeconds(update)) * cm.in_process.ComputeSlowdown(options_.devices);
 }
 
 double SearchGraph::OpCommunication(int op, const Parts& parts, double* collectives) const {
@@ -471,7 +471,9 @@ double SearchGraph::OpMemory(int op, const Parts& parts) const {
     if (in.kind == ValueKind::kParameter) params += in.bytes / in.Parts(parts);
   }
   for (const SearchOperand& out : o.outputs) saved += out.bytes / out.Parts(parts);
-  return CostModel::TrainingMemoryBytes(params, options_.optimizer_states, saved);
+  // Weights and gradients at the dtype, fp32 master weights and optimizer states beside them.
+  const double elements = params / PrecisionBytes(options_.dtype);
+  return elements * TrainingBytesPerParameter(options_.dtype, options_.optimizer_states) + saved;
 }
 
 double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer,

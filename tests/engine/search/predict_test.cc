@@ -20,9 +20,9 @@ CostModel Calibrated() {
   c.flops = 88e9;
   c.memory_bandwidth = 9e9;
   c.collective_overhead_s = 30e-6;
-  c.compute_slots = 2.1;
-  c.collective_handoff_s = 50e-6;
-  c.group_sync_s = 120e-6;
+  c.in_process.compute_slots = 2.1;
+  c.in_process.collective_handoff_s = 50e-6;
+  c.in_process.group_sync_s = 120e-6;
   return c;
 }
 
@@ -37,29 +37,29 @@ TEST(Profile, CalibratedProfileRoundTripsWithComputeSlots) {
   EXPECT_EQ(back->flops, c.flops);
   EXPECT_EQ(back->memory_bandwidth, c.memory_bandwidth);
   EXPECT_EQ(back->collective_overhead_s, c.collective_overhead_s);
-  EXPECT_EQ(back->compute_slots, c.compute_slots);
-  EXPECT_EQ(back->collective_handoff_s, c.collective_handoff_s);
-  EXPECT_EQ(back->group_sync_s, c.group_sync_s);
+  EXPECT_EQ(back->in_process.compute_slots, c.in_process.compute_slots);
+  EXPECT_EQ(back->in_process.collective_handoff_s, c.in_process.collective_handoff_s);
+  EXPECT_EQ(back->in_process.group_sync_s, c.in_process.group_sync_s);
   EXPECT_EQ(back->Fingerprint(), c.Fingerprint());
   // An older profile without the field keeps "one core per device".
   auto old = CostModelFromJson(R"({"latency_s": 1e-5})", "old.json");
   ASSERT_TRUE(old.ok()) << old.status().message();
-  EXPECT_EQ(old->compute_slots, 0);
-  EXPECT_EQ(old->ComputeSlowdown(8), 1.0);
+  EXPECT_EQ(old->in_process.compute_slots, 0);
+  EXPECT_EQ(old->in_process.ComputeSlowdown(8), 1.0);
   EXPECT_FALSE(CostModelFromJson(R"({"compute_slots": -1})", "bad.json").ok());
 }
 
 TEST(Profile, ComputeSlotsLeaveThePlannersPricesAlone) {
   CostModel shared = Calibrated(), own = Calibrated();
-  own.compute_slots = 0;
-  own.collective_handoff_s = 0;
-  own.group_sync_s = 0;
+  own.in_process.compute_slots = 0;
+  own.in_process.collective_handoff_s = 0;
+  own.in_process.group_sync_s = 0;
   own.axis_latency.clear();
   EXPECT_EQ(shared.Fingerprint(), own.Fingerprint());
   EXPECT_EQ(shared.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9),
             own.CollectiveSeconds(CollectiveKind::kAllReduce, 1e6, 8, 1.7e9));
-  EXPECT_EQ(shared.ComputeSlowdown(8), 8 / 2.1);
-  EXPECT_EQ(shared.ComputeSlowdown(2), 1.0);  // fewer devices than slots: no slowdown
+  EXPECT_EQ(shared.in_process.ComputeSlowdown(8), 8 / 2.1);
+  EXPECT_EQ(shared.in_process.ComputeSlowdown(2), 1.0);  // fewer devices than slots: no slowdown
 }
 
 double Predict(const Graph& forward, int devices, double compute_slots,
@@ -67,8 +67,8 @@ double Predict(const Graph& forward, int devices, double compute_slots,
   SearchOptions o;
   o.devices = devices;
   o.cost = Calibrated();
-  o.cost.compute_slots = compute_slots;
-  o.cost.collective_handoff_s = collective_handoff_s;
+  o.cost.in_process.compute_slots = compute_slots;
+  o.cost.in_process.collective_handoff_s = collective_handoff_s;
   auto s = PredictStepSeconds(forward, o);
   EXPECT_TRUE(s.ok()) << s.status().message();
   return s.ok() ? *s : 0.0;
@@ -129,9 +129,9 @@ TEST(Predict, TheHandOffIsAtMostTheComputationBeforeTheCollective) {
   o.devices = 8;
   o.mode = SearchMode::kSemiAuto;
   o.cost = Calibrated();
-  o.cost.collective_handoff_s = 0;
+  o.cost.in_process.collective_handoff_s = 0;
   const SearchResult none = SearchStrategies(m.graph, o).value();
-  o.cost.collective_handoff_s = 1e-3;
+  o.cost.in_process.collective_handoff_s = 1e-3;
   const SearchResult big = SearchStrategies(m.graph, o).value();
   EXPECT_EQ(none.collectives, big.collectives);
   ASSERT_GE(none.collectives, 3);
@@ -152,12 +152,12 @@ TEST(Profile, GroupSyncIsTheLeastAnyCollectiveOrExchangeCosts) {
   CostModel c;
   c.latency_s = 10e-6;
   c.collective_overhead_s = 0;
-  c.collective_handoff_s = 0;
-  c.group_sync_s = 0;
+  c.in_process.collective_handoff_s = 0;
+  c.in_process.group_sync_s = 0;
   // Without it: the formulas (an exchange with one peer pays one latency).
   EXPECT_DOUBLE_EQ(c.SearchExchangeSeconds(1, 1e3, 1e9), 10e-6 + 1e-6);
   EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 0, 8), 14 * 10e-6);
-  c.group_sync_s = 100e-6;
+  c.in_process.group_sync_s = 100e-6;
   // With it: the latency part is raised to the synchronisation of the devices; bytes still
   // cost their bandwidth term on top.
   EXPECT_DOUBLE_EQ(c.SearchExchangeSeconds(1, 1e3, 1e9), 100e-6 + 1e-6);
@@ -177,12 +177,14 @@ TEST(Profile, TheOverheadIsPartOfTheGroupSyncNotAddedToIt) {
   CostModel c;
   c.latency_s = 3e-6;
   c.collective_overhead_s = 20e-6;
-  c.collective_handoff_s = 0;
-  c.group_sync_s = 2 * 7 * 3e-6 + 20e-6;  // what calibrate measures when the fit is exact
-  EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 0, 8), c.group_sync_s);
-  EXPECT_DOUBLE_EQ(c.SearchExchangeSeconds(1, 1e3, 1e9), c.group_sync_s + 1e-6);
+  c.in_process.collective_handoff_s = 0;
+  c.in_process.group_sync_s =
+      2 * 7 * 3e-6 + 20e-6;  // what calibrate measures when the fit is exact
+  EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 0, 8),
+                   c.in_process.group_sync_s);
+  EXPECT_DOUBLE_EQ(c.SearchExchangeSeconds(1, 1e3, 1e9), c.in_process.group_sync_s + 1e-6);
   // Larger than the sync by the formulas: the formulas (latencies + overhead).
-  c.group_sync_s = 10e-6;
+  c.in_process.group_sync_s = 10e-6;
   EXPECT_DOUBLE_EQ(c.SearchCollectiveSeconds(CollectiveKind::kAllReduce, 0, 8),
                    2 * 7 * 3e-6 + 20e-6);
 }
@@ -196,55 +198,55 @@ CostModel ReadProfile(const std::string& text) {
 
 TEST(Profile, AStepInPairsPaysThePairSyncAndLargerGroupsInBetween) {
   CostModel c;
-  c.group_sync_s = 120e-6;
+  c.in_process.group_sync_s = 120e-6;
   // Older profiles (no pair sync): every group pays the sync of all devices.
-  EXPECT_EQ(c.GroupSyncSeconds(2, 8), 120e-6);
-  c.pair_sync_s = 30e-6;
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 8), 30e-6);
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 60e-6);  // calibrate: groups of 4, 65-74 us
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(8, 8), 120e-6);
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 2), 120e-6);  // a pair is every device
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 4096), 30e-6);
+  EXPECT_EQ(c.in_process.GroupSyncSeconds(2, 8), 120e-6);
+  c.in_process.pair_sync_s = 30e-6;
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(2, 8), 30e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(4, 8), 60e-6);  // calibrate: groups of 4, 65-74 us
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(8, 8), 120e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(2, 2), 120e-6);  // a pair is every device
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(2, 4096), 30e-6);
   // A pair never costs more than all devices together.
-  c.pair_sync_s = 200e-6;
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 8), 120e-6);
+  c.in_process.pair_sync_s = 200e-6;
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(2, 8), 120e-6);
   // Round trip; older profiles read without it.
-  c.pair_sync_s = 33e-6;
-  EXPECT_EQ(ReadProfile(CostModelToJson(c)).pair_sync_s, c.pair_sync_s);
-  EXPECT_EQ(ReadProfile(R"({"group_sync_s": 1e-4})").pair_sync_s, 0);
+  c.in_process.pair_sync_s = 33e-6;
+  EXPECT_EQ(ReadProfile(CostModelToJson(c)).in_process.pair_sync_s, c.in_process.pair_sync_s);
+  EXPECT_EQ(ReadProfile(R"({"group_sync_s": 1e-4})").in_process.pair_sync_s, 0);
   EXPECT_FALSE(CostModelFromJson(R"({"pair_sync_s": -1})", "bad.json").ok());
 }
 
 TEST(Profile, AStepInHalvesPaysTheHalfSyncAndTheLineRunsThroughIt) {
   CostModel c;
-  c.group_sync_s = 120e-6;
-  c.pair_sync_s = 30e-6;
-  c.half_sync_s = 100e-6;
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 8), 30e-6);
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 100e-6);  // calibrate: 0.75-0.88 of all 8
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(8, 8), 120e-6);
+  c.in_process.group_sync_s = 120e-6;
+  c.in_process.pair_sync_s = 30e-6;
+  c.in_process.half_sync_s = 100e-6;
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(2, 8), 30e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(4, 8), 100e-6);  // calibrate: 0.75-0.88 of all 8
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(8, 8), 120e-6);
   // 16 devices: pairs, halves of 8, all 16; groups of 4 and of 12 in between.
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 16), 30e-6 + 70e-6 * 2 / 6);
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(8, 16), 100e-6);
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(12, 16), 110e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(4, 16), 30e-6 + 70e-6 * 2 / 6);
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(8, 16), 100e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(12, 16), 110e-6);
   // 4 devices: the halves are the pairs; the line from the pair sync.
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(2, 4), 30e-6);
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 4), 120e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(2, 4), 30e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(4, 4), 120e-6);
   // Kept between the pair sync and the sync of every device.
-  c.half_sync_s = 200e-6;
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 120e-6);
-  c.half_sync_s = 10e-6;
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 30e-6);
+  c.in_process.half_sync_s = 200e-6;
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(4, 8), 120e-6);
+  c.in_process.half_sync_s = 10e-6;
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(4, 8), 30e-6);
   // Without the pair sync the halves do not count (older pricing).
-  c.pair_sync_s = 0;
-  c.half_sync_s = 100e-6;
-  EXPECT_DOUBLE_EQ(c.GroupSyncSeconds(4, 8), 120e-6);
+  c.in_process.pair_sync_s = 0;
+  c.in_process.half_sync_s = 100e-6;
+  EXPECT_DOUBLE_EQ(c.in_process.GroupSyncSeconds(4, 8), 120e-6);
   // Round trip; older profiles read without it (the line from the pair sync, as before).
-  c.pair_sync_s = 30e-6;
-  EXPECT_EQ(ReadProfile(CostModelToJson(c)).half_sync_s, c.half_sync_s);
+  c.in_process.pair_sync_s = 30e-6;
+  EXPECT_EQ(ReadProfile(CostModelToJson(c)).in_process.half_sync_s, c.in_process.half_sync_s);
   const CostModel old = ReadProfile(R"({"group_sync_s": 1.2e-4, "pair_sync_s": 3e-5})");
-  EXPECT_EQ(old.half_sync_s, 0);
-  EXPECT_DOUBLE_EQ(old.GroupSyncSeconds(4, 8), 60e-6);
+  EXPECT_EQ(old.in_process.half_sync_s, 0);
+  EXPECT_DOUBLE_EQ(old.in_process.GroupSyncSeconds(4, 8), 60e-6);
   EXPECT_FALSE(CostModelFromJson(R"({"half_sync_s": -1})", "bad.json").ok());
 }
 
@@ -253,7 +255,7 @@ double PredictWithSync(const Graph& forward, double group_sync_s, SearchResult* 
   o.devices = 8;
   o.mode = SearchMode::kSemiAuto;
   o.cost = Calibrated();
-  o.cost.group_sync_s = group_sync_s;
+  o.cost.in_process.group_sync_s = group_sync_s;
   auto r = SearchStrategies(forward, o);
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (r.ok()) *result = *r;
@@ -326,12 +328,12 @@ TEST(Profile, TheHandOffIsCappedByTheComputationBefore) {
   CostModel c;
   c.latency_s = 10e-6;
   c.collective_overhead_s = 5e-6;
-  c.collective_handoff_s = 40e-6;
-  c.group_sync_s = 100e-6;
-  EXPECT_EQ(c.SearchHandoffSeconds(0), 0.0);
-  EXPECT_EQ(c.SearchHandoffSeconds(-1), 0.0);
-  EXPECT_DOUBLE_EQ(c.SearchHandoffSeconds(15e-6), 15e-6);
-  EXPECT_DOUBLE_EQ(c.SearchHandoffSeconds(1.0), 40e-6);
+  c.in_process.collective_handoff_s = 40e-6;
+  c.in_process.group_sync_s = 100e-6;
+  EXPECT_EQ(c.in_process.HandoffSeconds(0), 0.0);
+  EXPECT_EQ(c.in_process.HandoffSeconds(-1), 0.0);
+  EXPECT_DOUBLE_EQ(c.in_process.HandoffSeconds(15e-6), 15e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.HandoffSeconds(1.0), 40e-6);
   const double inf = std::numeric_limits<double>::infinity();
   // After enough computation: the price without the cap.
   EXPECT_DOUBLE_EQ(c.SearchCollectiveAfterSeconds(CollectiveKind::kAllReduce, 4e3, 8, 1e9, -1, inf),
@@ -355,8 +357,8 @@ TEST(Profile, AnExchangeInSeveralStepsSynchronisesOncePerStep) {
   CostModel c;
   c.latency_s = 10e-6;
   c.collective_overhead_s = 5e-6;
-  c.collective_handoff_s = 0;
-  c.group_sync_s = 100e-6;
+  c.in_process.collective_handoff_s = 0;
+  c.in_process.group_sync_s = 100e-6;
   const double one = c.SearchExchangeSeconds(3, 4e3, 1e9, 1);
   const double two = c.SearchExchangeSeconds(3, 4e3, 1e9, 2);
   EXPECT_DOUBLE_EQ(one, 100e-6 + 4e-6);
@@ -376,9 +378,9 @@ double PredictFfn(double slots, double collective_handoff_s, double long_phase_h
   SearchOptions o;
   o.devices = 8;
   o.cost = Calibrated();
-  o.cost.compute_slots = slots;
-  o.cost.collective_handoff_s = collective_handoff_s;
-  o.cost.long_phase_handoff_s = long_phase_handoff_s;
+  o.cost.in_process.compute_slots = slots;
+  o.cost.in_process.collective_handoff_s = collective_handoff_s;
+  o.cost.in_process.long_phase_handoff_s = long_phase_handoff_s;
   auto s = PredictStepSeconds(m.graph, o);
   EXPECT_TRUE(s.ok()) << s.status().message();
   return s.ok() ? *s : 0.0;
@@ -410,13 +412,13 @@ TEST(Predict, APhaseStartsOnOneCoreAndPaysItsExtraUpToTheLongPhaseHandOff) {
 
 TEST(Profile, TheLongPhaseHandOffIsTheMostAnyHandOffCosts) {
   CostModel c;
-  c.collective_handoff_s = 40e-6;
-  EXPECT_DOUBLE_EQ(c.MaxHandoffSeconds(), 40e-6);
-  c.long_phase_handoff_s = 900e-6;
-  EXPECT_DOUBLE_EQ(c.MaxHandoffSeconds(), 900e-6);
-  EXPECT_DOUBLE_EQ(c.SearchHandoffSeconds(100e-6), 100e-6);
-  EXPECT_DOUBLE_EQ(c.SearchHandoffSeconds(1.0), 900e-6);
-  EXPECT_EQ(c.SearchHandoffSeconds(-1), 0.0);
+  c.in_process.collective_handoff_s = 40e-6;
+  EXPECT_DOUBLE_EQ(c.in_process.MaxHandoffSeconds(), 40e-6);
+  c.in_process.long_phase_handoff_s = 900e-6;
+  EXPECT_DOUBLE_EQ(c.in_process.MaxHandoffSeconds(), 900e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.HandoffSeconds(100e-6), 100e-6);
+  EXPECT_DOUBLE_EQ(c.in_process.HandoffSeconds(1.0), 900e-6);
+  EXPECT_EQ(c.in_process.HandoffSeconds(-1), 0.0);
   // A collective after an unknown amount of computation pays the most.
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_DOUBLE_EQ(c.SearchCollectiveAfterSeconds(CollectiveKind::kAllReduce, 4e3, 8, 1e9, -1, inf),
@@ -427,16 +429,17 @@ TEST(Profile, TheLongPhaseHandOffIsTheMostAnyHandOffCosts) {
 
 TEST(Profile, LongPhaseHandOffRoundTripsAndOlderProfilesKeepTheOldCap) {
   CostModel c = Calibrated();
-  c.long_phase_handoff_s = 1.1e-3;
+  c.in_process.long_phase_handoff_s = 1.1e-3;
   auto back = CostModelFromJson(CostModelToJson(c), "profile.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->long_phase_handoff_s, c.long_phase_handoff_s);
+  EXPECT_EQ(back->in_process.long_phase_handoff_s, c.in_process.long_phase_handoff_s);
   // A profile written before the field: 0, so the hand-off stays at most
   // collective_handoff_s and the computation before.
   auto old = CostModelFromJson(CostModelToJson(Calibrated()), "old.json");
   ASSERT_TRUE(old.ok()) << old.status().message();
-  EXPECT_EQ(old->long_phase_handoff_s, 0);
-  EXPECT_DOUBLE_EQ(old->SearchHandoffSeconds(1.0), Calibrated().collective_handoff_s);
+  EXPECT_EQ(old->in_process.long_phase_handoff_s, 0);
+  EXPECT_DOUBLE_EQ(old->in_process.HandoffSeconds(1.0),
+                   Calibrated().in_process.collective_handoff_s);
   EXPECT_EQ(CostModelToJson(Calibrated()).find("long_phase_handoff_s"), std::string::npos);
   EXPECT_FALSE(CostModelFromJson(R"({"long_phase_handoff_s": -1})", "bad.json").ok());
 }

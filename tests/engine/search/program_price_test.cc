@@ -122,7 +122,7 @@ TEST(ProgramPrice, CommunicationFollowsTheCostModel) {
   CostModel base;
   CostModel slow = base, synced = base;
   slow.default_bandwidth /= 10;
-  synced.group_sync_s = 1e-3;
+  synced.in_process.group_sync_s = 1e-3;
   const ProgramPrice b = price(base), s = price(slow), y = price(synced);
   EXPECT_GT(s.communication_seconds, b.communication_seconds);
   EXPECT_GE(y.communication_seconds, b.communication_steps * 1e-3);
@@ -136,8 +136,8 @@ CostModel EveryStepPaysItsSync() {
   CostModel c;
   c.latency_s = 1e-9;
   c.collective_overhead_s = 0;
-  c.collective_handoff_s = 0;
-  c.group_sync_s = 1e-3;
+  c.in_process.collective_handoff_s = 0;
+  c.in_process.group_sync_s = 1e-3;
   return c;
 }
 
@@ -160,7 +160,7 @@ std::pair<ProgramPrice, ProgramPrice> PriceUnderBoth(const std::string& model_na
 TEST(ProgramPrice, AStepInPairsPaysThePairSyncNotTheWholeGroups) {
   const CostModel whole = EveryStepPaysItsSync();
   CostModel pairs = whole;
-  pairs.pair_sync_s = 0.1e-3;
+  pairs.in_process.pair_sync_s = 0.1e-3;
   const auto [w, p] = PriceUnderBoth("dense_matmul_net", whole, pairs, 7);
   EXPECT_NEAR(w.communication_seconds, 7e-3, 1e-4);
   EXPECT_NEAR(w.communication_seconds - p.communication_seconds, 3 * (1e-3 - 0.1e-3), 1e-9);
@@ -176,9 +176,9 @@ TEST(ProgramPrice, AStepInPairsPaysThePairSyncNotTheWholeGroups) {
 // groups of 4) and two direct all-reduces (irregular: every device).
 TEST(ProgramPrice, AStepInHalvesPaysTheHalfSync) {
   CostModel line = EveryStepPaysItsSync();
-  line.pair_sync_s = 0.1e-3;
+  line.in_process.pair_sync_s = 0.1e-3;
   CostModel halves = line;
-  halves.half_sync_s = 0.8e-3;
+  halves.in_process.half_sync_s = 0.8e-3;
   const auto [l, h] = PriceUnderBoth("matmul_relu", line, halves, 4);
   // Without the halves: 2 x (0.1 + (1 - 0.1) x 2 / 6) ms + 2 x 1 ms.
   EXPECT_NEAR(l.communication_seconds, 2 * 0.4e-3 + 2e-3, 1e-5);
@@ -199,10 +199,10 @@ TEST(ProgramPrice, AStepInHalvesPaysTheHalfSync) {
 // each instruction pays its share). The long-phase cap is out of reach here (1 s).
 TEST(ProgramPrice, TheHandOffsOfAStepAreAtMostTheExtraOfItsComputation) {
   CostModel none = EveryStepPaysItsSync();
-  none.compute_slots = 2;             // 8 devices: slowdown 4, one core costs 1 x more
-  none.long_phase_handoff_s = 1e-15;  // every hand-off capped at (almost) nothing
+  none.in_process.compute_slots = 2;             // 8 devices: slowdown 4, one core costs 1 x more
+  none.in_process.long_phase_handoff_s = 1e-15;  // every hand-off capped at (almost) nothing
   CostModel handoff = none;
-  handoff.long_phase_handoff_s = 1;
+  handoff.in_process.long_phase_handoff_s = 1;
   for (const char* model : {"ffn", "matmul3", "network3", "lenet5"}) {
     const ProgramPrice n = PriceSample(model, none), h = PriceSample(model, handoff);
     ASSERT_EQ(n.communication_steps, h.communication_steps) << model;

@@ -5,4 +5,7 @@
 
 #include "shardscope/cost/calibration.h"
 #include "shardscope/cost/calibration_measure.h"
+#include "shardscope/cost/cluster.h"
 #include "shardscope/cost/cost_model.h"
+#include "shardscope/cost/dtype.h"
+#include "shardscope/cost/profile_fields.h"

@@ -9,6 +9,7 @@
 //   all-reduce    2 (p-1) alpha + 2 (p-1)/p n / beta     n = bytes per rank
 //   all-to-all      (p-1) alpha +   (p-1)/p n / beta     n = bytes per rank (in = out)
 //   permute               alpha +           n / beta     n = bytes each rank sends/receives
+//   all-reduce (tree) 2 ceil(log2 p) alpha + 2 n / beta  (with tree_all_reduce: the cheaper)
 //
 // In every formula the bandwidth term is (bytes one rank receives) / beta and the latency
 // term is alpha times the number of messages a rank receives in sequence, so an irregular
@@ -60,6 +61,76 @@ struct GemmRateTable {
   double Flops(double rows, double depth, double cols) const;
 };
 
+// The optional in-process overhead: what device threads sharing few cores (`train` on
+// in-process devices, this machine) pay on top of the portable model. Calibration measures
+// it; cluster profiles leave it empty, so `plan --cluster` prices with the portable core.
+struct InProcessOverhead {
+  // Devices that can compute at the same time (cores available to in-process device
+  // threads); 0 = every device has its own. With N devices on fewer slots their computation
+  // is serialised, so the searches multiply operator time by ComputeSlowdown(N). Calibrate
+  // measures it (N threads of GEMM against one); the planner's prices and Fingerprint
+  // ignore it.
+  double compute_slots = 0;
+  // What one collective or exchange costs on top of the above when the ranks arrive from
+  // computation (device threads sharing cores must each be scheduled again), seconds.
+  // Searches only, like collective_overhead_s; calibrate measures it.
+  double collective_handoff_s = 0;
+  // In-process devices sharing fewer cores: what a collective costs on top when the ranks
+  // arrive from a long phase of computation (calibrate: after GEMMs of 256^3 on every
+  // device), seconds. A phase between two collectives starts on one core: the device threads
+  // that the collective woke queue where they were woken, and the other cores take them over
+  // only after a while. Until then the
+  // phase runs one device after another, which its price at compute_slots does not count;
+  // after that it runs at compute_slots. So a short phase costs what it costs on one core and
+  // a long one this much more than its price. 0 (older profiles, MPI) = the hand-off is at
+  // most collective_handoff_s and the computation before. Searches only.
+  double long_phase_handoff_s = 0;
+  // In-process devices: the least one collective or exchange costs, whatever its group,
+  // because every device thread takes part (the groups of one redistribution step run at
+  // once on shared cores, and each thread must be scheduled to post and to finish), seconds.
+  // Calibrate measures it in-process as the all-reduce of 4 bytes on all devices; 0 (MPI,
+  // defaults) = the formulas' latency terms alone. Searches only, like collective_handoff_s.
+  double group_sync_s = 0;
+  // In-process devices: the same for a step whose groups are pairs (a 4-byte all-reduce in
+  // pairs, every device at once: devices / 2 groups side by side), seconds. A structured
+  // step runs on its groups' own communicators, so each device thread waits only for the
+  // members of its group. 0 (older profiles, MPI) = every group pays group_sync_s.
+  // PriceProgram only (GroupSyncSeconds); the searches' floor stays group_sync_s.
+  double pair_sync_s = 0;
+  // In-process devices: the same for a step whose groups are half of the devices each (two
+  // groups side by side; groups of 4 of 8), seconds: nearer the sync of all devices than a line
+  // in the group size from the pair sync gives (at each barrier 6 of 8 threads wait to be
+  // woken, 7 on all 8, 4 in pairs). 0 (older profiles, fewer than 6
+  // devices) = the line from pair_sync_s to group_sync_s. PriceProgram only, like pair_sync_s.
+  double half_sync_s = 0;
+
+  bool empty() const {
+    return compute_slots <= 0 && collective_handoff_s <= 0 && long_phase_handoff_s <= 0 &&
+           group_sync_s <= 0 && pair_sync_s <= 0 && half_sync_s <= 0;
+  }
+  // How much slower each of `devices` concurrent devices computes than one alone:
+  // max(1, devices / compute_slots), 1 when compute_slots is 0.
+  double ComputeSlowdown(int devices) const {
+    return compute_slots > 0 ? std::max(1.0, devices / compute_slots) : 1.0;
+  }
+  // The least a collective step costs in-process whose groups have `group_size` members, every
+  // one of `devices` devices taking part (its groups side by side): pair_sync_s for pairs,
+  // half_sync_s for two halves, group_sync_s for one group of every device, in between linear
+  // in the group size from one measured size to the next. group_sync_s without pair_sync_s.
+  double GroupSyncSeconds(int64_t group_size, int64_t devices) const;
+  // The hand-off a collective pays when the ranks arrive from `compute_before` seconds of
+  // computation: at most MaxHandoffSeconds (a collective that follows another, or a short
+  // operator, finds the device threads still scheduled).
+  double HandoffSeconds(double compute_before) const {
+    return std::clamp(compute_before, 0.0, MaxHandoffSeconds());
+  }
+  // The most any hand-off costs: long_phase_handoff_s when measured, else collective_handoff_s.
+  double MaxHandoffSeconds() const {
+    return long_phase_handoff_s > 0 ? long_phase_handoff_s : collective_handoff_s;
+  }
+};
+
+// The portable alpha-beta model (what holds on any cluster) plus the optional in-process term.
 struct CostModel {
   // Per-message latency (alpha), seconds.
   double latency_s = 5e-6;
@@ -83,46 +154,13 @@ struct CostModel {
   // Only the searches count it (fewer, larger collectives beat many small ones); the
   // planner's prices above do not include it.
   double collective_overhead_s = 20e-6;
-  // Devices that can compute at the same time (cores available to in-process device
-  // threads); 0 = every device has its own. With N devices on fewer slots their computation
-  // is serialised, so the searches multiply operator time by ComputeSlowdown(N). Calibrate
-  // measures it (N threads of GEMM against one); the planner's prices and Fingerprint
-  // ignore it.
-  double compute_slots = 0;
-  // What one collective or exchange costs on top of the above when the ranks arrive from
-  // computation (device threads sharing cores must each be scheduled again), seconds.
-  // Searches only, like collective_overhead_s; calibrate measures it.
-  double collective_handoff_s = 0;
-  // In-process devices sharing fewer cores: what a collective costs on top when the ranks
-  // arrive from a long phase of computation (calibrate: after GEMMs of 256^3 on every
-  // device), seconds. A phase between two collectives starts on one core: the device threads
-  // that the collective woke queue where they were woken, and the other cores take them over
-  // only after a while (on this 2-vCPU VM about 1-2 ms of one thread's work). Until then the
-  // phase runs one device after another, which its price at compute_slots does not count;
-  // after that it runs at compute_slots. So a short phase costs what it costs on one core and
-  // a long one this much more than its price. 0 (older profiles, MPI) = the hand-off is at
-  // most collective_handoff_s and the computation before. Searches only.
-  double long_phase_handoff_s = 0;
-  // In-process devices: the least one collective or exchange costs, whatever its group,
-  // because every device thread takes part (the groups of one redistribution step run at
-  // once on shared cores, and each thread must be scheduled to post and to finish), seconds.
-  // Calibrate measures it in-process as the all-reduce of 4 bytes on all devices; 0 (MPI,
-  // defaults) = the formulas' latency terms alone. Searches only, like collective_handoff_s.
-  double group_sync_s = 0;
-  // In-process devices: the same for a step whose groups are pairs (a 4-byte all-reduce in
-  // pairs, every device at once: devices / 2 groups side by side), seconds. A structured
-  // step runs on its groups' own communicators, so each device thread waits only for the
-  // members of its group: calibrate measured 33-36 us in pairs, 65-74 us in groups of 4 and
-  // 112-124 us on all 8 devices. 0 (older profiles, MPI) = every group pays group_sync_s.
-  // PriceProgram only (GroupSyncSeconds); the searches' floor stays group_sync_s.
-  double pair_sync_s = 0;
-  // In-process devices: the same for a step whose groups are half of the devices each (two
-  // groups side by side; groups of 4 of 8), seconds. Groups of 4 of 8 cost 0.7-0.9 of the sync
-  // of all 8 among other collectives (calibrate, bench_predict --chains), not the third of the
-  // way up from the pair sync that a line in the group size gives: at each barrier 6 of the 8
-  // threads wait to be woken (7 on all 8, 4 in pairs). 0 (older profiles, fewer than 6
-  // devices) = the line from pair_sync_s to group_sync_s. PriceProgram only, like pair_sync_s.
-  double half_sync_s = 0;
+  // All-reduce at the cheaper of the ring and the double binary tree (NCCL's two algorithms):
+  // the tree costs 2 ceil(log2 p) alpha + 2 n / beta, fewer latency terms on large groups.
+  // Cluster profiles set it; false (in-process, calibrated profiles) = the ring alone.
+  bool tree_all_reduce = false;
+  // The optional in-process term (device threads sharing a few cores); zero = none. Only
+  // the searches and PriceProgram read it, to predict in-process runs on this machine.
+  InProcessOverhead in_process;
 
   // GEMM rate by shape, searches only (MatMul and BatchMatMul are priced per shard shape);
   // empty (defaults, old profiles) = every GEMM at `flops`. Fingerprint ignores it.
@@ -159,6 +197,8 @@ struct CostModel {
   // an optimistic bound.
   double MaxBandwidth(const DeviceMesh& mesh) const;
 
+  // Double binary tree all-reduce: 2 ceil(log2 p) alpha + 2 bytes / bandwidth (p > 1).
+  double TreeAllReduceSeconds(double bytes, int64_t group_size, double bandwidth) const;
   // Ring formulas above. `bytes` as defined per kind, `group_size` p >= 1 (p = 1 costs 0),
   // `bandwidth` in bytes/s.
   double CollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
@@ -176,11 +216,6 @@ struct CostModel {
   double GemmSeconds(double rows, double depth, double cols) const;
   // One GEMM of a convolution at the rate of its shape (conv_gemm_rates; `flops` without).
   double ConvGemmSeconds(double rows, double depth, double cols) const;
-  // How much slower each of `devices` concurrent devices computes than one alone:
-  // max(1, devices / compute_slots), 1 when compute_slots is 0.
-  double ComputeSlowdown(int devices) const {
-    return compute_slots > 0 ? std::max(1.0, devices / compute_slots) : 1.0;
-  }
   // Local memory traffic of `bytes`.
   double MemorySeconds(double bytes) const { return bytes > 0 ? bytes / memory_bandwidth : 0.0; }
 
@@ -211,35 +246,13 @@ struct CostModel {
   double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
                                int steps = 1, double latency = -1) const;
 
-  // The least a collective step costs in-process whose groups have `group_size` members, every
-  // one of `devices` devices taking part (its groups side by side): pair_sync_s for pairs,
-  // half_sync_s for two halves, group_sync_s for one group of every device, in between linear in
-  // the group size from one measured size to the next (the profile does not record the device
-  // count calibrate measured on: half_sync_s is taken as the halves of `devices`). group_sync_s
-  // without pair_sync_s, or when the group is every device.
-  double GroupSyncSeconds(int64_t group_size, int64_t devices) const;
-
-  // The hand-off a collective pays when the ranks arrive from `compute_before` seconds of
-  // computation: collective_handoff_s, but no more than that computation. A collective that
-  // follows another, or an operator of a few microseconds, finds the device threads still
-  // scheduled (the compute-free samples, matmul_relu and basic_blocks, measured about the
-  // group sync per collective, without the hand-off calibrate measures after a GEMM).
-  // With long_phase_handoff_s, `compute_before` is what the phase costs on one core beyond
-  // its price (SearchGraph::ComputeBeforeCollective), capped by long_phase_handoff_s.
-  double SearchHandoffSeconds(double compute_before) const {
-    return std::clamp(compute_before, 0.0, MaxHandoffSeconds());
-  }
-  // The most any hand-off costs: long_phase_handoff_s when measured, else collective_handoff_s.
-  double MaxHandoffSeconds() const {
-    return long_phase_handoff_s > 0 ? long_phase_handoff_s : collective_handoff_s;
-  }
   // SearchCollectiveSeconds for ranks arriving from `compute_before` seconds of computation:
-  // the hand-off is SearchHandoffSeconds(compute_before). Infinite = SearchCollectiveSeconds.
+  // the hand-off is in_process.HandoffSeconds(compute_before). Infinite = SearchCollectiveSeconds.
   double SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes, int64_t group_size,
                                       double bandwidth, double latency,
                                       double compute_before) const;
   // SearchExchangeSeconds for ranks arriving from `compute_before` seconds of computation: its
-  // first step pays SearchHandoffSeconds(compute_before), the others follow the step before
+  // first step pays in_process.HandoffSeconds(compute_before), the others follow the step before
   // them and pay none.
   double SearchExchangeAfterSeconds(int64_t messages, double bytes_received, double bandwidth,
                                     int steps, double latency, double compute_before) const;
@@ -251,13 +264,9 @@ struct CostModel {
 };
 
 // Profiles (`shardscope calibrate --out FILE`, read by `plan`/`train --profile FILE`): a JSON
-// object with any of "latency_s", "default_bandwidth", "axis_bandwidth" ({"dp": 12.5e9}),
-// "axis_latency" ({"dp": 20e-6}),
-// "flops", "memory_bandwidth", "collective_overhead_s", "compute_slots", "collective_handoff_s",
-// "long_phase_handoff_s", "group_sync_s", "gemm_rates" ({"base": 256, "base_flops": 9e10, "rows":
-// [[1, 7e9], ...], "depth": [...], "cols": [...]}: GemmRateTable), "conv_gemm_rates" (the same
-// form), "kernel_rates" ({"MaxPool2D": 2e9}); missing fields keep the defaults above, unknown
-// fields are refused (a typo would silently keep a default).
+// object whose fields are listed once in cost/profile_fields.h (CostProfileFields); missing
+// fields keep the defaults above, unknown fields are refused (a typo would keep a default).
+// Implemented in src/cost/profile_fields.cc.
 Result<CostModel> CostModelFromJson(const std::string& json_text, const std::string& where);
 Result<CostModel> LoadCostModel(const std::string& path);
 std::string CostModelToJson(const CostModel& model);
