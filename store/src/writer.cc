@@ -542,10 +542,7 @@ Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, co
     return Status(ErrorCode::kNotFound,
                   path + ": cannot create the run file: '" + dir + "' is not a directory");
   }
-  Result<internal::WriterLock> lock =
-      internal::WriterLock::Acquire(path, options.lock_wait_seconds);
-  if (!lock.ok()) return lock.status();
-
+  // Before the lock file, which a full disk could not hold: the message names what is needed.
   struct statvfs vfs {};
   if (statvfs(dir.c_str(), &vfs) == 0) {
     const auto free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
@@ -556,6 +553,10 @@ Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, co
                         FormatBytes(options.min_free_bytes));
     }
   }
+  Result<internal::WriterLock> lock =
+      internal::WriterLock::Acquire(path, options.lock_wait_seconds);
+  if (!lock.ok()) return lock.status();
+
   struct stat file_stat {};
   if (lstat(path.c_str(), &file_stat) == 0) {
     if (S_ISDIR(file_stat.st_mode)) {
