@@ -9,7 +9,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libcli11-dev nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev xvfb libxml2-utils
   libonnx-dev libprotobuf-dev libonnx-testdata
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev llvm
 )
 if [[ "${1:-}" == "--demo-data" ]]; then PACKAGES+=(dataset-fashion-mnist); fi
 if [[ "${1:-}" == "--bench" ]]; then PACKAGES+=(python3-torch libopenblas0-pthread); fi

@@ -157,20 +157,25 @@ Result<std::unique_ptr<RunWriter>> RunWriter::Create(const std::string& path, co
     return Status(StatusCode::kNotFound,
                   path + ": cannot create the run file: '" + dir + "' is not a directory");
   }
+  // Less free space than a run needs: the message names it (Ok otherwise, or unknown).
+  auto check_space = [&]() -> Status {
+    struct statvfs vfs {};
+    if (statvfs(dir.c_str(), &vfs) != 0) return Status::Ok();
+    const auto free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+    if (free_bytes >= options.min_free_bytes) return Status::Ok();
+    return Status(StatusCode::kDiskFull,
+                  path + ": cannot start recording: only " + FormatBytes(free_bytes) +
+                      " free on the file system of '" + dir + "', a run needs at least " +
+                      FormatBytes(options.min_free_bytes));
+  };
   Result<internal::WriterLock> lock =
       internal::WriterLock::Acquire(path, options.lock_wait_seconds);
-  if (!lock.ok()) return lock.status();
-
-  struct statvfs vfs {};
-  if (statvfs(dir.c_str(), &vfs) == 0) {
-    const auto free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
-    if (free_bytes < options.min_free_bytes) {
-      return Status(StatusCode::kDiskFull,
-                    path + ": cannot start recording: only " + FormatBytes(free_bytes) +
-                        " free on the file system of '" + dir + "', a run needs at least " +
-                        FormatBytes(options.min_free_bytes));
-    }
+  if (!lock.ok()) {  // a disk too full for the lock file: say how much a run needs
+    Status space = lock.status().code() == StatusCode::kDiskFull ? check_space() : Status::Ok();
+    return space.ok() ? lock.status() : space;
   }
+  if (Status space = check_space(); !space.ok()) return space;
+
   struct stat file_stat {};
   if (lstat(path.c_str(), &file_stat) == 0) {
     if (S_ISDIR(file_stat.st_mode)) {

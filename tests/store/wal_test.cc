@@ -96,6 +96,34 @@ std::string OpenAndCountSteps(const std::string& path) {
                     : "error: " + steps.status().message();
 }
 
+// A run that ended while a reader stayed connected is settled later, writer-side (`shardscope
+// inspect`): once no connection is open, never under a writer or a connection.
+TEST(RunFileWal, FinishedRunLeftInWalModeIsSettledOnceNoConnectionIsOpen) {
+  TempDir dir;
+  const std::string path = dir.File("run.db");
+  MakeWalModeRun(path);
+  sqlite3* reader = nullptr;  // a reader inside a read transaction
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM step", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(SettleRunFile(path).code(), ErrorCode::kLocked);
+  EXPECT_EQ(JournalByte(path), 2);
+  sqlite3_close(reader);
+  {  // a writer's lock file: not settled behind a (live or dead) writer's back
+    std::ofstream(path + ".lock") << "1 elsewhere\n";
+    EXPECT_EQ(SettleRunFile(path).code(), ErrorCode::kLocked);
+    EXPECT_EQ(JournalByte(path), 2);
+    std::filesystem::remove(path + ".lock");
+  }
+  const Status settled = SettleRunFile(path);
+  ASSERT_TRUE(settled.ok()) << settled.message();
+  EXPECT_EQ(JournalByte(path), 1) << "still in WAL mode";
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
+  EXPECT_EQ(OpenAndCountSteps(path), "steps 1");
+  EXPECT_TRUE(SettleRunFile(path).ok());  // nothing left to do
+}
+
 TEST(RunFileWal, WalModeFileInAReadOnlyDirectoryIsReadAsImmutable) {
   TempDir dir;
   const std::string sub = dir.File("shared");

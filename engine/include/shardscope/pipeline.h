@@ -70,6 +70,22 @@ struct WorkerStats {
   int64_t activation_bytes = 0;  // buffers of all micro-batches
 };
 
+// What PipelineTrainer::Create runs, planned without allocating a buffer: the model
+// differentiated, placed for training and evaluation, every worker's phase order checked.
+struct PipelinePlan {
+  PlacedProgram train, eval;
+  std::vector<ValueId> params;                           // the trained parameters (graph order)
+  std::vector<std::vector<std::pair<bool, int>>> order;  // per worker (PipelineOrder)
+};
+// Appends the backward operators to `model`'s graph (verified) and plans it.
+Result<PipelinePlan> PlanPipeline(ModelGraph* model, const PipelineOptions& options);
+
+// The bytes worker `rank` of a PipelineTrainer allocates for `plan`: the parameters and
+// constants it reads, its other values once per micro-batch, and per owned parameter the
+// accumulated gradient and `optimizer_states` tensors. kInvalidInput if it overflows.
+Result<int64_t> WorkerMemoryBytes(const Graph& graph, const PipelinePlan& plan, int micro_batches,
+                                  int optimizer_states, int rank);
+
 class PipelineTrainer {
  public:
   // Differentiates `model` (built with the micro-batch size), places it on

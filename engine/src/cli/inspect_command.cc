@@ -6,6 +6,7 @@
 #include "shardscope/store/display_text.h"
 #include "shardscope/store/reader.h"
 #include "shardscope/store/summary.h"
+#include "shardscope/store/writer.h"
 
 namespace shardscope::cli {
 namespace {
@@ -17,6 +18,9 @@ struct InspectOptions {
 };
 
 int RunInspect(const InspectOptions& o) {
+  // A finished run that a reader kept in WAL mode past its end becomes one file again; best
+  // effort (a read-only directory, or a connection still open, leaves it as it is).
+  (void)store::SettleRunFile(o.run);
   auto reader = store::RunReader::Open(o.run);
   if (!reader.ok()) return FailStore(reader.status());
   store::SummaryOptions options;

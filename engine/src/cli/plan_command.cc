@@ -10,6 +10,7 @@
 #include "cli/limits.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
+#include "cli/resource_checks.h"
 #include "cli/search_flags.h"
 #include "shardscope/base/format.h"
 #include "shardscope/checked_math.h"
@@ -122,6 +123,9 @@ int RunPlan(const PlanOptions& o) {
   // The reported prediction prices the program train runs, not the search's objective.
   auto price = PriceProgram(model->graph, *program, *options);
   if (!price.ok()) return Fail(kExitRunFailure, price.status().message());
+  // The memory `train` checks before it starts (every buffer of one rank), not the search's.
+  auto memory = PlannedMemoryPerDevice(*mf, model->graph, *program);
+  if (!memory.ok()) return Fail(kExitBadInput, memory.status().message());
 
   // One figure, one name: predicted_* is the priced program, search_objective_* the search's.
   nlohmann::ordered_json summary = nlohmann::ordered_json::parse(SearchResultToJson(r, -1));
@@ -133,6 +137,8 @@ int RunPlan(const PlanOptions& o) {
   summary["dtype"] = PrecisionName(options->dtype);
   if (!o.search.cluster.empty()) summary["cluster"] = o.search.cluster;
   summary["device_mesh"] = options->device_mesh.ToString();
+  summary["search_memory_per_device_bytes"] = r.memory_per_device_bytes;
+  summary["memory_per_device_bytes"] = *memory;
 
   if (!o.record.empty() && RecordEntries(*program) > GetLimits().record_entries) {
     return Fail(
@@ -219,11 +225,12 @@ int RunPlan(const PlanOptions& o) {
   std::printf(
       "\npredicted step time: %.3f ms (operators %.3f ms, communication %.3f ms in %d steps of "
       "%d redistributions; the search's objective: %.3f ms)\n"
-      "memory per device:   %s (parameters, gradients, optimizer state, saved activations)\n"
+      "memory per device:   %s (every buffer of one rank: parameters, gradients, optimizer "
+      "state, activations; what `train` checks)\n"
       "received per step:   %s by the busiest rank (planned)\n",
       price->step_seconds * 1e3, price->operator_seconds * 1e3, price->communication_seconds * 1e3,
       price->communication_steps, price->redistributions, r.step_seconds * 1e3,
-      FormatBytes(r.memory_per_device_bytes).c_str(),
+      FormatBytes(static_cast<double>(*memory)).c_str(),
       FormatBytes(static_cast<double>(max_recv)).c_str());
   if (!o.search.save_strategy.empty())
     std::printf("strategies written to %s\n", o.search.save_strategy.c_str());

@@ -1,5 +1,7 @@
 #include "cli/resource_checks.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -69,15 +71,23 @@ Result<int64_t> SyntheticDataBytes(const ModelFile& mf) {
   return *bytes;
 }
 
-Status CheckTrainMemory(const ModelFile& mf, const Graph& graph, const DistProgram& program,
-                        int devices_here, int64_t data_bytes) {
-  const int states = OptimizerStateTensors(mf.training().optimizer.kind);
-  SHARDSCOPE_ASSIGN_OR_RETURN(int64_t per_rank, RankMemoryBytes(graph, program, states));
-  auto ranks = CheckedMul(per_rank, devices_here);
-  auto total = ranks ? CheckedAdd(*ranks, data_bytes) : std::nullopt;
-  const Budget budget = MemoryBudget();
-  if (total && (budget.bytes == 0 || *total <= budget.bytes)) return Status::Ok();
-  // The largest value names where the memory goes: the layer of its producer or reader.
+Result<int64_t> PlannedMemoryPerDevice(const ModelFile& mf, const Graph& graph,
+                                       const DistProgram& program) {
+  return RankMemoryBytes(graph, program, OptimizerStateTensors(mf.training().optimizer.kind));
+}
+
+int DevicesOnThisHost(bool mpi, int devices) {
+  if (!mpi) return devices;
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return std::max(1, local ? std::atoi(local) : 1);
+}
+
+namespace {
+
+// Refuses `need` (what the devices on this machine take, as text) against `budget`; the
+// largest value names where the memory goes: the layer of its producer or reader.
+Status RefuseMemory(const ModelFile& mf, const Graph& graph, const std::string& need,
+                    const Budget& budget, const std::string& tail) {
   ValueId largest = 0;
   for (const Value& v : graph.values()) {
     if (NumElements(v.shape) > NumElements(graph.value(largest).shape)) largest = v.id;
@@ -91,13 +101,58 @@ Status CheckTrainMemory(const ModelFile& mf, const Graph& graph, const DistProgr
   const std::string where =
       node != kNoNode && !graph.node(node).source.empty() ? graph.node(node).source : mf.path();
   return Status::Invalid(
-      where + ": training needs " + FormatBytes(static_cast<double>(per_rank)) + " per device x " +
-      std::to_string(devices_here) + " device(s) on this machine" +
-      (data_bytes > 0 ? " + " + FormatBytes(static_cast<double>(data_bytes)) + " of data" : "") +
-      ", more than the " + budget.text + "; the largest tensor is " +
-      std::string(ValueKindName(v.kind)) + " '" + v.name + "' " + ShapeToString(v.shape) + " (" +
-      FormatBytes(static_cast<double>(NumElements(v.shape)) * DTypeBytes(v.dtype)) +
-      "). `shardscope plan` prices it without running it");
+      where + ": training needs " + need + ", more than the " + budget.text +
+      "; the largest tensor is " + std::string(ValueKindName(v.kind)) + " '" + v.name + "' " +
+      ShapeToString(v.shape) + " (" +
+      FormatBytes(static_cast<double>(NumElements(v.shape)) * DTypeBytes(v.dtype)) + ")" + tail);
+}
+
+std::string DataText(int64_t data_bytes) {
+  return data_bytes > 0 ? " + " + FormatBytes(static_cast<double>(data_bytes)) + " of data" : "";
+}
+
+}  // namespace
+
+Status CheckTrainMemory(const ModelFile& mf, const Graph& graph, const DistProgram& program,
+                        int devices_here, int64_t data_bytes) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(int64_t per_rank, PlannedMemoryPerDevice(mf, graph, program));
+  auto ranks = CheckedMul(per_rank, devices_here);
+  auto total = ranks ? CheckedAdd(*ranks, data_bytes) : std::nullopt;
+  const Budget budget = MemoryBudget();
+  if (total && (budget.bytes == 0 || *total <= budget.bytes)) return Status::Ok();
+  return RefuseMemory(mf, graph,
+                      FormatBytes(static_cast<double>(per_rank)) + " per device x " +
+                          std::to_string(devices_here) + " device(s) on this machine" +
+                          DataText(data_bytes),
+                      budget, ". `shardscope plan` prices it without running it");
+}
+
+Status CheckPlacedMemory(const ModelFile& mf, const Graph& graph, const PipelinePlan& plan,
+                         int micro_batches, int devices_here, int64_t data_bytes) {
+  const int states = OptimizerStateTensors(mf.training().optimizer.kind);
+  std::vector<std::pair<int64_t, int>> workers;  // (bytes, worker), largest first
+  for (int w = 0; w < plan.train.workers; ++w) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(int64_t bytes,
+                                WorkerMemoryBytes(graph, plan, micro_batches, states, w));
+    workers.emplace_back(bytes, w);
+  }
+  std::sort(workers.begin(), workers.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  // Which workers share this machine is not known before they start: the largest ones.
+  const int here = std::min<int>(devices_here, static_cast<int>(workers.size()));
+  std::optional<int64_t> total = data_bytes;
+  for (int i = 0; i < here && total; ++i) total = CheckedAdd(*total, workers[i].first);
+  const Budget budget = MemoryBudget();
+  if (total && (budget.bytes == 0 || *total <= budget.bytes)) return Status::Ok();
+  const std::string sum =
+      total ? FormatBytes(static_cast<double>(*total - data_bytes)) : "more than 2^63 bytes";
+  return RefuseMemory(mf, graph,
+                      sum + " for " + std::to_string(here) + " worker(s) on this machine (worker " +
+                          std::to_string(workers[0].second) + " alone " +
+                          FormatBytes(static_cast<double>(workers[0].first)) + ")" +
+                          DataText(data_bytes),
+                      budget, "");
 }
 
 }  // namespace shardscope::cli

@@ -8,6 +8,7 @@
 
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
+#include "shardscope/pipeline.h"
 
 namespace shardscope::cli {
 
@@ -18,9 +19,22 @@ Status CheckInProcessDevices(const ModelFile& mf, int devices, bool from_flag);
 // kInvalidInput at data.synthetic_size when it cannot fit in memory at all.
 Result<int64_t> SyntheticDataBytes(const ModelFile& mf);
 
-// `devices_here` ranks of `program` (RankMemoryBytes each) plus `data_bytes` against the
-// memory available now; the message names the largest tensor and the line that made it.
+// The bytes one device of `program` holds (RankMemoryBytes with the model file's optimizer):
+// the figure `plan` prints as memory per device and `train` checks.
+Result<int64_t> PlannedMemoryPerDevice(const ModelFile& mf, const Graph& graph,
+                                       const DistProgram& program);
+
+// The devices of a run that share this machine's memory: all of an in-process run, this
+// host's ranks under mpirun.
+int DevicesOnThisHost(bool mpi, int devices);
+
+// `devices_here` ranks of `program` (PlannedMemoryPerDevice each) plus `data_bytes` against
+// the memory available now; the message names the largest tensor and the line that made it.
 Status CheckTrainMemory(const ModelFile& mf, const Graph& graph, const DistProgram& program,
                         int devices_here, int64_t data_bytes);
+
+// The same for a placed run: the `devices_here` largest workers (WorkerMemoryBytes each).
+Status CheckPlacedMemory(const ModelFile& mf, const Graph& graph, const PipelinePlan& plan,
+                         int micro_batches, int devices_here, int64_t data_bytes);
 
 }  // namespace shardscope::cli

@@ -381,7 +381,8 @@ int RunTrain(const TrainOptions& o) {
     }
     return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
                            o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                           o.no_record, ParseOnRecordError(o.on_record_error), o.log_every});
+                           o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
+                           *data_bytes});
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -399,10 +400,7 @@ int RunTrain(const TrainOptions& o) {
                              probe.status().code() == StatusCode::kNotImplemented;
       return Fail(bad_input ? kExitBadInput : kExitRunFailure, probe.status().message());
     }
-    // Under mpirun only this host's ranks share its memory.
-    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    const int here =
-        plan->mpi ? std::max(1, local ? std::atoi(local) : 1) : plan->partition.devices;
+    const int here = DevicesOnThisHost(plan->mpi, plan->partition.devices);
     Status memory = CheckTrainMemory(*mf, model->graph, *probe, here, *data_bytes);
     if (!memory.ok()) return Fail(kExitBadInput, memory.message());
   }

@@ -35,8 +35,10 @@ std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string&
     auto recorder = Recorder::Create(path.empty() ? DefaultRunPath(info.name) : path, info);
     if (recorder.ok())
       session->recorder = std::move(*recorder);
-    else
-      created = recorder.status();
+    else  // e.g. too little free space there (RunWriterOptions::min_free_bytes)
+      created = Status::Io(recorder.status().message() +
+                           "; --record PATH writes the run file elsewhere, --no-record trains "
+                           "without one");
   }
   if (session->world != nullptr) {  // every rank learns whether rank 0 could create the file
     std::vector<float> flag = {created.ok() ? 1.0f : 0.0f};

@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "cli/resource_checks.h"
 #include "cli/train_loop.h"
 #include "shardscope/base/format.h"
 #include "shardscope/communicator.h"
@@ -251,18 +252,23 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
                     std::to_string(r.devices) + " device(s); use --devices " + need +
                     (r.mpi ? " (mpirun -np " + need + ")" : std::string()));
   }
-  {  // Check the placement and the schedule once, before any device starts.
-    auto probe = MakeTrainer(s, 0);
-    if (!probe.ok()) {
-      const StatusCode code = probe.status().code();
+  {  // Check the placement, the schedule and the memory once, before any device starts.
+    auto model = r.model->Build(s.micro_batch);
+    auto plan =
+        model.ok() ? PlanPipeline(&*model, s.options) : Result<PipelinePlan>(model.status());
+    if (!plan.ok()) {
+      const StatusCode code = plan.status().code();
       const bool bad = code == StatusCode::kInvalidInput || code == StatusCode::kNotImplemented;
-      return Fail(bad ? kExitBadInput : kExitRunFailure, probe.status().message());
+      return Fail(bad ? kExitBadInput : kExitRunFailure, plan.status().message());
     }
+    Status memory = CheckPlacedMemory(*r.model, model->graph, *plan, r.micro_batches,
+                                      DevicesOnThisHost(r.mpi, r.devices), r.data_bytes);
+    if (!memory.ok()) return Fail(kExitBadInput, memory.message());
     if (!r.dump_ir.empty()) {
       std::ofstream out(r.dump_ir);
       out << "// ---- graph after autodiff\n"
-          << (*probe)->graph().ToText() << "// ---- after placement\n"
-          << (*probe)->program().ToText((*probe)->graph());
+          << model->graph.ToText() << "// ---- after placement\n"
+          << plan->train.ToText(model->graph);
       if (!out) return Fail(kExitBadInput, "cannot write --dump-ir file " + r.dump_ir);
     }
   }

@@ -24,6 +24,7 @@ struct PlacedTrainRequest {
   bool no_record = false;
   OnRecordError on_record_error = OnRecordError::kStop;
   int64_t log_every = 0;
+  int64_t data_bytes = 0;  // the synthetic data set's (SyntheticDataBytes)
 };
 
 // True when the model file places some operator on a worker.

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "ops/op_registry.h"
 #include "runtime/batch_util.h"
 #include "shardscope/autodiff.h"
+#include "shardscope/checked_math.h"
 #include "shardscope/initializer.h"
 
 namespace shardscope {
@@ -119,50 +121,13 @@ Status CheckDeadlockFree(const Graph& graph, const PlacedProgram& program,
   return Status::Ok();
 }
 
-Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph model,
-                                                                 const TrainConfig& config,
-                                                                 const PipelineOptions& options,
-                                                                 int rank) {
-  if (options.micro_batches < 1) return Status::Invalid("--micro-batches must be at least 1");
-  if (rank < 0 || rank >= options.workers)
-    return Status::Invalid("rank " + std::to_string(rank) + " outside the " +
-                           std::to_string(options.workers) + " workers");
-  const std::vector<ValueId> all_params = model.graph.Parameters();
-  if (all_params.empty()) return Status::Invalid("model has no parameters to train");
-  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(model.graph, model.loss, all_params));
-  SHARDSCOPE_RETURN_IF_ERROR(model.graph.Verify().WithContext("graph after autodiff"));
-  std::unique_ptr<PipelineTrainer> t(new PipelineTrainer());
-  t->model_ = std::move(model);
-  t->config_ = config;
-  t->options_ = options;
-  t->rank_ = rank;
-  const Graph& g = t->model_.graph;
-  std::vector<ValueId> params, grad_values;
-  for (size_t i = 0; i < all_params.size(); ++i) {
-    if (grads.grads[i] == kNoValue) continue;
-    params.push_back(all_params[i]);
-    grad_values.push_back(grads.grads[i]);
-  }
-  t->params_ = params;
-  SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlaceGraph(g, {t->model_.loss}, params, grad_values,
-                                                      options.workers, options.unplaced));
-  SHARDSCOPE_ASSIGN_OR_RETURN(t->eval_program_, PlaceGraph(g, {t->model_.logits}, {}, {},
-                                                           options.workers, options.unplaced));
-  if (static_cast<int64_t>(t->program_.edges.size()) * options.micro_batches > kPipelineTags) {
-    return Status::Invalid(std::to_string(t->program_.edges.size()) + " cut edges times " +
-                           std::to_string(options.micro_batches) +
-                           " micro-batches exceed the message tags available");
-  }
-  const auto order = PipelineOrder(t->program_, options);
-  SHARDSCOPE_RETURN_IF_ERROR(
-      CheckDeadlockFree(g, t->program_, order)
-          .WithContext(std::string("schedule ") + PipelineScheduleName(options.schedule) +
-                       " with " + std::to_string(options.micro_batches) + " micro-batches"));
-  t->order_ = order[rank];
+namespace {
 
-  // Buffers for the values this worker touches (in either program).
+// The values worker `rank` keeps buffers for: those its training or evaluation program
+// computes, reads, sends or receives.
+std::vector<bool> TouchedValues(const Graph& g, const PipelinePlan& plan, int rank) {
   std::vector<bool> touched(g.num_values(), false);
-  for (const PlacedProgram* p : {&t->program_, &t->eval_program_}) {
+  for (const PlacedProgram* p : {&plan.train, &plan.eval}) {
     const WorkerProgram& wp = p->programs[rank];
     for (const auto* list : {&wp.forward, &wp.backward}) {
       for (const PlacedInstr& in : *list) {
@@ -176,6 +141,86 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
       }
     }
   }
+  return touched;
+}
+
+}  // namespace
+
+Result<PipelinePlan> PlanPipeline(ModelGraph* model, const PipelineOptions& options) {
+  if (options.micro_batches < 1) return Status::Invalid("--micro-batches must be at least 1");
+  Graph& g = model->graph;
+  const std::vector<ValueId> all_params = g.Parameters();
+  if (all_params.empty()) return Status::Invalid("model has no parameters to train");
+  SHARDSCOPE_ASSIGN_OR_RETURN(Gradients grads, BuildBackward(g, model->loss, all_params));
+  SHARDSCOPE_RETURN_IF_ERROR(g.Verify().WithContext("graph after autodiff"));
+  PipelinePlan plan;
+  std::vector<ValueId> grad_values;
+  for (size_t i = 0; i < all_params.size(); ++i) {
+    if (grads.grads[i] == kNoValue) continue;
+    plan.params.push_back(all_params[i]);
+    grad_values.push_back(grads.grads[i]);
+  }
+  SHARDSCOPE_ASSIGN_OR_RETURN(plan.train, PlaceGraph(g, {model->loss}, plan.params, grad_values,
+                                                     options.workers, options.unplaced));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      plan.eval, PlaceGraph(g, {model->logits}, {}, {}, options.workers, options.unplaced));
+  if (static_cast<int64_t>(plan.train.edges.size()) * options.micro_batches > kPipelineTags) {
+    return Status::Invalid(std::to_string(plan.train.edges.size()) + " cut edges times " +
+                           std::to_string(options.micro_batches) +
+                           " micro-batches exceed the message tags available");
+  }
+  plan.order = PipelineOrder(plan.train, options);
+  SHARDSCOPE_RETURN_IF_ERROR(
+      CheckDeadlockFree(g, plan.train, plan.order)
+          .WithContext(std::string("schedule ") + PipelineScheduleName(options.schedule) +
+                       " with " + std::to_string(options.micro_batches) + " micro-batches"));
+  return plan;
+}
+
+Result<int64_t> WorkerMemoryBytes(const Graph& graph, const PipelinePlan& plan, int micro_batches,
+                                  int optimizer_states, int rank) {
+  // Each value's bytes fit (Graph::CheckNewValue); their sum is what needs checking.
+  std::optional<int64_t> total = 0;
+  auto add = [&](int64_t bytes, int64_t times) {
+    auto product = total ? CheckedMul(bytes, times) : std::nullopt;
+    total = product ? CheckedAdd(*total, *product) : std::nullopt;
+  };
+  const std::vector<bool> touched = TouchedValues(graph, plan, rank);
+  for (const Value& v : graph.values()) {
+    if (!touched[v.id]) continue;
+    const bool shared = v.kind == ValueKind::kParameter || v.kind == ValueKind::kConstant;
+    add(NumElements(v.shape) * DTypeBytes(v.dtype), shared ? 1 : micro_batches);
+  }
+  for (ValueId p : plan.train.programs[rank].params)  // accumulated gradient + optimizer state
+    add(NumElements(graph.value(p).shape) * 4, 1 + optimizer_states);
+  if (!total) {
+    return Status::Invalid("the memory of worker " + std::to_string(rank) +
+                           " does not fit in 63 bits");
+  }
+  return *total;
+}
+
+Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph model,
+                                                                 const TrainConfig& config,
+                                                                 const PipelineOptions& options,
+                                                                 int rank) {
+  if (rank < 0 || rank >= options.workers)
+    return Status::Invalid("rank " + std::to_string(rank) + " outside the " +
+                           std::to_string(options.workers) + " workers");
+  SHARDSCOPE_ASSIGN_OR_RETURN(PipelinePlan plan, PlanPipeline(&model, options));
+  std::unique_ptr<PipelineTrainer> t(new PipelineTrainer());
+  t->model_ = std::move(model);
+  t->config_ = config;
+  t->options_ = options;
+  t->rank_ = rank;
+  const Graph& g = t->model_.graph;
+  t->params_ = plan.params;
+  t->order_ = plan.order[rank];
+  // Buffers for the values this worker touches (in either program); WorkerMemoryBytes
+  // counts the same.
+  const std::vector<bool> touched = TouchedValues(g, plan, rank);
+  t->program_ = std::move(plan.train);
+  t->eval_program_ = std::move(plan.eval);
   t->shared_.resize(g.num_values());
   t->micro_.assign(options.micro_batches, std::vector<Tensor>(g.num_values()));
   for (const Value& v : g.values()) {

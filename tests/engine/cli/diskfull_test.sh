@@ -7,7 +7,11 @@
 # N > M. Either way the file keeps every committed step, passes integrity_check and is one
 # file again.
 #
-#   diskfull_test.sh devices|mpi stop|continue SHARDSCOPE_BIN SOURCE_DIR [MPIEXEC]
+# Policy "small": the reproducer's own 2 MB tmpfs, too small to start on: the run is refused
+# within seconds with exit 2, a message naming the file, the free space and the 16 MiB needed,
+# and nothing is left on the file system.
+#
+#   diskfull_test.sh devices|mpi stop|continue|small SHARDSCOPE_BIN SOURCE_DIR [MPIEXEC]
 #
 # Exit 0: passed, 1: failed, 77: skipped (needs root to mount a small tmpfs).
 set -u
@@ -16,7 +20,9 @@ skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "mounting a small tmpfs to fill needs root"
 command -v sqlite3 > /dev/null || skip "the sqlite3 command is missing (apt-get install sqlite3)"
 dir=$(mktemp -d) out=$(mktemp) pid=
-if ! mount -t tmpfs -o size=24m tmpfs "$dir" 2> /dev/null; then
+size=24m
+[ "$policy" = small ] && size=2m
+if ! mount -t tmpfs -o size=$size tmpfs "$dir" 2> /dev/null; then
   rmdir "$dir"
   rm -f "$out"
   skip "cannot mount a tmpfs on $dir (no CAP_SYS_ADMIN here?)"
@@ -37,15 +43,46 @@ query() { sqlite3 -readonly "$dir/a.db" "$1" 2> /dev/null; }
 
 db=$dir/a.db
 args=(train "$src/samples/models/matmul_relu.yaml" --steps 1000000 --record "$db"
-      --on-record-error "$policy" --log-every 100000)
+      --log-every 100000)
+[ "$policy" = small ] || args+=(--on-record-error "$policy")
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
-if [ "$mode" = mpi ]; then
-  setsid "$mpiexec" -np 4 --allow-run-as-root --oversubscribe "$bin" "${args[@]}" \
-    --ignore-parallel > "$out" 2>&1 &
-else
-  setsid "$bin" "${args[@]}" --devices 8 > "$out" 2>&1 &
+start() {  # the run, in its own process group; sets pid
+  if [ "$mode" = mpi ]; then
+    setsid "$mpiexec" -np 4 --allow-run-as-root --oversubscribe "$bin" "${args[@]}" \
+      --ignore-parallel > "$out" 2>&1 &
+  else
+    setsid "$bin" "${args[@]}" --devices 8 > "$out" 2>&1 &
+  fi
+  pid=$!
+}
+start
+
+if [ "$policy" = small ]; then
+  # Twice: on the empty 2 MB file system, then on it filled (the reproducer's timing).
+  for round in empty filled; do
+    if [ "$round" = filled ]; then
+      dd if=/dev/zero of="$dir/fill" bs=4k 2> /dev/null
+      start
+    fi
+    for _ in $(seq 1 300); do
+      kill -0 "$pid" 2> /dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$pid" 2> /dev/null && fail "$round: still running 30 s after starting on 2 MB"
+    wait "$pid"
+    rc=$?
+    pid=
+    [ "$rc" = 2 ] || fail "$round: exit code $rc, expected 2"
+    grep -q "error: $db: cannot start recording: only [0-9.]* [KM]*i*B free on the file system of '$dir', a run needs at least 16[.0]* MiB" "$out" ||
+      fail "$round: the refusal does not name the file, the free space and the 16 MiB needed"
+    grep -q -- "--record PATH writes the run file elsewhere, --no-record trains without one" "$out" ||
+      fail "$round: the refusal does not say how to go on"
+    left=$(ls -A "$dir" | grep -v '^fill$')
+    [ -z "$left" ] || fail "$round: left behind on the file system: $left"
+    echo "PASS ($mode, $policy, $round): $(grep 'error:' "$out" | head -1)"
+  done
+  exit 0
 fi
-pid=$!
 
 # Fill the disk once the run has committed some steps.
 for _ in $(seq 1 900); do

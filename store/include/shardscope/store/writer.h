@@ -112,4 +112,11 @@ class RunWriter {
   std::unique_ptr<Impl> impl_;
 };
 
+// A finished run left in WAL mode (a reader stayed connected for the whole of Finish's retry)
+// becomes one self-contained file again: its log copied in, back to a rollback journal.
+// Writer-side: `shardscope inspect` calls it before reading. Ok when there is nothing to
+// do or it succeeded; kLocked while a writer is alive or another connection holds the file;
+// kReadOnly/kIo when the file cannot be opened for writing. Never waits.
+Status SettleRunFile(const std::string& path);
+
 }  // namespace shardscope::store
