@@ -106,12 +106,12 @@ TEST(RunFileWal, FinishedRunLeftInWalModeIsSettledOnceNoConnectionIsOpen) {
   ASSERT_EQ(sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM step", nullptr, nullptr, nullptr),
             SQLITE_OK);
-  EXPECT_EQ(SettleRunFile(path).code(), ErrorCode::kLocked);
+  EXPECT_EQ(SettleRunFile(path).code(), StatusCode::kLocked);
   EXPECT_EQ(JournalByte(path), 2);
   sqlite3_close(reader);
   {  // a writer's lock file: not settled behind a (live or dead) writer's back
     std::ofstream(path + ".lock") << "1 elsewhere\n";
-    EXPECT_EQ(SettleRunFile(path).code(), ErrorCode::kLocked);
+    EXPECT_EQ(SettleRunFile(path).code(), StatusCode::kLocked);
     EXPECT_EQ(JournalByte(path), 2);
     std::filesystem::remove(path + ".lock");
   }
