@@ -9,6 +9,7 @@
 #   make test-portable  the kernel tests built without -march=native in build-portable
 #   make build   configure and build only (Release, -O3 -march=native)
 #   make bench   build and run the benchmark comparison against PyTorch
+#   make install PREFIX=DIR  a portable build (build-install/) installed into DIR (docs/install.md)
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 PORTABLE ?= OFF
@@ -17,7 +18,7 @@ ASAN_DIR ?= build-asan
 PORTABLE_DIR ?= build-portable
 TEST_JOBS ?= test-main
 
-.PHONY: deps build demo test test-main test-asan test-portable bench clean
+.PHONY: deps build install demo test test-main test-asan test-portable bench clean
 
 deps:
 	@bash scripts/deps.sh
@@ -26,6 +27,15 @@ build: deps
 	@[ -f $(BUILD_DIR)/build.ninja ] || cmake -S . -B $(BUILD_DIR) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSHARDSCOPE_PORTABLE=$(PORTABLE)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+INSTALL_DIR ?= build-install
+PREFIX ?= /usr/local
+
+install: deps
+	@[ -f $(INSTALL_DIR)/build.ninja ] || cmake -S . -B $(INSTALL_DIR) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Release -DSHARDSCOPE_PORTABLE=ON
+	cmake --build $(INSTALL_DIR) -j $(JOBS)
+	cmake --install $(INSTALL_DIR) --prefix $(PREFIX)
 
 demo: build
 	@bash scripts/demo.sh
@@ -60,4 +70,4 @@ bench: build
 	python3 benchmarks/compare_pytorch.py --shardscope $(BUILD_DIR)/bin/bench_train_step
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(PORTABLE_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(PORTABLE_DIR) $(INSTALL_DIR)
