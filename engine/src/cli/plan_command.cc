@@ -2,6 +2,7 @@
 // step time and memory per device, without running anything (a dry run for any cluster).
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/partition.h"
+#include "shardscope/plan_export.h"
 #include "shardscope/program_price.h"
 #include "shardscope/recorder.h"
 
@@ -31,6 +33,7 @@ struct PlanOptions {
   bool json = false;
   std::string explain;
   std::string record;
+  std::vector<std::string> export_to;  // FORMAT FILE
   int show = 20;
   SearchFlags search;
 };
@@ -62,6 +65,24 @@ void PrintExplain(const OperatorChoice& c) {
   std::printf("  runners-up (their cost with the neighbours as chosen)\n");
   for (const ScoredCandidate& s : c.runners_up)
     std::printf("    %-28s %.3f us\n", s.strategy.c_str(), s.cost_s * 1e6);
+}
+
+// --export FORMAT FILE: the plan in a framework's terms; what it cannot express is printed.
+Status ExportTo(const std::vector<std::string>& args, const Graph& graph,
+                const DistProgram& program, const std::string& model) {
+  auto format = ParseExportFormat(args[0]);
+  if (!format.ok()) return Status::Invalid("--export: " + format.status().message());
+  auto out = ExportPlan(graph, program, *format, model);
+  if (!out.ok()) return Status::Invalid("--export " + args[0] + ": " + out.status().message());
+  std::ofstream file(args[1]);
+  file << out->text;
+  file.close();
+  if (!file) return Status::Io("--export " + args[0] + ": cannot write " + args[1]);
+  std::fprintf(stderr, "exported the plan for %s to %s (%s)\n", args[0].c_str(), args[1].c_str(),
+               out->unsupported.empty() ? "everything expressed"
+                                        : "not expressible, listed in the file:");
+  for (const std::string& line : out->unsupported) std::fprintf(stderr, "  %s\n", line.c_str());
+  return Status::Ok();
 }
 
 int RunPlan(const PlanOptions& o) {
@@ -129,6 +150,11 @@ int RunPlan(const PlanOptions& o) {
   summary["predicted_communication_steps"] = price->communication_steps;
   summary["max_recv_bytes_per_step"] = max_recv;
 
+  if (!o.export_to.empty()) {
+    Status st = ExportTo(o.export_to, model->graph, *program, mf->name());
+    if (!st.ok()) return Fail(st.code() == StatusCode::kIoError ? kExitRunFailure : kExitBadInput,
+                              st.message());
+  }
   if (!o.record.empty() && RecordEntries(*program) > GetLimits().record_entries) {
     return Fail(
         kExitBadInput,
@@ -239,6 +265,8 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "      --explain dense2.matmul\n"
       "  shardscope plan samples/models/ffn.yaml --devices 8 --search sharding_propagation \\\n"
       "      --save-strategy ffn8.json    (then: shardscope train ... --load-strategy ffn8.json)\n"
+      "  shardscope plan samples/models/ffn.yaml --devices 8 --export dtensor ffn_plan.py\n"
+      "      (also: jax FILE.py, mindspore FILE.json; docs/export.md)\n"
       "  shardscope plan samples/models/basic_blocks.yaml   (seed 000: shard(block1, ...);\n"
       "      the block's boundary fixed, its inside searched, the rest data-parallel)\n"
       "  shardscope plan samples/models/ffn.yaml --devices 8 --batch 256 \\\n"
@@ -271,6 +299,13 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "--record", o->record,
       "Write the plan (operators, provenance, candidates, redistributions) to a "
       "run file for the GUI (at most record_entries per-rank entries: --resource-limit)");
+  app->add_option("--export", o->export_to,
+                  "FORMAT FILE: write the plan's layouts for another framework: dtensor (a\n"
+                  "PyTorch module of DeviceMesh + placements and apply()), jax (Mesh +\n"
+                  "PartitionSpecs and apply()), mindspore (a JSON strategy checkpoint). What\n"
+                  "the format cannot express is listed in the file and printed (docs/export.md)")
+      ->expected(2)
+      ->type_name("FORMAT FILE");
   app->add_option("--show", o->show, "Redistributions to list (default 20)")->check(AtLeast(0));
   app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")
       ->check(AtLeast(0));
