@@ -12,6 +12,7 @@
 #include "cli/option_checks.h"
 #include "cli/progress.h"
 #include "cli/search_flags.h"
+#include "cli/train_loop.h"
 #include "shardscope/base/format.h"
 #include "shardscope/checked_math.h"
 #include "shardscope/dist_trainer.h"
@@ -33,6 +34,7 @@ struct PlanOptions {
   bool json = false;
   std::string explain;
   std::string record;
+  bool overwrite = false;
   std::vector<std::string> export_to;  // FORMAT FILE
   int show = 20;
   SearchFlags search;
@@ -177,7 +179,7 @@ int RunPlan(const PlanOptions& o) {
     info.config_json = summary.dump();
     info.command_line = CommandLine();
     info.shardscope_version = "0.1.0";
-    auto rec = Recorder::Create(o.record, info);
+    auto rec = CreateRecorder(o.record, info, o.overwrite);
     if (!rec.ok()) return Fail(kExitBadInput, rec.status().message());
     Status st = (*rec)->RecordPlan(model->graph, *program, &r);
     Status fin = (*rec)->Finish(st.ok() ? store::RunStatus::kCompleted : store::RunStatus::kFailed,
@@ -299,6 +301,8 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "--record", o->record,
       "Write the plan (operators, provenance, candidates, redistributions) to a "
       "run file for the GUI (at most record_entries per-rank entries: --resource-limit)");
+  app->add_flag("--overwrite", o->overwrite,
+                "Replace the --record file if it exists (default: refuse, keeping it)");
   app->add_option("--export", o->export_to,
                   "FORMAT FILE: write the plan's layouts for another framework: dtensor (a\n"
                   "PyTorch module of DeviceMesh + placements and apply()), jax (Mesh +\n"

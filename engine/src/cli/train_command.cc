@@ -17,6 +17,7 @@
 #include "shardscope/base/format.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
+#include "shardscope/dataset_source.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/recorder.h"
@@ -39,6 +40,7 @@ struct TrainOptions {
   int64_t log_every = 0;
   std::string record;  // empty: runs/<name>-<time>.db
   bool no_record = false;
+  bool overwrite = false;
   bool cpu_time = false;
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
@@ -47,7 +49,32 @@ struct TrainOptions {
   SearchFlags search;
 };
 
-Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
+// Rank 0 of mpirun's world (its launcher's environment), or the only process.
+bool IsFirstRank() {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank == nullptr) rank = std::getenv("PMI_RANK");
+  return rank == nullptr || std::atoi(rank) == 0;
+}
+
+// The data the model file names (dataset_source.h): where it is and its content hash. A
+// synthetic set is generated from the model's seed, so its name and size say what it is.
+Result<DataSource> FindData(const ModelFile& mf, const TrainOptions& o) {
+  const DataConfig& d = mf.data();
+  if (d.dataset == "synthetic") {
+    DataSource src;
+    src.dataset = "synthetic";
+    src.found_by = "generated from training.seed " + std::to_string(mf.training().seed);
+    return src;
+  }
+  return ResolveDataset(d.dataset, o.data, d.dir);
+}
+
+nlohmann::json DataJson(const DataSource& src) {
+  return {{"dataset", src.dataset}, {"dir", src.dir},           {"found_by", src.found_by},
+          {"sha256", src.sha256},   {"identified", src.identified}};
+}
+
+Result<Dataset> LoadData(const ModelFile& mf, const DataSource& src, Split split, int64_t limit) {
   const DataConfig& d = mf.data();
   if (d.dataset == "synthetic") {
     const int64_t n = d.synthetic_size > 0 ? d.synthetic_size : 4096;
@@ -68,11 +95,10 @@ Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split
                                                                 all.labels.ints() + begin + count));
     return out;
   }
-  SHARDSCOPE_ASSIGN_OR_RETURN(std::string dir, ResolveDataDir(!o.data.empty() ? o.data : d.dir));
   ImageOptions opts;
   opts.normalize = d.normalize;
   opts.pad_to = d.pad_to;
-  return LoadIdxDataset(dir, split, opts, limit);
+  return LoadIdxDataset(src.dir, split, opts, limit);
 }
 
 // Everything one run needs, decided before any device starts.
@@ -307,9 +333,17 @@ int RunTrain(const TrainOptions& o) {
   auto data_bytes = SyntheticDataBytes(*mf);
   if (!data_bytes.ok()) return Fail(kExitBadInput, data_bytes.status().message());
 
-  auto train = LoadData(*mf, o, Split::kTrain, o.limit);
+  auto source = FindData(*mf, o);
+  if (!source.ok()) return Fail(kExitBadInput, o.model + ": " + source.status().message());
+  if (IsFirstRank()) {  // the console's first line: what this run trains on
+    std::printf("data: %s\n", source->dataset == "synthetic"
+                                  ? ("synthetic, " + source->found_by).c_str()
+                                  : source->Describe().c_str());
+    std::fflush(stdout);
+  }
+  auto train = LoadData(*mf, *source, Split::kTrain, o.limit);
   if (!train.ok()) return Fail(kExitBadInput, train.status().message());
-  auto test = LoadData(*mf, o, Split::kTest, o.limit);
+  auto test = LoadData(*mf, *source, Split::kTest, o.limit);
   if (!test.ok()) return Fail(kExitBadInput, test.status().message());
   if (train->images.size() / std::max<int64_t>(1, train->size()) !=
       NumElements(mf->example_shape())) {
@@ -341,7 +375,8 @@ int RunTrain(const TrainOptions& o) {
     }
     return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
                            o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                           o.no_record, ParseOnRecordError(o.on_record_error), o.log_every});
+                           o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
+                           DataJson(*source).dump(), o.overwrite});
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -370,7 +405,8 @@ int RunTrain(const TrainOptions& o) {
   store::RunInfo info;
   info.name = mf->name();
   info.mode = "train";
-  info.search = plan->mode;
+  // The search that chose the strategies ("auto" is only how it was asked for).
+  info.search = plan->search ? SearchModeName(*plan->search) : plan->mode;
   info.devices = plan->partition.devices;
   info.backend = plan->mpi ? "mpi" : "in-process";
   info.model_path = o.model;
@@ -384,12 +420,14 @@ int RunTrain(const TrainOptions& o) {
                            {"momentum", tc.optimizer.momentum},
                            {"mode", plan->mode},
                            {"devices", plan->partition.devices},
-                           {"ignore_parallel", o.ignore_parallel}};
+                           {"ignore_parallel", o.ignore_parallel},
+                           {"data", DataJson(*source)}};
   info.config_json = config.dump();
   info.command_line = CommandLine();
   info.shardscope_version = "0.1.0";
   TrainSession session;
-  if (auto stop = OpenTrainSession(plan->mpi, o.no_record, o.record, info, &session)) return *stop;
+  if (auto stop = OpenTrainSession(plan->mpi, o.no_record, o.record, info, &session, o.overwrite))
+    return *stop;
   session.on_record_error = ParseOnRecordError(o.on_record_error);
   return RunTrainSession(session, plan->partition.devices, "rank",
                          [&](Communicator& comm, RunControl& control) {
@@ -429,8 +467,12 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "symbolic batch dimension), or a model file with import: model.onnx and the parallel\n"
       "section naming its operators or name scopes (docs/model-format.md):\n"
       "  shardscope train mlp.onnx --data ../shared/datasets/mnist --devices 8\n"
-      "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
-      "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
+      "Data: the model file's data.dataset (mnist, fashion-mnist) is what trains: --data DIR,\n"
+      "else data.dir, else $SHARDSCOPE_DATA, else the first NAME/ directory of the search\n"
+      "path ($SHARDSCOPE_DATASETS alone when set; else ../shared/datasets, the build's\n"
+      "datasets directory, /usr/share/datasets). Files that are another data set by their\n"
+      "published checksums are refused. The first line printed names the data set, its\n"
+      "directory and a content hash (also in the run file's config, key data).\n"
       "Flags override the model file's training section. Before any device starts, the run\n"
       "is checked against the limits (`shardscope --help`): device threads, the synthetic\n"
       "data set and the planned memory of every device against the memory available.\n"
@@ -462,6 +504,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
   app->add_option("--record", o->record, "Run file to write (default: runs/<model>-<time>.db)");
   app->add_flag("--no-record", o->no_record, "Do not write a run file");
+  app->add_flag("--overwrite", o->overwrite,
+                "Replace the --record file if it exists (default: refuse, keeping it)");
   app->add_option("--on-record-error", o->on_record_error,
                   "When recording fails (e.g. disk full, on rank 0): stop (default; every rank "
                   "stops after the same step, exit 1, the run file says 'failed: rank N: disk "

@@ -24,6 +24,8 @@ struct PlacedTrainRequest {
   bool no_record = false;
   OnRecordError on_record_error = OnRecordError::kStop;
   int64_t log_every = 0;
+  std::string data_json = "{}";  // where the data came from (DataJson), for the run file
+  bool overwrite = false;        // replace an existing run file
 };
 
 // True when the model file places some operator on a worker.
