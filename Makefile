@@ -1,5 +1,6 @@
 # Shardscope: every entry point a person or CI needs.
-#   make demo    install what is missing, build, train LeNet5 on real data, print next steps
+#   make demo    build, then seed 003's FFN on 8 devices: searched plan, redistributions,
+#                a recorded run, two PNGs and how to open the GUI (scripts/demo.sh)
 #   make test    install what is missing, build, run the jobs in TEST_JOBS (default: the
 #                whole CTest suite); each prints its own ctest summary, any failure fails it
 #   make test-main      the main build's whole CTest suite only
