@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -165,6 +167,46 @@ TEST(PlanExport, UnknownFormatIsRefused) {
   auto out = Shardscope("plan " + Model("matmul_relu") + " --export onnx /dev/null");
   EXPECT_EQ(out.code, 2) << out.text;
   EXPECT_NE(out.text.find("expected dtensor"), std::string::npos) << out.text;
+}
+
+}  // namespace
+
+namespace {
+
+// The operators' strategies of `plan --json`, spaces removed, by name.
+std::map<std::string, std::string> Strategies(const std::string& json_text) {
+  std::map<std::string, std::string> out;
+  for (const auto& op : nlohmann::json::parse(json_text)["operators"]) {
+    std::string s = op["strategy"];
+    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+    out[op["name"]] = s;
+  }
+  return out;
+}
+
+// A plan exported for MindSpore and loaded back gives the same strategies and the same step.
+TEST(PlanExport, MindSporeStrategiesLoadBack) {
+  const fs::path file = fs::temp_directory_path() / ("ffn_ms_" + std::to_string(getpid()) + ".json");
+  auto searched = Shardscope("plan " + Model("ffn") + " --json --export mindspore " +
+                                 file.string(),
+                             false);
+  ASSERT_EQ(searched.code, 0) << searched.text;
+  auto loaded = Shardscope("plan " + Model("ffn") + " --json --search semi_auto --load-strategy " +
+                               file.string(),
+                           false);
+  ASSERT_EQ(loaded.code, 0) << loaded.text;
+  EXPECT_EQ(Strategies(loaded.text), Strategies(searched.text));
+  EXPECT_EQ(nlohmann::json::parse(loaded.text)["predicted_step_seconds"],
+            nlohmann::json::parse(searched.text)["predicted_step_seconds"]);
+  // A MindSpore network path instead of the model's operator name is refused, naming it.
+  std::ofstream(file) << R"({"current_stage": 0, "parallel_strategy_item": {
+      "Default/network-FFN/MatMul-op0": {"stage": 0, "parallel_strategy": [[2, 4], [4, 1]]}},
+      "parallel_layout_item": {}})";
+  auto bad = Shardscope("plan " + Model("ffn") + " --load-strategy " + file.string());
+  EXPECT_EQ(bad.code, 2) << bad.text;
+  EXPECT_NE(bad.text.find("no operator 'Default/network-FFN/MatMul-op0'"), std::string::npos)
+      << bad.text;
+  fs::remove(file);
 }
 
 }  // namespace
