@@ -80,9 +80,9 @@ Status ExportTo(const std::vector<std::string>& args, const Graph& graph,
   file << out->text;
   file.close();
   if (!file) return Status::Io("--export " + args[0] + ": cannot write " + args[1]);
-  std::fprintf(stderr, "exported the plan for %s to %s (%s)\n", args[0].c_str(), args[1].c_str(),
-               out->unsupported.empty() ? "everything expressed"
-                                        : "not expressible, listed in the file:");
+  std::fprintf(
+      stderr, "exported the plan for %s to %s (%s)\n", args[0].c_str(), args[1].c_str(),
+      out->unsupported.empty() ? "everything expressed" : "not expressible, listed in the file:");
   for (const std::string& line : out->unsupported) std::fprintf(stderr, "  %s\n", line.c_str());
   return Status::Ok();
 }
@@ -154,8 +154,9 @@ int RunPlan(const PlanOptions& o) {
 
   if (!o.export_to.empty()) {
     Status st = ExportTo(o.export_to, model->graph, *program, mf->name());
-    if (!st.ok()) return Fail(st.code() == StatusCode::kIoError ? kExitRunFailure : kExitBadInput,
-                              st.message());
+    if (!st.ok())
+      return Fail(st.code() == StatusCode::kIoError ? kExitRunFailure : kExitBadInput,
+                  st.message());
   }
   if (!o.record.empty() && RecordEntries(*program) > GetLimits().record_entries) {
     return Fail(

@@ -70,8 +70,11 @@ Result<DataSource> FindData(const ModelFile& mf, const TrainOptions& o) {
 }
 
 nlohmann::json DataJson(const DataSource& src) {
-  return {{"dataset", src.dataset}, {"dir", src.dir},           {"found_by", src.found_by},
-          {"sha256", src.sha256},   {"identified", src.identified}};
+  return {{"dataset", src.dataset},
+          {"dir", src.dir},
+          {"found_by", src.found_by},
+          {"sha256", src.sha256},
+          {"identified", src.identified}};
 }
 
 Result<Dataset> LoadData(const ModelFile& mf, const DataSource& src, Split split, int64_t limit) {

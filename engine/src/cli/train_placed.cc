@@ -268,9 +268,8 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
     }
   }
   TrainSession session;
-  if (auto stop =
-          OpenTrainSession(r.mpi, r.no_record, r.record, DescribeRun(r, s.options), &session,
-                           r.overwrite))
+  if (auto stop = OpenTrainSession(r.mpi, r.no_record, r.record, DescribeRun(r, s.options),
+                                   &session, r.overwrite))
     return *stop;
   session.on_record_error = r.on_record_error;
   return RunTrainSession(

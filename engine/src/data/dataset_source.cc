@@ -52,8 +52,8 @@ Result<DataSource> Hashed(const std::string& dataset, const std::string& dir,
   if (!src.identified.empty() && src.identified != dataset) {
     return Status::Invalid(dir + " (" + found_by + ") holds " + src.identified +
                            ": all four files match its published SHA-256 checksums, but the "
-                           "model file's data.dataset is " + dataset +
-                           ". Point at the " + dataset + " files, or set data.dataset: " +
+                           "model file's data.dataset is " +
+                           dataset + ". Point at the " + dataset + " files, or set data.dataset: " +
                            src.identified + " if that is what you mean to train on");
   }
   return src;
@@ -99,7 +99,8 @@ Result<DataSource> ResolveDataset(const std::string& dataset, const std::string&
   return Status::NotFound(
       "data set " + dataset + " (the model file's data.dataset) not found; looked in:" + tried +
       "\nPass its directory with --data DIR or data.dir, or set SHARDSCOPE_DATASETS to a "
-      "directory holding " + dataset + "/ (docs/model-format.md, data)");
+      "directory holding " +
+      dataset + "/ (docs/model-format.md, data)");
 }
 
 }  // namespace shardscope

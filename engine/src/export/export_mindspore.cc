@@ -41,9 +41,8 @@ Result<Json> MindSporeLayout(const Layout& l) {
   if (dev_matrix.empty()) dev_matrix.push_back(1);
   std::vector<int64_t> tensor_map;
   for (const std::vector<int>& axes : l.dims_axes()) {
-    tensor_map.push_back(axes.empty() ? -1
-                                      : static_cast<int64_t>(dev_matrix.size()) - 1 -
-                                            group_of[axes[0]]);
+    tensor_map.push_back(
+        axes.empty() ? -1 : static_cast<int64_t>(dev_matrix.size()) - 1 - group_of[axes[0]]);
   }
   Json j;
   j["dev_matrix"] = dev_matrix;
@@ -91,8 +90,8 @@ Result<PlanExport> WriteMindSpore(const Graph& graph, const DistProgram& program
     }
     auto j = MindSporeLayout(t.layout);
     if (!j.ok()) {
-      out.unsupported.push_back("parameter " + t.name + ": no strategy-checkpoint layout: " +
-                                j.status().message());
+      out.unsupported.push_back("parameter " + t.name +
+                                ": no strategy-checkpoint layout: " + j.status().message());
       continue;
     }
     layouts[t.name] = *j;

@@ -56,10 +56,14 @@ class MeshTable {
 
 const char* KindName(ValueKind kind) {
   switch (kind) {
-    case ValueKind::kParameter: return "parameter";
-    case ValueKind::kInput: return "input";
-    case ValueKind::kLabel: return "label";
-    default: return "activation";
+    case ValueKind::kParameter:
+      return "parameter";
+    case ValueKind::kInput:
+      return "input";
+    case ValueKind::kLabel:
+      return "label";
+    default:
+      return "activation";
   }
 }
 
@@ -199,7 +203,7 @@ Result<PlanExport> WriteDTensor(const std::vector<ExportedTensor>& tensors, int 
       shape.push_back(m.axis_size(a));
       names.push_back(m.axis_name(a));
       const int d = l.DimOfAxis(a);
-      placements.push_back(d >= 0                ? "Shard(" + std::to_string(d) + ")"
+      placements.push_back(d >= 0               ? "Shard(" + std::to_string(d) + ")"
                            : l.IsPartialOver(a) ? "Partial()"
                                                 : "Replicate()");
     }
@@ -268,8 +272,8 @@ Result<PlanExport> WriteJax(const std::vector<ExportedTensor>& tensors, int devi
                                 "summed tensor's");
     }
     plan += "    " + Py(t.name) + ": (" + Py(KindName(t.kind)) + ", " +
-            Py(meshes.Name(ranks, shape, names)) + ", " + p + ", " +
-            MeshTable::PyShape(l.shape()) + "),\n";
+            Py(meshes.Name(ranks, shape, names)) + ", " + p + ", " + MeshTable::PyShape(l.shape()) +
+            "),\n";
   }
   plan += "}";
   std::string text = Header("jax", model, devices);

@@ -10,8 +10,8 @@ Result<ExportFormat> ParseExportFormat(const std::string& name) {
   if (name == "jax") return ExportFormat::kJax;
   if (name == "mindspore") return ExportFormat::kMindSpore;
   return Status::Invalid("export format '" + name +
-                              "': expected dtensor (PyTorch DTensor), jax (JAX PartitionSpec) or "
-                              "mindspore (strategy checkpoint, JSON)");
+                         "': expected dtensor (PyTorch DTensor), jax (JAX PartitionSpec) or "
+                         "mindspore (strategy checkpoint, JSON)");
 }
 
 std::vector<ExportedTensor> ExportedTensors(const Graph& graph, const DistProgram& program) {

@@ -206,8 +206,9 @@ Result<int> LoadMindSporeStrategies(const std::string& path, const nlohmann::jso
     std::string text = "(";
     const auto& inputs = item["parallel_strategy"];
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!inputs[i].is_array()) return Status::Invalid(where + ": input " + std::to_string(i) +
-                                                        " is not an array of split counts");
+      if (!inputs[i].is_array())
+        return Status::Invalid(where + ": input " + std::to_string(i) +
+                               " is not an array of split counts");
       text += i ? ", (" : "(";
       for (size_t d = 0; d < inputs[i].size(); ++d) {
         if (!inputs[i][d].is_number_integer() || inputs[i][d].get<int64_t>() < 1)

@@ -43,8 +43,8 @@ TEST_F(HonestRun, FirstLineAndRunFileNameTheData) {
   // No --data: mnist (the model file's data.dataset) from the search path.
   setenv("SHARDSCOPE_DATASETS", SHARDSCOPE_DATASETS_DIR, 1);
   const std::string run = Path("lenet.db");
-  auto out = Shardscope("train " + kSamples + "lenet5.yaml --steps 1 --limit 64 --record " + run,
-                        false);
+  auto out =
+      Shardscope("train " + kSamples + "lenet5.yaml --steps 1 --limit 64 --record " + run, false);
   ASSERT_EQ(out.code, 0) << out.text;
   const std::string first = out.text.substr(0, out.text.find('\n'));
   EXPECT_EQ(first.rfind("data: mnist from " + kMnist + " (search path), sha256 ", 0), 0) << first;

@@ -2,11 +2,11 @@
 // each expected layout is derived by hand from the seed's strategy (comments say how).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -132,8 +132,7 @@ TEST(PlanExport, Seed003FfnConfiguredWeights) {
             "parameter on ([0, 1, 2, 3, 4, 5, 6, 7], (2, 4), (\"m\", \"k\")) "
             "(Replicate(), Shard(0)), (784, 512)");
   const Exported jax = Export("ffn", "jax");
-  EXPECT_NE(Entry(jax.text, "dense3.weight").find("P(\"k\", None), (256, 128)"),
-            std::string::npos)
+  EXPECT_NE(Entry(jax.text, "dense3.weight").find("P(\"k\", None), (256, 128)"), std::string::npos)
       << jax.text;
 }
 
@@ -145,8 +144,7 @@ TEST(PlanExport, Seed004MultiAxisDimensions) {
       << jax.text;
   EXPECT_NE(Entry(jax.text, "w").find("P((\"sp\", \"dp\"), None), (32, 16)"), std::string::npos)
       << jax.text;
-  EXPECT_NE(Entry(jax.text, "matmul1").find("P((\"mp\", \"sp\", \"dp\"), None)"),
-            std::string::npos)
+  EXPECT_NE(Entry(jax.text, "matmul1").find("P((\"mp\", \"sp\", \"dp\"), None)"), std::string::npos)
       << jax.text;
   // DTensor splits a dimension major-first in mesh order: x gets the mesh (mp, sp, dp).
   const Exported dt = Export("dense_matmul_net", "dtensor");
@@ -186,14 +184,14 @@ std::map<std::string, std::string> Strategies(const std::string& json_text) {
 
 // A plan exported for MindSpore and loaded back gives the same strategies and the same step.
 TEST(PlanExport, MindSporeStrategiesLoadBack) {
-  const fs::path file = fs::temp_directory_path() / ("ffn_ms_" + std::to_string(getpid()) + ".json");
-  auto searched = Shardscope("plan " + Model("ffn") + " --json --export mindspore " +
-                                 file.string(),
-                             false);
+  const fs::path file =
+      fs::temp_directory_path() / ("ffn_ms_" + std::to_string(getpid()) + ".json");
+  auto searched =
+      Shardscope("plan " + Model("ffn") + " --json --export mindspore " + file.string(), false);
   ASSERT_EQ(searched.code, 0) << searched.text;
-  auto loaded = Shardscope("plan " + Model("ffn") + " --json --search semi_auto --load-strategy " +
-                               file.string(),
-                           false);
+  auto loaded = Shardscope(
+      "plan " + Model("ffn") + " --json --search semi_auto --load-strategy " + file.string(),
+      false);
   ASSERT_EQ(loaded.code, 0) << loaded.text;
   EXPECT_EQ(Strategies(loaded.text), Strategies(searched.text));
   EXPECT_EQ(nlohmann::json::parse(loaded.text)["predicted_step_seconds"],
