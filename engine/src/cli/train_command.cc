@@ -337,7 +337,11 @@ int RunTrain(const TrainOptions& o) {
   if (!data_bytes.ok()) return Fail(kExitBadInput, data_bytes.status().message());
 
   auto source = FindData(*mf, o);
-  if (!source.ok()) return Fail(kExitBadInput, o.model + ": " + source.status().message());
+  if (!source.ok()) {
+    const SourceLocation& at = mf->data().dataset_location;
+    return Fail(kExitBadInput, (at.line > 0 ? at.ToString() + ": data.dataset" : o.model) + ": " +
+                                   source.status().message());
+  }
   if (IsFirstRank()) {  // the console's first line: what this run trains on
     std::printf("data: %s\n", source->dataset == "synthetic"
                                   ? ("synthetic, " + source->found_by).c_str()

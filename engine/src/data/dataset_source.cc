@@ -12,6 +12,7 @@
 #endif
 
 namespace shardscope {
+namespace {
 
 // The four idx.gz files as published (../shared/datasets/README.md lists the same digests).
 const std::map<std::string, std::vector<std::string>>& PublishedChecksums() {
@@ -28,8 +29,6 @@ const std::map<std::string, std::vector<std::string>>& PublishedChecksums() {
         "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5"}}};
   return known;
 }
-
-namespace {
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);

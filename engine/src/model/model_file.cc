@@ -161,6 +161,7 @@ void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
   Map m(src, node, "the data section", {"dataset", "dir", "pad_to", "normalize", "synthetic_size"});
   if (const Field* f = m.Find("dataset")) {
     const std::string name = model_file::ReadString(src, f->value, "data.dataset");
+    d->dataset_location = src.At(f->value);
     const std::string n = Normalized(name);
     if (n == "mnist") {
       d->dataset = "mnist";
