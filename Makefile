@@ -1,5 +1,6 @@
 # Shardscope: every entry point a person or CI needs.
-#   make demo    install what is missing, build, train LeNet5 on real data, print next steps
+#   make demo    build, then seed 003's FFN on 8 devices: searched plan, redistributions,
+#                a recorded run, two PNGs and how to open the GUI (scripts/demo.sh)
 #   make test    install what is missing, build, run the jobs in TEST_JOBS (default:
 #                test-main and test-portable, what CI runs); each prints its own ctest
 #                summary, any failure fails it
@@ -11,6 +12,7 @@
 #                       build-portable
 #   make build   configure and build only (Release, -O3 -march=native)
 #   make bench   build and run the benchmark comparison against PyTorch
+#   make install PREFIX=DIR  a portable build (build-install/) installed into DIR (docs/install.md)
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 PORTABLE ?= OFF
@@ -21,7 +23,7 @@ TEST_JOBS ?= test-main test-portable
 # Every build goes through ccache when it is installed (CMakeLists.txt adds its base-dir keys).
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: deps build demo test test-main test-asan test-portable bench clean
+.PHONY: deps build install demo test test-main test-asan test-portable bench clean
 
 deps:
 	@bash scripts/deps.sh
@@ -30,6 +32,15 @@ build: deps
 	@[ -f $(BUILD_DIR)/build.ninja ] || cmake -S . -B $(BUILD_DIR) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSHARDSCOPE_PORTABLE=$(PORTABLE) $(LAUNCHER)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+INSTALL_DIR ?= build-install
+PREFIX ?= /usr/local
+
+install: deps
+	@[ -f $(INSTALL_DIR)/build.ninja ] || cmake -S . -B $(INSTALL_DIR) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Release -DSHARDSCOPE_PORTABLE=ON
+	cmake --build $(INSTALL_DIR) -j $(JOBS)
+	cmake --install $(INSTALL_DIR) --prefix $(PREFIX)
 
 demo: build
 	@bash scripts/demo.sh
@@ -64,4 +75,4 @@ bench: build
 	python3 benchmarks/compare_pytorch.py --shardscope $(BUILD_DIR)/bin/bench_train_step
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(PORTABLE_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(PORTABLE_DIR) $(INSTALL_DIR)

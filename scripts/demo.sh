@@ -1,27 +1,50 @@
 #!/usr/bin/env bash
-# `make demo`: trains LeNet5 (seed 001) on real data on one device and says how to go on.
-# Data: $DATA or $SHARDSCOPE_DATA when set (MNIST), else Debian's Fashion-MNIST package.
+# `make demo`: what Shardscope is for, in under a minute after the build. Seed 003's FFN on 8
+# in-process devices: strategies searched (sharding propagation from the two configured
+# MatMuls), redistributions planned and run, every decision recorded; then two pictures
+# (the graph, one redistribution) for users without a display, and how to open the GUI.
+# Data: the model file's mnist (ffn.yaml), found as `train --help` says; DATA=dir overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=build/bin/shardscope
-data="${DATA:-${SHARDSCOPE_DATA:-}}"
-if [[ -z "$data" ]]; then
-  bash scripts/deps.sh --demo-data
-  data=/usr/share/datasets/fashion-mnist
+BUILD_DIR="${BUILD_DIR:-build}"
+BIN=$BUILD_DIR/bin/shardscope
+RENDER=$BUILD_DIR/bin/shardscope-render
+STEPS="${STEPS:-600}"
+OUT="${DEMO_DIR:-runs/demo-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$OUT"
+RUN=$OUT/ffn.db
+start=$(date +%s)
+data_args=()
+[[ -n "${DATA:-}" ]] && data_args=(--data "$DATA")
+
+echo "== 1. The plan: seed 003's FFN on 8 devices (nothing runs yet)"
+echo "\$ $BIN plan samples/models/ffn.yaml --devices 8 --show 6"
+"$BIN" plan samples/models/ffn.yaml --devices 8 --show 6
+echo
+echo "== 2. Training it on 8 in-process devices, $STEPS steps, recorded"
+echo "\$ $BIN train samples/models/ffn.yaml --devices 8 --steps $STEPS --lr 0.05 --record $RUN ${data_args[*]}"
+"$BIN" train samples/models/ffn.yaml --devices 8 --steps "$STEPS" --lr 0.05 --log-every 200 \
+  --record "$RUN" "${data_args[@]}"
+echo
+if [[ -x $RENDER ]]; then
+  echo "== 3. Pictures of the run (no display needed)"
+  QT_QPA_PLATFORM=offscreen "$RENDER" "$RUN" --view graph --forward-only --out "$OUT/graph.png" \
+    2>/dev/null
+  # Redistribution 0: the first one of the forward pass (dense1's partial sums reduce-scattered).
+  QT_QPA_PLATFORM=offscreen "$RENDER" "$RUN" --view redistribution 0 --out \
+    "$OUT/redistribution-0.png" 2>/dev/null
+  echo "  $OUT/graph.png               the forward graph, strategies coloured, redistributions orange"
+  echo "  $OUT/redistribution-0.png    redistribution 0: layouts before/after, who sends what"
+else
+  echo "== 3. (no pictures: the GUI and shardscope-render were not built)"
 fi
-EPOCHS="${EPOCHS:-1}"
-echo "== Shardscope demo: LeNet5 on $data, $EPOCHS epoch(s), one device"
-RUN=runs/demo-lenet5-$(date +%Y%m%d-%H%M%S).db
-echo "\$ $BIN train samples/models/lenet5.yaml --data $data --epochs $EPOCHS --record $RUN"
-"$BIN" train samples/models/lenet5.yaml --data "$data" --epochs "$EPOCHS" --record "$RUN"
 cat <<MSG
 
-== Next
-  $BIN inspect $RUN                 what the run recorded
-  build/bin/shardscope-gui $RUN     open it in the desktop debugger
-  $BIN train samples/models/matmul3.yaml --data $data --log-every 10
-                                          seed 004 on 8 in-process devices (layouts, all-reduce)
-  $BIN train --help                      every option of a training run
-  docs/model-format.md                    write your own model file
-  docs/architecture.md                    how the engine is put together
+== Done in $(( $(date +%s) - start )) s. Next
+  $BUILD_DIR/bin/shardscope-gui $RUN   open the run in the desktop debugger: graph, strategies
+                                       and why, each redistribution step by step
+  $BIN inspect $RUN                    the run in the terminal
+  $BIN render $RUN --view tensor dense1.weight --rank 3 --out w.png
+  $BIN plan samples/models/ffn.yaml --devices 8 --export dtensor plan.py   (docs/export.md)
+  docs/model-format.md, docs/architecture.md
 MSG

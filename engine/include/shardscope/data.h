@@ -119,6 +119,10 @@ Result<Dataset> LoadIdxDataset(const std::string& dir, Split split, const ImageO
 // every missing file (or saying that the directory does not exist).
 Status CheckDataDir(const std::string& dir);
 
+// The four IDX files of `dir` as found (train images, train labels, test images, test labels;
+// NAME.gz before NAME), "" for one that is missing.
+std::vector<std::string> IdxFilePaths(const std::string& dir);
+
 // Where the training data lives, in this order:
 //   1. `flag_value` when non-empty; it must pass CheckDataDir, else that error.
 //   2. the environment variable SHARDSCOPE_DATA when set and non-empty; it must pass

@@ -28,11 +28,12 @@ struct SourceLocation {
 };
 
 struct DataConfig {
-  std::string dataset = "mnist";  // mnist | fashion-mnist | synthetic | text
-  std::string dir;                // empty: --data, $SHARDSCOPE_DATA, Debian's package
-  std::string file;               // text: the text file (relative to the model file), or
-                                  //   --data text:FILE
-  int pad_to = 0;                 // 32 pads MNIST 28x28 to LeNet's 32x32
+  std::string dataset = "mnist";    // mnist | fashion-mnist | synthetic | text
+  SourceLocation dataset_location;  // line 0: the default
+  std::string dir;                  // empty: --data, $SHARDSCOPE_DATA, the search path
+  std::string file;                 // text: the text file (relative to the model file), or
+                                    //   --data text:FILE
+  int pad_to = 0;                   // 32 pads MNIST 28x28 to LeNet's 32x32
   bool normalize = true;
   int64_t synthetic_size = 0;  // examples, for dataset: synthetic
   SourceLocation synthetic_size_location;

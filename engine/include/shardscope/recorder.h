@@ -25,8 +25,10 @@ class Recorder {
  public:
   // Creates the run file (refusing one that another run is writing, an unwritable
   // directory or a full disk) and records the run's description.
+  // An existing file at `path` is refused unless `overwrite` (then it is replaced).
   static Result<std::unique_ptr<Recorder>> Create(const std::string& path,
-                                                  const store::RunInfo& run);
+                                                  const store::RunInfo& run,
+                                                  bool overwrite = false);
 
   // The partitioned graph: meshes, operators with strategies and provenance, tensors with
   // their layouts, edges with the layouts consumers need, every redistribution with its

@@ -143,7 +143,9 @@ Status ApplySearchResult(const SearchResult& result, Graph* graph);
 // "provenance", "cost_s", "runners_up": [...]}]}.
 std::string SearchResultToJson(const SearchResult& result, int indent = 2);
 // Reads a strategy file and writes its strategies into `graph` (every operator it names must
-// exist and its strategy must parse); returns how many operators it configured.
+// exist and its strategy must parse); returns how many operators it configured. Also reads
+// MindSpore's strategy checkpoint in JSON (parallel_strategy_item: split counts per input, by
+// the model's operator names; docs/export.md).
 Result<int> LoadStrategyFile(const std::string& path, Graph* graph);
 
 // The search's per-operator cost pieces, for tests and `plan`: the symbolic step time of the

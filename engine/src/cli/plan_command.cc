@@ -2,6 +2,7 @@
 // step time and memory per device, without running anything (a dry run for any cluster).
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,11 +13,13 @@
 #include "cli/progress.h"
 #include "cli/resource_checks.h"
 #include "cli/search_flags.h"
+#include "cli/train_loop.h"
 #include "shardscope/base/format.h"
 #include "shardscope/checked_math.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/partition.h"
+#include "shardscope/plan_export.h"
 #include "shardscope/program_price.h"
 #include "shardscope/recorder.h"
 
@@ -32,6 +35,8 @@ struct PlanOptions {
   bool json = false;
   std::string explain;
   std::string record;
+  bool overwrite = false;
+  std::vector<std::string> export_to;  // FORMAT FILE
   int show = 20;
   SearchFlags search;
 };
@@ -63,6 +68,24 @@ void PrintExplain(const OperatorChoice& c) {
   std::printf("  runners-up (their cost with the neighbours as chosen)\n");
   for (const ScoredCandidate& s : c.runners_up)
     std::printf("    %-28s %.3f us\n", s.strategy.c_str(), s.cost_s * 1e6);
+}
+
+// --export FORMAT FILE: the plan in a framework's terms; what it cannot express is printed.
+Status ExportTo(const std::vector<std::string>& args, const Graph& graph,
+                const DistProgram& program, const std::string& model) {
+  auto format = ParseExportFormat(args[0]);
+  if (!format.ok()) return Status::Invalid("--export: " + format.status().message());
+  auto out = ExportPlan(graph, program, *format, model);
+  if (!out.ok()) return Status::Invalid("--export " + args[0] + ": " + out.status().message());
+  std::ofstream file(args[1]);
+  file << out->text;
+  file.close();
+  if (!file) return Status::Io("--export " + args[0] + ": cannot write " + args[1]);
+  std::fprintf(
+      stderr, "exported the plan for %s to %s (%s)\n", args[0].c_str(), args[1].c_str(),
+      out->unsupported.empty() ? "everything expressed" : "not expressible, listed in the file:");
+  for (const std::string& line : out->unsupported) std::fprintf(stderr, "  %s\n", line.c_str());
+  return Status::Ok();
 }
 
 int RunPlan(const PlanOptions& o) {
@@ -140,6 +163,12 @@ int RunPlan(const PlanOptions& o) {
   summary["search_memory_per_device_bytes"] = r.memory_per_device_bytes;
   summary["memory_per_device_bytes"] = *memory;
 
+  if (!o.export_to.empty()) {
+    Status st = ExportTo(o.export_to, model->graph, *program, mf->name());
+    if (!st.ok())
+      return Fail(st.code() == StatusCode::kIoError ? kExitRunFailure : kExitBadInput,
+                  st.message());
+  }
   if (!o.record.empty() && RecordEntries(*program) > GetLimits().record_entries) {
     return Fail(
         kExitBadInput,
@@ -162,7 +191,7 @@ int RunPlan(const PlanOptions& o) {
     info.config_json = summary.dump();
     info.command_line = CommandLine();
     info.shardscope_version = "0.1.0";
-    auto rec = Recorder::Create(o.record, info);
+    auto rec = CreateRecorder(o.record, info, o.overwrite);
     if (!rec.ok()) return Fail(kExitBadInput, rec.status().message());
     Status st = (*rec)->RecordPlan(model->graph, *program, &r);
     Status fin = (*rec)->Finish(st.ok() ? store::RunStatus::kCompleted : store::RunStatus::kFailed,
@@ -256,6 +285,8 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "      --explain dense2.matmul\n"
       "  shardscope plan samples/models/ffn.yaml --devices 8 --search sharding_propagation \\\n"
       "      --save-strategy ffn8.json    (then: shardscope train ... --load-strategy ffn8.json)\n"
+      "  shardscope plan samples/models/ffn.yaml --devices 8 --export dtensor ffn_plan.py\n"
+      "      (also: jax FILE.py, mindspore FILE.json; docs/export.md)\n"
       "  shardscope plan samples/models/basic_blocks.yaml   (seed 000: shard(block1, ...);\n"
       "      the block's boundary fixed, its inside searched, the rest data-parallel)\n"
       "  shardscope plan samples/models/ffn.yaml --devices 8 --batch 256 \\\n"
@@ -288,6 +319,15 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "--record", o->record,
       "Write the plan (operators, provenance, candidates, redistributions) to a "
       "run file for the GUI (at most record_entries per-rank entries: --resource-limit)");
+  app->add_flag("--overwrite", o->overwrite,
+                "Replace the --record file if it exists (default: refuse, keeping it)");
+  app->add_option("--export", o->export_to,
+                  "FORMAT FILE: write the plan's layouts for another framework: dtensor (a\n"
+                  "PyTorch module of DeviceMesh + placements and apply()), jax (Mesh +\n"
+                  "PartitionSpecs and apply()), mindspore (a JSON strategy checkpoint). What\n"
+                  "the format cannot express is listed in the file and printed (docs/export.md)")
+      ->expected(2)
+      ->type_name("FORMAT FILE");
   app->add_option("--show", o->show, "Redistributions to list (default 20)")->check(AtLeast(0));
   app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")
       ->check(AtLeast(0));

@@ -15,7 +15,8 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
   app->add_option("--save-strategy", f.save_strategy,
                   "Write every operator's strategy, provenance and runners-up to FILE (JSON)");
   app->add_option("--load-strategy", f.load_strategy,
-                  "Read strategies from FILE (JSON, as --save-strategy writes); they count as "
+                  "Read strategies from FILE (JSON, as --save-strategy writes, or a MindSpore "
+                  "strategy checkpoint in JSON, as --export mindspore writes); they count as "
                   "the user's")
       ->check(CLI::ExistingFile);
   app->add_option("--profile", f.profile,

@@ -18,6 +18,7 @@
 #include "shardscope/base/format.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
+#include "shardscope/dataset_source.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/recorder.h"
@@ -40,6 +41,7 @@ struct TrainOptions {
   int64_t log_every = 0;
   std::string record;  // empty: runs/<name>-<time>.db
   bool no_record = false;
+  bool overwrite = false;
   bool cpu_time = false;
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
@@ -81,7 +83,43 @@ Result<Dataset> LoadText(const ModelFile& mf, const TrainOptions& o, Split split
   return out;
 }
 
-Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
+// Rank 0 of mpirun's world (its launcher's environment), or the only process.
+bool IsFirstRank() {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank == nullptr) rank = std::getenv("PMI_RANK");
+  return rank == nullptr || std::atoi(rank) == 0;
+}
+
+// The data the model file names (dataset_source.h): where it is and its content hash. A
+// synthetic set is generated from the model's seed, so its name and size say what it is.
+Result<DataSource> FindData(const ModelFile& mf, const TrainOptions& o) {
+  const DataConfig& d = mf.data();
+  if (d.dataset == "text" || o.data.rfind("text:", 0) == 0) {
+    DataSource src;
+    src.dataset = "text";
+    src.dir = o.data.rfind("text:", 0) == 0 ? o.data.substr(5) : d.file;
+    src.found_by = o.data.rfind("text:", 0) == 0 ? "--data" : "data.file";
+    return src;
+  }
+  if (d.dataset == "synthetic") {
+    DataSource src;
+    src.dataset = "synthetic";
+    src.found_by = "generated from training.seed " + std::to_string(mf.training().seed);
+    return src;
+  }
+  return ResolveDataset(d.dataset, o.data, d.dir);
+}
+
+nlohmann::json DataJson(const DataSource& src) {
+  return {{"dataset", src.dataset},
+          {"dir", src.dir},
+          {"found_by", src.found_by},
+          {"sha256", src.sha256},
+          {"identified", src.identified}};
+}
+
+Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, const DataSource& src,
+                         Split split, int64_t limit) {
   const DataConfig& d = mf.data();
   if (d.dataset == "text" || o.data.rfind("text:", 0) == 0) return LoadText(mf, o, split, limit);
   if (d.dataset == "synthetic") {
@@ -103,11 +141,10 @@ Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, Split split
                                                                 all.labels.ints() + begin + count));
     return out;
   }
-  SHARDSCOPE_ASSIGN_OR_RETURN(std::string dir, ResolveDataDir(!o.data.empty() ? o.data : d.dir));
   ImageOptions opts;
   opts.normalize = d.normalize;
   opts.pad_to = d.pad_to;
-  return LoadIdxDataset(dir, split, opts, limit);
+  return LoadIdxDataset(src.dir, split, opts, limit);
 }
 
 // Everything one run needs, decided before any device starts.
@@ -347,9 +384,23 @@ int RunTrain(const TrainOptions& o) {
   auto data_bytes = SyntheticDataBytes(*mf);
   if (!data_bytes.ok()) return Fail(kExitBadInput, data_bytes.status().message());
 
-  auto train = LoadData(*mf, o, Split::kTrain, o.limit);
+  auto source = FindData(*mf, o);
+  if (!source.ok()) {
+    const SourceLocation& at = mf->data().dataset_location;
+    return Fail(kExitBadInput, (at.line > 0 ? at.ToString() + ": data.dataset" : o.model) + ": " +
+                                   source.status().message());
+  }
+  if (IsFirstRank()) {  // the console's first line: what this run trains on
+    const std::string what = source->dataset == "synthetic" ? "synthetic, " + source->found_by
+                             : source->dataset == "text"
+                                 ? "text " + source->dir + " (" + source->found_by + ")"
+                                 : source->Describe();
+    std::printf("data: %s\n", what.c_str());
+    std::fflush(stdout);
+  }
+  auto train = LoadData(*mf, o, *source, Split::kTrain, o.limit);
   if (!train.ok()) return Fail(kExitBadInput, train.status().message());
-  auto test = LoadData(*mf, o, Split::kTest, o.limit);
+  auto test = LoadData(*mf, o, *source, Split::kTest, o.limit);
   if (!test.ok()) return Fail(kExitBadInput, test.status().message());
   if (train->images.size() / std::max<int64_t>(1, train->size()) !=
       NumElements(mf->example_shape())) {
@@ -382,7 +433,7 @@ int RunTrain(const TrainOptions& o) {
     return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
                            o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
                            o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                           *data_bytes});
+                           *data_bytes, DataJson(*source).dump(), o.overwrite});
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -408,7 +459,8 @@ int RunTrain(const TrainOptions& o) {
   store::RunInfo info;
   info.name = mf->name();
   info.mode = "train";
-  info.search = plan->mode;
+  // The search that chose the strategies ("auto" is only how it was asked for).
+  info.search = plan->search ? SearchModeName(*plan->search) : plan->mode;
   info.devices = plan->partition.devices;
   info.backend = plan->mpi ? "mpi" : "in-process";
   info.model_path = o.model;
@@ -422,12 +474,14 @@ int RunTrain(const TrainOptions& o) {
                            {"momentum", tc.optimizer.momentum},
                            {"mode", plan->mode},
                            {"devices", plan->partition.devices},
-                           {"ignore_parallel", o.ignore_parallel}};
+                           {"ignore_parallel", o.ignore_parallel},
+                           {"data", DataJson(*source)}};
   info.config_json = config.dump();
   info.command_line = CommandLine();
   info.shardscope_version = "0.1.0";
   TrainSession session;
-  if (auto stop = OpenTrainSession(plan->mpi, o.no_record, o.record, info, &session)) return *stop;
+  if (auto stop = OpenTrainSession(plan->mpi, o.no_record, o.record, info, &session, o.overwrite))
+    return *stop;
   session.on_record_error = ParseOnRecordError(o.on_record_error);
   return RunTrainSession(session, plan->partition.devices, "rank",
                          [&](Communicator& comm, RunControl& control) {
@@ -467,8 +521,12 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "symbolic batch dimension), or a model file with import: model.onnx and the parallel\n"
       "section naming its operators or name scopes (docs/model-format.md):\n"
       "  shardscope train mlp.onnx --data ../shared/datasets/mnist --devices 8\n"
-      "Data: --data DIR, else the model file's data.dir, else $SHARDSCOPE_DATA, else\n"
-      "Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).\n"
+      "Data: the model file's data.dataset (mnist, fashion-mnist) is what trains: --data DIR,\n"
+      "else data.dir, else $SHARDSCOPE_DATA, else the first NAME/ directory of the search\n"
+      "path ($SHARDSCOPE_DATASETS alone when set; else ../shared/datasets, the build's\n"
+      "datasets directory, /usr/share/datasets). Files that are another data set by their\n"
+      "published checksums are refused. The first line printed names the data set, its\n"
+      "directory and a content hash (also in the run file's config, key data).\n"
       "Text: --data text:FILE (or data: {dataset: text, file: FILE}) trains a next-token model\n"
       "(input ids i32 [positions], loss: sequence_cross_entropy) on any text file: the\n"
       "vocabulary is the file's distinct bytes, windows of input.shape[0] bytes, the last tenth\n"
@@ -507,6 +565,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
   app->add_option("--record", o->record, "Run file to write (default: runs/<model>-<time>.db)");
   app->add_flag("--no-record", o->no_record, "Do not write a run file");
+  app->add_flag("--overwrite", o->overwrite,
+                "Replace the --record file if it exists (default: refuse, keeping it)");
   app->add_option("--on-record-error", o->on_record_error,
                   "When recording fails (e.g. disk full, on rank 0): stop (default; every rank "
                   "stops after the same step, exit 1, the run file says 'failed: rank N: disk "

@@ -21,8 +21,19 @@ double Since(Clock::time_point start) {
 
 }  // namespace
 
+Result<std::unique_ptr<Recorder>> CreateRecorder(const std::string& path,
+                                                 const store::RunInfo& info, bool overwrite) {
+  auto recorder = Recorder::Create(path, info, overwrite);
+  if (!recorder.ok() && !overwrite &&
+      recorder.status().message().find("already exists") != std::string::npos) {
+    return Status::Invalid(recorder.status().message() + " (--overwrite replaces it)");
+  }
+  return recorder;
+}
+
 std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string& path,
-                                    const store::RunInfo& info, TrainSession* session) {
+                                    const store::RunInfo& info, TrainSession* session,
+                                    bool overwrite) {
   if (mpi) {
     auto world = MpiWorld();
     if (!world.ok()) return Fail(kExitRunFailure, world.status().message());
@@ -32,7 +43,8 @@ std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string&
   session->recording = !no_record;
   Status created;
   if (lead && !no_record) {
-    auto recorder = Recorder::Create(path.empty() ? DefaultRunPath(info.name) : path, info);
+    auto recorder =
+        CreateRecorder(path.empty() ? DefaultRunPath(info.name) : path, info, overwrite);
     if (recorder.ok())
       session->recorder = std::move(*recorder);
     else  // e.g. too little free space there (RunWriterOptions::min_free_bytes)

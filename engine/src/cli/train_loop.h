@@ -32,7 +32,12 @@ struct TrainSession {
 // now; every rank learns whether that worked. Returns the exit code to stop with, or nothing
 // to go on.
 std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string& path,
-                                    const store::RunInfo& info, TrainSession* session);
+                                    const store::RunInfo& info, TrainSession* session,
+                                    bool overwrite = false);
+
+// Recorder::Create for the command line: an existing file's refusal names --overwrite.
+Result<std::unique_ptr<Recorder>> CreateRecorder(const std::string& path,
+                                                 const store::RunInfo& info, bool overwrite);
 
 // Runs `train` on this rank (under MPI; errors get "<rank_word> <rank>" as context) or on
 // `devices` in-process devices, each with its RunControl, while catching SIGINT and SIGTERM

@@ -218,7 +218,8 @@ store::RunInfo DescribeRun(const PlacedTrainRequest& r, const PipelineOptions& o
                                     {"devices", r.devices},
                                     {"micro_batches", o.micro_batches},
                                     {"schedule", PipelineScheduleName(o.schedule)},
-                                    {"unplaced", UnplacedPolicyName(o.unplaced)}}
+                                    {"unplaced", UnplacedPolicyName(o.unplaced)},
+                                    {"data", nlohmann::json::parse(r.data_json)}}
                          .dump();
   info.command_line = CommandLine();
   info.shardscope_version = "0.1.0";
@@ -273,8 +274,8 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
     }
   }
   TrainSession session;
-  if (auto stop =
-          OpenTrainSession(r.mpi, r.no_record, r.record, DescribeRun(r, s.options), &session))
+  if (auto stop = OpenTrainSession(r.mpi, r.no_record, r.record, DescribeRun(r, s.options),
+                                   &session, r.overwrite))
     return *stop;
   session.on_record_error = r.on_record_error;
   return RunTrainSession(

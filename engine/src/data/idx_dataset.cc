@@ -368,6 +368,12 @@ Status CheckDataDir(const std::string& dir) {
                           "t10k-labels-idx1-ubyte, each plain or gzip-compressed with .gz)");
 }
 
+std::vector<std::string> IdxFilePaths(const std::string& dir) {
+  std::vector<std::string> paths;
+  for (const std::string& name : AllIdxNames()) paths.push_back(FindIdxFile(dir, name));
+  return paths;
+}
+
 std::vector<std::string> DefaultDataDirs() {
   return {"/usr/share/datasets/fashion-mnist", "/usr/share/datasets/fashion-mnist/raw"};
 }

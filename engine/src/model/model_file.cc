@@ -170,6 +170,7 @@ void ParseData(const Source& src, const YAML::Node& node, DataConfig* d) {
         {"dataset", "dir", "pad_to", "normalize", "synthetic_size", "file"});
   if (const Field* f = m.Find("dataset")) {
     const std::string name = model_file::ReadString(src, f->value, "data.dataset");
+    d->dataset_location = src.At(f->value);
     const std::string n = Normalized(name);
     if (n == "mnist") {
       d->dataset = "mnist";

@@ -175,15 +175,76 @@ std::string SearchResultToJson(const SearchResult& r, int indent) {
   return j.dump(indent);
 }
 
+namespace {
+
+// One operator's strategy from a file, as the user's; layout notation needs the model's named
+// meshes, so only the splits notation is checked here (layouts when partitioned).
+Status SetStrategy(const std::string& where, const std::string& name, const std::string& strategy,
+                   Graph* graph) {
+  const NodeId id = graph->FindNode(name);
+  if (id == kNoNode) return Status::NotFound(where + ": the model has no operator '" + name + "'");
+  auto parsed = ParseStrategy(strategy, {});
+  if (!parsed.ok() && parsed.status().message().find("not a declared mesh") == std::string::npos)
+    return parsed.status().WithContext(where);
+  graph->mutable_node(id).annotations.in_strategy = strategy;
+  return Status::Ok();
+}
+
+// MindSpore's strategy checkpoint in JSON (parallel_strategy_item: per operator, the split
+// counts of each input; docs/export.md). Its parameter layouts follow from the strategies.
+Result<int> LoadMindSporeStrategies(const std::string& path, const nlohmann::json& items,
+                                    Graph* graph) {
+  if (!items.is_object())
+    return Status::Invalid(path + ": parallel_strategy_item must be an object (operator -> ...)");
+  int count = 0;
+  for (const auto& [name, item] : items.items()) {
+    const std::string where = path + ": parallel_strategy_item \"" + name + "\"";
+    if (!item.is_object() || !item.contains("parallel_strategy") ||
+        !item["parallel_strategy"].is_array()) {
+      return Status::Invalid(where + ": needs a \"parallel_strategy\" array of split counts");
+    }
+    std::string text = "(";
+    const auto& inputs = item["parallel_strategy"];
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i].is_array())
+        return Status::Invalid(where + ": input " + std::to_string(i) +
+                               " is not an array of split counts");
+      text += i ? ", (" : "(";
+      for (size_t d = 0; d < inputs[i].size(); ++d) {
+        if (!inputs[i][d].is_number_integer() || inputs[i][d].get<int64_t>() < 1)
+          return Status::Invalid(where + ": split counts must be integers >= 1");
+        text += (d ? ", " : "") + std::to_string(inputs[i][d].get<int64_t>());
+      }
+      text += inputs[i].size() == 1 ? ",)" : ")";
+    }
+    text += inputs.size() == 1 ? ",)" : ")";
+    Status st = SetStrategy(where, name, text, graph);
+    if (st.code() == StatusCode::kNotFound) {
+      return Status::NotFound(st.message() +
+                              " (operator names must be the model's, as `plan --export "
+                              "mindspore` writes them, not MindSpore's network paths)");
+    }
+    SHARDSCOPE_RETURN_IF_ERROR(st);
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
 Result<int> LoadStrategyFile(const std::string& path, Graph* graph) {
   std::ifstream in(path);
   if (!in) return Status::Io(path + ": cannot open strategy file");
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("parallel_strategy_item"))
+    return LoadMindSporeStrategies(path, j["parallel_strategy_item"], graph);
   if (j.is_discarded() || !j.is_object() || !j.contains("operators") ||
       !j["operators"].is_array()) {
     return Status::Invalid(path +
                            ": not a strategy file (expected a JSON object with an "
-                           "\"operators\" array, as --save-strategy writes)");
+                           "\"operators\" array, as --save-strategy writes, or MindSpore's "
+                           "strategy checkpoint in JSON with \"parallel_strategy_item\"; "
+                           "MindSpore's binary .ckpt form is not read: save it with a .json name)");
   }
   int count = 0;
   for (size_t i = 0; i < j["operators"].size(); ++i) {
@@ -193,15 +254,7 @@ Result<int> LoadStrategyFile(const std::string& path, Graph* graph) {
         !o.contains("strategy") || !o["strategy"].is_string()) {
       return Status::Invalid(where + ": needs string fields \"name\" and \"strategy\"");
     }
-    const std::string name = o["name"], strategy = o["strategy"];
-    const NodeId id = graph->FindNode(name);
-    if (id == kNoNode)
-      return Status::NotFound(where + ": the model has no operator '" + name + "'");
-    // Layout notation needs the model's named meshes: those are checked when partitioned.
-    auto parsed = ParseStrategy(strategy, {});
-    if (!parsed.ok() && parsed.status().message().find("not a declared mesh") == std::string::npos)
-      return parsed.status().WithContext(where);
-    graph->mutable_node(id).annotations.in_strategy = strategy;
+    SHARDSCOPE_RETURN_IF_ERROR(SetStrategy(where, o["name"], o["strategy"], graph));
     ++count;
   }
   return count;
