@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 
 set(SHARDSCOPE_ENGINE_LIBRARIES
   shardscope_model shardscope_record shardscope_export shardscope_onnx shardscope_runtime shardscope_search
-  shardscope_partition shardscope_graph shardscope_redist_exec shardscope_comm_mpi
+  shardscope_partition shardscope_graph shardscope_redistribution shardscope_cost shardscope_comm_mpi
   shardscope_comm shardscope_data shardscope_layout shardscope_core)
 set(SHARDSCOPE_STORE_LIBRARIES shardscope_store shardscope_base)
 set(SHARDSCOPE_VIEWER_LIBRARIES)
