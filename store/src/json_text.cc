@@ -41,6 +41,40 @@ bool Int(const Json& j, int64_t* value) {
   return true;
 }
 
+// The most frequent column shape (shapes, per-rank bytes) read without building a DOM:
+// nlohmann's parser reports each token and anything but one flat array of integers fails.
+class IntArraySax {
+ public:
+  explicit IntArraySax(std::vector<int64_t>* out) : out_(out) {}
+  bool complete() const { return state_ == kDone; }
+
+  bool start_array(size_t) { return state_ == kBefore ? (state_ = kInside, true) : false; }
+  bool end_array() { return state_ == kInside ? (state_ = kDone, true) : false; }
+  bool number_integer(Json::number_integer_t v) { return Add(v); }
+  bool number_unsigned(Json::number_unsigned_t v) {
+    return v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) &&
+           Add(static_cast<int64_t>(v));
+  }
+  bool null() { return false; }
+  bool boolean(bool) { return false; }
+  bool number_float(Json::number_float_t, const Json::string_t&) { return false; }
+  bool string(Json::string_t&) { return false; }
+  bool binary(Json::binary_t&) { return false; }
+  bool start_object(size_t) { return false; }
+  bool key(Json::string_t&) { return false; }
+  bool end_object() { return false; }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  bool Add(int64_t v) {
+    if (state_ != kInside) return false;
+    out_->push_back(v);
+    return true;
+  }
+  enum { kBefore, kInside, kDone } state_ = kBefore;
+  std::vector<int64_t>* out_;
+};
+
 bool Ints(const Json& j, std::vector<int64_t>* out) {
   out->clear();
   if (!j.is_array()) return false;
@@ -154,8 +188,13 @@ std::string JsonTransferList(const TransferList& transfers) {
 
 bool ParseInts(std::string_view text, std::vector<int64_t>* out) {
   out->clear();
-  Json j;
-  return IsBlank(text) || (Parse(text, &j) && Ints(j, out));
+  if (IsBlank(text)) return true;
+  IntArraySax sax(out);
+  try {
+    return Json::sax_parse(text, &sax) && sax.complete();
+  } catch (const Json::exception&) {
+    return false;
+  }
 }
 
 bool ParseIntLists(std::string_view text, std::vector<std::vector<int64_t>>* out) {
