@@ -14,7 +14,7 @@ namespace shardscope::store {
 Status SettleRunFile(const std::string& path) {
   char header[20] = {};
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(StatusCode::kIo, path + ": cannot open: " + std::strerror(errno));
+  if (fd < 0) return Status(StatusCode::kIoError, path + ": cannot open: " + std::strerror(errno));
   const bool wal = pread(fd, header, sizeof header, 0) == sizeof header && header[18] == 2;
   close(fd);
   if (!wal) return Status::Ok();  // not in WAL mode (or not an SQLite file: the reader says)
