@@ -331,6 +331,10 @@ class VitB16(nn.Module):
 def export(model, example, path, tokens=None, layers=None, training=False):
     """Traces at batch 1; a decoder traces 8 tokens with the token axis symbolic, which the
     file then fixes to `tokens` (every shape in the graph is computed from the input's)."""
+    for module in model.modules():  # torch's own layers too (LayerNorm's ones would merge)
+        for name, p in list(module._parameters.items()):
+            if p is not None:
+                module._parameters[name] = param(*p.shape)
     model.eval()
     axes = {0: "batch", 1: "tokens"} if tokens else {0: "batch"}
     # Training mode keeps BatchNormalization (in eval mode the exporter folds it into Conv).

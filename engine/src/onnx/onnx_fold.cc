@@ -308,10 +308,12 @@ Result<HostConst> HostConstFromTensor(const onnx::TensorProto& t) {
 
 const std::vector<std::string>& FoldableOps() {
   static const std::vector<std::string> ops = {
-      "Add",   "Cast",    "Concat",  "Constant",   "ConstantOfShape", "Cos",   "Div",
-      "Equal", "Gather",  "Greater", "Identity",   "Less",            "Mul",   "Neg",
-      "Pow",   "Range",   "Reciprocal", "Reshape", "Shape",           "Sin",   "Size",
-      "Slice", "Sqrt",    "Squeeze", "Sub",        "Unsqueeze",       "Where"};
+      "Add",       "Cast",       "Concat",  "Constant", "ConstantOfShape",
+      "Cos",       "Div",        "Equal",   "Gather",   "Greater",
+      "Identity",  "Less",       "Mul",     "Neg",      "Pow",
+      "Range",     "Reciprocal", "Reshape", "Shape",    "Sin",
+      "Size",      "Slice",      "Sqrt",    "Squeeze",  "Sub",
+      "Unsqueeze", "Where"};
   return ops;
 }
 

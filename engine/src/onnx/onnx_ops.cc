@@ -363,11 +363,11 @@ Status GatherConstantIndex(Ctx& c, const Shape& s, const HostConst& index) {
 Status Gather(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
   const HostConst* index = c.ConstOf(1);
-  const bool table = c.AttrInt("axis", 0) == 0 && s.size() == 2;
-  if (index != nullptr && index->values.size() == 1 && !(table && !index->shape.empty())) {
+  const bool rows = c.AttrInt("axis", 0) == 0 && s.size() == 2;
+  if (index != nullptr && index->values.size() == 1 && !(rows && !index->shape.empty())) {
     return GatherConstantIndex(c, s, *index);
   }
-  if (!table) {
+  if (!rows) {
     return Ctx::Refuse("Gather of " + ShapeToString(s) + " along axis " +
                        std::to_string(c.AttrInt("axis", 0)) +
                        ": only rows of a rank-2 table (an embedding, axis 0) or one constant "
@@ -459,8 +459,9 @@ Status MaxPool(Ctx& c) {
 Status Pad(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(auto pads, c.IntsFrom("pads", 1));
   if (pads && std::any_of(pads->begin(), pads->end(), [](int64_t p) { return p != 0; })) {
-    return Ctx::Refuse("only a Pad of zero width is supported (windows pad through their "
-                       "own attributes)");
+    return Ctx::Refuse(
+        "only a Pad of zero width is supported (windows pad through their "
+        "own attributes)");
   }
   return Alias(c);
 }
@@ -472,8 +473,9 @@ Status AveragePool(Ctx& c) {
   if (!k || k->size() != 2) return Ctx::Refuse("kernel_shape must have two entries");
   if (c.AttrInt("ceil_mode", 0) != 0) return Ctx::Refuse("ceil_mode 1 is not supported");
   if (c.AttrInt("count_include_pad", 0) != 0) {
-    return Ctx::Refuse("count_include_pad 1 is not supported (the mean is over the window "
-                       "inside the input)");
+    return Ctx::Refuse(
+        "count_include_pad 1 is not supported (the mean is over the window "
+        "inside the input)");
   }
   OpAttrs a;
   a.kernel[0] = (*k)[0];
@@ -501,9 +503,9 @@ Status BatchNormalization(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId scale, c.ValueOf(1, Ones()));
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId bias, c.ValueOf(2, Zeros()));
   Builder& b = c.builder();
-  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId y,
-                              AddBatchNormTraining(b.graph(), b.ScopedName(c.local()), x, scale,
-                                                   bias, c.AttrFloat("epsilon", 1e-5f)));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      ValueId y, AddBatchNormTraining(b.graph(), b.ScopedName(c.local()), x, scale, bias,
+                                      c.AttrFloat("epsilon", 1e-5f)));
   c.SetOutput(0, y);
   return Status::Ok();
 }

@@ -50,9 +50,9 @@ TEST(OnnxImport, OperatorsAreNamedAfterTheExportersScopes) {
   std::vector<std::string> paths;
   for (const OnnxScope& s : scopes) paths.push_back(s.path);
   EXPECT_EQ(paths, (std::vector<std::string>{"embed", "layer", "layer.0", "layer.0.norm",
-                                             "layer.0.up", "layer.0.act", "layer.0.down",
-                                             "layer.1", "layer.1.norm", "layer.1.up",
-                                             "layer.1.act", "layer.1.down", "proj", "head"}));
+                                             "layer.0.up", "layer.0.act", "layer.0.down", "layer.1",
+                                             "layer.1.norm", "layer.1.up", "layer.1.act",
+                                             "layer.1.down", "proj", "head"}));
   const OnnxScope& act = scopes[5];
   ASSERT_EQ(act.nodes.size(), 1u);
   EXPECT_EQ(graph.node(act.nodes[0]).op, OpKind::kGeLU);
@@ -113,8 +113,8 @@ void ExpectRefused(const Result<ModelFile>& mf, const std::vector<std::string>& 
 
 TEST(OnnxImport, RefusesUnknownOperatorNamingNodeAndSupportedSet) {
   ExpectRefused(LoadModelFile(DataPath("unknown_op.onnx")),
-                {"unknown_op.onnx", "node '/head/TopK' (TopK)", "not supported", "supported: ",
-                 "Gemm", "LayerNormalization", "MatMul"});
+                {"unknown_op.onnx", "node '/head/TopK' (TopK)", "not supported",
+                 "supported: ", "Gemm", "LayerNormalization", "MatMul"});
 }
 
 TEST(OnnxImport, RefusesUnsupportedOpset) {

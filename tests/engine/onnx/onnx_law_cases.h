@@ -38,8 +38,8 @@ inline std::vector<std::pair<std::string, std::string>> Cases(int devices) {
        "import: lenet.onnx\n" + semi + "    /fc1/Gemm: ((1, 1), (" + d + ", 1))\n"},
       {"decoder", "import: decoder.onnx\n"},
       {"decoder by node name",  // SwiGLU column-then-row in layer 0, attention by queries
-       "import: decoder.onnx\n" + semi + "    /layers.0/mlp/gate_proj/MatMul: ((1, 1), (1, " +
-           d + "))\n" + "    /layers.0/mlp/up_proj/MatMul: ((1, 1), (1, " + d + "))\n" +
+       "import: decoder.onnx\n" + semi + "    /layers.0/mlp/gate_proj/MatMul: ((1, 1), (1, " + d +
+           "))\n" + "    /layers.0/mlp/up_proj/MatMul: ((1, 1), (1, " + d + "))\n" +
            "    /layers.0/mlp/down_proj/MatMul: ((1, " + d + "), (" + d + ", 1))\n"},
   };
 }

@@ -28,8 +28,8 @@ int main() {
       return 1;
     }
     auto file = std::make_shared<ModelFile>(std::move(*mf));
-    cases.push_back({name, [file] { return file->Build(onnx_law::kBatch); }, *data,
-                     onnx_law::kBatch, {}});
+    cases.push_back(
+        {name, [file] { return file->Build(onnx_law::kBatch); }, *data, onnx_law::kBatch, {}});
   }
   return testing_law::RunMpiCases(world, cases);
 }

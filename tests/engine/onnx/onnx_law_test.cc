@@ -17,8 +17,8 @@ void ExpectLaw(const std::string& text, int devices) {
   auto data = onnx_law::Mnist();
   ASSERT_TRUE(data.ok()) << data.status().message();
   const ModelFile& file = *mf;
-  Status st = CheckLaw([&file] { return file.Build(onnx_law::kBatch); }, *data, onnx_law::kBatch,
-                       devices);
+  Status st =
+      CheckLaw([&file] { return file.Build(onnx_law::kBatch); }, *data, onnx_law::kBatch, devices);
   EXPECT_TRUE(st.ok()) << st.message();
 }
 

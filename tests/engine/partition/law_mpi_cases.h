@@ -29,8 +29,7 @@ inline int RunMpiCases(Communicator& world, std::vector<Case>& cases) {
     std::unique_ptr<DistTrainer> t;
     Status st;
     auto losses = TrainRank(world, c.build, c.data, c.batch, 5, c.options, &t);
-    st =
-        losses.ok() ? CompareRank(*t, *losses, single, world.rank()) : losses.status();
+    st = losses.ok() ? CompareRank(*t, *losses, single, world.rank()) : losses.status();
     // Every rank's verdict, so rank 0 reports the whole run.
     std::vector<float> mine = {st.ok() ? 1.0f : 0.0f}, all(n);
     if (!world.AllGather(mine, all).ok()) return 1;
