@@ -390,7 +390,8 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     file.num_classes_ = static_cast<int>(width);
     // An imported graph of another input (tokens, ImageNet images) does not read MNIST.
     const int64_t side = file.data_.pad_to > 0 ? file.data_.pad_to : 28;
-    const bool reads_mnist = network->onnx == nullptr || file.example_shape_ == Shape{1, side, side};
+    const bool reads_mnist =
+        network->onnx == nullptr || file.example_shape_ == Shape{1, side, side};
     if (IsMnistLike(file.data_.dataset) && reads_mnist && file.num_classes_ != 10) {
       FailAt(classes != nullptr ? src.At(classes->value) : trace.last_location,
              file.data_.dataset + " has 10 classes, but the network gives " +

@@ -9,7 +9,6 @@
 #include "onnx/onnx_model.h"
 
 namespace shardscope {
-namespace {
 
 bool IsIntegerType(int t) {
   using T = onnx::TensorProto_DataType;
@@ -19,6 +18,8 @@ bool IsIntegerType(int t) {
          t == T::TensorProto_DataType_UINT32 || t == T::TensorProto_DataType_UINT64 ||
          t == T::TensorProto_DataType_BOOL;
 }
+
+namespace {
 
 // Constants stay small: they are shape arithmetic, not weights.
 constexpr int64_t kMaxConstElements = 1 << 22;

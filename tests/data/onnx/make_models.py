@@ -273,7 +273,8 @@ def helper_models():
     with open(os.path.join(HERE, "bad_opset.onnx"), "wb") as f:
         f.write(bad.SerializeToString())
 
-    # The mappings no PyTorch export above uses: Squeeze, Dropout, ReduceSum, Cast, LogSoftmax.
+    # The mappings no PyTorch export above uses: Squeeze, Dropout, ReduceSum, Cast, Size,
+    # LogSoftmax.
     misc_nodes = [
         helper.make_node("Unsqueeze", ["flat", "axes"], ["flat3"], name="/misc/Unsqueeze"),
         helper.make_node("Squeeze", ["flat3", "axes"], ["flat2"], name="/misc/Squeeze"),
@@ -283,7 +284,10 @@ def helper_models():
         helper.make_node("Cast", ["s"], ["si"], name="/misc/Cast", to=TensorProto.INT32),
         helper.make_node("Cast", ["si"], ["sf"], name="/misc/Cast_1", to=TensorProto.FLOAT),
         helper.make_node("Sub", ["d", "sf"], ["c"], name="/misc/Sub"),
-        helper.make_node("LogSoftmax", ["c"], ["logits"], name="/misc/LogSoftmax", axis=-1),
+        helper.make_node("Size", ["flat"], ["n"], name="/misc/Size"),
+        helper.make_node("Cast", ["n"], ["nf"], name="/misc/Cast_2", to=TensorProto.FLOAT),
+        helper.make_node("Div", ["c", "nf"], ["cn"], name="/misc/Div"),
+        helper.make_node("LogSoftmax", ["cn"], ["logits"], name="/misc/LogSoftmax", axis=-1),
     ]
     save(helper.make_graph([flat] + misc_nodes, "misc", [x], [y],
                            [helper.make_tensor("axes", TensorProto.INT64, [1], [1]),
