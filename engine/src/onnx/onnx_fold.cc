@@ -309,11 +309,10 @@ Result<HostConst> HostConstFromTensor(const onnx::TensorProto& t) {
 
 const std::vector<std::string>& FoldableOps() {
   static const std::vector<std::string> ops = {
-      "Add",       "Cast",       "Concat",  "Constant", "ConstantOfShape",
-      "Cos",       "Div",        "Equal",   "Gather",   "Greater",
-      "Identity",  "Less",       "Mul",     "Neg",      "Pow",
-      "Range",     "Reciprocal", "Reshape", "Shape",    "Sin",
-      "Size",      "Slice",      "Sqrt",    "Squeeze",  "Sub",
+      "Add",       "Cast",  "Concat", "Constant",   "ConstantOfShape", "Cos",
+      "Div",       "Equal", "Gather", "Greater",    "Identity",        "Mul",
+      "Neg",       "Pow",   "Range",  "Reciprocal", "Reshape",         "Shape",
+      "Sin",       "Size",  "Slice",  "Sqrt",       "Squeeze",         "Sub",
       "Unsqueeze", "Where"};
   return ops;
 }
@@ -403,10 +402,10 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
                          [](const std::vector<double>& a) { return std::pow(a[0], a[1]); }));
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" ||
-      op == "Greater" || op == "Less") {
+      op == "Greater") {
     const bool integer = in[0]->integer && in[1]->integer;
-    const char k = op == "Equal" ? '=' : op == "Greater" ? '>' : op == "Less" ? '<' : op[0];
-    const bool boolean = k == '=' || k == '>' || k == '<';
+    const char k = op == "Equal" ? '=' : op == "Greater" ? '>' : op[0];
+    const bool boolean = k == '=' || k == '>';
     return one(Broadcast({in[0], in[1]}, integer || boolean,
                          [k, integer](const std::vector<double>& a) -> double {
                            switch (k) {
@@ -420,8 +419,6 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
                                return a[0] == a[1] ? 1.0 : 0.0;
                              case '>':
                                return a[0] > a[1] ? 1.0 : 0.0;
-                             case '<':
-                               return a[0] < a[1] ? 1.0 : 0.0;
                              default:
                                if (a[1] == 0) return integer ? 0.0 : a[0] / a[1];
                                return integer ? std::trunc(a[0] / a[1]) : a[0] / a[1];

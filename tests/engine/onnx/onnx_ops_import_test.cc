@@ -56,7 +56,7 @@ TEST(OnnxOps, EachMappingBecomesItsOperators) {
   const NodeId pool = g.FindNode("maxpool.MaxPool");
   ASSERT_NE(pool, kNoNode);
   EXPECT_EQ(g.node(pool).attrs.padding, Padding::kSameLower);
-  EXPECT_EQ(Kinds(*res).count(OpKind::kBatchNorm), 4u);  // bn1, the block's three
+  EXPECT_EQ(Kinds(*res).count(OpKind::kBatchNorm), 5u);  // bn1, the block's 3, downsample
   EXPECT_TRUE(Kinds(*res).count(OpKind::kReduceMean));
 
   auto misc = Build("misc.onnx", 2);
