@@ -104,7 +104,9 @@ Result<OpKind> OpFromName(const std::string& name);
 int OpNumInputs(OpKind op);
 int OpNumOutputs(OpKind op);
 
-enum class Padding : uint8_t { kValid, kSame };
+// kSame pads the odd element after (TensorFlow's SAME, ONNX's SAME_UPPER), kSameLower before
+// (ONNX's SAME_LOWER; PyTorch's symmetric padding of a strided window often equals it).
+enum class Padding : uint8_t { kValid, kSame, kSameLower };
 
 // Attributes of one operator. Each kind reads only the fields its comment names.
 struct OpAttrs {

@@ -389,12 +389,13 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     }
 
     // An imported graph reads what the data set gives (reshaped to its input when the
-    // element counts agree).
+    // element counts agree); an input of another size (token ids, 224x224 images) its own.
     if (network->onnx != nullptr && file.example_shape_.empty()) {
       const int64_t side = file.data_.pad_to > 0 ? file.data_.pad_to : 28;
-      file.example_shape_ = IsMnistLike(file.data_.dataset)
+      const Shape& own = OnnxInput(*network->onnx).example_shape;
+      file.example_shape_ = IsMnistLike(file.data_.dataset) && NumElements(own) == side * side
                                 ? Shape{1, side, side}
-                                : OnnxInput(*network->onnx).example_shape;
+                                : own;
     }
     // The input must be what the data set gives.
     if (IsMnistLike(file.data_.dataset) && network->onnx == nullptr) {
@@ -434,7 +435,11 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     }
     if (width > INT_MAX) FailAt(trace.last_location, "the network gives too many classes");
     file.num_classes_ = static_cast<int>(width);
-    if (IsMnistLike(file.data_.dataset) && file.num_classes_ != 10) {
+    // An imported graph of another input (tokens, ImageNet images) does not read MNIST.
+    const int64_t side = file.data_.pad_to > 0 ? file.data_.pad_to : 28;
+    const bool reads_mnist =
+        network->onnx == nullptr || file.example_shape_ == Shape{1, side, side};
+    if (IsMnistLike(file.data_.dataset) && reads_mnist && file.num_classes_ != 10) {
       FailAt(classes != nullptr ? src.At(classes->value) : trace.last_location,
              file.data_.dataset + " has 10 classes, but the network gives " +
                  std::to_string(file.num_classes_) + " logits per example (" + trace.last_what +

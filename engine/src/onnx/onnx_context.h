@@ -55,6 +55,13 @@ class ImportContext {
   void SetOutput(int k, ValueId v);
   void SetOutputConst(int k, HostConst c);
   void SetSlot(const std::string& name, OnnxSlot slot) { slots_[name] = std::move(slot); }
+  // Output `name` is input `of` unchanged (Identity, a Cast that keeps the type): one slot,
+  // so a large constant (a causal mask each layer casts) enters the graph once.
+  void SetAlias(const std::string& name, const std::string& of) { aliases_[name] = Resolve(of); }
+  const std::string& Resolve(const std::string& name) const {
+    auto it = aliases_.find(name);
+    return it == aliases_.end() ? name : it->second;
+  }
   const OnnxSlot* FindSlot(const std::string& name) const;
   // An output the converter did not give (a second output such as MaxPool's indices):
   // reading it later fails with `why`.
@@ -71,6 +78,7 @@ class ImportContext {
   std::string local_;
   std::unordered_map<std::string, OnnxSlot> slots_;  // lookups only, never iterated
   std::unordered_map<std::string, std::string> unsupported_;
+  std::unordered_map<std::string, std::string> aliases_;
 };
 
 }  // namespace shardscope

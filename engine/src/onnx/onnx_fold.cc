@@ -9,7 +9,6 @@
 #include "onnx/onnx_model.h"
 
 namespace shardscope {
-namespace {
 
 bool IsIntegerType(int t) {
   using T = onnx::TensorProto_DataType;
@@ -19,6 +18,8 @@ bool IsIntegerType(int t) {
          t == T::TensorProto_DataType_UINT32 || t == T::TensorProto_DataType_UINT64 ||
          t == T::TensorProto_DataType_BOOL;
 }
+
+namespace {
 
 // Constants stay small: they are shape arithmetic, not weights.
 constexpr int64_t kMaxConstElements = 1 << 22;
@@ -308,9 +309,11 @@ Result<HostConst> HostConstFromTensor(const onnx::TensorProto& t) {
 
 const std::vector<std::string>& FoldableOps() {
   static const std::vector<std::string> ops = {
-      "Add",    "Cast",     "Concat",  "Constant", "ConstantOfShape", "Div",   "Equal",
-      "Gather", "Identity", "Mul",     "Range",    "Reshape",         "Shape", "Size",
-      "Slice",  "Sqrt",     "Squeeze", "Sub",      "Unsqueeze",       "Where"};
+      "Add",       "Cast",  "Concat", "Constant",   "ConstantOfShape", "Cos",
+      "Div",       "Equal", "Gather", "Greater",    "Identity",        "Mul",
+      "Neg",       "Pow",   "Range",  "Reciprocal", "Reshape",         "Shape",
+      "Sin",       "Size",  "Slice",  "Sqrt",       "Squeeze",         "Sub",
+      "Unsqueeze", "Where"};
   return ops;
 }
 
@@ -382,15 +385,28 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
       for (double& v : c.values) v = std::trunc(v);
     return one(std::move(c));
   }
-  if (op == "Sqrt") {
+  // Position tables (rotary embeddings' cos and sin) are computed from Range by these.
+  if (op == "Sqrt" || op == "Cos" || op == "Sin" || op == "Neg" || op == "Reciprocal") {
     HostConst c = Need(in, 0);
-    for (double& v : c.values) v = std::sqrt(v);
+    for (double& v : c.values) {
+      v = op == "Sqrt"  ? std::sqrt(v)
+          : op == "Cos" ? std::cos(v)
+          : op == "Sin" ? std::sin(v)
+          : op == "Neg" ? -v
+                        : (v == 0 ? 0.0 : 1.0 / v);
+    }
     return one(std::move(c));
   }
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal") {
+  if (op == "Pow") {
+    return one(Broadcast({in[0], in[1]}, in[0]->integer && in[1]->integer,
+                         [](const std::vector<double>& a) { return std::pow(a[0], a[1]); }));
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" ||
+      op == "Greater") {
     const bool integer = in[0]->integer && in[1]->integer;
-    const char k = op == "Equal" ? '=' : op[0];
-    return one(Broadcast({in[0], in[1]}, integer || k == '=',
+    const char k = op == "Equal" ? '=' : op == "Greater" ? '>' : op[0];
+    const bool boolean = k == '=' || k == '>';
+    return one(Broadcast({in[0], in[1]}, integer || boolean,
                          [k, integer](const std::vector<double>& a) -> double {
                            switch (k) {
                              case 'A':
@@ -401,6 +417,8 @@ Result<std::vector<HostConst>> FoldNode(const onnx::NodeProto& node,
                                return a[0] * a[1];
                              case '=':
                                return a[0] == a[1] ? 1.0 : 0.0;
+                             case '>':
+                               return a[0] > a[1] ? 1.0 : 0.0;
                              default:
                                if (a[1] == 0) return integer ? 0.0 : a[0] / a[1];
                                return integer ? std::trunc(a[0] / a[1]) : a[0] / a[1];

@@ -57,7 +57,7 @@ const onnx::AttributeProto* FindAttr(const onnx::NodeProto& node, const std::str
 // ---------------------------------------------------------------- ImportContext
 
 const OnnxSlot* ImportContext::FindSlot(const std::string& name) const {
-  auto it = slots_.find(name);
+  auto it = slots_.find(Resolve(name));
   return it == slots_.end() ? nullptr : &it->second;
 }
 
@@ -111,7 +111,7 @@ Result<ValueId> ImportContext::ValueOf(int i, std::optional<InitSpec> init) {
     v = g.AddParameter(name, w.shape, spec);
   }
   if (v == kNoValue) return Status::Invalid("cannot add value '" + name + "' to the graph");
-  slots_[name].value = v;
+  slots_[Resolve(name)].value = v;
   return v;
 }
 
@@ -180,6 +180,15 @@ Result<bool> TryFold(ImportContext& ctx, const onnx::NodeProto& n) {
     } else if (in.back() == nullptr) {
       return false;
     }
+  }
+  const bool same_kind =
+      n.op_type() == "Identity" ||
+      (n.op_type() == "Cast" && in[0] != nullptr &&
+       in[0]->integer ==
+           IsIntegerType(static_cast<int>(ctx.AttrInt("to", onnx::TensorProto_DataType_FLOAT))));
+  if (same_kind && n.output_size() == 1) {
+    ctx.SetAlias(n.output(0), n.input(0));
+    return true;
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<HostConst> out, FoldNode(n, in, shapes));
   for (size_t k = 0; k < out.size(); ++k)

@@ -66,6 +66,9 @@ std::string DescribeNode(const onnx::NodeProto& node, int index);
 
 const onnx::AttributeProto* FindAttr(const onnx::NodeProto& node, const std::string& name);
 
+// Integer element types (bool included): such constants hold whole numbers.
+bool IsIntegerType(int onnx_type);
+
 // Converts a TensorProto with inline data (Constant values, small initializers).
 Result<HostConst> HostConstFromTensor(const onnx::TensorProto& t);
 

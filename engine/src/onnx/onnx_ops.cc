@@ -8,6 +8,8 @@
 #include <map>
 
 #include "onnx/onnx_context.h"
+#include "ops/op_registry.h"
+#include "shardscope/composites.h"
 
 namespace shardscope {
 namespace {
@@ -56,9 +58,14 @@ Status Cast(Ctx& c) {
       to == onnx::TensorProto_DataType_INT64 || to == onnx::TensorProto_DataType_INT32;
   const DType have = c.builder().graph().value(x).dtype;
   if ((to_float && have == DType::kF32) || (to_int && have == DType::kI32)) return Alias(c);
+  if (to_float || to_int) {
+    OpAttrs a;
+    a.dtype = to_float ? DType::kF32 : DType::kI32;
+    return Emit(c, OpKind::kCast, {x}, a);
+  }
   return Ctx::Refuse("Cast of a " + std::string(DTypeName(have)) + " tensor to " +
                      onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(to)) +
-                     " is not supported (casts that keep f32 or integer are)");
+                     " is not supported (casts to float or to integer ids are)");
 }
 
 // A scalar factor known at import (Mul, Div by a constant), or nullopt.
@@ -84,8 +91,9 @@ Status Binary(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape sa, c.ShapeOf(0));
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape sb, c.ShapeOf(1));
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId a, c.ValueOf(0));
-  // A weight without data: a neutral start (ones for a product, zeros for a sum).
-  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId b, c.ValueOf(1, K == OpKind::kMul ? Ones() : Zeros()));
+  // A weight without data: a neutral start (ones for a product or quotient, zeros for a sum).
+  const bool product = K == OpKind::kMul || K == OpKind::kDiv || K == OpKind::kPow;
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId b, c.ValueOf(1, product ? Ones() : Zeros()));
   // x [N, C] + b [C]: the bias of a layer, which the searches know as BiasAdd.
   const Graph& g = c.builder().graph();
   if (K == OpKind::kAdd && sa.size() == 2 && sb.size() == 1 && sb[0] == sa[1] &&
@@ -97,7 +105,96 @@ Status Binary(Ctx& c) {
 
 Status Div(Ctx& c) {
   if (auto f = ScalarConst(c, 1); f && *f != 0.0f) return ScaleBy(c, 0, 1.0f / *f);
-  return Ctx::Refuse("Div by a tensor is not supported yet (Div by a constant scalar is)");
+  return Binary<OpKind::kDiv>(c);
+}
+
+Status Neg(Ctx& c) { return ScaleBy(c, 0, -1.0f); }
+
+// 1 / x as Div by a constant one, so the gradient is Div's.
+Status Reciprocal(Ctx& c) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
+  Graph& g = c.builder().graph();
+  const ValueId one = g.AddConstant(c.builder().ScopedName(c.local() + "_one"), {}, Ones());
+  if (one == kNoValue) return Ctx::Refuse("cannot add the constant one");
+  return Emit(c, OpKind::kDiv, {one, x});
+}
+
+Status Where(Ctx& c) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId cond, c.ValueOf(0));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(1, Zeros()));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId y, c.ValueOf(2, Zeros()));
+  return Emit(c, OpKind::kWhere, {cond, x, y});
+}
+
+// Expand broadcasts to the shape given by input 1 (numpy rules, in either direction).
+Status Expand(Ctx& c) {
+  const HostConst* target = c.ConstOf(1);
+  if (target == nullptr) return Ctx::Refuse("the target shape must be known at import");
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
+  const std::vector<int64_t> t = target->Ints();
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape to, BroadcastShapes(s, Shape(t.begin(), t.end())));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
+  if (to == s) return Alias(c);
+  OpAttrs a;
+  a.shape = to;
+  return Emit(c, OpKind::kBroadcastTo, {x}, a);
+}
+
+Status Concat(Ctx& c) {
+  std::vector<ValueId> in;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.HasInput(i)) continue;
+    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId v, c.ValueOf(i));
+    in.push_back(v);
+  }
+  OpAttrs a;
+  a.axis = c.AttrInt("axis", 0);
+  if (in.size() == 1) return Alias(c);
+  return Emit(c, OpKind::kConcat, std::move(in), a);
+}
+
+// Split into the sizes of input 1 / attribute "split", or equal parts, one per output.
+Status Split(Ctx& c) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
+  const int64_t axis = Norm(c.AttrInt("axis", 0), s.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return Ctx::Refuse("axis out of range");
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto sizes, c.IntsFrom("split", 1));
+  const int64_t parts = c.node().output_size();
+  OpAttrs a;
+  a.axis = axis;
+  if (sizes && !sizes->empty()) {
+    a.sizes = *sizes;
+  } else {
+    const int64_t each = (s[axis] + parts - 1) / std::max<int64_t>(parts, 1);
+    for (int64_t k = 0, left = s[axis]; k < parts; ++k, left -= each)
+      a.sizes.push_back(std::min(each, left));
+  }
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
+  Builder& b = c.builder();
+  const std::vector<ValueId> ys = b.OpAll(OpKind::kSplit, c.local(), {x}, a);
+  if (!b.ok()) return b.status();
+  for (size_t k = 0; k < ys.size(); ++k) c.SetOutput(static_cast<int>(k), ys[k]);
+  return Status::Ok();
+}
+
+Status Slice(Ctx& c) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto starts, c.IntsFrom("starts", 1));
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto ends, c.IntsFrom("ends", 2));
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto axes, c.IntsFrom("axes", 3));
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto steps, c.IntsFrom("steps", 4));
+  if (!starts || !ends) return Ctx::Refuse("starts and ends must be given");
+  OpAttrs a;
+  a.starts = *starts;
+  a.ends = *ends;
+  if (axes) {
+    for (int64_t ax : *axes) a.axes.push_back(Norm(ax, s.size()));
+  } else {
+    for (size_t d = 0; d < a.starts.size(); ++d) a.axes.push_back(static_cast<int64_t>(d));
+  }
+  if (steps) a.steps = *steps;
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
+  return Emit(c, OpKind::kSlice, {x}, a);
 }
 
 // Softmax and LogSoftmax over the last axis (before opset 13 the default axis is 1, which
@@ -235,13 +332,46 @@ Status Transpose(Ctx& c) {
   return Emit(c, OpKind::kTranspose, {x}, a);
 }
 
+// x[:, i] and the like: one constant index along any axis is a Slice and a Reshape.
+Status GatherConstantIndex(Ctx& c, const Shape& s, const HostConst& index) {
+  const int64_t axis = Norm(c.AttrInt("axis", 0), s.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return Ctx::Refuse("axis out of range");
+  int64_t i = index.Int(0);
+  if (i < 0) i += s[axis];
+  if (i < 0 || i >= s[axis]) return Ctx::Refuse("index out of range");
+  OpAttrs a;
+  a.axes = {axis};
+  a.starts = {i};
+  a.ends = {i + 1};
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId y, c.Op(OpKind::kSlice, "", {x}, a));
+  Shape to = s;
+  if (index.shape.empty()) {
+    to.erase(to.begin() + axis);
+  } else {
+    to[axis] = 1;
+    to.insert(to.begin() + axis, index.shape.begin(), index.shape.end() - 1);
+  }
+  if (to == c.builder().graph().value(y).shape) {
+    c.SetOutput(0, y);
+    return Status::Ok();
+  }
+  return Reshape(c, y, to, "_reshape");
+}
+
 // Gather rows of a [V, D] table (an embedding) by integer ids.
 Status Gather(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
-  if (c.AttrInt("axis", 0) != 0 || s.size() != 2) {
+  const HostConst* index = c.ConstOf(1);
+  const bool rows = c.AttrInt("axis", 0) == 0 && s.size() == 2;
+  if (index != nullptr && index->values.size() == 1 && !(rows && !index->shape.empty())) {
+    return GatherConstantIndex(c, s, *index);
+  }
+  if (!rows) {
     return Ctx::Refuse("Gather of " + ShapeToString(s) + " along axis " +
                        std::to_string(c.AttrInt("axis", 0)) +
-                       ": only rows of a rank-2 table (an embedding, axis 0) are supported");
+                       ": only rows of a rank-2 table (an embedding, axis 0) or one constant "
+                       "index are supported");
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId table, c.ValueOf(0, InitSpec{InitSpec::kNormal, 0.02f}));
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId ids, c.ValueOf(1));
@@ -253,17 +383,24 @@ Result<Padding> PaddingOf(const Ctx& c, const Shape& x, const int64_t k[2], cons
   const std::string auto_pad = c.AttrString("auto_pad", "NOTSET");
   if (auto_pad == "VALID") return Padding::kValid;
   if (auto_pad == "SAME_UPPER") return Padding::kSame;
+  if (auto_pad == "SAME_LOWER") return Padding::kSameLower;
   const std::vector<int64_t> pads = c.AttrInts("pads").value_or(std::vector<int64_t>(4, 0));
   if (auto_pad == "NOTSET" && pads.size() == 4) {
     if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
       return Padding::kValid;
-    bool same = true;
+    // Explicit pads that give ceil(in / stride) outputs and begin with same's split. The end
+    // pad may exceed it: PyTorch pads 3 on both sides of a 7x7 window at stride 2 where
+    // SAME_LOWER pads 3 and 2, but no window reaches the extra element.
+    bool upper = true, lower = true;
     for (int d = 0; d < 2; ++d) {
       const int64_t in = x[2 + d], out = (in + s[d] - 1) / s[d];
       const int64_t total = std::max<int64_t>((out - 1) * s[d] + k[d] - in, 0);
-      same = same && pads[d] == total / 2 && pads[d + 2] == total - total / 2;
+      const bool count = (in + pads[d] + pads[d + 2] - k[d]) / s[d] + 1 == out;
+      upper = upper && count && pads[d] == total / 2 && pads[d + 2] >= total - total / 2;
+      lower = lower && count && pads[d] == total - total / 2 && pads[d + 2] >= total / 2;
     }
-    if (same) return Padding::kSame;
+    if (upper) return Padding::kSame;
+    if (lower) return Padding::kSameLower;
   }
   std::string text;
   for (int64_t p : pads) text += (text.empty() ? "" : ", ") + std::to_string(p);
@@ -317,6 +454,62 @@ Status MaxPool(Ctx& c) {
   return Emit(c, OpKind::kMaxPool2D, {xv}, a);
 }
 
+// PyTorch writes a Pad of zeros before an average pool that counts padding; a window's
+// padding itself is read from the pool's or conv's attributes.
+Status Pad(Ctx& c) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto pads, c.IntsFrom("pads", 1));
+  if (pads && std::any_of(pads->begin(), pads->end(), [](int64_t p) { return p != 0; })) {
+    return Ctx::Refuse(
+        "only a Pad of zero width is supported (windows pad through their "
+        "own attributes)");
+  }
+  return Alias(c);
+}
+
+// AveragePool over the window inside the input (count_include_pad 0, ONNX's default).
+Status AveragePool(Ctx& c) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape x, c.ShapeOf(0));
+  const auto k = c.AttrInts("kernel_shape");
+  if (!k || k->size() != 2) return Ctx::Refuse("kernel_shape must have two entries");
+  if (c.AttrInt("ceil_mode", 0) != 0) return Ctx::Refuse("ceil_mode 1 is not supported");
+  if (c.AttrInt("count_include_pad", 0) != 0) {
+    return Ctx::Refuse(
+        "count_include_pad 1 is not supported (the mean is over the window "
+        "inside the input)");
+  }
+  OpAttrs a;
+  a.kernel[0] = (*k)[0];
+  a.kernel[1] = (*k)[1];
+  SHARDSCOPE_RETURN_IF_ERROR(WindowAttrs(c, x, a.kernel, &a));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId xv, c.ValueOf(0));
+  return Emit(c, OpKind::kAveragePool2D, {xv}, a);
+}
+
+// The mean over the spatial axes, kept.
+Status GlobalAveragePool(Ctx& c) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
+  if (s.size() < 3) return Ctx::Refuse("input " + ShapeToString(s) + " has no spatial axes");
+  OpAttrs a;
+  a.keep_dims = true;
+  for (size_t d = 2; d < s.size(); ++d) a.axes.push_back(static_cast<int64_t>(d));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
+  return Emit(c, OpKind::kReduceMean, {x}, a);
+}
+
+// Training normalises by the batch's statistics, as PyTorch's train mode does; the running
+// mean and variance (inputs 3 and 4) are not read.
+Status BatchNormalization(Ctx& c) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId x, c.ValueOf(0));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId scale, c.ValueOf(1, Ones()));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ValueId bias, c.ValueOf(2, Zeros()));
+  Builder& b = c.builder();
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      ValueId y, AddBatchNormTraining(b.graph(), b.ScopedName(c.local()), x, scale, bias,
+                                      c.AttrFloat("epsilon", 1e-5f)));
+  c.SetOutput(0, y);
+  return Status::Ok();
+}
+
 template <OpKind K>
 Status Reduce(Ctx& c) {
   SHARDSCOPE_ASSIGN_OR_RETURN(Shape s, c.ShapeOf(0));
@@ -352,28 +545,43 @@ Status Dropout(Ctx& c) {
 
 const std::map<std::string, OnnxConverter> kTable = {
     {"Add", Binary<OpKind::kAdd>},
+    {"AveragePool", AveragePool},
+    {"BatchNormalization", BatchNormalization},
     {"Cast", Cast},
+    {"Concat", Concat},
     {"Conv", Conv},
     {"Div", Div},
     {"Dropout", Dropout},
+    {"Expand", Expand},
     {"Flatten", Flatten},
     {"Gather", Gather},
     {"Gemm", Gemm},
+    {"GlobalAveragePool", GlobalAveragePool},
     {"Identity", Alias},
     {"LayerNormalization", LayerNorm},
     {"LogSoftmax", LastAxis<OpKind::kLogSoftmax>},
     {"MatMul", MatMul},
     {"MaxPool", MaxPool},
     {"Mul", Binary<OpKind::kMul>},
+    {"Neg", Neg},
+    {"Pad", Pad},
+    {"Pow", Binary<OpKind::kPow>},
+    {"Reciprocal", Reciprocal},
     {"ReduceMean", Reduce<OpKind::kReduceMean>},
     {"ReduceSum", Reduce<OpKind::kReduceSum>},
     {"Relu", Unary<OpKind::kReLU>},
     {"Reshape", ReshapeOp},
+    {"Sigmoid", Unary<OpKind::kSigmoid>},
+    {"Slice", Slice},
     {"Softmax", LastAxis<OpKind::kSoftmax>},
+    {"Split", Split},
+    {"Sqrt", Unary<OpKind::kSqrt>},
     {"Squeeze", SqueezeOp},
     {"Sub", Binary<OpKind::kSub>},
+    {"Tanh", Unary<OpKind::kTanh>},
     {"Transpose", Transpose},
     {"Unsqueeze", SqueezeOp},
+    {"Where", Where},
 };
 
 }  // namespace

@@ -3,10 +3,15 @@
 
 Run with Debian's python3-torch and python3-onnx:  /usr/bin/python3 make_models.py
 PyTorch exports (torch.onnx.export, seeded): mlp, mlp_view, mlp_noparams, mlp_external,
-convnet. Built with onnx.helper: the bad files (unknown operator, unsupported opset,
+convnet, lenet (LeNet-5: tanh, average pooling), ops_mix (the elementwise, slicing and
+broadcasting operators), resblock (a ResNet stem and block: strided convolutions padded as
+PyTorch pads, batch statistics, pooling) and decoder (2 Llama-style layers over MNIST's rows:
+RMSNorm, rotary embedding, grouped-query attention, SwiGLU; built from samples/onnx). Built with onnx.helper: the bad files (unknown operator, unsupported opset,
 inconsistent shapes) and fold (a shape subgraph written out by hand).
 """
 import os
+
+import sys
 
 import numpy as np
 import onnx
@@ -15,6 +20,8 @@ from onnx import TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPSET = 17
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "samples", "onnx"))
+import make_samples  # noqa: E402  (the sample architectures' layers)
 
 
 def export(model, example, name, **kwargs):
@@ -28,9 +35,11 @@ def export(model, example, name, **kwargs):
 
 def write_reference(model, name):
     """<name>.io: PyTorch's forward pass on 3 seeded examples, raw little-endian float32:
-    the input [3, 1, 28, 28], then the logits [3, 10]."""
+    the input [3, 1, 28, 28], then the logits [3, 10]. Batch normalisation normalises by the
+    batch (train mode), as Shardscope does; nothing here draws random numbers in train mode."""
     x = torch.Generator().manual_seed(7)
     x = torch.randn(3, 1, 28, 28, generator=x)
+    model.train()
     with torch.no_grad():
         y = model(x)
     with open(os.path.join(HERE, name.replace(".onnx", ".io")), "wb") as f:
@@ -98,6 +107,98 @@ class ConvNet(torch.nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class LeNet5(torch.nn.Module):
+    """LeNet-5 as LeCun drew it: tanh and average pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = torch.nn.Conv2d(6, 16, 5)
+        self.pool = torch.nn.AvgPool2d(2)
+        self.fc1, self.fc2 = torch.nn.Linear(16 * 5 * 5, 120), torch.nn.Linear(120, 84)
+        self.fc3 = torch.nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.tanh(self.conv1(x)))
+        x = self.pool(torch.tanh(self.conv2(x)))
+        x = torch.tanh(self.fc1(torch.flatten(x, 1)))
+        return self.fc3(torch.tanh(self.fc2(x)))
+
+
+class OpsMix(torch.nn.Module):
+    """Split, Concat, Tanh, Sigmoid, Pow, Sqrt, Div by a tensor, Where on a folded mask, Neg,
+    Reciprocal, Slice with a step, Unsqueeze, Expand, Gather of one index, Sub."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(784, 64)
+        self.fc2 = torch.nn.Linear(24, 10)
+
+    def forward(self, x):
+        h = self.fc1(torch.flatten(x, 1))
+        a, b = h.split([32, 32], dim=1)
+        c = torch.cat([a.tanh(), torch.sigmoid(b)], 1)
+        d = c / (1 + c.pow(2)).sqrt()
+        e = torch.where(torch.arange(64) < 32, d, -d)
+        f = torch.reciprocal(1.5 + e) - e
+        g = f[:, 2:50:2].unsqueeze(1).expand(-1, 3, -1)
+        return self.fc2(g[:, 1] - g[:, 2] * 0.5)
+
+
+class ResBlock(torch.nn.Module):
+    """A ResNet stem (7x7 at stride 2 padded 3, max pooling 3x3 at stride 2 padded 1) and
+    one bottleneck with a strided 3x3, then global average pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 8, 7, 2, 3, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.maxpool = torch.nn.MaxPool2d(3, 2, 1)
+        self.block = make_samples.Bottleneck(8, 4, 2)
+        self.avgpool = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.maxpool(torch.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(self.avgpool(self.block(x)), 1))
+
+
+class Decoder(torch.nn.Module):
+    """Two Llama-style layers reading MNIST's 28 rows as tokens (4 heads, 2 key/value
+    groups); the last row's state classifies."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.embed = make_samples.Linear(28, d)
+        self.layers = torch.nn.ModuleList(
+            [make_samples.LlamaLayer(d, 4, 2, 2 * d) for _ in range(2)])
+        self.norm = make_samples.RmsNorm(d)
+        self.head = make_samples.Linear(d, 10)
+        self.hd = d // 4
+
+    def forward(self, x):
+        x = self.embed(x.view(x.size(0), 28, 28))
+        cos, sin = make_samples.rotary_tables(28, self.hd)
+        mask = make_samples.causal_mask(28)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.head(self.norm(x)[:, -1])
+
+
+def seeded(model, seed):
+    """Random weights (the sample layers hold one number per parameter until then): matrices
+    scaled by their fan-in, norm weights near one, biases near zero."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            r = torch.randn(p.shape, generator=g)
+            if p.dim() > 1:
+                p.data = r / p.shape[0] ** 0.5
+            else:
+                p.data = r * 0.1 + (1.0 if name.endswith("norm.weight") else 0.0)
+    return model
+
+
 def torch_models():
     example = torch.zeros(2, 1, 28, 28)
     torch.manual_seed(0)
@@ -108,6 +209,14 @@ def torch_models():
     export(ViewMLP(), example, "mlp_view.onnx")
     torch.manual_seed(2)
     export(ConvNet(), example, "convnet.onnx")
+    torch.manual_seed(3)
+    export(LeNet5(), example, "lenet.onnx")
+    torch.manual_seed(4)
+    export(OpsMix(), example, "ops_mix.onnx")
+    torch.manual_seed(5)
+    # Exported in training mode: in eval mode the exporter folds batch norm into the conv.
+    export(ResBlock(), example, "resblock.onnx", training=torch.onnx.TrainingMode.TRAINING)
+    export(seeded(Decoder(), 6), example, "decoder.onnx")
     # The MLP again, its weights in mlp_external.onnx.data.
     model = onnx.load(os.path.join(HERE, "mlp.onnx"))
     data = os.path.join(HERE, "mlp_external.onnx.data")
@@ -163,6 +272,27 @@ def helper_models():
                             opset_imports=[helper.make_opsetid("", 99)])
     with open(os.path.join(HERE, "bad_opset.onnx"), "wb") as f:
         f.write(bad.SerializeToString())
+
+    # The mappings no PyTorch export above uses: Squeeze, Dropout, ReduceSum, Cast, Size,
+    # LogSoftmax.
+    misc_nodes = [
+        helper.make_node("Unsqueeze", ["flat", "axes"], ["flat3"], name="/misc/Unsqueeze"),
+        helper.make_node("Squeeze", ["flat3", "axes"], ["flat2"], name="/misc/Squeeze"),
+        helper.make_node("MatMul", ["flat2", "w"], ["h"], name="/misc/MatMul"),
+        helper.make_node("Dropout", ["h", "ratio"], ["d"], name="/misc/Dropout"),
+        helper.make_node("ReduceSum", ["d", "axes"], ["s"], name="/misc/ReduceSum"),
+        helper.make_node("Cast", ["s"], ["si"], name="/misc/Cast", to=TensorProto.INT32),
+        helper.make_node("Cast", ["si"], ["sf"], name="/misc/Cast_1", to=TensorProto.FLOAT),
+        helper.make_node("Sub", ["d", "sf"], ["c"], name="/misc/Sub"),
+        helper.make_node("Size", ["flat"], ["n"], name="/misc/Size"),
+        helper.make_node("Cast", ["n"], ["nf"], name="/misc/Cast_2", to=TensorProto.FLOAT),
+        helper.make_node("Div", ["c", "nf"], ["cn"], name="/misc/Div"),
+        helper.make_node("LogSoftmax", ["cn"], ["logits"], name="/misc/LogSoftmax", axis=-1),
+    ]
+    save(helper.make_graph([flat] + misc_nodes, "misc", [x], [y],
+                           [helper.make_tensor("axes", TensorProto.INT64, [1], [1]),
+                            helper.make_tensor("ratio", TensorProto.FLOAT, [], [0.1]),
+                            weight("w", [784, 10], 6)]), "misc.onnx")
 
     mm_bad = helper.make_node("MatMul", ["flat", "w"], ["logits"], name="/fc/MatMul")
     save(helper.make_graph([flat, mm_bad], "bad_shapes", [x], [y], [weight("w", [100, 10], 5)]),

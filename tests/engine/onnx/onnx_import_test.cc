@@ -6,53 +6,17 @@
 #include <fstream>
 #include <sstream>
 
-#include "shardscope/executor.h"
-#include "shardscope/model_file.h"
+#include "onnx_test_util.h"
 #include "shardscope/onnx_import.h"
 #include "shardscope/trainer.h"
 
 namespace shardscope {
 namespace {
 
-std::string DataPath(const std::string& name) {
-  return std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/data/onnx/" + name;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The forward graph of tests/data/onnx/<name> at `batch`.
-Result<ModelGraph> Build(const std::string& name, int64_t batch, bool weights = true) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(ModelFile mf,
-                              LoadModelFile(DataPath(name), ModelLoadOptions{.weights = weights}));
-  return mf.Build(batch);
-}
-
-// The model's logits on the reference input of <name>.io, against PyTorch's.
-void ExpectTorchLogits(const std::string& name) {
-  const std::string io = ReadBytes(DataPath(name + ".io"));
-  constexpr int64_t kBatch = 3, kIn = 784, kClasses = 10;
-  ASSERT_EQ(io.size(), sizeof(float) * kBatch * (kIn + kClasses));
-  std::vector<float> x(kBatch * kIn), want(kBatch * kClasses);
-  std::memcpy(x.data(), io.data(), x.size() * sizeof(float));
-  std::memcpy(want.data(), io.data() + x.size() * sizeof(float), want.size() * sizeof(float));
-
-  auto model = Build(name + ".onnx", kBatch);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Executor ex(model->graph);
-  ex.InitializeParameters(1);  // every parameter holds the file's data: the seed is unused
-  ex.value(model->input) = Tensor::FromVector({kBatch, 1, 28, 28}, x);
-  ex.Run(ex.Schedule({model->logits}), 0, /*training=*/false);
-  const Tensor& got = ex.value(model->logits);
-  ASSERT_EQ(got.shape(), (Shape{kBatch, kClasses}));
-  for (int64_t i = 0; i < got.size(); ++i) {
-    EXPECT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i]))) << name << " " << i;
-  }
-}
+using onnx_test::Build;
+using onnx_test::DataPath;
+using onnx_test::ExpectTorchLogits;
+using onnx_test::ReadBytes;
 
 TEST(OnnxImport, MlpMatchesPyTorch) { ExpectTorchLogits("mlp"); }
 // LayerNorm, GeLU from its erf pattern, view() shape subgraphs, rank-3 MatMul, Mul by 0.5.
@@ -86,9 +50,9 @@ TEST(OnnxImport, OperatorsAreNamedAfterTheExportersScopes) {
   std::vector<std::string> paths;
   for (const OnnxScope& s : scopes) paths.push_back(s.path);
   EXPECT_EQ(paths, (std::vector<std::string>{"embed", "layer", "layer.0", "layer.0.norm",
-                                             "layer.0.up", "layer.0.act", "layer.0.down",
-                                             "layer.1", "layer.1.norm", "layer.1.up",
-                                             "layer.1.act", "layer.1.down", "proj", "head"}));
+                                             "layer.0.up", "layer.0.act", "layer.0.down", "layer.1",
+                                             "layer.1.norm", "layer.1.up", "layer.1.act",
+                                             "layer.1.down", "proj", "head"}));
   const OnnxScope& act = scopes[5];
   ASSERT_EQ(act.nodes.size(), 1u);
   EXPECT_EQ(graph.node(act.nodes[0]).op, OpKind::kGeLU);
@@ -149,8 +113,8 @@ void ExpectRefused(const Result<ModelFile>& mf, const std::vector<std::string>& 
 
 TEST(OnnxImport, RefusesUnknownOperatorNamingNodeAndSupportedSet) {
   ExpectRefused(LoadModelFile(DataPath("unknown_op.onnx")),
-                {"unknown_op.onnx", "node '/head/TopK' (TopK)", "not supported", "supported: ",
-                 "Gemm", "LayerNormalization", "MatMul"});
+                {"unknown_op.onnx", "node '/head/TopK' (TopK)", "not supported",
+                 "supported: ", "Gemm", "LayerNormalization", "MatMul"});
 }
 
 TEST(OnnxImport, RefusesUnsupportedOpset) {

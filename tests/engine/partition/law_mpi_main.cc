@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "law.h"
+#include "law_mpi_cases.h"
 #include "models.h"
 #include "shardscope/model_file.h"
 #include "token_law.h"
@@ -15,13 +15,7 @@ using namespace shardscope;
 
 namespace {
 
-struct Case {
-  std::string name;
-  testing_law::BuildFn build;
-  Dataset data;
-  int64_t batch;
-  PartitionOptions options;
-};
+using testing_law::Case;
 
 Case FromFile(const std::string& file) {
   auto mf = std::make_shared<ModelFile>(
@@ -92,26 +86,5 @@ int main() {
     cases.push_back(FromFile("dense_matmul_net.yaml"));
     cases.push_back(FromFile("matmul3.yaml"));
   }
-  int passed = 0, failed = 0;
-  for (Case& c : cases) {
-    c.options.devices = n;
-    const testing_law::SingleRun single = testing_law::TrainSingle(c.build, c.data, c.batch, 5);
-    std::unique_ptr<DistTrainer> t;
-    Status st;
-    auto losses = testing_law::TrainRank(world, c.build, c.data, c.batch, 5, c.options, &t);
-    st =
-        losses.ok() ? testing_law::CompareRank(*t, *losses, single, world.rank()) : losses.status();
-    // Every rank's verdict, so rank 0 reports the whole run.
-    std::vector<float> mine = {st.ok() ? 1.0f : 0.0f}, all(n);
-    if (!world.AllGather(mine, all).ok()) return 1;
-    bool ok = true;
-    for (float f : all) ok = ok && f == 1.0f;
-    if (!st.ok())
-      std::fprintf(stderr, "rank %d, %s: %s\n", world.rank(), c.name.c_str(), st.message().c_str());
-    if (world.rank() == 0)
-      std::printf("%s %s on %d ranks\n", ok ? "PASS" : "FAIL", c.name.c_str(), n);
-    (ok ? passed : failed)++;
-  }
-  if (world.rank() == 0) std::printf("%d passed, %d failed\n", passed, failed);
-  return failed == 0 ? 0 : 1;
+  return testing_law::RunMpiCases(world, cases);
 }
