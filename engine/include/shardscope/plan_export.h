@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "shardscope/graph.h"
-#include "shardscope/layout.h"
+#include "shardscope/layout/layout.h"
 #include "shardscope/partition.h"
 #include "shardscope/status.h"
 

@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <string>
 
-#include "shardscope/layout.h"
-#include "shardscope/mesh.h"
+#include "shardscope/layout/layout.h"
+#include "shardscope/layout/mesh.h"
 #include "shardscope/model_file.h"
-#include "shardscope/redistribution.h"
+#include "shardscope/redistribution/redistribution.h"
 #include "shardscope/search.h"
 
 namespace ss = shardscope;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "shardscope/cost/dtype.h"
-#include "shardscope/cost_model.h"
-#include "shardscope/mesh.h"
+#include "shardscope/cost/cost_model.h"
+#include "shardscope/layout/mesh.h"
 #include "shardscope/status.h"
 
 namespace shardscope {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/cost_model.h"
+#include "shardscope/cost/cost_model.h"
 
 namespace shardscope {
 

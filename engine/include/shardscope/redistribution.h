@@ -1,2 +1,0 @@
-// Forwarding header, removed after the restructure merge.
-#include "shardscope/redistribution/redistribution.h"
