@@ -69,11 +69,14 @@ damaged or not a run file); 1 other failures (the picture could not be written).
   std::string color_by = "strategy";
   std::vector<std::string> expand;
   bool forward_only = false;
+  double png_scale = 2;
   app.add_option("run", run_path, "Run file (runs/*.db)")->required();
   app.add_option("--view", view, "graph | mesh [ID] | tensor NAME | redistribution ID | timeline")
       ->required()
       ->expected(1, 2);
   app.add_option("--out", out, "Output picture: *.svg or *.png")->required();
+  app.add_option("--scale", png_scale, "PNG pixels per point (default 2; 0.5 for a thumbnail)")
+      ->check(CLI::Range(0.05, 8.0));
   app.add_option("--step", request.step,
                  "redistribution: the step to show (0, 1, ...); timeline: the training step")
       ->check(AtLeast(0));
@@ -130,7 +133,7 @@ damaged or not a run file); 1 other failures (the picture could not be written).
     return Fail(shardscope::store::Status(scene.status().code(),
                                           run_path + ": " + scene.status().message()));
   }
-  const auto saved = viewer::SaveScene(*scene, out);
+  const auto saved = viewer::SaveScene(*scene, out, png_scale);
   if (!saved.ok()) return Fail(saved);
   std::printf("wrote %s\n", out.c_str());
   return 0;
