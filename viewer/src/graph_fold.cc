@@ -93,10 +93,21 @@ void AddFold(const std::vector<Entry>& entries, size_t begin, size_t period, siz
     }
     kinds = "(" + stems.join(", ") + ") ";
   }
+  // Backward operators fold where they match the most common backward of their position
+  // (the first layer has no input gradient, the last no gradient sum).
+  std::vector<std::string> usual(period);
+  for (size_t p = 0; p < period; ++p) {
+    std::map<std::string, int64_t> seen;
+    int64_t most = 0;
+    for (size_t j = begin + p; j < end; j += period) {
+      if (++seen[entries[j].backward] > most)
+        most = seen[entries[j].backward], usual[p] = entries[j].backward;
+    }
+  }
   for (bool bwd : {false, true}) {
     std::vector<size_t> units;
     for (size_t j = begin; j < end; ++j) {
-      if (!bwd || entries[j].backward == entries[begin + (j - begin) % period].backward) {
+      if (!bwd || entries[j].backward == usual[(j - begin) % period]) {
         units.push_back(j);
       } else {
         for (const auto* op : entries[j].ops) {

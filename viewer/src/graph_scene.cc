@@ -137,27 +137,48 @@ Grouping GroupWithinCap(const RunData& run, const std::vector<const store::Opera
   return g;
 }
 
-// Operators, groups and the "N more" node; returns each operator's node key.
+// Operators, groups and the "N more" node; returns each operator's node key. Folds are
+// always drawn; operators and collapsed scopes fill the remaining room in operator order.
 std::map<int64_t, std::string> AddNodes(DrawnGraph& graph,
                                         const std::vector<const store::OperatorRecord*>& shown,
                                         const Grouping& grouping, const Colouring& colouring,
                                         const GraphOptions& options) {
   std::map<int64_t, std::string> key_of_op;
+  std::map<std::string, const graph_detail::GroupNode*> groups;
+  for (const auto& group : grouping.groups) groups[group.key] = &group;
+  auto add_group = [&](const graph_detail::GroupNode& group) {
+    const bool fold = group.key.rfind("fold:", 0) == 0;
+    graph.Add({.key = group.key,
+               .label = DrawableText(group.label, 2 * kMaxLabelChars),
+               .tooltip = group.tooltip,
+               .role = "cluster",
+               .item_key = group.item_key,
+               .fill = fold ? QColor(215, 228, 245) : QColor(225, 225, 235),
+               .cluster = group.cluster});
+  };
+  int64_t room = options.max_nodes;
+  for (const auto& group : grouping.groups) {
+    if (group.key.rfind("fold:", 0) == 0) add_group(group), --room;
+  }
   int64_t left_out = 0;
-  const int64_t room = std::max<int64_t>(options.max_nodes - grouping.groups.size(), 0);
-  int64_t drawn = 0;
   for (const auto* op : shown) {
     auto g = grouping.grouped_in.find(op->id);
-    if (g != grouping.grouped_in.end()) {
+    const bool grouped = g != grouping.grouped_in.end();
+    if (grouped && graph.node_index.count(g->second)) {
       key_of_op[op->id] = g->second;
       continue;
     }
-    if (drawn >= room) {  // over the cap: stands in the "more" node
+    if (room <= 0) {  // over the cap: stands in the "more" node
       key_of_op[op->id] = "more";
       ++left_out;
       continue;
     }
-    ++drawn;
+    --room;
+    if (grouped) {
+      add_group(*groups.at(g->second));
+      key_of_op[op->id] = g->second;
+      continue;
+    }
     DrawnNode n;
     n.key = "op" + std::to_string(op->id);
     n.cluster = grouping.cluster_of.at(op->id);
@@ -169,17 +190,6 @@ std::map<int64_t, std::string> AddNodes(DrawnGraph& graph,
     n.id = op->id;
     n.fill = colouring.Of(*op);
     key_of_op[op->id] = n.key;
-    graph.Add(std::move(n));
-  }
-  for (const auto& group : grouping.groups) {
-    DrawnNode n;
-    n.key = group.key;
-    n.item_key = group.item_key;
-    n.cluster = group.cluster;
-    n.label = DrawableText(group.label, 2 * kMaxLabelChars);
-    n.tooltip = group.tooltip;
-    n.role = "cluster";
-    n.fill = group.key.rfind("fold:", 0) == 0 ? QColor(215, 228, 245) : QColor(225, 225, 235);
     graph.Add(std::move(n));
   }
   if (left_out > 0) {
