@@ -118,6 +118,19 @@ TEST(AxisTest, ByteUnitsAreBinary) {
   EXPECT_STREQ(ByteUnitFor(std::numeric_limits<double>::infinity()).name, "B");
 }
 
+TEST(RankTextTest, RangesAndStridesInsteadOfLists) {
+  std::vector<int> strided;
+  for (int r = 0; r < 1024; r += 128) strided.push_back(r);
+  EXPECT_EQ(RankText(strided), "0-896 step 128");
+  EXPECT_EQ(RankText(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}), "0-7");
+  EXPECT_EQ(RankText(std::vector<int>{3}), "3");
+  EXPECT_EQ(RankText(std::vector<int>{0, 4}), "0,4");
+  EXPECT_EQ(RankText(std::vector<int>{0, 4, 2, 6}), "0,4,2,6");  // not a run: listed
+  std::vector<int> irregular;
+  for (int r = 0; r < 40; ++r) irregular.push_back(r * r);
+  EXPECT_EQ(RankText(irregular), QString::fromUtf8("0,1,4,9,16,25,36,49,\u2026 (40 ranks)"));
+}
+
 TEST(DrawableTextTest, ControlsBecomePicturesAndXmlSafe) {
   const QString evil = QString::fromUtf8("ctl\x1b[31m\x01\x7f") + QChar(0x009b) + QChar(0x202e) +
                        QChar(0xd800) + QChar(0xffff) + "\n<b>&";
