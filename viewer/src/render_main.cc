@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Draw one view of a run file into an SVG or PNG picture (no display needed).",
                "shardscope render"};
   app.footer(R"(Views:
-  graph                   the operator graph (dot layout), redistributions in orange
+  graph                   the operator graph (dot layout), redistributions in orange;
+                          repeated layers fold (--expand layer5 draws one in full)
   mesh [ID|NAME]          a device matrix (default: the largest mesh); --axis highlights groups
   tensor NAME             a tensor's blocks and the ranks holding them; --rank: one rank's view
   redistribution ID       one step of a redistribution plan: maps before/after, who exchanges
@@ -56,6 +57,7 @@ Examples:
   shardscope render runs/ffn.db --view graph --out graph.svg
   shardscope render runs/ffn.db --view graph --color-by memory --forward-only --out g.png
   shardscope render runs/ffn.db --view graph --partitioned --out workers.svg
+  shardscope render runs/gpt136.db --view graph --expand layer70 --scale 0.5 --out g.png
   shardscope render runs/ffn.db --view mesh --axis mp --out mesh.png
   shardscope render runs/ffn.db --view tensor dense1.weight --rank 3 --out w.svg
   shardscope render runs/ffn.db --view redistribution 0 --step 1 --out r0.png
