@@ -96,6 +96,41 @@ TEST(AxisTest, TimelineWithMoreSpansThanTheCapSaysSo) {
   EXPECT_TRUE(notes[0]->text.contains("over the drawing limit")) << notes[0]->text.toStdString();
 }
 
+TEST(AxisTest, DataRangeFollowsTheDataNotZero) {
+  const AxisRange r = DataRange(9064161.0, 9100000.0);
+  EXPECT_GT(r.lo, 9000000.0);  // not from 0: the curve fills the chart
+  EXPECT_LT(r.lo, 9064161.0);
+  EXPECT_GT(r.hi, 9100000.0);
+  const AxisRange one = DataRange(2.5, 2.5);  // one value still gets a width
+  EXPECT_LT(one.lo, 2.5);
+  EXPECT_GT(one.hi, 2.5);
+  const AxisRange bad = DataRange(std::nan(""), 1);
+  EXPECT_EQ(bad.lo, 0);
+  EXPECT_EQ(bad.hi, 1);
+}
+
+TEST(AxisTest, ByteUnitsAreBinary) {
+  EXPECT_STREQ(ByteUnitFor(512).name, "B");
+  EXPECT_STREQ(ByteUnitFor(9064161.0).name, "MiB");
+  EXPECT_DOUBLE_EQ(ByteUnitFor(9064161.0).divisor, 1024.0 * 1024.0);
+  EXPECT_STREQ(ByteUnitFor(2048).name, "KiB");
+  EXPECT_STREQ(ByteUnitFor(1e30).name, "TiB");
+  EXPECT_STREQ(ByteUnitFor(std::numeric_limits<double>::infinity()).name, "B");
+}
+
+TEST(RankTextTest, RangesAndStridesInsteadOfLists) {
+  std::vector<int> strided;
+  for (int r = 0; r < 1024; r += 128) strided.push_back(r);
+  EXPECT_EQ(RankText(strided), "0-896 step 128");
+  EXPECT_EQ(RankText(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}), "0-7");
+  EXPECT_EQ(RankText(std::vector<int>{3}), "3");
+  EXPECT_EQ(RankText(std::vector<int>{0, 4}), "0,4");
+  EXPECT_EQ(RankText(std::vector<int>{0, 4, 2, 6}), "0,4,2,6");  // not a run: listed
+  std::vector<int> irregular;
+  for (int r = 0; r < 40; ++r) irregular.push_back(r * r);
+  EXPECT_EQ(RankText(irregular), QString::fromUtf8("0,1,4,9,16,25,36,49,\u2026 (40 ranks)"));
+}
+
 TEST(DrawableTextTest, ControlsBecomePicturesAndXmlSafe) {
   const QString evil = QString::fromUtf8("ctl\x1b[31m\x01\x7f") + QChar(0x009b) + QChar(0x202e) +
                        QChar(0xd800) + QChar(0xffff) + "\n<b>&";

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "synthetic_run.h"
@@ -148,6 +149,75 @@ TEST_F(GraphSceneTest, FilterAndForwardOnlyRestrictTheOperators) {
   for (const SceneItem* op : scene->Find("operator")) {
     EXPECT_EQ(run().Operator(op->id)->scope, "block2");
   }
+}
+
+// Texts of the items with `role`.
+std::vector<QString> Texts(const Scene& scene, const QString& role) {
+  std::vector<QString> texts;
+  for (const SceneItem* item : scene.Find(role)) texts.push_back(item->text);
+  return texts;
+}
+
+bool AnyContains(const std::vector<QString>& texts, const QString& part) {
+  return std::any_of(texts.begin(), texts.end(),
+                     [&](const QString& t) { return t.contains(part); });
+}
+
+TEST_F(GraphSceneTest, RepeatedScopesFoldForwardAndBackwardWhateverTheirSize) {
+  // 100 scopes of 6 operators each (below collapse_above), the same operators in each.
+  Open({.num_ops = 600, .ops_per_scope = 6, .steps = 1, .workers = 0, .backward = true});
+  auto scene = BuildGraphScene(run());
+  ASSERT_TRUE(scene.ok()) << scene.status().message();
+  EXPECT_TRUE(scene->Find("operator").empty());
+  const auto boxes = Texts(*scene, "cluster");
+  EXPECT_TRUE(AnyContains(boxes, "block0 \u2026 block99\n\u00d7100 \u00b7 6 operators each"));
+  EXPECT_TRUE(AnyContains(boxes, "\u2207 block0 \u2026 block99\n\u00d7100"));
+  int64_t drawn_nodes = 0;
+  for (const SceneItem& item : scene->items) {
+    drawn_nodes += item.role == "cluster" && item.shape == SceneItem::Shape::kRoundedRect &&
+                   item.stroke_width > 1.5;
+  }
+  EXPECT_LE(drawn_nodes, 4);  // the two folds, nothing per block
+}
+
+TEST_F(GraphSceneTest, ExpandingOneRepeatDrawsItAndFoldsTheOthersAroundIt) {
+  Open({.num_ops = 600, .ops_per_scope = 6, .steps = 1, .workers = 0, .backward = true});
+  GraphOptions options;
+  options.expanded.insert("block5");
+  auto scene = BuildGraphScene(run(), options);
+  ASSERT_TRUE(scene.ok()) << scene.status().message();
+  std::set<std::string> drawn;
+  for (const SceneItem* op : scene->Find("operator")) drawn.insert(run().Operator(op->id)->name);
+  EXPECT_EQ(drawn.size(), 12u);  // block5's six operators and their six gradients
+  EXPECT_TRUE(drawn.count("block5.op0") && drawn.count("grad.block5.op3.dx"));
+  const auto boxes = Texts(*scene, "cluster");
+  EXPECT_TRUE(AnyContains(boxes, "block0 \u2026 block4\n\u00d75"));
+  EXPECT_TRUE(AnyContains(boxes, "block6 \u2026 block99\n\u00d794"));
+  // The backward operators sit in their own scope cluster, beside the forward one.
+  std::set<QString> clusters;
+  for (const SceneItem* c : scene->Find("cluster")) clusters.insert(c->key);
+  EXPECT_TRUE(clusters.count("block5") && clusters.count("grad.block5"));
+}
+
+TEST_F(GraphSceneTest, SmallGraphsAreNotFolded) {
+  Open({.num_ops = 48, .ops_per_scope = 6, .steps = 1, .workers = 0});
+  auto scene = BuildGraphScene(run());
+  ASSERT_TRUE(scene.ok());
+  EXPECT_EQ(scene->Find("operator").size(), 48u);
+}
+
+TEST_F(GraphSceneTest, NodesBeyondTheCapBecomeOneMoreNode) {
+  Open({.num_ops = 300, .ops_per_scope = 1, .steps = 1, .workers = 0});
+  GraphOptions options;
+  options.fold_above = 1'000'000;  // nothing folds, no scope has more than one operator
+  options.max_nodes = 50;
+  auto scene = BuildGraphScene(run(), options);
+  ASSERT_TRUE(scene.ok()) << scene.status().message();
+  EXPECT_EQ(scene->Find("operator").size(), 50u);
+  const auto more = scene->Find("more");
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(more[0]->id, 250);
+  EXPECT_TRUE(more[0]->text.contains("250 more operators"));
 }
 
 }  // namespace

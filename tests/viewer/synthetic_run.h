@@ -23,6 +23,8 @@ struct SyntheticRunOptions {
   // > 0 (with workers > 0): pipeline spans of a GPipe schedule, forward 1 ms and backward
   // 2 ms per micro-batch and worker, for every step.
   int micro_batches = 0;
+  // Backward operators "grad.<name>.dx" in reverse order, each reading the previous one.
+  bool backward = false;
 };
 
 inline store::Status WriteSyntheticRun(const std::string& path, const SyntheticRunOptions& o = {}) {
@@ -148,6 +150,30 @@ inline store::Status WriteSyntheticRun(const std::string& path, const SyntheticR
       sr.bytes = 512;
       s = writer->AddSendRecv(sr);
     }
+  }
+  for (int j = 0; o.backward && j < o.num_ops && s.ok(); ++j) {
+    const int i = o.num_ops - 1 - j;  // its forward operator
+    const int scope = i / o.ops_per_scope;
+    store::OperatorRecord op;
+    op.id = o.num_ops + j;
+    op.name =
+        "grad.block" + std::to_string(scope) + ".op" + std::to_string(i % o.ops_per_scope) + ".dx";
+    op.scope = op.name.substr(0, op.name.rfind('.'));
+    op.kind = i % 2 ? "ReLUGrad" : "MatMul";
+    op.is_backward = true;
+    op.forward_id = i;
+    op.mesh_id = 0;
+    op.strategy = strategies[i % 3];
+    op.provenance = "derived";
+    s = writer->AddOperator(op);
+    if (!s.ok() || j == 0) continue;
+    store::EdgeRecord e;
+    e.tensor_id = i + 1;  // stands for the gradient flowing back
+    e.src_op = op.id - 1;
+    e.dst_op = op.id;
+    e.layout = "[dp | -]";
+    e.mesh_id = 0;
+    s = writer->AddEdge(e);
   }
   if (!s.ok()) return s;
   s = writer->Commit();

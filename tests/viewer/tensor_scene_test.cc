@@ -36,7 +36,7 @@ TEST(TensorSceneTest, ReplicasAndPartialSumsAreMarked) {
   const auto blocks = scene.Find("block");
   ASSERT_EQ(blocks.size(), 2u);
   for (const SceneItem* block : blocks) EXPECT_TRUE(block->hatched);
-  EXPECT_EQ(blocks[0]->text, "ranks 0,1,2,3");  // sp replicas and mp addends
+  EXPECT_EQ(blocks[0]->text, "ranks 0-3");  // sp replicas and mp addends
   bool says_partial = false, says_replicas = false;
   for (const SceneItem& item : scene.items) {
     says_partial |= item.text.contains("partial sum over mp");

@@ -47,4 +47,22 @@ AxisRange ChartRange(double lo, double hi, double headroom) {
   return {lo - (lo < 0 ? pad : 0), hi + pad};
 }
 
+AxisRange DataRange(double lo, double hi, double margin) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) return {};
+  double pad = std::isfinite(hi - lo) ? (hi - lo) * std::clamp(margin, 0.0, 1.0) : 0;
+  if (hi == lo) pad = lo != 0 ? std::fabs(lo) * 0.05 : 1;  // one value: centred
+  return ChartRange(lo - pad, hi + pad, 0);
+}
+
+ByteUnit ByteUnitFor(double max_bytes) {
+  static constexpr const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  ByteUnit unit;
+  if (!std::isfinite(max_bytes)) return unit;
+  for (int i = 1; i < 5 && std::fabs(max_bytes) >= unit.divisor * 1024; ++i) {
+    unit.divisor *= 1024;
+    unit.name = kNames[i];
+  }
+  return unit;
+}
+
 }  // namespace shardscope::viewer

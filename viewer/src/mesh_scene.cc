@@ -8,7 +8,7 @@ namespace {
 constexpr double kCell = 46;
 constexpr double kGap = 24;
 
-QString GroupText(const std::vector<int>& group) { return "{" + JoinNumbers(group) + "}"; }
+QString GroupText(const std::vector<int>& group) { return "{" + RankText(group) + "}"; }
 
 }  // namespace
 

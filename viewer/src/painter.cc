@@ -97,7 +97,7 @@ void PaintScene(const Scene& scene, QPainter* painter) {
   painter->restore();
 }
 
-store::Status SaveScene(const Scene& scene, const std::string& path) {
+store::Status SaveScene(const Scene& scene, const std::string& path, double png_scale) {
   const QString file = QString::fromStdString(path);
   const QString suffix = QFileInfo(file).suffix().toLower();
   const QSize size = scene.bounds.size().toSize().expandedTo(QSize(1, 1));
@@ -119,7 +119,7 @@ store::Status SaveScene(const Scene& scene, const std::string& path) {
     return store::Status::Ok();
   }
   if (suffix == "png") {
-    const double scale = 2;
+    const double scale = png_scale > 0 ? png_scale : 2;
     QImage image(size * scale, QImage::Format_ARGB32_Premultiplied);
     image.fill(scene.background);
     QPainter painter(&image);

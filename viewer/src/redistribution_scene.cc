@@ -34,7 +34,7 @@ void Append(const Scene& scene, double dx, double dy, Scene* into) {
   }
 }
 
-QString Ranks(const std::vector<int64_t>& ranks) { return "{" + JoinNumbers(ranks) + "}"; }
+QString Ranks(const std::vector<int64_t>& ranks) { return "{" + RankText(ranks) + "}"; }
 
 // The layout after step `k`: on the mesh recorded with the step. Older files recorded none:
 // then the plan mesh, or (a last step that renames axes into the target mesh) the target or

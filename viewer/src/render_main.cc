@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Draw one view of a run file into an SVG or PNG picture (no display needed).",
                "shardscope render"};
   app.footer(R"(Views:
-  graph                   the operator graph (dot layout), redistributions in orange
+  graph                   the operator graph (dot layout), redistributions in orange;
+                          repeated layers fold (--expand layer5 draws one in full)
   mesh [ID|NAME]          a device matrix (default: the largest mesh); --axis highlights groups
   tensor NAME             a tensor's blocks and the ranks holding them; --rank: one rank's view
   redistribution ID       one step of a redistribution plan: maps before/after, who exchanges
@@ -56,6 +57,7 @@ Examples:
   shardscope render runs/ffn.db --view graph --out graph.svg
   shardscope render runs/ffn.db --view graph --color-by memory --forward-only --out g.png
   shardscope render runs/ffn.db --view graph --partitioned --out workers.svg
+  shardscope render runs/gpt136.db --view graph --expand layer70 --scale 0.5 --out g.png
   shardscope render runs/ffn.db --view mesh --axis mp --out mesh.png
   shardscope render runs/ffn.db --view tensor dense1.weight --rank 3 --out w.svg
   shardscope render runs/ffn.db --view redistribution 0 --step 1 --out r0.png
@@ -69,11 +71,14 @@ damaged or not a run file); 1 other failures (the picture could not be written).
   std::string color_by = "strategy";
   std::vector<std::string> expand;
   bool forward_only = false;
+  double png_scale = 2;
   app.add_option("run", run_path, "Run file (runs/*.db)")->required();
   app.add_option("--view", view, "graph | mesh [ID] | tensor NAME | redistribution ID | timeline")
       ->required()
       ->expected(1, 2);
   app.add_option("--out", out, "Output picture: *.svg or *.png")->required();
+  app.add_option("--scale", png_scale, "PNG pixels per point (default 2; 0.5 for a thumbnail)")
+      ->check(CLI::Range(0.05, 8.0));
   app.add_option("--step", request.step,
                  "redistribution: the step to show (0, 1, ...); timeline: the training step")
       ->check(AtLeast(0));
@@ -130,7 +135,7 @@ damaged or not a run file); 1 other failures (the picture could not be written).
     return Fail(shardscope::store::Status(scene.status().code(),
                                           run_path + ": " + scene.status().message()));
   }
-  const auto saved = viewer::SaveScene(*scene, out);
+  const auto saved = viewer::SaveScene(*scene, out, png_scale);
   if (!saved.ok()) return Fail(saved);
   std::printf("wrote %s\n", out.c_str());
   return 0;

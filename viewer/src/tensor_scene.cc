@@ -48,7 +48,7 @@ QString DescribeBlocks(const Layout& layout) {
     const auto index = Unlinear(static_cast<int64_t>(b), per_dim);
     std::vector<int> idx(index.begin(), index.end());
     lines << QString("block (%1) %2: ranks %3")
-                 .arg(Join(idx), RangeText(layout, index), Join(owners[b]));
+                 .arg(Join(idx), RangeText(layout, index), RankText(owners[b]));
   }
   return lines.join("\n");
 }
@@ -106,7 +106,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
                                               : std::vector<int64_t>{};
   // Wide enough for the longest "ranks a,b,c" label.
   size_t longest = 0;
-  for (const auto& set : owners) longest = std::max<size_t>(longest, Join(set).size() + 6);
+  for (const auto& set : owners) longest = std::max<size_t>(longest, RankText(set).size() + 6);
   const double cell_w =
       std::max(kMinCellW, 6.0 * static_cast<double>(std::min<size_t>(longest, 40)) + 12);
   const double slice_w = 56 + cols * cell_w;
@@ -158,7 +158,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
         QColor fill = PaletteColor(colour_index[linear]).lighter(125);
         const bool mine = !rank_block.empty() && index == rank_block;
         if (!rank_block.empty() && !mine) fill = QColor(235, 235, 235);
-        QString text = "ranks " + Join(owners[linear]);
+        QString text = "ranks " + RankText(owners[linear]);
         if (owners[linear].size() == 1) text = "rank " + Join(owners[linear]);
         SceneItem block = BoxItem(QRectF(gx + c * cell_w, gy + r * kCellH, cell_w - 3, kCellH - 3),
                                   fill, text, "block", linear);
@@ -166,7 +166,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
         block.font_size = owners[linear].size() > 8 ? 7 : 9;
         block.hatched = layout.is_partial();
         block.tooltip =
-            "block " + RangeText(layout, index) + " held by ranks " + Join(owners[linear]);
+            "block " + RangeText(layout, index) + " held by ranks " + RankText(owners[linear]);
         if (mine) {
           block.stroke = QColor(200, 0, 0);
           block.stroke_width = 3;
@@ -194,8 +194,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
             .arg(rank)
             .arg(Join(idx), RangeText(layout, rank_block), ShapeText(layout.ShardShape()));
     if (layout.ReplicationFactor() > 1)
-      text += "; same data on ranks " + Join(layout.ReplicaGroup(rank));
-    if (layout.is_partial()) text += "; sums with ranks " + Join(layout.PartialGroup(rank));
+      text += "; same data on ranks " + RankText(layout.ReplicaGroup(rank));
+    if (layout.is_partial()) text += "; sums with ranks " + RankText(layout.PartialGroup(rank));
     scene.items.push_back(TextItem(QRectF(0, y, std::max(max_x, 600.0), 16), text, 9, true));
     y += 18;
   }

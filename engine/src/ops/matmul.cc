@@ -331,7 +331,7 @@ Status MatMulGrad(GradContext& g) {
   const Shape sa = g.shape(g.input(0)), sb = g.shape(g.input(1));
   if (sa.size() == 2 && sb.size() == 2) return EmitProductGrads(g, OpKind::kMatMul);
   // Rank-1 operands become matrices; the products' broadcast batch is summed away.
-  const OpAttrs& at = g.attrs();
+  const OpAttrs at = g.attrs();  // a copy: the emits below may grow the node list
   const Shape pa = PromotedA(sa), pb = PromotedB(sb);
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId a, g.ReshapeTo(g.input(0), pa, "a2d"));
   SHARDSCOPE_ASSIGN_OR_RETURN(ValueId b, g.ReshapeTo(g.input(1), pb, "b2d"));

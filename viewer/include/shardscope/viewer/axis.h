@@ -22,5 +22,16 @@ struct AxisRange {
   double lo = 0, hi = 1;
 };
 AxisRange ChartRange(double lo, double hi, double headroom = 0.05);
+// The data range [lo, hi] padded by `margin` of its width on both sides, so a curve that
+// stays far from zero fills the chart (loss, step time); ChartRange's guarantees hold.
+AxisRange DataRange(double lo, double hi, double margin = 0.05);
+
+// The binary unit (base::FormatBytes's family) values up to `max_bytes` read best in:
+// {1, "B"}, {1024, "KiB"}, {1024², "MiB"}, ... up to TiB; {1, "B"} for what is not finite.
+struct ByteUnit {
+  double divisor = 1;
+  const char* name = "B";
+};
+ByteUnit ByteUnitFor(double max_bytes);
 
 }  // namespace shardscope::viewer

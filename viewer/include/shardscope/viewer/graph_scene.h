@@ -1,9 +1,14 @@
 // Graph view: the forward and backward operator graph of a run, laid out by Graphviz `dot`
 // in-process (libgvc; one GVC_t for the process, guarded by a mutex).
 //
-// Name scopes are clusters; a scope with more than `collapse_above` operators is drawn as one
-// box (role "cluster", key = scope) unless listed in `expanded`, so a 10,000-operator graph
-// stays readable. Operators (role "operator", id = operator id) are coloured by strategy (same
+// Repeated structure folds when more than `fold_above` operators are shown: consecutive
+// units with the same operators (`layer0` … `layer135`) become one box for their forward and
+// one for their backward operators (role "cluster", key = the first unit; expanding a unit
+// draws it in full). Name scopes are clusters (backward ones, "grad.<scope>", beside their
+// forward scope); a scope with more than `collapse_above` operators is drawn as one box
+// (role "cluster", key = scope) unless listed in `expanded`. At most `max_nodes` nodes are
+// drawn: scopes collapse further, then one node (role "more", id = operators left out)
+// stands for the rest. Operators (role "operator", id = operator id) are coloured by strategy (same
 // strategy, same colour; a legend lists them), by worker or by memory. Edges (role "edge",
 // id = tensor id) that carry a redistribution are drawn thick and orange (role
 // "redistribution", id = redistribution id) and labelled with their collectives and bytes;
@@ -30,6 +35,8 @@ struct GraphOptions {
   int collapse_above = 40;          // scopes with more operators are collapsed ...
   std::set<std::string> expanded;   // ... unless listed here
   std::set<std::string> collapsed;  // always collapsed
+  int64_t fold_above = 150;         // repeats fold when more operators than this are shown
+  int64_t max_nodes = 300;          // drawn nodes at most (see above)
   std::string filter;               // only operators whose name contains this (empty: all)
 };
 

@@ -15,8 +15,9 @@ namespace shardscope::viewer {
 void PaintItem(const SceneItem& item, QPainter* painter);
 // Fills the background and paints every item, translated so that bounds.topLeft() is at 0,0.
 void PaintScene(const Scene& scene, QPainter* painter);
-// Writes `scene` to `path`: SVG for *.svg, PNG for *.png (scale 2 for sharp text); any other
-// extension is kInvalidInput. Errors name the file.
-store::Status SaveScene(const Scene& scene, const std::string& path);
+// Writes `scene` to `path`: SVG for *.svg, PNG for *.png (`png_scale` pixels per point: 2
+// for sharp text, less for a thumbnail); any other extension is kInvalidInput. Errors name
+// the file.
+store::Status SaveScene(const Scene& scene, const std::string& path, double png_scale = 2);
 
 }  // namespace shardscope::viewer

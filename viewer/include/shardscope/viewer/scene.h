@@ -72,6 +72,27 @@ QString JoinNumbers(const std::vector<Int>& values, const QString& separator = "
   }
   return text;
 }
+// Ranks as a person reads them: "3", "0-7", "0-1023 step 128" for arithmetic runs of 3 or
+// more; other sets list their first 8: "0,5,9,... (40 ranks)".
+template <typename Int>
+QString RankText(const std::vector<Int>& ranks) {
+  const size_t n = ranks.size();
+  if (n >= 3) {
+    const long long step = static_cast<long long>(ranks[1]) - static_cast<long long>(ranks[0]);
+    bool regular = step > 0;
+    for (size_t i = 2; i < n && regular; ++i) {
+      regular = static_cast<long long>(ranks[i]) - static_cast<long long>(ranks[i - 1]) == step;
+    }
+    if (regular) {
+      const QString range = QString("%1-%2").arg(ranks.front()).arg(ranks.back());
+      return step == 1 ? range : range + QString(" step %1").arg(step);
+    }
+  }
+  constexpr size_t kListed = 8;
+  if (n <= kListed) return JoinNumbers(ranks);
+  return JoinNumbers(std::vector<Int>(ranks.begin(), ranks.begin() + kListed)) +
+         QString(",\u2026 (%1 ranks)").arg(n);
+}
 // shardscope::FormatBytes as a QString: "1.5 KiB", "312 B".
 QString FormatBytes(double bytes);
 
