@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models.h"
+#include "shardscope/data.h"
 #include "shardscope/rng.h"
 
 namespace shardscope::samples {
