@@ -680,6 +680,8 @@ TEST(ModelFileErrorsTest, TokenErrors) {
               {"a sequence loss needs logits [batch, positions..., classes] = [32, 8, 64]"});
   ExpectError(Replace(TokenBase(), 12, "data: {dataset: mnist, file: a.txt}"), "m.yaml:12:24",
               {"data.file applies to dataset: text"});
+}
+
 // training.dtype: the element type `plan` prices bytes at (training stays f32).
 TEST(ModelFileErrorsTest, TrainingDtype) {
   Result<ModelFile> file = ParseModelText(With(Base(), {"training: {dtype: bf16}"}), "m.yaml");
