@@ -6,6 +6,7 @@
 
 #include "shardscope/initializer.h"
 #include "shardscope/nn.h"
+#include "shardscope/trainer.h"  // ModelGraph, which the samples return
 
 namespace shardscope::samples {
 
