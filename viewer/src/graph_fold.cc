@@ -115,6 +115,14 @@ void AddFold(const std::vector<Entry>& entries, size_t begin, size_t period, siz
         }
       }
     }
+    if (units.size() < 2 * period) {  // nothing repeats: drawn as they are, not "×1"
+      for (size_t j : units) {
+        for (const auto* op : entries[j].ops) {
+          if (op->is_backward == bwd) rest.push_back(op);
+        }
+      }
+      continue;
+    }
     int64_t count = 0;
     for (size_t j : units) {
       for (const auto* op : entries[j].ops) count += op->is_backward == bwd;

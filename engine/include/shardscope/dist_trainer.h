@@ -78,8 +78,10 @@ Result<DistProgram> PlanTrainingProgram(ModelGraph* model, const PartitionOption
 // The bytes one rank of a DistTrainer holds for `program`: every buffer (one per DistValue,
 // at its shard shape), `optimizer_states` tensors per parameter shard, and the whole largest
 // parameter, which initialisation draws before slicing it. kInvalidInput if it overflows.
+// `float_bytes` < 4 prices mixed precision: f32 buffers at that size plus an f32 master copy
+// of every parameter shard (states stay f32).
 Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
-                                int optimizer_states);
+                                int optimizer_states, int float_bytes = 4);
 
 // Training on one rank of a partitioned model. Same seed ⇒ the shards of the parameters a
 // single-device Trainer would have.

@@ -146,8 +146,8 @@ int RunPlan(const PlanOptions& o) {
   // The reported prediction prices the program train runs, not the search's objective.
   auto price = PriceProgram(model->graph, *program, *options);
   if (!price.ok()) return Fail(kExitRunFailure, price.status().message());
-  // The memory `train` checks before it starts (every buffer of one rank), not the search's.
-  auto memory = PlannedMemoryPerDevice(*mf, model->graph, *program);
+  // Memory per device at the planning dtype (at f32: what `train` checks before it starts).
+  auto memory = PlannedMemoryPerDevice(*mf, model->graph, *program, options->dtype);
   if (!memory.ok()) return Fail(kExitBadInput, memory.status().message());
 
   // One figure, one name: predicted_* is the priced program, search_objective_* the search's.

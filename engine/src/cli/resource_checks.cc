@@ -72,8 +72,9 @@ Result<int64_t> SyntheticDataBytes(const ModelFile& mf) {
 }
 
 Result<int64_t> PlannedMemoryPerDevice(const ModelFile& mf, const Graph& graph,
-                                       const DistProgram& program) {
-  return RankMemoryBytes(graph, program, OptimizerStateTensors(mf.training().optimizer.kind));
+                                       const DistProgram& program, Precision dtype) {
+  return RankMemoryBytes(graph, program, OptimizerStateTensors(mf.training().optimizer.kind),
+                         PrecisionBytes(dtype));
 }
 
 int DevicesOnThisHost(bool mpi, int devices) {

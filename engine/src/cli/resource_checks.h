@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "shardscope/cost/dtype.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/pipeline.h"
@@ -19,10 +20,11 @@ Status CheckInProcessDevices(const ModelFile& mf, int devices, bool from_flag);
 // kInvalidInput at data.synthetic_size when it cannot fit in memory at all.
 Result<int64_t> SyntheticDataBytes(const ModelFile& mf);
 
-// The bytes one device of `program` holds (RankMemoryBytes with the model file's optimizer):
-// the figure `plan` prints as memory per device and `train` checks.
+// The bytes one device of `program` holds (RankMemoryBytes with the model file's optimizer)
+// at `dtype`: the figure `plan` prints as memory per device and `train` (always f32) checks.
 Result<int64_t> PlannedMemoryPerDevice(const ModelFile& mf, const Graph& graph,
-                                       const DistProgram& program);
+                                       const DistProgram& program,
+                                       Precision dtype = Precision::kF32);
 
 // The devices of a run that share this machine's memory: all of an in-process run, this
 // host's ranks under mpirun.

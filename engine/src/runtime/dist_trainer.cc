@@ -243,16 +243,20 @@ Result<DistProgram> PlanTrainingProgram(ModelGraph* model, const PartitionOption
 }
 
 Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
-                                int optimizer_states) {
+                                int optimizer_states, int float_bytes) {
   // Each value's bytes fit (Graph::CheckNewValue); their sum is what needs checking.
   std::optional<int64_t> total = 0;
   auto add = [&](int64_t bytes) { total = total ? CheckedAdd(*total, bytes) : std::nullopt; };
-  for (const DistValue& v : program.values)
-    add(NumElements(v.layout.ShardShape()) * DTypeBytes(graph.value(v.global).dtype));
+  for (const DistValue& v : program.values) {
+    const DType dtype = graph.value(v.global).dtype;
+    add(NumElements(v.layout.ShardShape()) * (dtype == DType::kF32 ? float_bytes : DTypeBytes(dtype)));
+  }
+  const int master_copies = float_bytes < 4 ? 1 : 0;
   int64_t largest_param = 0;
   for (const auto& [param, grad] : program.param_grads) {
     const DistValue& v = program.values[param];
-    for (int s = 0; s < optimizer_states; ++s) add(NumElements(v.layout.ShardShape()) * 4);
+    for (int s = 0; s < optimizer_states + master_copies; ++s)
+      add(NumElements(v.layout.ShardShape()) * 4);
     largest_param = std::max(largest_param, NumElements(graph.value(v.global).shape) * 4);
   }
   add(largest_param);
