@@ -121,7 +121,7 @@ void ConcatForward(const KernelContext& k) {
   for (int64_t o = 0; o < outer; ++o) {
     for (const Tensor* x : k.in) {
       const int64_t block = x->dim(static_cast<int>(axis)) * inner;
-      std::memcpy(dst, Raw(*x) + o * block, block);
+      if (block > 0) std::memcpy(dst, Raw(*x) + o * block, block);  // empty parts have no data
       dst += block;
     }
   }
@@ -176,7 +176,7 @@ void SplitForward(const KernelContext& k) {
   for (int64_t o = 0; o < outer; ++o) {
     for (Tensor* y : k.out) {
       const int64_t block = y->dim(static_cast<int>(axis)) * inner;
-      std::memcpy(Raw(*y) + o * block, src, block);
+      if (block > 0) std::memcpy(Raw(*y) + o * block, src, block);  // empty parts have no data
       src += block;
     }
   }

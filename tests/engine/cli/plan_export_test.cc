@@ -174,7 +174,8 @@ namespace {
 // The operators' strategies of `plan --json`, spaces removed, by name.
 std::map<std::string, std::string> Strategies(const std::string& json_text) {
   std::map<std::string, std::string> out;
-  for (const auto& op : nlohmann::json::parse(json_text)["operators"]) {
+  const nlohmann::json plan = nlohmann::json::parse(json_text);  // outlives the loop
+  for (const auto& op : plan["operators"]) {
     std::string s = op["strategy"];
     s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
     out[op["name"]] = s;
