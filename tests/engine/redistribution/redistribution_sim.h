@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/base/prime_factors.h"
 #include "shardscope/layout/layout.h"
 #include "shardscope/layout/mesh.h"
 #include "shardscope/redistribution/redistribution.h"
@@ -73,18 +74,6 @@ inline DeviceMesh RandomMesh(std::mt19937& rng, bool explicit_ranks, int max_dev
   return MakeMesh(shape, names, ranks);
 }
 
-inline std::vector<int64_t> Primes(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t f = 2; f * f <= n; ++f) {
-    while (n % f == 0) {
-      out.push_back(f);
-      n /= f;
-    }
-  }
-  if (n > 1) out.push_back(n);
-  return out;
-}
-
 // A mesh over the same ranks as `mesh` that is a regrouping of it: its axes are cut into
 // prime digits, the digits shuffled and grouped into new axes (new names); the rank list
 // follows. Always unifiable with `mesh`.
@@ -96,7 +85,7 @@ inline DeviceMesh RegroupedMesh(std::mt19937& rng, const DeviceMesh& mesh) {
   };
   std::vector<D> digits;
   for (int a = 0; a < mesh.num_axes(); ++a) {
-    std::vector<int64_t> f = Primes(mesh.axis_size(a));
+    std::vector<int64_t> f = PrimeFactors(mesh.axis_size(a));
     std::shuffle(f.begin(), f.end(), rng);
     int64_t below = mesh.axis_size(a);
     for (int64_t x : f) {
@@ -148,7 +137,7 @@ inline DeviceMesh RegroupedMesh(std::mt19937& rng, const DeviceMesh& mesh) {
 // A random factorisation of the same device count with a random rank list (usually not a
 // regrouping of anything related).
 inline DeviceMesh UnrelatedMesh(std::mt19937& rng, int size) {
-  std::vector<int64_t> f = Primes(size);
+  std::vector<int64_t> f = PrimeFactors(size);
   std::shuffle(f.begin(), f.end(), rng);
   Shape shape;
   for (int64_t x : f) {
