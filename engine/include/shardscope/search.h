@@ -54,8 +54,8 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/cost/dtype.h"
 #include "shardscope/cost/cost_model.h"
+#include "shardscope/cost/dtype.h"
 #include "shardscope/graph.h"
 #include "shardscope/status.h"
 

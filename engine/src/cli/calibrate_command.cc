@@ -10,8 +10,8 @@
 #include "cli/command.h"
 #include "shardscope/communicator.h"
 #include "shardscope/cost/calibration_measure.h"
-#include "shardscope/cost/profile_fields.h"
 #include "shardscope/cost/cost_model.h"
+#include "shardscope/cost/profile_fields.h"
 
 namespace shardscope::cli {
 namespace {

@@ -24,7 +24,7 @@ struct PlacedTrainRequest {
   bool no_record = false;
   OnRecordError on_record_error = OnRecordError::kStop;
   int64_t log_every = 0;
-  int64_t data_bytes = 0;  // the synthetic data set's (SyntheticDataBytes)
+  int64_t data_bytes = 0;        // the synthetic data set's (SyntheticDataBytes)
   std::string data_json = "{}";  // where the data came from (DataJson), for the run file
   bool overwrite = false;        // replace an existing run file
 };

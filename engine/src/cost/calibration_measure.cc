@@ -329,7 +329,8 @@ void MeasureThreadRates(int i, int rounds, CalibrationRound* round) {
 CostModel FitCalibratedCostModel(const CalibrationRound& m, int n, bool in_process) {
   CostModel c = FitAlphaBeta(m, n);
   if (in_process) {
-    c.in_process.compute_slots = std::clamp(m.concurrent_gemm_flops / c.flops, 0.05, static_cast<double>(n));
+    c.in_process.compute_slots =
+        std::clamp(m.concurrent_gemm_flops / c.flops, 0.05, static_cast<double>(n));
     // Every device thread takes part in every collective step (the groups of a step run at
     // once on shared cores): none costs less than a tiny collective over all of them.
     c.in_process.group_sync_s = m.all_reduce_all_s;

@@ -71,9 +71,9 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const std::string& path,
   std::error_code ec;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  SHARDSCOPE_ASSIGN_OR_RETURN(auto writer,
-                              store::RunWriter::Create(
-                                  path, run, store::RunWriterOptions{.overwrite = overwrite}));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      auto writer,
+      store::RunWriter::Create(path, run, store::RunWriterOptions{.overwrite = overwrite}));
   return std::unique_ptr<Recorder>(new Recorder(std::move(writer)));
 }
 

@@ -249,7 +249,8 @@ Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
   auto add = [&](int64_t bytes) { total = total ? CheckedAdd(*total, bytes) : std::nullopt; };
   for (const DistValue& v : program.values) {
     const DType dtype = graph.value(v.global).dtype;
-    add(NumElements(v.layout.ShardShape()) * (dtype == DType::kF32 ? float_bytes : DTypeBytes(dtype)));
+    add(NumElements(v.layout.ShardShape()) *
+        (dtype == DType::kF32 ? float_bytes : DTypeBytes(dtype)));
   }
   const int master_copies = float_bytes < 4 ? 1 : 0;
   int64_t largest_param = 0;

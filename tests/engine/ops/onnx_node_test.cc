@@ -38,13 +38,12 @@ Result<Tensor> ToTensor(const onnx::TensorProto& p) {
   const std::string& raw = p.raw_data();
   // Values that do not fill the shape (a scalar stored with no data at all) are refused: the
   // node test is reported as skipped with this reason instead of reading past the data.
-  const int64_t stored = raw.empty() ? std::max({p.float_data_size(), p.int32_data_size(),
-                                                 p.int64_data_size()})
-                                     : static_cast<int64_t>(raw.size());
-  const bool numeric = p.data_type() == onnx::TensorProto::FLOAT ||
-                       p.data_type() == onnx::TensorProto::INT32 ||
-                       p.data_type() == onnx::TensorProto::BOOL ||
-                       p.data_type() == onnx::TensorProto::INT64;
+  const int64_t stored =
+      raw.empty() ? std::max({p.float_data_size(), p.int32_data_size(), p.int64_data_size()})
+                  : static_cast<int64_t>(raw.size());
+  const bool numeric =
+      p.data_type() == onnx::TensorProto::FLOAT || p.data_type() == onnx::TensorProto::INT32 ||
+      p.data_type() == onnx::TensorProto::BOOL || p.data_type() == onnx::TensorProto::INT64;
   if (numeric && raw.empty() && stored != n)
     return Status::Invalid("a tensor of shape " + ShapeToString(shape) + " stores " +
                            std::to_string(stored) + " values");

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "shardscope/cost/dtype.h"
 #include "shardscope/cost/cost_model.h"
+#include "shardscope/cost/dtype.h"
 #include "shardscope/layout/mesh.h"
 #include "shardscope/status.h"
 
