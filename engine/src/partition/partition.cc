@@ -38,6 +38,12 @@ bool Fits(const Graph& g, const ShardingSignature& sig, const OpStrategy& s, con
   return true;
 }
 
+// True when both meshes put the same ranks at the same grid positions, axis names aside:
+// operators name their axes on their own, so equal grids often differ only in names.
+bool SameGrid(const DeviceMesh& a, const DeviceMesh& b) {
+  return a.shape() == b.shape() && a.explicit_ranks() == b.explicit_ranks();
+}
+
 // A backward operator's strategy: its letters take the axes of the layouts its operands had
 // in the forward pass (saved activations and parameters first, then incoming gradients), on
 // the mesh of the first operand that is split at all.
@@ -61,11 +67,19 @@ OpStrategy InferBackward(const Graph& g, const ShardingSignature& sig, const Nod
       auto l = ProducedLayout(g, sigs[f.id], strategies[f.id], f, static_cast<int>(k));
       if (l.ok()) hint = *l;
     }
+    // A gradient arriving for one of f's outputs (same shape, made by the backward) is
+    // split as f produced that output, so the backward keeps f's mesh and letters.
+    const NodeId p = g.value(v).producer;
+    const bool from_backward = p == kNoNode || g.node(p).is_backward;
+    for (size_t k = 0; k < f.outputs.size() && !hint && from_backward; ++k) {
+      if (g.value(f.outputs[k]).shape != g.value(v).shape) continue;
+      auto l = ProducedLayout(g, sigs[f.id], strategies[f.id], f, static_cast<int>(k));
+      if (l.ok()) hint = *l;
+    }
     if (hint) {
       hints.emplace_back(static_cast<int>(i), *hint);
       continue;
     }
-    const NodeId p = g.value(v).producer;
     if (p == kNoNode) continue;
     auto l = ProducedLayout(g, sigs[p], strategies[p], g.node(p), g.value(v).producer_output);
     if (l.ok()) later.emplace_back(static_cast<int>(i), *l);
@@ -91,7 +105,7 @@ OpStrategy InferBackward(const Graph& g, const ShardingSignature& sig, const Nod
   std::vector<char> order;  // assignment order, to back off from the end
   std::vector<bool> used(s.mesh.num_axes(), false);
   for (auto& [i, l] : hints) {
-    if (!(l.mesh() == s.mesh)) continue;
+    if (!SameGrid(l.mesh(), s.mesh)) continue;
     for (int d = 0; d < l.rank(); ++d) {
       const char c = sig.inputs[i][d];
       const auto& axes = l.dim_axes(d);

@@ -214,6 +214,58 @@ TEST(Plans, MegatronMlpHasNoRedistributionBetweenAndOneAllReduceAfter) {
   EXPECT_EQ(forward, 1) << p.program.ToText(p.model.graph);
 }
 
+// Megatron's MLP on tokens ([batch, positions, width] · [width, 4·width]) over 2 × 4
+// devices: the backward products keep the forward's batch split (they once gathered the
+// whole batch: their gradient operand, made on a mesh of other axis names, was not
+// recognised as the gradient of the forward's output).
+TEST(Plans, BackwardProductsOfABatchedMegatronMlpKeepTheBatchSplit) {
+  const std::string text = R"(name: token_mlp
+input: {shape: [4, 16]}
+classes: 8
+parameters:
+  w1: {shape: [16, 64], init: normal}
+  w2: {shape: [64, 16], init: normal}
+  w3: {shape: [64, 8], init: normal}
+operators:
+  - fc1: {op: MatMul, inputs: [x, w1]}
+  - gelu: {op: GeLU}
+  - fc2: {op: MatMul, inputs: [gelu, w2]}
+  - flat: {op: Reshape, shape: [-1, 64]}
+  - head: {op: MatMul, inputs: [flat, w3]}
+loss: softmax_cross_entropy
+optimizer: {type: sgd, lr: 0.01}
+data: {dataset: synthetic, synthetic_size: 64}
+training: {batch: 8, epochs: 1, seed: 1}
+parallel:
+  mode: semi_auto
+  devices: 8
+  strategies:
+    fc1: ((2, 1, 1), (1, 4))
+    fc2: ((2, 1, 4), (4, 1))
+)";
+  auto mf = ParseModelText(text, "token_mlp.yaml");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  auto m = mf->Build(8);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Planned p = PlanFor(std::move(*m), 8);
+  int products = 0;
+  for (const Node& n : p.model.graph.nodes()) {
+    if (!n.is_backward || n.op != OpKind::kMatMul) continue;
+    const std::string& fwd = p.model.graph.node(n.forward_node).name;
+    if (fwd != "fc1" && fwd != "fc2") continue;
+    for (const DistInstr& c : p.program.instrs) {
+      if (c.kind != DistInstr::Kind::kCompute || c.node != n.id) continue;
+      ++products;
+      for (int v : c.inputs) {  // rows, batch or the weight's split rows: dimension 0
+        EXPECT_FALSE(p.program.values[v].layout.dim_axes(0).empty())
+            << n.name << "\n"
+            << p.program.ToText(p.model.graph);
+      }
+    }
+  }
+  EXPECT_EQ(products, 3);  // fc1's da is not needed (x has no gradient)
+}
+
 TEST(Plans, PartialOutputOfAReductionSplitMatMulIsReducedAndSaysWhy) {
   std::map<std::string, DeviceMesh> meshes;
   Planned p = PlanFor(FromFile("matmul3.yaml", &meshes), 8, meshes);
