@@ -84,7 +84,7 @@ ClusterLink ReadLink(const Reader& r, const YAML::Node& node, const std::string&
 ClusterProfile Read(const Reader& r, const YAML::Node& root, const std::string& path) {
   r.CheckKeys(root, "",
               {"name", "description", "nodes", "devices_per_node", "torus", "links", "device",
-               "collective_launch", "in_process"});
+               "collective_launch", "gradient_bucket", "in_process"});
   ClusterProfile c;
   c.path = path;
   if (!root["name"]) r.Fail(root, "name", "missing (the name `--cluster` takes)");
@@ -127,6 +127,10 @@ ClusterProfile Read(const Reader& r, const YAML::Node& root, const std::string& 
   }
   if (root["collective_launch"])
     c.collective_launch_s = r.Number(root["collective_launch"], "collective_launch", false);
+  if (root["gradient_bucket"])
+    c.gradient_bucket_bytes = r.Number(root["gradient_bucket"], "gradient_bucket", false);
+  else if (root["in_process"])
+    c.gradient_bucket_bytes = 0;
   if (const YAML::Node ip = root["in_process"]) {
     c.in_process = true;
     std::vector<std::string> names;
@@ -283,6 +287,7 @@ Result<CostModel> ClusterCostModel(const ClusterProfile& c, const DeviceMesh& me
   m.memory_bandwidth = c.memory_bandwidth;
   m.collective_overhead_s = c.collective_launch_s;
   m.tree_all_reduce = !c.in_process;
+  m.gradient_bucket_bytes = c.gradient_bucket_bytes;
   if (c.in_process) m.in_process = c.overhead;
   // An axis the planner does not know travels the slowest link the mesh uses.
   const ClusterLink& base = !c.torus.empty() ? c.torus_link : c.node;

@@ -57,6 +57,20 @@ double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistSte
          cm.in_process.HandoffSeconds(compute_before);
 }
 
+// A gradient of `bytes` per rank all-reduced in a bucket with others (share < 1 of it,
+// CostModel::GradientBucketShare): its share of the bucket's all-reduce, priced as the
+// searches price a collective over the links the step's groups span.
+double BucketedGradientSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistStep& step,
+                               double bytes, double share) {
+  const CostModel& cm = g.options().cost;
+  double latency = step.axis_names.empty() ? cm.latency_s : 0.0;
+  for (const std::string& axis : step.axis_names) latency = std::max(latency, cm.AxisLatency(axis));
+  double bandwidth = cm.Bandwidth(plan.mesh, step.axes);
+  g.GroupsLink(step.groups, &bandwidth, &latency);
+  return share * cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, bytes / share,
+                                            plan.mesh.GroupSize(step.axes), bandwidth, latency);
+}
+
 }  // namespace
 
 Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program,
@@ -101,6 +115,10 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   // operator after its forward and again after each backward instruction counted it two or
   // three times: under a calibrated profile the FFN's hand-offs came to 1.33 ms, 1.65 x the
   // extra of its whole step's computation (0.81 ms).
+  // Gradient reductions (their outputs are the gradients the update reads) share buckets.
+  std::vector<bool> is_param_grad(program.values.size(), false);
+  for (const auto& [param, grad] : program.param_grads) is_param_grad[grad] = true;
+  const double element_bytes = PrecisionBytes(o.dtype);
   double compute_before = 0;
   for (const DistInstr& in : program.instrs) {
     if (in.kind == DistInstr::Kind::kCompute) {
@@ -109,10 +127,18 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
       continue;
     }
     ++price.redistributions;
+    const double bytes =
+        element_bytes *
+        static_cast<double>(NumElements(program.values[in.inputs[0]].layout.ShardShape()));
+    const double share = is_param_grad[in.outputs[0]] ? o.cost.GradientBucketShare(bytes) : 1.0;
     for (const RedistStep& step : in.plan->steps) {
       if (!CommunicatesData(step)) continue;
       ++price.communication_steps;
-      price.communication_seconds += StepSeconds(g, *in.plan, step, compute_before);
+      const bool bucketed = share < 1 && step.kind == RedistStep::Kind::kAllReduce &&
+                            !step.irregular() && in.plan->steps.size() == 1;
+      price.communication_seconds += bucketed
+                                         ? BucketedGradientSeconds(g, *in.plan, step, bytes, share)
+                                         : StepSeconds(g, *in.plan, step, compute_before);
       compute_before = 0;  // the next step follows this one
     }
   }

@@ -449,8 +449,11 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     if (in.kind == ValueKind::kParameter) {
       // Its gradient is summed over the ranks that replicate it: the letters it lacks and the
       // replica axis.
+      // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
       const auto replicas = static_cast<int64_t>(options_.devices / split);
-      if (replicas > 1) grad_reduce += reduce(shard, replicas, GroupLink(parts, in.missing, true));
+      const double share = cm.GradientBucketShare(shard);
+      if (replicas > 1)
+        grad_reduce += share * reduce(shard / share, replicas, GroupLink(parts, in.missing, true));
     }
   }
   for (const SearchOperand& out : o.outputs) {

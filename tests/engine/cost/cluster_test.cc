@@ -36,6 +36,22 @@ TEST(ClusterProfile, ParsesEveryLevel) {
   EXPECT_FALSE(c->in_process);
 }
 
+// Gradient buckets: DDP's 25 MiB unless the file says otherwise, none in-process; a gradient
+// below the bucket pays its share of one bucket's collective.
+TEST(ClusterProfile, GradientBucketsDefaultToDdpsAndShareTheLatency) {
+  auto c = ParseClusterProfile(kSmall, "small.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->gradient_bucket_bytes, 25.0 * (1 << 20));
+  auto own = ParseClusterProfile(std::string(kSmall) + "gradient_bucket: 1e6\n", "own.yaml");
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  auto cost = ClusterCostModel(*own, Mesh("mesh(node=2,local=4)"), Precision::kBF16);
+  ASSERT_TRUE(cost.ok()) << cost.status().message();
+  EXPECT_EQ(cost->gradient_bucket_bytes, 1e6);
+  EXPECT_DOUBLE_EQ(cost->GradientBucketShare(250e3), 0.25);
+  EXPECT_EQ(cost->GradientBucketShare(2e6), 1.0);
+  EXPECT_EQ(LoadClusterProfile("this-machine")->gradient_bucket_bytes, 0);
+}
+
 // "file:line:column: field: message", with a suggestion for a misspelt field.
 TEST(ClusterProfile, BadFilesNameFileLineAndField) {
   std::string text = kSmall;

@@ -130,6 +130,23 @@ TEST(ProgramPrice, CommunicationFollowsTheCostModel) {
   EXPECT_EQ(s.operator_seconds, b.operator_seconds);
 }
 
+// Gradients all-reduced in buckets pay their transfer and a share of one bucket's latency:
+// with a bucket larger than every gradient the latency-bound price drops; with a bucket
+// smaller than each it is the price of one collective per gradient.
+TEST(ProgramPrice, GradientsInBucketsShareTheLatencyOfOneCollective) {
+  CostModel each;
+  each.latency_s = 1e-3;  // latency dominates every step
+  CostModel bucketed = each, tiny = each;
+  bucketed.gradient_bucket_bytes = 1 << 30;
+  tiny.gradient_bucket_bytes = 1;
+  const ProgramPrice e = PriceSample("ffn", each), b = PriceSample("ffn", bucketed),
+                     t = PriceSample("ffn", tiny);
+  EXPECT_DOUBLE_EQ(t.communication_seconds, e.communication_seconds);
+  EXPECT_LT(b.communication_seconds, e.communication_seconds - 1e-3);
+  EXPECT_EQ(b.communication_steps, e.communication_steps);
+  EXPECT_EQ(b.operator_seconds, e.operator_seconds);
+}
+
 // A group sync of 1 ms, far above every step's formula price, and no other fixed cost: every
 // step costs its sync.
 CostModel EveryStepPaysItsSync() {

@@ -38,6 +38,9 @@ struct ClusterProfile {
   double memory_bandwidth = 0;          // per device, bytes/s
   std::map<std::string, double> flops;  // dtype name ("f32", "bf16", "fp16") -> flop/s
   double collective_launch_s = 0;       // fixed cost of issuing one collective
+  // Gradients all-reduced in buckets of this many bytes; `gradient_bucket:` in the file, else
+  // PyTorch DDP's default bucket_cap_mb = 25 MiB (0 in-process: one collective each).
+  double gradient_bucket_bytes = 25.0 * (1 << 20);
   // In-process (this machine): devices are threads; `overhead` prices their sharing.
   bool in_process = false;
   InProcessOverhead overhead;

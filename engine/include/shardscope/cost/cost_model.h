@@ -158,6 +158,10 @@ struct CostModel {
   // the tree costs 2 ceil(log2 p) alpha + 2 n / beta, fewer latency terms on large groups.
   // Cluster profiles set it; false (in-process, calibrated profiles) = the ring alone.
   bool tree_all_reduce = false;
+  // Parameter gradients are all-reduced in buckets of this many bytes (PyTorch DDP's
+  // bucket_cap_mb, 25 MiB): a gradient pays its share of one bucket's latency terms
+  // (GradientBucketShare). 0 = one collective per gradient. Searches and PriceProgram.
+  double gradient_bucket_bytes = 0;
   // The optional in-process term (device threads sharing a few cores); zero = none. Only
   // the searches and PriceProgram read it, to predict in-process runs on this machine.
   InProcessOverhead in_process;
@@ -258,6 +262,13 @@ struct CostModel {
                                     int steps, double latency, double compute_before) const;
 
   // Hash of every parameter (plan caches key on it).
+  // The share of one bucket's collective that a gradient of `bytes` pays: bytes over the
+  // bucket (it rides with others), 1 at or above it or without buckets. Collective costs are
+  // affine in bytes, so share x price(bucket bytes) = transfer + share x latency terms.
+  double GradientBucketShare(double bytes) const {
+    return gradient_bucket_bytes > bytes && bytes > 0 ? bytes / gradient_bucket_bytes : 1.0;
+  }
+
   size_t Fingerprint() const;
   // "alpha=5us beta=10GB/s (mp=150GB/s) flops=50GF/s".
   std::string ToString() const;
