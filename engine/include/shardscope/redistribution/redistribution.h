@@ -79,8 +79,7 @@
 //   - nothing to reduce and every rank needing its missing elements from one other rank, over
 //     the fastest links, the target splitting only over axes the source splits (one permute,
 //     or one all-to-all-v; also between meshes that do not unify).
-// Tests compare them with the search's on thousands of cases: the same bytes, a price within
-// 1e-9 (relative; equal-priced orders may differ), and simulated to the target. The
+// Tests check them against the search's (same bytes, price within 1e-9, simulated). The
 // rest go to the search, whose per-rank work is kept down by testing a sample of ranks before
 // every rank, computing landings and exchanges only when needed, and a flat lower bound.
 // Irregular steps are chosen and assembled from per-rank counts computed in closed form
