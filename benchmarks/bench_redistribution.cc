@@ -2,27 +2,10 @@
 // seeded suite of random layout pairs for meshes of 8, 64, 512 and 1024 devices with 1 to 4
 // axes (see benchmarks/README.md for the figures).
 //
-//   build/bin/bench_redistribution                                  # timing + bytes tables
-//   build/bin/bench_redistribution --benchmark_filter='/1024/'      # one size class
-//   build/bin/bench_redistribution --visits=9 --slowest=10          # more samples per pair
-//   build/bin/bench_redistribution --bytes=0                        # timing table only
-//   build/bin/bench_redistribution --explain=1024/4/56              # one pair: plan, references
-//   build/bin/bench_redistribution --explain=1024/4/56,512/4/3 --repeat=1000  # a mix, for perf
-//   build/bin/bench_redistribution --median-pairs=10                # also the pairs at the median
-//   build/bin/bench_redistribution --benchmark_filter=NONE          # bytes table only
+// Usage: kUsage below (--help prints it, then Google Benchmark's flags).
 //
-// Suite. For every (devices, axes) class, --pairs pairs (default 200) drawn from one
-// std::mt19937 seeded from the class (so the suite is the same on every run; the distributions
-// are libstdc++'s):
-//   - the source mesh: `devices` split into `axes` power-of-two axes (random composition);
-//   - the target mesh: the same, or (1 pair in 5, when axes >= 2) a regrouping that merges
-//     two adjacent axes, so the planner has to unify the meshes;
-//   - tensors of 1 to 4 dimensions; each mesh axis is a replica, a partial-sum axis (partial
-//     sums in the source of about 1 pair in 5, in the target of 1 in 20), or splits a random
-//     dimension, in random order inside the dimension (so multi-axis dimensions are common);
-//   - the target is either independent of the source or (half the same-mesh pairs) the source
-//     with one or two axes moved, which is what consecutive operators usually need;
-//   - every dimension is a multiple (x1..x4) of the larger of its two split factors.
+// The suite: bench_redistribution_suite.h; the bytes table and its references:
+// bench_redistribution_bytes.h, bench_redistribution_references.h.
 //
 // Timing. Each benchmark iteration plans one pair of its class (cycling over the suite), with
 // the planner's defaults (CostModel{}, RedistOptions{}); every call (plan built and destroyed)
@@ -30,21 +13,6 @@
 // time is the robust figure). A pair's time is the median of its visits (--visits; default 5
 // up to 64 devices, 3 from 512); the iteration count is pairs x visits. Counters: median and
 // p99 over pairs (wall and CPU); Google Benchmark's own time column is the mean over all calls.
-//
-// Bytes. Every pair is planned once more (outside the timing) and its total bytes received
-// (summed over ranks) compared with three references, all per rank then summed:
-//   ours   RedistPlan::total_planned_bytes;
-//   ours a=0  the same planned with CostModel::latency_s = 0 (only for pairs where ours is
-//          above the bound: there the planner trades bytes for fewer messages, and a=0 shows
-//          what it reaches on bytes alone);
-//   naive  all-reduce the partial sums, all-gather to a fully replicated tensor, slice locally;
-//   rules  a per-dimension split / concat rule loop modelled on MindSpore's
-//          RedistributionOperatorInfer, without its all-to-all rule (RulesLoopRecv below);
-//   bound  RedistPlan::total_lower_bound_bytes (RedistributionLowerBound).
-// Collective traffic is counted like the communicator counts it (communicator.h): an
-// all-gather of s elements per rank over k ranks receives (k-1)s, an all-reduce of s elements
-// over p ranks receives AllReduceTraffic(s, p, index) (the ring formula 2(p-1)/p s up to
-// balanced-block rounding). Ratios are sum(bytes) / sum(bound) over the pairs of a class.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -52,27 +20,41 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "shardscope/communicator.h"
+#include "bench_redistribution_bytes.h"
+#include "bench_redistribution_references.h"
+#include "bench_redistribution_suite.h"
 #include "shardscope/cost/cost_model.h"
-#include "shardscope/layout/layout.h"
-#include "shardscope/layout/mesh.h"
 #include "shardscope/redistribution/redistribution.h"
 
+namespace shardscope::bench_redist {
 namespace {
 
-using namespace shardscope;
+constexpr const char* kUsage =
+    R"(bench_redistribution: the redistribution planner on a seeded suite of
+3,000 random layout pairs (meshes of 8, 64, 512 and 1024 devices, 1 to 4 axes).
+
+  bench_redistribution                                  # timing + bytes tables
+  bench_redistribution --benchmark_filter='/1024/'      # one size class
+  bench_redistribution --visits=9 --slowest=10          # more samples per pair
+  bench_redistribution --bytes=0                        # timing table only
+  bench_redistribution --benchmark_filter=NONE          # bytes table only (bytes / bound)
+  bench_redistribution --digest                         # per class: hash of every plan
+  bench_redistribution --explain=1024/4/56              # one pair: plan, references
+  bench_redistribution --explain=1024/4/56,512/4/3 --repeat=1000  # a mix, for perf
+  bench_redistribution --median-pairs=10                # also the pairs at the median
+
+Own flags: --pairs=N (per class, default 200), --visits=N, --slowest=N, --median-pairs=K,
+--bytes=0|1, --digest, --explain=devices/axes/index[,...], --repeat=K.
+)";
 
 // Command-line knobs (parsed before Google Benchmark sees the arguments).
-int g_pairs = 200;       // pairs per (devices, axes) class
 int g_visits = 0;        // timed calls per pair; 0: 5 up to 64 devices, 3 from 512 (see Visits)
 int g_slowest = 5;       // slowest pairs listed per size class
 int g_median_pairs = 0;  // --median-pairs=K: also list the K pairs around each class's median
@@ -80,291 +62,12 @@ bool g_bytes = true;     // --bytes=0: timing only
 bool g_digest = false;   // --digest: per class, a hash of every plan's JSON (transfers included)
 std::string g_explain;   // "devices/axes/index": print that pair's plan and references, exit
 int g_repeat = 0;        // --explain: plan the pair this many more times (profiling; median CPU)
-constexpr int64_t kElementBytes = 4;
 
 // Timed calls per pair: --visits, or 5 for classes up to 64 devices and 3 above (the slowest
 // pairs there take up to a second, and the run would otherwise take many minutes).
 int Visits(int devices) {
   if (g_visits > 0) return g_visits;
   return devices <= 64 ? 5 : 3;
-}
-
-// The classes: 8 devices have at most 3 power-of-two axes.
-const std::vector<std::pair<int, int>>& Classes() {
-  static const std::vector<std::pair<int, int>> classes = [] {
-    std::vector<std::pair<int, int>> c;
-    for (int devices : {8, 64, 512, 1024}) {
-      int log2 = 0;
-      while ((1 << log2) < devices) ++log2;
-      for (int axes = 1; axes <= std::min(4, log2); ++axes) c.emplace_back(devices, axes);
-    }
-    return c;
-  }();
-  return classes;
-}
-
-struct Pair {
-  Layout from;
-  Layout to;
-  bool regrouped = false;  // the target mesh merges two source axes
-};
-
-int RandInt(std::mt19937& rng, int lo, int hi) {  // inclusive
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
-double Uniform(std::mt19937& rng) { return std::uniform_real_distribution<double>(0, 1)(rng); }
-
-// `devices` (a power of two) as `axes` power-of-two axes, a random composition of log2(devices).
-Shape RandomMeshShape(std::mt19937& rng, int devices, int axes) {
-  int log2 = 0;
-  while ((1 << log2) < devices) ++log2;
-  std::vector<int> cuts;  // axes-1 distinct cut points in 1..log2-1
-  std::vector<int> points(log2 - 1);
-  for (int i = 0; i < log2 - 1; ++i) points[i] = i + 1;
-  std::shuffle(points.begin(), points.end(), rng);
-  cuts.assign(points.begin(), points.begin() + (axes - 1));
-  std::sort(cuts.begin(), cuts.end());
-  cuts.push_back(log2);
-  Shape shape;
-  int prev = 0;
-  for (int c : cuts) {
-    shape.push_back(int64_t{1} << (c - prev));
-    prev = c;
-  }
-  return shape;
-}
-
-struct Roles {
-  DimAxes dims;
-  std::vector<int> partial;
-};
-
-// Every axis of a mesh with `axes` axes becomes a replica, a partial axis (with probability
-// `partial_p`) or a split of a random dimension; each dimension's axes in random order.
-Roles RandomRoles(std::mt19937& rng, int axes, int rank, double partial_p) {
-  Roles r;
-  r.dims.assign(rank, {});
-  for (int a = 0; a < axes; ++a) {
-    const double u = Uniform(rng);
-    if (u < partial_p) {
-      r.partial.push_back(a);
-    } else if (u < partial_p + 0.2) {
-      // replica
-    } else {
-      r.dims[RandInt(rng, 0, rank - 1)].push_back(a);
-    }
-  }
-  for (auto& d : r.dims) std::shuffle(d.begin(), d.end(), rng);
-  return r;
-}
-
-// `base` with one or two axes given a new random role (and, sometimes, its partial sums
-// reduced), so that the target resembles the source.
-Roles Perturb(std::mt19937& rng, Roles base, int axes, int rank, bool to_partial_ok) {
-  if (!base.partial.empty() && Uniform(rng) < 0.7) base.partial.clear();
-  const int moves = RandInt(rng, 1, 2);
-  for (int m = 0; m < moves; ++m) {
-    const int a = RandInt(rng, 0, axes - 1);
-    for (auto& d : base.dims) d.erase(std::remove(d.begin(), d.end(), a), d.end());
-    base.partial.erase(std::remove(base.partial.begin(), base.partial.end(), a),
-                       base.partial.end());
-    const double u = Uniform(rng);
-    if (to_partial_ok && u < 0.15) {
-      base.partial.push_back(a);
-    } else if (u < 0.35) {
-      // replica
-    } else {
-      auto& d = base.dims[RandInt(rng, 0, rank - 1)];
-      d.insert(d.begin() + RandInt(rng, 0, static_cast<int>(d.size())), a);
-    }
-  }
-  return base;
-}
-
-int64_t SplitFactor(const Shape& mesh_shape, const std::vector<int>& axes) {
-  int64_t f = 1;
-  for (int a : axes) f *= mesh_shape[a];
-  return f;
-}
-
-std::vector<Pair> MakeSuite(int devices, int axes) {
-  std::mt19937 rng(static_cast<uint32_t>(1000003u * devices + 7919u * axes + 17u));
-  std::vector<Pair> suite;
-  const std::vector<std::string> names = {"a", "b", "c", "d"};
-  while (static_cast<int>(suite.size()) < g_pairs) {
-    const Shape from_shape = RandomMeshShape(rng, devices, axes);
-    const std::vector<std::string> from_names(names.begin(), names.begin() + axes);
-    // Target mesh: the same or a regrouping merging axes i and i+1 (same rank order).
-    Shape to_shape = from_shape;
-    std::vector<std::string> to_names = from_names;
-    bool regrouped = false;
-    if (axes >= 2 && Uniform(rng) < 0.2) {
-      const int i = RandInt(rng, 0, axes - 2);
-      to_shape[i] *= to_shape[i + 1];
-      to_shape.erase(to_shape.begin() + i + 1);
-      to_names[i] = to_names[i] + to_names[i + 1];
-      to_names.erase(to_names.begin() + i + 1);
-      regrouped = true;
-    }
-    const int rank = RandInt(rng, 1, 4);
-    const double from_partial_p = Uniform(rng) < 0.35 ? 0.3 : 0.0;
-    const double to_partial_p = Uniform(rng) < 0.1 ? 0.25 : 0.0;
-    const Roles from = RandomRoles(rng, axes, rank, from_partial_p);
-    const int to_axes = static_cast<int>(to_shape.size());
-    const Roles to = (!regrouped && Uniform(rng) < 0.5)
-                         ? Perturb(rng, from, axes, rank, to_partial_p > 0)
-                         : RandomRoles(rng, to_axes, rank, to_partial_p);
-    Shape tensor(rank);
-    for (int d = 0; d < rank; ++d) {
-      tensor[d] =
-          std::max(SplitFactor(from_shape, from.dims[d]), SplitFactor(to_shape, to.dims[d])) *
-          RandInt(rng, 1, 4);
-    }
-    auto from_mesh = DeviceMesh::Create(from_shape, from_names);
-    auto to_mesh = DeviceMesh::Create(to_shape, to_names);
-    if (!from_mesh.ok() || !to_mesh.ok()) std::abort();
-    auto a = Layout::Create(*from_mesh, from.dims, from.partial, tensor);
-    auto b = Layout::Create(*to_mesh, to.dims, to.partial, tensor);
-    if (!a.ok() || !b.ok()) {
-      std::fprintf(stderr, "suite: %s\n", (a.ok() ? b.status() : a.status()).message().c_str());
-      std::abort();
-    }
-    suite.push_back({*a, *b, regrouped});
-  }
-  return suite;
-}
-
-const std::vector<Pair>& Suite(int devices, int axes) {
-  static std::map<std::pair<int, int>, std::vector<Pair>> suites;
-  auto it = suites.find({devices, axes});
-  if (it == suites.end())
-    it = suites.emplace(std::make_pair(devices, axes), MakeSuite(devices, axes)).first;
-  return it->second;
-}
-
-// ---------------------------------------------------------------------------------------
-// Reference plans. Both work on the two layouts expressed on one mesh (the unified mesh when
-// the meshes differ), so that "the same axis" means the same thing in both.
-
-struct Unified {
-  Layout from;
-  Layout to;
-};
-
-Unified Unify(const Layout& from, const Layout& to) {
-  if (from.mesh() == to.mesh()) return {from, to};
-  auto u = UnifyMeshes(from.mesh(), to.mesh());
-  if (!u.ok()) std::abort();
-  auto a = ExpressOnMesh(from, u->mesh, u->axes_of_a);
-  auto b = ExpressOnMesh(to, u->mesh, u->axes_of_b);
-  if (!a.ok() || !b.ok()) std::abort();
-  return {*a, *b};
-}
-
-// Per-rank bytes received by a sequence of collectives on one mesh.
-struct RecvTally {
-  explicit RecvTally(const DeviceMesh& mesh) : mesh(mesh), per_rank(mesh.size(), 0) {}
-  // All-reduce of `count` elements over the groups along `axes` (counted as the communicator
-  // counts it: balanced blocks, ring bytes).
-  void AllReduce(int64_t count, const std::vector<int>& axes) {
-    const int p = static_cast<int>(mesh.GroupSize(axes));
-    if (p == 1) return;
-    for (int r = 0; r < mesh.size(); ++r) {
-      const int index = static_cast<int>(mesh.IndexInGroup(r, axes));
-      per_rank[r] += AllReduceTraffic(count, p, index).bytes_received;
-    }
-  }
-  // All-gather of `count` elements per rank over groups of `k` ranks.
-  void AllGather(int64_t count, int64_t k) {
-    for (int64_t& b : per_rank) b += (k - 1) * count * kElementBytes;
-  }
-  int64_t Total() const {
-    int64_t t = 0;
-    for (int64_t b : per_rank) t += b;
-    return t;
-  }
-  int64_t Max() const { return *std::max_element(per_rank.begin(), per_rank.end()); }
-  const DeviceMesh& mesh;
-  std::vector<int64_t> per_rank;
-};
-
-// Partial axes of `from` that `to` does not keep partial: they must be reduced.
-std::vector<int> AxesToReduce(const Layout& from, const Layout& to) {
-  std::vector<int> axes;
-  for (int a : from.partial_axes()) {
-    if (!to.IsPartialOver(a)) axes.push_back(a);
-  }
-  return axes;
-}
-
-// Naive plan: all-reduce the partial sums (on the source shard), all-gather the tensor to a
-// full copy on every rank, slice the target shard locally (free; new partial axes of the
-// target become zero addends, also free).
-RecvTally NaiveRecv(const Unified& u) {
-  RecvTally t(u.from.mesh());
-  const int64_t shard = NumElements(u.from.ShardShape());
-  t.AllReduce(shard, AxesToReduce(u.from, u.to));
-  const int64_t blocks = u.from.NumBlocks();
-  t.AllGather(shard, blocks);  // receives (blocks-1) shards = the whole tensor minus its own
-  return t;
-}
-
-// A per-dimension rule loop modelled on MindSpore's redistribution
-// (RedistributionOperatorInfer::InferRedistributionOperator: repeat { InferSplitByAxis;
-// InferPermuteByAxis; InferConcatByAxis } until the tensor map is the target's), with the
-// all-to-all rule (PermuteByAxis) left out, as issue 3 specifies:
-//   0. partial sums are all-reduced first, on the source shard (MindSpore inserts the
-//      AllReduce at the producing operator's output);
-//   1. split: a dimension whose current axes are a prefix of its target axes and whose next
-//      target axis is free (used by no dimension) is sliced locally along it (no traffic);
-//      repeated until nothing more can be split;
-//   2. concat: otherwise the first dimension whose current axes are not a prefix of its
-//      target's gives up its last (least significant) axis by an all-gather along it; back
-//      to 1.
-// So a dimension that changes axes (or an axis that moves to another dimension) is gathered
-// and then split again: no all-to-all, no irregular exchange, nothing across dimensions.
-RecvTally RulesLoopRecv(const Unified& u) {
-  const DeviceMesh& mesh = u.from.mesh();
-  RecvTally t(mesh);
-  int64_t shard = NumElements(u.from.ShardShape());
-  t.AllReduce(shard, AxesToReduce(u.from, u.to));
-  DimAxes cur = u.from.dims_axes();
-  const DimAxes& target = u.to.dims_axes();
-  auto is_prefix = [&](int d) {
-    return cur[d].size() <= target[d].size() &&
-           std::equal(cur[d].begin(), cur[d].end(), target[d].begin());
-  };
-  auto used = [&](int axis) {
-    for (const auto& d : cur) {
-      if (std::find(d.begin(), d.end(), axis) != d.end()) return true;
-    }
-    return false;
-  };
-  const int rank = u.from.rank();
-  while (cur != target) {
-    bool progress = true;
-    while (progress) {  // 1. split
-      progress = false;
-      for (int d = 0; d < rank; ++d) {
-        if (!is_prefix(d) || cur[d].size() == target[d].size()) continue;
-        const int axis = target[d][cur[d].size()];
-        if (used(axis)) continue;
-        cur[d].push_back(axis);
-        shard /= mesh.axis_size(axis);
-        progress = true;
-      }
-    }
-    if (cur == target) break;
-    for (int d = 0; d < rank; ++d) {  // 2. concat
-      if (is_prefix(d)) continue;
-      const int axis = cur[d].back();
-      t.AllGather(shard, mesh.axis_size(axis));
-      shard *= mesh.axis_size(axis);
-      cur[d].pop_back();
-      break;
-    }
-  }
-  return t;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -546,181 +249,6 @@ void PrintTimingTable() {
   }
 }
 
-// ---------------------------------------------------------------------------------------
-// Bytes.
-
-struct ByteRow {
-  int pairs = 0;
-  int zero_bound = 0;         // pairs whose bound is 0 (local slices only)
-  int ours_at_bound = 0;      // total_planned == total_lower_bound
-  int ours_byte_optimal = 0;  // RedistPlan::byte_optimal
-  int ours_beats_rules = 0, ours_ties_rules = 0, rules_beat_ours = 0;
-  int rules_beat_ours0 = 0;  // the same against the plan with latency 0
-  double bound = 0, ours = 0, ours0 = 0, naive = 0, rules = 0;       // sums over ranks and pairs
-  double bound_max = 0, ours_max = 0, naive_max = 0, rules_max = 0;  // sums of max-over-ranks
-  double worst_ours_ratio = 1;  // max over pairs with bound > 0 of ours / bound
-};
-
-void Accumulate(ByteRow& row, const ByteRow& r) {
-  row.pairs += r.pairs;
-  row.zero_bound += r.zero_bound;
-  row.ours_at_bound += r.ours_at_bound;
-  row.ours_byte_optimal += r.ours_byte_optimal;
-  row.ours_beats_rules += r.ours_beats_rules;
-  row.ours_ties_rules += r.ours_ties_rules;
-  row.rules_beat_ours += r.rules_beat_ours;
-  row.rules_beat_ours0 += r.rules_beat_ours0;
-  row.ours0 += r.ours0;
-  row.bound += r.bound;
-  row.ours += r.ours;
-  row.naive += r.naive;
-  row.rules += r.rules;
-  row.bound_max += r.bound_max;
-  row.ours_max += r.ours_max;
-  row.naive_max += r.naive_max;
-  row.rules_max += r.rules_max;
-  row.worst_ours_ratio = std::max(row.worst_ours_ratio, r.worst_ours_ratio);
-}
-
-struct RulesWin {
-  int devices, axes, index;
-  int64_t ours, rules, bound;
-};
-
-ByteRow MeasureBytes(int devices, int axes, std::vector<RulesWin>* rules_wins) {
-  ByteRow row;
-  const std::vector<Pair>& suite = Suite(devices, axes);
-  for (size_t i = 0; i < suite.size(); ++i) {
-    const Pair& p = suite[i];
-    auto plan = PlanRedistribution(p.from, p.to, CostModel{}, RedistOptions{});
-    if (!plan.ok()) {
-      std::fprintf(stderr, "plan %d/%d #%zu: %s\n", devices, axes, i,
-                   plan.status().message().c_str());
-      continue;
-    }
-    const Unified u = Unify(p.from, p.to);
-    const RecvTally naive = NaiveRecv(u);
-    const RecvTally rules = RulesLoopRecv(u);
-    ++row.pairs;
-    const int64_t bound = plan->total_lower_bound_bytes, ours = plan->total_planned_bytes;
-    // Above the bound, the choice may be the cost model's (latency against bytes): plan again
-    // with latency 0, where the cheapest plan is the one moving the fewest bytes. With a
-    // partial source the bound holds for the busiest rank only, not for the sum over ranks.
-    int64_t ours0 = ours;
-    if (ours > bound || p.from.is_partial()) {
-      CostModel bandwidth_only;
-      bandwidth_only.latency_s = 0;
-      auto plan0 = PlanRedistribution(p.from, p.to, bandwidth_only, RedistOptions{});
-      if (plan0.ok()) ours0 = plan0->total_planned_bytes;
-    }
-    row.ours0 += static_cast<double>(ours0);
-    if (ours0 > rules.Total()) ++row.rules_beat_ours0;
-    if (bound == 0) ++row.zero_bound;
-    if (ours == bound) ++row.ours_at_bound;
-    if (plan->byte_optimal) ++row.ours_byte_optimal;
-    if (ours < rules.Total()) ++row.ours_beats_rules;
-    if (ours == rules.Total()) ++row.ours_ties_rules;
-    if (ours > rules.Total()) {
-      ++row.rules_beat_ours;
-      rules_wins->push_back({devices, axes, static_cast<int>(i), ours, rules.Total(), bound});
-    }
-    row.bound += static_cast<double>(bound);
-    row.ours += static_cast<double>(ours);
-    row.naive += static_cast<double>(naive.Total());
-    row.rules += static_cast<double>(rules.Total());
-    row.bound_max += static_cast<double>(plan->lower_bound_bytes);
-    row.ours_max += static_cast<double>(plan->planned_bytes);
-    row.naive_max += static_cast<double>(naive.Max());
-    row.rules_max += static_cast<double>(rules.Max());
-    if (bound > 0) {
-      row.worst_ours_ratio =
-          std::max(row.worst_ours_ratio, static_cast<double>(ours) / static_cast<double>(bound));
-    }
-  }
-  return row;
-}
-
-void PrintSuiteSummary() {
-  int pairs = 0, from_partial = 0, to_partial = 0, regrouped = 0, multi_axis_dim = 0;
-  int by_rank[5] = {0, 0, 0, 0, 0};
-  for (const auto& [devices, axes] : Classes()) {
-    for (const Pair& p : Suite(devices, axes)) {
-      ++pairs;
-      from_partial += p.from.is_partial();
-      to_partial += p.to.is_partial();
-      regrouped += p.regrouped;
-      ++by_rank[p.from.rank()];
-      bool multi = false;
-      for (const Layout* l : {&p.from, &p.to}) {
-        for (const auto& d : l->dims_axes()) multi = multi || d.size() > 1;
-      }
-      multi_axis_dim += multi;
-    }
-  }
-  std::printf(
-      "\nSuite: %d pairs; %d with partial sums in the source, %d in the target; %d on a\n"
-      "regrouped target mesh; %d with a dimension split over several axes; tensors of 1/2/3/4\n"
-      "dimensions: %d/%d/%d/%d\n",
-      pairs, from_partial, to_partial, regrouped, multi_axis_dim, by_rank[1], by_rank[2],
-      by_rank[3], by_rank[4]);
-}
-
-void PrintBytesTable() {
-  PrintSuiteSummary();
-  std::printf(
-      "\nBytes received on the suite (sum over ranks and pairs), as ratios to the lower bound\n"
-      "(ours = PlanRedistribution; naive = all-reduce, all-gather to full, slice; rules =\n"
-      "per-dimension split/concat loop without all-to-all; ratio columns = sum(bytes) /\n"
-      "sum(bound); 'ours a=0': ours planned with latency 0, i.e. for bytes alone; 'max'\n"
-      "columns: the same ratios with each pair's busiest rank)\n");
-  std::printf("%8s %5s %6s %5s %11s %7s %8s %7s %7s %9s %8s %8s %8s %10s %14s %7s\n", "devices",
-              "axes", "pairs", "LB=0", "bound MiB", "ours", "ours a=0", "naive", "rules", "ours@LB",
-              "ours max", "naiv max", "rule max", "worst ours", "ours<=>rules", "rules<a0");
-  std::vector<RulesWin> rules_wins;
-  ByteRow all;
-  auto print = [](const char* devices, const char* axes, const ByteRow& r) {
-    const double mib = 1024.0 * 1024.0;
-    char cmp[32];
-    std::snprintf(cmp, sizeof cmp, "%d/%d/%d", r.ours_beats_rules, r.ours_ties_rules,
-                  r.rules_beat_ours);
-    std::printf(
-        "%8s %5s %6d %5d %11.1f %7.3f %8.3f %7.2f %7.2f %5d/%-3d %8.3f %8.2f %8.2f %10.3f %14s "
-        "%7d\n",
-        devices, axes, r.pairs, r.zero_bound, r.bound / mib, r.ours / r.bound, r.ours0 / r.bound,
-        r.naive / r.bound, r.rules / r.bound, r.ours_at_bound, r.pairs, r.ours_max / r.bound_max,
-        r.naive_max / r.bound_max, r.rules_max / r.bound_max, r.worst_ours_ratio, cmp,
-        r.rules_beat_ours0);
-  };
-  int current = -1;
-  ByteRow per_devices;
-  for (const auto& [devices, axes] : Classes()) {
-    if (devices != current && current != -1) {
-      print(std::to_string(current).c_str(), "all", per_devices);
-      per_devices = ByteRow{};
-    }
-    current = devices;
-    const ByteRow r = MeasureBytes(devices, axes, &rules_wins);
-    print(std::to_string(devices).c_str(), std::to_string(axes).c_str(), r);
-    Accumulate(per_devices, r);
-    Accumulate(all, r);
-  }
-  print(std::to_string(current).c_str(), "all", per_devices);
-  print("all", "all", all);
-  std::printf(
-      "(ours@LB: pairs whose plan receives exactly the bound in all; ours<=>rules: pairs where\n"
-      " ours receives fewer / the same / more bytes than the rule loop; rules<a0: pairs where\n"
-      " the rule loop receives fewer bytes than ours planned with latency 0)\n");
-  if (!rules_wins.empty()) {
-    std::printf("\nPairs where the rule loop receives fewer bytes than ours:\n");
-    for (const RulesWin& w : rules_wins) {
-      const Pair& p = Suite(w.devices, w.axes)[w.index];
-      std::printf("  %d/%d #%d ours %" PRId64 " rules %" PRId64 " bound %" PRId64 ": %s -> %s\n",
-                  w.devices, w.axes, w.index, w.ours, w.rules, w.bound,
-                  p.from.DebugString().c_str(), p.to.DebugString().c_str());
-    }
-  }
-}
-
 // Removes --pairs=, --visits=, --slowest=, --median-pairs=, --bytes=, --explain=, --repeat= from
 // argv (Google Benchmark rejects unknown flags).
 void ParseOwnFlags(int* argc, char** argv) {
@@ -741,6 +269,9 @@ void ParseOwnFlags(int* argc, char** argv) {
       g_bytes = value != 0;
     } else if (std::sscanf(argv[i], "--repeat=%d", &value) == 1) {
       g_repeat = std::max(0, value);
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("%s\nGoogle Benchmark's flags:\n", kUsage);
+      argv[out++] = const_cast<char*>("--help");
     } else if (std::strncmp(argv[i], "--explain=", 10) == 0) {
       g_explain = argv[i] + 10;
     } else {
@@ -849,8 +380,10 @@ int Explain() {
 }
 
 }  // namespace
+}  // namespace shardscope::bench_redist
 
 int main(int argc, char** argv) {
+  using namespace shardscope::bench_redist;
   ParseOwnFlags(&argc, argv);
   if (!g_explain.empty()) return Explain();
   if (g_digest) return Digest();

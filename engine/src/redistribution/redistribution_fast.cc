@@ -1,14 +1,10 @@
 // The fast path of the redistribution planner: the regular cases planned symbolically, in
 // O(axes x dims) work plus one pass per step to fill the per-rank vectors of the plan. Each
-// class (moves, reduce-scatters) returns exactly the search's plan (planner_search.cc); why:
-// docs/redistribution.md, "The fast path". Everything else goes to the search, as does the
-// single-message class (PlanSingleMessage in plan_assembly.cc).
+// class (moves, reduce-scatters) plans byte-optimally at the least price (no plan is cheaper;
+// why: docs/redistribution.md, "The fast path"), without replaying the search. Everything else
+// goes to the search, as does the single-message class (PlanSingleMessage in plan_assembly.cc).
 #include <algorithm>
 #include <cmath>
-#include <deque>
-#include <map>
-#include <queue>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -87,311 +83,63 @@ struct Context {
   std::vector<double> bw;
 };
 
-// The class "moves" as the search sees it: its tight states are the S-side layouts (S with
-// the first slices of each slice dimension applied) and the T-side ones (T with the last
-// gathers of each gather dimension not yet done); see the top of the file.
-struct MoveClass {
-  std::vector<size_t> prefix;  // per dimension: common prefix of S_d and T_d
-  std::vector<int> mu;         // the moving group (may be empty)
-  int move_from = -1, move_to = -1;
-};
-
-// The search (planner_search.cc, Planner::Search) replayed on the tight states only: the same
-// children in the same order, the same prices, the same A* order and ties, the same landings
-// and offers. Exchanges and permutes are left out: no permute is tight here, and an exchange
-// never beats the structured plans (top of the file), so the search picks the same plan.
-class TightSearch {
- public:
-  TightSearch(const Context& c, const MoveClass& m, uint32_t kept) : c_(c), m_(m), kept_(kept) {
-    bw_max_ = c.cost.MaxBandwidth(c.mesh);
-    cap_ = std::max(c.ShardElems(c.src), c.ShardElems(c.tgt));
-    lb_src_ = Bound(c.src);
+// The cheapest order of the gathers after the crossing: `cur` holds every gather axis, each
+// dimension is gathered from its end, and a gather's price grows with the shard it gathers.
+// Dynamic programming over the counts gathered per dimension; ties go to the lowest dimension.
+// False when the orders are too many to price (then the search plans the case).
+bool AppendGathers(const Context& c, DimAxes cur, std::vector<FastStep>* steps) {
+  constexpr int64_t kMaxStates = 4096;
+  std::vector<int> dims;      // the dimensions to gather
+  std::vector<int64_t> left;  // per such dimension: its gathers
+  std::vector<int64_t> stride;
+  int64_t states = 1;
+  for (int d = 0; d < c.nd; ++d) {
+    const int64_t k = static_cast<int64_t>(cur[d].size()) - static_cast<int64_t>(c.tgt[d].size());
+    if (k <= 0) continue;
+    dims.push_back(d);
+    left.push_back(k);
+    stride.push_back(states);
+    states *= k + 1;
+    if (states > kMaxStates) return false;
   }
-
-  // False when the search would run out of its budget of `max_pops` expanded states first
-  // (then the search itself plans the case).
-  bool Run(int max_pops, std::vector<FastStep>* steps) {
-    BuildLandings();
-    Node root;
-    root.dims = c_.src;
-    nodes_.push_back(root);
-    std::map<DimAxes, Score> best_g;
-    using Entry = std::pair<Score, int>;
-    auto worse = [](const Entry& a, const Entry& b) {
-      if (Better(a.first, b.first)) return false;
-      if (Better(b.first, a.first)) return true;
-      return a.second > b.second;
-    };
-    std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> open(worse);
-    open.push({Add(G(root), H(lb_src_)), 0});
-    best_g[root.dims] = G(root);
-    int best_node = -1, best_landing = 0;
-    Score best;
-    int pops = 0;
-    bool done = false;
-    while (!open.empty()) {
-      if (pops >= max_pops) break;
-      const auto [f, index] = open.top();
-      open.pop();
-      if (best_node >= 0 && Better(best, f) && !Close(best.primary, f.primary)) {
-        done = true;
-        break;
-      }
-      const Node& node = nodes_[index];  // (a deque: stays valid as children are added)
-      if (auto it = best_g.find(node.dims); it != best_g.end() && Better(it->second, G(node)))
-        continue;
-      ++pops;
-      // Finish: the landings this state is (structured plans only).
-      for (size_t i = 0; i < landings_.size(); ++i) {
-        const Landing& l = landings_[i];
-        if (node.dims != l.dims) continue;
-        if (i > 0 && node.recv + l.recv > lb_src_) continue;
-        Score s = G(node);
-        s.primary += l.time;
-        s.secondary += l.bytes;
-        s.steps += l.steps;
-        if (best_node < 0 || Better(s, best)) {
-          best_node = index;
-          best_landing = static_cast<int>(i);
-          best = s;
-        }
-      }
-      // Expand: the tight children, in the search's order.
-      Children(index, node, [&](Node child) {
-        const Score g = G(child);
-        auto it = best_g.find(child.dims);
-        if (it != best_g.end() && !Better(g, it->second)) return;
-        best_g[child.dims] = g;
-        const int64_t lb = Bound(child.dims);
-        nodes_.push_back(std::move(child));
-        open.push({Add(g, H(lb)), static_cast<int>(nodes_.size()) - 1});
-      });
-    }
-    if (open.empty()) done = true;
-    if (!done || best_node < 0) return false;
-    std::vector<int> path;
-    for (int i = best_node; i > 0; i = nodes_[i].parent) path.push_back(i);
-    std::reverse(path.begin(), path.end());
-    for (int i : path) steps->push_back(nodes_[i].edge);
-    const Landing& l = landings_[best_landing];
-    for (const FastStep& e : l.suffix) steps->push_back(e);
-    return true;
-  }
-
- private:
-  struct Score {
-    double primary = 0, secondary = 0;
-    int steps = 0;
+  const int n = static_cast<int>(dims.size());
+  const int64_t base_shard = c.ShardElems(cur);
+  // The axis that dimension i gathers after `done` of its gathers (from the end).
+  auto axis = [&](int i, int64_t done) {
+    const std::vector<int>& list = cur[dims[i]];
+    return list[list.size() - 1 - static_cast<size_t>(done)];
   };
-  static bool Better(const Score& a, const Score& b) {  // Planner's, without exchanges
-    if (!CloseTo(a.primary, b.primary)) return a.primary < b.primary;
-    if (!CloseTo(a.secondary, b.secondary)) return a.secondary < b.secondary;
-    return a.steps < b.steps;
-  }
-  static bool Close(double a, double b) { return CloseTo(a, b); }
-  static Score Add(Score a, const Score& b) {
-    a.primary += b.primary;
-    a.secondary += b.secondary;
-    a.steps += b.steps;
-    return a;
-  }
-  struct Node {
-    DimAxes dims;
-    int parent = -1;
-    FastStep edge{FastKind::kSlice, {}, -1, -1, {}, 0};
-    double time = 0, bytes = 0;
-    int steps = 0;
-    int64_t recv = 0;  // bytes so far, every rank
-  };
-  struct Landing {
-    DimAxes dims;
-    std::vector<FastStep> suffix;  // dims -> ... -> target (each with the layout after it)
-    int64_t recv = 0;
-    double time = 0, bytes = 0;
-    int steps = 0;
-  };
-  Score G(const Node& n) const { return {n.time, n.bytes, n.steps}; }
-  Score H(int64_t m) const {
-    return {m > 0 ? c_.cost.latency_s + static_cast<double>(m) / bw_max_ : 0.0,
-            static_cast<double>(m), 0};
-  }
-  // The bound from a tight state: |T| - |T n X| elements on every rank (nested blocks).
-  int64_t Bound(const DimAxes& x) const {
-    int64_t overlap = 1;
-    for (int d = 0; d < c_.nd; ++d) {
-      overlap *= std::min(c_.shape[d] / c_.Blocks(x[d]), c_.shape[d] / c_.Blocks(c_.tgt[d]));
+  std::vector<double> best(states, 0.0);  // seconds from a state to the target
+  std::vector<int> choice(states, -1);
+  for (int64_t s = states - 1; s >= 0; --s) {
+    int64_t shard = base_shard;
+    for (int i = 0; i < n; ++i) {
+      const int64_t done = s / stride[i] % (left[i] + 1);
+      for (int64_t j = 0; j < done; ++j) shard *= c.size[axis(i, j)];
     }
-    return (c_.ShardElems(c_.tgt) - overlap) * c_.elem;
-  }
-  // The end of dimension d's slices (move_to: mu comes after them).
-  size_t SliceEnd(int d) const { return c_.tgt[d].size() - (d == m_.move_to ? m_.mu.size() : 0); }
-  bool SliceDim(int d) const { return c_.src[d].size() == m_.prefix[d]; }
-  bool AllSlicesDone(const DimAxes& x) const {
-    for (int d = 0; d < c_.nd; ++d) {
-      if (SliceDim(d) && x[d].size() < SliceEnd(d)) return false;
-    }
-    return true;
-  }
-  // Crossed: the all-to-all of mu is done (with no mu: every slice is done).
-  bool Crossed(const DimAxes& x) const {
-    if (m_.mu.empty()) return AllSlicesDone(x);
-    return x[m_.move_to].size() == c_.tgt[m_.move_to].size();
-  }
-
-  template <typename Emit>
-  void Children(int index, const Node& node, Emit emit) const {
-    const DimAxes& x = node.dims;
-    const int nd = c_.nd;
-    std::vector<int> dim_of(c_.na, -1);
-    for (int d = 0; d < nd; ++d) {
-      for (int a : x[d]) dim_of[a] = d;
-    }
-    const int64_t shard = c_.ShardElems(x);
-    const bool crossed = Crossed(x);
-    auto child = [&](FastStep e, CollectiveKind kind, int64_t recv_elems, int64_t n_elems,
-                     bool priced) {
-      Node ch;
-      ch.dims = e.after;
-      if (c_.ShardElems(ch.dims) > cap_) return;
-      const int64_t g = c_.Blocks(e.axes);
+    for (int i = 0; i < n; ++i) {
+      const int64_t done = s / stride[i] % (left[i] + 1);
+      if (done == left[i]) continue;
+      const int a = axis(i, done);
+      const int64_t g = c.size[a];
       const double secs =
-          priced ? c_.cost.CollectiveSeconds(kind, static_cast<double>(n_elems * c_.elem), g,
-                                             c_.Bandwidth(e.axes))
-                 : 0.0;
-      ch.parent = index;
-      ch.edge = std::move(e);
-      ch.recv = node.recv + recv_elems * c_.elem;
-      ch.time = node.time + secs;
-      ch.bytes = node.bytes + static_cast<double>(recv_elems * c_.elem);
-      ch.steps = node.steps + 1;
-      emit(std::move(ch));
-    };
-    for (int a = 0; a < c_.na; ++a) {
-      if (kept_ & (1u << a)) continue;
-      const int64_t pa = c_.size[a];
-      if (dim_of[a] < 0) {
-        // Slices: tight only on the S side, each slice dimension's next axis.
-        if (crossed && !m_.mu.empty()) continue;
-        for (int e = 0; e < nd; ++e) {
-          if (c_.shape[e] % (c_.Blocks(x[e]) * pa) != 0) continue;
-          if (!SliceDim(e) || x[e].size() >= SliceEnd(e) || c_.tgt[e][x[e].size()] != a) continue;
-          FastStep s{FastKind::kSlice, {a}, e, -1, x, 0};
-          s.after[e].push_back(a);
-          child(std::move(s), CollectiveKind::kAllGather, 0, 0, false);
-        }
-      } else if (x[dim_of[a]].back() == a) {
-        const int d = dim_of[a];
-        // Gather: tight once crossed, a gather dimension's last axis beyond the target.
-        if (crossed && x[d].size() > c_.tgt[d].size()) {
-          FastStep s{FastKind::kGather, {a}, d, -1, x, 0};
-          s.after[d].pop_back();
-          child(std::move(s), CollectiveKind::kAllGather, (pa - 1) * shard, pa * shard, true);
-        }
-        // All-to-all: tight only as the crossing, mu from move_from to move_to.
-        if (!m_.mu.empty() && !crossed && d == m_.move_from && AllSlicesDone(x)) {
-          const std::vector<int>& list = x[d];
-          for (size_t k = 1; k <= list.size(); ++k) {
-            if (k != m_.mu.size() || !std::equal(m_.mu.begin(), m_.mu.end(),
-                                                 list.end() - static_cast<std::ptrdiff_t>(k)))
-              continue;
-            const int64_t g = c_.Blocks(m_.mu);
-            for (int e = 0; e < nd; ++e) {
-              if (e == d || c_.shape[e] % (c_.Blocks(x[e]) * g) != 0 || e != m_.move_to) continue;
-              FastStep s{FastKind::kAllToAll, m_.mu, d, e, x, 0};
-              s.after[d].resize(list.size() - k);
-              s.after[e].insert(s.after[e].end(), m_.mu.begin(), m_.mu.end());
-              child(std::move(s), CollectiveKind::kAllToAll, RingShare(shard, g), shard, true);
-            }
-          }
-        }
+          c.cost.CollectiveSeconds(CollectiveKind::kAllGather,
+                                   static_cast<double>(g * shard * c.elem), g, c.bw[a]) +
+          best[s + stride[i]];
+      if (choice[s] < 0 || (secs < best[s] && !CloseTo(secs, best[s]))) {
+        best[s] = secs;
+        choice[s] = i;
       }
     }
   }
-
-  // Planner::BuildLandings, symbolically: the target, then layouts a few collectives before it
-  // (reversed gathers and all-to-alls), breadth first, at most 24, depth 2, within the cap.
-  void BuildLandings() {
-    constexpr size_t kMaxLandings = 24;
-    landings_.reserve(kMaxLandings);  // references into it stay valid below
-    Landing t;
-    t.dims = c_.tgt;
-    landings_.push_back(std::move(t));
-    constexpr int kMaxDepth = 2;
-    std::set<DimAxes> seen = {c_.tgt};
-    size_t begin = 0;
-    for (int depth = 0; depth < kMaxDepth; ++depth) {
-      const size_t end = landings_.size();
-      for (size_t i = begin; i < end && landings_.size() < kMaxLandings; ++i) {
-        const Landing& y = landings_[i];
-        auto add = [&](DimAxes x, FastStep e) {
-          if (landings_.size() >= kMaxLandings || !seen.insert(x).second) return;
-          const int64_t shard = c_.ShardElems(x);
-          if (shard > cap_) return;
-          const int64_t g = c_.Blocks(e.axes);
-          int64_t recv = 0;
-          double secs = 0;
-          const double n = static_cast<double>(shard * c_.elem);
-          if (e.kind == FastKind::kGather) {
-            recv = (g - 1) * shard;
-            secs = c_.cost.CollectiveSeconds(CollectiveKind::kAllGather, n * g, g,
-                                             c_.Bandwidth(e.axes));
-          } else {
-            recv = RingShare(shard, g);
-            secs = c_.cost.CollectiveSeconds(CollectiveKind::kAllToAll, n, g, c_.Bandwidth(e.axes));
-          }
-          Landing l;
-          l.dims = std::move(x);
-          e.after = y.dims;
-          l.suffix.push_back(std::move(e));
-          l.suffix.insert(l.suffix.end(), y.suffix.begin(), y.suffix.end());
-          l.recv = y.recv + recv * c_.elem;
-          l.time = y.time + secs;
-          l.bytes = y.bytes + static_cast<double>(recv * c_.elem);
-          l.steps = y.steps + 1;
-          landings_.push_back(std::move(l));
-        };
-        const DimAxes& ys = y.dims;
-        std::vector<int> dim_of(c_.na, -1);
-        for (int d = 0; d < c_.nd; ++d) {
-          for (int a : ys[d]) dim_of[a] = d;
-        }
-        for (int d = 0; d < c_.nd; ++d) {
-          const int64_t blocks = c_.Blocks(ys[d]);
-          for (int x = 0; x < c_.na; ++x) {
-            if (dim_of[x] >= 0 || (kept_ & (1u << x))) continue;
-            if (c_.shape[d] % (blocks * c_.size[x]) != 0) continue;
-            DimAxes xs = ys;
-            xs[d].push_back(x);
-            add(std::move(xs), FastStep{FastKind::kGather, {x}, d, -1, {}, 0});
-          }
-          const std::vector<int>& list = ys[d];
-          for (size_t k = 1; k <= list.size(); ++k) {
-            std::vector<int> suffix(list.end() - static_cast<std::ptrdiff_t>(k), list.end());
-            const int64_t g = c_.Blocks(suffix);
-            for (int e = 0; e < c_.nd; ++e) {
-              if (e == d) continue;
-              if (c_.shape[e] % (c_.Blocks(ys[e]) * g) != 0) continue;
-              DimAxes xs = ys;
-              xs[d].resize(list.size() - k);
-              xs[e].insert(xs[e].end(), suffix.begin(), suffix.end());
-              add(std::move(xs), FastStep{FastKind::kAllToAll, suffix, e, d, {}, 0});
-            }
-          }
-        }
-      }
-      begin = end;
-    }
+  for (int64_t s = 0; choice[s] >= 0; s += stride[choice[s]]) {
+    const int d = dims[choice[s]];
+    const int x = cur[d].back();
+    cur[d].pop_back();
+    steps->push_back({FastKind::kGather, {x}, d, -1, cur, 0});
   }
-
-  const Context& c_;
-  const MoveClass& m_;
-  const uint32_t kept_;
-  double bw_max_ = 1;
-  int64_t cap_ = 0;
-  int64_t lb_src_ = 0;
-  std::deque<Node> nodes_;  // grows while a node is expanded, by reference
-  std::vector<Landing> landings_;
-};
+  return true;
+}
 
 // Fills `plan` with the steps (every one uniform over the ranks) and the per-rank bound
 // `bound` (uniform too). False if something does not add up (cannot happen for the classes
@@ -520,8 +268,7 @@ bool FillPlan(const Context& c, const std::vector<FastStep>& steps, uint32_t kep
 }
 
 // Class "moves": nothing to reduce (see the top of the file).
-bool PlanMoves(const Context& c, uint32_t kept, uint32_t new_partial, int max_states,
-               RedistPlan* plan) {
+bool PlanMoves(const Context& c, uint32_t kept, uint32_t new_partial, RedistPlan* plan) {
   const int nd = c.nd;
   const int na = c.na;
   const DimAxes& src = c.src;
@@ -579,47 +326,24 @@ bool PlanMoves(const Context& c, uint32_t kept, uint32_t new_partial, int max_st
   }
   if (new_partial && (moved > 0 || any_gather)) return false;  // zero addends: no traffic only
 
-  MoveClass m;
-  m.prefix = prefix;
-  m.mu = mu;
-  m.move_from = move_from;
-  m.move_to = move_to;
+  // The plan: every slice (free; each dimension's in its target order), the crossing (its
+  // price is fixed once the slices are done), then the gathers in their cheapest order.
   std::vector<FastStep> steps;
-  // With at most one dimension to slice and one to gather, a single tight structured plan
-  // exists (slices, the crossing, gathers, each dimension in its order): it is the search's.
-  // Otherwise the order of equal-priced steps is the search's choice: replay it.
-  int slice_dims = 0, gather_dims = 0;
+  DimAxes cur = src;
   for (int d = 0; d < nd; ++d) {
     const size_t slice_end = d == move_to ? tgt[d].size() - moved : tgt[d].size();
-    if (src[d].size() == prefix[d] && slice_end > prefix[d]) ++slice_dims;
-    const size_t keep = d == move_from ? src[d].size() - moved : src[d].size();
-    if (keep > tgt[d].size()) ++gather_dims;
+    if (src[d].size() != prefix[d]) continue;
+    for (size_t i = prefix[d]; i < slice_end; ++i) {
+      cur[d].push_back(tgt[d][i]);
+      steps.push_back({FastKind::kSlice, {tgt[d][i]}, d, -1, cur, 0});
+    }
   }
-  if (slice_dims <= 1 && gather_dims <= 1) {
-    DimAxes cur = src;
-    for (int d = 0; d < nd; ++d) {
-      const size_t slice_end = d == move_to ? tgt[d].size() - moved : tgt[d].size();
-      if (src[d].size() != prefix[d]) continue;
-      for (size_t i = prefix[d]; i < slice_end; ++i) {
-        cur[d].push_back(tgt[d][i]);
-        steps.push_back({FastKind::kSlice, {tgt[d][i]}, d, -1, cur, 0});
-      }
-    }
-    if (!mu.empty()) {
-      cur[move_from].resize(cur[move_from].size() - mu.size());
-      cur[move_to].insert(cur[move_to].end(), mu.begin(), mu.end());
-      steps.push_back({FastKind::kAllToAll, mu, move_from, move_to, cur, 0});
-    }
-    for (int d = 0; d < nd; ++d) {
-      while (cur[d].size() > tgt[d].size()) {
-        const int x = cur[d].back();
-        cur[d].pop_back();
-        steps.push_back({FastKind::kGather, {x}, d, -1, cur, 0});
-      }
-    }
-  } else if (!TightSearch(c, m, kept).Run(std::max(1, max_states), &steps)) {
-    return false;
+  if (!mu.empty()) {
+    cur[move_from].resize(cur[move_from].size() - mu.size());
+    cur[move_to].insert(cur[move_to].end(), mu.begin(), mu.end());
+    steps.push_back({FastKind::kAllToAll, mu, move_from, move_to, cur, 0});
   }
+  if (!AppendGathers(c, std::move(cur), &steps)) return false;
   if ((steps.empty() ? src : steps.back().after) != tgt) return false;  // cannot happen
 
   // The lower bound in closed form: |T| - |S n T| elements on every rank (nested blocks), 0
@@ -696,7 +420,7 @@ bool PlanFast(const Setup& setup, const CostModel& cost, const RedistOptions& op
   const uint32_t reduce = from_partial & ~to_partial;
   const uint32_t new_partial = to_partial & ~from_partial;
   if (reduce) return new_partial == 0 && PlanReduceScatters(c, kept, reduce, plan);
-  return PlanMoves(c, kept, new_partial, options.max_states, plan);
+  return PlanMoves(c, kept, new_partial, plan);
 }
 
 }  // namespace shardscope::redist_internal

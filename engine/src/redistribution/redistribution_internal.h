@@ -410,8 +410,8 @@ std::string ZeroFillReason();
 
 // ---------------------------------------------------------------------------------------
 // The fast path (redistribution_fast.cc). Plans the regular cases symbolically and fills
-// `plan` with exactly what PlanRedistribution returns for them; false when the case is not
-// one it covers (then the search plans it).
+// `plan` with a byte-optimal plan no plan is cheaper than; false when the case is not one it
+// covers (then the search plans it).
 bool PlanFast(const Setup& setup, const CostModel& cost, const RedistOptions& options,
               RedistPlan* plan);
 

@@ -72,9 +72,8 @@ bool IsDefaultOrderIdentifier(const std::string& s) {
   return !(s[0] >= '0' && s[0] <= '9') && s != "None";
 }
 
-// Number of distinct orders of the prime factors of n (a multinomial coefficient). The primes
-// come by trial division, ascending, each prime's copies together (no factor list: meshes are
-// unified on every plan).
+// Number of distinct orders of the prime factors of n (a multinomial coefficient), by trial
+// division: base's PrimeFactors returns a vector, and this runs on every plan (no allocation).
 int64_t CountFactorOrders(int64_t n) {
   int64_t count = 1;
   int64_t placed = 0;

@@ -234,16 +234,18 @@ redist_test::Case PowerOfTwoCase(std::mt19937& rng, int max_log2) {
   return {redist_test::MakeLayout(m1, d1, p1, shape), redist_test::MakeLayout(m2, d2, p2, shape)};
 }
 
-// The fast path (regular cases planned symbolically) gives exactly the search's plan: the same
-// steps, bytes, bounds and price (the whole JSON), on random cases of the property suite and
-// on power-of-two meshes up to 64 devices, with uniform and per-axis bandwidths and small and
+// The fast path (regular cases planned symbolically) is judged on its own merits against the
+// search: the same bytes per rank and bounds, a price no more than kPriceEpsilon above the
+// search's (equal-priced orders may differ), on random cases of the property suite and on
+// power-of-two meshes up to 64 devices, with uniform and per-axis bandwidths and small and
 // large elements. Its plans simulate to the target at the lower bound.
-TEST(RedistributionPropertyTest, FastPathGivesTheSearchPlan) {
+TEST(RedistributionPropertyTest, FastPathAsCheapAsTheSearch) {
+  constexpr double kPriceEpsilon = 1e-9;  // relative: sums of the same terms in another order
   std::mt19937 rng(31337);
   CostModel uniform_bw;
   CostModel per_axis;
   per_axis.axis_bandwidth = {{"a", 40e9}, {"b", 5e9}, {"dp", 25e9}, {"mp", 100e9}, {"x0", 3e9}};
-  int cases = 0, fast = 0;
+  int cases = 0, fast = 0, other_steps = 0;
   for (int i = 0; i < 6000; ++i) {
     const redist_test::Case c = i % 2 ? RandomCase(rng, i % 4 == 1, 16, 1 + i % 3)
                                       : PowerOfTwoCase(rng, i % 6 == 0 ? 6 : 4);
@@ -262,7 +264,12 @@ TEST(RedistributionPropertyTest, FastPathGivesTheSearchPlan) {
     const std::string ctx = "case " + std::to_string(i) + ": " + c.from.DebugString() + " -> " +
                             c.to.DebugString() + "\nfast:\n" + a->ToString() + "search:\n" +
                             b->ToString();
-    ASSERT_EQ(a->ToJson(), b->ToJson()) << ctx;
+    EXPECT_EQ(a->recv_bytes, b->recv_bytes) << ctx;
+    EXPECT_EQ(a->total_planned_bytes, b->total_planned_bytes) << ctx;
+    EXPECT_EQ(a->lower_bound, b->lower_bound) << ctx;
+    EXPECT_EQ(a->byte_optimal, b->byte_optimal) << ctx;
+    EXPECT_LE(a->predicted_seconds, b->predicted_seconds * (1 + kPriceEpsilon)) << ctx;
+    other_steps += a->ToJson() != b->ToJson();
     EXPECT_EQ(a->recv_bytes, a->lower_bound) << ctx;
     Result<RedistLowerBound> lb = RedistributionLowerBound(c.from, c.to, search.element_bytes);
     ASSERT_TRUE(lb.ok());
@@ -272,9 +279,12 @@ TEST(RedistributionPropertyTest, FastPathGivesTheSearchPlan) {
       ASSERT_TRUE(sim.ok) << sim.error << "\n" << ctx;
       EXPECT_EQ(sim.recv, a->recv_bytes) << ctx;
     }
+    if (::testing::Test::HasFailure()) break;
   }
-  std::printf("[ summary  ] fast path: %d of %d cases (%.1f%%), each the search's plan\n", fast,
-              cases, 100.0 * fast / cases);
+  std::printf(
+      "[ summary  ] fast path: %d of %d cases (%.1f%%), each as cheap as the search's plan; "
+      "%d with other equal-priced steps\n",
+      fast, cases, 100.0 * fast / cases, other_steps);
   EXPECT_GT(fast, cases / 3);
 }
 

@@ -68,8 +68,8 @@
 //
 // Planning time. The common regular cases are planned symbolically, in work proportional to
 // axes x dimensions plus one pass per step to fill the per-rank vectors: a few microseconds up
-// to 1024 devices. They are the cases where the plan can be proven to be the search's without
-// searching (docs/redistribution.md, "The fast path", has the proofs): on the unified mesh,
+// to 1024 devices. They are the cases where a plan can be proven optimal (byte-optimal, and no
+// plan cheaper) without searching (docs/redistribution.md, "The fast path"): on the unified mesh,
 //   - nothing to reduce, every dimension keeps a common prefix and then only gains axes the
 //     source does not use (local slices) or only loses axes the target does not use
 //     (all-gathers), except one group of axes that may move, in order, from the end of one
@@ -79,7 +79,7 @@
 //   - nothing to reduce and every rank needing its missing elements from one other rank, over
 //     the fastest links, the target splitting only over axes the source splits (one permute,
 //     or one all-to-all-v; also between meshes that do not unify).
-// Their plans are exactly the search's (tests compare the JSON on thousands of cases). The
+// Tests check them against the search's (same bytes, price within 1e-9, simulated). The
 // rest go to the search, whose per-rank work is kept down by testing a sample of ranks before
 // every rank, computing landings and exchanges only when needed, and a flat lower bound.
 // Irregular steps are chosen and assembled from per-rank counts computed in closed form
@@ -327,8 +327,8 @@ struct RedistOptions {
   // Search budget (layouts expanded); the best plan found so far is returned when it runs out.
   int max_states = 3000;
   // Plan the regular cases symbolically (see "Planning time" at the top) instead of by the
-  // search: the same plans (unless max_states cuts the search short of its best plan, which
-  // the fast path then beats), much sooner. false forces the search (tests compare the two).
+  // search: plans as cheap (cheaper when max_states cuts the search short of its best plan),
+  // much sooner. false forces the search (tests compare the two).
   // Not part of RedistPlanCache's key.
   bool fast_path = true;
 };
