@@ -5,6 +5,7 @@
 // once per DistValue with the layout's shard shape.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -62,6 +63,9 @@ class DistExecutor {
   // The most bytes the program's buffers took during the last Run (recomputed activations
   // are allocated only while live, DistProgram::release_after).
   int64_t peak_buffer_bytes() const { return peak_buffer_bytes_; }
+  // Fills a stage-3 parameter's whole shard (param_grads index, buffer) before it is read.
+  using GatherFn = std::function<Status(Communicator&, int param, Tensor* out)>;
+  void set_gather(GatherFn gather) { gather_ = std::move(gather); }
 
  private:
   void Allocate(int value);
@@ -77,6 +81,7 @@ class DistExecutor {
   bool cpu_timing_ = false;
   std::vector<bool> live_;  // transient values (recomputed activations): allocated now
   int64_t transient_bytes_ = 0, peak_buffer_bytes_ = 0;
+  GatherFn gather_;
 };
 
 // The program DistTrainer::Create would run: `model` differentiated (backward operators
@@ -123,6 +128,9 @@ class DistTrainer {
   const Tensor& ParameterShard(ValueId param) const;
   const Layout& ParameterLayout(ValueId param) const;
   const std::vector<ValueId>& parameters() const { return params_; }
+  // Stage-3 optimizer sharding frees whole parameter shards between uses: gathers them so
+  // ParameterShard can read them (collective; nothing to do otherwise).
+  Status GatherParameterShards(Communicator& comm);
 
  private:
   DistTrainer() = default;

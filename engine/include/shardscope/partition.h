@@ -55,6 +55,11 @@ struct ParamSharding {
   // Stage 2: the gradient stays partial over `axes` and is reduce-scattered into the slice
   // (no whole reduced gradient); otherwise it is all-reduced as without sharding.
   bool reduce_scatter = false;
+  // Stage 3: the whole shard is not kept; it is all-gathered from the slices before the
+  // instruction that reads it (`gathers` times a step) and freed after its last read of the
+  // forward and of the backward pass (DistProgram::release_after).
+  bool gathered = false;
+  int gathers = 0;
   // Elements of `rank_in_group`'s slice (0 when the shard is shorter than the slices).
   int64_t SliceLength(int rank_in_group) const;
 };
@@ -81,8 +86,8 @@ struct DistProgram {
   // DistValues of the inputs and labels, in every layout an operator reads them in. Every
   // rank reads the whole global batch and slices these shards from it: no communication.
   std::vector<int> batch_values;
-  // ZeRO stage (0: off; 1: optimizer states sharded; 2: gradients too) and, per entry of
-  // param_grads, how its update is sharded.
+  // ZeRO stage (0: off; 1: optimizer states sharded; 2: gradients too; 3: parameters too)
+  // and, per entry of param_grads, how its update is sharded.
   int optimizer_sharding = 0;
   std::vector<ParamSharding> param_sharding;
   // Recomputation: the segments, the order instructions run in (every instruction once, the
@@ -92,6 +97,8 @@ struct DistProgram {
   std::vector<int> schedule;
   std::vector<std::vector<int>> release_after;
   std::vector<bool> transient;
+  // Per DistValue: the param_grads index of a stage-3 parameter it is the home of, else -1.
+  std::vector<int> gathered_param;
 
   // Bytes this rank receives per step, as planned.
   int64_t PlannedRecvBytes(int rank) const;
@@ -107,7 +114,7 @@ struct PartitionOptions {
   // executor moves f32), 2 when `plan` prices bf16/fp16 (--dtype).
   int64_t element_bytes = 4;
   // ZeRO stage over each parameter's replica (data-parallel) axes: 0 off, 1 optimizer
-  // states, 2 optimizer states and gradients. Stage 3 (parameters too) is not built yet.
+  // states, 2 and gradients, 3 and parameters (gathered before use).
   int optimizer_sharding = 0;
   // Name scopes whose activations are recomputed in backward ("dense1", "layer0.attn"; "*":
   // every top-level scope).

@@ -21,12 +21,8 @@ bool GradientReduceScatters(const Layout& grad, const Layout& param) {
 Status ShardOptimizerStates(const PartitionOptions& o, DistProgram* p) {
   if (o.optimizer_sharding < 0 || o.optimizer_sharding > 3) {
     return Status::Invalid("optimizer sharding stage " + std::to_string(o.optimizer_sharding) +
-                           " is not a ZeRO stage (0 off, 1 optimizer states, 2 and gradients)");
-  }
-  if (o.optimizer_sharding == 3) {
-    return Status::NotImplemented(
-        "optimizer sharding stage 3 (parameters sharded, gathered before use) is not built "
-        "yet; stages 1 (optimizer states) and 2 (and gradients) are");
+                           " is not a ZeRO stage (0 off, 1 optimizer states, 2 and gradients, "
+                           "3 and parameters)");
   }
   p->optimizer_sharding = o.optimizer_sharding;
   p->param_sharding.assign(p->param_grads.size(), ParamSharding{});
@@ -45,6 +41,7 @@ Status ShardOptimizerStates(const PartitionOptions& o, DistProgram* p) {
     s.group_size = static_cast<int>(group);
     s.chunk = (s.elements + group - 1) / group;
     s.reduce_scatter = grad != param && p->values[grad].layout.is_partial();
+    s.gathered = o.optimizer_sharding == 3 && s.reduce_scatter;
   }
   return Status::Ok();
 }

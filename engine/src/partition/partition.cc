@@ -294,7 +294,7 @@ class ProgramBuilder {
       const int param = p_.home[tv.params[i]];
       const Layout param_layout = p_.values[param].layout;  // a copy: Obtain grows p_.values
       const int partial = p_.home[tv.grads[i]];
-      if (o_.optimizer_sharding == 2 && param_layout.mesh().size() == p_.devices &&
+      if (o_.optimizer_sharding >= 2 && param_layout.mesh().size() == p_.devices &&
           GradientReduceScatters(p_.values[partial].layout, param_layout)) {
         p_.param_grads.emplace_back(param, partial);  // reduce-scattered by the trainer
         continue;

@@ -22,18 +22,29 @@ std::string ScopeOf(const std::string& name, const std::vector<std::string>& sco
 }
 
 // Per scheduled position, the DistValues whose last use before their next write (or ever) it
-// is: they are freed after it.
-std::vector<std::vector<int>> Releases(const DistProgram& p) {
+// is: they are freed after it. A gathered parameter (stage 3) has no writer: its first read
+// in the forward pass and its first in the backward (from `backward_pos` on) gather it, and
+// `gathers` counts how often.
+std::vector<std::vector<int>> Releases(const DistProgram& p, size_t backward_pos,
+                                       std::vector<int>* gathers) {
   std::vector<std::vector<int>> release(p.schedule.size());
   std::vector<int> last(p.values.size(), -1);  // position of the open interval's last use
   auto close = [&](int v) {
     if (last[v] >= 0) release[last[v]].push_back(v);
     last[v] = -1;
   };
+  gathers->assign(p.values.size(), 0);
   for (size_t pos = 0; pos < p.schedule.size(); ++pos) {
+    if (pos == backward_pos) {
+      for (size_t v = 0; v < p.values.size(); ++v)
+        if (p.gathered_param[v] >= 0) close(static_cast<int>(v));
+    }
     const DistInstr& in = p.instrs[p.schedule[pos]];
-    for (int v : in.inputs)
-      if (p.transient[v]) last[v] = static_cast<int>(pos);
+    for (int v : in.inputs) {
+      if (!p.transient[v]) continue;
+      if (p.gathered_param[v] >= 0 && last[v] < 0) ++(*gathers)[v];
+      last[v] = static_cast<int>(pos);
+    }
     for (int v : in.outputs) {
       if (!p.transient[v]) continue;
       close(v);  // a write starts a new interval
@@ -52,7 +63,14 @@ Status InsertRecomputation(const Graph& g, const PartitionOptions& o, DistProgra
   p->schedule.clear();
   p->release_after.clear();
   p->transient.assign(p->values.size(), false);
-  if (o.recompute.empty()) return Status::Ok();
+  p->gathered_param.assign(p->values.size(), -1);
+  for (size_t i = 0; i < p->param_sharding.size(); ++i) {
+    if (!p->param_sharding[i].gathered) continue;
+    p->gathered_param[p->param_grads[i].first] = static_cast<int>(i);
+    p->transient[p->param_grads[i].first] = true;
+  }
+  const bool gathered = std::count(p->transient.begin(), p->transient.end(), true) > 0;
+  if (o.recompute.empty() && !gathered) return Status::Ok();
   const int n = static_cast<int>(p->instrs.size());
   int forward_end = n;  // the first backward instruction
   for (int i = 0; i < n && forward_end == n; ++i) {
@@ -131,16 +149,30 @@ Status InsertRecomputation(const Graph& g, const PartitionOptions& o, DistProgra
     }
     if (i < n) p->schedule.push_back(i);
   }
-  p->release_after = Releases(*p);
+  size_t backward_pos = 0;  // the first scheduled replay or backward instruction
+  while (backward_pos < p->schedule.size() && p->schedule[backward_pos] < forward_end &&
+         (backward_pos == 0 || p->schedule[backward_pos] > p->schedule[backward_pos - 1]))
+    ++backward_pos;
+  std::vector<int> gathers;
+  p->release_after = Releases(*p, backward_pos, &gathers);
+  for (ParamSharding& s : p->param_sharding) s.gathers = 0;
+  for (size_t v = 0; v < p->values.size(); ++v)
+    if (p->gathered_param[v] >= 0) p->param_sharding[p->gathered_param[v]].gathers = gathers[v];
   return Status::Ok();
 }
 
 void AppendMemoryOptionsText(const DistProgram& p, std::ostream& out) {
   if (p.optimizer_sharding > 0) {
     int sharded = 0;
-    for (const ParamSharding& s : p.param_sharding) sharded += s.group_size > 1 ? 1 : 0;
+    int gathered = 0;
+    for (const ParamSharding& s : p.param_sharding) {
+      sharded += s.group_size > 1 ? 1 : 0;
+      gathered += s.gathered ? 1 : 0;
+    }
     out << "optimizer sharding: stage " << p.optimizer_sharding << ", " << sharded << " of "
-        << p.param_sharding.size() << " parameters updated in slices over their replicas\n";
+        << p.param_sharding.size() << " parameters updated in slices over their replicas";
+    if (p.optimizer_sharding == 3) out << ", " << gathered << " gathered before use";
+    out << "\n";
   }
   for (const RecomputeSegment& seg : p.recompute) {
     out << "recompute " << seg.scope << ": " << seg.dropped.size()

@@ -178,6 +178,20 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
                              RankStats* stats) {
   const DistInstr& in = program_.instrs[i];
   for (int v : in.outputs) Allocate(v);
+  if (!program_.gathered_param.empty()) {  // stage-3 parameters: communication
+    for (int v : in.inputs) {
+      if (program_.gathered_param[v] < 0 || live_[v]) continue;
+      Allocate(v);
+      const CommStats before = comm.stats();
+      const double gather_start = Now();
+      SHARDSCOPE_RETURN_IF_ERROR(gather_(comm, program_.gathered_param[v], &buffers_[v]));
+      if (stats) {
+        stats->comm_seconds += Now() - gather_start;
+        stats->bytes_sent += comm.stats().bytes_sent - before.bytes_sent;
+        stats->bytes_received += comm.stats().bytes_received - before.bytes_received;
+      }
+    }
+  }
   const double start = Now();
   const bool cpu = stats && cpu_timing_;
   const double cpu_start = cpu ? ThreadCpuNow() : 0.0;
@@ -227,7 +241,10 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
       SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, i, step, training, stats));
     }
   } else {
-    for (size_t v = 0; v < live_.size(); ++v) Release(static_cast<int>(v));  // left by RunFor
+    for (size_t v = 0; v < live_.size(); ++v) {  // left by RunFor or set from outside
+      Release(static_cast<int>(v));
+      if (program_.transient[v]) buffers_[v] = Tensor();
+    }
   }
   int64_t kept = 0;  // every buffer not transient
   for (size_t v = 0; v < buffers_.size(); ++v) {
@@ -298,8 +315,14 @@ Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
   std::vector<bool> live(program.values.size(), false);
   int64_t now = 0, peak = 0;
   for (size_t pos = 0; pos < program.schedule.size(); ++pos) {
-    for (int v : program.instrs[program.schedule[pos]].outputs) {
+    const DistInstr& in = program.instrs[program.schedule[pos]];
+    for (int v : in.outputs) {
       if (!program.transient[v] || live[v]) continue;
+      live[v] = true;
+      now += bytes_of(v);
+    }
+    for (int v : in.inputs) {  // stage-3 parameters, gathered before they are read
+      if (program.gathered_param[v] < 0 || live[v]) continue;
       live[v] = true;
       now += bytes_of(v);
     }
@@ -315,9 +338,8 @@ Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
   for (size_t i = 0; i < program.param_grads.size(); ++i) {
     const DistValue& v = program.values[program.param_grads[i].first];
     // Sharded (ZeRO): the states of one slice; its buffers are ShardedUpdate::PlannedBytes.
-    const int64_t elements = i < program.param_sharding.size()
-                                 ? program.param_sharding[i].chunk
-                                 : NumElements(v.layout.ShardShape());
+    const int64_t elements = i < program.param_sharding.size() ? program.param_sharding[i].chunk
+                                                               : NumElements(v.layout.ShardShape());
     for (int s = 0; s < optimizer_states + master_copies; ++s) add(elements * 4);
     largest_param = std::max(largest_param, NumElements(graph.value(v.global).shape) * 4);
   }
@@ -349,6 +371,10 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
     t->sharded_ = std::make_unique<ShardedUpdate>(t->program_, *t->executor_, rank);
     t->param_ptrs_ = t->sharded_->params();
     t->grad_ptrs_ = t->sharded_->grads();
+    ShardedUpdate* sharded = t->sharded_.get();
+    t->executor_->set_gather([sharded](Communicator& comm, int param, Tensor* out) {
+      return sharded->GatherParameter(comm, param, out);
+    });
   }
   t->optimizer_ = MakeOptimizer(config.optimizer);
   return t;
@@ -419,6 +445,16 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   }
   return data.size() == 0 ? 0.0
                           : static_cast<double>(correct) / static_cast<double>(data.size() * per);
+}
+
+Status DistTrainer::GatherParameterShards(Communicator& comm) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!sharded_ || !program_.param_sharding[i].gathered) continue;
+    Tensor& shard = executor_->local(program_.param_grads[i].first);
+    shard = Tensor(program_.values[program_.param_grads[i].first].layout.ShardShape());
+    SHARDSCOPE_RETURN_IF_ERROR(sharded_->GatherParameter(comm, static_cast<int>(i), &shard));
+  }
+  return Status::Ok();
 }
 
 const Tensor& DistTrainer::ParameterShard(ValueId param) const {

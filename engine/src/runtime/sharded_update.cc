@@ -111,18 +111,26 @@ Status ShardedUpdate::GatherParameters(Communicator& world, RankStats* stats) {
   CommTimer timer(world, stats);
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
     const ParamSharding& s = program_.param_sharding[i];
-    if (s.group_size <= 1) continue;
-    SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, i));
-    const int64_t padded = s.group_size * s.chunk;
-    SHARDSCOPE_RETURN_IF_ERROR(
-        group
-            ->AllGather(std::span<const float>(param_slices_[i].data(), s.chunk),
-                        std::span<float>(scratch_.data(), padded))
-            .WithContext("all-gather of parameter " +
-                         program_.values[program_.param_grads[i].first].name));
-    Tensor& param = executor_.local(program_.param_grads[i].first);
-    std::copy(scratch_.begin(), scratch_.begin() + s.elements, param.data());
+    if (s.group_size <= 1 || s.gathered) continue;
+    SHARDSCOPE_RETURN_IF_ERROR(GatherParameter(world, static_cast<int>(i),
+                                               &executor_.local(program_.param_grads[i].first)));
   }
+  return Status::Ok();
+}
+
+Status ShardedUpdate::GatherParameter(Communicator& world, int param, Tensor* out) {
+  const ParamSharding& s = program_.param_sharding[param];
+  SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, param));
+  const int64_t padded = s.group_size * s.chunk;
+  // Straight into the shard when the slices tile it exactly.
+  std::span<float> whole = padded == out->size() ? std::span<float>(out->data(), padded)
+                                                 : std::span<float>(scratch_.data(), padded);
+  SHARDSCOPE_RETURN_IF_ERROR(
+      group->AllGather(std::span<const float>(param_slices_[param].data(), s.chunk), whole)
+          .WithContext("all-gather of parameter " +
+                       program_.values[program_.param_grads[param].first].name));
+  if (whole.data() != out->data())
+    std::copy(whole.begin(), whole.begin() + s.elements, out->data());
   return Status::Ok();
 }
 

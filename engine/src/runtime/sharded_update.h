@@ -24,8 +24,11 @@ class ShardedUpdate {
   // Before the optimizer: each slice's gradient, reduce-scattered over the group (stage 2)
   // or cut from the reduced gradient (stage 1).
   Status GatherGradients(Communicator& world, RankStats* stats);
-  // After it: every rank of the group gets the updated slices back into its shard.
+  // After it: every rank of the group gets the updated slices back into its shard (not the
+  // stage-3 parameters, gathered when read: GatherParameter).
   Status GatherParameters(Communicator& world, RankStats* stats);
+  // The whole shard of parameter `param` (param_grads index) from the group's slices.
+  Status GatherParameter(Communicator& world, int param, Tensor* out);
 
   // Bytes of the slices and the scratch buffer (the optimizer's states not included).
   int64_t Bytes() const;
