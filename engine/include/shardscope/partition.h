@@ -8,6 +8,9 @@
 //                           layout differs from what a consumer needs, a planned
 //                           redistribution with its reason; gradient reduction of
 //                           parameters; the loss made whole on every rank
+//   shard-optimizer-states  ZeRO stages 1-3: each parameter's update split over its replicas
+//   insert-recomputation    scopes' activations freed after forward, replayed before
+//                           backward; the schedule and what is freed when (memory.md)
 // The program is the same on every rank (shapes are the same: splits are even); only a few
 // attributes depend on the rank (shard offsets), and those are computed when it runs.
 #pragma once

@@ -12,10 +12,18 @@ int64_t ParamSharding::SliceLength(int rank_in_group) const {
 }
 
 bool GradientReduceScatters(const Layout& grad, const Layout& param) {
-  if (!(grad.mesh() == param.mesh()) || grad.dims_axes() != param.dims_axes()) return false;
+  if (grad.mesh().size() != param.mesh().size() || grad.dims_axes() != param.dims_axes())
+    return false;
   std::vector<int> partial = grad.partial_axes();
   std::sort(partial.begin(), partial.end());
-  return !partial.empty() && partial == param.replica_axes();  // replica_axes: ascending
+  if (partial.empty() || partial != param.replica_axes()) return false;  // both ascending
+  // The same blocks and groups on every rank (meshes may differ only in their axis names).
+  for (int r = 0; r < param.mesh().size(); ++r) {
+    if (grad.ShardOffsets(r) != param.ShardOffsets(r) ||
+        grad.PartialGroup(r) != param.ReplicaGroup(r))
+      return false;
+  }
+  return true;
 }
 
 Status ShardOptimizerStates(const PartitionOptions& o, DistProgram* p) {

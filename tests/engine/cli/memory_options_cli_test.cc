@@ -62,15 +62,17 @@ TEST(MemoryOptionsCli, EachOptionLowersPlanAndTrainPrintsTheSameFigure) {
   const Output plan =
       Shardscope("plan " + model + " --search semi_auto --optimizer-sharding 3 --recompute");
   EXPECT_NE(plan.text.find(figure), std::string::npos) << plan.text;
+  // train searched as plan is (plan always searches): the same program, the same figure.
   const Output train =
-      Shardscope("train " + model + " --steps 2 --no-record --optimizer-sharding 3 --recompute");
+      Shardscope("train " + model +
+                 " --steps 2 --no-record --search semi_auto --optimizer-sharding 3 --recompute");
   ASSERT_EQ(train.code, 0) << train.text;
   EXPECT_NE(train.text.find(figure), std::string::npos) << figure << "\n" << train.text;
   EXPECT_NE(train.text.find("test accuracy"), std::string::npos) << train.text;
 }
 
 TEST(MemoryOptionsCli, FileRecomputeScopesAndStages) {
-  const std::string scoped = ModelFile("scoped", "  recompute: [dense1]\n");
+  const std::string scoped = ModelFile("scoped", "  recompute: [dense1, dense2]\n");
   EXPECT_LT(PlannedBytes(scoped, ""), PlannedBytes(ModelFile("plain", ""), ""));
   const Output unknown =
       Shardscope("plan " + ModelFile("unknown", "  recompute: [dense9]\n") + " --search semi_auto");
