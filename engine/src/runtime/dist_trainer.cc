@@ -369,8 +369,6 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
   }
   if (t->program_.optimizer_sharding > 0) {
     t->sharded_ = std::make_unique<ShardedUpdate>(t->program_, *t->executor_, rank);
-    t->param_ptrs_ = t->sharded_->params();
-    t->grad_ptrs_ = t->sharded_->grads();
     ShardedUpdate* sharded = t->sharded_.get();
     t->executor_->set_gather([sharded](Communicator& comm, int param, Tensor* out) {
       return sharded->GatherParameter(comm, param, out);
@@ -393,7 +391,10 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
   const double start = Now();
   const bool cpu = executor_->cpu_timing();
   const double cpu_start = cpu ? ThreadCpuNow() : 0.0;
-  optimizer_->Step(param_ptrs_, grad_ptrs_);
+  if (sharded_)
+    optimizer_->StepSpans(sharded_->params(), sharded_->grads());
+  else
+    optimizer_->Step(param_ptrs_, grad_ptrs_);
   stats_.compute_seconds += Now() - start;
   if (cpu) stats_.compute_cpu_seconds += ThreadCpuNow() - cpu_start;
   if (sharded_) SHARDSCOPE_RETURN_IF_ERROR(sharded_->GatherParameters(comm, &stats_));

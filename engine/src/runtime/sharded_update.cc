@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 namespace shardscope {
 namespace {
@@ -32,34 +31,36 @@ class CommTimer {
 
 }  // namespace
 
+namespace {
+
+// Whether the slices tile a shard exactly (no zero padding past its end).
+bool Tiles(const ParamSharding& s) { return s.group_size * s.chunk == s.elements; }
+
+}  // namespace
+
 ShardedUpdate::ShardedUpdate(const DistProgram& program, DistExecutor& executor, int rank)
-    : program_(program), executor_(executor), rank_(rank) {
+    : program_(program), executor_(executor) {
   const size_t n = program.param_grads.size();
   param_slices_.resize(n);
   grad_slices_.resize(n);
   rank_in_group_.assign(n, 0);
+  params_.resize(n);
+  grads_.resize(n);
   size_t scratch = 0;
   for (size_t i = 0; i < n; ++i) {
-    const auto [p, g] = program.param_grads[i];
     const ParamSharding& s = program.param_sharding[i];
-    if (s.group_size <= 1) {
-      params_.push_back(&executor.local(p));
-      grads_.push_back(&executor.local(g));
-      continue;
-    }
-    const std::vector<int> group = program.values[p].layout.mesh().GroupOf(rank, s.axes);
+    if (s.group_size <= 1) continue;
+    const int p = program.param_grads[i].first;
     rank_in_group_[i] =
-        static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
-    // Slices are `chunk` long everywhere (zero-padded past the shard's end, where the update
-    // of a zero gradient keeps zero), so every rank holds the same bytes.
-    param_slices_[i] = Tensor({s.chunk});
-    grad_slices_[i] = Tensor({s.chunk});
+        static_cast<int>(program.values[p].layout.mesh().IndexInGroup(rank, s.axes));
     const int64_t begin = rank_in_group_[i] * s.chunk;
-    std::memcpy(param_slices_[i].data(), executor.local(p).data() + begin,
-                sizeof(float) * s.SliceLength(rank_in_group_[i]));
-    params_.push_back(&param_slices_[i]);
-    grads_.push_back(&grad_slices_[i]);
-    scratch = std::max(scratch, static_cast<size_t>(s.group_size * s.chunk));
+    const int64_t length = s.SliceLength(rank_in_group_[i]);
+    if (s.gathered) {  // the whole shard is freed between uses: the slice is kept apart
+      param_slices_[i] = Tensor({s.chunk});
+      std::copy_n(executor.local(p).data() + begin, length, param_slices_[i].data());
+    }
+    if (s.reduce_scatter && !Tiles(s)) grad_slices_[i] = Tensor({s.chunk});
+    if (!Tiles(s)) scratch = std::max(scratch, static_cast<size_t>(s.group_size * s.chunk));
   }
   scratch_.assign(scratch, 0.0f);
 }
@@ -83,26 +84,41 @@ Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
   CommTimer timer(world, stats);
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
     const ParamSharding& s = program_.param_sharding[i];
-    if (s.group_size <= 1) continue;
-    const Tensor& grad = executor_.local(program_.param_grads[i].second);
-    float* slice = grad_slices_[i].data();
+    Tensor& param = executor_.local(program_.param_grads[i].first);
+    Tensor& grad = executor_.local(program_.param_grads[i].second);
+    if (s.group_size <= 1) {
+      params_[i] = std::span<float>(param.data(), param.size());
+      grads_[i] = std::span<const float>(grad.data(), grad.size());
+      continue;
+    }
+    const int64_t begin = rank_in_group_[i] * s.chunk;
+    const size_t length = static_cast<size_t>(s.SliceLength(rank_in_group_[i]));
+    params_[i] = s.gathered ? std::span<float>(param_slices_[i].data(), length)
+                            : std::span<float>(param.data() + begin, length);
     if (!s.reduce_scatter) {  // stage 1: the gradient is reduced already
-      std::memcpy(slice, grad.data() + rank_in_group_[i] * s.chunk,
-                  sizeof(float) * s.SliceLength(rank_in_group_[i]));
+      grads_[i] = std::span<const float>(grad.data() + begin, length);
       continue;
     }
     SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, i));
-    const int64_t padded = s.group_size * s.chunk;
-    std::span<const float> in(grad.data(), grad.size());
-    if (padded != s.elements) {
-      std::copy(grad.data(), grad.data() + s.elements, scratch_.begin());
-      std::fill(scratch_.begin() + s.elements, scratch_.begin() + padded, 0.0f);
-      in = std::span<const float>(scratch_.data(), padded);
+    // In place: this rank's block of the (padded) partial gradient becomes its sum.
+    float* whole = grad.data();
+    if (!Tiles(s)) {
+      whole = scratch_.data();
+      std::copy_n(grad.data(), s.elements, whole);
+      std::fill(whole + s.elements, whole + s.group_size * s.chunk, 0.0f);
     }
     SHARDSCOPE_RETURN_IF_ERROR(
-        group->ReduceScatter(in, std::span<float>(slice, s.chunk))
+        group
+            ->ReduceScatter(std::span<const float>(whole, s.group_size * s.chunk),
+                            std::span<float>(whole + begin, s.chunk))
             .WithContext("reduce-scatter of the gradient of " +
                          program_.values[program_.param_grads[i].first].name));
+    if (Tiles(s)) {
+      grads_[i] = std::span<const float>(whole + begin, length);
+    } else {  // the scratch serves the next parameter: the slice moves out
+      std::copy_n(whole + begin, s.chunk, grad_slices_[i].data());
+      grads_[i] = std::span<const float>(grad_slices_[i].data(), length);
+    }
   }
   return Status::Ok();
 }
@@ -112,25 +128,34 @@ Status ShardedUpdate::GatherParameters(Communicator& world, RankStats* stats) {
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
     const ParamSharding& s = program_.param_sharding[i];
     if (s.group_size <= 1 || s.gathered) continue;
-    SHARDSCOPE_RETURN_IF_ERROR(GatherParameter(world, static_cast<int>(i),
-                                               &executor_.local(program_.param_grads[i].first)));
+    Tensor& param = executor_.local(program_.param_grads[i].first);
+    SHARDSCOPE_RETURN_IF_ERROR(Gather(world, i, params_[i], &param));
   }
   return Status::Ok();
 }
 
 Status ShardedUpdate::GatherParameter(Communicator& world, int param, Tensor* out) {
   const ParamSharding& s = program_.param_sharding[param];
+  const size_t length = static_cast<size_t>(s.SliceLength(rank_in_group_[param]));
+  return Gather(world, param, std::span<const float>(param_slices_[param].data(), length), out);
+}
+
+Status ShardedUpdate::Gather(Communicator& world, size_t param, std::span<const float> slice,
+                             Tensor* whole) {
+  const ParamSharding& s = program_.param_sharding[param];
   SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, param));
-  const int64_t padded = s.group_size * s.chunk;
-  // Straight into the shard when the slices tile it exactly.
-  std::span<float> whole = padded == out->size() ? std::span<float>(out->data(), padded)
-                                                 : std::span<float>(scratch_.data(), padded);
+  // In place: the slice sits in its block of the (padded) whole, which the gather fills.
+  float* out = Tiles(s) ? whole->data() : scratch_.data();
+  float* block = out + rank_in_group_[param] * s.chunk;
+  if (slice.data() != block) std::copy(slice.begin(), slice.end(), block);
+  std::fill(block + slice.size(), block + s.chunk, 0.0f);
   SHARDSCOPE_RETURN_IF_ERROR(
-      group->AllGather(std::span<const float>(param_slices_[param].data(), s.chunk), whole)
+      group
+          ->AllGather(std::span<const float>(block, s.chunk),
+                      std::span<float>(out, s.group_size * s.chunk))
           .WithContext("all-gather of parameter " +
                        program_.values[program_.param_grads[param].first].name));
-  if (whole.data() != out->data())
-    std::copy(whole.begin(), whole.begin() + s.elements, out->data());
+  if (out != whole->data()) std::copy_n(out, s.elements, whole->data());
   return Status::Ok();
 }
 
@@ -145,8 +170,8 @@ int64_t ShardedUpdate::PlannedBytes(const DistProgram& program, int float_bytes)
   int64_t slices = 0, scratch = 0;
   for (const ParamSharding& s : program.param_sharding) {
     if (s.group_size <= 1) continue;
-    slices += 2 * s.chunk;
-    scratch = std::max(scratch, s.group_size * s.chunk);
+    slices += (s.gathered ? s.chunk : 0) + (s.reduce_scatter && !Tiles(s) ? s.chunk : 0);
+    if (!Tiles(s)) scratch = std::max(scratch, s.group_size * s.chunk);
   }
   return (slices + scratch) * float_bytes;
 }

@@ -216,17 +216,19 @@ TEST(Recompute, UnknownScopeIsAnError) {
   EXPECT_NE(program.status().message().find("block9"), std::string::npos);
 }
 
-// The plan's figure is the measured one (plus the whole largest parameter initialisation
-// draws), and each option lowers it.
+// The plan's figure is the busiest rank's measured one (plus the whole largest parameter
+// initialisation draws), and each option lowers it.
 TEST(MemoryOptions, PlannedMemoryIsMeasuredAndLower) {
   std::vector<int64_t> planned;
   for (const PartitionOptions& o :
        {Options(0), Options(1), Options(2), Options(3), Options(3, {"*"})}) {
     for (const auto& optimizer : {kAdam, kMomentum}) {
       const auto ranks = Train(NetWith(""), o, optimizer, 2);
+      // The busiest rank: rank 0's slices are never the short last ones.
       for (const RankResult& r : ranks) {
-        EXPECT_EQ(r.planned, r.measured_peak + r.largest_param)
+        EXPECT_EQ(r.planned, ranks[0].measured_peak + r.largest_param)
             << "zero " << o.optimizer_sharding << " recompute " << o.recompute.size();
+        EXPECT_LE(r.measured_peak, ranks[0].measured_peak);
       }
       if (optimizer.kind == OptimizerConfig::kAdam) planned.push_back(ranks[0].planned);
     }
