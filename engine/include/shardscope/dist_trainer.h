@@ -5,6 +5,7 @@
 // once per DistValue with the layout's shard shape.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -36,7 +37,9 @@ struct RankStats {
   int64_t gradient_bytes = 0;
   int64_t optimizer_bytes = 0;
   int64_t activation_bytes = 0;
-  int64_t peak_bytes = 0;  // all buffers are live for the whole run
+  // The most this rank held during a step: every buffer of the program (those of recomputed
+  // activations only while live), the optimizer's states and the slices of a sharded update.
+  int64_t peak_bytes = 0;
 };
 
 class DistExecutor {
@@ -57,8 +60,16 @@ class DistExecutor {
   // Counts RankStats' *_cpu_seconds as well (off by default; see RankStats).
   void set_cpu_timing(bool on) { cpu_timing_ = on; }
   bool cpu_timing() const { return cpu_timing_; }
+  // The most bytes the program's buffers took during the last Run (recomputed activations
+  // are allocated only while live, DistProgram::release_after).
+  int64_t peak_buffer_bytes() const { return peak_buffer_bytes_; }
+  // Fills a stage-3 parameter's whole shard (param_grads index, buffer) before it is read.
+  using GatherFn = std::function<Status(Communicator&, int param, Tensor* out)>;
+  void set_gather(GatherFn gather) { gather_ = std::move(gather); }
 
  private:
+  void Allocate(int value);
+  void Release(int value);
   Status Execute(Communicator& comm, size_t instr, int64_t step, bool training, RankStats* stats);
   const Graph& graph_;
   const DistProgram& program_;
@@ -68,6 +79,9 @@ class DistExecutor {
   RedistWorkspace redist_workspace_;  // buffers and split communicators of redistributions
   Tensor int_scratch_[2];             // i32 values redistributed as f32 (exact up to 2^24): in, out
   bool cpu_timing_ = false;
+  std::vector<bool> live_;  // transient values (recomputed activations): allocated now
+  int64_t transient_bytes_ = 0, peak_buffer_bytes_ = 0;
+  GatherFn gather_;
 };
 
 // The program DistTrainer::Create would run: `model` differentiated (backward operators
@@ -76,17 +90,22 @@ Result<DistProgram> PlanTrainingProgram(ModelGraph* model, const PartitionOption
                                         std::vector<ValueId>* trained_params = nullptr);
 
 // The bytes one rank of a DistTrainer holds for `program`: every buffer (one per DistValue,
-// at its shard shape), `optimizer_states` tensors per parameter shard, and the whole largest
-// parameter, which initialisation draws before slicing it. kInvalidInput if it overflows.
+// at its shard shape; recomputed activations at their peak over the schedule),
+// `optimizer_states` tensors per parameter shard (per slice under optimizer sharding, plus the
+// slices and their scratch), and the whole largest parameter, which initialisation draws
+// before slicing it: RankStats::peak_bytes plus that parameter. kInvalidInput on overflow.
 // `float_bytes` < 4 prices mixed precision: f32 buffers at that size plus an f32 master copy
 // of every parameter shard (states stay f32).
 Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
                                 int optimizer_states, int float_bytes = 4);
 
+class ShardedUpdate;  // runtime/sharded_update.h
+
 // Training on one rank of a partitioned model. Same seed ⇒ the shards of the parameters a
 // single-device Trainer would have.
 class DistTrainer {
  public:
+  ~DistTrainer();
   // Differentiates `model`, partitions it for `options.devices` devices and initialises
   // this rank's parameter shards.
   static Result<std::unique_ptr<DistTrainer>> Create(ModelGraph model, const TrainConfig& config,
@@ -109,6 +128,9 @@ class DistTrainer {
   const Tensor& ParameterShard(ValueId param) const;
   const Layout& ParameterLayout(ValueId param) const;
   const std::vector<ValueId>& parameters() const { return params_; }
+  // Stage-3 optimizer sharding frees whole parameter shards between uses: gathers them so
+  // ParameterShard can read them (collective; nothing to do otherwise).
+  Status GatherParameterShards(Communicator& comm);
 
  private:
   DistTrainer() = default;
@@ -120,6 +142,7 @@ class DistTrainer {
   std::vector<ValueId> params_;
   std::vector<Tensor*> param_ptrs_;
   std::vector<const Tensor*> grad_ptrs_;
+  std::unique_ptr<ShardedUpdate> sharded_;  // optimizer sharding (ZeRO) on
   RankStats stats_;
   int64_t step_ = 0;
   int rank_ = 0;

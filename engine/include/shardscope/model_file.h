@@ -79,6 +79,8 @@ struct ParallelConfig {
   std::vector<std::pair<std::string, std::string>> meshes;  // name -> "Layout((2,2,2),(...))"
   std::vector<AnnotationEntry> annotations;
   std::vector<ShardBlockEntry> shard_blocks;
+  int optimizer_sharding = 0;          // ZeRO stage 0-2 (PartitionOptions::optimizer_sharding)
+  std::vector<std::string> recompute;  // name scopes; {"*"}: every layer (`recompute: true`)
   SourceLocation location;
   bool empty() const { return annotations.empty() && shard_blocks.empty(); }
 };

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,11 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // params[i] -= update(grads[i]); the shapes must not change between calls.
-  virtual void Step(const std::vector<Tensor*>& params,
-                    const std::vector<const Tensor*>& grads) = 0;
+  void Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads);
+  // The same on flat ranges, e.g. the slice of a shard one rank updates under optimizer
+  // sharding (dist_trainer.h); the lengths must not change between calls.
+  virtual void StepSpans(const std::vector<std::span<float>>& params,
+                         const std::vector<std::span<const float>>& grads) = 0;
   // Bytes of optimizer state currently held.
   virtual int64_t StateBytes() const = 0;
 };

@@ -8,6 +8,9 @@
 //                           layout differs from what a consumer needs, a planned
 //                           redistribution with its reason; gradient reduction of
 //                           parameters; the loss made whole on every rank
+//   shard-optimizer-states  ZeRO stages 1-3: each parameter's update split over its replicas
+//   insert-recomputation    scopes' activations freed after forward, replayed before
+//                           backward; the schedule and what is freed when (memory.md)
 // The program is the same on every rank (shapes are the same: splits are even); only a few
 // attributes depend on the rank (shard offsets), and those are computed when it runs.
 #pragma once
@@ -44,6 +47,35 @@ struct DistInstr {
   std::string reason;                      // kRedistribute: why it exists
 };
 
+// Optimizer-state sharding (ZeRO, MindSpore's optimizer parallel) of one trained parameter:
+// the ranks holding the same shard of it (its replica group along `axes`) each update one
+// contiguous slice of `chunk` elements of the flattened shard, then all-gather the slices.
+struct ParamSharding {
+  std::vector<int> axes;  // replica axes of the parameter's layout; empty: not sharded
+  int group_size = 1;
+  int64_t elements = 0;  // of the local shard
+  int64_t chunk = 0;     // slice length, ceil(elements / group_size); the last may be shorter
+  // Stage 2: the gradient stays partial over `axes` and is reduce-scattered into the slice
+  // (no whole reduced gradient); otherwise it is all-reduced as without sharding.
+  bool reduce_scatter = false;
+  // Stage 3: the whole shard is not kept; it is all-gathered from the slices before the
+  // instruction that reads it (`gathers` times a step) and freed after its last read of the
+  // forward and of the backward pass (DistProgram::release_after).
+  bool gathered = false;
+  int gathers = 0;
+  // Elements of `rank_in_group`'s slice (0 when the shard is shorter than the slices).
+  int64_t SliceLength(int rank_in_group) const;
+};
+
+// Activation recomputation of one name scope: its forward instructions run again just
+// before the first backward instruction that reads an activation they dropped.
+struct RecomputeSegment {
+  std::string scope;
+  int before = 0;            // instruction index the replay runs before
+  std::vector<int> instrs;   // the forward instructions replayed, in order
+  std::vector<int> dropped;  // DistValues freed after forward and made again by the replay
+};
+
 struct DistProgram {
   int devices = 1;
   std::vector<OpStrategy> strategies;  // per graph node
@@ -57,6 +89,19 @@ struct DistProgram {
   // DistValues of the inputs and labels, in every layout an operator reads them in. Every
   // rank reads the whole global batch and slices these shards from it: no communication.
   std::vector<int> batch_values;
+  // ZeRO stage (0: off; 1: optimizer states sharded; 2: gradients too; 3: parameters too)
+  // and, per entry of param_grads, how its update is sharded.
+  int optimizer_sharding = 0;
+  std::vector<ParamSharding> param_sharding;
+  // Recomputation: the segments, the order instructions run in (every instruction once, the
+  // replays inserted; empty: 0..instrs-1), the DistValues to free after each position of
+  // `schedule`, and the values allocated only while live (per DistValue).
+  std::vector<RecomputeSegment> recompute;
+  std::vector<int> schedule;
+  std::vector<std::vector<int>> release_after;
+  std::vector<bool> transient;
+  // Per DistValue: the param_grads index of a stage-3 parameter it is the home of, else -1.
+  std::vector<int> gathered_param;
 
   // Bytes this rank receives per step, as planned.
   int64_t PlannedRecvBytes(int rank) const;
@@ -71,6 +116,12 @@ struct PartitionOptions {
   // Bytes per element the redistributions are planned with: 4 for a program that runs (the
   // executor moves f32), 2 when `plan` prices bf16/fp16 (--dtype).
   int64_t element_bytes = 4;
+  // ZeRO stage over each parameter's replica (data-parallel) axes: 0 off, 1 optimizer
+  // states, 2 and gradients, 3 and parameters (gathered before use).
+  int optimizer_sharding = 0;
+  // Name scopes whose activations are recomputed in backward ("dense1", "layer0.attn"; "*":
+  // every top-level scope).
+  std::vector<std::string> recompute;
   // Called after each pass with its name and the program so far (for --dump-ir).
   std::function<void(const std::string& pass, const std::string& ir)> dump;
 };

@@ -109,6 +109,7 @@ int RunPlan(const PlanOptions& o) {
   if (!mode.ok()) return Fail(kExitBadInput, mode.status().message());
   PartitionOptions partition;
   partition.devices = devices;
+  ApplyMemoryFlags(o.search, parallel, &partition);
   for (const auto& [name, text] : parallel.meshes) {
     auto mesh = ParseMeshExpr(text);
     if (!mesh.ok())

@@ -8,7 +8,25 @@
 
 namespace shardscope::cli {
 
+void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
+                      PartitionOptions* partition) {
+  partition->optimizer_sharding =
+      flags.optimizer_sharding >= 0 ? flags.optimizer_sharding : parallel.optimizer_sharding;
+  partition->recompute = flags.recompute ? std::vector<std::string>{"*"} : parallel.recompute;
+}
+
 void AddSearchFlags(CLI::App* app, SearchFlags& f) {
+  app->add_option("--optimizer-sharding", f.optimizer_sharding,
+                  "ZeRO stage over each parameter's replicas (MindSpore's optimizer parallel): "
+                  "0 off, 1 optimizer states sharded (each replica updates a 1/dp slice, then "
+                  "the slices are all-gathered), 2 gradients too (reduce-scattered, no whole "
+                  "reduced gradient), 3 parameters too (each whole shard gathered before its "
+                  "forward and its backward use, freed after). Default: the model file's "
+                  "parallel.optimizer_sharding, else 0 (docs/memory.md)")
+      ->check(CLI::Range(0, 3));
+  app->add_flag("--recompute", f.recompute,
+                "Recompute every layer's activations in backward instead of keeping them "
+                "(per scope: parallel.recompute: [layer0, layer1] in the model file)");
   app->add_option("--search", f.search,
                   "sharding_propagation | recursive_programming | dynamic_programming | "
                   "semi_auto: choose strategies for the operators the model does not configure");

@@ -10,6 +10,7 @@
 
 #include "shardscope/graph.h"
 #include "shardscope/model_file.h"
+#include "shardscope/partition.h"
 #include "shardscope/search.h"
 
 namespace shardscope::cli {
@@ -27,7 +28,14 @@ struct SearchFlags {
   std::vector<ShardBlockSpec> shard_blocks;  // not a flag: the model file's shard blocks
   Precision file_dtype = Precision::kF32;    // not a flag: the model file's training.dtype
   int optimizer_states = 1;                  // not a flag: the model file's optimizer
+  int optimizer_sharding = -1;               // ZeRO stage 0-2; -1: the model file's
+  bool recompute = false;                    // every layer; false: the model file's scopes
 };
+
+// --optimizer-sharding and --recompute, else the model file's parallel section, into
+// `partition` (what train runs and plan prices).
+void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
+                      PartitionOptions* partition);
 
 // The model file's shard blocks as the search takes them.
 std::vector<ShardBlockSpec> ShardBlockSpecs(const ParallelConfig& parallel);

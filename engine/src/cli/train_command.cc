@@ -203,6 +203,7 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
     }
   }
   plan.partition.devices = devices;
+  ApplyMemoryFlags(o.search, parallel, &plan.partition);
   if (!o.search.profile.empty() || !o.search.cluster.empty()) {
     SearchFlags flags = o.search;
     flags.file_dtype = mf.training().dtype;
@@ -454,6 +455,15 @@ int RunTrain(const TrainOptions& o) {
     const int here = DevicesOnThisHost(plan->mpi, plan->partition.devices);
     Status memory = CheckTrainMemory(*mf, model->graph, *probe, here, *data_bytes);
     if (!memory.ok()) return Fail(kExitBadInput, memory.message());
+    auto per_device = PlannedMemoryPerDevice(*mf, model->graph, *probe);
+    if (per_device.ok() && IsFirstRank()) {  // `plan`'s figure (f32), with the memory options
+      const std::string recompute =
+          probe->recompute.empty() ? "off" : std::to_string(probe->recompute.size()) + " scope(s)";
+      std::printf("memory per device:   %s (planned; optimizer sharding %d, recompute %s)\n",
+                  FormatBytes(static_cast<double>(*per_device)).c_str(), probe->optimizer_sharding,
+                  recompute.c_str());
+      std::fflush(stdout);
+    }
   }
   // The run file, created by rank 0 before any step so that an unwritable place fails now.
   store::RunInfo info;
@@ -532,6 +542,10 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "vocabulary is the file's distinct bytes, windows of input.shape[0] bytes, the last tenth\n"
       "for test (accuracy per position), e.g.\n"
       "  shardscope train samples/models/gpt.yaml --data text:/usr/share/common-licenses/GPL-3\n"
+      "Memory: --optimizer-sharding 1|2|3 shards optimizer states, then gradients, then\n"
+      "parameters over each parameter's data-parallel replicas (ZeRO); --recompute frees every\n"
+      "layer's activations after forward and recomputes them in backward (docs/memory.md):\n"
+      "  shardscope train samples/models/ffn.yaml --devices 8 --optimizer-sharding 2 --recompute\n"
       "Flags override the model file's training section. Before any device starts, the run\n"
       "is checked against the limits (`shardscope --help`): device threads, the synthetic\n"
       "data set and the planned memory of every device against the memory available.\n"

@@ -319,7 +319,8 @@ WrittenStrategy ReadWrittenStrategy(const Source& src, const std::string& target
 
 void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* draft) {
   Map p(src, node, "the parallel section",
-        {"mode", "search", "devices", "meshes", "strategies", "place", "shard"});
+        {"mode", "search", "devices", "meshes", "strategies", "place", "shard",
+         "optimizer_sharding", "recompute"});
   ParallelConfig& config = draft->config;
   if (const Field* f = p.Find("mode")) {
     std::string mode = ReadString(src, f->value, "parallel.mode");
@@ -353,6 +354,23 @@ void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* dra
     if (devices > INT_MAX) src.Fail(f->value, "parallel.devices is too large");
     config.devices = static_cast<int>(devices);
     config.devices_location = src.At(f->value);
+  }
+  if (const Field* f = p.Find("optimizer_sharding")) {
+    const int64_t stage = ReadNonNegative(src, f->value, "parallel.optimizer_sharding");
+    if (stage > 3) {
+      src.Fail(f->value, "parallel.optimizer_sharding " + std::to_string(stage) +
+                             ": ZeRO stages are 0 (off), 1 (optimizer states), 2 (and "
+                             "gradients) and 3 (and parameters)");
+    }
+    config.optimizer_sharding = static_cast<int>(stage);
+  }
+  if (const Field* f = p.Find("recompute")) {  // true (every layer) or a list of name scopes
+    if (f->value.IsSequence()) {
+      for (size_t i = 0; i < f->value.size(); ++i)
+        config.recompute.push_back(ReadString(src, f->value[i], "a parallel.recompute scope"));
+    } else if (ReadBool(src, f->value, "parallel.recompute (true, or a list of scopes)")) {
+      config.recompute = {"*"};
+    }
   }
   if (const Field* f = p.Find("meshes")) {
     Map meshes(src, f->value, "parallel.meshes", {});

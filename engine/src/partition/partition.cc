@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "partition/partition_passes.h"
 #include "shardscope/checked_math.h"
 #include "shardscope/sharding_rule.h"
 
@@ -306,6 +307,12 @@ class ProgramBuilder {
     for (size_t i = 0; i < tv.params.size(); ++i) {
       const int param = p_.home[tv.params[i]];
       const Layout param_layout = p_.values[param].layout;  // a copy: Obtain grows p_.values
+      const int partial = p_.home[tv.grads[i]];
+      if (o_.optimizer_sharding >= 2 && param_layout.mesh().size() == p_.devices &&
+          GradientReduceScatters(p_.values[partial].layout, param_layout)) {
+        p_.param_grads.emplace_back(param, partial);  // reduce-scattered by the trainer
+        continue;
+      }
       SHARDSCOPE_ASSIGN_OR_RETURN(int grad,
                                   Obtain(tv.grads[i], param_layout,
                                          "the update of parameter " + g_.value(tv.params[i]).name +
@@ -440,6 +447,7 @@ std::string DistProgram::ToText(const Graph& g) const {
         out << "      " << s.KindName() << ": " << s.reason << "\n";
     }
   }
+  AppendMemoryOptionsText(*this, out);
   return out.str();
 }
 
@@ -466,6 +474,10 @@ Result<DistProgram> Partition(const Graph& g, const TrainingValues& tv, const Pa
     received = *sum;
   }
   if (o.dump) o.dump("insert-redistributions", p.ToText(g));
+  SHARDSCOPE_RETURN_IF_ERROR(ShardOptimizerStates(o, &p));
+  SHARDSCOPE_RETURN_IF_ERROR(InsertRecomputation(g, o, &p));
+  if (o.dump && (o.optimizer_sharding > 0 || !o.recompute.empty()))
+    o.dump("shard-optimizer-and-recompute", p.ToText(g));
   return p;
 }
 

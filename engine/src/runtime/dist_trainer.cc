@@ -8,6 +8,7 @@
 
 #include "ops/op_registry.h"
 #include "runtime/batch_util.h"
+#include "runtime/sharded_update.h"
 #include "shardscope/autodiff.h"
 #include "shardscope/checked_math.h"
 #include "shardscope/initializer.h"
@@ -93,8 +94,13 @@ Tensor ExtractShard(const Tensor& whole, const Layout& layout, int rank) {
 DistExecutor::DistExecutor(const Graph& graph, const DistProgram& program, int rank)
     : graph_(graph), program_(program), rank_(rank) {
   buffers_.reserve(program.values.size());
-  for (const DistValue& v : program.values) {
-    buffers_.emplace_back(v.layout.ShardShape(), graph.value(v.global).dtype);
+  live_.assign(program.values.size(), false);
+  for (size_t i = 0; i < program.values.size(); ++i) {
+    const DistValue& v = program.values[i];
+    if (!program.transient.empty() && program.transient[i])
+      buffers_.emplace_back();  // allocated while live (Allocate)
+    else
+      buffers_.emplace_back(v.layout.ShardShape(), graph.value(v.global).dtype);
   }
   for (const Value& v : graph.values()) {
     if (v.kind == ValueKind::kConstant && program.home[v.id] >= 0) {
@@ -153,9 +159,39 @@ DistExecutor::DistExecutor(const Graph& graph, const DistProgram& program, int r
   }
 }
 
+void DistExecutor::Allocate(int v) {
+  if (program_.transient.empty() || !program_.transient[v] || live_[v]) return;
+  const DistValue& d = program_.values[v];
+  buffers_[v] = Tensor(d.layout.ShardShape(), graph_.value(d.global).dtype);
+  live_[v] = true;
+  transient_bytes_ += buffers_[v].size() * DTypeBytes(buffers_[v].dtype());
+}
+
+void DistExecutor::Release(int v) {
+  if (!live_[v]) return;
+  transient_bytes_ -= buffers_[v].size() * DTypeBytes(buffers_[v].dtype());
+  buffers_[v] = Tensor();
+  live_[v] = false;
+}
+
 Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool training,
                              RankStats* stats) {
   const DistInstr& in = program_.instrs[i];
+  for (int v : in.outputs) Allocate(v);
+  if (!program_.gathered_param.empty()) {  // stage-3 parameters: communication
+    for (int v : in.inputs) {
+      if (program_.gathered_param[v] < 0 || live_[v]) continue;
+      Allocate(v);
+      const CommStats before = comm.stats();
+      const double gather_start = Now();
+      SHARDSCOPE_RETURN_IF_ERROR(gather_(comm, program_.gathered_param[v], &buffers_[v]));
+      if (stats) {
+        stats->comm_seconds += Now() - gather_start;
+        stats->bytes_sent += comm.stats().bytes_sent - before.bytes_sent;
+        stats->bytes_received += comm.stats().bytes_received - before.bytes_received;
+      }
+    }
+  }
   const double start = Now();
   const bool cpu = stats && cpu_timing_;
   const double cpu_start = cpu ? ThreadCpuNow() : 0.0;
@@ -200,9 +236,28 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
 }
 
 Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankStats* stats) {
-  for (size_t i = 0; i < program_.instrs.size(); ++i) {
-    SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, i, step, training, stats));
+  if (program_.schedule.empty()) {
+    for (size_t i = 0; i < program_.instrs.size(); ++i) {
+      SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, i, step, training, stats));
+    }
+  } else {
+    for (size_t v = 0; v < live_.size(); ++v) {  // left by RunFor or set from outside
+      Release(static_cast<int>(v));
+      if (program_.transient[v]) buffers_[v] = Tensor();
+    }
   }
+  int64_t kept = 0;  // every buffer not transient
+  for (size_t v = 0; v < buffers_.size(); ++v) {
+    if (program_.transient.empty() || !program_.transient[v])
+      kept += buffers_[v].size() * DTypeBytes(buffers_[v].dtype());
+  }
+  int64_t peak = 0;
+  for (size_t pos = 0; pos < program_.schedule.size(); ++pos) {
+    SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, program_.schedule[pos], step, training, stats));
+    peak = std::max(peak, transient_bytes_);
+    for (int v : program_.release_after[pos]) Release(v);
+  }
+  peak_buffer_bytes_ = kept + peak;
   return Status::Ok();
 }
 
@@ -247,19 +302,48 @@ Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
   // Each value's bytes fit (Graph::CheckNewValue); their sum is what needs checking.
   std::optional<int64_t> total = 0;
   auto add = [&](int64_t bytes) { total = total ? CheckedAdd(*total, bytes) : std::nullopt; };
-  for (const DistValue& v : program.values) {
-    const DType dtype = graph.value(v.global).dtype;
-    add(NumElements(v.layout.ShardShape()) *
-        (dtype == DType::kF32 ? float_bytes : DTypeBytes(dtype)));
+  auto bytes_of = [&](int v) {
+    const DType dtype = graph.value(program.values[v].global).dtype;
+    return NumElements(program.values[v].layout.ShardShape()) *
+           (dtype == DType::kF32 ? float_bytes : DTypeBytes(dtype));
+  };
+  for (size_t v = 0; v < program.values.size(); ++v) {
+    if (program.transient.empty() || !program.transient[v]) add(bytes_of(static_cast<int>(v)));
   }
+  // Recomputed activations: the most live at once over the schedule, as DistExecutor::Run
+  // allocates them (before the instruction writing them) and frees them.
+  std::vector<bool> live(program.values.size(), false);
+  int64_t now = 0, peak = 0;
+  for (size_t pos = 0; pos < program.schedule.size(); ++pos) {
+    const DistInstr& in = program.instrs[program.schedule[pos]];
+    for (int v : in.outputs) {
+      if (!program.transient[v] || live[v]) continue;
+      live[v] = true;
+      now += bytes_of(v);
+    }
+    for (int v : in.inputs) {  // stage-3 parameters, gathered before they are read
+      if (program.gathered_param[v] < 0 || live[v]) continue;
+      live[v] = true;
+      now += bytes_of(v);
+    }
+    peak = std::max(peak, now);
+    for (int v : program.release_after[pos]) {
+      if (live[v]) now -= bytes_of(v);
+      live[v] = false;
+    }
+  }
+  add(peak);
   const int master_copies = float_bytes < 4 ? 1 : 0;
   int64_t largest_param = 0;
-  for (const auto& [param, grad] : program.param_grads) {
-    const DistValue& v = program.values[param];
-    for (int s = 0; s < optimizer_states + master_copies; ++s)
-      add(NumElements(v.layout.ShardShape()) * 4);
+  for (size_t i = 0; i < program.param_grads.size(); ++i) {
+    const DistValue& v = program.values[program.param_grads[i].first];
+    // Sharded (ZeRO): the states of one slice; its buffers are ShardedUpdate::PlannedBytes.
+    const int64_t elements = i < program.param_sharding.size() ? program.param_sharding[i].chunk
+                                                               : NumElements(v.layout.ShardShape());
+    for (int s = 0; s < optimizer_states + master_copies; ++s) add(elements * 4);
     largest_param = std::max(largest_param, NumElements(graph.value(v.global).shape) * 4);
   }
+  add(ShardedUpdate::PlannedBytes(program, float_bytes));
   add(largest_param);
   if (!total) return Status::Invalid("the memory of one rank does not fit in 63 bits");
   return *total;
@@ -283,9 +367,18 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
     t->param_ptrs_.push_back(&t->executor_->local(p));
     t->grad_ptrs_.push_back(&t->executor_->local(g));
   }
+  if (t->program_.optimizer_sharding > 0) {
+    t->sharded_ = std::make_unique<ShardedUpdate>(t->program_, *t->executor_, rank);
+    ShardedUpdate* sharded = t->sharded_.get();
+    t->executor_->set_gather([sharded](Communicator& comm, int param, Tensor* out) {
+      return sharded->GatherParameter(comm, param, out);
+    });
+  }
   t->optimizer_ = MakeOptimizer(config.optimizer);
   return t;
 }
+
+DistTrainer::~DistTrainer() = default;
 
 Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const Tensor& labels) {
   for (int v : program_.batch_values) {
@@ -294,24 +387,30 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
         ExtractShard(d.global == model_.labels ? labels : images, d.layout, rank_);
   }
   SHARDSCOPE_RETURN_IF_ERROR(executor_->Run(comm, step_, /*training=*/true, &stats_));
+  if (sharded_) SHARDSCOPE_RETURN_IF_ERROR(sharded_->GatherGradients(comm, &stats_));
   const double start = Now();
   const bool cpu = executor_->cpu_timing();
   const double cpu_start = cpu ? ThreadCpuNow() : 0.0;
-  optimizer_->Step(param_ptrs_, grad_ptrs_);
+  if (sharded_)
+    optimizer_->StepSpans(sharded_->params(), sharded_->grads());
+  else
+    optimizer_->Step(param_ptrs_, grad_ptrs_);
   stats_.compute_seconds += Now() - start;
   if (cpu) stats_.compute_cpu_seconds += ThreadCpuNow() - cpu_start;
+  if (sharded_) SHARDSCOPE_RETURN_IF_ERROR(sharded_->GatherParameters(comm, &stats_));
   ++step_;
-  // Memory: every buffer stays allocated for the whole run.
-  int64_t params = 0, grads = 0, total = 0;
-  for (const Tensor* p : param_ptrs_) params += p->size() * 4;
-  for (const Tensor* g : grad_ptrs_) grads += g->size() * 4;
-  for (size_t v = 0; v < program_.values.size(); ++v)
-    total += executor_->local(static_cast<int>(v)).size() * 4;
+  // Memory: the program's buffers at their peak, the optimizer's states, the update's slices.
+  int64_t params = 0, grads = 0;
+  for (const auto& [p, g] : program_.param_grads) {
+    params += executor_->local(p).size() * 4;
+    grads += executor_->local(g).size() * 4;
+  }
+  const int64_t update = sharded_ ? sharded_->Bytes() : 0;
   stats_.parameter_bytes = params;
   stats_.gradient_bytes = grads;
   stats_.optimizer_bytes = optimizer_->StateBytes();
-  stats_.activation_bytes = total - params - grads;
-  stats_.peak_bytes = total + stats_.optimizer_bytes;
+  stats_.activation_bytes = executor_->peak_buffer_bytes() - params - grads;
+  stats_.peak_bytes = executor_->peak_buffer_bytes() + stats_.optimizer_bytes + update;
   return executor_->local(program_.loss)[0];
 }
 
@@ -347,6 +446,16 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   }
   return data.size() == 0 ? 0.0
                           : static_cast<double>(correct) / static_cast<double>(data.size() * per);
+}
+
+Status DistTrainer::GatherParameterShards(Communicator& comm) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!sharded_ || !program_.param_sharding[i].gathered) continue;
+    Tensor& shard = executor_->local(program_.param_grads[i].first);
+    shard = Tensor(program_.values[program_.param_grads[i].first].layout.ShardShape());
+    SHARDSCOPE_RETURN_IF_ERROR(sharded_->GatherParameter(comm, static_cast<int>(i), &shard));
+  }
+  return Status::Ok();
 }
 
 const Tensor& DistTrainer::ParameterShard(ValueId param) const {

@@ -40,15 +40,26 @@ const char* OptimizerKindName(OptimizerConfig::Kind kind) {
   return "?";
 }
 
+void Optimizer::Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads) {
+  std::vector<std::span<float>> p;
+  std::vector<std::span<const float>> g;
+  p.reserve(params.size());
+  g.reserve(grads.size());
+  for (Tensor* t : params) p.emplace_back(t->data(), static_cast<size_t>(t->size()));
+  for (const Tensor* t : grads) g.emplace_back(t->data(), static_cast<size_t>(t->size()));
+  StepSpans(p, g);
+}
+
 namespace {
 
 class Sgd : public Optimizer {
  public:
   explicit Sgd(const OptimizerConfig& c) : c_(c) {}
-  void Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads) override {
+  void StepSpans(const std::vector<std::span<float>>& params,
+                 const std::vector<std::span<const float>>& grads) override {
     for (size_t i = 0; i < params.size(); ++i) {
-      VecMap p = Flat(*params[i]);
-      ConstVecMap g = Flat(*grads[i]);
+      VecMap p(params[i].data(), static_cast<Eigen::Index>(params[i].size()));
+      ConstVecMap g(grads[i].data(), static_cast<Eigen::Index>(grads[i].size()));
       if (c_.weight_decay != 0.0f)
         p -= c_.lr * (g + c_.weight_decay * p);
       else
@@ -65,17 +76,18 @@ class Sgd : public Optimizer {
 class Momentum : public Optimizer {
  public:
   explicit Momentum(const OptimizerConfig& c) : c_(c) {}
-  void Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads) override {
+  void StepSpans(const std::vector<std::span<float>>& params,
+                 const std::vector<std::span<const float>>& grads) override {
     if (velocity_.empty()) {
-      for (Tensor* p : params) velocity_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
+      for (const auto& p : params) velocity_.emplace_back(Eigen::ArrayXf::Zero(p.size()));
     }
     // One pass over p, g and v per parameter (the update is memory-bound).
     const float mu = c_.momentum, lr = c_.lr, wd = c_.weight_decay;
     for (size_t i = 0; i < params.size(); ++i) {
-      float* p = params[i]->data();
-      const float* g = grads[i]->data();
+      float* p = params[i].data();
+      const float* g = grads[i].data();
       float* v = velocity_[i].data();
-      const int64_t n = params[i]->size();
+      const int64_t n = static_cast<int64_t>(params[i].size());
       if (wd != 0.0f) {
         for (int64_t j = 0; j < n; ++j) {
           v[j] = mu * v[j] + g[j] + wd * p[j];
@@ -103,19 +115,20 @@ class Momentum : public Optimizer {
 class Adam : public Optimizer {
  public:
   explicit Adam(const OptimizerConfig& c) : c_(c) {}
-  void Step(const std::vector<Tensor*>& params, const std::vector<const Tensor*>& grads) override {
+  void StepSpans(const std::vector<std::span<float>>& params,
+                 const std::vector<std::span<const float>>& grads) override {
     if (m_.empty()) {
-      for (Tensor* p : params) {
-        m_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
-        v_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
+      for (const auto& p : params) {
+        m_.emplace_back(Eigen::ArrayXf::Zero(p.size()));
+        v_.emplace_back(Eigen::ArrayXf::Zero(p.size()));
       }
     }
     ++t_;
     const float bc1 = 1.0f - std::pow(c_.beta1, static_cast<float>(t_));
     const float bc2 = 1.0f - std::pow(c_.beta2, static_cast<float>(t_));
     for (size_t i = 0; i < params.size(); ++i) {
-      VecMap p = Flat(*params[i]);
-      ConstVecMap g = Flat(*grads[i]);
+      VecMap p(params[i].data(), static_cast<Eigen::Index>(params[i].size()));
+      ConstVecMap g(grads[i].data(), static_cast<Eigen::Index>(grads[i].size()));
       m_[i] = c_.beta1 * m_[i] + (1.0f - c_.beta1) * g;
       v_[i] = c_.beta2 * v_[i] + (1.0f - c_.beta2) * g.square();
       if (c_.weight_decay != 0.0f) p *= 1.0f - c_.lr * c_.weight_decay;

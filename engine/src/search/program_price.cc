@@ -142,6 +142,24 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
       compute_before = 0;  // the next step follows this one
     }
   }
+  // Optimizer sharding (ZeRO): every sharded parameter's slices are all-gathered after the
+  // update (stage 3: before each use instead); stage 2 and 3 reduce-scatter its gradient as
+  // well (the all-reduce left the program).
+  const CostModel& cm = o.cost;
+  for (size_t i = 0; i < program.param_sharding.size(); ++i) {
+    const ParamSharding& s = program.param_sharding[i];
+    if (s.group_size <= 1) continue;
+    const DeviceMesh& mesh = program.values[program.param_grads[i].first].layout.mesh();
+    const double bytes = static_cast<double>(s.chunk * s.group_size * PrecisionBytes(o.dtype));
+    const int gathers = s.gathered ? s.gathers : 1;
+    for (int k = 0; k < gathers + (s.reduce_scatter ? 1 : 0); ++k) {
+      const CollectiveKind kind =
+          k < gathers ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter;
+      price.communication_seconds +=
+          cm.CollectiveSeconds(kind, bytes, mesh, s.axes) + cm.collective_overhead_s;
+      ++price.communication_steps;
+    }
+  }
   price.step_seconds = price.operator_seconds + price.communication_seconds;
   return price;
 }

@@ -91,6 +91,7 @@ inline Result<std::vector<float>> TrainRank(Communicator& comm, const BuildFn& b
     SHARDSCOPE_ASSIGN_OR_RETURN(float loss, (*out)->Step(comm, x, y));
     losses.push_back(loss);
   }
+  SHARDSCOPE_RETURN_IF_ERROR((*out)->GatherParameterShards(comm));  // ZeRO stage 3 frees them
   return losses;
 }
 

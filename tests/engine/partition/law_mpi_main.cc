@@ -57,6 +57,13 @@ Case Tokens(const std::string& name, Result<std::shared_ptr<const ModelFile>> (*
   return c;
 }
 
+Case WithMemoryOptions(Case c, int zero, std::vector<std::string> recompute) {
+  c.name += " zero " + std::to_string(zero) + " recompute " + std::to_string(recompute.size());
+  c.options.optimizer_sharding = zero;
+  c.options.recompute = std::move(recompute);
+  return c;
+}
+
 }  // namespace
 
 int main() {
@@ -79,6 +86,10 @@ int main() {
                             {"layer1.scores", "((1,4,1,1),(1,4,1,1))"}}));
     cases.push_back(Tokens("ids through a redistribution", testing_law::LoadIdsThroughIdentity,
                            {{"gather", "((4,1),(1,1))"}}));
+    // Optimizer-state sharding (ZeRO 1-3) and recomputation over MPI ranks.
+    cases.push_back(WithMemoryOptions(Ffn("", ""), 2, {}));
+    cases.push_back(WithMemoryOptions(Ffn("((2,1),(1,2))", ""), 1, {"dense1"}));
+    cases.push_back(WithMemoryOptions(Ffn("", ""), 3, {"*"}));
   }
   if (n == 8) {
     cases.push_back(Ffn("((2,4),(4,1))", "((1,8),(8,1))"));

@@ -1,0 +1,179 @@
+#include "runtime/sharded_update.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace shardscope {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Collective seconds and bytes into `stats` (when given) while it lives.
+class CommTimer {
+ public:
+  CommTimer(Communicator& world, RankStats* stats)
+      : world_(world), stats_(stats), before_(world.stats()), start_(Now()) {}
+  ~CommTimer() {
+    if (stats_ == nullptr) return;
+    stats_->comm_seconds += Now() - start_;
+    stats_->bytes_sent += world_.stats().bytes_sent - before_.bytes_sent;
+    stats_->bytes_received += world_.stats().bytes_received - before_.bytes_received;
+  }
+
+ private:
+  Communicator& world_;
+  RankStats* stats_;
+  CommStats before_;
+  double start_;
+};
+
+}  // namespace
+
+namespace {
+
+// Whether the slices tile a shard exactly (no zero padding past its end).
+bool Tiles(const ParamSharding& s) { return s.group_size * s.chunk == s.elements; }
+
+}  // namespace
+
+ShardedUpdate::ShardedUpdate(const DistProgram& program, DistExecutor& executor, int rank)
+    : program_(program), executor_(executor) {
+  const size_t n = program.param_grads.size();
+  param_slices_.resize(n);
+  grad_slices_.resize(n);
+  rank_in_group_.assign(n, 0);
+  params_.resize(n);
+  grads_.resize(n);
+  size_t scratch = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const ParamSharding& s = program.param_sharding[i];
+    if (s.group_size <= 1) continue;
+    const int p = program.param_grads[i].first;
+    rank_in_group_[i] =
+        static_cast<int>(program.values[p].layout.mesh().IndexInGroup(rank, s.axes));
+    const int64_t begin = rank_in_group_[i] * s.chunk;
+    const int64_t length = s.SliceLength(rank_in_group_[i]);
+    if (s.gathered) {  // the whole shard is freed between uses: the slice is kept apart
+      param_slices_[i] = Tensor({s.chunk});
+      std::copy_n(executor.local(p).data() + begin, length, param_slices_[i].data());
+    }
+    if (s.reduce_scatter && !Tiles(s)) grad_slices_[i] = Tensor({s.chunk});
+    if (!Tiles(s)) scratch = std::max(scratch, static_cast<size_t>(s.group_size * s.chunk));
+  }
+  scratch_.assign(scratch, 0.0f);
+}
+
+Result<Communicator*> ShardedUpdate::Group(Communicator& world, size_t param) {
+  if (world_ != nullptr && world_ != &world)
+    return Status::Internal("sharded update: the communicator changed between steps");
+  world_ = &world;
+  const ParamSharding& s = program_.param_sharding[param];
+  const DeviceMesh& mesh = program_.values[program_.param_grads[param].first].layout.mesh();
+  std::vector<std::vector<int>> groups = mesh.Groups(s.axes);
+  auto it = groups_.find(groups);
+  if (it == groups_.end()) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto comm, GroupAlong(world, groups));
+    it = groups_.emplace(std::move(groups), std::move(comm)).first;
+  }
+  return it->second.get();
+}
+
+Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
+  CommTimer timer(world, stats);
+  for (size_t i = 0; i < program_.param_grads.size(); ++i) {
+    const ParamSharding& s = program_.param_sharding[i];
+    Tensor& param = executor_.local(program_.param_grads[i].first);
+    Tensor& grad = executor_.local(program_.param_grads[i].second);
+    if (s.group_size <= 1) {
+      params_[i] = std::span<float>(param.data(), param.size());
+      grads_[i] = std::span<const float>(grad.data(), grad.size());
+      continue;
+    }
+    const int64_t begin = rank_in_group_[i] * s.chunk;
+    const size_t length = static_cast<size_t>(s.SliceLength(rank_in_group_[i]));
+    params_[i] = s.gathered ? std::span<float>(param_slices_[i].data(), length)
+                            : std::span<float>(param.data() + begin, length);
+    if (!s.reduce_scatter) {  // stage 1: the gradient is reduced already
+      grads_[i] = std::span<const float>(grad.data() + begin, length);
+      continue;
+    }
+    SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, i));
+    // In place: this rank's block of the (padded) partial gradient becomes its sum.
+    float* whole = grad.data();
+    if (!Tiles(s)) {
+      whole = scratch_.data();
+      std::copy_n(grad.data(), s.elements, whole);
+      std::fill(whole + s.elements, whole + s.group_size * s.chunk, 0.0f);
+    }
+    SHARDSCOPE_RETURN_IF_ERROR(
+        group
+            ->ReduceScatter(std::span<const float>(whole, s.group_size * s.chunk),
+                            std::span<float>(whole + begin, s.chunk))
+            .WithContext("reduce-scatter of the gradient of " +
+                         program_.values[program_.param_grads[i].first].name));
+    if (Tiles(s)) {
+      grads_[i] = std::span<const float>(whole + begin, length);
+    } else {  // the scratch serves the next parameter: the slice moves out
+      std::copy_n(whole + begin, s.chunk, grad_slices_[i].data());
+      grads_[i] = std::span<const float>(grad_slices_[i].data(), length);
+    }
+  }
+  return Status::Ok();
+}
+
+Status ShardedUpdate::GatherParameters(Communicator& world, RankStats* stats) {
+  CommTimer timer(world, stats);
+  for (size_t i = 0; i < program_.param_grads.size(); ++i) {
+    const ParamSharding& s = program_.param_sharding[i];
+    if (s.group_size <= 1 || s.gathered) continue;
+    Tensor& param = executor_.local(program_.param_grads[i].first);
+    SHARDSCOPE_RETURN_IF_ERROR(Gather(world, i, params_[i], &param));
+  }
+  return Status::Ok();
+}
+
+Status ShardedUpdate::GatherParameter(Communicator& world, int param, Tensor* out) {
+  const ParamSharding& s = program_.param_sharding[param];
+  const size_t length = static_cast<size_t>(s.SliceLength(rank_in_group_[param]));
+  return Gather(world, param, std::span<const float>(param_slices_[param].data(), length), out);
+}
+
+Status ShardedUpdate::Gather(Communicator& world, size_t param, std::span<const float> slice,
+                             Tensor* whole) {
+  const ParamSharding& s = program_.param_sharding[param];
+  SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, param));
+  // In place: the slice sits in its block of the (padded) whole, which the gather fills.
+  float* out = Tiles(s) ? whole->data() : scratch_.data();
+  float* block = out + rank_in_group_[param] * s.chunk;
+  if (slice.data() != block) std::copy(slice.begin(), slice.end(), block);
+  std::fill(block + slice.size(), block + s.chunk, 0.0f);
+  SHARDSCOPE_RETURN_IF_ERROR(
+      group
+          ->AllGather(std::span<const float>(block, s.chunk),
+                      std::span<float>(out, s.group_size * s.chunk))
+          .WithContext("all-gather of parameter " +
+                       program_.values[program_.param_grads[param].first].name));
+  if (out != whole->data()) std::copy_n(out, s.elements, whole->data());
+  return Status::Ok();
+}
+
+int64_t ShardedUpdate::Bytes() const {
+  int64_t bytes = static_cast<int64_t>(scratch_.size()) * 4;
+  for (size_t i = 0; i < param_slices_.size(); ++i)
+    bytes += (param_slices_[i].size() + grad_slices_[i].size()) * 4;
+  return bytes;
+}
+
+int64_t ShardedUpdate::PlannedBytes(const DistProgram& program, int float_bytes) {
+  int64_t slices = 0, scratch = 0;
+  for (const ParamSharding& s : program.param_sharding) {
+    if (s.group_size <= 1) continue;
+    slices += (s.gathered ? s.chunk : 0) + (s.reduce_scatter && !Tiles(s) ? s.chunk : 0);
+    if (!Tiles(s)) scratch = std::max(scratch, s.group_size * s.chunk);
+  }
+  return (slices + scratch) * float_bytes;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,55 @@
+// The optimizer update of a program with optimizer-state sharding (ZeRO stages 1-3;
+// DistProgram::param_sharding): each rank of a parameter's replica group updates one slice
+// of its shard, in place where it can, and the group all-gathers the slices.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "shardscope/communicator.h"
+#include "shardscope/dist_trainer.h"
+
+namespace shardscope {
+
+class ShardedUpdate {
+ public:
+  // The slices `rank` updates; the parameters must already hold their initial shards.
+  ShardedUpdate(const DistProgram& program, DistExecutor& executor, int rank);
+
+  // Before the optimizer: each slice's gradient, reduce-scattered over the group (stages 2
+  // and 3) or cut from the reduced gradient (stage 1), and what the optimizer updates per
+  // trained parameter (its slice, or its whole shard when not sharded).
+  Status GatherGradients(Communicator& world, RankStats* stats);
+  const std::vector<std::span<float>>& params() const { return params_; }
+  const std::vector<std::span<const float>>& grads() const { return grads_; }
+  // After it: every rank of the group gets the updated slices back into its shard (not the
+  // stage-3 parameters, gathered when read: GatherParameter).
+  Status GatherParameters(Communicator& world, RankStats* stats);
+  // The whole shard of parameter `param` (param_grads index) from the group's slices.
+  Status GatherParameter(Communicator& world, int param, Tensor* out);
+
+  // Bytes of the buffers it keeps besides the program's (the optimizer's states not
+  // included): stage-3 parameter slices, gradient slices of shards the slices do not tile
+  // exactly, one scratch buffer for those.
+  int64_t Bytes() const;
+  // The same figure from the program alone, for `float_bytes` per element.
+  static int64_t PlannedBytes(const DistProgram& program, int float_bytes);
+
+ private:
+  Result<Communicator*> Group(Communicator& world, size_t param);
+  // All-gathers `slice` (this rank's, `SliceLength` long) of parameter `param` into `whole`.
+  Status Gather(Communicator& world, size_t param, std::span<const float> slice, Tensor* whole);
+  const DistProgram& program_;
+  DistExecutor& executor_;
+  std::vector<Tensor> param_slices_, grad_slices_;  // per param, when needed (see Bytes)
+  std::vector<int> rank_in_group_;
+  std::vector<std::span<float>> params_;
+  std::vector<std::span<const float>> grads_;
+  std::vector<float> scratch_;  // a whole padded shard: group_size * chunk, the largest
+  std::map<std::vector<std::vector<int>>, std::unique_ptr<Communicator>> groups_;  // by ranks
+  const Communicator* world_ = nullptr;  // the one the groups were split from
+};
+
+}  // namespace shardscope
