@@ -371,7 +371,9 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
 }
 
 int RunTrain(const TrainOptions& o) {
-  auto mf = LoadModelFile(o.model);
+  // A .onnx file on text data is a next-token model: its loss is per position.
+  auto mf =
+      LoadModelFile(o.model, ModelLoadOptions{.sequence_loss = o.data.rfind("text:", 0) == 0});
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   auto plan = Decide(*mf, o);
   if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
@@ -532,6 +534,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "vocabulary is the file's distinct bytes, windows of input.shape[0] bytes, the last tenth\n"
       "for test (accuracy per position), e.g.\n"
       "  shardscope train samples/models/gpt.yaml --data text:/usr/share/common-licenses/GPL-3\n"
+      "A .onnx decoder (ids [batch, positions] -> logits [batch, positions, vocab]) trains on\n"
+      "text as it is; in a model file with import: write loss: sequence_cross_entropy.\n"
       "Flags override the model file's training section. Before any device starts, the run\n"
       "is checked against the limits (`shardscope --help`): device threads, the synthetic\n"
       "data set and the planned memory of every device against the memory available.\n"
