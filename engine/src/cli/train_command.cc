@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -372,8 +373,14 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
 
 int RunTrain(const TrainOptions& o) {
   // A .onnx file on text data is a next-token model: its loss is per position.
-  auto mf =
-      LoadModelFile(o.model, ModelLoadOptions{.sequence_loss = o.data.rfind("text:", 0) == 0});
+  const bool text = o.data.rfind("text:", 0) == 0;
+  auto mf = LoadModelFile(o.model, ModelLoadOptions{.sequence_loss = text});
+  if (!mf.ok() && text && std::filesystem::path(o.model).extension() == ".onnx") {
+    return Fail(kExitBadInput, o.model + ": --data " + o.data +
+                                   " trains next-token models (ids [batch, positions] -> logits "
+                                   "[batch, positions, vocab]): " +
+                                   mf.status().message());
+  }
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   auto plan = Decide(*mf, o);
   if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());

@@ -65,6 +65,11 @@ TEST(OnnxCli, TrainsAnExportedDecoderOnText) {
   double last = 0;
   for (size_t i = losses.size() - 10; i < losses.size(); ++i) last += losses[i] / 10;
   EXPECT_LT(last, 0.7 * uniform) << "uniform baseline " << uniform << "\n" << out.text;
+  // A classifier is not a next-token model: refused, saying what text data needs.
+  auto mlp = Shardscope("train " + Data("mlp.onnx") + " --data text:" + text + " --no-record");
+  EXPECT_EQ(mlp.code, 2) << mlp.text;
+  EXPECT_NE(mlp.text.find("trains next-token models (ids [batch, positions]"), std::string::npos)
+      << mlp.text;
 }
 
 TEST(OnnxCli, PlansWithoutWeights) {
