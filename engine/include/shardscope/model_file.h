@@ -89,6 +89,9 @@ struct ModelLoadOptions {
   // false (plan): an imported ONNX graph's weights are not read; parameters take the
   // seeded initialisers.
   bool weights = true;
+  // A .onnx path given directly: train it with loss: sequence_cross_entropy (a next-token
+  // model on --data text:FILE); ignored for model files, whose loss: key says.
+  bool sequence_loss = false;
 };
 
 class ModelFile {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -372,7 +373,15 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
 }
 
 int RunTrain(const TrainOptions& o) {
-  auto mf = LoadModelFile(o.model);
+  // A .onnx file on text data is a next-token model: its loss is per position.
+  const bool text = o.data.rfind("text:", 0) == 0;
+  auto mf = LoadModelFile(o.model, ModelLoadOptions{.sequence_loss = text});
+  if (!mf.ok() && text && std::filesystem::path(o.model).extension() == ".onnx") {
+    return Fail(kExitBadInput, o.model + ": --data " + o.data +
+                                   " trains next-token models (ids [batch, positions] -> logits "
+                                   "[batch, positions, vocab]): " +
+                                   mf.status().message());
+  }
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   auto plan = Decide(*mf, o);
   if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
@@ -546,6 +555,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "parameters over each parameter's data-parallel replicas (ZeRO); --recompute frees every\n"
       "layer's activations after forward and recomputes them in backward (docs/memory.md):\n"
       "  shardscope train samples/models/ffn.yaml --devices 8 --optimizer-sharding 2 --recompute\n"
+      "A .onnx decoder (ids [batch, positions] -> logits [batch, positions, vocab]) trains on\n"
+      "text as it is; in a model file with import: write loss: sequence_cross_entropy.\n"
       "Flags override the model file's training section. Before any device starts, the run\n"
       "is checked against the limits (`shardscope --help`): device threads, the synthetic\n"
       "data set and the planned memory of every device against the memory available.\n"

@@ -367,6 +367,10 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     if (const Field* f = top.Find("optimizer")) {
       file.training_.optimizer = ParseOptimizer(src, f->value);
     }
+    // An imported graph's input is what its file declares unless input: says (token ids: i32).
+    if (network->onnx != nullptr && !top.Has("input")) {
+      file.input_dtype_ = OnnxInput(*network->onnx).dtype;
+    }
     if (network->onnx != nullptr && OnnxInput(*network->onnx).fixed_batch > 0) {
       file.training_.batch = OnnxInput(*network->onnx).fixed_batch;
     }
@@ -422,8 +426,8 @@ Result<ModelFile> ParseModelText(const std::string& text, const std::string& pat
     model_file::BuildTrace trace;
     ModelGraph model =
         network->onnx != nullptr
-            ? model_file::BuildImport(*network->onnx, file.example_shape_, file.training_.batch,
-                                      network->import_location, &trace)
+            ? model_file::BuildImport(*network->onnx, file.example_shape_, file.sequence_,
+                                      file.training_.batch, network->import_location, &trace)
             : model_file::BuildNetwork(*network, file.example_shape_, file.input_dtype_,
                                        file.sequence_, file.training_.batch, &trace);
     const int64_t width = model.graph.value(model.logits).shape.back();
@@ -464,9 +468,10 @@ Result<ModelFile> LoadModelFile(const std::string& path, const ModelLoadOptions&
   namespace fs = std::filesystem;
   if (IsOnnxPath(path)) {
     const std::string name = fs::path(path).filename().string();
-    return ParseModelText(
-        "# the ONNX model " + name + " with Shardscope's defaults\nimport: \"" + name + "\"\n",
-        path, options);
+    return ParseModelText("# the ONNX model " + name + " with Shardscope's defaults\nimport: \"" +
+                              name + "\"\n" +
+                              (options.sequence_loss ? "loss: sequence_cross_entropy\n" : ""),
+                          path, options);
   }
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -498,8 +503,8 @@ Result<ModelGraph> ModelFile::Build(int64_t batch) const {
   try {
     model_file::BuildTrace trace;
     ModelGraph model = network_->onnx != nullptr
-                           ? model_file::BuildImport(*network_->onnx, example_shape_, batch,
-                                                     network_->import_location, &trace)
+                           ? model_file::BuildImport(*network_->onnx, example_shape_, sequence_,
+                                                     batch, network_->import_location, &trace)
                            : model_file::BuildNetwork(*network_, example_shape_, input_dtype_,
                                                       sequence_, batch, &trace);
     // Sources for messages: the layer that made each operator (inner layers after their

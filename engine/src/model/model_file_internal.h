@@ -318,9 +318,10 @@ std::shared_ptr<const OnnxModel> LoadImport(const std::string& model_path,
                                             const std::string& import,
                                             const SourceLocation& location, bool weights);
 // Builds the classifier graph around the imported graph; its name scopes become the
-// trace's modules (for strategies, place and shard blocks by scope).
-ModelGraph BuildImport(const OnnxModel& onnx, const Shape& example_shape, int64_t batch,
-                       const SourceLocation& location, BuildTrace* trace);
+// trace's modules (for strategies, place and shard blocks by scope). With `sequence`, the
+// labels and loss are per position (nn::BuildClassifier).
+ModelGraph BuildImport(const OnnxModel& onnx, const Shape& example_shape, bool sequence,
+                       int64_t batch, const SourceLocation& location, BuildTrace* trace);
 // A target written as an ONNX node name ("/fc1/Gemm") as the operator's name ("fc1.Gemm").
 std::string OnnxTargetName(const std::string& written);
 

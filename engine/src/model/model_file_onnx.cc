@@ -49,12 +49,12 @@ std::shared_ptr<const OnnxModel> LoadImport(const std::string& model_path,
   return *model;
 }
 
-ModelGraph BuildImport(const OnnxModel& onnx, const Shape& example_shape, int64_t batch,
-                       const SourceLocation& location, BuildTrace* trace) {
+ModelGraph BuildImport(const OnnxModel& onnx, const Shape& example_shape, bool sequence,
+                       int64_t batch, const SourceLocation& location, BuildTrace* trace) {
   std::vector<OnnxScope> scopes;
   OnnxModule module(onnx, &scopes);
   Result<ModelGraph> model =
-      nn::BuildClassifier(module, example_shape, batch, OnnxInput(onnx).dtype);
+      nn::BuildClassifier(module, example_shape, batch, OnnxInput(onnx).dtype, sequence);
   if (!model.ok()) FailWith(location, model.status());
   for (OnnxScope& s : scopes) {
     BuildTrace::ModuleRecord& rec = trace->modules[s.path];

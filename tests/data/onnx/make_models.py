@@ -6,8 +6,11 @@ PyTorch exports (torch.onnx.export, seeded): mlp, mlp_view, mlp_noparams, mlp_ex
 convnet, lenet (LeNet-5: tanh, average pooling), ops_mix (the elementwise, slicing and
 broadcasting operators), resblock (a ResNet stem and block: strided convolutions padded as
 PyTorch pads, batch statistics, pooling) and decoder (2 Llama-style layers over MNIST's rows:
-RMSNorm, rotary embedding, grouped-query attention, SwiGLU; built from samples/onnx). Built with onnx.helper: the bad files (unknown operator, unsupported opset,
-inconsistent shapes) and fold (a shape subgraph written out by hand).
+RMSNorm, rotary embedding, grouped-query attention, SwiGLU; built from samples/onnx);
+text_decoder (the same layers over token ids [batch, 16] with logits for the next token at
+every position, trained on --data text:FILE). Built with onnx.helper: the bad files (unknown
+operator, unsupported opset, inconsistent shapes) and fold (a shape subgraph written out by hand).
+`--only NAME` writes one file (NAME without .onnx, torch exports only).
 """
 import os
 
@@ -185,6 +188,28 @@ class Decoder(torch.nn.Module):
         return self.head(self.norm(x)[:, -1])
 
 
+class TextDecoder(torch.nn.Module):
+    """Two Llama-style layers over token ids (a byte vocabulary of 80, 16 positions, 4 heads,
+    2 key/value groups) giving next-token logits at every position: [batch, 16, 80]."""
+
+    def __init__(self, vocab=80, tokens=16, d=32):
+        super().__init__()
+        self.tokens, self.hd = tokens, d // 4
+        self.embed_tokens = make_samples.Embedding(vocab, d)
+        self.layers = torch.nn.ModuleList(
+            [make_samples.LlamaLayer(d, 4, 2, 2 * d) for _ in range(2)])
+        self.norm = make_samples.RmsNorm(d)
+        self.lm_head = make_samples.Linear(d, vocab, bias=False)
+
+    def forward(self, ids):
+        x = self.embed_tokens(ids)
+        cos, sin = make_samples.rotary_tables(self.tokens, self.hd)
+        mask = make_samples.causal_mask(self.tokens)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x))
+
+
 def seeded(model, seed):
     """Random weights (the sample layers hold one number per parameter until then): matrices
     scaled by their fan-in, norm weights near one, biases near zero."""
@@ -199,7 +224,17 @@ def seeded(model, seed):
     return model
 
 
-def torch_models():
+def torch_models(only=None):
+    if only == "text_decoder" or only is None:
+        # Token ids have no MNIST-shaped reference forward (.io): written without one.
+        model = seeded(TextDecoder(), 7)
+        model.eval()
+        torch.onnx.export(model, torch.zeros(2, 16, dtype=torch.long),
+                          os.path.join(HERE, "text_decoder.onnx"), input_names=["ids"],
+                          output_names=["logits"], opset_version=OPSET,
+                          dynamic_axes={"ids": {0: "batch"}, "logits": {0: "batch"}})
+    if only is not None:
+        return
     example = torch.zeros(2, 1, 28, 28)
     torch.manual_seed(0)
     export(MLP(), example, "mlp.onnx")
@@ -300,8 +335,10 @@ def helper_models():
 
 
 if __name__ == "__main__":
-    torch_models()
-    helper_models()
+    ONLY = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+    torch_models(ONLY)
+    if ONLY is None:
+        helper_models()
     for f in sorted(os.listdir(HERE)):
         if f.endswith(".onnx"):
             onnx_model = onnx.load(os.path.join(HERE, f), load_external_data=False)

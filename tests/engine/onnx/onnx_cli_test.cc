@@ -2,7 +2,13 @@
 // importer; a bad file exits 2 naming the node.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <vector>
 
 #include "run_shardscope.h"
 
@@ -39,6 +45,31 @@ TEST(OnnxCli, TrainsLeNetAndADecoderExportedFromPyTorch) {
     ASSERT_NE(at, std::string::npos) << out.text;
     EXPECT_GT(std::stod(out.text.substr(at + 15)), 0.4) << file << "\n" << out.text;
   }
+}
+
+// The exported Llama-style decoder over token ids learns the GPL-3 as a character-level
+// language model: `train FILE.onnx --data text:FILE` gives it the per-position loss.
+TEST(OnnxCli, TrainsAnExportedDecoderOnText) {
+  const std::string text = "/usr/share/common-licenses/GPL-3";
+  std::ifstream in(text, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const double uniform = std::log(std::set<char>(bytes.begin(), bytes.end()).size());
+  auto out = Shardscope("train " + Data("text_decoder.onnx") + " --data text:" + text +
+                        " --devices 1 --steps 150 --lr 0.05 --log-every 1 --no-record");
+  ASSERT_EQ(out.code, 0) << out.text;
+  std::vector<double> losses;
+  for (size_t at = out.text.find("  loss "); at != std::string::npos;
+       at = out.text.find("  loss ", at + 1))
+    losses.push_back(std::atof(out.text.c_str() + at + 7));
+  ASSERT_EQ(losses.size(), 150u) << out.text;
+  double last = 0;
+  for (size_t i = losses.size() - 10; i < losses.size(); ++i) last += losses[i] / 10;
+  EXPECT_LT(last, 0.7 * uniform) << "uniform baseline " << uniform << "\n" << out.text;
+  // A classifier is not a next-token model: refused, saying what text data needs.
+  auto mlp = Shardscope("train " + Data("mlp.onnx") + " --data text:" + text + " --no-record");
+  EXPECT_EQ(mlp.code, 2) << mlp.text;
+  EXPECT_NE(mlp.text.find("trains next-token models (ids [batch, positions]"), std::string::npos)
+      << mlp.text;
 }
 
 TEST(OnnxCli, PlansWithoutWeights) {

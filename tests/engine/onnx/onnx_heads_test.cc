@@ -1,0 +1,114 @@
+// Attention split by heads in the decoders of samples/onnx (`plan --json`). The sharding
+// rules carry a split of the projections' merged heads x head-size dimension onto the heads
+// (Reshape, Transpose, the rotary slices, grouped-query attention's repeat of key/value
+// groups), so Megatron's projections leave nothing to move inside attention; and every
+// search splits attention by heads when one sequence leaves no batch to split.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "run_shardscope.h"
+
+namespace {
+
+using nlohmann::json;
+using shardscope_cli_test::Shardscope;
+
+struct Decoder {
+  std::string file;   // in samples/onnx
+  std::string scope;  // layer 0's attention, as the plan names operators
+  std::string onnx;   // the same as ONNX names nodes
+  int heads;          // heads split of 8 devices (GPT-2's 12 heads: 4; Llama's 8 groups: 8)
+};
+
+const Decoder kGpt2{"gpt2.onnx", "h.0.attn", "/h.0/attn", 4};
+const Decoder kLlama{"llama_small.onnx", "layers.0.self_attn", "/layers.0/self_attn", 8};
+
+std::string Sample(const std::string& name) {
+  return std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/onnx/" + name;
+}
+
+// The plan's operator -> strategy, and its redistributions; empty on failure (asserted).
+struct Plan {
+  std::map<std::string, std::string> strategy;
+  std::vector<std::string> redistributed;  // the values a redistribution moves
+  std::string Of(const std::string& op) const {
+    auto it = strategy.find(op);
+    return it == strategy.end() ? "(none)" : it->second;
+  }
+};
+
+Plan PlanJson(const std::string& args) {
+  auto out = Shardscope("plan " + args + " --json");
+  EXPECT_EQ(out.code, 0) << out.text;
+  Plan p;
+  if (out.code != 0) return p;
+  const json j = json::parse(out.text.substr(out.text.find('{')));
+  for (const json& op : j["operators"]) p.strategy[op["name"]] = op["strategy"];
+  for (const json& r : j["redistributions"]) p.redistributed.push_back(r["value"]);
+  return p;
+}
+
+// The second factor of a strategy's first operand: "((1,8,1,1),(1,8,1,1))" -> 8, the heads
+// of [batch, heads, tokens, head size].
+int HeadsSplit(const std::string& strategy) {
+  int b = 0, h = 0;
+  return std::sscanf(strategy.c_str(), "((%d,%d", &b, &h) == 2 ? h : 0;
+}
+
+// q, k, v by columns and the output projection by rows, given by ONNX node name; the
+// search (propagation) chooses everything between them.
+TEST(OnnxHeads, MegatronProjectionsSplitAttentionByHeadsWithNothingMovedInside) {
+  for (const Decoder& d : {kGpt2, kLlama}) {
+    SCOPED_TRACE(d.file);
+    const int batch = 8 / d.heads, h = d.heads;
+    const std::string col = "((" + std::to_string(batch) + ",1),(1," + std::to_string(h) + "))";
+    const std::string row =
+        "((" + std::to_string(batch) + "," + std::to_string(h) + "),(" + std::to_string(h) + ",1))";
+    std::string text = "import: " + Sample(d.file) +
+                       "\nparallel:\n  search: sharding_propagation\n  strategies:\n";
+    for (const char* p : {"q_proj", "k_proj", "v_proj"})
+      text += "    " + d.onnx + "/" + p + "/MatMul: " + col + "\n";
+    text += "    " + d.onnx + "/o_proj/MatMul: " + row + "\n";
+    const auto path = std::filesystem::temp_directory_path() / ("shardscope_heads_" + d.file);
+    std::ofstream(path.string() + ".yaml") << text;
+    const Plan p = PlanJson(path.string() + ".yaml --devices 8 --batch " + std::to_string(batch));
+    const std::string heads = "((" + std::to_string(batch) + "," + std::to_string(h) + ",1,1),";
+    for (const char* op : {"MatMul", "MatMul_1", "Softmax"})
+      EXPECT_EQ(p.Of(d.scope + "." + op).rfind(heads, 0), 0u)
+          << op << " " << p.Of(d.scope + "." + op);
+    // Data moves only into the projections (their input, gathered once per reader) and out
+    // of the row-split one (its partial sums): never between the heads' operators.
+    int moved = 0;
+    for (const std::string& v : p.redistributed) {
+      if (v.rfind(d.scope + ".", 0) != 0) continue;
+      ++moved;
+      const bool input = v.size() > 10 && v.compare(v.size() - 10, 10, ".MatMul_in") == 0;
+      EXPECT_TRUE(input || v == d.scope + ".o_proj.MatMul") << v;
+    }
+    EXPECT_GE(moved, 1);  // the check above saw this layer's redistributions
+  }
+}
+
+// One sequence at 8 devices: no batch to split, so each search must split the model; every
+// one splits attention by heads (Llama-style: by all 8 key/value groups).
+TEST(OnnxHeads, EverySearchSplitsAttentionOfOneSequenceByHeads) {
+  for (const Decoder& d : {kGpt2, kLlama}) {
+    for (const char* search :
+         {"sharding_propagation", "recursive_programming", "dynamic_programming"}) {
+      SCOPED_TRACE(d.file + " " + search);
+      const Plan p =
+          PlanJson(Sample(d.file) + " --devices 8 --batch 1 --search " + std::string(search));
+      for (const char* op : {"MatMul", "MatMul_1"})
+        EXPECT_GE(HeadsSplit(p.Of(d.scope + "." + op)), d.heads)
+            << op << " " << p.Of(d.scope + "." + op);
+    }
+  }
+}
+
+}  // namespace
