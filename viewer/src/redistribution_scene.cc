@@ -61,7 +61,10 @@ int FrameCount(const store::RedistributionRecord& r) {
 }
 
 store::Result<Scene> BuildRedistributionFrame(const RunData& run,
-                                              const store::RedistributionRecord& r, int step) {
+                                              const store::RedistributionRecord& light, int step) {
+  // The transfers of irregular steps stay in the file until a frame needs them.
+  const auto full = run.RedistributionInFull(light.id);
+  const store::RedistributionRecord& r = full ? *full : light;
   const std::string context = run.run.name + ": redistribution " + std::to_string(r.id);
   if (step < 0 || step >= FrameCount(r)) {
     return Invalid(context + ": step " + std::to_string(step) + " out of range (it has " +
