@@ -269,7 +269,7 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
     }
     if (groups.size() > kListed) {
       std::vector<int> firsts;
-      for (const auto& group : groups) firsts.push_back(group.front());
+      for (size_t g = kListed; g < groups.size(); ++g) firsts.push_back(groups[g].front());
       scene.items.push_back(TextItem(QRectF(22, y, 700, 16),
                                      QString("… %1 more like these, starting at ranks %2")
                                          .arg(groups.size() - kListed)
