@@ -306,7 +306,8 @@ void MainWindow::BuildDocks() {
   tabifyDockWidget(ranks_dock, timeline_dock);
   redist_dock->raise();
   resizeDocks({details_dock, mesh_dock}, {560, 560}, Qt::Horizontal);
-  resizeDocks({redist_dock}, {460}, Qt::Vertical);
+  resizeDocks({details_dock, mesh_dock}, {300, 260}, Qt::Vertical);
+  resizeDocks({redist_dock}, {560}, Qt::Vertical);
   QMenu* view = menuBar()->addMenu("&View");
   for (QDockWidget* dock : {details_dock, mesh_dock, tensor_dock, redist_dock, charts_dock,
                             ranks_dock, timeline_dock}) {

@@ -96,7 +96,7 @@ void DrawMovement(const Layout& before, const Layout& after, const BlockMovement
         SceneItem arrow;
         arrow.shape = SceneItem::Shape::kBezier;
         const QPointF a(src->second.right(), src->second.center().y());
-        const QPointF z(box.left(), box.center().y());
+        const QPointF z = box.center();  // the middle: arrows into inner blocks stay apart
         const double bend = std::max(20.0, (z.x() - a.x()) * 0.4);
         arrow.points << a << QPointF(a.x() + bend, a.y()) << QPointF(z.x() - bend, z.y()) << z;
         arrow.arrow = true;
@@ -273,7 +273,8 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
     y += 18;
   }
 
-  // Who exchanges what.
+  // Who exchanges what (left), the running total against the lower bound (right).
+  const double exchanges_top = y;
   if (has_steps) {
     const auto& s = r.steps[step];
     scene.items.push_back(TextItem(QRectF(0, y, 900, 16), "who exchanges:", 9, true));
@@ -309,7 +310,7 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
       lines << "each rank on its own (no messages)";
     }
     for (const QString& text : lines) {
-      SceneItem line = TextItem(QRectF(12, y, 880, 14), text, 8);
+      SceneItem line = TextItem(QRectF(12, y, 620, 14), text, 8);
       line.role = "exchange";
       scene.items.push_back(line);
       y += 14;
@@ -326,7 +327,7 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
     }
     y += 6;
     scene.items.push_back(TextItem(
-        QRectF(0, y, 900, 16),
+        QRectF(0, y, 630, 16),
         QString("this step: %1 sent, %2 received per rank (max), %3 messages, %4 ms predicted")
             .arg(FormatBytes(static_cast<double>(s.bytes_sent_max)),
                  FormatBytes(static_cast<double>(s.bytes_recv_max)))
@@ -335,37 +336,41 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
         9));
     y += 18;
   }
-  // Running total against the lower bound, as two bars.
+  const double exchanges_bottom = y;
+  y = has_steps ? exchanges_top : y;
+  const double bx = has_steps ? 640 : 0;  // the bars' column
   int64_t running = 0;
   for (int k = 0; k <= step && k < static_cast<int>(r.steps.size()); ++k) {
     running += r.steps[k].bytes_recv_max;
   }
   const double scale_max = static_cast<double>(
       std::max<int64_t>({r.bytes, r.lower_bound_bytes, running, static_cast<int64_t>(1)}));
-  const double bar_w = 420;
+  const double bar_w = has_steps ? 300 : 420;
   auto bar = [&](const QString& label, int64_t bytes, const QColor& colour) {
-    scene.items.push_back(TextItem(QRectF(0, y, 175, 16), label, 9));
-    SceneItem back = BoxItem(QRectF(180, y + 2, bar_w, 12), QColor(240, 240, 240), "");
+    scene.items.push_back(TextItem(QRectF(bx, y, 175, 16), label, 9));
+    SceneItem back = BoxItem(QRectF(bx + 180, y + 2, bar_w, 12), QColor(240, 240, 240), "");
     back.stroke = QColor(200, 200, 200);
     scene.items.push_back(back);
-    SceneItem fill = BoxItem(QRectF(180, y + 2, bar_w * bytes / scale_max, 12), colour, "");
+    SceneItem fill = BoxItem(QRectF(bx + 180, y + 2, bar_w * bytes / scale_max, 12), colour, "");
     fill.stroke = Qt::transparent;
     fill.role = "bar";
     scene.items.push_back(fill);
     scene.items.push_back(
-        TextItem(QRectF(190 + bar_w, y, 200, 16), FormatBytes(static_cast<double>(bytes)), 9));
+        TextItem(QRectF(bx + 190 + bar_w, y, 120, 16), FormatBytes(static_cast<double>(bytes)), 9));
     y += 18;
   };
   bar("received so far (max/rank)", running, QColor(230, 100, 0));
   bar("whole plan", r.bytes, QColor(240, 170, 110));
   bar("lower bound", r.lower_bound_bytes, QColor(89, 161, 79));
-  scene.items.push_back(TextItem(QRectF(0, y, 900, 16),
+  scene.items.push_back(TextItem(QRectF(bx, y, 600, 16),
                                  r.byte_optimal ? "the plan moves no more than the lower bound"
                                                 : "the plan moves more than the lower bound",
                                  9, !r.byte_optimal));
   y += 18;
-  scene.bounds =
-      QRectF(-10, -10, std::max(right + after_scene.bounds.width(), 760.0) + 20, y + 20);
+  y = std::max(y, exchanges_bottom);
+  scene.bounds = QRectF(-10, -10,
+                        std::max({right + after_scene.bounds.width(), 760.0, bx + 620}) + 20,
+                        y + 20);
   return scene;
 }
 

@@ -108,8 +108,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   // (heat map: colour and tooltip).
   const double text_w =
       std::max(kMinCellW, 6.0 * static_cast<double>(std::min<size_t>(longest, 40)) + 12);
-  const double cell_w = std::clamp(560.0 / static_cast<double>(per_row * cols) - 4, 4.0, text_w);
-  const double cell_h = std::clamp(480.0 / static_cast<double>(slice_rows * rows) - 2, 4.0, kCellH);
+  const double cell_w = std::clamp(560.0 / static_cast<double>(per_row * cols) - 4, 1.0, text_w);
+  const double cell_h = std::clamp(480.0 / static_cast<double>(slice_rows * rows) - 2, 1.0, kCellH);
   const bool labelled = cell_w >= 40 && cell_h >= 18;
   const double gap = labelled ? 3 : cell_w >= 8 ? 1 : 0;
   const double slice_w = 56 + cols * cell_w;

@@ -21,7 +21,7 @@ struct FrameOptions {
   // kMaxFrameArrows), else the first moved block's, the others "alike".
   int rank = -1;
 };
-inline constexpr int kMaxFrameArrows = 48;
+inline constexpr int kMaxFrameArrows = 16;
 
 // Movement: arrows (role "move", id = block after) from each block before to the blocks after
 // that take its elements; blocks coloured by their data (which elements of the tensor), a band
