@@ -34,7 +34,7 @@ gui() {  # gui RUN PREFIX [ARGS...]: every main view of the window at 1920x1080
     QT_QPA_PLATFORM=offscreen "$BIN/shardscope-gui" "$run" "$@" --screenshots "$OUT" --prefix "$prefix"
   fi
 }
-render() { "$BIN/shardscope-render" "$@" --scale 1 >/dev/null; }
+render() { "$BIN/shardscope-render" "$@" --scale 0.8 >/dev/null; }
 record() {  # record NAME MODEL
   "$BIN/shardscope" train "samples/models/$2.yaml" --devices 8 --steps 20 --limit 2048 \
     --data "$DATA" --record "$RUNS/$1.db" --log-every 1000 >/dev/null
@@ -48,7 +48,7 @@ render "$RUNS/seed004.db" --view redistribution 0 --out "$OUT/seed004_render_red
 "$BIN/shardscope" plan samples/onnx/gpt2.onnx --devices 1024 --batch 1024 \
   --search recursive_programming --record "$RUNS/gpt1024.db" >/dev/null
 gui "$RUNS/gpt1024.db" gpt1024_
-render "$RUNS/gpt1024.db" --view mesh --out "$OUT/gpt1024_render_mesh.png"
+render "$RUNS/gpt1024.db" --view mesh 1 --axis d --out "$OUT/gpt1024_render_mesh.png"
 render "$RUNS/gpt1024.db" --view redistribution 1 --out "$OUT/gpt1024_render_redistribution.png"
 # Seed 001: a placed pipeline run (place(worker, r) per layer).
 "$BIN/shardscope" train samples/models/lenet5_place.yaml --devices 5 --micro-batches 4 \

@@ -305,8 +305,10 @@ void MainWindow::BuildDocks() {
   tabifyDockWidget(charts_dock, ranks_dock);
   tabifyDockWidget(ranks_dock, timeline_dock);
   redist_dock->raise();
+  // Details and the device matrix run the full height; the stepper sits under the graph.
+  setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
   resizeDocks({details_dock, mesh_dock}, {560, 560}, Qt::Horizontal);
-  resizeDocks({details_dock, mesh_dock}, {300, 260}, Qt::Vertical);
+  resizeDocks({details_dock, mesh_dock}, {460, 500}, Qt::Vertical);
   resizeDocks({redist_dock}, {560}, Qt::Vertical);
   QMenu* view = menuBar()->addMenu("&View");
   for (QDockWidget* dock : {details_dock, mesh_dock, tensor_dock, redist_dock, charts_dock,

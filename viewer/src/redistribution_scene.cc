@@ -267,8 +267,8 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
   if (!arrows_caption.isEmpty()) {
     scene.items.push_back(TextItem(QRectF(0, y, 1100, 16),
                                    arrows_caption +
-                                       "; colours: which elements of the tensor (a moved block "
-                                       "keeps its colour); band: the rank each piece came from",
+                                       "; colour = which elements (kept as they move); band = "
+                                       "the sending rank",
                                    8));
     y += 18;
   }

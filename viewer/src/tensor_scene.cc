@@ -102,21 +102,27 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   // Wide enough for the longest "ranks a,b,c" label.
   size_t longest = 0;
   for (const auto& set : owners) longest = std::max<size_t>(longest, RankText(set).size() + 6);
-  const int per_row = slices <= 4 ? static_cast<int>(slices) : 4;
-  const int64_t slice_rows = (slices + per_row - 1) / per_row;
+  // Many slices: up to 8 a row, and at most kMaxSlices drawn (the rest are like them).
+  constexpr int64_t kMaxSlices = 32;
+  const int64_t drawn_slices = std::min(slices, kMaxSlices);
+  const int per_row = drawn_slices <= 4 ? static_cast<int>(drawn_slices)
+                                        : drawn_slices <= 16 ? 4 : 8;
+  const int64_t slice_rows = (drawn_slices + per_row - 1) / per_row;
   // Cells shrink to keep the map within ~720 x 560 points; small cells drop their text
   // (heat map: colour and tooltip).
   const double text_w =
       std::max(kMinCellW, 6.0 * static_cast<double>(std::min<size_t>(longest, 40)) + 12);
   const double cell_w = std::clamp(560.0 / static_cast<double>(per_row * cols) - 4, 1.0, text_w);
-  const double cell_h = std::clamp(480.0 / static_cast<double>(slice_rows * rows) - 2, 1.0, kCellH);
+  const double cell_h = std::clamp(
+      (320.0 - 54.0 * static_cast<double>(slice_rows - 1)) / static_cast<double>(slice_rows * rows) - 2,
+      1.0, kCellH);
   const bool labelled = cell_w >= 40 && cell_h >= 18;
   const double gap = labelled ? 3 : cell_w >= 8 ? 1 : 0;
   const double slice_w = 56 + cols * cell_w;
   const double slice_h = 38 + rows * cell_h;
   double max_x = 480;
   int64_t blocks_drawn = 0;
-  for (int64_t s = 0; s < slices && scene.items.size() < kMaxSceneItems; ++s) {
+  for (int64_t s = 0; s < drawn_slices && scene.items.size() < kMaxSceneItems; ++s) {
     std::vector<int64_t> lead(std::max(0, dims - 2), 0);
     int64_t rest = s;
     for (int d = dims - 3; d >= 0; --d) {
@@ -128,9 +134,9 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     if (!lead.empty()) {
       QStringList where;
       for (size_t d = 0; d < lead.size(); ++d) {
-        where << QString("dim %1 block %2").arg(d).arg(lead[d]);
+        where << (slice_w >= 120 ? QString("dim %1 block %2") : QString("d%1:%2")).arg(d).arg(lead[d]);
       }
-      scene.items.push_back(TextItem(QRectF(ox, oy, slice_w, 14), where.join(", "), 8, true));
+      scene.items.push_back(TextItem(QRectF(ox, oy, slice_w + 18, 14), where.join(", "), 8, true));
     }
     const double gx = ox + 52;
     const double gy = oy + 30;
@@ -184,7 +190,16 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     }
     max_x = std::max(max_x, ox + slice_w + 10);
   }
-  y += static_cast<double>((slices + per_row - 1) / per_row) * (slice_h + 16);
+  y += static_cast<double>(slice_rows) * (slice_h + 16);
+  if (drawn_slices < slices) {
+    scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
+                                   QString("… %1 more slices like these (slices %2-%3)")
+                                       .arg(slices - drawn_slices)
+                                       .arg(drawn_slices)
+                                       .arg(slices - 1),
+                                   9));
+    y += 18;
+  }
   if (blocks_drawn < static_cast<int64_t>(owners.size())) {
     const auto blocks = static_cast<int64_t>(owners.size());
     scene.items.push_back(CapNote(QRectF(0, y, 700, 16), blocks - blocks_drawn, blocks, "blocks"));
