@@ -137,7 +137,8 @@ class ScaleTest : public QObject {
     auto frame = viewer::BuildRedistributionFrame(run, run.redistributions[0], 0);
     QVERIFY2(frame.ok(), frame.status().message().c_str());
     QVERIFY(HasText(*frame, "group {0-127}"));
-    QVERIFY(HasText(*frame, "7 more groups like it, of 128 ranks, starting at ranks 128-896 step 128"));
+    QVERIFY(
+        HasText(*frame, "7 more groups like it, of 128 ranks, starting at ranks 128-896 step 128"));
     QVERIFY(frame->bounds.width() < 2000);
     QVERIFY(frame->bounds.height() < 1400);
   }
@@ -194,10 +195,11 @@ class ScaleTest : public QObject {
     QCOMPARE(outlined("[a_0.a_1 | -]"), (std::pair{0, 4}));
     const auto halved = outlined("[a_0 | -]");
     QCOMPARE(halved.first, 2);
-    QVERIFY(HasText(*viewer::BuildRedistributionFrame(
-                        OneStepRun(meshes, {8, 4}, "[a | -]", "[a_0 | -]", 1),
-                        OneStepRun(meshes, {8, 4}, "[a | -]", "[a_0 | -]", 1).redistributions[0], 0),
-                    "a₀"));
+    QVERIFY(
+        HasText(*viewer::BuildRedistributionFrame(
+                    OneStepRun(meshes, {8, 4}, "[a | -]", "[a_0 | -]", 1),
+                    OneStepRun(meshes, {8, 4}, "[a | -]", "[a_0 | -]", 1).redistributions[0], 0),
+                "a₀"));
   }
 
   void perRankRowsStayInTheFileUntilAFrameNeedsThem() {

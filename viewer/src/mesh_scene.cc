@@ -86,12 +86,13 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   int64_t chunk = rows;
   int per_row = 1;
   double cell = 0;
-  for (int64_t try_chunk = rows; try_chunk >= 1; try_chunk = try_chunk > 4 ? (try_chunk + 1) / 2 : 0) {
+  for (int64_t try_chunk = rows; try_chunk >= 1;
+       try_chunk = try_chunk > 4 ? (try_chunk + 1) / 2 : 0) {
     const int64_t count = leads * ((rows + try_chunk - 1) / try_chunk);
     for (int64_t p = 1; p <= std::min<int64_t>(count, 64); ++p) {
       const int64_t panel_rows = (count + p - 1) / p;
-      const double w = (kMaxW - static_cast<double>(p) * (kPanelExtraW + kGap)) /
-                       static_cast<double>(p * cols);
+      const double w =
+          (kMaxW - static_cast<double>(p) * (kPanelExtraW + kGap)) / static_cast<double>(p * cols);
       const double h = (kMaxH - static_cast<double>(panel_rows) * (kPanelExtraH + kGap)) /
                        static_cast<double>(panel_rows * try_chunk);
       const double fit = std::min({w, h, kCellMax});
@@ -144,7 +145,7 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
     QStringList where;
     for (int a : lead_axes) where << AxisName(mesh, a) + "=" + QString::number(panel.lead[a]);
     if (chunks > 1) {
-      const QString axis = wrapped ? "ranks "
+      const QString axis = wrapped                ? "ranks "
                            : row_axes.size() == 1 ? AxisName(mesh, row_axes[0]) + "="
                                                   : "rows ";
       const int64_t scale = wrapped ? wrap : 1;
@@ -169,19 +170,17 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
     double gx = ox + 36, gy = oy + 18;
     // Axis captions: columns across the top, rows down the left.
     if (!col_axes.empty() && (p < static_cast<size_t>(per_row))) {
-      const QString across = wrapped ? QString("%1 (%2), %3 per row →")
-                                           .arg(AxisName(mesh, 0))
-                                           .arg(mesh.size())
-                                           .arg(wrap)
-                                     : axes_text(col_axes) + " (" + QString::number(cols) +
-                                           ") →";
+      const QString across =
+          wrapped
+              ? QString("%1 (%2), %3 per row →").arg(AxisName(mesh, 0)).arg(mesh.size()).arg(wrap)
+              : axes_text(col_axes) + " (" + QString::number(cols) + ") →";
       scene.items.push_back(
           TextItem(QRectF(gx, gy - 2, std::max(cols * cell, 60.0), 14), across, 8, false, 0x0081));
     }
     if (!row_axes.empty() && p % per_row == 0) {
-      scene.items.push_back(TextItem(
-          QRectF(ox, gy + 14, 34, 28),
-          axes_text(row_axes) + "\n(" + QString::number(rows) + ") ↓", 8, false, 0x0084));
+      scene.items.push_back(TextItem(QRectF(ox, gy + 14, 34, 28),
+                                     axes_text(row_axes) + "\n(" + QString::number(rows) + ") ↓", 8,
+                                     false, 0x0084));
     }
     gy += 14;
     std::map<int, QRectF> group_rect;
@@ -208,7 +207,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
         item.stroke = numbered ? QColor(60, 60, 60) : Qt::transparent;
         item.stroke_width = numbered ? 1 : 0;
         QStringList coord_text;
-        for (int a = 0; a < n; ++a) coord_text << AxisName(mesh, a) + "=" + QString::number(coords[a]);
+        for (int a = 0; a < n; ++a)
+          coord_text << AxisName(mesh, a) + "=" + QString::number(coords[a]);
         item.tooltip = "rank " + QString::number(rank) + " at " + coord_text.join(", ");
         if (group_of[rank] >= 0) {
           item.tooltip += "\ngroup " + GroupText(groups[group_of[rank]]);
@@ -250,12 +250,13 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   if (!groups.empty()) {
     QStringList names;
     for (int a : options.axes) names << AxisName(mesh, a);
-    scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
-                                   QString("%1 rank groups of %2 along %3 (a colour each; outlined where adjacent):")
-                                       .arg(groups.size())
-                                       .arg(groups.front().size())
-                                       .arg(names.join(",")),
-                                   9, true));
+    scene.items.push_back(
+        TextItem(QRectF(0, y, 700, 16),
+                 QString("%1 rank groups of %2 along %3 (a colour each; outlined where adjacent):")
+                     .arg(groups.size())
+                     .arg(groups.front().size())
+                     .arg(names.join(",")),
+                 9, true));
     y += 18;
     // The first groups, then the pattern: every group is the first shifted.
     constexpr size_t kListed = 6;

@@ -47,12 +47,14 @@ QColor DataColor(const std::vector<int64_t>& index, const std::vector<int64_t>& 
   auto centre = [&](size_t from, size_t to) {
     double f = 0.5;
     for (size_t d = to; d-- > from;)
-      f = (static_cast<double>(index[d]) + f) / static_cast<double>(std::max<int64_t>(1, blocks[d]));
+      f = (static_cast<double>(index[d]) + f) /
+          static_cast<double>(std::max<int64_t>(1, blocks[d]));
     return f;
   };
   const double lead = n >= 2 ? centre(0, n - 1) : 0.5;
   const double across = centre(n - 1, n);
-  const double h = n >= 2 ? std::fmod(0.58 + 0.85 * lead, 1.0) : std::fmod(0.58 + 0.85 * across, 1.0);
+  const double h =
+      n >= 2 ? std::fmod(0.58 + 0.85 * lead, 1.0) : std::fmod(0.58 + 0.85 * across, 1.0);
   const double l = n >= 2 ? 0.36 + 0.44 * across : 0.6;
   return QColor::fromHslF(static_cast<float>(h), 0.62f, static_cast<float>(l));
 }

@@ -51,8 +51,9 @@ BlockMovement TraceMovement(const Layout& before, const Layout& after, size_t ma
       if (!held) m.changed[b] = true;
     }
     const int receiver = after_owners[b].empty() ? -1 : after_owners[b].front();
-    const auto receiver_block =
-        receiver >= 0 && receiver < before_size ? before.BlockIndex(receiver) : std::vector<int64_t>{};
+    const auto receiver_block = receiver >= 0 && receiver < before_size
+                                    ? before.BlockIndex(receiver)
+                                    : std::vector<int64_t>{};
     // Every block of the layout before that overlaps [lo, hi), in row-major order.
     std::vector<int64_t> at = first;
     while (m.sources[b].size() < max_sources) {
@@ -68,9 +69,7 @@ BlockMovement TraceMovement(const Layout& before, const Layout& after, size_t ma
       source.before_block = linear;
       // The receiver's own copy when it has one, else the block's first holder.
       const auto& holders = before_owners[static_cast<size_t>(linear)];
-      source.source_rank = receiver_block == at ? receiver
-                           : holders.empty()    ? -1
-                                                : holders.front();
+      source.source_rank = receiver_block == at ? receiver : holders.empty() ? -1 : holders.front();
       m.sources[b].push_back(std::move(source));
       int d = dims - 1;
       while (d >= 0 && at[d] == last[d]) at[d] = first[d], --d;

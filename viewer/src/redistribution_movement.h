@@ -11,7 +11,7 @@
 namespace shardscope::viewer {
 
 struct BlockSource {
-  int64_t before_block = 0;            // linear block index in the layout before
+  int64_t before_block = 0;             // linear block index in the layout before
   std::vector<int64_t> offset, extent;  // the overlap, in elements
   int source_rank = -1;                 // who sends it to the after block's first holder
 };

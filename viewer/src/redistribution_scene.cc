@@ -3,8 +3,8 @@
 #include <QStringList>
 #include <map>
 
-#include "shardscope/viewer/graph_scene.h"
 #include "redistribution_movement.h"
+#include "shardscope/viewer/graph_scene.h"
 #include "shardscope/viewer/layout_text.h"
 #include "shardscope/viewer/rank_colors.h"
 #include "shardscope/viewer/tensor_scene.h"
@@ -62,8 +62,9 @@ std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, in
   const auto owners = after.BlockOwners();
   std::vector<int> firsts;
   for (size_t b : moved) firsts.push_back(owners[b].empty() ? -1 : owners[b].front());
-  *caption = QString("arrows: block of ranks %1 drawn in full; the other %2 moved blocks move "
-                     "alike (first holders %3)")
+  *caption = QString(
+                 "arrows: block of ranks %1 drawn in full; the other %2 moved blocks move "
+                 "alike (first holders %3)")
                  .arg(RankText(owners[moved.front()]))
                  .arg(moved.size() - 1)
                  .arg(RankText(std::vector<int>(firsts.begin() + 1, firsts.end())));
@@ -114,29 +115,31 @@ void DrawMovement(const Layout& before, const Layout& after, const BlockMovement
       double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
       if (dims >= 1 && shard[dims - 1] > 0) {
         const double base = static_cast<double>(index[dims - 1] * shard[dims - 1]);
-        x0 = (static_cast<double>(s.offset[dims - 1]) - base) / static_cast<double>(shard[dims - 1]);
+        x0 =
+            (static_cast<double>(s.offset[dims - 1]) - base) / static_cast<double>(shard[dims - 1]);
         x1 = x0 + static_cast<double>(s.extent[dims - 1]) / static_cast<double>(shard[dims - 1]);
       }
       if (dims >= 2 && shard[dims - 2] > 0) {
         const double base = static_cast<double>(index[dims - 2] * shard[dims - 2]);
-        y0 = (static_cast<double>(s.offset[dims - 2]) - base) / static_cast<double>(shard[dims - 2]);
+        y0 =
+            (static_cast<double>(s.offset[dims - 2]) - base) / static_cast<double>(shard[dims - 2]);
         y1 = y0 + static_cast<double>(s.extent[dims - 2]) / static_cast<double>(shard[dims - 2]);
       }
       const QColor colour = s.source_rank >= 0 && s.source_rank < before.mesh().size()
                                 ? MeshColor(before.mesh().coords_of(s.source_rank), mesh_shape)
                                 : QColor(200, 200, 200);
-      SceneItem piece = BoxItem(QRectF(band.left() + x0 * band.width(),
-                                       band.top() + y0 * band.height(), (x1 - x0) * band.width(),
-                                       (y1 - y0) * band.height()),
-                                colour, "", "source", s.source_rank);
+      SceneItem piece =
+          BoxItem(QRectF(band.left() + x0 * band.width(), band.top() + y0 * band.height(),
+                         (x1 - x0) * band.width(), (y1 - y0) * band.height()),
+                  colour, "", "source", s.source_rank);
       piece.stroke = QColor(255, 255, 255, 160);
       piece.stroke_width = 0.5;
       piece.tooltip = QString("from rank %1").arg(s.source_rank);
       scene->items.push_back(piece);
     }
     if (m.summed) {
-      SceneItem sum = BoxItem(QRectF(box.right() - 16, box.top() + 1, 15, 14), QColor(255, 255, 255),
-                              "Σ", "sum", static_cast<int64_t>(b));
+      SceneItem sum = BoxItem(QRectF(box.right() - 16, box.top() + 1, 15, 14),
+                              QColor(255, 255, 255), "Σ", "sum", static_cast<int64_t>(b));
       sum.font_size = 9;
       sum.bold = true;
       sum.tooltip = QString("sums %1 partial addends").arg(before.PartialFactor());
@@ -368,9 +371,8 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
                                  9, !r.byte_optimal));
   y += 18;
   y = std::max(y, exchanges_bottom);
-  scene.bounds = QRectF(-10, -10,
-                        std::max({right + after_scene.bounds.width(), 760.0, bx + 620}) + 20,
-                        y + 20);
+  scene.bounds = QRectF(
+      -10, -10, std::max({right + after_scene.bounds.width(), 760.0, bx + 620}) + 20, y + 20);
   return scene;
 }
 

@@ -89,8 +89,7 @@ const store::TensorRecord* RunData::TensorNamed(const std::string& name) const {
   return nullptr;
 }
 
-std::shared_ptr<const store::RedistributionRecord> RunData::RedistributionInFull(
-    int64_t id) const {
+std::shared_ptr<const store::RedistributionRecord> RunData::RedistributionInFull(int64_t id) const {
   const store::RedistributionRecord* light = Redistribution(id);
   if (!light) return nullptr;
   if (!details) return {std::shared_ptr<void>(), light};  // complete already; not owned

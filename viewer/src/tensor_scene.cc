@@ -68,7 +68,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   double y = 0;
   const QString title = options.title.isEmpty() ? "tensor" : options.title;
   scene.items.push_back(TextItem(QRectF(0, y, 700, 18),
-                                 title + "  " + DisplayLayoutText(QString::fromStdString(layout.ToString())) +
+                                 title + "  " +
+                                     DisplayLayoutText(QString::fromStdString(layout.ToString())) +
                                      "  shape " + ShapeText(layout.shape()),
                                  11, true));
   y += 20;
@@ -105,17 +106,19 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   // Many slices: up to 8 a row, and at most kMaxSlices drawn (the rest are like them).
   constexpr int64_t kMaxSlices = 32;
   const int64_t drawn_slices = std::min(slices, kMaxSlices);
-  const int per_row = drawn_slices <= 4 ? static_cast<int>(drawn_slices)
-                                        : drawn_slices <= 16 ? 4 : 8;
+  const int per_row = drawn_slices <= 4    ? static_cast<int>(drawn_slices)
+                      : drawn_slices <= 16 ? 4
+                                           : 8;
   const int64_t slice_rows = (drawn_slices + per_row - 1) / per_row;
   // Cells shrink to keep the map within ~720 x 560 points; small cells drop their text
   // (heat map: colour and tooltip).
   const double text_w =
       std::max(kMinCellW, 6.0 * static_cast<double>(std::min<size_t>(longest, 40)) + 12);
   const double cell_w = std::clamp(560.0 / static_cast<double>(per_row * cols) - 4, 1.0, text_w);
-  const double cell_h = std::clamp(
-      (320.0 - 54.0 * static_cast<double>(slice_rows - 1)) / static_cast<double>(slice_rows * rows) - 2,
-      1.0, kCellH);
+  const double cell_h = std::clamp((320.0 - 54.0 * static_cast<double>(slice_rows - 1)) /
+                                           static_cast<double>(slice_rows * rows) -
+                                       2,
+                                   1.0, kCellH);
   const bool labelled = cell_w >= 40 && cell_h >= 18;
   const double gap = labelled ? 3 : cell_w >= 8 ? 1 : 0;
   const double slice_w = 56 + cols * cell_w;
@@ -134,7 +137,9 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     if (!lead.empty()) {
       QStringList where;
       for (size_t d = 0; d < lead.size(); ++d) {
-        where << (slice_w >= 120 ? QString("dim %1 block %2") : QString("d%1:%2")).arg(d).arg(lead[d]);
+        where << (slice_w >= 120 ? QString("dim %1 block %2") : QString("d%1:%2"))
+                     .arg(d)
+                     .arg(lead[d]);
       }
       scene.items.push_back(TextItem(QRectF(ox, oy, slice_w + 18, 14), where.join(", "), 8, true));
     }
