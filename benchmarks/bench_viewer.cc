@@ -16,7 +16,12 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "shardscope/viewer/graph_scene.h"
+#include "shardscope/viewer/layout_text.h"
+#include "shardscope/viewer/mesh_scene.h"
 #include "shardscope/viewer/painter.h"
 #include "shardscope/viewer/redistribution_scene.h"
 #include "shardscope/viewer/run_document.h"
@@ -152,6 +157,58 @@ void BM_TimelineFrame(benchmark::State& state) {
   state.counters["scene_items"] = static_cast<double>(items);
 }
 BENCHMARK(BM_TimelineFrame)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Issue 21: the same recorded run (SHARDSCOPE_BENCH_RUN, e.g. GPT-2 planned for 4096
+// devices) opened as the device matrix and stepper show it: the file read (per-rank rows
+// left in it), the largest mesh as a heat map and the first redistribution's first frame
+// (its per-rank rows read then), painted. Counters: resident memory after the iteration
+// and the process's peak (run alone, --benchmark_filter=BM_OpenLargeRunViews, to read it).
+double ResidentMiB() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
+}
+
+void BM_OpenLargeRunViews(benchmark::State& state) {
+  const char* path = std::getenv("SHARDSCOPE_BENCH_RUN");
+  if (path == nullptr) {
+    state.SkipWithError("set SHARDSCOPE_BENCH_RUN to a run file");
+    return;
+  }
+  double resident = 0;
+  for (auto _ : state) {
+    auto doc = RunDocument::Open(path);
+    if (!doc.ok()) {
+      state.SkipWithError(doc.status().message().c_str());
+      return;
+    }
+    const auto& data = (*doc)->data();
+    const shardscope::store::MeshRecord* largest = nullptr;
+    int64_t best = 0;
+    for (const auto& m : data.meshes) {
+      int64_t size = 1;
+      for (int64_t d : m.shape) size *= d;
+      if (size > best) best = size, largest = &m;
+    }
+    if (largest != nullptr) {
+      auto mesh = MeshFromRecord(*largest);
+      if (mesh.ok()) Paint(BuildMeshScene(*mesh));
+    }
+    if (!data.redistributions.empty()) {
+      auto frame = BuildRedistributionFrame(data, data.redistributions.front(), 0);
+      if (frame.ok()) Paint(*frame);
+    }
+    resident = ResidentMiB();
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["rss_mib"] = resident;
+  state.counters["peak_rss_mib"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+BENCHMARK(BM_OpenLargeRunViews)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -1,52 +1,59 @@
 #!/usr/bin/env bash
-# Screenshots of each main view of shardscope-gui for the seed 004 run (matmul3.yaml: 8
-# devices, layouts on non-contiguous ranks 0,4,2,6), the seed 002 run (matmul_relu.yaml) and
-# the seed 001 run (lenet5_place.yaml: LeNet5 placed on 5 workers, 4 micro-batches, GPipe: the
-# engine refuses 1F1B for this placement),
-# under a virtual X server (xvfb-run), plus the headless renders of the same views (seed 001:
-# the partitioned graph and the pipeline timeline).
+# Screenshots of each main view of shardscope-gui at 1920x1080 (graph, overview, device
+# matrix, tensor map, redistribution stepper, charts, ranks, timeline, compare) for:
+#   seed004   the seed 004 run (matmul3.yaml: 8 devices, layouts on non-contiguous ranks
+#             0,4,2,6), compared with the seed 002 run (matmul_relu.yaml)
+#   gpt1024   GPT-2 (samples/onnx/gpt2.onnx) planned for 1024 devices (plan only: no charts)
+#   seed001   the placed run (lenet5_place.yaml: LeNet5 on 5 workers, 4 micro-batches, GPipe)
+# under a virtual X server (xvfb-run; QT_QPA_PLATFORM=offscreen without it), plus headless
+# renders (shardscope render, 1 pixel per point) of the mesh and a redistribution frame of
+# each. A window PNG above 300 KB is saved with 256 colours (shardscope-gui --screenshots).
 #
-#   scripts/screenshots.sh [OUT_DIR]     (default docs/screenshots; needs a built build/)
+#   scripts/screenshots.sh [OUT_DIR]     (default docs/img; needs a built build/)
 #   BUILD_DIR=build-debug scripts/screenshots.sh /tmp/shots
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-OUT=${1:-docs/screenshots}
+OUT=${1:-docs/img}
 DATA=${SHARDSCOPE_DATA:-../shared/datasets/mnist}
 BIN="$BUILD_DIR/bin"
 for tool in shardscope shardscope-gui shardscope-render; do
   [ -x "$BIN/$tool" ] || { echo "missing $BIN/$tool: cmake --build $BUILD_DIR --target $tool" >&2; exit 2; }
 done
-command -v xvfb-run >/dev/null || { echo "xvfb-run missing: apt-get install xvfb" >&2; exit 2; }
 RUNS=$(mktemp -d)
 trap 'rm -rf "$RUNS"' EXIT
 export XDG_CONFIG_HOME="$RUNS/config"   # keep the temporary runs out of the recent-files list
 mkdir -p "$OUT"
+gui() {  # gui RUN PREFIX [ARGS...]: every main view of the window at 1920x1080
+  local run=$1 prefix=$2
+  shift 2
+  if command -v xvfb-run >/dev/null; then
+    xvfb-run -a -s "-screen 0 1920x1080x24" "$BIN/shardscope-gui" "$run" "$@" \
+      --screenshots "$OUT" --prefix "$prefix"
+  else
+    QT_QPA_PLATFORM=offscreen "$BIN/shardscope-gui" "$run" "$@" --screenshots "$OUT" --prefix "$prefix"
+  fi
+}
+render() { "$BIN/shardscope-render" "$@" --scale 0.8 >/dev/null; }
 record() {  # record NAME MODEL
   "$BIN/shardscope" train "samples/models/$2.yaml" --devices 8 --steps 20 --limit 2048 \
     --data "$DATA" --record "$RUNS/$1.db" --log-every 1000 >/dev/null
 }
 record seed004 matmul3
 record seed002 matmul_relu
-for run in seed004 seed002; do
-  # The window: graph, overview, docks (device matrix, tensor map, stepper, charts, ranks),
-  # and the comparison of the two runs.
-  other=$([ $run = seed004 ] && echo seed002 || echo seed004)
-  xvfb-run -a -s "-screen 0 1700x1100x24" "$BIN/shardscope-gui" "$RUNS/$run.db" \
-    --compare "$RUNS/$other.db" --screenshots "$OUT" --prefix "${run}_"
-  # The same views headless.
-  "$BIN/shardscope-render" "$RUNS/$run.db" --view graph --out "$OUT/${run}_render_graph.png"
-  "$BIN/shardscope-render" "$RUNS/$run.db" --view redistribution 0 --out "$OUT/${run}_render_redistribution.png"
-done
-"$BIN/shardscope-render" "$RUNS/seed004.db" --view tensor matmul1 --out "$OUT/seed004_render_tensor.png"
-"$BIN/shardscope-render" "$RUNS/seed004.db" --view mesh 1 --axis sp --out "$OUT/seed004_render_mesh.png"
+gui "$RUNS/seed004.db" seed004_ --compare "$RUNS/seed002.db"
+render "$RUNS/seed004.db" --view mesh 1 --axis sp --out "$OUT/seed004_render_mesh.png"
+render "$RUNS/seed004.db" --view redistribution 0 --out "$OUT/seed004_render_redistribution.png"
+# GPT-2 planned for 1024 devices: heat-map meshes, frames with one group drawn in full.
+"$BIN/shardscope" plan samples/onnx/gpt2.onnx --devices 1024 --batch 1024 \
+  --search recursive_programming --record "$RUNS/gpt1024.db" >/dev/null
+gui "$RUNS/gpt1024.db" gpt1024_
+render "$RUNS/gpt1024.db" --view mesh 1 --axis d --out "$OUT/gpt1024_render_mesh.png"
+render "$RUNS/gpt1024.db" --view redistribution 1 --out "$OUT/gpt1024_render_redistribution.png"
 # Seed 001: a placed pipeline run (place(worker, r) per layer).
 "$BIN/shardscope" train samples/models/lenet5_place.yaml --devices 5 --micro-batches 4 \
   --schedule gpipe --steps 20 --limit 2048 --data "$DATA" --record "$RUNS/seed001.db" \
   --log-every 1000 >/dev/null
-xvfb-run -a -s "-screen 0 1700x1100x24" "$BIN/shardscope-gui" "$RUNS/seed001.db" \
-  --screenshots "$OUT" --prefix "seed001_"
-"$BIN/shardscope-render" "$RUNS/seed001.db" --view graph --partitioned --forward-only \
-  --out "$OUT/seed001_render_partitioned.png"
-"$BIN/shardscope-render" "$RUNS/seed001.db" --view timeline --out "$OUT/seed001_render_timeline.png"
+gui "$RUNS/seed001.db" seed001_
+render "$RUNS/seed001.db" --view timeline --out "$OUT/seed001_render_timeline.png"
 ls -la "$OUT"

@@ -2,6 +2,8 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QFileInfo>
+#include <QImage>
 #include <QScreen>
 #include <QTimer>
 #include <cstdio>
@@ -36,7 +38,12 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
     if (name == "graph") window->graph_view()->FitReadable();
     QApplication::processEvents();
     const QString path = dir + "/" + prefix + QString(view) + ".png";
-    if (!window->grab().save(path)) std::fprintf(stderr, "cannot write %s\n", qPrintable(path));
+    // At most ~300 KB (docs/img): a busy view is saved with 256 colours.
+    const QImage image = window->grab().toImage();
+    bool saved = image.save(path);
+    if (saved && QFileInfo(path).size() > 300000)
+      saved = image.convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither).save(path);
+    if (!saved) std::fprintf(stderr, "cannot write %s\n", qPrintable(path));
     std::printf("wrote %s\n", qPrintable(path));
   }
 }
@@ -89,7 +96,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "shardscope-gui: %s\n", message.c_str());
       return shardscope::store::IsBadInput(window.last_error_code()) ? 2 : 1;
     }
-    window.resize(1600, 1000);
+    window.resize(1920, 1080);  // a full-HD screen (scripts/screenshots.sh)
     QTimer::singleShot(300, &window, [&] {
       SaveScreenshots(&window, parser.value(screenshots), parser.value(prefix));
       app.quit();

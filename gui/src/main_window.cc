@@ -152,7 +152,17 @@ MainWindow::MainWindow()
     }
   });
   refresh_timer_->start();
-  resize(1400, 900);
+  // Fits a 1920x1080 screen with its task bar; the docks get room for their pictures.
+  resize(1900, 1000);
+  default_layout_ = saveState();
+  InstallStepperShortcuts(stepper_, this);
+}
+
+void MainWindow::ResetLayout() {
+  restoreState(default_layout_);
+  for (auto* dock : findChildren<QDockWidget*>()) dock->show();
+  ShowView("graph");
+  ShowView("redistribution");
 }
 
 MainWindow::~MainWindow() = default;
@@ -295,13 +305,18 @@ void MainWindow::BuildDocks() {
   tabifyDockWidget(charts_dock, ranks_dock);
   tabifyDockWidget(ranks_dock, timeline_dock);
   redist_dock->raise();
-  resizeDocks({details_dock, mesh_dock}, {420, 420}, Qt::Horizontal);
-  resizeDocks({redist_dock}, {420}, Qt::Vertical);
+  // Details and the device matrix run the full height; the stepper sits under the graph.
+  setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+  resizeDocks({details_dock, mesh_dock}, {560, 560}, Qt::Horizontal);
+  resizeDocks({details_dock, mesh_dock}, {460, 500}, Qt::Vertical);
+  resizeDocks({redist_dock}, {560}, Qt::Vertical);
   QMenu* view = menuBar()->addMenu("&View");
   for (QDockWidget* dock : {details_dock, mesh_dock, tensor_dock, redist_dock, charts_dock,
                             ranks_dock, timeline_dock}) {
     view->addAction(dock->toggleViewAction());
   }
+  view->addSeparator();
+  view->addAction("Reset &Layout", this, &MainWindow::ResetLayout);
 }
 
 void MainWindow::ShowView(const QString& name) {

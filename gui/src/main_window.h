@@ -78,6 +78,8 @@ class MainWindow : public QMainWindow {
   // Shows one of the main views in front: "graph", "overview", "compare", "mesh",
   // "tensor", "redistribution", "charts", "ranks", "timeline" (screenshots).
   void ShowView(const QString& name);
+  // View > Reset Layout: docks, tabs and sizes as a new window has them.
+  void ResetLayout();
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -102,6 +104,7 @@ class MainWindow : public QMainWindow {
   void ShowTimeline();
   void UpdateCompare();
 
+  QByteArray default_layout_;
   std::unique_ptr<viewer::RunDocument> document_;
   std::unique_ptr<viewer::RunDocument> other_;
   viewer::GraphOptions graph_options_;

@@ -184,8 +184,7 @@ std::vector<QString> Figures(const viewer::RunData& run) {
   int64_t backward = 0, lower = 0;
   for (const auto& op : run.operators) backward += op.is_backward ? 1 : 0;
   for (const auto& r : run.redistributions) lower += r.lower_bound_bytes;
-  const int64_t planned =
-      store::PlannedRecvBytesPerStep(run.run.devices, run.redistributions, run.send_recvs);
+  const int64_t planned = run.PlannedRecvBytesPerStep();
   // Each figure as docs/run-format.md defines it (store::FiguresOf), meaned over the steps.
   double seconds = 0, compute = 0, comm = 0, received = 0;
   for (const auto& step : run.steps) {

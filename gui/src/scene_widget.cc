@@ -37,7 +37,9 @@ double SceneWidget::Scale() const {
   const QWidget* room = parentWidget();
   const double fit = std::min(room->width() / size.width(), room->height() / size.height());
   const double fit_width = room->width() / size.width();
-  return std::clamp(std::max(fit, std::min(fit_width, 1.0)), kMinScale, kMaxScale);
+  // The whole picture when it stays readable (no scrolling), else the width.
+  if (fit >= kMinScale) return std::min(fit, kMaxScale);
+  return std::clamp(std::min(fit_width, 1.0), kMinScale, kMaxScale);
 }
 
 void SceneWidget::UpdateMinimumSize() {

@@ -5,6 +5,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QShortcut>
 #include <QSlider>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -24,8 +25,8 @@ RedistributionStepper::RedistributionStepper(QWidget* parent)
   setFocusPolicy(Qt::StrongFocus);
   auto* previous = new QPushButton("◀ Prev", this);
   auto* next = new QPushButton("Next ▶", this);
-  previous->setToolTip("Previous step (Left arrow)");
-  next->setToolTip("Next step (Right arrow)");
+  previous->setToolTip("Previous step (Left arrow; Ctrl+Left from anywhere)");
+  next->setToolTip("Next step (Right arrow; Ctrl+Right from anywhere)");
   timeline_->setTickPosition(QSlider::TicksBelow);
   timeline_->setPageStep(1);
   auto* controls = new QHBoxLayout;
@@ -143,6 +144,23 @@ void RedistributionStepper::keyPressEvent(QKeyEvent* event) {
       return;
   }
   event->accept();
+}
+
+}  // namespace shardscope::gui
+
+namespace shardscope::gui {
+
+void InstallStepperShortcuts(RedistributionStepper* stepper, QWidget* window) {
+  const auto add = [&](QKeySequence keys, auto slot) {
+    auto* shortcut = new QShortcut(keys, window);
+    shortcut->setContext(Qt::WindowShortcut);
+    QObject::connect(shortcut, &QShortcut::activated, stepper, slot);
+  };
+  add(QKeySequence(Qt::CTRL | Qt::Key_Right), [stepper] { stepper->Next(); });
+  add(QKeySequence(Qt::CTRL | Qt::Key_Left), [stepper] { stepper->Previous(); });
+  add(QKeySequence(Qt::CTRL | Qt::Key_Home), [stepper] { stepper->GoTo(0); });
+  add(QKeySequence(Qt::CTRL | Qt::Key_End), [stepper] { stepper->GoTo(stepper->frames() - 1); });
+  add(QKeySequence(Qt::CTRL | Qt::Key_Space), [stepper] { stepper->TogglePlay(); });
 }
 
 }  // namespace shardscope::gui

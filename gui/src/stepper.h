@@ -58,4 +58,9 @@ class RedistributionStepper : public QWidget {
   QTimer* timer_;
 };
 
+// Stepper keys that work wherever the focus is in `window` (the arrow keys alone move the
+// stepper only when it has the focus): Ctrl+Right / Ctrl+Left next and previous step,
+// Ctrl+Home / Ctrl+End first and last, Ctrl+Space play.
+void InstallStepperShortcuts(RedistributionStepper* stepper, QWidget* window);
+
 }  // namespace shardscope::gui

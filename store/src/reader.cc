@@ -154,13 +154,13 @@ Status RunReader::Impl::ReadEdges(Stmt& s, std::vector<EdgeRecord>* out) {
   });
 }
 
-Status RunReader::Impl::ReadRedistRow(Stmt& s, RedistributionRecord* r) {
+Status RunReader::Impl::ReadRedistRow(Stmt& s, RedistributionRecord* r, bool per_rank) {
   s.ReadRow(0, r->id, RefId{r->tensor_id}, RefId{r->consumer_op}, RefId{r->consumer_input},
             r->is_backward, r->from_layout, RefId{r->from_mesh_id}, r->to_layout,
             RefId{r->to_mesh_id}, RefId{r->plan_mesh_id}, r->reason, r->bytes, r->lower_bound_bytes,
             r->bytes_total, r->lower_bound_total);
-  if (Status st = Json(internal::ParseInts(s.Text(15), &r->lower_bound_per_rank), "redistribution",
-                       r->id, "lower_bound_per_rank");
+  if (Status st = Json(!per_rank || internal::ParseInts(s.Text(15), &r->lower_bound_per_rank),
+                       "redistribution", r->id, "lower_bound_per_rank");
       !st.ok()) {
     return st;
   }
@@ -169,7 +169,7 @@ Status RunReader::Impl::ReadRedistRow(Stmt& s, RedistributionRecord* r) {
   return Status::Ok();
 }
 
-Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x) {
+Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x, bool per_rank) {
   const int64_t id = s.Int(0);
   x->ordinal = s.Int(1);
   x->kind = s.Text(2);
@@ -189,14 +189,15 @@ Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x) {
   }
   x->bytes_sent_max = s.Int(8);
   x->bytes_recv_max = s.Int(9);
+  s.ReadRow(12, x->messages, x->seconds, x->layout_after, x->reason);
+  x->mesh_id = s.Ref(18);
+  if (!per_rank) return check(internal::ParseInts(s.Text(17), &x->zero_ranks), "zero_ranks");
   if (Status st = check(internal::ParseInts(s.Text(10), &x->bytes_sent), "bytes_sent"); !st.ok()) {
     return st;
   }
   if (Status st = check(internal::ParseInts(s.Text(11), &x->bytes_recv), "bytes_recv"); !st.ok()) {
     return st;
   }
-  s.ReadRow(12, x->messages, x->seconds, x->layout_after, x->reason);
-  x->mesh_id = s.Ref(18);
   if (Status st = check(internal::ParseTransferList(s.Text(16), &x->transfers), "transfers");
       !st.ok()) {
     return st;
@@ -205,17 +206,17 @@ Status RunReader::Impl::ReadRedistStepRow(Stmt& s, RedistStepRecord* x) {
 }
 
 Status RunReader::Impl::ReadRedists(Stmt& s, bool with_steps,
-                                    std::vector<RedistributionRecord>* out) {
+                                    std::vector<RedistributionRecord>* out, bool per_rank) {
   Status st = ForEach(s, "reading redistributions", [&] {
     out->emplace_back();
-    return ReadRedistRow(s, &out->back());
+    return ReadRedistRow(s, &out->back(), per_rank);
   });
   if (!st.ok() || !with_steps) return st;
   if (out->size() == 1) {  // one lookup: use the index
     rsteps_of.BindInt(1, out->front().id);
     return ForEach(rsteps_of, "reading redistribution steps", [&] {
       out->front().steps.emplace_back();
-      return ReadRedistStepRow(rsteps_of, &out->front().steps.back());
+      return ReadRedistStepRow(rsteps_of, &out->front().steps.back(), per_rank);
     });
   }
   // Several, sorted by id: one ordered scan of every step.
@@ -225,7 +226,7 @@ Status RunReader::Impl::ReadRedists(Stmt& s, bool with_steps,
     while (i < out->size() && (*out)[i].id < id) ++i;
     if (i == out->size() || (*out)[i].id != id) return Status::Ok();
     (*out)[i].steps.emplace_back();
-    return ReadRedistStepRow(rsteps_all, &(*out)[i].steps.back());
+    return ReadRedistStepRow(rsteps_all, &(*out)[i].steps.back(), per_rank);
   });
 }
 
@@ -409,10 +410,12 @@ Result<std::vector<EdgeRecord>> RunReader::EdgesOfTensor(int64_t tensor) const {
   return out;
 }
 
-Result<std::vector<RedistributionRecord>> RunReader::Redistributions(bool with_steps) const {
+Result<std::vector<RedistributionRecord>> RunReader::Redistributions(bool with_steps,
+                                                                     bool per_rank) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<RedistributionRecord> out;
-  if (Status st = impl_->ReadRedists(impl_->redists_all, with_steps, &out); !st.ok()) return st;
+  if (Status st = impl_->ReadRedists(impl_->redists_all, with_steps, &out, per_rank); !st.ok())
+    return st;
   return out;
 }
 

@@ -74,9 +74,11 @@ struct RunReader::Impl {
   Status ReadTensorRow(internal::Stmt& s, TensorRecord* t);
   void ReadEdgeRow(internal::Stmt& s, EdgeRecord* e);
   Status ReadEdges(internal::Stmt& s, std::vector<EdgeRecord>* out);
-  Status ReadRedistRow(internal::Stmt& s, RedistributionRecord* r);
-  Status ReadRedistStepRow(internal::Stmt& s, RedistStepRecord* x);
-  Status ReadRedists(internal::Stmt& s, bool with_steps, std::vector<RedistributionRecord>* out);
+  // per_rank false: the per-rank columns and transfers are left empty (not parsed).
+  Status ReadRedistRow(internal::Stmt& s, RedistributionRecord* r, bool per_rank = true);
+  Status ReadRedistStepRow(internal::Stmt& s, RedistStepRecord* x, bool per_rank = true);
+  Status ReadRedists(internal::Stmt& s, bool with_steps, std::vector<RedistributionRecord>* out,
+                     bool per_rank = true);
   static void ReadRankStepRow(internal::Stmt& s, RankStepRecord* k);
 
   Status Json(bool ok, std::string_view table, int64_t id, std::string_view column) const {

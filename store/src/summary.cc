@@ -58,7 +58,8 @@ Result<Data> Load(const RunReader& reader, const SummaryOptions& options) {
   if (st.ok()) st = Take(reader.Meshes(), &d.meshes);
   if (st.ok()) st = Take(reader.Operators(), &d.operators);
   if (st.ok()) st = Take(reader.Tensors(), &d.tensors);
-  if (st.ok()) st = Take(reader.Redistributions(/*with_steps=*/true), &d.redistributions);
+  // The summary names no per-rank figure of a redistribution: leave those rows in the file.
+  if (st.ok()) st = Take(reader.Redistributions(true, /*per_rank=*/false), &d.redistributions);
   if (st.ok()) {
     st = Take(reader.Steps(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
                            /*with_ranks=*/true),

@@ -1,9 +1,12 @@
 #include "shardscope/viewer/redistribution_scene.h"
 
 #include <QStringList>
+#include <map>
 
+#include "redistribution_movement.h"
 #include "shardscope/viewer/graph_scene.h"
 #include "shardscope/viewer/layout_text.h"
+#include "shardscope/viewer/rank_colors.h"
 #include "shardscope/viewer/tensor_scene.h"
 
 namespace shardscope::viewer {
@@ -24,13 +27,124 @@ store::Result<Layout> LayoutOn(const RunData& run, const std::string& text, int6
   return *layout;
 }
 
-// Places `scene` into `into` at offset (dx, dy).
-void Append(const Scene& scene, double dx, double dy, Scene* into) {
+// Places `scene` into `into` at offset (dx, dy); its blocks' rects by block index in `blocks`.
+void Append(const Scene& scene, double dx, double dy, Scene* into,
+            std::map<int64_t, QRectF>* blocks) {
   const QPointF offset = QPointF(dx, dy) - scene.bounds.topLeft();
   for (SceneItem item : scene.items) {
     item.rect.translate(offset);
     item.points.translate(offset);
+    if (item.role == "block") (*blocks)[item.id] = item.rect;
     into->items.push_back(item);
+  }
+}
+
+// The blocks after whose arrows are drawn (see FrameOptions).
+std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, int rank,
+                                 QString* caption) {
+  std::vector<size_t> moved;
+  size_t arrows = 0;
+  for (size_t b = 0; b < m.changed.size(); ++b) {
+    if (!m.changed[b]) continue;
+    moved.push_back(b);
+    arrows += m.sources[b].size();
+  }
+  if (moved.empty()) return {};
+  if (rank >= 0 && rank < after.mesh().size()) {
+    const auto b = static_cast<size_t>(after.LinearBlockIndex(rank));
+    *caption = QString("arrows: where rank %1's block comes from").arg(rank);
+    return m.changed[b] ? std::vector<size_t>{b} : std::vector<size_t>{};
+  }
+  if (arrows <= static_cast<size_t>(kMaxFrameArrows)) {
+    *caption = "arrows: where every moved block comes from";
+    return moved;
+  }
+  const auto owners = after.BlockOwners();
+  std::vector<int> firsts;
+  for (size_t b : moved) firsts.push_back(owners[b].empty() ? -1 : owners[b].front());
+  *caption = QString(
+                 "arrows: block of ranks %1 drawn in full; the other %2 moved blocks move "
+                 "alike (first holders %3)")
+                 .arg(RankText(owners[moved.front()]))
+                 .arg(moved.size() - 1)
+                 .arg(RankText(std::vector<int>(firsts.begin() + 1, firsts.end())));
+  return {moved.front()};
+}
+
+// Arrows from the blocks before to the blocks after, the pieces' senders as a band, sums.
+void DrawMovement(const Layout& before, const Layout& after, const BlockMovement& m,
+                  const std::vector<size_t>& targets, const std::map<int64_t, QRectF>& from,
+                  const std::map<int64_t, QRectF>& to, Scene* scene) {
+  const Shape shard = after.ShardShape();
+  const int dims = after.rank();
+  const std::vector<int64_t> mesh_shape(before.mesh().shape().begin(), before.mesh().shape().end());
+  for (size_t b : targets) {
+    auto dst = to.find(static_cast<int64_t>(b));
+    if (dst == to.end()) continue;
+    const QRectF box = dst->second;
+    const QRectF band(box.left(), box.bottom() - box.height() * 0.3, box.width(),
+                      box.height() * 0.3);
+    const std::vector<int64_t> index = [&] {
+      std::vector<int64_t> i(dims);
+      int64_t rest = static_cast<int64_t>(b);
+      const auto per = after.BlocksPerDim();
+      for (int d = dims - 1; d >= 0; --d) i[d] = rest % per[d], rest /= per[d];
+      return i;
+    }();
+    for (const BlockSource& s : m.sources[b]) {
+      auto src = from.find(s.before_block);
+      if (src != from.end()) {
+        SceneItem arrow;
+        arrow.shape = SceneItem::Shape::kBezier;
+        const QPointF a(src->second.right(), src->second.center().y());
+        const QPointF z = box.center();  // the middle: arrows into inner blocks stay apart
+        const double bend = std::max(20.0, (z.x() - a.x()) * 0.4);
+        arrow.points << a << QPointF(a.x() + bend, a.y()) << QPointF(z.x() - bend, z.y()) << z;
+        arrow.arrow = true;
+        arrow.stroke = QColor(40, 40, 40, 150);
+        arrow.stroke_width = 1.2;
+        arrow.role = "move";
+        arrow.id = static_cast<int64_t>(b);
+        arrow.tooltip = QString("block %1 before → block %2 after, from rank %3")
+                            .arg(s.before_block)
+                            .arg(b)
+                            .arg(s.source_rank);
+        scene->items.push_back(arrow);
+      }
+      // The piece's place inside the target, along its last two dimensions, in the band.
+      double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+      if (dims >= 1 && shard[dims - 1] > 0) {
+        const double base = static_cast<double>(index[dims - 1] * shard[dims - 1]);
+        x0 =
+            (static_cast<double>(s.offset[dims - 1]) - base) / static_cast<double>(shard[dims - 1]);
+        x1 = x0 + static_cast<double>(s.extent[dims - 1]) / static_cast<double>(shard[dims - 1]);
+      }
+      if (dims >= 2 && shard[dims - 2] > 0) {
+        const double base = static_cast<double>(index[dims - 2] * shard[dims - 2]);
+        y0 =
+            (static_cast<double>(s.offset[dims - 2]) - base) / static_cast<double>(shard[dims - 2]);
+        y1 = y0 + static_cast<double>(s.extent[dims - 2]) / static_cast<double>(shard[dims - 2]);
+      }
+      const QColor colour = s.source_rank >= 0 && s.source_rank < before.mesh().size()
+                                ? MeshColor(before.mesh().coords_of(s.source_rank), mesh_shape)
+                                : QColor(200, 200, 200);
+      SceneItem piece =
+          BoxItem(QRectF(band.left() + x0 * band.width(), band.top() + y0 * band.height(),
+                         (x1 - x0) * band.width(), (y1 - y0) * band.height()),
+                  colour, "", "source", s.source_rank);
+      piece.stroke = QColor(255, 255, 255, 160);
+      piece.stroke_width = 0.5;
+      piece.tooltip = QString("from rank %1").arg(s.source_rank);
+      scene->items.push_back(piece);
+    }
+    if (m.summed) {
+      SceneItem sum = BoxItem(QRectF(box.right() - 16, box.top() + 1, 15, 14),
+                              QColor(255, 255, 255), "Σ", "sum", static_cast<int64_t>(b));
+      sum.font_size = 9;
+      sum.bold = true;
+      sum.tooltip = QString("sums %1 partial addends").arg(before.PartialFactor());
+      scene->items.push_back(sum);
+    }
   }
 }
 
@@ -61,7 +175,14 @@ int FrameCount(const store::RedistributionRecord& r) {
 }
 
 store::Result<Scene> BuildRedistributionFrame(const RunData& run,
-                                              const store::RedistributionRecord& r, int step) {
+                                              const store::RedistributionRecord& light, int step,
+                                              const FrameOptions& options) {
+  // The transfers of irregular steps stay in the file until a frame of the run's own record
+  // needs them (a caller's edited copy is drawn as given).
+  const auto full = run.details && run.Redistribution(light.id) == &light
+                        ? run.RedistributionInFull(light.id)
+                        : nullptr;
+  const store::RedistributionRecord& r = full ? *full : light;
   const std::string context = run.run.name + ": redistribution " + std::to_string(r.id);
   if (step < 0 || step >= FrameCount(r)) {
     return Invalid(context + ": step " + std::to_string(step) + " out of range (it has " +
@@ -128,32 +249,35 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
                                    true));
     y += 18;
   }
-  // Maps before and after, side by side.
-  std::vector<bool> changed;
-  if (before->mesh() == after->mesh() && before->NumBlocks() == after->NumBlocks()) {
-    const auto a = before->BlockOwners();
-    const auto b = after->BlockOwners();
-    for (size_t i = 0; i < b.size(); ++i) changed.push_back(a[i] != b[i]);
-  }
+  // Maps before and after, side by side; changed blocks compared by elements (the mesh and
+  // the block count may differ).
+  const BlockMovement movement = TraceMovement(*before, *after);
   TensorSceneOptions before_options;
   before_options.title = "before";
   const Scene before_scene = BuildTensorScene(*before, before_options);
   TensorSceneOptions after_options;
   after_options.title = "after";
-  after_options.changed_blocks = changed;
+  after_options.changed_blocks = movement.changed;
   const Scene after_scene = BuildTensorScene(*after, after_options);
-  Append(before_scene, 0, y, &scene);
-  const double right = before_scene.bounds.width() + 30;
-  Append(after_scene, right, y, &scene);
-  SceneItem arrow;
-  arrow.shape = SceneItem::Shape::kPolyline;
-  arrow.points << QPointF(right - 26, y + 60) << QPointF(right - 6, y + 60);
-  arrow.arrow = true;
-  arrow.stroke_width = 2;
-  scene.items.push_back(arrow);
+  std::map<int64_t, QRectF> from, to;
+  Append(before_scene, 0, y, &scene, &from);
+  const double right = before_scene.bounds.width() + 90;  // room for the arrows
+  Append(after_scene, right, y, &scene, &to);
+  QString arrows_caption;
+  const auto targets = ArrowTargets(*after, movement, options.rank, &arrows_caption);
+  DrawMovement(*before, *after, movement, targets, from, to, &scene);
   y += std::max(before_scene.bounds.height(), after_scene.bounds.height()) + 8;
+  if (!arrows_caption.isEmpty()) {
+    scene.items.push_back(TextItem(QRectF(0, y, 1100, 16),
+                                   arrows_caption +
+                                       "; colour = which elements (kept as they move); band = "
+                                       "the sending rank",
+                                   8));
+    y += 18;
+  }
 
-  // Who exchanges what.
+  // Who exchanges what (left), the running total against the lower bound (right).
+  const double exchanges_top = y;
   if (has_steps) {
     const auto& s = r.steps[step];
     scene.items.push_back(TextItem(QRectF(0, y, 900, 16), "who exchanges:", 9, true));
@@ -172,15 +296,24 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
         lines << QString("r%1 → r%2  [%3]").arg(t.src).arg(t.dst).arg(box.join(", "));
       }
     } else if (!s.groups.empty()) {
+      // One group in full; the others are the same collective on shifted ranks.
       total = s.groups.size();
-      for (int64_t g = 0; g < std::min(total, kShown); ++g)
-        lines << "group " + Ranks(s.groups.Group(g));
+      lines << "group " + Ranks(s.groups.Group(0));
+      if (total > 1) {
+        std::vector<int64_t> firsts;
+        for (int64_t g = 1; g < total; ++g) firsts.push_back(s.groups.Group(g).front());
+        lines << QString("%1 more groups like it, of %2 ranks, starting at ranks %3")
+                     .arg(total - 1)
+                     .arg(s.groups.group_size())
+                     .arg(RankText(firsts));
+        total = static_cast<int64_t>(lines.size());
+      }
     } else {
       total = 1;
       lines << "each rank on its own (no messages)";
     }
     for (const QString& text : lines) {
-      SceneItem line = TextItem(QRectF(12, y, 880, 14), text, 8);
+      SceneItem line = TextItem(QRectF(12, y, 620, 14), text, 8);
       line.role = "exchange";
       scene.items.push_back(line);
       y += 14;
@@ -197,7 +330,7 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
     }
     y += 6;
     scene.items.push_back(TextItem(
-        QRectF(0, y, 900, 16),
+        QRectF(0, y, 630, 16),
         QString("this step: %1 sent, %2 received per rank (max), %3 messages, %4 ms predicted")
             .arg(FormatBytes(static_cast<double>(s.bytes_sent_max)),
                  FormatBytes(static_cast<double>(s.bytes_recv_max)))
@@ -206,36 +339,40 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
         9));
     y += 18;
   }
-  // Running total against the lower bound, as two bars.
+  const double exchanges_bottom = y;
+  y = has_steps ? exchanges_top : y;
+  const double bx = has_steps ? 640 : 0;  // the bars' column
   int64_t running = 0;
   for (int k = 0; k <= step && k < static_cast<int>(r.steps.size()); ++k) {
     running += r.steps[k].bytes_recv_max;
   }
   const double scale_max = static_cast<double>(
       std::max<int64_t>({r.bytes, r.lower_bound_bytes, running, static_cast<int64_t>(1)}));
-  const double bar_w = 420;
+  const double bar_w = has_steps ? 300 : 420;
   auto bar = [&](const QString& label, int64_t bytes, const QColor& colour) {
-    scene.items.push_back(TextItem(QRectF(0, y, 175, 16), label, 9));
-    SceneItem back = BoxItem(QRectF(180, y + 2, bar_w, 12), QColor(240, 240, 240), "");
+    scene.items.push_back(TextItem(QRectF(bx, y, 175, 16), label, 9));
+    SceneItem back = BoxItem(QRectF(bx + 180, y + 2, bar_w, 12), QColor(240, 240, 240), "");
     back.stroke = QColor(200, 200, 200);
     scene.items.push_back(back);
-    SceneItem fill = BoxItem(QRectF(180, y + 2, bar_w * bytes / scale_max, 12), colour, "");
+    SceneItem fill = BoxItem(QRectF(bx + 180, y + 2, bar_w * bytes / scale_max, 12), colour, "");
     fill.stroke = Qt::transparent;
     fill.role = "bar";
     scene.items.push_back(fill);
     scene.items.push_back(
-        TextItem(QRectF(190 + bar_w, y, 200, 16), FormatBytes(static_cast<double>(bytes)), 9));
+        TextItem(QRectF(bx + 190 + bar_w, y, 120, 16), FormatBytes(static_cast<double>(bytes)), 9));
     y += 18;
   };
   bar("received so far (max/rank)", running, QColor(230, 100, 0));
   bar("whole plan", r.bytes, QColor(240, 170, 110));
   bar("lower bound", r.lower_bound_bytes, QColor(89, 161, 79));
-  scene.items.push_back(TextItem(QRectF(0, y, 900, 16),
+  scene.items.push_back(TextItem(QRectF(bx, y, 600, 16),
                                  r.byte_optimal ? "the plan moves no more than the lower bound"
                                                 : "the plan moves more than the lower bound",
                                  9, !r.byte_optimal));
   y += 18;
-  scene.bounds = QRectF(-10, -10, std::max(right + after_scene.bounds.width(), 760.0) + 20, y + 20);
+  y = std::max(y, exchanges_bottom);
+  scene.bounds = QRectF(
+      -10, -10, std::max({right + after_scene.bounds.width(), 760.0, bx + 620}) + 20, y + 20);
   return scene;
 }
 

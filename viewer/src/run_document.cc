@@ -1,7 +1,10 @@
 #include "shardscope/viewer/run_document.h"
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 
+#include "shardscope/store/figures.h"
 #include "shardscope/store/summary.h"
 
 namespace shardscope::viewer {
@@ -29,6 +32,44 @@ void SortById(std::vector<Record>* records) {
 
 }  // namespace
 
+class RunDetails {
+ public:
+  explicit RunDetails(std::string path) : path_(std::move(path)) {}
+
+  std::shared_ptr<const store::RedistributionRecord> Redistribution(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& kept : kept_) {
+      if (kept->id == id) return kept;
+    }
+    auto reader = store::RunReader::Open(path_);
+    if (!reader.ok()) return nullptr;
+    auto record = (*reader)->Redistribution(id);
+    if (!record.ok()) return nullptr;
+    // A few recent ones: the stepper shows one at a time, a person goes back and forth.
+    constexpr size_t kKept = 8;
+    if (kept_.size() == kKept) kept_.erase(kept_.begin());
+    kept_.push_back(std::make_shared<const store::RedistributionRecord>(std::move(*record)));
+    return kept_.back();
+  }
+
+  // Nothing when the file cannot be read.
+  std::optional<std::vector<store::RedistributionRecord>> AllRedistributions() {
+    auto reader = store::RunReader::Open(path_);
+    if (!reader.ok()) return std::nullopt;
+    auto all = (*reader)->Redistributions(true, true);
+    if (!all.ok()) return std::nullopt;
+    return std::move(all).value();
+  }
+
+  std::mutex planned_mu;
+  std::optional<int64_t> planned;
+
+ private:
+  std::string path_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<const store::RedistributionRecord>> kept_;
+};
+
 const store::MeshRecord* RunData::Mesh(int64_t id) const { return FindById(meshes, id); }
 const store::OperatorRecord* RunData::Operator(int64_t id) const { return FindById(operators, id); }
 const store::TensorRecord* RunData::Tensor(int64_t id) const { return FindById(tensors, id); }
@@ -48,15 +89,34 @@ const store::TensorRecord* RunData::TensorNamed(const std::string& name) const {
   return nullptr;
 }
 
+std::shared_ptr<const store::RedistributionRecord> RunData::RedistributionInFull(int64_t id) const {
+  const store::RedistributionRecord* light = Redistribution(id);
+  if (!light) return nullptr;
+  if (!details) return {std::shared_ptr<void>(), light};  // complete already; not owned
+  return details->Redistribution(id);
+}
+
+int64_t RunData::PlannedRecvBytesPerStep() const {
+  if (!details) return store::PlannedRecvBytesPerStep(run.devices, redistributions, send_recvs);
+  std::lock_guard<std::mutex> lock(details->planned_mu);
+  if (!details->planned) {
+    auto all = details->AllRedistributions();
+    details->planned =
+        store::PlannedRecvBytesPerStep(run.devices, all ? *all : redistributions, send_recvs);
+  }
+  return *details->planned;
+}
+
 store::Result<RunData> LoadRunData(const store::RunReader& reader) {
   RunData data;
+  data.details = std::make_shared<RunDetails>(reader.path());
   VIEWER_ASSIGN(data.run, reader.Run());
   VIEWER_ASSIGN(data.counts, reader.Counts());
   VIEWER_ASSIGN(data.meshes, reader.Meshes());
   VIEWER_ASSIGN(data.operators, reader.Operators(true));
   VIEWER_ASSIGN(data.tensors, reader.Tensors());
   VIEWER_ASSIGN(data.edges, reader.Edges());
-  VIEWER_ASSIGN(data.redistributions, reader.Redistributions(true));
+  VIEWER_ASSIGN(data.redistributions, reader.Redistributions(true, /*per_rank=*/false));
   VIEWER_ASSIGN(data.send_recvs, reader.SendRecvs());
   VIEWER_ASSIGN(data.steps, reader.Steps(std::numeric_limits<int64_t>::min(),
                                          std::numeric_limits<int64_t>::max(), true));

@@ -3,6 +3,8 @@
 #include <QStringList>
 #include <algorithm>
 
+#include "shardscope/viewer/rank_colors.h"
+
 namespace shardscope::viewer {
 namespace {
 
@@ -66,7 +68,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   double y = 0;
   const QString title = options.title.isEmpty() ? "tensor" : options.title;
   scene.items.push_back(TextItem(QRectF(0, y, 700, 18),
-                                 title + "  " + QString::fromStdString(layout.ToString()) +
+                                 title + "  " +
+                                     DisplayLayoutText(QString::fromStdString(layout.ToString())) +
                                      "  shape " + ShapeText(layout.shape()),
                                  11, true));
   y += 20;
@@ -94,27 +97,35 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   }
   y += 8;
 
-  // One colour per distinct owner set, in block order.
-  // A block's colour is its lowest holder's: a rank holds one block, so colours are distinct
-  // within a map and the same rank keeps its colour from one map to the next.
-  std::vector<int> colour_index(owners.size(), 0);
-  for (size_t b = 0; b < owners.size(); ++b) {
-    if (!owners[b].empty()) colour_index[b] = *std::min_element(owners[b].begin(), owners[b].end());
-  }
   const std::vector<int64_t> rank_block = options.rank >= 0 && options.rank < layout.mesh().size()
                                               ? layout.BlockIndex(options.rank)
                                               : std::vector<int64_t>{};
   // Wide enough for the longest "ranks a,b,c" label.
   size_t longest = 0;
   for (const auto& set : owners) longest = std::max<size_t>(longest, RankText(set).size() + 6);
-  const double cell_w =
+  // Many slices: up to 8 a row, and at most kMaxSlices drawn (the rest are like them).
+  constexpr int64_t kMaxSlices = 32;
+  const int64_t drawn_slices = std::min(slices, kMaxSlices);
+  const int per_row = drawn_slices <= 4    ? static_cast<int>(drawn_slices)
+                      : drawn_slices <= 16 ? 4
+                                           : 8;
+  const int64_t slice_rows = (drawn_slices + per_row - 1) / per_row;
+  // Cells shrink to keep the map within ~720 x 560 points; small cells drop their text
+  // (heat map: colour and tooltip).
+  const double text_w =
       std::max(kMinCellW, 6.0 * static_cast<double>(std::min<size_t>(longest, 40)) + 12);
+  const double cell_w = std::clamp(560.0 / static_cast<double>(per_row * cols) - 4, 1.0, text_w);
+  const double cell_h = std::clamp((320.0 - 54.0 * static_cast<double>(slice_rows - 1)) /
+                                           static_cast<double>(slice_rows * rows) -
+                                       2,
+                                   1.0, kCellH);
+  const bool labelled = cell_w >= 40 && cell_h >= 18;
+  const double gap = labelled ? 3 : cell_w >= 8 ? 1 : 0;
   const double slice_w = 56 + cols * cell_w;
-  const double slice_h = 38 + rows * kCellH;
-  const int per_row = slices <= 4 ? static_cast<int>(slices) : 4;
+  const double slice_h = 38 + rows * cell_h;
   double max_x = 480;
   int64_t blocks_drawn = 0;
-  for (int64_t s = 0; s < slices && scene.items.size() < kMaxSceneItems; ++s) {
+  for (int64_t s = 0; s < drawn_slices && scene.items.size() < kMaxSceneItems; ++s) {
     std::vector<int64_t> lead(std::max(0, dims - 2), 0);
     int64_t rest = s;
     for (int d = dims - 3; d >= 0; --d) {
@@ -126,9 +137,11 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     if (!lead.empty()) {
       QStringList where;
       for (size_t d = 0; d < lead.size(); ++d) {
-        where << QString("dim %1 block %2").arg(d).arg(lead[d]);
+        where << (slice_w >= 120 ? QString("dim %1 block %2") : QString("d%1:%2"))
+                     .arg(d)
+                     .arg(lead[d]);
       }
-      scene.items.push_back(TextItem(QRectF(ox, oy, slice_w, 14), where.join(", "), 8, true));
+      scene.items.push_back(TextItem(QRectF(ox, oy, slice_w + 18, 14), where.join(", "), 8, true));
     }
     const double gx = ox + 52;
     const double gy = oy + 30;
@@ -155,32 +168,43 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
         if (dims >= 1) index.push_back(c);
         int64_t linear = 0;
         for (int d = 0; d < dims; ++d) linear = linear * per_dim[d] + index[d];
-        QColor fill = PaletteColor(colour_index[linear]).lighter(125);
+        QColor fill = DataColor(index, per_dim);
         const bool mine = !rank_block.empty() && index == rank_block;
         if (!rank_block.empty() && !mine) fill = QColor(235, 235, 235);
         QString text = "ranks " + RankText(owners[linear]);
         if (owners[linear].size() == 1) text = "rank " + Join(owners[linear]);
-        SceneItem block = BoxItem(QRectF(gx + c * cell_w, gy + r * kCellH, cell_w - 3, kCellH - 3),
-                                  fill, text, "block", linear);
+        SceneItem block =
+            BoxItem(QRectF(gx + c * cell_w, gy + r * cell_h, cell_w - gap, cell_h - gap), fill,
+                    labelled ? text : QString(), "block", linear);
+        if (!labelled && !mine) block.stroke = Qt::transparent;
         block.text_color = Qt::black;
         block.font_size = owners[linear].size() > 8 ? 7 : 9;
         block.hatched = layout.is_partial();
-        block.tooltip =
-            "block " + RangeText(layout, index) + " held by ranks " + RankText(owners[linear]);
+        block.tooltip = "block (" + JoinNumbers(index) + ") " + RangeText(layout, index) +
+                        " held by ranks " + RankText(owners[linear]);
         if (mine) {
           block.stroke = QColor(200, 0, 0);
           block.stroke_width = 3;
         } else if (static_cast<size_t>(linear) < options.changed_blocks.size() &&
                    options.changed_blocks[linear]) {
           block.stroke = QColor(230, 120, 0);
-          block.stroke_width = 2.5;
+          block.stroke_width = std::clamp(std::min(cell_w, cell_h) * 0.12, 0.8, 2.5);
         }
         scene.items.push_back(block);
       }
     }
     max_x = std::max(max_x, ox + slice_w + 10);
   }
-  y += static_cast<double>((slices + per_row - 1) / per_row) * (slice_h + 16);
+  y += static_cast<double>(slice_rows) * (slice_h + 16);
+  if (drawn_slices < slices) {
+    scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
+                                   QString("… %1 more slices like these (slices %2-%3)")
+                                       .arg(slices - drawn_slices)
+                                       .arg(drawn_slices)
+                                       .arg(slices - 1),
+                                   9));
+    y += 18;
+  }
   if (blocks_drawn < static_cast<int64_t>(owners.size())) {
     const auto blocks = static_cast<int64_t>(owners.size());
     scene.items.push_back(CapNote(QRectF(0, y, 700, 16), blocks - blocks_drawn, blocks, "blocks"));

@@ -68,8 +68,11 @@ class RunReader {
   Result<std::vector<EdgeRecord>> EdgesFrom(int64_t op) const;
   Result<std::vector<EdgeRecord>> EdgesOfTensor(int64_t tensor) const;  // its consumers
 
-  // Redistributions in id order, with their steps.
-  Result<std::vector<RedistributionRecord>> Redistributions(bool with_steps = true) const;
+  // Redistributions in id order, with their steps. per_rank false leaves out what grows with
+  // the ranks (lower_bound_per_rank, bytes_sent, bytes_recv, transfers: left empty), ~100 MB
+  // of a 4096-rank plan; Redistribution(id) reads one in full.
+  Result<std::vector<RedistributionRecord>> Redistributions(bool with_steps = true,
+                                                            bool per_rank = true) const;
   Result<RedistributionRecord> Redistribution(int64_t id) const;  // kNotFound
   Result<std::vector<RedistributionRecord>> RedistributionsForOperator(int64_t op) const;
   Result<std::vector<RedistributionRecord>> RedistributionsOfTensor(int64_t tensor) const;

@@ -16,8 +16,19 @@ namespace shardscope::viewer {
 // Number of frames of `redistribution`: its steps, at least 1.
 int FrameCount(const store::RedistributionRecord& redistribution);
 
+struct FrameOptions {
+  // Arrows into this rank's block only; -1: every moved block when few (at most
+  // kMaxFrameArrows), else the first moved block's, the others "alike".
+  int rank = -1;
+};
+inline constexpr int kMaxFrameArrows = 16;
+
+// Movement: arrows (role "move", id = block after) from each block before to the blocks after
+// that take its elements; blocks coloured by their data (which elements of the tensor), a band
+// in a moved block coloured by the rank each piece came from (role "source", id = that rank);
+// "Σ" (role "sum") where partial sums are summed.
 store::Result<Scene> BuildRedistributionFrame(const RunData& run,
                                               const store::RedistributionRecord& redistribution,
-                                              int step);
+                                              int step, const FrameOptions& options = {});
 
 }  // namespace shardscope::viewer

@@ -20,6 +20,10 @@
 
 namespace shardscope::viewer {
 
+// What LoadRunData leaves in the file: the rows that grow with the ranks (per-rank bytes and
+// lower bounds, transfer lists: ~100 MB at 4096 ranks), read on first use and kept.
+class RunDetails;
+
 // Everything the views draw, as read from the file.
 struct RunData {
   store::RunInfo run;
@@ -41,9 +45,18 @@ struct RunData {
   const store::RedistributionRecord* Redistribution(int64_t id) const;
   const store::OperatorRecord* OperatorNamed(const std::string& name) const;
   const store::TensorRecord* TensorNamed(const std::string& name) const;
+
+  // The redistribution with its per-rank rows and transfers: `redistributions` holds them
+  // only when built in memory (details == nullptr); otherwise read from the file on first
+  // use. nullptr when absent or unreadable.
+  std::shared_ptr<const store::RedistributionRecord> RedistributionInFull(int64_t id) const;
+  // store::PlannedRecvBytesPerStep over the full records (reads them from the file once).
+  int64_t PlannedRecvBytesPerStep() const;
+  std::shared_ptr<RunDetails> details;
 };
 
-// Reads every table the views need.
+// Reads every table the views need; the per-rank rows of redistributions stay in the file
+// (RunData::RedistributionInFull).
 store::Result<RunData> LoadRunData(const store::RunReader& reader);
 // The operators whose scope is `scope` or lies under it.
 size_t CountOperatorsInScope(const RunData& run, const std::string& scope);
