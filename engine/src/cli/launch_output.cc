@@ -5,20 +5,21 @@
 namespace shardscope::cli {
 namespace {
 
-// "[1,3]<stdout>:text" -> rank 3, "text"; false for a line mpirun wrote itself.
-bool ParseTag(const std::string& line, int* rank, std::string* text) {
-  if (line.size() < 5 || line[0] != '[') return false;
-  const size_t comma = line.find(',');
-  const size_t close = line.find(']');
-  if (comma == std::string::npos || close == std::string::npos || comma > close) return false;
-  const size_t colon = line.find(">:", close);
-  if (colon == std::string::npos || line[close + 1] != '<') return false;
-  char* end = nullptr;
-  const long r = std::strtol(line.c_str() + comma + 1, &end, 10);
-  if (end != line.c_str() + close || r < 0) return false;
-  *rank = static_cast<int>(r);
-  *text = line.substr(colon + 2);
-  return true;
+// The length of a tag "[1,3]<stdout>:" at `at` in `line` (rank into *rank), or 0.
+size_t TagAt(const std::string& line, size_t at, int* rank) {
+  if (at >= line.size() || line[at] != '[') return 0;
+  const size_t comma = line.find(',', at);
+  const size_t close = line.find(']', at);
+  if (comma == std::string::npos || close == std::string::npos || comma > close) return 0;
+  for (const char* stream : {"<stdout>:", "<stderr>:"}) {
+    if (line.compare(close + 1, 9, stream) != 0) continue;
+    char* end = nullptr;
+    const long r = std::strtol(line.c_str() + comma + 1, &end, 10);
+    if (end != line.c_str() + close || r < 0) return 0;
+    *rank = static_cast<int>(r);
+    return close + 10 - at;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -39,6 +40,10 @@ void RankOutput::Finish() {
     if (!pending_[s].empty()) Line(s, pending_[s]);
     pending_[s].clear();
   }
+  for (auto& [key, text] : partial_) {
+    if (!text.empty()) RankLine(key.second, key.first, text);
+  }
+  partial_.clear();
   for (auto& [rank, file] : files_) std::fclose(file);
   files_.clear();
 }
@@ -53,14 +58,35 @@ FILE* RankOutput::Log(int rank) {
 }
 
 void RankOutput::Line(int stream, const std::string& line) {
-  FILE* terminal = stream == 1 ? stdout : stderr;
   int rank = 0;
-  std::string text;
-  if (!ParseTag(line, &rank, &text) || rank >= ranks_) {  // mpirun's own words
+  size_t tag = TagAt(line, 0, &rank);
+  if (tag == 0 || rank >= ranks_) {  // mpirun's own words
     std::fprintf(stderr, "%s\n", line.c_str());
     return;
   }
-  // The marker may follow output that did not end with a newline.
+  // A rank's output without a newline runs on into the next rank's tagged output: keep
+  // each piece with its rank until that rank ends the line.
+  for (size_t begin = tag;;) {
+    size_t next = begin;
+    int next_rank = 0, next_tag = 0;
+    for (; next < line.size(); ++next) {
+      next_tag = static_cast<int>(TagAt(line, next, &next_rank));
+      if (next_tag > 0 && next_rank < ranks_) break;
+    }
+    std::string& partial = partial_[{rank, stream}];
+    partial += line.substr(begin, next - begin);
+    if (next == line.size()) {
+      RankLine(stream, rank, partial);
+      partial.clear();
+      return;
+    }
+    rank = next_rank;
+    begin = next + next_tag;
+  }
+}
+
+void RankOutput::RankLine(int stream, int rank, std::string text) {
+  FILE* terminal = stream == 1 ? stdout : stderr;
   const size_t marker = text.find(kExitMarker);
   if (stream == 1 && marker != std::string::npos) {
     exit_codes_[rank] = std::atoi(text.c_str() + marker + std::string(kExitMarker).size());

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "shardscope/status.h"
 
@@ -37,11 +38,13 @@ class RankOutput {
 
  private:
   void Line(int stream, const std::string& line);
+  void RankLine(int stream, int rank, std::string text);
   FILE* Log(int rank);
 
   std::string logs_;
   int ranks_;
   std::string pending_[3];
+  std::map<std::pair<int, int>, std::string> partial_;  // (rank, stream): an unended line
   std::map<int, FILE*> files_;
   std::map<int, int> exit_codes_;
   std::string run_file_line_;

@@ -1,9 +1,10 @@
 #include "cli/train_report.h"
 
-#include <unistd.h>
-
 #include <cstdio>
+#include <memory>
 #include <mutex>
+
+#include "cli/usage.h"
 
 namespace shardscope::cli {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 struct Report {
   std::mutex mu;  // in-process devices are threads; only rank 0's writes, but be safe
   bool wanted = false;
-  int saved_stdout = -1;
+  std::unique_ptr<StdoutToStderr> console;  // while wanted
   nlohmann::ordered_json json;
 };
 
@@ -31,10 +32,7 @@ void BeginTrainReport(bool wanted) {
   std::lock_guard<std::mutex> lock(r.mu);
   r.wanted = wanted;
   r.json = nlohmann::ordered_json::object();
-  if (!wanted) return;
-  std::fflush(stdout);
-  r.saved_stdout = dup(STDOUT_FILENO);
-  if (r.saved_stdout >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+  if (wanted) r.console = std::make_unique<StdoutToStderr>();
 }
 
 void ReportRunInfo(const store::RunInfo& info) {
@@ -102,12 +100,9 @@ int EndTrainReport(int code) {
   std::lock_guard<std::mutex> lock(r.mu);
   if (!r.wanted) return code;
   r.wanted = false;
-  std::fflush(stdout);
-  if (r.saved_stdout >= 0) {
-    dup2(r.saved_stdout, STDOUT_FILENO);
-    close(r.saved_stdout);
-    r.saved_stdout = -1;
-  }
+  r.console.reset();
+  // Only rank 0 reports, and only a run that started (bad input: the error on stderr says it).
+  if (!r.json.contains("model")) return code;
   if (!r.json.contains("status")) r.json["status"] = code == 0 ? "completed" : "failed";
   r.json["exit_code"] = code;
   std::printf("%s\n", r.json.dump(2).c_str());

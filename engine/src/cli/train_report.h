@@ -28,7 +28,8 @@ void ReportRanks(const std::string& word, const std::vector<std::string>& names,
                  const std::vector<float>& all, double per);
 void ReportEnding(const std::string& status, const std::string& message,
                   const std::string& run_file);
-// Restores stdout and prints the report with the exit code; returns `code`.
+// Restores stdout and, on the rank that reported the run's settings, prints the report with
+// the exit code; returns `code`.
 int EndTrainReport(int code);
 
 }  // namespace shardscope::cli

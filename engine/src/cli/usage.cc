@@ -1,5 +1,7 @@
 #include "cli/usage.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -30,8 +32,8 @@ class CommandList : public CLI::Formatter {
  public:
   std::string make_subcommand(const CLI::App* sub) const override {
     std::stringstream out;
-    CLI::detail::format_help(out, sub->get_display_name(true),
-                             FirstClause(sub->get_description()), column_width_);
+    CLI::detail::format_help(out, sub->get_display_name(true), FirstClause(sub->get_description()),
+                             column_width_);
     return out.str();
   }
 };
@@ -93,6 +95,20 @@ std::string Suggestions(const CLI::App& root) {
 }
 
 }  // namespace
+
+StdoutToStderr::StdoutToStderr() {
+  std::fflush(stdout);
+  saved_ = dup(STDOUT_FILENO);
+  if (saved_ >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+}
+
+void StdoutToStderr::Restore() {
+  if (saved_ < 0) return;
+  std::fflush(stdout);
+  dup2(saved_, STDOUT_FILENO);
+  close(saved_);
+  saved_ = -1;
+}
 
 std::shared_ptr<CLI::Formatter> CommandListFormatter() { return std::make_shared<CommandList>(); }
 
