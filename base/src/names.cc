@@ -12,15 +12,20 @@ std::string Lower(std::string s) {
   return s;
 }
 
+// Edits to turn a into b: insertions, deletions, substitutions and swaps of two adjacent
+// letters ("trian" is one edit from "train").
 size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::vector<size_t> before(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        cur[j] = std::min(cur[j], before[j - 2] + 1);
     }
+    std::swap(before, prev);
     std::swap(prev, cur);
   }
   return prev[b.size()];
@@ -40,6 +45,8 @@ std::vector<std::string> CloseNames(const std::string& name,
   for (const std::string& c : candidates) {
     size_t d = EditDistance(Lower(name), Lower(c));
     if (d > limit && LastComponent(c) == LastComponent(name)) d = limit;
+    // A shortened name ("recursive" for "recursive_programming") counts as close.
+    if (d > limit && name.size() >= 3 && Lower(c).rfind(Lower(name), 0) == 0) d = limit;
     if (d <= limit && c != name) scored.emplace_back(d, c);
   }
   std::stable_sort(scored.begin(), scored.end(),

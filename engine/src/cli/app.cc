@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/limits.h"
+#include "cli/usage.h"
 #include "shardscope/store/display_text.h"
 
 namespace shardscope::cli {
@@ -81,11 +82,11 @@ int RunShardscope(int argc, char** argv) {
   AddPlanCommand(app, commands);
   AddClustersCommand(app, commands);
   AddCalibrateCommand(app, commands);
+  app.formatter(CommandListFormatter());  // one line per command; `CMD --help` has the rest
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitBadInput;
+    return ReportParseError(app, e);
   }
   // The last line of defence: the commands check sizes and resources before they start, so
   // what arrives here is a defect or an exhausted machine; say so and exit as a run failure.

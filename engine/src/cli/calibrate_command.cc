@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/usage.h"
 #include "shardscope/communicator.h"
 #include "shardscope/cost/calibration_measure.h"
 #include "shardscope/cost/cost_model.h"
@@ -23,6 +24,7 @@ struct CalibrateOptions {
   int trials = 15;        // rounds
   double duration = 5.0;  // seconds the rounds are spread over
   bool show_rounds = false;
+  bool json = false;  // the fitted profile on stdout, the report on stderr
 };
 
 int RunCalibrate(const CalibrateOptions& o) {
@@ -59,6 +61,8 @@ int RunCalibrate(const CalibrateOptions& o) {
   const CalibrationRound m = CombineCalibrationRounds(run->rounds);
   const CalibrationSpread spread = SpreadOfCalibrationRounds(run->rounds);
   const CostModel c = FitCalibratedCostModel(m, n, !mpi);
+  StdoutToStderr console;
+  if (!o.json) console.Restore();
   const GemmRateTable& g = c.gemm_rates;
   const GemmRateTable& cg = c.conv_gemm_rates;
   std::printf(
@@ -121,7 +125,11 @@ int RunCalibrate(const CalibrateOptions& o) {
       g.Flops(g.base, 4, g.base) / 1e9, g.Flops(g.base, g.base, 4) / 1e9,
       static_cast<long long>(cg.base), cg.base_flops / 1e9, cg.Flops(4, cg.base, cg.base) / 1e9,
       cg.Flops(cg.base, 4, cg.base) / 1e9, cg.Flops(cg.base, cg.base, 4) / 1e9);
-  if (o.out.empty()) {
+  if (o.json) {
+    console.Restore();
+    std::printf("%s\n", CostModelToJson(c).c_str());
+    if (o.out.empty()) return kExitOk;
+  } else if (o.out.empty()) {
     std::printf("%s\n(--out FILE writes it for plan/train --profile FILE)\n",
                 CostModelToJson(c).c_str());
     return kExitOk;
@@ -129,7 +137,8 @@ int RunCalibrate(const CalibrateOptions& o) {
   std::ofstream out(o.out);
   out << CostModelToJson(c) << "\n";
   if (!out) return Fail(kExitBadInput, "cannot write " + o.out);
-  std::printf("wrote %s (use: shardscope plan MODEL --profile %s)\n", o.out.c_str(), o.out.c_str());
+  std::fprintf(o.json ? stderr : stdout, "wrote %s (use: shardscope plan MODEL --profile %s)\n",
+               o.out.c_str(), o.out.c_str());
   return kExitOk;
 }
 
@@ -202,6 +211,9 @@ void AddCalibrateCommand(CLI::App& root, Commands& commands) {
                   "Seconds the rounds are spread over (default 5; rounds that take longer run "
                   "back to back)")
       ->check(CLI::Range(0.0, 3600.0));
+  app->add_flag("--json", o->json,
+                "Print the fitted profile (JSON, as --out writes it) on stdout and the report on "
+                "stderr");
   app->add_flag("--show-rounds", o->show_rounds,
                 "Print every round's figures as it ends (to see a disturbance come and go)");
   commands.push_back({app, [o] { return RunCalibrate(*o); }});

@@ -1,6 +1,7 @@
 // `shardscope clusters [NAME]`: the shipped cluster profiles, one line each, or one in full.
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "cli/command.h"
@@ -49,22 +50,56 @@ std::string Compute(const ClusterProfile& c) {
   return out;
 }
 
-int RunClusters(const std::string& name) {
+nlohmann::ordered_json LinkJson(const ClusterLink& l) {
+  return {{"kind", l.kind}, {"bandwidth_bytes_per_s", l.bandwidth}, {"latency_s", l.latency_s}};
+}
+
+// One profile's figures as `clusters --json` prints them.
+nlohmann::ordered_json ProfileJson(const ClusterProfile& c) {
+  nlohmann::ordered_json j = {{"name", c.name},
+                              {"description", c.description},
+                              {"source", c.path},
+                              {"devices_per_node", c.devices_per_node},
+                              {"nodes", c.nodes},
+                              {"devices", c.devices()},
+                              {"memory_bytes", c.memory_bytes},
+                              {"memory_bandwidth_bytes_per_s", c.memory_bandwidth},
+                              {"in_process", c.in_process}};
+  if (!c.torus.empty()) {
+    j["torus"] = c.torus;
+    j["torus_link"] = LinkJson(c.torus_link);
+  } else {
+    j["node_link"] = LinkJson(c.node);
+    if (c.network.present()) j["network_link"] = LinkJson(c.network);
+  }
+  j["flops_per_s"] = c.flops;
+  j["collective_launch_s"] = c.collective_launch_s;
+  return j;
+}
+
+int RunClusters(const std::string& name, bool json) {
   std::vector<ClusterProfile> rows;
   for (const auto& [shipped, text] : ShippedClusterProfiles()) {
-    if (name.empty()) {
+    if (name.empty() || (json && shipped == name)) {
       auto c = ParseClusterProfile(text, "shipped:" + shipped);
       if (!c.ok()) return Fail(kExitRunFailure, c.status().message());
       rows.push_back(*c);
+      if (!name.empty()) break;
     } else if (shipped == name) {
       std::fputs(text.c_str(), stdout);  // in full, with the source of every figure
       return kExitOk;
     }
   }
-  if (!name.empty()) {  // a file: check it and show its row
+  if (!name.empty() && rows.empty()) {  // a file: check it and show its row
     auto c = LoadClusterProfile(name);
     if (!c.ok()) return Fail(kExitBadInput, c.status().message());
     rows.push_back(*c);
+  }
+  if (json) {
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (const ClusterProfile& c : rows) all.push_back(ProfileJson(c));
+    std::printf("%s\n", (name.empty() ? all : all[0]).dump(2).c_str());
+    return kExitOk;
   }
   std::printf("%-16s %8s %6s  %-10s %-52s %s\n", "name", "per node", "nodes", "memory",
               "links (per direction per device, latency per hop)", "compute");
@@ -81,19 +116,23 @@ int RunClusters(const std::string& name) {
 
 void AddClustersCommand(CLI::App& root, Commands& commands) {
   auto name = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
   CLI::App* app = root.add_subcommand(
       "clusters",
-      "List the shipped cluster profiles that `plan --cluster NAME` and `train --cluster NAME`\n"
-      "price with: devices per node, nodes, memory per device, links, compute per dtype.\n"
+      "List the shipped cluster profiles (for plan and train --cluster NAME): devices per\n"
+      "node, nodes, memory per device, links, compute per dtype.\n"
       "`shardscope clusters NAME` prints that profile's YAML with the source of every figure\n"
       "(copy it to write your own; `--cluster FILE` reads it; format in docs/cost-model.md).\n"
       "\n"
       "Examples:\n"
       "  shardscope clusters\n"
       "  shardscope clusters dgx-h100 > my-cluster.yaml\n"
+      "  shardscope clusters --json          (the figures as JSON, for scripts)\n"
       "  shardscope plan model.onnx --devices 64 --batch 256 --cluster dgx-h100 --dtype bf16");
   app->add_option("name", *name, "A shipped profile to print in full (or a file to check)");
-  commands.push_back({app, [name] { return RunClusters(*name); }});
+  app->add_flag("--json", *json,
+                "Print JSON: an array of every profile's figures, or NAME's figures (an object)");
+  commands.push_back({app, [name, json] { return RunClusters(*name, *json); }});
 }
 
 }  // namespace shardscope::cli

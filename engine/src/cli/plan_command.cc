@@ -15,6 +15,7 @@
 #include "cli/search_flags.h"
 #include "cli/train_loop.h"
 #include "shardscope/base/format.h"
+#include "shardscope/base/names.h"
 #include "shardscope/checked_math.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
@@ -68,6 +69,20 @@ void PrintExplain(const OperatorChoice& c) {
   std::printf("  runners-up (their cost with the neighbours as chosen)\n");
   for (const ScoredCandidate& s : c.runners_up)
     std::printf("    %-28s %.3f us\n", s.strategy.c_str(), s.cost_s * 1e6);
+}
+
+// The same as JSON (plan --explain NAME --json).
+nlohmann::ordered_json ExplainJson(const OperatorChoice& c) {
+  nlohmann::ordered_json j = {{"operator", c.name},
+                              {"strategy", c.strategy},
+                              {"why", c.provenance},
+                              {"cost_seconds", c.local_cost_s},
+                              {"compute_seconds", c.compute_s},
+                              {"memory_per_device_bytes", c.memory_bytes}};
+  j["runners_up"] = nlohmann::ordered_json::array();
+  for (const ScoredCandidate& s : c.runners_up)
+    j["runners_up"].push_back({{"strategy", s.strategy}, {"cost_seconds", s.cost_s}});
+  return j;
 }
 
 // --export FORMAT FILE: the plan in a framework's terms; what it cannot express is printed.
@@ -132,12 +147,19 @@ int RunPlan(const PlanOptions& o) {
   partition.element_bytes = PrecisionBytes(options->dtype);  // the program is priced, not run
 
   if (!o.explain.empty()) {
+    std::vector<std::string> names;
     for (const OperatorChoice& c : r.operators) {
+      names.push_back(c.name);
       if (c.name != o.explain) continue;
-      PrintExplain(c);
+      if (o.json) {
+        std::printf("%s\n", ExplainJson(c).dump(2).c_str());
+      } else {
+        PrintExplain(c);
+      }
       return kExitOk;
     }
-    return Fail(kExitBadInput, "--explain: the model has no forward operator '" + o.explain + "'");
+    return Fail(kExitBadInput, "--explain: the model has no forward operator '" + o.explain + "'" +
+                                   DidYouMean(o.explain, names));
   }
   auto program = PlanTrainingProgram(&*model, partition);  // what `train` would run
   if (!program.ok()) return Fail(kExitBadInput, program.status().message());
@@ -313,7 +335,7 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       ->check(CLI::Range(1, kMaxPlanDevices));
   app->add_option("--batch", o->batch, "Global batch size (default: the model file's)")
       ->check(AtLeast(1));
-  app->add_flag("--json", o->json, "Print the plan as JSON");
+  app->add_flag("--json", o->json, "Print the plan (or --explain's operator) as JSON");
   app->add_option("--explain", o->explain,
                   "Print one operator's strategy, why it was chosen and the runners-up");
   app->add_option(

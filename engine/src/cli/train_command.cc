@@ -16,7 +16,9 @@
 #include "cli/search_flags.h"
 #include "cli/train_loop.h"
 #include "cli/train_placed.h"
+#include "cli/train_report.h"
 #include "shardscope/base/format.h"
+#include "shardscope/base/names.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
 #include "shardscope/dataset_source.h"
@@ -44,6 +46,7 @@ struct TrainOptions {
   bool no_record = false;
   bool overwrite = false;
   bool cpu_time = false;
+  bool json = false;  // the summary as JSON on stdout, the console's lines on stderr
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models
@@ -181,8 +184,10 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
   if (plan.search) plan.mode = "auto";
   if (plan.mode != "stand_alone" && plan.mode != "data_parallel" && plan.mode != "semi_auto" &&
       plan.mode != "auto") {
-    return Status::Invalid("unknown mode '" + plan.mode +
-                           "' (stand_alone, data_parallel, semi_auto, auto)");
+    return Status::Invalid(
+        "unknown mode '" + plan.mode + "'" +
+        DidYouMean(plan.mode, {"stand_alone", "data_parallel", "semi_auto", "auto"}) +
+        " (stand_alone, data_parallel, semi_auto, auto)");
   }
   // Annotations are honoured or refused, never dropped silently.
   if (!o.ignore_parallel) {
@@ -220,6 +225,11 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
   if (o.lr > 0) tc.optimizer.lr = static_cast<float>(o.lr);
   if (o.seed >= 0) tc.seed = static_cast<uint64_t>(o.seed);
   return plan;
+}
+
+// The banner's "auto: dynamic_programming": the mode, and the search that ran in it.
+std::string ModeText(const RunPlan& plan) {
+  return plan.search ? plan.mode + ": " + SearchModeName(*plan.search) : plan.mode;
 }
 
 // Removes the user's annotations from a graph (stand_alone / data_parallel runs).
@@ -280,7 +290,7 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
         "training %s: %lld parameters, %d device(s) (%s, %s), batch %lld, %s lr %g, %lld steps "
         "(%lld per epoch), seed %llu\n",
         mf.name().c_str(), static_cast<long long>(params), comm.size(),
-        plan.mpi ? "MPI" : "in-process", plan.mode.c_str(), static_cast<long long>(tc.batch),
+        plan.mpi ? "MPI" : "in-process", ModeText(plan).c_str(), static_cast<long long>(tc.batch),
         OptimizerKindName(tc.optimizer.kind), tc.optimizer.lr, static_cast<long long>(total),
         static_cast<long long>(per_epoch), static_cast<unsigned long long>(tc.seed));
     if (comm.size() > 1) {
@@ -351,6 +361,13 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
                 static_cast<long long>(test.size()), static_cast<long long>(step),
                 FormatClock(secs).c_str(), 1e3 * step_secs);
+    ReportResult(step, secs, step_secs, accuracy, test.size());
+    ReportRanks("rank",
+                {"compute_seconds_per_step", "comm_seconds_per_step", "bytes_sent_per_step",
+                 "bytes_received_per_step", "parameter_bytes", "gradient_bytes", "optimizer_bytes",
+                 "activation_bytes", "peak_bytes", "compute_cpu_seconds_per_step",
+                 "comm_cpu_seconds_per_step"},
+                all, static_cast<double>(std::max<int64_t>(1, step)));
     if (comm.size() > 1) {
       std::printf(
           "\nper rank (per step)  compute ms  comm ms  sent B  received B  params      grads       "
@@ -372,7 +389,15 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   return Status::Ok();
 }
 
+int RunTrainReported(const TrainOptions& o);
+
+// `--json`: the console's lines go to stderr, the summary (train_report.h) to stdout.
 int RunTrain(const TrainOptions& o) {
+  BeginTrainReport(o.json);
+  return EndTrainReport(RunTrainReported(o));
+}
+
+int RunTrainReported(const TrainOptions& o) {
   // A .onnx file on text data is a next-token model: its loss is per position.
   const bool text = o.data.rfind("text:", 0) == 0;
   auto mf = LoadModelFile(o.model, ModelLoadOptions{.sequence_loss = text});
@@ -598,6 +623,10 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                   "full ...') or continue (train on without recording; the run file keeps the "
                   "steps up to the failure and says 'recording stopped at step N')")
       ->check(CLI::IsMember({"stop", "continue"}));
+  app->add_flag("--json", o->json,
+                "Print a summary as JSON on stdout when the run ends (settings, data, each "
+                "epoch's mean loss, accuracy, step time, per-rank figures, run file, exit code); "
+                "the usual lines go to stderr");
   app->add_flag("--cpu-time", o->cpu_time,
                 "Also print each rank's thread CPU time in kernels and in communication (two "
                 "clock system calls per instruction, ~1 us: off by default)");

@@ -1,14 +1,18 @@
 #include "cli/train_loop.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/stop_signal.h"
+#include "cli/train_report.h"
 
 namespace shardscope::cli {
 namespace {
@@ -17,6 +21,19 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string RunFilePath(const Recorder& recorder) {
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::absolute(recorder.path(), ec);
+  return ec ? recorder.path() : path.lexically_normal().string();
+}
+
+// " on host NAME" (the host rank 0 runs on: under mpirun, not always the launcher's).
+std::string HostNote() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "";
+  return std::string(" on host ") + host;
 }
 
 }  // namespace
@@ -40,6 +57,7 @@ std::optional<int> OpenTrainSession(bool mpi, bool no_record, const std::string&
     session->world = std::move(*world);
   }
   const bool lead = session->lead();
+  if (lead) ReportRunInfo(info);
   session->recording = !no_record;
   Status created;
   if (lead && !no_record) {
@@ -149,6 +167,9 @@ int RunTrainSession(TrainSession& session, int devices, const std::string& rank_
   // Rank 0 has closed the run file: mpirun may now end the job as soon as a rank exits.
   if (session.world != nullptr) (void)session.world->Barrier();
   if (!session.lead()) return end.code;
+  // Under MPI rank 0 writes the run file on its own host: say where, absolutely.
+  const std::string run_file = recorder != nullptr && finished.ok() ? RunFilePath(*recorder) : "";
+  ReportEnding(store::RunStatusName(end.status), end.message, run_file);
   switch (end.status) {
     case store::RunStatus::kInterrupted:
       std::printf("\ninterrupted: %s (training stopped after that step)\n", end.message.c_str());
@@ -162,9 +183,10 @@ int RunTrainSession(TrainSession& session, int devices, const std::string& rank_
       }
       if (!finished.ok()) return Fail(kExitRunFailure, finished.message());
   }
-  if (recorder != nullptr && finished.ok()) {
-    std::printf("\nrecorded %s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
-                recorder->path().c_str(), recorder->path().c_str(), recorder->path().c_str());
+  if (!run_file.empty()) {
+    std::printf("\nrecorded %s%s\n  inspect: shardscope inspect %s\n  open:    shardscope-gui %s\n",
+                run_file.c_str(), session.world != nullptr ? HostNote().c_str() : "",
+                run_file.c_str(), run_file.c_str());
   }
   std::fflush(stdout);
   return end.code;
@@ -226,6 +248,7 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
       progress.Finish();
       std::printf("epoch %lld: mean loss %.4f\n", static_cast<long long>(epoch + 1),
                   epoch_loss / std::max<int64_t>(1, epoch_steps));
+      ReportEpoch(epoch + 1, epoch_loss / std::max<int64_t>(1, epoch_steps));
     }
   }
   return EpochLoopResult{step, Since(start), false, std::move(walls)};

@@ -13,6 +13,7 @@
 #include "cli/progress.h"
 #include "cli/resource_checks.h"
 #include "cli/train_loop.h"
+#include "cli/train_report.h"
 #include "shardscope/base/format.h"
 #include "shardscope/communicator.h"
 #include "shardscope/pipeline.h"
@@ -185,6 +186,15 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
                 static_cast<long long>(r.test->size()), static_cast<long long>(step),
                 FormatClock(secs).c_str(), 1e3 * step_secs);
+    ReportResult(step, secs, step_secs, accuracy, r.test->size());
+    std::vector<float> per_step = all;  // sent and received: per micro-batch in the program
+    for (size_t i = 0; i < per_step.size(); ++i) {
+      if (i % mine.size() == 2 || i % mine.size() == 3) per_step[i] *= s.options.micro_batches;
+    }
+    ReportRanks("worker",
+                {"compute_seconds_per_step", "comm_seconds_per_step", "bytes_sent_each_step",
+                 "bytes_received_each_step", "parameter_bytes"},
+                per_step, static_cast<double>(std::max<int64_t>(1, step)));
     std::printf("\nper worker (per step)  compute ms  comm ms  sent B  received B  parameters\n");
     const double n = std::max<int64_t>(1, step);
     const int m = s.options.micro_batches;

@@ -12,6 +12,9 @@
 // Both reduce with comm_internal::ReduceInOrder in rank order 0, 1, ..., size-1, exactly as
 // the in-process backend does, so the two backends agree bitwise.
 //
+// Every wait is an idle wait (mpi_wait.h): nonblocking calls, then tests that yield and
+// sleep, so a waiting rank leaves its core to the others instead of busy-polling.
+//
 // Send is buffered: the message is copied and sent with MPI_Isend; the request is completed
 // later (checked on every call, waited for when the communicator is destroyed). So, as on the
 // in-process backend, sends never wait for their receives.
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "mpi_wait.h"
 #include "reduce_kernel.h"
 #include "shardscope/communicator.h"
 
@@ -46,6 +50,15 @@ Status MpiError(int err, const char* call) {
   do {                                                     \
     int _err = (call);                                     \
     if (_err != MPI_SUCCESS) return MpiError(_err, #call); \
+  } while (0)
+
+// Starts a nonblocking call that fills `wait_request`, then waits for it without spinning
+// (mpi_wait.h): the blocking forms of these calls busy-poll the CPU while they wait.
+#define SHARDSCOPE_MPI_IDLE(call)                           \
+  do {                                                      \
+    MPI_Request wait_request = MPI_REQUEST_NULL;            \
+    SHARDSCOPE_MPI(call);                                   \
+    SHARDSCOPE_MPI(comm_internal::IdleWait(&wait_request)); \
   } while (0)
 
 Status ToInt(int64_t value, const char* op, int* out) {
@@ -100,8 +113,8 @@ class MpiComm final : public Communicator {
     std::vector<const float*> inputs(p);
     if (n <= kSmallAllReduce) {
       scratch_.resize(p * n);
-      SHARDSCOPE_MPI(MPI_Allgather(in.data(), static_cast<int>(n), MPI_FLOAT, scratch_.data(),
-                                   static_cast<int>(n), MPI_FLOAT, comm_));
+      SHARDSCOPE_MPI_IDLE(MPI_Iallgather(in.data(), static_cast<int>(n), MPI_FLOAT, scratch_.data(),
+                                         static_cast<int>(n), MPI_FLOAT, comm_, &wait_request));
       for (int k = 0; k < p; ++k) inputs[k] = scratch_.data() + k * n;
       float* const outs[1] = {out.data()};
       comm_internal::ReduceInOrder(op, inputs, n, outs);
@@ -118,14 +131,15 @@ class MpiComm final : public Communicator {
       recv_displs[k] = k * mine;
     }
     scratch_.resize(static_cast<size_t>(p) * mine);
-    SHARDSCOPE_MPI(MPI_Alltoallv(in.data(), counts.data(), displs.data(), MPI_FLOAT,
-                                 scratch_.data(), recv_counts.data(), recv_displs.data(), MPI_FLOAT,
-                                 comm_));
+    SHARDSCOPE_MPI_IDLE(MPI_Ialltoallv(in.data(), counts.data(), displs.data(), MPI_FLOAT,
+                                       scratch_.data(), recv_counts.data(), recv_displs.data(),
+                                       MPI_FLOAT, comm_, &wait_request));
     for (int k = 0; k < p; ++k) inputs[k] = scratch_.data() + static_cast<size_t>(k) * mine;
     float* const outs[1] = {out.data() + displs[rank_]};
     comm_internal::ReduceInOrder(op, inputs, mine, outs);
-    SHARDSCOPE_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.data(), counts.data(),
-                                  displs.data(), MPI_FLOAT, comm_));
+    SHARDSCOPE_MPI_IDLE(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.data(),
+                                        counts.data(), displs.data(), MPI_FLOAT, comm_,
+                                        &wait_request));
     return Status::Ok();
   }
 
@@ -135,10 +149,11 @@ class MpiComm final : public Communicator {
     SHARDSCOPE_RETURN_IF_ERROR(ToInt(static_cast<int64_t>(out.size()), "AllGather", &m));
     m = static_cast<int>(in.size());
     if (!in.empty() && in.data() == out.data() + static_cast<size_t>(rank_) * m) {
-      SHARDSCOPE_MPI(
-          MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.data(), m, MPI_FLOAT, comm_));
+      SHARDSCOPE_MPI_IDLE(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.data(), m,
+                                         MPI_FLOAT, comm_, &wait_request));
     } else {
-      SHARDSCOPE_MPI(MPI_Allgather(in.data(), m, MPI_FLOAT, out.data(), m, MPI_FLOAT, comm_));
+      SHARDSCOPE_MPI_IDLE(
+          MPI_Iallgather(in.data(), m, MPI_FLOAT, out.data(), m, MPI_FLOAT, comm_, &wait_request));
     }
     return Status::Ok();
   }
@@ -155,7 +170,8 @@ class MpiComm final : public Communicator {
       return Status::Ok();
     }
     scratch_.resize(static_cast<size_t>(p) * m);
-    SHARDSCOPE_MPI(MPI_Alltoall(in.data(), m, MPI_FLOAT, scratch_.data(), m, MPI_FLOAT, comm_));
+    SHARDSCOPE_MPI_IDLE(MPI_Ialltoall(in.data(), m, MPI_FLOAT, scratch_.data(), m, MPI_FLOAT, comm_,
+                                      &wait_request));
     std::vector<const float*> inputs(p);
     for (int k = 0; k < p; ++k) inputs[k] = scratch_.data() + static_cast<size_t>(k) * m;
     float* const outs[1] = {out.data()};
@@ -168,7 +184,8 @@ class MpiComm final : public Communicator {
     int total = 0;
     SHARDSCOPE_RETURN_IF_ERROR(ToInt(static_cast<int64_t>(in.size()), "AllToAll", &total));
     const int m = total / size_;
-    SHARDSCOPE_MPI(MPI_Alltoall(in.data(), m, MPI_FLOAT, out.data(), m, MPI_FLOAT, comm_));
+    SHARDSCOPE_MPI_IDLE(
+        MPI_Ialltoall(in.data(), m, MPI_FLOAT, out.data(), m, MPI_FLOAT, comm_, &wait_request));
     return Status::Ok();
   }
 
@@ -190,8 +207,8 @@ class MpiComm final : public Communicator {
       rc[j] = static_cast<int>(recv_counts[j]);
       rd[j] = static_cast<int>(recv_displs[j]);
     }
-    SHARDSCOPE_MPI(MPI_Alltoallv(in.data(), sc.data(), sd.data(), MPI_FLOAT, out.data(), rc.data(),
-                                 rd.data(), MPI_FLOAT, comm_));
+    SHARDSCOPE_MPI_IDLE(MPI_Ialltoallv(in.data(), sc.data(), sd.data(), MPI_FLOAT, out.data(),
+                                       rc.data(), rd.data(), MPI_FLOAT, comm_, &wait_request));
     return Status::Ok();
   }
 
@@ -199,7 +216,7 @@ class MpiComm final : public Communicator {
     Progress();
     int n = 0;
     SHARDSCOPE_RETURN_IF_ERROR(ToInt(static_cast<int64_t>(data.size()), "Broadcast", &n));
-    SHARDSCOPE_MPI(MPI_Bcast(data.data(), n, MPI_FLOAT, root, comm_));
+    SHARDSCOPE_MPI_IDLE(MPI_Ibcast(data.data(), n, MPI_FLOAT, root, comm_, &wait_request));
     return Status::Ok();
   }
 
@@ -222,15 +239,15 @@ class MpiComm final : public Communicator {
     Progress();
     MPI_Message message;
     MPI_Status status;
-    SHARDSCOPE_MPI(MPI_Mprobe(src, tag, comm_, &message, &status));
+    SHARDSCOPE_MPI(comm_internal::IdleMprobe(src, tag, comm_, &message, &status));
     int count = 0;
     SHARDSCOPE_MPI(MPI_Get_count(&status, MPI_BYTE, &count));
     if (expected >= 0 && count == expected) {
-      SHARDSCOPE_MPI(MPI_Mrecv(data.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE));
+      SHARDSCOPE_MPI_IDLE(MPI_Imrecv(data.data(), count, MPI_BYTE, &message, &wait_request));
       return Status::Ok();
     }
     std::vector<std::byte> buffer(count);
-    SHARDSCOPE_MPI(MPI_Mrecv(buffer.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE));
+    SHARDSCOPE_MPI_IDLE(MPI_Imrecv(buffer.data(), count, MPI_BYTE, &message, &wait_request));
     if (expected >= 0) {
       return Status::Invalid("Recv: the message from rank " + std::to_string(src) + " with tag " +
                              std::to_string(tag) + " has " + std::to_string(count) +
@@ -242,7 +259,7 @@ class MpiComm final : public Communicator {
 
   Status DoBarrier() override {
     Progress();
-    SHARDSCOPE_MPI(MPI_Barrier(comm_));
+    SHARDSCOPE_MPI_IDLE(MPI_Ibarrier(comm_, &wait_request));
     return Status::Ok();
   }
 
@@ -281,6 +298,9 @@ Result<std::unique_ptr<Communicator>> MpiWorld() {
   MPI_Initialized(&initialized);
   if (MpiFinalized()) return Status::Internal("MpiWorld: MPI has already been finalised");
   if (!initialized) {
+    // What Open MPI's own blocking calls (MPI_Comm_split, Finalize) do while they wait:
+    // yield the core rather than spin; the user's setting wins.
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
     int provided = 0;
     int err = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     if (err != MPI_SUCCESS) return MpiError(err, "MPI_Init_thread").WithContext("MpiWorld");

@@ -1,6 +1,7 @@
 #include <array>
 
 #include "ops/op_registry.h"
+#include "shardscope/base/names.h"
 
 namespace shardscope {
 namespace {
@@ -32,12 +33,15 @@ int OpNumOutputs(OpKind op) { return GetOpDef(op).num_outputs; }
 
 Result<OpKind> OpFromName(const std::string& name) {
   std::string known;
+  std::vector<std::string> names;
   for (const OpDef& def : kOpTable) {
     if (name == def.name) return def.kind;
     known += known.empty() ? "" : ", ";
     known += def.name;
+    names.push_back(def.name);
   }
-  return Status::Invalid("unknown operator '" + name + "' (known: " + known + ")");
+  return Status::Invalid("unknown operator '" + name + "'" + DidYouMean(name, names) +
+                         " (known: " + known + ")");
 }
 
 Status ExpectRank(const char* what, const Shape& shape, int rank) {

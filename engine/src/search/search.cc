@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "search/search_graph.h"
+#include "shardscope/base/names.h"
 #include "shardscope/strategy.h"
 
 namespace shardscope {
@@ -30,12 +31,14 @@ const char* SearchModeName(SearchMode mode) {
 }
 
 Result<SearchMode> ParseSearchMode(const std::string& name) {
+  std::vector<std::string> known;
   for (SearchMode m : {SearchMode::kSemiAuto, SearchMode::kShardingPropagation,
                        SearchMode::kRecursiveProgramming, SearchMode::kDynamicProgramming}) {
     if (name == SearchModeName(m)) return m;
+    known.push_back(SearchModeName(m));
   }
-  return Status::Invalid("unknown search mode '" + name +
-                         "' (known: semi_auto, sharding_propagation, recursive_programming, "
+  return Status::Invalid("unknown search mode '" + name + "'" + DidYouMean(name, known) +
+                         " (known: semi_auto, sharding_propagation, recursive_programming, "
                          "dynamic_programming)");
 }
 

@@ -180,12 +180,15 @@ TEST(PlanCommand, TrainSearchesAndLoadsStrategyFiles) {
       shardscope_cli_test::Shardscope("train " + kSamples + "ffn.yaml --data " + data +
                                       " --steps 2 --limit 256 --no-record --save-strategy " + file);
   ASSERT_EQ(t.code, 0) << t.text;
-  EXPECT_NE(t.text.find("(in-process, auto)"), std::string::npos) << t.text;
+  EXPECT_NE(t.text.find("(in-process, auto: sharding_propagation)"), std::string::npos) << t.text;
   ASSERT_TRUE(std::filesystem::exists(file));
   auto l = shardscope_cli_test::Shardscope("train " + kSamples + "network3.yaml --data " + data +
                                            " --steps 2 --limit 256 --no-record --search "
                                            "dynamic_programming --devices 4");
   EXPECT_EQ(l.code, 0) << l.text;
+  // The banner names the search that ran, not only the mode.
+  EXPECT_NE(l.text.find("4 device(s) (in-process, auto: dynamic_programming)"), std::string::npos)
+      << l.text;
   std::filesystem::remove(file);
 }
 

@@ -4,9 +4,13 @@
 // Own main: MpiWorld() initialises MPI (and finalises it at exit); only rank 0 prints the
 // usual GoogleTest output, other ranks print their failures only; the exit code is the
 // worst over all ranks.
+#include <time.h>
+
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -78,6 +82,40 @@ TEST(Mpi, MatchesInProcessBitwise) {
       EXPECT_EQ(comm_test::BitwiseDiff(mpi_rs, threads_rs), "") << "n=" << n;
     }
   }
+}
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// A rank waiting for a late one leaves its core: while rank 0 sleeps, the others wait in a
+// barrier and a receive; their CPU time is compared with what a spinning loop gets here over
+// the same time (so a loaded machine does not hide a busy-poll).
+TEST(Mpi, WaitingRanksDoNotBusyPoll) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kLate = std::chrono::milliseconds(400);
+  const int r = g_world->rank();
+  ASSERT_TRUE(g_world->Barrier().ok());
+  const double cpu0 = ThreadCpuSeconds();
+  if (r == 0) std::this_thread::sleep_for(kLate);
+  ASSERT_TRUE(g_world->Barrier().ok());
+  if (r == 0) std::this_thread::sleep_for(kLate);
+  std::vector<float> value = {static_cast<float>(r)};
+  ASSERT_TRUE(g_world->Broadcast(value, 0).ok());
+  const double waiting = ThreadCpuSeconds() - cpu0;
+  ASSERT_TRUE(g_world->Barrier().ok());
+  const double spin0 = ThreadCpuSeconds();
+  for (const auto end = Clock::now() + 2 * kLate; Clock::now() < end;) {
+  }
+  const double spinning = ThreadCpuSeconds() - spin0;
+  if (r != 0) {
+    EXPECT_LT(waiting, 0.25 * spinning)
+        << "rank " << r << " used " << waiting << " s of CPU waiting 0.8 s for rank 0; a spinning "
+        << "loop got " << spinning << " s";
+  }
+  ASSERT_TRUE(g_world->Barrier().ok());
 }
 
 TEST(Mpi, SecondWorldIsIndependent) {

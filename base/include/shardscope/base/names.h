@@ -8,8 +8,8 @@
 
 namespace shardscope {
 
-// The candidates close to `name` (edit distance, ignoring case, or the same last dotted
-// component), closest first, at most `max`.
+// The candidates close to `name` (edit distance, ignoring case, the same last dotted
+// component, or `name` a prefix of at least 3 characters), closest first, at most `max`.
 std::vector<std::string> CloseNames(const std::string& name,
                                     const std::vector<std::string>& candidates, size_t max = 4);
 // " (did you mean 'x'?)" for the closest candidates, or "".
