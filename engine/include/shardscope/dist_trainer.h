@@ -96,6 +96,13 @@ class DistTrainer {
   Result<float> Step(Communicator& comm, const Tensor& images, const Tensor& labels);
   // Top-1 accuracy on `data`, computed collectively (every rank gets the same number).
   Result<double> Evaluate(Communicator& comm, const Dataset& data);
+  // The same with the mean softmax cross-entropy of the logits (per example, or per
+  // position of a sequence model).
+  struct Evaluation {
+    double accuracy = 0;
+    double loss = 0;
+  };
+  Result<Evaluation> EvaluateWithLoss(Communicator& comm, const Dataset& data);
 
   const Graph& graph() const { return model_.graph; }
   const DistProgram& program() const { return program_; }
@@ -109,6 +116,12 @@ class DistTrainer {
   const Tensor& ParameterShard(ValueId param) const;
   const Layout& ParameterLayout(ValueId param) const;
   const std::vector<ValueId>& parameters() const { return params_; }
+  const TrainConfig& config() const { return config_; }
+  // Checkpoints (checkpoint.h): this rank's shards and optimizer state, writable, and the
+  // step count (the next Step is step() + 1; dropout masks depend on it).
+  Tensor& MutableParameterShard(ValueId param) { return executor_->local(program_.home[param]); }
+  OptimizerStateView OptimizerState() { return optimizer_->State(param_ptrs_); }
+  void set_step(int64_t step) { step_ = step; }
 
  private:
   DistTrainer() = default;

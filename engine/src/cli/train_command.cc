@@ -13,6 +13,7 @@
 #include "cli/progress.h"
 #include "cli/resource_checks.h"
 #include "cli/search_flags.h"
+#include "cli/train_checkpoint.h"
 #include "cli/train_loop.h"
 #include "cli/train_placed.h"
 #include "shardscope/base/format.h"
@@ -48,6 +49,8 @@ struct TrainOptions {
   std::string unplaced = "worker0";  // placed models
   std::string on_record_error = "stop";
   SearchFlags search;
+  CheckpointFlags checkpoint;
+  bool eval_only = false;  // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
 };
 
 // `--data text:FILE` or dataset: text. The vocabulary must fit the model's token ids: the
@@ -154,6 +157,7 @@ struct RunPlan {
   std::string mode;
   bool mpi = false;
   std::optional<SearchMode> search;  // mode "auto": the search that sets the strategies
+  std::optional<Checkpoint> resume;  // --resume (eval: --checkpoint), read before devices start
 };
 
 Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
@@ -234,6 +238,18 @@ SearchFlags SearchFlagsFor(const TrainOptions& o, const ModelFile& mf) {
   return flags;
 }
 
+// `shardscope eval`: the restored checkpoint's loss and accuracy on the test set.
+Status EvaluateOnRank(Communicator& comm, DistTrainer& trainer, const std::string& dir,
+                      const Dataset& test) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(DistTrainer::Evaluation e, trainer.EvaluateWithLoss(comm, test));
+  if (comm.rank() == 0) {
+    std::printf("checkpoint %s (step %lld): test loss %.4f, accuracy %.4f (%lld examples)\n",
+                dir.c_str(), static_cast<long long>(trainer.step()), e.loss, e.accuracy,
+                static_cast<long long>(test.size()));
+  }
+  return Status::Ok();
+}
+
 // The training loop of one rank. Rank 0 prints.
 Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
                    const TrainOptions& o, const Dataset& train, const Dataset& test,
@@ -257,6 +273,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
       auto trainer, DistTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer},
                                         options, comm.rank()));
   trainer->set_cpu_timing(o.cpu_time);
+  if (plan.resume) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*plan.resume, *trainer));
+  if (o.eval_only) return EvaluateOnRank(comm, *trainer, o.checkpoint.resume, test);
   if (!o.dump_ir.empty() && lead) {
     std::ofstream out(o.dump_ir);
     out << "// ---- graph after autodiff\n" << trainer->graph().ToText() << ir;
@@ -268,7 +286,19 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   SHARDSCOPE_ASSIGN_OR_RETURN(const bool stop, control.AfterStep(comm, 0));
   if (stop) return control.Outcome();
   BatchIterator batches(train, tc.batch, tc.seed, /*shuffle=*/true);
-  const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+  StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+  const int64_t first = trainer->step();  // a resumed run's steps so far
+  if (plan.resume) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        count.total,
+        ResumedTotal(first, o.steps, CountSteps(batches, o.steps > 0 ? 0 : tc.steps, tc.epochs).total));
+    count.epochs = (count.total + count.per_epoch - 1) / std::max<int64_t>(1, count.per_epoch);
+    if (Recorder* recorder = control.recorder()) {
+      const nlohmann::json event = {
+          {"action", "resumed"}, {"dir", o.checkpoint.resume}, {"step", first}};
+      control.Recorded(recorder->RecordCheckpoint(first, event.dump()));
+    }
+  }
   const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
   const DistProgram& program = trainer->program();
   if (lead) {
@@ -281,6 +311,10 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
         plan.mpi ? "MPI" : "in-process", plan.mode.c_str(), static_cast<long long>(tc.batch),
         OptimizerKindName(tc.optimizer.kind), tc.optimizer.lr, static_cast<long long>(total),
         static_cast<long long>(per_epoch), static_cast<unsigned long long>(tc.seed));
+    if (plan.resume) {
+      std::printf("resumed from %s at step %lld (saved under %s)\n", o.checkpoint.resume.c_str(),
+                  static_cast<long long>(first), plan.resume->saved_under.c_str());
+    }
     if (comm.size() > 1) {
       std::printf("plan: %d redistribution(s), %lld bytes received per step by rank 0\n",
                   program.NumRedistributions(),
@@ -294,11 +328,18 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   loop.count = count;
   loop.batch = tc.batch;
   loop.log_every = o.log_every;
+  loop.first_step = first;
   loop.lead = lead;
   loop.comm = &comm;
   loop.control = &control;
   loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
-  loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
+  const std::string saved_under = std::to_string(comm.size()) + " device(s), " +
+                                  (plan.mpi ? "MPI" : "in-process") + ", " + plan.mode;
+  const auto save = [&] {
+    return SaveCheckpointTogether(comm, *trainer, o.checkpoint.save, mf.name(), saved_under,
+                                  control);
+  };
+  const auto record_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
     if (!control.recording()) return Status::Ok();  // the same on every rank
     // This step's figures of every rank, to rank 0 (which writes them).
     const RankStats& now = trainer->stats();
@@ -320,7 +361,20 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
       control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
     return Status::Ok();
   };
+  int64_t saved_at = -1;
+  loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
+    SHARDSCOPE_RETURN_IF_ERROR(record_step(step, epoch, loss, secs));
+    if (o.checkpoint.save.empty() || o.checkpoint.every <= 0 || step % o.checkpoint.every != 0)
+      return Status::Ok();
+    saved_at = step;
+    return save();
+  };
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
+  if (!o.checkpoint.save.empty() && saved_at != done.steps) {  // also when interrupted
+    SHARDSCOPE_RETURN_IF_ERROR(save());
+    if (lead) std::printf("checkpoint: %s (step %lld)\n", o.checkpoint.save.c_str(),
+                          static_cast<long long>(done.steps));
+  }
   if (done.interrupted) return Status::Ok();  // every rank stopped after the same step
   const int64_t step = done.steps;
   const double secs = done.seconds;
@@ -375,6 +429,16 @@ int RunTrain(const TrainOptions& o) {
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   auto plan = Decide(*mf, o);
   if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
+  if (!o.checkpoint.resume.empty()) {  // eval: any batch evaluates; train: the saved one
+    const int64_t batch = o.eval_only && o.batch <= 0 ? 0 : plan->training.batch;
+    auto c = ReadCheckpoint(o.checkpoint.resume);
+    if (c.ok() && batch == 0) plan->training.batch = c->batch;
+    if (c.ok())
+      c = LoadCheckpointFor(o.checkpoint.resume, plan->training.batch, &plan->training.seed,
+                            o.seed >= 0);
+    if (!c.ok()) return Fail(kExitBadInput, c.status().message());
+    plan->resume = std::move(*c);
+  }
   const TrainingConfig& tc = plan->training;
   // Resources first (limits.h): threads, the synthetic data, then (below) the plan's memory.
   if (!plan->mpi) {
@@ -423,6 +487,12 @@ int RunTrain(const TrainOptions& o) {
                                 : "";
     return Fail(kExitBadInput, batch + " is larger than the training set: " +
                                    std::to_string(train->size()) + " examples" + set);
+  }
+  if (!o.ignore_parallel && ModelIsPlaced(*mf) &&
+      (!o.checkpoint.save.empty() || !o.checkpoint.resume.empty())) {
+    return Fail(kExitBadInput,
+                "checkpoints of placed models (place: in the file) are not built yet; "
+                "--ignore-parallel trains the model SPMD, which checkpoints");
   }
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
@@ -560,6 +630,7 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--mode", o->mode,
                   "stand_alone | data_parallel | semi_auto | auto (default: the model file's)");
   AddSearchFlags(app, o->search);
+  AddCheckpointFlags(app, o->checkpoint);
   app->add_flag(
       "--ignore-parallel", o->ignore_parallel,
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
@@ -594,6 +665,38 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option(
       "--dump-ir", o->dump_ir,
       "Write the graph after autodiff and the program after each partitioning pass to FILE");
+  commands.push_back({app, [o] { return RunTrain(*o); }});
+}
+
+void AddEvalCommand(CLI::App& root, Commands& commands) {
+  auto o = std::make_shared<TrainOptions>();
+  o->eval_only = true;
+  o->no_record = true;
+  CLI::App* app = root.add_subcommand(
+      "eval",
+      "Evaluate a checkpoint: the test set's loss and accuracy with the saved parameters.\n"
+      "\n"
+      "Examples:\n"
+      "  shardscope train samples/models/lenet5.yaml --epochs 1 --save-checkpoint ckpt/lenet\n"
+      "  shardscope eval samples/models/lenet5.yaml --checkpoint ckpt/lenet\n"
+      "  shardscope eval samples/models/ffn.yaml --checkpoint ckpt/ffn --devices 4\n"
+      "The model file must be the one that trained (parameters are matched by name and\n"
+      "shape); the checkpoint may come from any strategy or device count, and is evaluated\n"
+      "on --devices (default 1) under the model file's parallel section, or mpirun's ranks.\n"
+      "The data set is found as `train` finds it (see `shardscope train --help`).");
+  app->add_option("model", o->model, "Model file (YAML) or ONNX file that trained the checkpoint")
+      ->required();
+  app->add_option("--checkpoint", o->checkpoint.resume, "Checkpoint directory (--save-checkpoint)")
+      ->required();
+  app->add_option("--data", o->data, "Directory with the MNIST-format IDX files, or text:FILE");
+  app->add_option("--limit", o->limit, "Use only the first N test examples")->check(AtLeast(1));
+  app->add_option("--batch", o->batch, "Examples per evaluation batch (default: the saved batch)")
+      ->check(AtLeast(1));
+  app->add_option("--devices", o->devices, "In-process devices (default: the model file's, or 1)")
+      ->check(AtLeast(1));
+  app->add_option("--mode", o->mode, "stand_alone | data_parallel | semi_auto | auto");
+  app->add_flag("--ignore-parallel", o->ignore_parallel,
+                "Ignore the model file's parallel section (data-parallel on N devices)");
   commands.push_back({app, [o] { return RunTrain(*o); }});
 }
 

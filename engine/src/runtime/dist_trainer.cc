@@ -316,6 +316,12 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
 }
 
 Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Evaluation e, EvaluateWithLoss(comm, data));
+  return e.accuracy;
+}
+
+Result<DistTrainer::Evaluation> DistTrainer::EvaluateWithLoss(Communicator& comm,
+                                                              const Dataset& data) {
   const int logits_home = program_.home[model_.logits];
   const Shape& in_shape = model_.graph.value(model_.input).shape;
   const int64_t batch = in_shape[0];
@@ -330,6 +336,7 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   const RedistPlan* whole_logits = &plan;
   Tensor images(in_shape, model_.graph.value(model_.input).dtype);
   int64_t correct = 0;
+  double loss = 0;
   for (int64_t start = 0; start < data.size(); start += batch) {
     const int64_t n = std::min(batch, data.size() - start);
     FillBatch(data, start, n, &images);
@@ -344,9 +351,11 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
     SHARDSCOPE_RETURN_IF_ERROR(
         ExecuteRedistribution(*whole_logits, comm, executor_->local(logits_home), &logits));
     correct += CountCorrect(logits, data.labels.ints() + start * per, n * per);
+    loss += SumCrossEntropy(logits, data.labels.ints() + start * per, n * per);
   }
-  return data.size() == 0 ? 0.0
-                          : static_cast<double>(correct) / static_cast<double>(data.size() * per);
+  if (data.size() == 0) return Evaluation{};
+  const double rows = static_cast<double>(data.size() * per);
+  return Evaluation{static_cast<double>(correct) / rows, loss / rows};
 }
 
 const Tensor& DistTrainer::ParameterShard(ValueId param) const {
