@@ -39,10 +39,13 @@ struct RankStats {
   int64_t peak_bytes = 0;  // all buffers are live for the whole run
 };
 
+class GradBuckets;
+
 class DistExecutor {
  public:
   // `graph` and `program` must outlive the executor.
   DistExecutor(const Graph& graph, const DistProgram& program, int rank);
+  ~DistExecutor();
 
   Tensor& local(int dist_value) { return buffers_[dist_value]; }
   const Tensor& local(int dist_value) const { return buffers_[dist_value]; }
@@ -57,6 +60,10 @@ class DistExecutor {
   // Counts RankStats' *_cpu_seconds as well (off by default; see RankStats).
   void set_cpu_timing(bool on) { cpu_timing_ = on; }
   bool cpu_timing() const { return cpu_timing_; }
+  // Run() reduces parameter gradients in buckets of about `bytes` (TrainConfig::bucket_bytes;
+  // 0: each on its own, the default). The all-reduces Run() makes per step: bucket_calls().
+  void set_bucket_bytes(int64_t bytes);
+  int bucket_calls() const;
 
  private:
   Status Execute(Communicator& comm, size_t instr, int64_t step, bool training, RankStats* stats);
@@ -68,6 +75,7 @@ class DistExecutor {
   RedistWorkspace redist_workspace_;  // buffers and split communicators of redistributions
   Tensor int_scratch_[2];             // i32 values redistributed as f32 (exact up to 2^24): in, out
   bool cpu_timing_ = false;
+  std::unique_ptr<GradBuckets> buckets_;  // null: no bucketing
 };
 
 // The program DistTrainer::Create would run: `model` differentiated (backward operators

@@ -38,8 +38,8 @@
 
 #include "shardscope/autodiff.h"
 #include "shardscope/builder.h"
-#include "shardscope/checkpoint.h"
 #include "shardscope/checked_math.h"
+#include "shardscope/checkpoint.h"
 #include "shardscope/communicator.h"
 #include "shardscope/composites.h"
 #include "shardscope/cost/cost.h"

@@ -8,13 +8,14 @@
 namespace shardscope::cli {
 
 void AddCheckpointFlags(CLI::App* app, CheckpointFlags& flags) {
-  app->add_option("--save-checkpoint", flags.save,
-                  "Save the global parameters, optimizer state and data position to DIR at the "
-                  "end (and with --every N, after every N-th step); DIR is replaced atomically "
-                  "(docs/checkpoints.md)");
-  app->add_option("--every", flags.every,
-                  "With --save-checkpoint: also save after every N-th step")
-      ->check(AtLeast(1));
+  auto* save =
+      app->add_option("--save-checkpoint", flags.save,
+                      "Save the global parameters, optimizer state and data position to DIR at the "
+                      "end (and with --every N, after every N-th step); DIR is replaced atomically "
+                      "(docs/checkpoints.md)");
+  app->add_option("--every", flags.every, "With --save-checkpoint: also save after every N-th step")
+      ->check(AtLeast(1))
+      ->needs(save);
   app->add_option("--resume", flags.resume,
                   "Start from the checkpoint in DIR (saved under any strategy or device count): "
                   "its parameters, optimizer state, step and data position; --steps M then "
@@ -65,15 +66,14 @@ Status SaveCheckpointTogether(Communicator& comm, DistTrainer& trainer, const st
   std::vector<float> ok = {written.ok() ? 1.0f : 0.0f};
   SHARDSCOPE_RETURN_IF_ERROR(comm.Broadcast(ok, 0));
   if (ok[0] != 1.0f) {
-    return control.FailTogether(comm.rank() == 0
-                                    ? written
-                                    : Status::Io("rank 0 could not save checkpoint " + dir));
+    return control.FailTogether(
+        comm.rank() == 0 ? written : Status::Io("rank 0 could not save checkpoint " + dir));
   }
   if (Recorder* recorder = control.recorder()) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const nlohmann::json event = {{"action", "saved"},   {"dir", dir},
-                                  {"step", c.step},      {"bytes", bytes},
+    const nlohmann::json event = {{"action", "saved"},      {"dir", dir},
+                                  {"step", c.step},         {"bytes", bytes},
                                   {"manifest_sha256", sha}, {"seconds", seconds}};
     control.Recorded(recorder->RecordCheckpoint(c.step, event.dump()));
   }

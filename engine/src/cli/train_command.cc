@@ -50,6 +50,7 @@ struct TrainOptions {
   std::string on_record_error = "stop";
   SearchFlags search;
   CheckpointFlags checkpoint;
+  double bucket_mb = 25;   // gradient buckets (TrainConfig::bucket_bytes); 0: none
   bool eval_only = false;  // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
 };
 
@@ -270,7 +271,9 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     };
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      auto trainer, DistTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer},
+      auto trainer, DistTrainer::Create(std::move(model),
+                                        TrainConfig{tc.seed, tc.optimizer,
+                                                    static_cast<int64_t>(o.bucket_mb * (1 << 20))},
                                         options, comm.rank()));
   trainer->set_cpu_timing(o.cpu_time);
   if (plan.resume) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*plan.resume, *trainer));
@@ -291,7 +294,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   if (plan.resume) {
     SHARDSCOPE_ASSIGN_OR_RETURN(
         count.total,
-        ResumedTotal(first, o.steps, CountSteps(batches, o.steps > 0 ? 0 : tc.steps, tc.epochs).total));
+        ResumedTotal(first, o.steps,
+                     CountSteps(batches, o.steps > 0 ? 0 : tc.steps, tc.epochs).total));
     count.epochs = (count.total + count.per_epoch - 1) / std::max<int64_t>(1, count.per_epoch);
     if (Recorder* recorder = control.recorder()) {
       const nlohmann::json event = {
@@ -372,8 +376,9 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
   if (!o.checkpoint.save.empty() && saved_at != done.steps) {  // also when interrupted
     SHARDSCOPE_RETURN_IF_ERROR(save());
-    if (lead) std::printf("checkpoint: %s (step %lld)\n", o.checkpoint.save.c_str(),
-                          static_cast<long long>(done.steps));
+    if (lead)
+      std::printf("checkpoint: %s (step %lld)\n", o.checkpoint.save.c_str(),
+                  static_cast<long long>(done.steps));
   }
   if (done.interrupted) return Status::Ok();  // every rank stopped after the same step
   const int64_t step = done.steps;
@@ -605,6 +610,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Flags override the model file's training section. Before any device starts, the run\n"
       "is checked against the limits (`shardscope --help`): device threads, the synthetic\n"
       "data set and the planned memory of every device against the memory available.\n"
+      "Checkpoints: --save-checkpoint DIR [--every N] saves the whole parameters, optimizer\n"
+      "state and data position; --resume DIR goes on from one under any strategy or device\n"
+      "count; `shardscope eval MODEL --checkpoint DIR` evaluates one (docs/checkpoints.md):\n"
+      "  shardscope train samples/models/ffn.yaml --steps 100 --save-checkpoint ckpt/ffn\n"
+      "  shardscope train samples/models/ffn.yaml --resume ckpt/ffn --steps 100 --devices 4\n"
       "Stopping: Ctrl-C (SIGINT) or SIGTERM stops every rank after the step in flight; the run\n"
       "file is closed with status 'interrupted: SIGINT at step N' and the exit code is 128 +\n"
       "the signal (130, 143). A second Ctrl-C exits at once. mpirun passes Ctrl-C on to the\n"
@@ -631,6 +641,10 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                   "stand_alone | data_parallel | semi_auto | auto (default: the model file's)");
   AddSearchFlags(app, o->search);
   AddCheckpointFlags(app, o->checkpoint);
+  app->add_option("--bucket-mb", o->bucket_mb,
+                  "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
+                  "all-reduce per bucket instead of one per gradient, the same sums; 0: one each")
+      ->check(CLI::Range(0.0, 4096.0));
   app->add_flag(
       "--ignore-parallel", o->ignore_parallel,
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");

@@ -8,8 +8,8 @@
 
 #include <bit>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -224,9 +224,9 @@ Result<Checkpoint> ReadCheckpoint(const std::string& dir_text) {
       const auto size = fs::file_size(path, ec);
       if (ec || size != static_cast<uintmax_t>(count) * sizeof(float)) {
         return Status(StatusCode::kCorrupt,
-                      path.string() + " (tensor " + t.name + ", " + t.role + "): " +
-                          (ec ? "missing" : std::to_string(size) + " bytes") + ", expected " +
-                          std::to_string(count * 4) + " bytes by " + manifest);
+                      path.string() + " (tensor " + t.name + ", " + t.role +
+                          "): " + (ec ? "missing" : std::to_string(size) + " bytes") +
+                          ", expected " + std::to_string(count * 4) + " bytes by " + manifest);
       }
       t.value = Tensor(shape);
       std::ifstream in(path, std::ios::binary);
@@ -235,9 +235,8 @@ Result<Checkpoint> ReadCheckpoint(const std::string& dir_text) {
       const std::string got = HashOf(t.value.data(), static_cast<size_t>(count) * 4);
       if (got != expected) {
         return Status(StatusCode::kCorrupt, path.string() + " (tensor " + t.name + ", " + t.role +
-                                                "): sha256 " + got + " does not match " +
-                                                expected + " in " + manifest +
-                                                "; the checkpoint is damaged");
+                                                "): sha256 " + got + " does not match " + expected +
+                                                " in " + manifest + "; the checkpoint is damaged");
       }
       c.tensors.push_back(std::move(t));
     }

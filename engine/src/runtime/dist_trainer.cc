@@ -8,6 +8,7 @@
 
 #include "ops/op_registry.h"
 #include "runtime/batch_util.h"
+#include "runtime/grad_buckets.h"
 #include "shardscope/autodiff.h"
 #include "shardscope/checked_math.h"
 #include "shardscope/initializer.h"
@@ -199,11 +200,29 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
   return Status::Ok();
 }
 
+DistExecutor::~DistExecutor() = default;
+
+void DistExecutor::set_bucket_bytes(int64_t bytes) {
+  buckets_ = bytes > 0 ? std::make_unique<GradBuckets>(program_, bytes) : nullptr;
+}
+
+int DistExecutor::bucket_calls() const {
+  return buckets_ != nullptr ? buckets_->buckets_per_step() : 0;
+}
+
 Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankStats* stats) {
   for (size_t i = 0; i < program_.instrs.size(); ++i) {
+    if (buckets_ != nullptr) {
+      if (buckets_->reads_deferred(i))
+        SHARDSCOPE_RETURN_IF_ERROR(buckets_->FlushAll(comm, buffers_, stats));
+      if (buckets_->deferred(i)) {
+        SHARDSCOPE_RETURN_IF_ERROR(buckets_->Add(comm, i, buffers_, stats));
+        continue;
+      }
+    }
     SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, i, step, training, stats));
   }
-  return Status::Ok();
+  return buckets_ != nullptr ? buckets_->FlushAll(comm, buffers_, stats) : Status::Ok();
 }
 
 Status DistExecutor::RunFor(Communicator& comm, const std::vector<int>& targets, int64_t step,
@@ -275,6 +294,7 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
   t->rank_ = rank;
   SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlanTrainingProgram(&t->model_, options, &t->params_));
   t->executor_ = std::make_unique<DistExecutor>(t->model_.graph, t->program_, rank);
+  t->executor_->set_bucket_bytes(config.bucket_bytes);
   for (size_t i = 0; i < t->params_.size(); ++i) {
     const auto [p, g] = t->program_.param_grads[i];
     const Value& v = t->model_.graph.value(t->params_[i]);

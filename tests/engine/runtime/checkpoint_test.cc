@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "shardscope/dist_trainer.h"
-#include "shardscope/nn.h"
+#include "small_net.h"
 
 namespace shardscope {
 namespace {
@@ -20,25 +20,7 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kBatch = 16;
 
-// Two hidden layers and dropout, so the step count (dropout masks) matters on resume.
-class Net : public nn::Module {
- public:
-  Net() : nn::Module("") {}
-  nn::Flatten flatten{"flatten"};
-  nn::Dense hidden{"hidden", 16, 24};
-  nn::Dense middle{"middle", 24, 16};
-  nn::Dense out{"out", 16, 8};
-  nn::ReLU relu{"relu"};
-  nn::Dropout dropout{"dropout", 0.25f, 5};
-
- protected:
-  bool scoped() const override { return false; }
-  ValueId Forward(Builder& b, ValueId x) override {
-    x = relu(b, hidden(b, flatten(b, x)));
-    x = dropout(b, relu(b, middle(b, x)));
-    return out(b, x);
-  }
-};
+using Net = testing_nets::SmallNet;
 
 // How one phase runs: devices and the strategies of the net's operators.
 struct Setup {
@@ -66,7 +48,7 @@ Status Train(const Setup& setup, OptimizerConfig::Kind kind, const Checkpoint* r
   PartitionOptions options;
   options.devices = setup.devices;
   return RunOnDevices(setup.devices, [&](Communicator& comm) -> Status {
-    Net net;
+    Net net(24, /*with_dropout=*/true);  // dropout: resuming must restore the step count
     setup.strategies(net);
     SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, nn::BuildClassifier(net, {1, 4, 4}, kBatch));
     SHARDSCOPE_ASSIGN_OR_RETURN(
@@ -131,8 +113,8 @@ void ExpectResumeLaw(const Setup& before, const Setup& after, OptimizerConfig::K
 Setup Megatron(int devices) {
   return {devices, [devices](Net& n) {
             const std::string d = std::to_string(devices);
-            n.hidden.matmul.shard("((1,1),(1," + d + "))");
-            n.middle.matmul.shard("((1," + d + "),(" + d + ",1))");
+            n.a.matmul.shard("((1,1),(1," + d + "))");
+            n.b.matmul.shard("((1," + d + "),(" + d + ",1))");
           }};
 }
 
@@ -233,8 +215,7 @@ TEST(Checkpoint, RestoreRefusesAnotherOptimizer) {
   Checkpoint unused;
   Status st = Train({2}, OptimizerConfig::kAdam, &c, 1, 1, &unused, &losses);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("saved with optimizer momentum"), std::string::npos)
-      << st.message();
+  EXPECT_NE(st.message().find("saved with optimizer momentum"), std::string::npos) << st.message();
 }
 
 }  // namespace
