@@ -22,9 +22,8 @@ void AddCheckpointFlags(CLI::App* app, CheckpointFlags& flags) {
                   "trains M more steps, else the run goes on to its configured end");
 }
 
-Result<Checkpoint> LoadCheckpointFor(const std::string& dir, int64_t batch, uint64_t* seed,
-                                     bool seed_given) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(Checkpoint c, ReadCheckpoint(dir));
+Status CheckResumable(const Checkpoint& c, const std::string& dir, int64_t batch, uint64_t* seed,
+                      bool seed_given) {
   if (c.batch != batch) {
     return Status::Invalid(dir + ": the checkpoint was saved by a run of global batch " +
                            std::to_string(c.batch) + ", this run has batch " +
@@ -37,7 +36,7 @@ Result<Checkpoint> LoadCheckpointFor(const std::string& dir, int64_t batch, uint
                            " (the data order and dropout follow the seed; omit --seed)");
   }
   *seed = c.seed;
-  return c;
+  return Status::Ok();
 }
 
 Result<int64_t> ResumedTotal(int64_t first, int64_t steps, int64_t configured_total) {

@@ -21,11 +21,11 @@ struct CheckpointFlags {
 
 void AddCheckpointFlags(CLI::App* app, CheckpointFlags& flags);
 
-// Reads the checkpoint in `dir` for a run of global batch `batch` and checks that it fits:
-// the same batch (the data position counts batches), and the same seed (the data order and
-// dropout depend on it): without --seed (`seed_given` false) the checkpoint's is taken.
-Result<Checkpoint> LoadCheckpointFor(const std::string& dir, int64_t batch, uint64_t* seed,
-                                     bool seed_given);
+// Checks that checkpoint `c` (read from `dir`) fits a run of global batch `batch`: the same
+// batch (the data position counts batches), and the same seed (the data order and dropout
+// depend on it): without --seed (`seed_given` false) the checkpoint's is taken into *seed.
+Status CheckResumable(const Checkpoint& c, const std::string& dir, int64_t batch, uint64_t* seed,
+                      bool seed_given);
 
 // The steps a run resumed at `first` takes to: `steps` more when positive, else to the end
 // of the run as configured (`configured_total`). kInvalidInput when nothing is left.

@@ -406,7 +406,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   if (lead) {
     // ms/step: the mean of each step's slowest rank, as the run file's step.seconds.
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
-                static_cast<long long>(test.size()), static_cast<long long>(step),
+                static_cast<long long>(test.size()),
+                static_cast<long long>(done.step_seconds.size()),  // this run's, if resumed
                 FormatClock(secs).c_str(), 1e3 * step_secs);
     if (comm.size() > 1) {
       std::printf(
@@ -434,14 +435,15 @@ int RunTrain(const TrainOptions& o) {
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   auto plan = Decide(*mf, o);
   if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
-  if (!o.checkpoint.resume.empty()) {  // eval: any batch evaluates; train: the saved one
-    const int64_t batch = o.eval_only && o.batch <= 0 ? 0 : plan->training.batch;
+  if (!o.checkpoint.resume.empty()) {
     auto c = ReadCheckpoint(o.checkpoint.resume);
-    if (c.ok() && batch == 0) plan->training.batch = c->batch;
-    if (c.ok())
-      c = LoadCheckpointFor(o.checkpoint.resume, plan->training.batch, &plan->training.seed,
-                            o.seed >= 0);
     if (!c.ok()) return Fail(kExitBadInput, c.status().message());
+    if (o.eval_only && o.batch <= 0) plan->training.batch = c->batch;
+    // Evaluation takes any batch; training goes on with the saved one.
+    Status fits =
+        CheckResumable(*c, o.checkpoint.resume, o.eval_only ? c->batch : plan->training.batch,
+                       &plan->training.seed, o.seed >= 0);
+    if (!fits.ok()) return Fail(kExitBadInput, fits.message());
     plan->resume = std::move(*c);
   }
   const TrainingConfig& tc = plan->training;
