@@ -180,6 +180,10 @@ class BatchIterator {
   // it is 0..N-1. The same (seed, epoch) always gives the same order.
   void Reset(int epoch);
 
+  // Moves past the next `batches` batches of the epoch without filling them (resuming a
+  // run from a checkpoint's data position); past the end, Next() returns false.
+  void Skip(int64_t batches);
+
   // Batches Next() yields per epoch: N / batch_size with drop_remainder, else rounded up.
   int64_t batches_per_epoch() const;
 

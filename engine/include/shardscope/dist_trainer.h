@@ -42,10 +42,13 @@ struct RankStats {
   int64_t peak_bytes = 0;
 };
 
+class GradBuckets;
+
 class DistExecutor {
  public:
   // `graph` and `program` must outlive the executor.
   DistExecutor(const Graph& graph, const DistProgram& program, int rank);
+  ~DistExecutor();
 
   Tensor& local(int dist_value) { return buffers_[dist_value]; }
   const Tensor& local(int dist_value) const { return buffers_[dist_value]; }
@@ -66,6 +69,10 @@ class DistExecutor {
   // Fills a stage-3 parameter's whole shard (param_grads index, buffer) before it is read.
   using GatherFn = std::function<Status(Communicator&, int param, Tensor* out)>;
   void set_gather(GatherFn gather) { gather_ = std::move(gather); }
+  // Run() reduces parameter gradients in buckets of about `bytes` (TrainConfig::bucket_bytes;
+  // 0: each on its own, the default). The all-reduces Run() makes per step: bucket_calls().
+  void set_bucket_bytes(int64_t bytes);
+  int bucket_calls() const;
 
  private:
   void Allocate(int value);
@@ -82,6 +89,7 @@ class DistExecutor {
   std::vector<bool> live_;  // transient values (recomputed activations): allocated now
   int64_t transient_bytes_ = 0, peak_buffer_bytes_ = 0;
   GatherFn gather_;
+  std::unique_ptr<GradBuckets> buckets_;  // null: no bucketing
 };
 
 // The program DistTrainer::Create would run: `model` differentiated (backward operators
@@ -115,6 +123,13 @@ class DistTrainer {
   Result<float> Step(Communicator& comm, const Tensor& images, const Tensor& labels);
   // Top-1 accuracy on `data`, computed collectively (every rank gets the same number).
   Result<double> Evaluate(Communicator& comm, const Dataset& data);
+  // The same with the mean softmax cross-entropy of the logits (per example, or per
+  // position of a sequence model).
+  struct Evaluation {
+    double accuracy = 0;
+    double loss = 0;
+  };
+  Result<Evaluation> EvaluateWithLoss(Communicator& comm, const Dataset& data);
 
   const Graph& graph() const { return model_.graph; }
   const DistProgram& program() const { return program_; }
@@ -131,6 +146,12 @@ class DistTrainer {
   // Stage-3 optimizer sharding frees whole parameter shards between uses: gathers them so
   // ParameterShard can read them (collective; nothing to do otherwise).
   Status GatherParameterShards(Communicator& comm);
+  const TrainConfig& config() const { return config_; }
+  // Checkpoints (checkpoint.h): this rank's shards and optimizer state, writable, and the
+  // step count (the next Step is step() + 1; dropout masks depend on it).
+  Tensor& MutableParameterShard(ValueId param) { return executor_->local(program_.home[param]); }
+  OptimizerStateView OptimizerState() { return optimizer_->State(param_ptrs_); }
+  void set_step(int64_t step) { step_ = step; }
 
  private:
   DistTrainer() = default;

@@ -6,6 +6,7 @@
 // of the whole tensor.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,6 +35,14 @@ const char* OptimizerKindName(OptimizerConfig::Kind kind);
 // Momentum 1 (velocity), Adam 2 (the two moments). What the searches price.
 int OptimizerStateTensors(OptimizerConfig::Kind kind);
 
+// An optimizer's state as checkpoints read and write it (checkpoint.h): tensor s of parameter
+// i at tensors[s * parameters + i], each as long as the parameter, and the steps taken (Adam's
+// bias correction; null when the optimizer keeps no count).
+struct OptimizerStateView {
+  std::vector<std::span<float>> tensors;
+  int64_t* steps = nullptr;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -45,6 +54,8 @@ class Optimizer {
                          const std::vector<std::span<const float>>& grads) = 0;
   // Bytes of optimizer state currently held.
   virtual int64_t StateBytes() const = 0;
+  // The state for `params` (the list Step is given), allocated as zeros before the first Step.
+  virtual OptimizerStateView State(const std::vector<Tensor*>& params) = 0;
 };
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config);

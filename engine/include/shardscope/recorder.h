@@ -56,6 +56,9 @@ class Recorder {
   Status RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
                           int64_t samples, double seconds);
   Status RecordEvent(const std::string& level, const std::string& text);
+  // A checkpoint saved or resumed from at `step`: an event row with source "checkpoint" and
+  // `json` as its message (docs/run-format.md lists its keys).
+  Status RecordCheckpoint(int64_t step, const std::string& json);
   // Writes what is queued and stops the background writer (RecordStep and
   // RecordPipelineSpans refuse later records); returns the first error of the run. Finish()
   // drains too.

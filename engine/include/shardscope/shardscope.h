@@ -30,6 +30,7 @@
 //   program_price.h  the predicted step time of a partitioned program
 //   communicator.h   ranks talking: in-process threads or OpenMPI
 //   dist_trainer.h   running and training a partitioned program on one rank
+//   checkpoint.h     global parameters and optimizer state saved, verified and restored
 //   placement.h      the training graph cut into one program per worker (MPMD)
 //   pipeline.h       training a placed model with micro-batch pipelining
 //   recorder.h       what a run decided and measured, written to a run file
@@ -38,6 +39,7 @@
 #include "shardscope/autodiff.h"
 #include "shardscope/builder.h"
 #include "shardscope/checked_math.h"
+#include "shardscope/checkpoint.h"
 #include "shardscope/communicator.h"
 #include "shardscope/composites.h"
 #include "shardscope/cost/cost.h"

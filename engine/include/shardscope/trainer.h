@@ -24,6 +24,9 @@ struct ModelGraph {
 struct TrainConfig {
   uint64_t seed = 1;
   OptimizerConfig optimizer;
+  // DistTrainer: parameter gradients reduced by plain all-reduces are reduced together in
+  // buckets of about this many bytes (fewer, larger calls; the same sums). 0: one per gradient.
+  int64_t bucket_bytes = int64_t{25} << 20;
 };
 
 class Trainer {

@@ -75,6 +75,7 @@ int RunShardscope(int argc, char** argv) {
   app.set_version_flag("--version", "shardscope 0.1.0");
   Commands commands;
   AddTrainCommand(app, commands);
+  AddEvalCommand(app, commands);
   AddLayoutCommand(app, commands);
   AddRedistributeCommand(app, commands);
   AddInspectCommand(app, commands);

@@ -23,6 +23,7 @@ struct Command {
 using Commands = std::vector<Command>;
 
 void AddTrainCommand(CLI::App& root, Commands& commands);
+void AddEvalCommand(CLI::App& root, Commands& commands);  // in train_command.cc
 void AddLayoutCommand(CLI::App& root, Commands& commands);
 void AddRedistributeCommand(CLI::App& root, Commands& commands);
 void AddInspectCommand(CLI::App& root, Commands& commands);

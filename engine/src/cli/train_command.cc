@@ -14,6 +14,7 @@
 #include "cli/progress.h"
 #include "cli/resource_checks.h"
 #include "cli/search_flags.h"
+#include "cli/train_checkpoint.h"
 #include "cli/train_loop.h"
 #include "cli/train_placed.h"
 #include "cli/train_report.h"
@@ -52,6 +53,9 @@ struct TrainOptions {
   std::string unplaced = "worker0";  // placed models
   std::string on_record_error = "stop";
   SearchFlags search;
+  CheckpointFlags checkpoint;
+  double bucket_mb = 25;   // gradient buckets (TrainConfig::bucket_bytes); 0: none
+  bool eval_only = false;  // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
 };
 
 // `--data text:FILE` or dataset: text. The vocabulary must fit the model's token ids: the
@@ -158,6 +162,7 @@ struct RunPlan {
   std::string mode;
   bool mpi = false;
   std::optional<SearchMode> search;  // mode "auto": the search that sets the strategies
+  std::optional<Checkpoint> resume;  // --resume (eval: --checkpoint), read before devices start
 };
 
 Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
@@ -246,6 +251,18 @@ SearchFlags SearchFlagsFor(const TrainOptions& o, const ModelFile& mf) {
   return flags;
 }
 
+// `shardscope eval`: the restored checkpoint's loss and accuracy on the test set.
+Status EvaluateOnRank(Communicator& comm, DistTrainer& trainer, const std::string& dir,
+                      const Dataset& test) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(DistTrainer::Evaluation e, trainer.EvaluateWithLoss(comm, test));
+  if (comm.rank() == 0) {
+    std::printf("checkpoint %s (step %lld): test loss %.4f, accuracy %.4f (%lld examples)\n",
+                dir.c_str(), static_cast<long long>(trainer.step()), e.loss, e.accuracy,
+                static_cast<long long>(test.size()));
+  }
+  return Status::Ok();
+}
+
 // The training loop of one rank. Rank 0 prints.
 Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
                    const TrainOptions& o, const Dataset& train, const Dataset& test,
@@ -266,9 +283,13 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     };
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      auto trainer, DistTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer},
+      auto trainer, DistTrainer::Create(std::move(model),
+                                        TrainConfig{tc.seed, tc.optimizer,
+                                                    static_cast<int64_t>(o.bucket_mb * (1 << 20))},
                                         options, comm.rank()));
   trainer->set_cpu_timing(o.cpu_time);
+  if (plan.resume) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*plan.resume, *trainer));
+  if (o.eval_only) return EvaluateOnRank(comm, *trainer, o.checkpoint.resume, test);
   if (!o.dump_ir.empty() && lead) {
     std::ofstream out(o.dump_ir);
     out << "// ---- graph after autodiff\n" << trainer->graph().ToText() << ir;
@@ -280,7 +301,20 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   SHARDSCOPE_ASSIGN_OR_RETURN(const bool stop, control.AfterStep(comm, 0));
   if (stop) return control.Outcome();
   BatchIterator batches(train, tc.batch, tc.seed, /*shuffle=*/true);
-  const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+  StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+  const int64_t first = trainer->step();  // a resumed run's steps so far
+  if (plan.resume) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        count.total,
+        ResumedTotal(first, o.steps,
+                     CountSteps(batches, o.steps > 0 ? 0 : tc.steps, tc.epochs).total));
+    count.epochs = (count.total + count.per_epoch - 1) / std::max<int64_t>(1, count.per_epoch);
+    if (Recorder* recorder = control.recorder()) {
+      const nlohmann::json event = {
+          {"action", "resumed"}, {"dir", o.checkpoint.resume}, {"step", first}};
+      control.Recorded(recorder->RecordCheckpoint(first, event.dump()));
+    }
+  }
   const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
   const DistProgram& program = trainer->program();
   if (lead) {
@@ -293,6 +327,10 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
         plan.mpi ? "MPI" : "in-process", ModeText(plan).c_str(), static_cast<long long>(tc.batch),
         OptimizerKindName(tc.optimizer.kind), tc.optimizer.lr, static_cast<long long>(total),
         static_cast<long long>(per_epoch), static_cast<unsigned long long>(tc.seed));
+    if (plan.resume) {
+      std::printf("resumed from %s at step %lld (saved under %s)\n", o.checkpoint.resume.c_str(),
+                  static_cast<long long>(first), plan.resume->saved_under.c_str());
+    }
     if (comm.size() > 1) {
       std::printf("plan: %d redistribution(s), %lld bytes received per step by rank 0\n",
                   program.NumRedistributions(),
@@ -306,11 +344,18 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   loop.count = count;
   loop.batch = tc.batch;
   loop.log_every = o.log_every;
+  loop.first_step = first;
   loop.lead = lead;
   loop.comm = &comm;
   loop.control = &control;
   loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
-  loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
+  const std::string saved_under = std::to_string(comm.size()) + " device(s), " +
+                                  (plan.mpi ? "MPI" : "in-process") + ", " + plan.mode;
+  const auto save = [&] {
+    return SaveCheckpointTogether(comm, *trainer, o.checkpoint.save, mf.name(), saved_under,
+                                  control);
+  };
+  const auto record_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
     if (!control.recording()) return Status::Ok();  // the same on every rank
     // This step's figures of every rank, to rank 0 (which writes them).
     const RankStats& now = trainer->stats();
@@ -332,7 +377,21 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
       control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
     return Status::Ok();
   };
+  int64_t saved_at = -1;
+  loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
+    SHARDSCOPE_RETURN_IF_ERROR(record_step(step, epoch, loss, secs));
+    if (o.checkpoint.save.empty() || o.checkpoint.every <= 0 || step % o.checkpoint.every != 0)
+      return Status::Ok();
+    saved_at = step;
+    return save();
+  };
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
+  if (!o.checkpoint.save.empty() && saved_at != done.steps) {  // also when interrupted
+    SHARDSCOPE_RETURN_IF_ERROR(save());
+    if (lead)
+      std::printf("checkpoint: %s (step %lld)\n", o.checkpoint.save.c_str(),
+                  static_cast<long long>(done.steps));
+  }
   if (done.interrupted) return Status::Ok();  // every rank stopped after the same step
   const int64_t step = done.steps;
   const double secs = done.seconds;
@@ -359,7 +418,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   if (lead) {
     // ms/step: the mean of each step's slowest rank, as the run file's step.seconds.
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
-                static_cast<long long>(test.size()), static_cast<long long>(step),
+                static_cast<long long>(test.size()),
+                static_cast<long long>(done.step_seconds.size()),  // this run's, if resumed
                 FormatClock(secs).c_str(), 1e3 * step_secs);
     ReportResult(step, secs, step_secs, accuracy, test.size());
     ReportRanks("rank",
@@ -410,6 +470,17 @@ int RunTrainReported(const TrainOptions& o) {
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
   auto plan = Decide(*mf, o);
   if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
+  if (!o.checkpoint.resume.empty()) {
+    auto c = ReadCheckpoint(o.checkpoint.resume);
+    if (!c.ok()) return Fail(kExitBadInput, c.status().message());
+    if (o.eval_only && o.batch <= 0) plan->training.batch = c->batch;
+    // Evaluation takes any batch; training goes on with the saved one.
+    Status fits =
+        CheckResumable(*c, o.checkpoint.resume, o.eval_only ? c->batch : plan->training.batch,
+                       &plan->training.seed, o.seed >= 0);
+    if (!fits.ok()) return Fail(kExitBadInput, fits.message());
+    plan->resume = std::move(*c);
+  }
   const TrainingConfig& tc = plan->training;
   // Resources first (limits.h): threads, the synthetic data, then (below) the plan's memory.
   if (!plan->mpi) {
@@ -458,6 +529,12 @@ int RunTrainReported(const TrainOptions& o) {
                                 : "";
     return Fail(kExitBadInput, batch + " is larger than the training set: " +
                                    std::to_string(train->size()) + " examples" + set);
+  }
+  if (!o.ignore_parallel && ModelIsPlaced(*mf) &&
+      (!o.checkpoint.save.empty() || !o.checkpoint.resume.empty())) {
+    return Fail(kExitBadInput,
+                "checkpoints of placed models (place: in the file) are not built yet; "
+                "--ignore-parallel trains the model SPMD, which checkpoints");
   }
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
@@ -585,6 +662,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
       "Flags override the model file's training section. Before any device starts, the run\n"
       "is checked against the limits (`shardscope --help`): device threads, the synthetic\n"
       "data set and the planned memory of every device against the memory available.\n"
+      "Checkpoints: --save-checkpoint DIR [--every N] saves the whole parameters, optimizer\n"
+      "state and data position; --resume DIR goes on from one under any strategy or device\n"
+      "count; `shardscope eval MODEL --checkpoint DIR` evaluates one (docs/checkpoints.md):\n"
+      "  shardscope train samples/models/ffn.yaml --steps 100 --save-checkpoint ckpt/ffn\n"
+      "  shardscope train samples/models/ffn.yaml --resume ckpt/ffn --steps 100 --devices 4\n"
       "Stopping: Ctrl-C (SIGINT) or SIGTERM stops every rank after the step in flight; the run\n"
       "file is closed with status 'interrupted: SIGINT at step N' and the exit code is 128 +\n"
       "the signal (130, 143). A second Ctrl-C exits at once. mpirun passes Ctrl-C on to the\n"
@@ -610,6 +692,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--mode", o->mode,
                   "stand_alone | data_parallel | semi_auto | auto (default: the model file's)");
   AddSearchFlags(app, o->search);
+  AddCheckpointFlags(app, o->checkpoint);
+  app->add_option("--bucket-mb", o->bucket_mb,
+                  "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
+                  "all-reduce per bucket instead of one per gradient, the same sums; 0: one each")
+      ->check(CLI::Range(0.0, 4096.0));
   app->add_flag(
       "--ignore-parallel", o->ignore_parallel,
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
@@ -648,6 +735,38 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option(
       "--dump-ir", o->dump_ir,
       "Write the graph after autodiff and the program after each partitioning pass to FILE");
+  commands.push_back({app, [o] { return RunTrain(*o); }});
+}
+
+void AddEvalCommand(CLI::App& root, Commands& commands) {
+  auto o = std::make_shared<TrainOptions>();
+  o->eval_only = true;
+  o->no_record = true;
+  CLI::App* app = root.add_subcommand(
+      "eval",
+      "Evaluate a checkpoint: the test set's loss and accuracy with the saved parameters.\n"
+      "\n"
+      "Examples:\n"
+      "  shardscope train samples/models/lenet5.yaml --epochs 1 --save-checkpoint ckpt/lenet\n"
+      "  shardscope eval samples/models/lenet5.yaml --checkpoint ckpt/lenet\n"
+      "  shardscope eval samples/models/ffn.yaml --checkpoint ckpt/ffn --devices 4\n"
+      "The model file must be the one that trained (parameters are matched by name and\n"
+      "shape); the checkpoint may come from any strategy or device count, and is evaluated\n"
+      "on --devices (default 1) under the model file's parallel section, or mpirun's ranks.\n"
+      "The data set is found as `train` finds it (see `shardscope train --help`).");
+  app->add_option("model", o->model, "Model file (YAML) or ONNX file that trained the checkpoint")
+      ->required();
+  app->add_option("--checkpoint", o->checkpoint.resume, "Checkpoint directory (--save-checkpoint)")
+      ->required();
+  app->add_option("--data", o->data, "Directory with the MNIST-format IDX files, or text:FILE");
+  app->add_option("--limit", o->limit, "Use only the first N test examples")->check(AtLeast(1));
+  app->add_option("--batch", o->batch, "Examples per evaluation batch (default: the saved batch)")
+      ->check(AtLeast(1));
+  app->add_option("--devices", o->devices, "In-process devices (default: the model file's, or 1)")
+      ->check(AtLeast(1));
+  app->add_option("--mode", o->mode, "stand_alone | data_parallel | semi_auto | auto");
+  app->add_flag("--ignore-parallel", o->ignore_parallel,
+                "Ignore the model file's parallel section (data-parallel on N devices)");
   commands.push_back({app, [o] { return RunTrain(*o); }});
 }
 

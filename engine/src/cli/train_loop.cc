@@ -206,12 +206,14 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop) {
                     loop.log_every > 0 ? loop.log_every : std::max<int64_t>(1, c.per_epoch / 10),
                     loop.log_every > 0);
   Tensor x, y;
-  int64_t step = 0;
+  int64_t step = loop.first_step;
   std::vector<double> walls;
-  walls.reserve(static_cast<size_t>(std::max<int64_t>(0, c.total)));
+  walls.reserve(static_cast<size_t>(std::max<int64_t>(0, c.total - step)));
   const auto start = Clock::now();
-  for (int64_t epoch = 0; epoch < c.epochs && step < c.total; ++epoch) {
+  const int64_t first_epoch = step / std::max<int64_t>(1, c.per_epoch);
+  for (int64_t epoch = first_epoch; epoch < c.epochs && step < c.total; ++epoch) {
     loop.batches->Reset(static_cast<int>(epoch));
+    if (epoch == first_epoch) loop.batches->Skip(step - epoch * c.per_epoch);  // data position
     double epoch_loss = 0;
     int64_t epoch_steps = 0;
     while (step < c.total && loop.batches->Next(&x, &y)) {

@@ -58,9 +58,10 @@ StepCount CountSteps(const BatchIterator& batches, int64_t steps, int64_t epochs
 struct EpochLoop {
   BatchIterator* batches = nullptr;
   StepCount count;
-  int64_t batch = 0;      // examples per step, for the progress rate
-  int64_t log_every = 0;  // > 0: a plain line every N steps; 0: about ten per epoch
-  bool lead = false;      // this rank prints
+  int64_t batch = 0;       // examples per step, for the progress rate
+  int64_t log_every = 0;   // > 0: a plain line every N steps; 0: about ten per epoch
+  int64_t first_step = 0;  // steps already taken (a resumed run): the loop starts after them
+  bool lead = false;       // this rank prints
   // After every step every rank shares its news through `control` over `comm`, and the
   // loop stops where the ranks agree to (both may be null: no agreement).
   Communicator* comm = nullptr;
@@ -73,7 +74,7 @@ struct EpochLoop {
 };
 
 struct EpochLoopResult {
-  int64_t steps = 0;
+  int64_t steps = 0;                 // the last step's number (first_step + steps taken)
   double seconds = 0;                // wall time of the loop
   bool interrupted = false;          // the ranks stopped early on a stop signal
   std::vector<double> step_seconds;  // this rank's wall time of each step

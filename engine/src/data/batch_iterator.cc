@@ -1,5 +1,6 @@
 // BatchIterator: a deterministic (seed, epoch) Fisher-Yates order, one memcpy per example.
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <numeric>
@@ -38,6 +39,10 @@ void BatchIterator::Reset(int epoch) {
     const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(i + 1)));
     std::swap(order_[i], order_[j]);
   }
+}
+
+void BatchIterator::Skip(int64_t batches) {
+  cursor_ = std::min(data_->size(), cursor_ + std::max<int64_t>(0, batches) * batch_size_);
 }
 
 int64_t BatchIterator::batches_per_epoch() const {

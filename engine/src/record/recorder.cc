@@ -450,6 +450,11 @@ Status Recorder::RecordEvent(const std::string& level, const std::string& text) 
   return Check(writer_->Commit());
 }
 
+Status Recorder::RecordCheckpoint(int64_t step, const std::string& json) {
+  SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddEvent("info", "checkpoint", json, step)));
+  return Check(writer_->Commit());
+}
+
 Status Recorder::Finish(store::RunStatus status, const std::string& message) {
   const Status drained = Drain();
   const Status finished = Check(writer_->Finish(status, message));

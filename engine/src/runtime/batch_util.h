@@ -1,6 +1,8 @@
 // Internal: pieces shared by the single-device and the distributed trainer.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "shardscope/data.h"
@@ -35,6 +37,22 @@ inline int64_t CountCorrect(const Tensor& logits, const int32_t* labels, int64_t
     correct += best == labels[i];
   }
   return correct;
+}
+
+// The summed softmax cross-entropy of the first `n` rows of `logits` [..., classes] against
+// `labels` (the mean of it is the loss a classifier trains on).
+inline double SumCrossEntropy(const Tensor& logits, const int32_t* labels, int64_t n) {
+  const int64_t classes = logits.shape().back();
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = logits.data() + i * classes;
+    float top = row[0];
+    for (int64_t c = 1; c < classes; ++c) top = std::max(top, row[c]);
+    double exps = 0;
+    for (int64_t c = 0; c < classes; ++c) exps += std::exp(static_cast<double>(row[c] - top));
+    sum += std::log(exps) + top - row[labels[i]];
+  }
+  return sum;
 }
 
 }  // namespace shardscope

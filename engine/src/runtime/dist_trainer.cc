@@ -8,6 +8,7 @@
 
 #include "ops/op_registry.h"
 #include "runtime/batch_util.h"
+#include "runtime/grad_buckets.h"
 #include "runtime/sharded_update.h"
 #include "shardscope/autodiff.h"
 #include "shardscope/checked_math.h"
@@ -235,11 +236,28 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
   return Status::Ok();
 }
 
+DistExecutor::~DistExecutor() = default;
+
+void DistExecutor::set_bucket_bytes(int64_t bytes) {
+  buckets_ = bytes > 0 ? std::make_unique<GradBuckets>(program_, bytes) : nullptr;
+}
+
+int DistExecutor::bucket_calls() const {
+  return buckets_ != nullptr ? buckets_->buckets_per_step() : 0;
+}
+
 Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankStats* stats) {
-  if (program_.schedule.empty()) {
-    for (size_t i = 0; i < program_.instrs.size(); ++i) {
-      SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, i, step, training, stats));
+  // One instruction, or a parameter gradient's all-reduce joining its bucket (grad_buckets.h).
+  const auto run_one = [&](size_t i) -> Status {
+    if (buckets_ != nullptr) {
+      if (buckets_->reads_deferred(i))
+        SHARDSCOPE_RETURN_IF_ERROR(buckets_->FlushAll(comm, buffers_, stats));
+      if (buckets_->deferred(i)) return buckets_->Add(comm, i, buffers_, stats);
     }
+    return Execute(comm, i, step, training, stats);
+  };
+  if (program_.schedule.empty()) {
+    for (size_t i = 0; i < program_.instrs.size(); ++i) SHARDSCOPE_RETURN_IF_ERROR(run_one(i));
   } else {
     for (size_t v = 0; v < live_.size(); ++v) {  // left by RunFor or set from outside
       Release(static_cast<int>(v));
@@ -253,12 +271,12 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
   }
   int64_t peak = 0;
   for (size_t pos = 0; pos < program_.schedule.size(); ++pos) {
-    SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, program_.schedule[pos], step, training, stats));
+    SHARDSCOPE_RETURN_IF_ERROR(run_one(program_.schedule[pos]));
     peak = std::max(peak, transient_bytes_);
     for (int v : program_.release_after[pos]) Release(v);
   }
   peak_buffer_bytes_ = kept + peak;
-  return Status::Ok();
+  return buckets_ != nullptr ? buckets_->FlushAll(comm, buffers_, stats) : Status::Ok();
 }
 
 Status DistExecutor::RunFor(Communicator& comm, const std::vector<int>& targets, int64_t step,
@@ -359,6 +377,7 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
   t->rank_ = rank;
   SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlanTrainingProgram(&t->model_, options, &t->params_));
   t->executor_ = std::make_unique<DistExecutor>(t->model_.graph, t->program_, rank);
+  t->executor_->set_bucket_bytes(config.bucket_bytes);
   for (size_t i = 0; i < t->params_.size(); ++i) {
     const auto [p, g] = t->program_.param_grads[i];
     const Value& v = t->model_.graph.value(t->params_[i]);
@@ -415,6 +434,12 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
 }
 
 Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(Evaluation e, EvaluateWithLoss(comm, data));
+  return e.accuracy;
+}
+
+Result<DistTrainer::Evaluation> DistTrainer::EvaluateWithLoss(Communicator& comm,
+                                                              const Dataset& data) {
   const int logits_home = program_.home[model_.logits];
   const Shape& in_shape = model_.graph.value(model_.input).shape;
   const int64_t batch = in_shape[0];
@@ -429,6 +454,7 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
   const RedistPlan* whole_logits = &plan;
   Tensor images(in_shape, model_.graph.value(model_.input).dtype);
   int64_t correct = 0;
+  double loss = 0;
   for (int64_t start = 0; start < data.size(); start += batch) {
     const int64_t n = std::min(batch, data.size() - start);
     FillBatch(data, start, n, &images);
@@ -443,9 +469,11 @@ Result<double> DistTrainer::Evaluate(Communicator& comm, const Dataset& data) {
     SHARDSCOPE_RETURN_IF_ERROR(
         ExecuteRedistribution(*whole_logits, comm, executor_->local(logits_home), &logits));
     correct += CountCorrect(logits, data.labels.ints() + start * per, n * per);
+    loss += SumCrossEntropy(logits, data.labels.ints() + start * per, n * per);
   }
-  return data.size() == 0 ? 0.0
-                          : static_cast<double>(correct) / static_cast<double>(data.size() * per);
+  if (data.size() == 0) return Evaluation{};
+  const double rows = static_cast<double>(data.size() * per);
+  return Evaluation{static_cast<double>(correct) / rows, loss / rows};
 }
 
 Status DistTrainer::GatherParameterShards(Communicator& comm) {

@@ -67,6 +67,7 @@ class Sgd : public Optimizer {
     }
   }
   int64_t StateBytes() const override { return 0; }
+  OptimizerStateView State(const std::vector<Tensor*>&) override { return {}; }
 
  private:
   OptimizerConfig c_;
@@ -106,6 +107,14 @@ class Momentum : public Optimizer {
     for (const auto& v : velocity_) n += v.size() * 4;
     return n;
   }
+  OptimizerStateView State(const std::vector<Tensor*>& params) override {
+    if (velocity_.empty()) {
+      for (Tensor* p : params) velocity_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
+    }
+    OptimizerStateView view;
+    for (auto& v : velocity_) view.tensors.emplace_back(v.data(), v.size());
+    return view;
+  }
 
  private:
   OptimizerConfig c_;
@@ -139,6 +148,19 @@ class Adam : public Optimizer {
     int64_t n = 0;
     for (size_t i = 0; i < m_.size(); ++i) n += (m_[i].size() + v_[i].size()) * 4;
     return n;
+  }
+  OptimizerStateView State(const std::vector<Tensor*>& params) override {
+    if (m_.empty()) {
+      for (Tensor* p : params) {
+        m_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
+        v_.emplace_back(Eigen::ArrayXf::Zero(p->size()));
+      }
+    }
+    OptimizerStateView view;
+    for (auto& m : m_) view.tensors.emplace_back(m.data(), m.size());
+    for (auto& v : v_) view.tensors.emplace_back(v.data(), v.size());
+    view.steps = &t_;
+    return view;
   }
 
  private:

@@ -13,11 +13,11 @@ struct Output {
   std::string text;  // stdout, and stderr unless dropped
 };
 
-// `shardscope <args>`; stderr is merged into the text unless `merge_stderr` is false.
-inline Output Shardscope(const std::string& args, bool merge_stderr = true) {
+// A shell command line (e.g. mpirun ... shardscope ...); stderr merged unless `merge_stderr`
+// is false.
+inline Output RunCommand(const std::string& command, bool merge_stderr = true) {
   Output out;
-  const std::string cmd =
-      std::string(SHARDSCOPE_BIN) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  const std::string cmd = command + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return out;
   char buf[4096];
@@ -26,6 +26,11 @@ inline Output Shardscope(const std::string& args, bool merge_stderr = true) {
   const int status = pclose(pipe);
   out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
+}
+
+// `shardscope <args>`; stderr is merged into the text unless `merge_stderr` is false.
+inline Output Shardscope(const std::string& args, bool merge_stderr = true) {
+  return RunCommand(std::string(SHARDSCOPE_BIN) + " " + args, merge_stderr);
 }
 
 }  // namespace shardscope_cli_test

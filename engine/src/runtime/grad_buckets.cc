@@ -1,0 +1,130 @@
+#include "runtime/grad_buckets.h"
+
+#include <chrono>
+#include <cstring>
+#include <numeric>
+
+#include "shardscope/dist_trainer.h"
+
+namespace shardscope {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The plan is one all-reduce along rank groups (no transfers, no change of shard shape).
+bool PlainAllReduce(const DistProgram& program, const DistInstr& in) {
+  if (in.kind != DistInstr::Kind::kRedistribute || in.plan == nullptr) return false;
+  if (in.plan->steps.size() != 1) return false;
+  const RedistStep& st = in.plan->steps[0];
+  if (st.kind != RedistStep::Kind::kAllReduce || st.irregular()) return false;
+  return program.values[in.inputs[0]].layout.ShardShape() ==
+         program.values[in.outputs[0]].layout.ShardShape();
+}
+
+}  // namespace
+
+GradBuckets::GradBuckets(const DistProgram& program, int64_t bucket_bytes)
+    : program_(program),
+      bucket_bytes_(bucket_bytes),
+      deferred_(program.instrs.size(), false),
+      reads_deferred_(program.instrs.size(), false),
+      bucket_of_(program.instrs.size(), -1) {
+  if (bucket_bytes <= 0) return;
+  std::vector<bool> gradient(program.values.size(), false);
+  for (const auto& [param, grad] : program.param_grads) gradient[grad] = true;
+  std::vector<bool> pending(program.values.size(), false);
+  std::vector<int64_t> filled;  // per bucket, simulated: buckets_per_step_
+  for (size_t i = 0; i < program.instrs.size(); ++i) {
+    const DistInstr& in = program.instrs[i];
+    for (int v : in.inputs) reads_deferred_[i] = reads_deferred_[i] || pending[v];
+    if (reads_deferred_[i]) {
+      for (int64_t& f : filled) {
+        buckets_per_step_ += f > 0;
+        f = 0;
+      }
+      std::fill(pending.begin(), pending.end(), false);
+    }
+    if (!PlainAllReduce(program, in) || !gradient[in.outputs[0]]) continue;
+    deferred_[i] = true;
+    pending[in.outputs[0]] = true;
+    const std::vector<std::vector<int>>& groups = in.plan->steps[0].groups.list();
+    size_t b = 0;
+    while (b < buckets_.size() && buckets_[b].groups != groups) ++b;
+    if (b == buckets_.size()) {
+      buckets_.push_back({groups, {}, {}});
+      filled.push_back(0);
+    }
+    bucket_of_[i] = static_cast<int>(b);
+    filled[b] += NumElements(program.values[in.outputs[0]].layout.ShardShape()) * 4;
+    if (filled[b] >= bucket_bytes_) {
+      ++buckets_per_step_;
+      filled[b] = 0;
+    }
+  }
+  for (int64_t f : filled) buckets_per_step_ += f > 0;
+}
+
+Result<Communicator*> GradBuckets::GroupComm(Communicator& world,
+                                             const std::vector<std::vector<int>>& groups) {
+  if (groups.size() == 1 && static_cast<int>(groups[0].size()) == world.size()) {
+    std::vector<int> identity(groups[0].size());
+    std::iota(identity.begin(), identity.end(), 0);
+    if (groups[0] == identity) return &world;
+  }
+  auto it = comms_.find(groups);
+  if (it == comms_.end()) {  // collective: every rank flushes the same buckets in order
+    SHARDSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> c, GroupAlong(world, groups));
+    it = comms_.emplace(groups, std::move(c)).first;
+  }
+  return it->second.get();
+}
+
+Status GradBuckets::Add(Communicator& world, size_t instr, std::vector<Tensor>& buffers,
+                        RankStats* stats) {
+  const DistInstr& in = program_.instrs[instr];
+  Bucket& bucket = buckets_[bucket_of_[instr]];
+  const Tensor& grad = buffers[in.inputs[0]];
+  const int64_t offset = static_cast<int64_t>(bucket.data.size());
+  bucket.data.resize(bucket.data.size() + static_cast<size_t>(grad.size()));
+  std::memcpy(bucket.data.data() + offset, grad.data(),
+              static_cast<size_t>(grad.size()) * sizeof(float));
+  bucket.entries.push_back({in.outputs[0], offset, grad.size()});
+  if (static_cast<int64_t>(bucket.data.size()) * 4 < bucket_bytes_) return Status::Ok();
+  return Flush(world, bucket, buffers, stats);
+}
+
+Status GradBuckets::FlushAll(Communicator& world, std::vector<Tensor>& buffers, RankStats* stats) {
+  for (Bucket& bucket : buckets_) {
+    if (!bucket.entries.empty()) SHARDSCOPE_RETURN_IF_ERROR(Flush(world, bucket, buffers, stats));
+  }
+  return Status::Ok();
+}
+
+Status GradBuckets::Flush(Communicator& world, Bucket& bucket, std::vector<Tensor>& buffers,
+                          RankStats* stats) {
+  const double start = Now();
+  const CommStats before = world.stats();
+  SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, GroupComm(world, bucket.groups));
+  Status st = comm->AllReduce(std::span<float>(bucket.data));
+  if (!st.ok()) {
+    return st.WithContext("gradient bucket of " + std::to_string(bucket.entries.size()) +
+                          " all-reduces");
+  }
+  for (const Entry& e : bucket.entries) {
+    std::memcpy(buffers[e.out].data(), bucket.data.data() + e.offset,
+                static_cast<size_t>(e.size) * sizeof(float));
+  }
+  bucket.entries.clear();
+  bucket.data.clear();  // keeps its capacity: no allocation in later steps
+  if (stats != nullptr) {
+    const CommStats after = world.stats();
+    stats->comm_seconds += Now() - start;
+    stats->bytes_sent += after.bytes_sent - before.bytes_sent;
+    stats->bytes_received += after.bytes_received - before.bytes_received;
+  }
+  return Status::Ok();
+}
+
+}  // namespace shardscope

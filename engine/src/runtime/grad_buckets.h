@@ -1,0 +1,61 @@
+// Internal: gradient all-reduces in buckets. A data-parallel step reduces every parameter's
+// gradient with its own all-reduce; waiting until about `bucket_bytes` of gradients of the
+// same rank groups are ready and reducing them in one call pays the latency once per bucket
+// (PyTorch DDP's buckets). The sums are the same bits: a reduction adds each element over the
+// ranks in rank order, whatever the buffer it is part of.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "shardscope/communicator.h"
+#include "shardscope/partition.h"
+#include "shardscope/tensor.h"
+
+namespace shardscope {
+
+struct RankStats;
+
+class GradBuckets {
+ public:
+  // Defers the redistributions of `program` that are one plain all-reduce of a parameter's
+  // gradient. bucket_bytes <= 0: none (every gradient reduced on its own).
+  GradBuckets(const DistProgram& program, int64_t bucket_bytes);
+
+  // Whether instruction `instr` is left to the buckets.
+  bool deferred(size_t instr) const { return deferred_[instr]; }
+  // Whether instruction `instr` reads a deferred gradient (the buckets flush before it).
+  bool reads_deferred(size_t instr) const { return reads_deferred_[instr]; }
+  int buckets_per_step() const { return buckets_per_step_; }
+
+  // Copies the input of deferred instruction `instr` into its bucket; reduces the bucket
+  // into `buffers` once it holds bucket_bytes.
+  Status Add(Communicator& world, size_t instr, std::vector<Tensor>& buffers, RankStats* stats);
+  // Reduces every bucket that holds gradients (end of the step, or before a reader).
+  Status FlushAll(Communicator& world, std::vector<Tensor>& buffers, RankStats* stats);
+
+ private:
+  struct Entry {
+    int out = 0;  // DistValue
+    int64_t offset = 0, size = 0;
+  };
+  struct Bucket {
+    std::vector<std::vector<int>> groups;  // the all-reduce's rank groups (world ranks)
+    std::vector<float> data;
+    std::vector<Entry> entries;
+  };
+  Status Flush(Communicator& world, Bucket& bucket, std::vector<Tensor>& buffers, RankStats* stats);
+  Result<Communicator*> GroupComm(Communicator& world, const std::vector<std::vector<int>>& groups);
+
+  const DistProgram& program_;
+  int64_t bucket_bytes_ = 0;
+  std::vector<bool> deferred_, reads_deferred_;
+  std::vector<int> bucket_of_;   // per instruction: index into buckets_ (deferred only)
+  std::vector<Bucket> buckets_;  // one open bucket per distinct rank-group set
+  std::map<std::vector<std::vector<int>>, std::unique_ptr<Communicator>> comms_;
+  int buckets_per_step_ = 0;
+};
+
+}  // namespace shardscope

@@ -1,0 +1,73 @@
+// Gradient buckets: fewer all-reduces per step, the same parameters to the bit, under data
+// parallelism and with a strategy whose gradients are reduced along a mesh axis only.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "shardscope/dist_trainer.h"
+#include "small_net.h"
+
+namespace shardscope {
+namespace {
+
+constexpr int64_t kBatch = 16;
+
+struct Outcome {
+  std::vector<std::vector<float>> params;  // rank 0's shards
+  int64_t calls_per_step = 0;              // rank 0's communicator calls
+  int bucket_calls = 0;
+};
+
+Outcome Train(int devices, int64_t bucket_bytes, bool megatron) {
+  Outcome out;
+  const Dataset data = MakeSyntheticDataset(kBatch * 3, {1, 4, 4}, 8, 5);
+  PartitionOptions options;
+  options.devices = devices;
+  std::mutex mu;
+  Status st = RunOnDevices(devices, [&](Communicator& comm) -> Status {
+    testing_nets::SmallNet net(32, /*with_dropout=*/false);
+    if (megatron) net.b.matmul.shard("((2,2),(2,1))");  // 2-way data x 2-way rows
+    SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, nn::BuildClassifier(net, {1, 4, 4}, kBatch));
+    TrainConfig config;
+    config.seed = 3;
+    config.bucket_bytes = bucket_bytes;
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        auto t, DistTrainer::Create(std::move(model), config, options, comm.rank()));
+    BatchIterator it(data, kBatch, 3, true);
+    Tensor x, y;
+    int64_t steps = 0;
+    const int64_t calls_before = comm.stats().calls;
+    while (it.Next(&x, &y)) {
+      SHARDSCOPE_RETURN_IF_ERROR(t->Step(comm, x, y).status());
+      ++steps;
+    }
+    if (comm.rank() != 0) return Status::Ok();
+    std::lock_guard<std::mutex> lock(mu);
+    out.calls_per_step = (comm.stats().calls - calls_before) / steps;
+    out.bucket_calls = t->executor().bucket_calls();
+    for (ValueId p : t->parameters()) {
+      const Tensor& s = t->ParameterShard(p);
+      out.params.emplace_back(s.data(), s.data() + s.size());
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(st.ok()) << st.message();
+  return out;
+}
+
+TEST(GradBuckets, FewerCallsSameBits) {
+  for (bool megatron : {false, true}) {
+    const Outcome each = Train(4, 0, megatron);
+    const Outcome small = Train(4, 1024, megatron);  // a few buckets
+    const Outcome one = Train(4, int64_t{25} << 20, megatron);
+    EXPECT_EQ(each.bucket_calls, 0);
+    EXPECT_GT(small.bucket_calls, one.bucket_calls) << "megatron " << megatron;
+    EXPECT_LT(small.calls_per_step, each.calls_per_step) << "megatron " << megatron;
+    EXPECT_LT(one.calls_per_step, small.calls_per_step) << "megatron " << megatron;
+    EXPECT_EQ(each.params, small.params) << "megatron " << megatron;
+    EXPECT_EQ(each.params, one.params) << "megatron " << megatron;
+  }
+}
+
+}  // namespace
+}  // namespace shardscope
