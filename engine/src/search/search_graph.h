@@ -2,6 +2,8 @@
 // symbolic costs of search.h — plus the three search algorithms.
 #pragma once
 
+#include <functional>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,11 @@ namespace shardscope::search_internal {
 
 // Split counts per letter of SearchOp::letters.
 using Parts = std::vector<int64_t>;
+
+// The devices a split uses: the product of its counts.
+inline int64_t Product(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
+}
 
 // One operand of an operator, indexed for the cost functions.
 struct SearchOperand {
