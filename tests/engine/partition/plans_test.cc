@@ -214,6 +214,29 @@ TEST(Plans, MegatronMlpHasNoRedistributionBetweenAndOneAllReduceAfter) {
   EXPECT_EQ(forward, 1) << p.program.ToText(p.model.graph);
 }
 
+// A backward operator computes on as many devices as its forward operator: MatMul's dA keeps
+// the rows split the forward had, instead of gathering the whole batch's gradient because the
+// gradient flowing in was produced on another operator's mesh.
+TEST(Plans, BackwardOperatorsKeepTheirForwardOperatorsSplits) {
+  Mlp2 net;
+  net.dense2.matmul.shard("((4,2),(2,1))");
+  auto model = nn::BuildClassifier(net, {16}, 8);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Planned p = PlanFor(std::move(*model), 8);
+  const Graph& g = p.model.graph;
+  const NodeId forward = g.FindNode("dense2.matmul");
+  int backward = 0;
+  for (const Node& n : g.nodes()) {
+    if (!n.is_backward || n.forward_node != forward) continue;
+    ++backward;
+    const OpStrategy& s = p.program.strategies[n.id];
+    int64_t used = 1;
+    for (const auto& [letter, axes] : s.letters) used *= s.mesh.GroupSize(axes);
+    EXPECT_EQ(used, 8) << n.name << ": " << s.ToString() << "\n" << p.program.ToText(g);
+  }
+  EXPECT_GE(backward, 2);  // dA and dB
+}
+
 TEST(Plans, PartialOutputOfAReductionSplitMatMulIsReducedAndSaysWhy) {
   std::map<std::string, DeviceMesh> meshes;
   Planned p = PlanFor(FromFile("matmul3.yaml", &meshes), 8, meshes);
