@@ -165,8 +165,9 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
         g = std::gcd(g, s[d]);
       }
     }
-    for (const std::string& in : op.sig.inputs) {
-      for (char c : in) {
+    // In the order ResolveStrategy makes mesh axes of them (ranks follow the letters).
+    for (size_t i : OperandsByRank(op.sig)) {
+      for (char c : op.sig.inputs[i]) {
         if (op.letters.find(c) != std::string::npos) continue;
         if (op.sig.whole.find(c) != std::string::npos || divisible[c] <= 1) continue;
         op.letters += c;

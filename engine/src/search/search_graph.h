@@ -61,7 +61,7 @@ struct SearchOp {
   NodeId node = kNoNode;
   std::string name;
   ShardingSignature sig;
-  std::string letters;                 // splittable input letters, in order of appearance
+  std::string letters;                 // splittable input letters, by appearance (OperandsByRank)
   std::vector<int64_t> letter_size;    // per letter
   double flops = 0;                    // forward, whole operator
   double weight = 0;                   // ordering key of recursive_programming (= flops)

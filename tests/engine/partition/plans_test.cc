@@ -374,6 +374,45 @@ TEST(Plans, RankCpuTimeIsCountedAndNeverExceedsTheWallTime) {
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
+// Mesh axes follow the highest-rank operand's letters (OperandsByRank): an Add reading a
+// bias first lays its blocks on the ranks its activation's producer has them on, so the
+// activation needs no exchange (bias-first order had permuted every block).
+TEST(Plans, MeshAxesFollowTheHighestRankOperand) {
+  auto mf = ParseModelText(R"(name: bias_first
+input: {shape: [16]}
+classes: 8
+parameters:
+  w: {shape: [16, 8], init: normal}
+  b: {shape: [8], init: zeros}
+operators:
+  - mm: {op: MatMul, inputs: [x, w]}
+  - relu0: {op: ReLU, inputs: [mm]}
+  - add: {op: Add, inputs: [b, relu0]}
+output: add
+loss: softmax_cross_entropy
+optimizer: {type: sgd, lr: 0.01}
+data: {dataset: synthetic, synthetic_size: 64}
+training: {batch: 8, epochs: 1, seed: 1}
+parallel:
+  mode: semi_auto
+  devices: 8
+  strategies:
+    relu0: ((4, 2),)
+    add: ((2,), (4, 2))
+)",
+                           "bias_first.yaml");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  auto m = mf->Build(8);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Planned p = PlanFor(std::move(*m), 8);
+  const OpStrategy& add = p.program.strategies[p.model.graph.FindNode("add")];
+  EXPECT_EQ(add.mesh.shape(), (Shape{4, 2})) << add.ToString();
+  for (const DistInstr* r : FeedsOf(p, "add")) {
+    EXPECT_NE(r->reason.find("parameter"), std::string::npos)
+        << "relu0's output is exchanged: " << r->reason;
+  }
+}
+
 // A strategy that uses fewer devices than the run gets a replica axis "rep" appended last:
 // consecutive ranks hold the same block (documented in strategy.h).
 TEST(Plans, ReplicaFactorOfASmallStrategyIsTheLastMeshAxis) {
