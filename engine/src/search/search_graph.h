@@ -171,9 +171,9 @@ class SearchGraph {
   int64_t LetterStride(const Parts& parts, int l) const;
   // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.
   void Span(int64_t stride, int64_t size, Link* link) const;
-  // The link of a group along `letters` of an operator under `parts` (and its replica axis
-  // when `replicas`): default_bandwidth and latency_s without a device mesh.
-  Link GroupLink(const Parts& parts, const std::vector<int>& letters, bool replicas = false) const;
+  // The link of a group along `letters` of an operator under `parts`: default_bandwidth and
+  // latency_s without a device mesh.
+  Link GroupLink(const Parts& parts, const std::vector<int>& letters) const;
   Link NoMeshLink() const;
   std::vector<PhysicalAxis> physical_;
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;

@@ -57,12 +57,11 @@ void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
   }
 }
 
-SearchGraph::Link SearchGraph::GroupLink(const Parts& parts, const std::vector<int>& letters,
-                                         bool replicas) const {
+SearchGraph::Link SearchGraph::GroupLink(const Parts& parts,
+                                         const std::vector<int>& letters) const {
   if (physical_.empty()) return NoMeshLink();
   Link link{std::numeric_limits<double>::infinity(), -1};
   for (int l : letters) Span(LetterStride(parts, l), parts[l], &link);
-  if (replicas) Span(1, options_.devices / Product(parts), &link);
   if (std::isinf(link.bandwidth)) return NoMeshLink();
   return link;
 }
@@ -162,10 +161,11 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
       if (partial > 1) grad_reduce += reduce(shard, partial, GroupLink(parts, in.missing));
     }
     if (in.kind == ValueKind::kParameter) {
-      // Its gradient is summed over the ranks that replicate it: the letters it lacks and the
-      // replica axis.
-      const auto replicas = static_cast<int64_t>(options_.devices / split);
-      if (replicas > 1) grad_reduce += reduce(shard, replicas, GroupLink(parts, in.missing, true));
+      // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
+      // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
+      int64_t partial = 1;
+      for (int l : in.missing) partial *= parts[l];
+      if (partial > 1) grad_reduce += reduce(shard, partial, GroupLink(parts, in.missing));
     }
   }
   for (const SearchOperand& out : o.outputs) {
