@@ -17,8 +17,9 @@
 //              GEMMs at the rates of their shard shapes, without the gradient GEMM of an
 //              input that needs none) plus the optimizer's update of its parameter shards
 //              (bytes moved / memory_bandwidth), times ComputeSlowdown; plus the all-reduce of
-//              each parameter's gradient over the devices that replicate it, and of a
-//              result nothing reads (the loss) left as a partial sum;
+//              each parameter's gradient over the split letters it lacks (not over the
+//              replica axis: replicas compute the same sum), and of a result nothing reads
+//              (the loss) left as a partial sum;
 //   edge       the reduction of a partial-sum producer (reduce-scatter or all-reduce over
 //              the summed parts) plus the exchange from the producer's blocks to the
 //              consumer's and back (the gradient): a rank receives the part of its target
@@ -43,8 +44,11 @@
 //                           which letter to multiply by the factor, by own cost plus the
 //                           redistribution penalty to neighbours; linear per round.
 //   dynamic_programming     the exact optimum of the symbolic model over the candidates by
-//                           leaf, series and parallel elimination; refuses graphs that do not
-//                           reduce that way or exceed max_dp_operators, naming the reason.
+//                           leaf, series and parallel elimination; refuses graphs that exceed
+//                           max_dp_operators. A graph that does not reduce that way (ResNet's
+//                           batch statistics) gets recursive_programming's strategies and a
+//                           SearchResult::note naming why, with the gap to a lower bound
+//                           (every operator at its cheapest own cost, edges free).
 //
 // Determinism: operators in node order, stable sorts, ties to the lower candidate index;
 // every rank computes the same result.
@@ -129,6 +133,9 @@ struct SearchResult {
   double operator_seconds = 0;            // of which computation (no gradient reductions)
   double collectives = 0;  // collectives and exchanges priced per step (readers share one)
   double memory_per_device_bytes = 0;
+  // What the user must know about the result: dynamic_programming that could not reduce the
+  // graph says so, and how far its fallback may be from the optimum. Empty: nothing.
+  std::string note;
 };
 
 // Searches strategies for the forward operators of `forward` (backward operators, if any,

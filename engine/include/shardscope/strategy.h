@@ -48,11 +48,15 @@ struct OpStrategy {
   std::string ToString() const;
 };
 
+// The operand indices of `sig`, highest rank first (stable): the order in which a splits
+// strategy's letters become mesh axes, here and in the searches.
+std::vector<size_t> OperandsByRank(const ShardingSignature& sig);
+
 // Resolves a user strategy for operator `op_name` with signature `sig` and operand shapes
 // `inputs` on `devices` devices. A splits strategy makes a mesh with one axis per split
-// letter (named after the letter) and, when it uses fewer devices than the run, a replica
-// axis "rep" appended last (the fastest-varying: consecutive ranks hold the same block).
-// Errors name the operator, the rule broken and the numbers.
+// letter (named after the letter, in order of appearance in OperandsByRank) and, when it uses fewer
+// devices than the run, a replica axis "rep" appended last (the fastest-varying: consecutive ranks
+// hold the same block). Errors name the operator, the rule broken and the numbers.
 Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrategy& strategy,
                                    const ShardingSignature& sig, const std::vector<Shape>& inputs,
                                    int devices);

@@ -284,6 +284,7 @@ int RunPlan(const PlanOptions& o) {
       price->communication_steps, price->redistributions, r.step_seconds * 1e3,
       FormatBytes(static_cast<double>(*memory)).c_str(),
       FormatBytes(static_cast<double>(max_recv)).c_str());
+  if (!r.note.empty()) std::printf("note: %s\n", r.note.c_str());
   if (!o.search.save_strategy.empty())
     std::printf("strategies written to %s\n", o.search.save_strategy.c_str());
   if (!o.record.empty()) std::printf("recorded %s\n", o.record.c_str());
@@ -322,7 +323,8 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       "Search modes: semi_auto (the model's strategies, the rest data-parallel),\n"
       "sharding_propagation (from the configured operators outward), recursive_programming\n"
       "(fully automatic, one round per prime factor of N), dynamic_programming (the exact\n"
-      "optimum of the cost model; refuses graphs that do not reduce, naming why).\n"
+      "optimum of the cost model; where the graph does not reduce, recursive_programming's\n"
+      "strategies with a note naming why and the gap to a lower bound).\n"
       "Default: the model file's parallel.search, else semi_auto. Costs come from the\n"
       "built-in figures or --profile (shardscope calibrate). The predicted step time prices\n"
       "the partitioned program itself (every kernel, every step of every redistribution,\n"

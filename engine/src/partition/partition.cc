@@ -68,19 +68,26 @@ OpStrategy InferBackward(const Graph& g, const ShardingSignature& sig, const Nod
       auto l = ProducedLayout(g, sigs[f.id], strategies[f.id], f, static_cast<int>(k));
       if (l.ok()) hint = *l;
     }
-    // A gradient arriving for one of f's outputs (same shape, made by the backward) is
-    // split as f produced that output, so the backward keeps f's mesh and letters.
-    const NodeId p = g.value(v).producer;
-    const bool from_backward = p == kNoNode || g.node(p).is_backward;
-    for (size_t k = 0; k < f.outputs.size() && !hint && from_backward; ++k) {
-      if (g.value(f.outputs[k]).shape != g.value(v).shape) continue;
-      auto l = ProducedLayout(g, sigs[f.id], strategies[f.id], f, static_cast<int>(k));
+    // Not a forward operand: a gradient flowing in (of an output, or of an input for the sum
+    // of several readers' gradients). It takes the layout its value had in the forward pass,
+    // as the searches price it, not its producer's: that one lies on another operator's mesh,
+    // is skipped below, and left MatMul's dA gathering the batch (issue 20).
+    const Shape& shape = g.value(v).shape;
+    for (size_t k = 0; k < f.outputs.size() && !hint; ++k) {
+      if (g.value(f.outputs[k]).shape != shape) continue;
+      auto l = strategies[f.id].LayoutOf(sigs[f.id].outputs[k], shape);
+      if (l.ok()) hint = *l;
+    }
+    for (size_t j = 0; j < f.inputs.size() && !hint; ++j) {
+      if (g.value(f.inputs[j]).shape != shape) continue;
+      auto l = RequiredLayout(g, sigs[f.id], strategies[f.id], f, static_cast<int>(j));
       if (l.ok()) hint = *l;
     }
     if (hint) {
       hints.emplace_back(static_cast<int>(i), *hint);
       continue;
     }
+    const NodeId p = g.value(v).producer;
     if (p == kNoNode) continue;
     auto l = ProducedLayout(g, sigs[p], strategies[p], g.node(p), g.value(v).producer_output);
     if (l.ok()) later.emplace_back(static_cast<int>(i), *l);

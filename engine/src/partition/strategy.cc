@@ -155,6 +155,14 @@ std::string OpStrategy::ToString() const {
   return s + "} on " + mesh.ToString();
 }
 
+std::vector<size_t> OperandsByRank(const ShardingSignature& sig) {
+  std::vector<size_t> order(sig.inputs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sig.inputs[a].size() > sig.inputs[b].size(); });
+  return order;
+}
+
 Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrategy& st,
                                    const ShardingSignature& sig, const std::vector<Shape>& inputs,
                                    int devices) {
@@ -186,7 +194,6 @@ Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrat
                                  " parts (operand " + std::to_string(i) + ", dimension " +
                                  std::to_string(d) + "); shared dimensions must agree");
         }
-        if (fresh) order += c;
         if (k > 1 && sig.whole.find(c) != std::string::npos) {
           return Status::Invalid(
               where + ": operand " + std::to_string(i) + " dimension " + std::to_string(d) +
@@ -198,6 +205,14 @@ Result<OpStrategy> ResolveStrategy(const std::string& op_name, const ParsedStrat
                                  std::to_string(d) + " of size " + std::to_string(inputs[i][d]) +
                                  " is not divisible by " + std::to_string(k));
         }
+      }
+    }
+    // Mesh axes in order of appearance, operands of the highest rank first (SearchGraph
+    // orders its letters alike): Where(mask, x, y) lays y's blocks on the ranks its producer
+    // has them on, not in the mask's order, which cost a permutation each way.
+    for (size_t i : OperandsByRank(sig)) {
+      for (char c : sig.inputs[i]) {
+        if (order.find(c) == std::string::npos) order += c;
       }
     }
     Shape shape;

@@ -2,6 +2,7 @@
 #include "shardscope/search.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -101,6 +102,25 @@ SearchResult Explain(const SearchGraph& g, const Assignment& a, const SearchOpti
 
 }  // namespace
 
+namespace {
+
+// dynamic_programming could not reduce the graph: recursive_programming decided, and the
+// optimum is at least every operator's cheapest own cost (edges cost nothing or more).
+std::string FallbackNote(const SearchGraph& g, const SearchResult& r, const std::string& why) {
+  double bound = 0;
+  for (const search_internal::SearchOp& op : g.ops()) {
+    if (!op.own_cost.empty()) bound += *std::min_element(op.own_cost.begin(), op.own_cost.end());
+  }
+  char gap[160];
+  std::snprintf(gap, sizeof gap,
+                "objective %.6g s, at most %.3g %% above the optimum (lower bound %.6g s: every "
+                "operator at its cheapest own cost, redistribution free)",
+                r.step_seconds, bound > 0 ? 100.0 * (r.step_seconds - bound) / bound : 0.0, bound);
+  return why.substr(0, why.find("; use ")) + "; the strategies are recursive_programming's: " + gap;
+}
+
+}  // namespace
+
 Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions& options) {
   if (options.mode == SearchMode::kSemiAuto && !options.shard_blocks.empty()) {
     const ShardBlockSpec& block = options.shard_blocks[0];
@@ -113,6 +133,7 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
   if (options.mode != SearchMode::kSemiAuto) SHARDSCOPE_RETURN_IF_ERROR(g.ApplyMemoryBudget());
   g.CacheOwnCosts();
   Assignment a;
+  std::string unreduced;  // why dynamic_programming fell back, if it did
   switch (options.mode) {
     case SearchMode::kSemiAuto:
       a = SemiAuto(g);
@@ -124,11 +145,20 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
       a = search_internal::RunRecursive(g);
       break;
     case SearchMode::kDynamicProgramming: {
-      SHARDSCOPE_ASSIGN_OR_RETURN(a, search_internal::RunDynamicProgramming(g));
+      Result<Assignment> dp = search_internal::RunDynamicProgramming(g);
+      if (!dp.ok() && dp.status().message().find("does not reduce") == std::string::npos)
+        return dp.status();
+      if (dp.ok()) {
+        a = std::move(*dp);
+      } else {
+        a = search_internal::RunRecursive(g);
+        unreduced = dp.status().message();
+      }
       break;
     }
   }
   SearchResult r = Explain(g, a, options);
+  if (!unreduced.empty()) r.note = FallbackNote(g, r, unreduced);
   if (options.memory_budget_bytes > 0 && r.memory_per_device_bytes > options.memory_budget_bytes) {
     const auto largest = std::max_element(
         r.operators.begin(), r.operators.end(),
@@ -162,6 +192,7 @@ std::string SearchResultToJson(const SearchResult& r, int indent) {
   j["search_objective_compute_seconds"] = r.operator_seconds;
   j["search_objective_collectives"] = r.collectives;
   j["memory_per_device_bytes"] = r.memory_per_device_bytes;
+  if (!r.note.empty()) j["note"] = r.note;
   j["operators"] = nlohmann::ordered_json::array();
   for (const OperatorChoice& c : r.operators) {
     nlohmann::ordered_json o;

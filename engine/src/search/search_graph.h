@@ -2,6 +2,8 @@
 // symbolic costs of search.h — plus the three search algorithms.
 #pragma once
 
+#include <functional>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,11 @@ namespace shardscope::search_internal {
 
 // Split counts per letter of SearchOp::letters.
 using Parts = std::vector<int64_t>;
+
+// The devices a split uses: the product of its counts.
+inline int64_t Product(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
+}
 
 // One operand of an operator, indexed for the cost functions.
 struct SearchOperand {
@@ -54,7 +61,7 @@ struct SearchOp {
   NodeId node = kNoNode;
   std::string name;
   ShardingSignature sig;
-  std::string letters;                 // splittable input letters, in order of appearance
+  std::string letters;                 // splittable input letters, by appearance (OperandsByRank)
   std::vector<int64_t> letter_size;    // per letter
   double flops = 0;                    // forward, whole operator
   double weight = 0;                   // ordering key of recursive_programming (= flops)
@@ -164,9 +171,9 @@ class SearchGraph {
   int64_t LetterStride(const Parts& parts, int l) const;
   // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.
   void Span(int64_t stride, int64_t size, Link* link) const;
-  // The link of a group along `letters` of an operator under `parts` (and its replica axis
-  // when `replicas`): default_bandwidth and latency_s without a device mesh.
-  Link GroupLink(const Parts& parts, const std::vector<int>& letters, bool replicas = false) const;
+  // The link of a group along `letters` of an operator under `parts`: default_bandwidth and
+  // latency_s without a device mesh.
+  Link GroupLink(const Parts& parts, const std::vector<int>& letters) const;
   Link NoMeshLink() const;
   std::vector<PhysicalAxis> physical_;
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;

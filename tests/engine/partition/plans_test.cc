@@ -264,6 +264,27 @@ parallel:
     }
   }
   EXPECT_EQ(products, 3);  // fc1's da is not needed (x has no gradient)
+// A backward operator computes on as many devices as its forward operator: MatMul's dA keeps
+// the rows split the forward had, instead of gathering the whole batch's gradient because the
+// gradient flowing in was produced on another operator's mesh.
+TEST(Plans, BackwardOperatorsKeepTheirForwardOperatorsSplits) {
+  Mlp2 net;
+  net.dense2.matmul.shard("((4,2),(2,1))");
+  auto model = nn::BuildClassifier(net, {16}, 8);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Planned p = PlanFor(std::move(*model), 8);
+  const Graph& g = p.model.graph;
+  const NodeId forward = g.FindNode("dense2.matmul");
+  int backward = 0;
+  for (const Node& n : g.nodes()) {
+    if (!n.is_backward || n.forward_node != forward) continue;
+    ++backward;
+    const OpStrategy& s = p.program.strategies[n.id];
+    int64_t used = 1;
+    for (const auto& [letter, axes] : s.letters) used *= s.mesh.GroupSize(axes);
+    EXPECT_EQ(used, 8) << n.name << ": " << s.ToString() << "\n" << p.program.ToText(g);
+  }
+  EXPECT_GE(backward, 2);  // dA and dB
 }
 
 TEST(Plans, PartialOutputOfAReductionSplitMatMulIsReducedAndSaysWhy) {
@@ -401,6 +422,45 @@ TEST(Plans, RankCpuTimeIsCountedAndNeverExceedsTheWallTime) {
     return Status::Ok();
   });
   EXPECT_TRUE(st.ok()) << st.message();
+}
+
+// Mesh axes follow the highest-rank operand's letters (OperandsByRank): an Add reading a
+// bias first lays its blocks on the ranks its activation's producer has them on, so the
+// activation needs no exchange (bias-first order had permuted every block).
+TEST(Plans, MeshAxesFollowTheHighestRankOperand) {
+  auto mf = ParseModelText(R"(name: bias_first
+input: {shape: [16]}
+classes: 8
+parameters:
+  w: {shape: [16, 8], init: normal}
+  b: {shape: [8], init: zeros}
+operators:
+  - mm: {op: MatMul, inputs: [x, w]}
+  - relu0: {op: ReLU, inputs: [mm]}
+  - add: {op: Add, inputs: [b, relu0]}
+output: add
+loss: softmax_cross_entropy
+optimizer: {type: sgd, lr: 0.01}
+data: {dataset: synthetic, synthetic_size: 64}
+training: {batch: 8, epochs: 1, seed: 1}
+parallel:
+  mode: semi_auto
+  devices: 8
+  strategies:
+    relu0: ((4, 2),)
+    add: ((2,), (4, 2))
+)",
+                           "bias_first.yaml");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  auto m = mf->Build(8);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Planned p = PlanFor(std::move(*m), 8);
+  const OpStrategy& add = p.program.strategies[p.model.graph.FindNode("add")];
+  EXPECT_EQ(add.mesh.shape(), (Shape{4, 2})) << add.ToString();
+  for (const DistInstr* r : FeedsOf(p, "add")) {
+    EXPECT_NE(r->reason.find("parameter"), std::string::npos)
+        << "relu0's output is exchanged: " << r->reason;
+  }
 }
 
 // A strategy that uses fewer devices than the run gets a replica axis "rep" appended last:

@@ -1,0 +1,360 @@
+// The symbolic cost model of search.h: operator, edge and memory prices of a search graph.
+#include "search/search_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace shardscope::search_internal {
+namespace {
+
+// A phase priced at `price` seconds (each of `devices` devices' work times `slowdown`) takes
+// devices x work on one core, i.e. price x devices / slowdown: this returns how much more than
+// the price that is, as a fraction of it (0 without oversubscription: every device its core).
+double ExtraOfOneCore(int devices, double slowdown) {
+  return slowdown > 1 ? std::max(0.0, devices / slowdown - 1.0) : 0.0;
+}
+
+}  // namespace
+
+int64_t SearchGraph::LetterStride(const Parts& parts, int l) const {
+  int64_t stride = options_.devices / Product(parts);  // the replica axis is the last
+  for (size_t k = static_cast<size_t>(l) + 1; k < parts.size(); ++k) stride *= parts[k];
+  return stride;
+}
+
+bool SearchGraph::GroupsLink(const RedistGroups& groups, double* bandwidth, double* latency) const {
+  if (physical_.empty()) return false;
+  Link link{std::numeric_limits<double>::infinity(), -1};
+  for (const PhysicalAxis& a : physical_) {
+    bool spanned = false;
+    for (const RedistGroups::Group& group : groups) {
+      for (int r : group) spanned |= (r / a.stride) % a.size != (group[0] / a.stride) % a.size;
+      if (spanned) break;
+    }
+    if (!spanned) continue;
+    link.bandwidth = std::min(link.bandwidth, a.bandwidth);
+    link.latency = std::max(link.latency, a.latency);
+  }
+  if (std::isinf(link.bandwidth)) return false;
+  *bandwidth = link.bandwidth;
+  *latency = link.latency < 0 ? options_.cost.latency_s : link.latency;
+  return true;
+}
+
+SearchGraph::Link SearchGraph::NoMeshLink() const { return {options_.cost.default_bandwidth, -1}; }
+
+void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
+  if (size <= 1) return;
+  // Ranks stride, 2 stride, ... (size - 1) stride apart change the coordinate of every axis
+  // whose digit range [axis stride, axis stride x axis size) meets [stride, stride x size).
+  for (const PhysicalAxis& a : physical_) {
+    if (a.size > 1 && stride < a.stride * a.size && a.stride < stride * size) {
+      link->bandwidth = std::min(link->bandwidth, a.bandwidth);
+      link->latency = std::max(link->latency, a.latency);
+    }
+  }
+}
+
+SearchGraph::Link SearchGraph::GroupLink(const Parts& parts,
+                                         const std::vector<int>& letters) const {
+  if (physical_.empty()) return NoMeshLink();
+  Link link{std::numeric_limits<double>::infinity(), -1};
+  for (int l : letters) Span(LetterStride(parts, l), parts[l], &link);
+  if (std::isinf(link.bandwidth)) return NoMeshLink();
+  return link;
+}
+
+std::vector<int64_t> SearchGraph::TensorParts(int op, const std::string& letters,
+                                              const Parts& parts) const {
+  std::vector<int64_t> out;
+  out.reserve(letters.size());
+  const std::string& mine = ops_[op].letters;
+  for (char c : letters) {
+    const size_t l = mine.find(c);
+    out.push_back(l == std::string::npos ? 1 : parts[l]);
+  }
+  return out;
+}
+
+double SearchGraph::OpCost(int op, const Parts& parts) const {
+  return OpCompute(op, parts) + OpCommunication(op, parts);
+}
+
+double SearchGraph::ComputeBeforeCollective(int op, const Parts& parts) const {
+  const CostModel& cm = options_.cost;
+  // Without a hand-off to cap, skip the computation (EdgeCost is the searches' hot loop).
+  if (cm.in_process.MaxHandoffSeconds() <= 0) return 0.0;
+  const double compute = OpCompute(op, parts);
+  if (cm.in_process.long_phase_handoff_s <= 0) return compute;
+  return compute *
+         ExtraOfOneCore(options_.devices, cm.in_process.ComputeSlowdown(options_.devices));
+}
+
+double SearchGraph::OpCompute(int op, const Parts& parts) const {
+  const SearchOp& o = ops_[op];
+  double touched = 0;
+  for (const SearchOperand& in : o.inputs) touched += in.bytes / in.Parts(parts);
+  for (const SearchOperand& out : o.outputs) touched += out.bytes / out.Parts(parts);
+  // The optimizer's update of each parameter shard: it reads the weight, its gradient and
+  // every state tensor and writes the weight and the states back (memory-bound).
+  double update = 0;
+  for (const SearchOperand& in : o.inputs) {
+    if (in.kind == ValueKind::kParameter)
+      update += in.bytes / in.Parts(parts) * (3 + 2 * options_.optimizer_states);
+  }
+  const CostModel& cm = options_.cost;
+  double work = 0;  // forward and backward
+  if (o.gemm && !cm.gemm_rates.empty()) {
+    // Forward out = a.b, backward da = dout.bT and db = aT.dout (each only when that input
+    // needs a gradient): GEMMs of other shapes, each at the rate calibrate measured for its
+    // shape. That rate includes reading the operands (at the samples' sizes, from cache: the
+    // bandwidth of a large copy over-priced them twice over in bench_predict).
+    const double batch = o.gemm->batch.Shard(parts), r = o.gemm->rows.Shard(parts),
+                 d = o.gemm->depth.Shard(parts), c = o.gemm->cols.Shard(parts);
+    work = cm.GemmSeconds(r, d, c);
+    if (o.inputs[0].needs_grad) work += cm.GemmSeconds(r, c, d);
+    if (o.inputs[1].needs_grad) work += cm.GemmSeconds(d, r, c);
+    work *= batch;
+  } else if (o.conv && !cm.conv_gemm_rates.empty()) {
+    // Per image: forward out = w.cols, backward dw = dout.colsT and dcols = wT.dout (when the
+    // input needs a gradient), each at the rate calibrate measured for its shape (the Conv2D
+    // kernel, its im2col copy included).
+    const double images = o.conv->batch.Shard(parts), r = o.conv->rows.Shard(parts),
+                 d = o.conv->depth.Shard(parts), c = o.conv->cols.Shard(parts);
+    work = cm.ConvGemmSeconds(r, d, c) + cm.ConvGemmSeconds(r, c, d);
+    if (o.inputs[0].needs_grad) work += cm.ConvGemmSeconds(d, r, c);
+    work *= images;
+  } else if (o.kernel_rate > 0 && !o.inputs.empty()) {
+    // Forward and gradient together at the rate calibrate measured for this kind, by the
+    // bytes of its input shard (MaxPool2D: the flop count prices window comparisons as
+    // nothing and its gradient as a copy, well below what the kernels take).
+    work = o.inputs[0].bytes / o.inputs[0].Parts(parts) / o.kernel_rate;
+  } else {
+    work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);
+  }
+  // Devices sharing too few cores compute one after another (ComputeSlowdown).
+  return (work + cm.MemorySeconds(update)) * cm.in_process.ComputeSlowdown(options_.devices);
+}
+
+double SearchGraph::OpCommunication(int op, const Parts& parts, double* collectives) const {
+  const SearchOp& o = ops_[op];
+  const CostModel& cm = options_.cost;
+  double grad_reduce = 0;
+  // The reductions follow this operator's computation (its backward; the loss's forward).
+  const double before = ComputeBeforeCollective(op, parts);
+  const auto reduce = [&](double shard, int64_t group, const Link& link) {
+    const double s = cm.SearchCollectiveAfterSeconds(CollectiveKind::kAllReduce, shard, group,
+                                                     link.bandwidth, link.latency, before);
+    if (collectives != nullptr && s > 0) *collectives += 1;
+    return s;
+  };
+  for (const SearchOperand& in : o.inputs) {
+    const double split = in.Parts(parts);
+    const double shard = in.bytes / split;
+    if (in.kind == ValueKind::kActivation) {
+      // Backward: this input's gradient is a partial sum over the split letters it lacks
+      // (MatMul's dX over n), reduced before its producer can use it.
+      int64_t partial = 1;
+      for (int l : in.missing) partial *= parts[l];
+      if (partial > 1) grad_reduce += reduce(shard, partial, GroupLink(parts, in.missing));
+    }
+    if (in.kind == ValueKind::kParameter) {
+      // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
+      // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
+      // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
+      int64_t partial = 1;
+      for (int l : in.missing) partial *= parts[l];
+      const double share = cm.GradientBucketShare(shard);
+      if (partial > 1)
+        grad_reduce += share * reduce(shard / share, partial, GroupLink(parts, in.missing));
+    }
+  }
+  for (const SearchOperand& out : o.outputs) {
+    // A result nothing reads (the loss) left as a partial sum is all-reduced to be reported.
+    if (out.read || out.summed.empty()) continue;
+    int64_t partial = 1;
+    for (int l : out.summed) partial *= parts[l];
+    if (partial > 1)
+      grad_reduce += reduce(out.bytes / out.Parts(parts), partial, GroupLink(parts, out.summed));
+  }
+  return grad_reduce;
+}
+
+double SearchGraph::OpMemory(int op, const Parts& parts) const {
+  const SearchOp& o = ops_[op];
+  double params = 0, saved = 0;
+  for (const SearchOperand& in : o.inputs) {
+    if (in.kind == ValueKind::kParameter) params += in.bytes / in.Parts(parts);
+  }
+  for (const SearchOperand& out : o.outputs) saved += out.bytes / out.Parts(parts);
+  // Weights and gradients at the dtype, fp32 master weights and optimizer states beside them.
+  const double elements = params / PrecisionBytes(options_.dtype);
+  return elements * TrainingBytesPerParameter(options_.dtype, options_.optimizer_states) + saved;
+}
+
+double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer,
+                             double* collectives) const {
+  const SearchEdge& edge = edges_[e];
+  const CostModel& cm = options_.cost;
+  const size_t rank = edge.src_letter.size();
+  double src_parts = 1, dst_parts = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (edge.src_letter[d] >= 0) src_parts *= static_cast<double>(producer[edge.src_letter[d]]);
+    if (edge.dst_letter[d] >= 0) dst_parts *= static_cast<double>(consumer[edge.dst_letter[d]]);
+  }
+  double cost = 0;
+  // A partial-sum producer: reduce over the summed letters' parts.
+  int64_t partial = 1;
+  for (int l : edge.summed_letter) partial *= producer[l];
+  if (partial > 1) {
+    const double shard = edge.bytes / src_parts;
+    const bool scatter = dst_parts >= src_parts * static_cast<double>(partial);
+    const Link link = GroupLink(producer, edge.summed_letter);
+    cost += cm.SearchCollectiveAfterSeconds(
+        scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial,
+        link.bandwidth, link.latency, ComputeBeforeCollective(edge.producer, producer));
+    if (collectives != nullptr) *collectives += 1;
+  }
+  // Exchange a -> b: a rank receives its b block minus what its a block already covers.
+  double overlap = 1, peers_forward = 1, peers_backward = 1;
+  // Dimensions a rank must gather (its target block is larger than its source block along
+  // them): the planner spends one collective step on each (an all-to-all also covers one
+  // dimension that splits further).
+  int gather_forward = 0, gather_backward = 0;
+  // With a device mesh: the slowest axes spanned by the letters whose split differs between
+  // the two ends (data moves along those, in the producer's and in the consumer's mesh).
+  Link link = physical_.empty() ? NoMeshLink() : Link{std::numeric_limits<double>::infinity(), -1};
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t a = edge.src_letter[d] >= 0 ? producer[edge.src_letter[d]] : 1;
+    const int64_t b = edge.dst_letter[d] >= 0 ? consumer[edge.dst_letter[d]] : 1;
+    const int64_t l = std::lcm(a, b);
+    overlap *= static_cast<double>(l);
+    peers_forward *= static_cast<double>(l / b);
+    peers_backward *= static_cast<double>(l / a);
+    gather_forward += l > b;
+    gather_backward += l > a;
+    if (!physical_.empty() && a != b) {
+      if (a > 1) Span(LetterStride(producer, edge.src_letter[d]), a, &link);
+      if (b > 1) Span(LetterStride(consumer, edge.dst_letter[d]), b, &link);
+    }
+  }
+  if (std::isinf(link.bandwidth)) link = NoMeshLink();
+  auto move = [&](double target_parts, double peers, int gathered, double share,
+                  double compute_before) {
+    const double recv = edge.bytes / target_parts - edge.bytes / overlap;
+    if (recv <= 0) return 0.0;
+    const int steps = std::max(1, gathered);
+    if (collectives != nullptr) *collectives += steps * share;
+    return cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth,
+                                         steps, link.latency, compute_before);
+  };
+  // Forward: the activation; consumers that want the same layout share one copy (the
+  // partitioner redistributes a value once per layout), so each edge carries its share. It
+  // follows the producer's computation, or the reduction of its partial sums.
+  const double share = 1.0 / edge.fanout;
+  const double forward_before =
+      partial > 1 ? 0.0 : ComputeBeforeCollective(edge.producer, producer);
+  cost += move(dst_parts, peers_forward, gather_forward, share, forward_before) * share;
+  // Backward: its gradient, after the consumer's backward.
+  cost += move(src_parts, peers_backward, gather_backward, 1.0,
+               ComputeBeforeCollective(edge.consumer, consumer));
+  return cost;
+}
+
+double SearchGraph::Total(const std::vector<Parts>& a) const {
+  double total = 0;
+  for (size_t i = 0; i < ops_.size(); ++i) total += OpCost(static_cast<int>(i), a[i]);
+  for (size_t e = 0; e < edges_.size(); ++e) {
+    total += EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer]);
+  }
+  return total;
+}
+
+SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {
+  Breakdown b;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    b.compute_s += OpCompute(static_cast<int>(i), a[i]);
+    OpCommunication(static_cast<int>(i), a[i], &b.collectives);
+  }
+  for (size_t e = 0; e < edges_.size(); ++e)
+    EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer], &b.collectives);
+  return b;
+}
+
+std::string SearchGraph::Notation(int op, const Parts& parts) const {
+  const SearchOp& o = ops_[op];
+  std::string s = "(";
+  for (size_t i = 0; i < o.sig.inputs.size(); ++i) {
+    s += i ? ",(" : "(";
+    const std::vector<int64_t> t = TensorParts(op, o.sig.inputs[i], parts);
+    for (size_t d = 0; d < t.size(); ++d) s += (d ? "," : "") + std::to_string(t[d]);
+    s += t.size() == 1 ? ",)" : ")";
+  }
+  return s + (o.sig.inputs.size() == 1 ? ",)" : ")");
+}
+
+Parts SearchGraph::DataParallel(int op) const {
+  const SearchOp& o = ops_[op];
+  Parts p(o.letters.size(), 1);
+  const size_t l = o.sig.batch ? o.letters.find(o.sig.batch) : std::string::npos;
+  if (l != std::string::npos && o.letter_size[l] % options_.devices == 0) p[l] = options_.devices;
+  return p;
+}
+
+bool SearchGraph::Reaches(int op, const Parts& parts) const {
+  const SearchOp& o = ops_[op];
+  if (!o.narrowed) return true;
+  for (const Parts& c : o.candidates) {
+    bool divides = true;
+    for (size_t l = 0; l < c.size() && divides; ++l) divides = c[l] % parts[l] == 0;
+    if (divides) return true;
+  }
+  return false;
+}
+
+void SearchGraph::CacheOwnCosts() {
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    ops_[i].own_cost.clear();
+    for (const Parts& p : ops_[i].candidates)
+      ops_[i].own_cost.push_back(OpCost(static_cast<int>(i), p));
+  }
+}
+
+// Each operator may use at most its share of the budget, in proportion to its least memory:
+// the least-memory assignment then always fits, and no operator is starved.
+Status SearchGraph::ApplyMemoryBudget() {
+  const double budget = options_.memory_budget_bytes;
+  if (budget <= 0) return Status::Ok();
+  std::vector<double> least(ops_.size());
+  double total = 0;
+  int largest = 0;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    least[i] = 1e300;
+    for (const Parts& p : ops_[i].candidates)
+      least[i] = std::min(least[i], OpMemory(static_cast<int>(i), p));
+    total += least[i];
+    if (least[i] > least[largest]) largest = static_cast<int>(i);
+  }
+  if (total > budget) {
+    return Status::Invalid(
+        "memory budget " + std::to_string(static_cast<int64_t>(budget)) +
+        " bytes per device: no strategy fits; the least memory any assignment needs is " +
+        std::to_string(static_cast<int64_t>(total)) + " bytes; largest consumer: operator '" +
+        ops_[largest].name + "' (" + std::to_string(static_cast<int64_t>(least[largest])) +
+        " bytes at best: parameters, gradients, optimizer states and its saved output)");
+  }
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const double share = budget * least[i] / total;
+    ops_[i].memory_allowance = share * (1 + 1e-9);
+    std::vector<Parts> kept;
+    for (const Parts& p : ops_[i].candidates) {
+      if (OpMemory(static_cast<int>(i), p) <= share * (1 + 1e-9)) kept.push_back(p);
+    }
+    ops_[i].candidates = std::move(kept);
+  }
+  return Status::Ok();
+}
+
+}  // namespace shardscope::search_internal
