@@ -22,7 +22,7 @@ TEST(Names, SuggestsForTyposAndShortenedNames) {
 
 TEST(Names, StaysQuietWhenNothingIsClose) {
   EXPECT_EQ(DidYouMean("xyz", kModes), "");
-  EXPECT_EQ(DidYouMean("re", kModes), "");  // too short to count as a prefix
+  EXPECT_EQ(DidYouMean("re", kModes), "");         // too short to count as a prefix
   EXPECT_EQ(DidYouMean("semi_auto", kModes), "");  // the name itself is no suggestion
 }
 

@@ -47,7 +47,7 @@ struct TrainOptions {
   bool no_record = false;
   bool overwrite = false;
   bool cpu_time = false;
-  bool json = false;  // the summary as JSON on stdout, the console's lines on stderr
+  bool json = false;                 // the summary as JSON on stdout, the console's lines on stderr
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models

@@ -26,7 +26,7 @@ double Since(Clock::time_point start) {
 std::string RunFilePath(const Recorder& recorder) {
   std::error_code ec;
   const std::filesystem::path path = std::filesystem::absolute(recorder.path(), ec);
-  return ec ? recorder.path() : path.lexically_normal().string();
+  return ec ? recorder.path() : path.string();
 }
 
 // " on host NAME" (the host rank 0 runs on: under mpirun, not always the launcher's).

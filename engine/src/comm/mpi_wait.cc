@@ -12,7 +12,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kYieldPhase = std::chrono::microseconds(1000);
-constexpr long kFirstPause = 20'000, kMaxPause = 1'000'000;  // nanoseconds
+constexpr long kFirstPause = 20'000, kMaxPause = 250'000;  // nanoseconds
 
 // Calls `test` (true when done, or on an error in *err) until done: yielding, then sleeping.
 template <typename Test>

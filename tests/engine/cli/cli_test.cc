@@ -55,7 +55,9 @@ TEST(Cli, PlacedAndShardBlockModelsTrainOrSayWhyNot) {
   // shard() blocks train (tests/engine/search/shard_block_test.cc has their law).
   Output blocks = Shardscope("train " + kSamples + "basic_blocks.yaml --steps 1 --no-record");
   EXPECT_EQ(blocks.code, 0) << blocks.text;
-  EXPECT_NE(blocks.text.find("8 device(s) (in-process, auto: sharding_propagation)"), std::string::npos) << blocks.text;
+  EXPECT_NE(blocks.text.find("8 device(s) (in-process, auto: sharding_propagation)"),
+            std::string::npos)
+      << blocks.text;
 }
 
 TEST(Cli, TrainsLeNet5OnRealMnistAndReportsAccuracy) {

@@ -58,7 +58,9 @@ TEST(TokenCli, SearchedPlanOfTheParallelSectionRuns) {
   // The file's parallel section: Megatron strategies, sharding propagation, 8 devices.
   const auto out = Shardscope("train " + kGpt + " --steps 3 --log-every 1 --no-record");
   ASSERT_EQ(out.code, 0) << out.text;
-  EXPECT_NE(out.text.find("8 device(s) (in-process, auto: sharding_propagation)"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("8 device(s) (in-process, auto: sharding_propagation)"),
+            std::string::npos)
+      << out.text;
   EXPECT_EQ(Losses(out.text).size(), 3u) << out.text;
   EXPECT_NE(out.text.find("test accuracy"), std::string::npos) << out.text;
 }

@@ -110,7 +110,9 @@ TEST(Mpi, WaitingRanksDoNotBusyPoll) {
   for (const auto end = Clock::now() + 2 * kLate; Clock::now() < end;) {
   }
   const double spinning = ThreadCpuSeconds() - spin0;
-  if (r != 0) {
+  // A few milliseconds of waking up are allowed however little the spinning loop got (many
+  // ranks on few cores); a busy-polling wait takes a spinning loop's share of the 0.8 s.
+  if (r != 0 && waiting > 0.05) {
     EXPECT_LT(waiting, 0.25 * spinning)
         << "rank " << r << " used " << waiting << " s of CPU waiting 0.8 s for rank 0; a spinning "
         << "loop got " << spinning << " s";
