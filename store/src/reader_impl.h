@@ -27,6 +27,7 @@ struct RunReader::Impl {
   internal::Stmt redists_all, redist_by_id, redists_of_op, redists_of_tensor, rsteps_all, rsteps_of;
   internal::Stmt programs, instructions, send_recvs;
   internal::Stmt steps, rank_steps, rank_series, rank_totals, evaluations, events, pipeline_spans;
+  internal::Stmt instruction_spans, timed_steps;
 
   ~Impl() {
     for (internal::Stmt* s : AllStatements()) *s = internal::Stmt();
@@ -40,7 +41,7 @@ struct RunReader::Impl {
             &redists_all,   &redist_by_id, &redists_of_op, &redists_of_tensor, &rsteps_all,
             &rsteps_of,     &programs,     &instructions,  &send_recvs,        &steps,
             &rank_steps,    &rank_series,  &rank_totals,   &evaluations,       &events,
-            &pipeline_spans};
+            &pipeline_spans, &instruction_spans, &timed_steps};
   }
 
   Status Error(int rc, std::string_view what) const {

@@ -39,6 +39,15 @@ struct RankStats {
   int64_t peak_bytes = 0;  // all buffers are live for the whole run
 };
 
+// When an instruction ran during the last DistExecutor::Run: seconds from the start of that
+// Run. `part` -1 is the whole instruction; k >= 0 is step k of its redistribution.
+struct InstrSpan {
+  int instr = 0;
+  int part = -1;
+  double start = 0;
+  double end = 0;
+};
+
 class DistExecutor {
  public:
   // `graph` and `program` must outlive the executor.
@@ -57,6 +66,9 @@ class DistExecutor {
   // Counts RankStats' *_cpu_seconds as well (off by default; see RankStats).
   void set_cpu_timing(bool on) { cpu_timing_ = on; }
   bool cpu_timing() const { return cpu_timing_; }
+  // Every instruction of the last Run() (not RunFor) with its redistribution steps, in
+  // execution order: what `train` records for its timed steps (run file: instruction_span).
+  const std::vector<InstrSpan>& last_spans() const { return spans_; }
 
  private:
   Status Execute(Communicator& comm, size_t instr, int64_t step, bool training, RankStats* stats);
@@ -68,6 +80,10 @@ class DistExecutor {
   RedistWorkspace redist_workspace_;  // buffers and split communicators of redistributions
   Tensor int_scratch_[2];             // i32 values redistributed as f32 (exact up to 2^24): in, out
   bool cpu_timing_ = false;
+  bool timing_ = false;  // inside Run(): spans_ collects
+  double run_start_ = 0;
+  std::vector<InstrSpan> spans_;
+  std::vector<double> step_ends_;  // redistribution steps' end times (RedistWorkspace)
 };
 
 // The program DistTrainer::Create would run: `model` differentiated (backward operators

@@ -80,6 +80,8 @@ int RunShardscope(int argc, char** argv) {
   AddLaunchCommand(app, commands);
   AddPlanCommand(app, commands);
   AddClustersCommand(app, commands);
+  AddTraceCommand(app, commands);
+  AddDiffCommand(app, commands);
   AddCalibrateCommand(app, commands);
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/instruction_timing.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
 #include "cli/resource_checks.h"
@@ -43,6 +44,7 @@ struct TrainOptions {
   bool no_record = false;
   bool overwrite = false;
   bool cpu_time = false;
+  int64_t timing_every = 100;
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models
@@ -318,6 +320,12 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
     if (Recorder* recorder = control.recorder())
       control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
+    if (TimedStep(step, o.timing_every)) {
+      Status recorded;
+      SHARDSCOPE_RETURN_IF_ERROR(GatherInstructionSpans(
+          comm, program, step, trainer->executor().last_spans(), control.recorder(), &recorded));
+      if (control.recorder() != nullptr) control.Recorded(recorded);
+    }
     return Status::Ok();
   };
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
@@ -576,6 +584,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_flag("--cpu-time", o->cpu_time,
                 "Also print each rank's thread CPU time in kernels and in communication (two "
                 "clock system calls per instruction, ~1 us: off by default)");
+  app->add_option("--timing-every", o->timing_every,
+                  "Record when each instruction of each rank ran (run file: instruction_span;\n"
+                  "`shardscope trace` draws it) at steps 1, 2 and every N-th, at most 10 steps;\n"
+                  "0: never. SPMD runs only (placed runs record their pipeline timeline)")
+      ->check(AtLeast(0));
   app->add_option("--log-every", o->log_every,
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(AtLeast(1));

@@ -168,6 +168,17 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
                     : ExecuteRedistribution(*in.plan, comm, from, &buffers_[in.outputs[0]],
                                             &redist_workspace_);
     if (!st.ok()) return st.WithContext("redistribution for " + in.reason);
+    if (timing_) {
+      const double end = Now();
+      double at = start;
+      for (size_t k = 0; k < step_ends_.size(); ++k) {
+        spans_.push_back({static_cast<int>(i), static_cast<int>(k), at - run_start_,
+                          step_ends_[k] - run_start_});
+        at = step_ends_[k];
+      }
+      step_ends_.clear();
+      spans_.push_back({static_cast<int>(i), -1, start - run_start_, end - run_start_});
+    }
     if (stats) {
       const CommStats after = comm.stats();
       stats->comm_seconds += Now() - start;
@@ -192,6 +203,7 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
   KernelContext ctx{local_attrs_[i], std::span<const Tensor* const>(ins, in.inputs.size()),
                     std::span<Tensor* const>(outs, in.outputs.size()), step, training};
   GetOpDef(n.op).forward(ctx);
+  if (timing_) spans_.push_back({static_cast<int>(i), -1, start - run_start_, Now() - run_start_});
   if (stats) {
     stats->compute_seconds += Now() - start;
     if (cpu) stats->compute_cpu_seconds += ThreadCpuNow() - cpu_start;
@@ -200,10 +212,17 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
 }
 
 Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankStats* stats) {
-  for (size_t i = 0; i < program_.instrs.size(); ++i) {
-    SHARDSCOPE_RETURN_IF_ERROR(Execute(comm, i, step, training, stats));
-  }
-  return Status::Ok();
+  spans_.clear();
+  step_ends_.clear();
+  timing_ = true;
+  run_start_ = Now();
+  redist_workspace_.set_step_ends(&step_ends_);
+  Status st;
+  for (size_t i = 0; i < program_.instrs.size() && st.ok(); ++i)
+    st = Execute(comm, i, step, training, stats);
+  redist_workspace_.set_step_ends(nullptr);
+  timing_ = false;
+  return st;
 }
 
 Status DistExecutor::RunFor(Communicator& comm, const std::vector<int>& targets, int64_t step,
