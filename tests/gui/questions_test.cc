@@ -100,6 +100,55 @@ class QuestionsTest : public QObject {
     }
   }
 
+  // (2) Which ranks hold block (i,j) of tensor T: `layout --run RUN --tensor T --json`. For
+  // layouts of one axis (or none) per dimension, a rank's block along a dimension is its
+  // coordinate on that axis of the row-major mesh the run file records.
+  void q02_whichRanksHoldBlockOfTensor() {
+    auto run = Open(File("ffn.db"));
+    QVERIFY(run);
+    std::map<int64_t, store::MeshRecord> meshes;
+    const auto all_meshes = run->Meshes().value();
+    for (const auto& m : all_meshes) meshes[m.id] = m;
+    const auto tensors = run->Tensors().value();
+    int checked = 0;
+    for (const auto& t : tensors) {
+      if (t.kind != "parameter" || t.shape.size() != 2) continue;
+      const json j = Json("layout --run " + File("ffn.db") + " --tensor " + t.name + " --json");
+      QCOMPARE(j.at("layout").get<std::string>(), t.layout);
+      const store::MeshRecord& mesh = meshes.at(t.mesh_id);
+      // "[k | n]" -> {"k", "n"}; "-" for not split.
+      std::vector<std::string> dims;
+      std::string word;
+      for (char c : t.layout.substr(1, t.layout.find(']') - 1) + "|") {
+        if (c == '|') {
+          dims.push_back(word);
+          word.clear();
+        } else if (c != ' ') {
+          word += c;
+        }
+      }
+      QCOMPARE(dims.size(), size_t{2});
+      if (t.layout.find('.') != std::string::npos) continue;  // several axes on one dimension
+      int64_t devices = 1;
+      for (int64_t d : mesh.shape) devices *= d;
+      QCOMPARE(static_cast<int64_t>(j.at("ranks").size()), devices);
+      for (const json& r : j.at("ranks")) {
+        const int64_t rank = r.at("rank");
+        for (size_t d = 0; d < 2; ++d) {
+          int64_t expected = 0;  // "-": one block
+          int64_t stride = 1;
+          for (size_t a = mesh.shape.size(); a-- > 0;) {
+            if (mesh.axis_names[a] == dims[d]) expected = (rank / stride) % mesh.shape[a];
+            stride *= mesh.shape[a];
+          }
+          QCOMPARE(r.at("block")[d].get<int64_t>(), expected);
+        }
+      }
+      ++checked;
+    }
+    QVERIFY(checked >= 5);
+  }
+
   // (3) What does rank r hold and how much memory: `inspect RUN --rank r --json`.
   void q03_whatDoesRankHold() {
     auto run = Open(File("ffn.db"));
@@ -153,15 +202,15 @@ class QuestionsTest : public QObject {
   void q05_whereDidThisStrategyComeFrom() {
     const json j = Json("inspect " + File("ffn.db") + " --json");
     std::map<int64_t, std::string> names;
-    for (const json& o : j.at("operators")) names[o.at("id")] = o.at("name");
+    for (const json& o : j.at("operators")) names[o.at("id").get<int64_t>()] = o.at("name").get<std::string>();
     int propagated = 0;
     for (const json& o : j.at("operators")) {
       if (o.at("is_backward")) continue;
       const std::string name = o.at("name");
-      if (name == "dense1.matmul" || name == "dense3.matmul") QCOMPARE(o.at("provenance"), "user");
+      if (name == "dense1.matmul" || name == "dense3.matmul") QVERIFY(o.at("provenance") == "user");
       if (o.at("provenance") == "propagated") {
         QVERIFY(!o.at("provenance_op").is_null());
-        QVERIFY(names.count(o.at("provenance_op")));  // from an operator of the run
+        QVERIFY(names.count(o.at("provenance_op").get<int64_t>()));  // from an operator of the run
         ++propagated;
       }
     }
