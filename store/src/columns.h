@@ -139,11 +139,10 @@ inline constexpr Table kInstructionSpanTable{"instruction_span", columns::kInstr
 
 // Every table of a run file of the current version (the reader checks they exist).
 inline constexpr Table kTables[] = {
-    kRunTable,      kMeshTable,        kOperatorTable,       kCandidateTable,
-    kTensorTable,   kEdgeTable,        kRedistributionTable, kRedistStepTable,
-    kProgramTable,  kInstructionTable, kSendRecvTable,       kStepTable,
-    kRankStepTable, kEvaluationTable,  kEventTable,          kPipelineSpanTable,
-    kInstructionSpanTable};
+    kRunTable,          kMeshTable,           kOperatorTable,   kCandidateTable,  kTensorTable,
+    kEdgeTable,         kRedistributionTable, kRedistStepTable, kProgramTable,    kInstructionTable,
+    kSendRecvTable,     kStepTable,           kRankStepTable,   kEvaluationTable, kEventTable,
+    kPipelineSpanTable, kInstructionSpanTable};
 
 // "a, b, c" of `columns`.
 std::string ColumnList(std::span<const std::string_view> columns);

@@ -20,7 +20,7 @@ struct Timing {
   double compute = 0, comm = 0, span = 0;
   // seconds and count by operator kind (compute) and by collective (redistribution steps)
   std::map<std::string, std::pair<double, int64_t>> compute_by_kind, collectives;
-  std::vector<std::pair<double, std::string>> slowest;        // seconds, instruction text
+  std::vector<std::pair<double, std::string>> slowest;  // seconds, instruction text
   int64_t step = kNone;
 };
 
@@ -44,9 +44,9 @@ Result<Timing> ReadTiming(const RunReader& r, int64_t rank) {
   for (const auto& s : spans) {
     const double secs = s.end_seconds - s.start_seconds;
     t.span = std::max(t.span, s.end_seconds);
-    const InstructionRecord* in =
-        s.ordinal >= 0 && static_cast<size_t>(s.ordinal) < program.size() ? &program[s.ordinal]
-                                                                          : nullptr;
+    const InstructionRecord* in = s.ordinal >= 0 && static_cast<size_t>(s.ordinal) < program.size()
+                                      ? &program[s.ordinal]
+                                      : nullptr;
     std::string kind = s.kind;
     if (s.kind == "compute") {
       t.compute += secs;
@@ -63,7 +63,8 @@ Result<Timing> ReadTiming(const RunReader& r, int64_t rank) {
       ++count;
     }
     if (s.part == kNone)
-      t.slowest.emplace_back(secs, in != nullptr ? in->text : "instruction " + std::to_string(s.ordinal));
+      t.slowest.emplace_back(secs,
+                             in != nullptr ? in->text : "instruction " + std::to_string(s.ordinal));
   }
   std::stable_sort(t.slowest.begin(), t.slowest.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -94,7 +95,8 @@ Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool jso
   SHARDSCOPE_ASSIGN_OR_RETURN(Timing timing, ReadTiming(r, rank));
   const bool placed = run.search == "place";
   SHARDSCOPE_ASSIGN_OR_RETURN(auto pairs, r.SendRecvs());
-  std::erase_if(pairs, [&](const SendRecvRecord& p) { return p.src_rank != rank && p.dst_rank != rank; });
+  std::erase_if(pairs,
+                [&](const SendRecvRecord& p) { return p.src_rank != rank && p.dst_rank != rank; });
   RankStepRecord last;
   double compute = 0, comm = 0;
   int64_t sent = 0, recv = 0;
@@ -173,15 +175,16 @@ Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool jso
   out += "rank " + std::to_string(rank) + " of " + EscapeControls(run.name) + " (" +
          std::to_string(run.devices) + " devices" + (placed ? ", placed: worker" : "") + ")\n";
   if (series.empty()) {
-    out += "\nmemory: no training steps recorded (plan runs: `shardscope plan` prints the "
-           "predicted memory per device)\n";
+    out +=
+        "\nmemory: no training steps recorded (plan runs: `shardscope plan` prints the "
+        "predicted memory per device)\n";
   } else {
     out += "\nmemory at step " + std::to_string(series.back().first) + "\n";
     const auto mem = [&](const char* what, int64_t b) {
       std::snprintf(line, sizeof line, "  %-13s %12s  %5.1f %%\n", what, Bytes(b).c_str(),
-                    last.peak_bytes > 0 ? 100.0 * static_cast<double>(b) /
-                                              static_cast<double>(last.peak_bytes)
-                                        : 0.0);
+                    last.peak_bytes > 0
+                        ? 100.0 * static_cast<double>(b) / static_cast<double>(last.peak_bytes)
+                        : 0.0);
       out += line;
     };
     mem("parameters", last.param_bytes);
@@ -219,8 +222,8 @@ Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool jso
     out += "\ntiming: no per-instruction timing recorded (train --timing-every)\n";
     return out;
   }
-  out += "\ntiming of step " + std::to_string(timing.step) + ": " + Ms(timing.span) +
-         ", compute " + Ms(timing.compute) + ", redistributions " + Ms(timing.comm) + "\n";
+  out += "\ntiming of step " + std::to_string(timing.step) + ": " + Ms(timing.span) + ", compute " +
+         Ms(timing.compute) + ", redistributions " + Ms(timing.comm) + "\n";
   for (const auto* by : {&timing.compute_by_kind, &timing.collectives}) {
     for (const auto& [kind, v] : *by) {
       std::snprintf(line, sizeof line, "  %-30s %12s  x%lld\n",

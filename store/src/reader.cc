@@ -63,10 +63,9 @@ Status RunReader::Impl::PrepareAll() {
       {&pipeline_spans,
        SelectSql(internal::kPipelineSpanTable,
                  "WHERE step BETWEEN ?1 AND ?2 ORDER BY step, rank, start_seconds")},
-      {&instruction_spans,
-       SelectSql(internal::kInstructionSpanTable,
-                 "WHERE step BETWEEN ?1 AND ?2 AND (?3 < 0 OR rank = ?3) "
-                 "ORDER BY step, rank, ordinal, part")},
+      {&instruction_spans, SelectSql(internal::kInstructionSpanTable,
+                                     "WHERE step BETWEEN ?1 AND ?2 AND (?3 < 0 OR rank = ?3) "
+                                     "ORDER BY step, rank, ordinal, part")},
       {&timed_steps, "SELECT DISTINCT step FROM instruction_span ORDER BY step"},
   };
   for (const auto& [stmt, sql] : statements) {
@@ -532,7 +531,7 @@ Result<std::vector<PipelineSpanRecord>> RunReader::PipelineSpans(int64_t first,
 }
 
 Result<std::vector<InstructionSpanRecord>> RunReader::InstructionSpans(int64_t first, int64_t last,
-                                                                     int64_t rank) const {
+                                                                       int64_t rank) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Stmt& s = impl_->instruction_spans;
   s.BindInt(1, first);

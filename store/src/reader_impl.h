@@ -31,6 +31,8 @@ struct RunReader::Impl {
 
   ~Impl() {
     for (internal::Stmt* s : AllStatements()) *s = internal::Stmt();
+    instruction_spans = internal::Stmt();
+    timed_steps = internal::Stmt();
     if (db != nullptr) sqlite3_close(db);
   }
 
@@ -41,7 +43,7 @@ struct RunReader::Impl {
             &redists_all,   &redist_by_id, &redists_of_op, &redists_of_tensor, &rsteps_all,
             &rsteps_of,     &programs,     &instructions,  &send_recvs,        &steps,
             &rank_steps,    &rank_series,  &rank_totals,   &evaluations,       &events,
-            &pipeline_spans, &instruction_spans, &timed_steps};
+            &pipeline_spans};
   }
 
   Status Error(int rc, std::string_view what) const {

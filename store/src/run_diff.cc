@@ -60,8 +60,8 @@ Result<Side> ReadSide(const RunReader& r) {
   s.redistributions = static_cast<int64_t>(side.records.size());
   for (const auto& d : side.records) {
     RedistKey key{tensor_names.count(d.tensor_id) ? tensor_names[d.tensor_id] : "",
-                  op_names.count(d.consumer_op) ? op_names[d.consumer_op] : "",
-                  d.consumer_input, d.is_backward};
+                  op_names.count(d.consumer_op) ? op_names[d.consumer_op] : "", d.consumer_input,
+                  d.is_backward};
     side.redists[key].push_back(&d);
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(auto sends, r.SendRecvs());
@@ -100,20 +100,13 @@ RedistributionDiff Entry(const RedistKey& key, const RedistributionRecord* a,
   d.change = a == nullptr   ? RedistributionDiff::Change::kAdded
              : b == nullptr ? RedistributionDiff::Change::kRemoved
                             : RedistributionDiff::Change::kChanged;
-  if (a != nullptr) {
-    d.id_a = a->id;
-    d.from_a = a->from_layout;
-    d.to_a = a->to_layout;
-    d.steps_a = StepKinds(*a);
-    d.bytes_a = a->bytes;
-  }
-  if (b != nullptr) {
-    d.id_b = b->id;
-    d.from_b = b->from_layout;
-    d.to_b = b->to_layout;
-    d.steps_b = StepKinds(*b);
-    d.bytes_b = b->bytes;
-  }
+  const auto side = [](const RedistributionRecord* r) {
+    return r == nullptr ? RedistributionDiff::Side{}
+                        : RedistributionDiff::Side{r->id, r->from_layout, r->to_layout,
+                                                   StepKinds(*r), r->bytes};
+  };
+  d.a = side(a);
+  d.b = side(b);
   return d;
 }
 
@@ -177,8 +170,8 @@ Result<RunDiff> DiffRuns(const RunReader& ra, const RunReader& rb) {
       const RedistributionRecord* ra_i = i < na ? ia->second[i] : nullptr;
       const RedistributionRecord* rb_i = i < nb ? ib->second[i] : nullptr;
       RedistributionDiff d = Entry(key, ra_i, rb_i);
-      if (ra_i && rb_i && d.from_a == d.from_b && d.to_a == d.to_b && d.steps_a == d.steps_b &&
-          d.bytes_a == d.bytes_b) {
+      if (ra_i && rb_i && d.a.from == d.b.from && d.a.to == d.b.to && d.a.steps == d.b.steps &&
+          d.a.bytes == d.b.bytes) {
         ++diff.same_redistributions;
         continue;
       }
@@ -204,8 +197,7 @@ std::string FormatRunDiff(const RunDiff& d) {
   row("status", d.a.status, d.b.status);
   row("devices", std::to_string(d.a.devices), std::to_string(d.b.devices));
   row("operators (forward)", std::to_string(d.a.operators), std::to_string(d.b.operators));
-  row("redistributions", std::to_string(d.a.redistributions),
-      std::to_string(d.b.redistributions));
+  row("redistributions", std::to_string(d.a.redistributions), std::to_string(d.b.redistributions));
   row("planned recv / step", FormatBytes(static_cast<double>(d.a.bytes_per_step)),
       FormatBytes(static_cast<double>(d.b.bytes_per_step)));
   out += "\nloss and step time\n";
@@ -225,13 +217,11 @@ std::string FormatRunDiff(const RunDiff& d) {
                   Cell(r.tensor).c_str(), Cell(r.consumer).c_str(),
                   static_cast<long long>(r.consumer_input), r.is_backward ? " (backward)" : "");
     out += line;
-    if (r.change != RedistributionDiff::Change::kAdded) {
-      out += "           A: " + Cell(r.from_a) + " -> " + Cell(r.to_a) + ", " + Cell(r.steps_a) +
-             ", " + FormatBytes(static_cast<double>(r.bytes_a)) + "\n";
-    }
-    if (r.change != RedistributionDiff::Change::kRemoved) {
-      out += "           B: " + Cell(r.from_b) + " -> " + Cell(r.to_b) + ", " + Cell(r.steps_b) +
-             ", " + FormatBytes(static_cast<double>(r.bytes_b)) + "\n";
+    for (const auto* side : {&r.a, &r.b}) {
+      if (side->id == kNone) continue;
+      out += std::string("           ") + (side == &r.a ? "A" : "B") + ": " + Cell(side->from) +
+             " -> " + Cell(side->to) + ", " + Cell(side->steps) + ", " +
+             FormatBytes(static_cast<double>(side->bytes)) + "\n";
     }
   }
   return out;
@@ -262,7 +252,8 @@ std::string RunDiffJson(const RunDiff& d) {
   j["a"] = side(d.a);
   j["b"] = side(d.b);
   j["strategies"] = Json::array();
-  for (const auto& s : d.strategies) j["strategies"].push_back({{"op", s.op}, {"a", s.a}, {"b", s.b}});
+  for (const auto& s : d.strategies)
+    j["strategies"].push_back({{"op", s.op}, {"a", s.a}, {"b", s.b}});
   j["redistributions"] = Json::array();
   for (const auto& r : d.redistributions) {
     Json e;
@@ -271,12 +262,14 @@ std::string RunDiffJson(const RunDiff& d) {
     e["consumer"] = r.consumer;
     e["consumer_input"] = r.consumer_input;
     e["is_backward"] = r.is_backward;
-    e["a"] = r.id_a == kNone ? Json(nullptr)
-                             : Json{{"id", r.id_a}, {"from", r.from_a}, {"to", r.to_a},
-                                    {"steps", r.steps_a}, {"bytes", r.bytes_a}};
-    e["b"] = r.id_b == kNone ? Json(nullptr)
-                             : Json{{"id", r.id_b}, {"from", r.from_b}, {"to", r.to_b},
-                                    {"steps", r.steps_b}, {"bytes", r.bytes_b}};
+    for (const auto* side : {&r.a, &r.b}) {
+      e[side == &r.a ? "a" : "b"] = side->id == kNone ? Json(nullptr)
+                                                      : Json{{"id", side->id},
+                                                             {"from", side->from},
+                                                             {"to", side->to},
+                                                             {"steps", side->steps},
+                                                             {"bytes", side->bytes}};
+    }
     j["redistributions"].push_back(std::move(e));
   }
   j["same_redistributions"] = d.same_redistributions;

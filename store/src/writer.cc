@@ -76,9 +76,10 @@ void RunWriter::Impl::FinalizeStatements() {
                   &instruction,  &send_recv,
                   &step,         &rank_step,
                   &evaluation,   &event,
-                  &pipeline_span, &instruction_span}) {
+                  &pipeline_span}) {
     *s = Stmt();
   }
+  instruction_span = Stmt();
 }
 
 std::string RunWriter::Impl::DescribeForeignKeyViolations() {

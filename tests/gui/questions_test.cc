@@ -2,8 +2,6 @@
 // against the run file (Qt Test, one function per question). Runs: an 8-device FFN with the
 // model file's strategies and propagation (timed steps), the same data-parallel, a searched
 // plan, and LeNet-5 placed on 5 workers.
-#include <sys/wait.h>
-
 #include <QTest>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "run_shardscope.h"
 #include "shardscope/store/reader.h"
 
 using nlohmann::json;
@@ -19,33 +18,12 @@ namespace store = shardscope::store;
 
 namespace {
 
-struct Output {
-  int code = -1;
-  std::string text;
-};
-
-Output Shardscope(const std::string& args) {
-  Output out;
-  FILE* pipe = popen((std::string(SHARDSCOPE_BIN) + " " + args + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
-  const int status = pclose(pipe);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
+using shardscope_cli_test::Output;
+using shardscope_cli_test::Shardscope;
 
 // The JSON a command prints (stdout only).
 json Json(const std::string& args) {
-  const std::string cmd = std::string(SHARDSCOPE_BIN) + " " + args + " 2>/dev/null";
-  std::string text;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while (pipe != nullptr && (n = fread(buf, 1, sizeof buf, pipe)) > 0) text.append(buf, n);
-  if (pipe != nullptr) pclose(pipe);
-  return json::parse(text, nullptr, false);
+  return json::parse(Shardscope(args, /*merge_stderr=*/false).text, nullptr, false);
 }
 
 std::unique_ptr<store::RunReader> Open(const std::string& path) {
@@ -64,7 +42,8 @@ class QuestionsTest : public QObject {
   std::string Sample(const std::string& name) const {
     return std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + name;
   }
-  const std::string data_ = " --limit 512 --data " + std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
+  const std::string data_ =
+      " --limit 512 --data " + std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
 
  private slots:
   void initTestCase() {
@@ -75,7 +54,8 @@ class QuestionsTest : public QObject {
     for (const auto& [args, db] : std::vector<std::pair<std::string, std::string>>{
              {ffn + " --timing-every 3", "ffn.db"},
              {ffn + " --ignore-parallel", "ffn_dp.db"},
-             {"plan " + Sample("ffn.yaml") + " --devices 8 --search dynamic_programming", "plan.db"},
+             {"plan " + Sample("ffn.yaml") + " --devices 8 --search dynamic_programming",
+              "plan.db"},
              {"train " + Sample("lenet5_place.yaml") + " --steps 2" + data_, "placed.db"}}) {
       const Output o = Shardscope(args + " --record " + File(db));
       QVERIFY2(o.code == 0, o.text.c_str());
@@ -154,7 +134,8 @@ class QuestionsTest : public QObject {
     auto run = Open(File("ffn.db"));
     QVERIFY(run);
     for (int rank : {0, 5}) {
-      const json j = Json("inspect " + File("ffn.db") + " --rank " + std::to_string(rank) + " --json");
+      const json j =
+          Json("inspect " + File("ffn.db") + " --rank " + std::to_string(rank) + " --json");
       const auto last = run->RankSeries(rank).value().back().second;
       const json& m = j.at("memory");
       QCOMPARE(m.at("peak_bytes").get<int64_t>(), last.peak_bytes);
@@ -202,7 +183,8 @@ class QuestionsTest : public QObject {
   void q05_whereDidThisStrategyComeFrom() {
     const json j = Json("inspect " + File("ffn.db") + " --json");
     std::map<int64_t, std::string> names;
-    for (const json& o : j.at("operators")) names[o.at("id").get<int64_t>()] = o.at("name").get<std::string>();
+    for (const json& o : j.at("operators"))
+      names[o.at("id").get<int64_t>()] = o.at("name").get<std::string>();
     int propagated = 0;
     for (const json& o : j.at("operators")) {
       if (o.at("is_backward")) continue;
@@ -264,7 +246,8 @@ class QuestionsTest : public QObject {
       QVERIFY(compute + comm <= step.ranks[rank].wall_seconds + 1e-6);
       // Per operator kind: the MatMuls are there, and the kinds' compute sums to the total.
       double sum = 0;
-      for (const auto& [kind, v] : t.at("compute_by_kind").items()) sum += v.at("seconds").get<double>();
+      for (const auto& [kind, v] : t.at("compute_by_kind").items())
+        sum += v.at("seconds").get<double>();
       QVERIFY(t.at("compute_by_kind").contains("MatMul"));
       QVERIFY(std::abs(sum - compute) < 1e-9);
       double collectives = 0;
@@ -285,12 +268,13 @@ class QuestionsTest : public QObject {
     for (const auto& o : all2) sb[o.name] = o.strategy;
     size_t differ = 0;
     const auto all3 = a->Operators(false).value();
-    for (const auto& o : all3)
-      differ += !o.is_backward && sb[o.name] != o.strategy;
+    for (const auto& o : all3) differ += !o.is_backward && sb[o.name] != o.strategy;
     QVERIFY(differ > 0);
     QCOMPARE(d.at("strategies").size(), differ);
-    QCOMPARE(d.at("a").at("redistributions").get<size_t>(), a->Redistributions(false).value().size());
-    QCOMPARE(d.at("b").at("redistributions").get<size_t>(), b->Redistributions(false).value().size());
+    QCOMPARE(d.at("a").at("redistributions").get<size_t>(),
+             a->Redistributions(false).value().size());
+    QCOMPARE(d.at("b").at("redistributions").get<size_t>(),
+             b->Redistributions(false).value().size());
     QVERIFY(!d.at("redistributions").empty());
   }
 
@@ -308,7 +292,8 @@ class QuestionsTest : public QObject {
     size_t listed_ops = 0, forward_ops = 0;
     for (const auto& o : ops) forward_ops += !o.is_backward;
     for (int64_t w = 0; w < workers; ++w) {
-      const json j = Json("inspect " + File("placed.db") + " --rank " + std::to_string(w) + " --json");
+      const json j =
+          Json("inspect " + File("placed.db") + " --rank " + std::to_string(w) + " --json");
       for (const json& name : j.at("operators")) {
         bool found = false;
         for (const auto& o : ops) found = found || (o.name == name && o.worker == w);

@@ -10,7 +10,7 @@
 namespace shardscope::viewer {
 namespace {
 
-constexpr double kLeft = 72, kTop = 34, kWidth = 720, kHeight = 300;
+constexpr double kLeft = 72, kTop = 44, kWidth = 720, kHeight = 300;
 constexpr size_t kMaxBars = 512;  // ranks drawn in the memory chart
 
 struct Series {
@@ -39,11 +39,10 @@ Scene Empty(const QString& text) {
   return scene;
 }
 
-// The frame, title, y ticks (values divided by `divisor`) and the legend of a chart whose y
-// axis spans `range`; returns the y of a value.
+// The frame, title, y ticks and the legend of a chart whose y axis spans `range` (in the
+// unit the label names); returns the y of a value.
 std::function<double(double)> Frame(Scene& scene, const QString& title, const QString& y_label,
-                                    AxisRange range, double divisor,
-                                    const std::vector<Series>& legend) {
+                                    AxisRange range, const std::vector<Series>& legend) {
   scene.items.push_back(TextItem(QRectF(0, 0, kLeft + kWidth, 22), title, 11, true));
   SceneItem box = BoxItem(QRectF(kLeft, kTop, kWidth, kHeight), Qt::transparent, "", "frame");
   box.stroke = QColor(150, 150, 150);
@@ -57,14 +56,14 @@ std::function<double(double)> Frame(Scene& scene, const QString& title, const QS
     const double v = std::ceil(range.lo / spacing) * spacing + i * spacing;
     if (v > range.hi) break;
     const double y = y_of(v);
-    scene.items.push_back(Line(QPointF(kLeft - 4, y), QPointF(kLeft + kWidth, y),
-                               QColor(225, 225, 225)));
-    SceneItem label = TextItem(QRectF(0, y - 8, kLeft - 8, 16), Number(v / divisor), 8, false,
+    scene.items.push_back(
+        Line(QPointF(kLeft - 4, y), QPointF(kLeft + kWidth, y), QColor(225, 225, 225)));
+    SceneItem label = TextItem(QRectF(0, y - 8, kLeft - 8, 16), Number(v), 8, false,
                                0x0082 /* right | vcenter */);
     label.role = "tick";
     scene.items.push_back(label);
   }
-  SceneItem ylab = TextItem(QRectF(0, kTop - 22, kLeft + 200, 16), y_label, 9);
+  SceneItem ylab = TextItem(QRectF(0, 22, kLeft + kWidth, 16), y_label, 9);
   scene.items.push_back(ylab);
   double x = kLeft;
   for (const Series& s : legend) {
@@ -87,18 +86,21 @@ Scene LineChart(const QString& title, const QString& y_label, const std::vector<
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
   if (x.empty() || !(lo <= hi)) return Empty("no training steps recorded (" + title + ")");
   Scene scene;
-  const auto y_of = Frame(scene, title, y_label, DataRange(lo, hi), 1, series);
+  const auto y_of = Frame(scene, title, y_label, DataRange(lo, hi), series);
   const double x_lo = x.front(), x_hi = x.back();
   const double x_scale = AxisScale(kWidth, x_hi - x_lo);
-  const auto x_of = [&](double v) { return kLeft + (x_hi > x_lo ? (v - x_lo) * x_scale : kWidth / 2); };
+  const auto x_of = [&](double v) {
+    return kLeft + (x_hi > x_lo ? (v - x_lo) * x_scale : kWidth / 2);
+  };
   for (double t : AxisTicks(x_hi - x_lo, 8)) {
+    if (t != std::floor(t)) continue;  // steps are whole numbers
     SceneItem label = TextItem(QRectF(x_of(x_lo + t) - 30, kTop + kHeight + 4, 60, 14),
                                Number(x_lo + t), 8, false, 0x0084);
     label.role = "tick";
     scene.items.push_back(label);
   }
-  scene.items.push_back(TextItem(QRectF(kLeft + kWidth - 60, kTop + kHeight + 14, 60, 14), "step",
-                                 8, false, 0x0082));
+  scene.items.push_back(
+      TextItem(QRectF(kLeft + kWidth - 60, kTop + kHeight + 14, 60, 14), "step", 8, false, 0x0082));
   for (size_t k = 0; k < series.size(); ++k) {
     SceneItem line;
     line.shape = SceneItem::Shape::kPolyline;
@@ -168,16 +170,17 @@ Scene BuildMemoryChart(const RunData& run) {
                           "Memory per rank: " + QString::fromStdString(run.run.name) +
                               QString(" (%1 ranks)").arg(ranks.size()),
                           QString("%1 (largest over the steps)").arg(unit.name),
-                          ChartRange(0, top), unit.divisor, kinds);
+                          ChartRange(0, top / unit.divisor), kinds);
   const double slot = kWidth / static_cast<double>(drawn);
   for (size_t i = 0; i < drawn; ++i) {
     const auto& t = *ranks[i];
     const double parts[] = {static_cast<double>(t.param_bytes), static_cast<double>(t.grad_bytes),
                             static_cast<double>(t.optimizer_bytes),
                             static_cast<double>(t.activation_bytes)};
+    const double d = unit.divisor;
     double base = 0;
     for (size_t k = 0; k < 4; ++k) {
-      const double y0 = y_of(base), y1 = y_of(base + parts[k]);
+      const double y0 = y_of(base / d), y1 = y_of((base + parts[k]) / d);
       SceneItem bar = BoxItem(QRectF(kLeft + i * slot + slot * 0.1, y1, std::max(0.5, slot * 0.8),
                                      std::max(0.0, y0 - y1)),
                               kinds[k].colour, "", "rank", t.rank);

@@ -79,7 +79,8 @@ damaged or not a run file); 1 other failures (the picture could not be written).
   bool forward_only = false;
   double png_scale = 2;
   app.add_option("run", run_path, "Run file (runs/*.db)")->required();
-  app.add_option("--view", view, "graph | mesh [ID] | tensor NAME | redistribution ID | timeline | loss | "
+  app.add_option("--view", view,
+                 "graph | mesh [ID] | tensor NAME | redistribution ID | timeline | loss | "
                  "steptime | memory")
       ->required()
       ->expected(1, 2);

@@ -104,8 +104,8 @@ int RunLayoutOfTensor(const LayoutOptions& o) {
     }
     return Fail(kExitBadInput, o.run + ": tensor '" + o.tensor + "' has no recorded layout");
   }
-  return Fail(kExitBadInput, o.run + ": no tensor named '" + o.tensor +
-                                 "' (`shardscope inspect " + o.run + " --json` lists them)");
+  return Fail(kExitBadInput, o.run + ": no tensor named '" + o.tensor + "' (`shardscope inspect " +
+                                 o.run + " --json` lists them)");
 }
 
 int RunLayout(const LayoutOptions& o) {

@@ -72,9 +72,9 @@ Result<RunTables> ReadTables(const store::RunReader& r, int64_t rank) {
   for (auto& d : redists) t.redistributions[d.id] = std::move(d);
   SHARDSCOPE_ASSIGN_OR_RETURN(auto ops, r.Operators(false));
   for (auto& o : ops) t.operators[o.id] = o.name;
-  SHARDSCOPE_ASSIGN_OR_RETURN(t.spans, r.InstructionSpans(std::numeric_limits<int64_t>::min(),
-                                                          std::numeric_limits<int64_t>::max(),
-                                                          rank));
+  SHARDSCOPE_ASSIGN_OR_RETURN(t.spans,
+                              r.InstructionSpans(std::numeric_limits<int64_t>::min(),
+                                                 std::numeric_limits<int64_t>::max(), rank));
   SHARDSCOPE_ASSIGN_OR_RETURN(t.pipeline, r.PipelineSpans());
   if (rank >= 0) std::erase_if(t.pipeline, [&](const auto& p) { return p.rank != rank; });
   return t;
@@ -122,14 +122,13 @@ Json BuildTrace(const RunTables& t) {
   const bool placed = t.spans.empty() && !t.pipeline.empty();
   for (const auto& [rank, unused] : tracks) {
     (void)unused;
-    events.push_back(Metadata(
-        "thread_name", rank, {{"name", (placed ? "worker " : "rank ") + std::to_string(rank)}}));
+    events.push_back(Metadata("thread_name", rank,
+                              {{"name", (placed ? "worker " : "rank ") + std::to_string(rank)}}));
     events.push_back(Metadata("thread_sort_index", rank, {{"sort_index", rank}}));
   }
   // Steps end to end: each begins where the previous one's last span ended, plus a gap.
   std::map<int64_t, double> step_length;
-  for (const auto& s : t.spans)
-    step_length[s.step] = std::max(step_length[s.step], s.end_seconds);
+  for (const auto& s : t.spans) step_length[s.step] = std::max(step_length[s.step], s.end_seconds);
   for (const auto& p : t.pipeline)
     step_length[p.step] = std::max(step_length[p.step], p.end_seconds);
   std::map<int64_t, double> origin;

@@ -30,8 +30,8 @@ const std::string kFfn = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/f
 class TraceDiff : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("shardscope-trace-" + std::to_string(::getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("shardscope-trace-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     const std::string common = " --devices 8 --steps 4 --limit 512 --data " + kMnist;
@@ -151,8 +151,7 @@ TEST_F(TraceDiff, TraceHasATrackPerRankAndASlicePerTimedInstruction) {
     if (s.rank != 3 || s.kind != "compute") continue;
     ASSERT_LT(k, compute.size());
     EXPECT_EQ(compute[k].at("name"), op_names.at(program.at(s.ordinal).op_id));
-    EXPECT_NEAR(compute[k].at("dur").get<double>(), (s.end_seconds - s.start_seconds) * 1e6,
-                1e-3);
+    EXPECT_NEAR(compute[k].at("dur").get<double>(), (s.end_seconds - s.start_seconds) * 1e6, 1e-3);
     ++k;
   }
   EXPECT_EQ(k, compute.size());
@@ -218,7 +217,8 @@ TEST_F(TraceDiff, DiffListsStrategiesAndRedistributionsThatDiffer) {
   const Output text = Shardscope("diff " + File("a.db") + " " + File("b.db"));
   EXPECT_NE(text.text.find("A: ffn"), std::string::npos) << text.text;
   EXPECT_NE(text.text.find("B: ffn"), std::string::npos) << text.text;
-  const json self = json::parse(Shardscope("diff " + File("a.db") + " " + File("a.db") + " --json", false).text);
+  const json self =
+      json::parse(Shardscope("diff " + File("a.db") + " " + File("a.db") + " --json", false).text);
   EXPECT_TRUE(self.at("strategies").empty());
   EXPECT_TRUE(self.at("redistributions").empty());
   EXPECT_EQ(self.at("same_redistributions"),

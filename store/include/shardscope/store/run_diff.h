@@ -19,13 +19,13 @@ struct RunSideSummary {
   double first_loss = kMissing, last_loss = kMissing, min_loss = kMissing;
   double mean_step_seconds = kMissing;  // over the steps (FiguresOf), missing without steps
   double mean_compute_seconds = kMissing, mean_comm_seconds = kMissing;
-  int64_t bytes_per_step = 0;  // planned received bytes of the busiest rank
+  int64_t bytes_per_step = 0;              // planned received bytes of the busiest rank
   std::vector<double> loss, step_seconds;  // per recorded step, for overlaid curves
   std::vector<int64_t> step_numbers;
 };
 
 struct StrategyDiff {
-  std::string op;  // operator name
+  std::string op;    // operator name
   std::string a, b;  // strategy in each run ("" when the operator is missing there)
 };
 
@@ -35,9 +35,13 @@ struct RedistributionDiff {
   std::string tensor, consumer;  // names ("" for none)
   int64_t consumer_input = kNone;
   bool is_backward = false;
-  int64_t id_a = kNone, id_b = kNone;
-  std::string from_a, to_a, from_b, to_b, steps_a, steps_b;  // steps: "all-gather, all-to-all"
-  int64_t bytes_a = 0, bytes_b = 0;  // planned max bytes received (0 where absent)
+  // The redistribution in one run (id kNone where it is absent).
+  struct Side {
+    int64_t id = kNone;
+    std::string from, to, steps;  // layouts; steps: "all-gather, all-to-all"
+    int64_t bytes = 0;            // planned max bytes received
+  };
+  Side a, b;
 };
 const char* ChangeName(RedistributionDiff::Change change);  // "added", "removed", "changed"
 
