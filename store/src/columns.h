@@ -115,6 +115,8 @@ inline constexpr std::string_view kEvent[] = {"id",   "time",   "level",  "step"
 inline constexpr std::string_view kPipelineSpan[] = {
     "step",          "rank",        "micro_batch",     "phase",
     "start_seconds", "end_seconds", "compute_seconds", "idle_seconds"};
+inline constexpr std::string_view kInstructionSpan[] = {
+    "step", "rank", "ordinal", "part", "kind", "start_seconds", "end_seconds"};
 }  // namespace columns
 
 inline constexpr Table kRunTable{"run", columns::kRun};
@@ -133,13 +135,14 @@ inline constexpr Table kRankStepTable{"rank_step", columns::kRankStep};
 inline constexpr Table kEvaluationTable{"evaluation", columns::kEvaluation, true};
 inline constexpr Table kEventTable{"event", columns::kEvent, true};
 inline constexpr Table kPipelineSpanTable{"pipeline_span", columns::kPipelineSpan};
+inline constexpr Table kInstructionSpanTable{"instruction_span", columns::kInstructionSpan};
 
 // Every table of a run file of the current version (the reader checks they exist).
 inline constexpr Table kTables[] = {
-    kRunTable,      kMeshTable,        kOperatorTable,       kCandidateTable,
-    kTensorTable,   kEdgeTable,        kRedistributionTable, kRedistStepTable,
-    kProgramTable,  kInstructionTable, kSendRecvTable,       kStepTable,
-    kRankStepTable, kEvaluationTable,  kEventTable,          kPipelineSpanTable};
+    kRunTable,          kMeshTable,           kOperatorTable,   kCandidateTable,  kTensorTable,
+    kEdgeTable,         kRedistributionTable, kRedistStepTable, kProgramTable,    kInstructionTable,
+    kSendRecvTable,     kStepTable,           kRankStepTable,   kEvaluationTable, kEventTable,
+    kPipelineSpanTable, kInstructionSpanTable};
 
 // "a, b, c" of `columns`.
 std::string ColumnList(std::span<const std::string_view> columns);

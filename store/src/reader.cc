@@ -63,6 +63,10 @@ Status RunReader::Impl::PrepareAll() {
       {&pipeline_spans,
        SelectSql(internal::kPipelineSpanTable,
                  "WHERE step BETWEEN ?1 AND ?2 ORDER BY step, rank, start_seconds")},
+      {&instruction_spans, SelectSql(internal::kInstructionSpanTable,
+                                     "WHERE step BETWEEN ?1 AND ?2 AND (?3 < 0 OR rank = ?3) "
+                                     "ORDER BY step, rank, ordinal, part")},
+      {&timed_steps, "SELECT DISTINCT step FROM instruction_span ORDER BY step"},
   };
   for (const auto& [stmt, sql] : statements) {
     const int rc = stmt->Prepare(db, sql);
@@ -523,6 +527,36 @@ Result<std::vector<PipelineSpanRecord>> RunReader::PipelineSpans(int64_t first,
     s.ReadRow(0, p.step, p.rank, p.micro_batch, p.phase, p.start_seconds, p.end_seconds,
               p.compute_seconds, p.idle_seconds);
     out.push_back(std::move(p));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<InstructionSpanRecord>> RunReader::InstructionSpans(int64_t first, int64_t last,
+                                                                       int64_t rank) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->instruction_spans;
+  s.BindInt(1, first);
+  s.BindInt(2, last);
+  s.BindInt(3, rank);
+  std::vector<InstructionSpanRecord> out;
+  Status st = impl_->ForEach(s, "reading the instruction timing", [&] {
+    InstructionSpanRecord p;
+    s.ReadRow(0, p.step, p.rank, p.ordinal, p.part, p.kind, p.start_seconds, p.end_seconds);
+    out.push_back(std::move(p));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<int64_t>> RunReader::TimedSteps() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt& s = impl_->timed_steps;
+  std::vector<int64_t> out;
+  Status st = impl_->ForEach(s, "reading the timed steps", [&] {
+    out.push_back(s.Int(0));
     return Status::Ok();
   });
   if (!st.ok()) return st;

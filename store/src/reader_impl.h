@@ -27,9 +27,12 @@ struct RunReader::Impl {
   internal::Stmt redists_all, redist_by_id, redists_of_op, redists_of_tensor, rsteps_all, rsteps_of;
   internal::Stmt programs, instructions, send_recvs;
   internal::Stmt steps, rank_steps, rank_series, rank_totals, evaluations, events, pipeline_spans;
+  internal::Stmt instruction_spans, timed_steps;
 
   ~Impl() {
     for (internal::Stmt* s : AllStatements()) *s = internal::Stmt();
+    instruction_spans = internal::Stmt();
+    timed_steps = internal::Stmt();
     if (db != nullptr) sqlite3_close(db);
   }
 

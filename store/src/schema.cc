@@ -260,11 +260,26 @@ UPDATE candidate SET compute_seconds = NULL, comm_seconds = NULL, memory_bytes =
   WHERE note = 'runner-up' AND compute_seconds = 0 AND comm_seconds = 0 AND memory_bytes = 0;
 )sql";
 
+// Version 4 (issue 21): per-instruction timing of SPMD runs for a sample of steps.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE instruction_span (
+  step          INTEGER NOT NULL,
+  rank          INTEGER NOT NULL,
+  ordinal       INTEGER NOT NULL,
+  part          INTEGER NOT NULL,
+  kind          TEXT    NOT NULL,
+  start_seconds REAL,
+  end_seconds   REAL,
+  PRIMARY KEY (step, rank, ordinal, part)
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "initial schema: run, meshes, graph, strategies, redistributions, partition, training",
      kSchemaV1},
     {2, "pipeline timeline: pipeline_span", kSchemaV2},
     {3, "redist_step.mesh_id, rank_step.wall_seconds, runners-up without a breakdown", kSchemaV3},
+    {4, "per-instruction timing: instruction_span", kSchemaV4},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 

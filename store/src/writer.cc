@@ -53,6 +53,7 @@ Status RunWriter::Impl::PrepareAll() {
       {&evaluation, InsertSql(internal::kEvaluationTable)},
       {&event, InsertSql(internal::kEventTable)},
       {&pipeline_span, InsertSql(internal::kPipelineSpanTable)},
+      {&instruction_span, InsertSql(internal::kInstructionSpanTable)},
   };
   for (const auto& [stmt, sql] : statements) {
     if (Status st = Prepare(*stmt, sql); !st.ok()) return st;
@@ -78,6 +79,7 @@ void RunWriter::Impl::FinalizeStatements() {
                   &pipeline_span}) {
     *s = Stmt();
   }
+  instruction_span = Stmt();
 }
 
 std::string RunWriter::Impl::DescribeForeignKeyViolations() {
@@ -334,6 +336,15 @@ Status RunWriter::AddPipelineSpan(const PipelineSpanRecord& p) {
   s.BindRow(p.step, p.rank, p.micro_batch, p.phase, p.start_seconds, p.end_seconds,
             p.compute_seconds, p.idle_seconds);
   return d.Run(s, "recording a pipeline span");
+}
+
+Status RunWriter::AddInstructionSpan(const InstructionSpanRecord& p) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  if (Status st = d.Ready(); !st.ok()) return st;
+  Stmt& s = d.instruction_span;
+  s.BindRow(p.step, p.rank, p.ordinal, p.part, p.kind, p.start_seconds, p.end_seconds);
+  return d.Run(s, "recording an instruction span");
 }
 
 Status RunWriter::AddStep(const StepRecord& r) {

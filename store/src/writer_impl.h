@@ -48,7 +48,7 @@ struct RunWriter::Impl {
   internal::Stmt undo_rank_steps, undo_step;
   internal::Stmt mesh, op, candidate, tensor, edge, redist, redist_step, program, instruction,
       send_recv;
-  internal::Stmt step, rank_step, evaluation, event, pipeline_span;
+  internal::Stmt step, rank_step, evaluation, event, pipeline_span, instruction_span;
 
   // Background checkpoints (a connection of their own).
   sqlite3* ckpt_db = nullptr;

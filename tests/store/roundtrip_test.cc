@@ -2,6 +2,9 @@
 // name, scope, consumer and step range; the summaries hold what `shardscope inspect` shows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "sample_run.h"
@@ -299,6 +302,51 @@ TEST(RoundTrip, UpdateRun) {
   EXPECT_EQ(back.devices, 1024);
   EXPECT_EQ(back.status, RunStatus::kRunning);
   EXPECT_TRUE((*reader)->IsLive());
+}
+
+// Per-instruction timing (schema 4): read back by step range and rank, in key order; the
+// timed steps are the distinct steps; a second span with the same key is refused.
+TEST(InstructionSpanTest, RoundTripsByStepAndRank) {
+  TempDir dir;
+  SampleRun sample = MakeSampleRun(6);
+  auto writer = RunWriter::Create(dir.File("t.db"), sample.run);
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
+  ASSERT_TRUE(testing::WriteSample(**writer, sample).ok());
+  std::vector<InstructionSpanRecord> written;
+  for (int64_t step : {5, 1, 2}) {  // any order in; key order out
+    for (int64_t rank = 1; rank >= 0; --rank) {
+      for (int64_t ordinal = 0; ordinal < 3; ++ordinal) {
+        for (int64_t part : {kNone, int64_t{0}}) {
+          if (part == 0 && ordinal != 1) continue;
+          InstructionSpanRecord r;
+          r.step = step;
+          r.rank = rank;
+          r.ordinal = ordinal;
+          r.part = part;
+          r.kind = ordinal != 1 ? "compute" : part == kNone ? "redistribution" : "collective";
+          r.start_seconds = 0.001 * static_cast<double>(ordinal + step);
+          r.end_seconds = r.start_seconds + 0.0005 * static_cast<double>(rank + 1);
+          ASSERT_TRUE((*writer)->AddInstructionSpan(r).ok());
+          written.push_back(r);
+        }
+      }
+    }
+  }
+  EXPECT_FALSE((*writer)->AddInstructionSpan(written[0]).ok());
+  ASSERT_TRUE((*writer)->Finish(RunStatus::kCompleted).ok());
+  auto reader = RunReader::Open(dir.File("t.db"));
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(Get((*reader)->TimedSteps()), (std::vector<int64_t>{1, 2, 5}));
+  std::vector<InstructionSpanRecord> expected;
+  for (const auto& r : written)
+    if (r.step >= 2 && r.rank == 1) expected.push_back(r);
+  std::sort(expected.begin(), expected.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.step, a.rank, a.ordinal, a.part) <
+           std::tie(b.step, b.rank, b.ordinal, b.part);
+  });
+  EXPECT_EQ(Get((*reader)->InstructionSpans(2, 5, 1)), expected);
+  EXPECT_EQ(Get((*reader)->InstructionSpans()).size(), written.size());
+  EXPECT_TRUE(Get((*reader)->InstructionSpans(3, 4)).empty());
 }
 
 }  // namespace

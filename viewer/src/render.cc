@@ -4,6 +4,7 @@
 #include <charconv>
 #include <sstream>
 
+#include "shardscope/viewer/chart_scene.h"
 #include "shardscope/viewer/layout_text.h"
 #include "shardscope/viewer/mesh_scene.h"
 #include "shardscope/viewer/redistribution_scene.h"
@@ -126,9 +127,12 @@ store::Result<Scene> RenderView(const RunData& run, const RenderRequest& request
     return BuildRedistributionFrame(run, *r, request.step);
   }
   if (request.view == "timeline") return RenderTimeline(run, request);
-  return Bad(
-      store::StatusCode::kInvalidInput,
-      "unknown view '" + request.view + "': use graph, mesh, tensor, redistribution or timeline");
+  if (request.view == "loss") return BuildLossChart(run);
+  if (request.view == "steptime") return BuildStepTimeChart(run);
+  if (request.view == "memory") return BuildMemoryChart(run);
+  return Bad(store::StatusCode::kInvalidInput,
+             "unknown view '" + request.view +
+                 "': use graph, mesh, tensor, redistribution, timeline, loss, steptime or memory");
 }
 
 }  // namespace shardscope::viewer

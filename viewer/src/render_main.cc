@@ -52,6 +52,11 @@ int main(int argc, char** argv) {
   timeline                the pipeline timeline of a placed run (place(), --micro-batches):
                           one lane per worker, forward/backward boxes per micro-batch, the
                           measured bubble next to (p-1)/(m+p-1) (--step K; default: the last step)
+  loss                    the loss per training step
+  steptime                the step time per step (the slowest rank's wall time) with its
+                          compute and communication (max over ranks), in ms
+  memory                  memory per rank: parameters, gradients, optimizer states and
+                          activations stacked (the largest over the steps), in KiB/MiB/GiB
 
 Examples:
   shardscope render runs/ffn.db --view graph --out graph.svg
@@ -62,6 +67,7 @@ Examples:
   shardscope render runs/ffn.db --view tensor dense1.weight --rank 3 --out w.svg
   shardscope render runs/ffn.db --view redistribution 0 --step 1 --out r0.png
   shardscope render runs/lenet5_place.db --view timeline --step 3 --out pipeline.svg
+  shardscope render runs/ffn.db --view steptime --out steptime.png
 Tensor and operator names and redistribution ids: `shardscope inspect RUN`.
 Exit codes: 0 ok; 2 bad input (unknown view, name or format; a run file that is missing,
 damaged or not a run file); 1 other failures (the picture could not be written).)");
@@ -73,7 +79,9 @@ damaged or not a run file); 1 other failures (the picture could not be written).
   bool forward_only = false;
   double png_scale = 2;
   app.add_option("run", run_path, "Run file (runs/*.db)")->required();
-  app.add_option("--view", view, "graph | mesh [ID] | tensor NAME | redistribution ID | timeline")
+  app.add_option("--view", view,
+                 "graph | mesh [ID] | tensor NAME | redistribution ID | timeline | loss | "
+                 "steptime | memory")
       ->required()
       ->expected(1, 2);
   app.add_option("--out", out, "Output picture: *.svg or *.png")->required();

@@ -43,6 +43,14 @@ struct RankStats {
 };
 
 class GradBuckets;
+// When an instruction ran during the last DistExecutor::Run: seconds from the start of that
+// Run. `part` -1 is the whole instruction; k >= 0 is step k of its redistribution.
+struct InstrSpan {
+  int instr = 0;
+  int part = -1;
+  double start = 0;
+  double end = 0;
+};
 
 class DistExecutor {
  public:
@@ -73,6 +81,9 @@ class DistExecutor {
   // 0: each on its own, the default). The all-reduces Run() makes per step: bucket_calls().
   void set_bucket_bytes(int64_t bytes);
   int bucket_calls() const;
+  // Every instruction of the last Run() (not RunFor) with its redistribution steps, in
+  // execution order: what `train` records for its timed steps (run file: instruction_span).
+  const std::vector<InstrSpan>& last_spans() const { return spans_; }
 
  private:
   void Allocate(int value);
@@ -90,6 +101,10 @@ class DistExecutor {
   int64_t transient_bytes_ = 0, peak_buffer_bytes_ = 0;
   GatherFn gather_;
   std::unique_ptr<GradBuckets> buckets_;  // null: no bucketing
+  bool timing_ = false;  // inside Run(): spans_ collects
+  double run_start_ = 0;
+  std::vector<InstrSpan> spans_;
+  std::vector<double> step_ends_;  // redistribution steps' end times (RedistWorkspace)
 };
 
 // The program DistTrainer::Create would run: `model` differentiated (backward operators

@@ -53,6 +53,8 @@ class Recorder {
                     const std::vector<store::RankStepRecord>& ranks);
   // One step's pipeline timeline (placed runs), queued and written like RecordStep.
   Status RecordPipelineSpans(const std::vector<store::PipelineSpanRecord>& spans);
+  // One timed step's per-instruction timing (SPMD runs), queued and written like RecordStep.
+  Status RecordInstructionSpans(std::vector<store::InstructionSpanRecord> spans);
   Status RecordEvaluation(int64_t step, int64_t epoch, const std::string& name, double accuracy,
                           int64_t samples, double seconds);
   Status RecordEvent(const std::string& level, const std::string& text);
@@ -84,6 +86,7 @@ class Recorder {
   std::condition_variable wake_;
   std::deque<store::StepRecord> queue_;
   std::vector<store::PipelineSpanRecord> span_queue_;
+  std::vector<store::InstructionSpanRecord> instr_queue_;
   bool stop_ = false;
   Status error_;  // the first error of any call
   bool disk_full_ = false;

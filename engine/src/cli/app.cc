@@ -82,6 +82,8 @@ int RunShardscope(int argc, char** argv) {
   AddLaunchCommand(app, commands);
   AddPlanCommand(app, commands);
   AddClustersCommand(app, commands);
+  AddTraceCommand(app, commands);
+  AddDiffCommand(app, commands);
   AddCalibrateCommand(app, commands);
   app.formatter(CommandListFormatter());  // one line per command; `CMD --help` has the rest
   try {

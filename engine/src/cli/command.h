@@ -31,6 +31,8 @@ void AddLaunchCommand(CLI::App& root, Commands& commands);
 void AddPlanCommand(CLI::App& root, Commands& commands);
 void AddCalibrateCommand(CLI::App& root, Commands& commands);
 void AddClustersCommand(CLI::App& root, Commands& commands);
+void AddTraceCommand(CLI::App& root, Commands& commands);
+void AddDiffCommand(CLI::App& root, Commands& commands);
 
 // The whole program: parses argv, runs the subcommand, returns the exit code. Re-entrant
 // (limits and the recorded command line are reset), so tests call it in-process.

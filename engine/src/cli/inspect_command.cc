@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "shardscope/store/display_text.h"
+#include "shardscope/store/rank_summary.h"
 #include "shardscope/store/reader.h"
 #include "shardscope/store/summary.h"
 #include "shardscope/store/writer.h"
@@ -15,6 +16,7 @@ struct InspectOptions {
   std::string run;
   bool json = false;
   int64_t steps = 40;
+  int64_t rank = -1;
 };
 
 int RunInspect(const InspectOptions& o) {
@@ -25,8 +27,9 @@ int RunInspect(const InspectOptions& o) {
   if (!reader.ok()) return FailStore(reader.status());
   store::SummaryOptions options;
   options.max_steps = o.steps;
-  auto text = o.json ? store::RunSummaryJson(**reader, options)
-                     : store::FormatRunSummary(**reader, options);
+  auto text = o.rank >= 0 ? store::FormatRankSummary(**reader, o.rank, o.json)
+              : o.json    ? store::RunSummaryJson(**reader, options)
+                          : store::FormatRunSummary(**reader, options);
   if (!text.ok()) return FailStore(text.status());
   // The summary escapes what it takes from the file; this pass guards every other line.
   const std::string shown = store::EscapeControls(*text, {.keep_newlines = true});
@@ -53,6 +56,11 @@ void AddInspectCommand(CLI::App& root, Commands& commands) {
   app->add_option("run", o->run, "Run file (runs/*.db)")->required();
   app->add_flag("--json", o->json, "Print JSON instead of text");
   app->add_option("--steps", o->steps, "Rows of the loss table (text; < 0: all)");
+  app->add_option("--rank", o->rank,
+                  "Only what rank (worker) R holds and does: memory by kind, its parameters\n"
+                  "with their layouts, traffic, and its timed instructions (train\n"
+                  "--timing-every): compute against communication, the slowest ones")
+      ->check(CLI::NonNegativeNumber);
   commands.push_back({app, [o] { return RunInspect(*o); }});
 }
 

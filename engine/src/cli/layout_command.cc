@@ -6,6 +6,8 @@
 
 #include "cli/command.h"
 #include "cli/mesh_options.h"
+#include "shardscope/store/reader.h"
+#include "shardscope/viewer/layout_text.h"
 
 namespace shardscope::cli {
 namespace {
@@ -14,6 +16,7 @@ struct LayoutOptions {
   MeshOptions mesh;
   std::string layout;
   bool json = false;
+  std::string run, tensor;  // --run RUN --tensor NAME: the tensor's layout at its producer
 };
 
 std::string JoinInts(const std::vector<int>& v, const char* sep = ",") {
@@ -79,7 +82,40 @@ void PrintGrid(const Layout& l, std::ostringstream& out) {
   }
 }
 
+int PrintLayout(const Result<DeviceMesh>& mesh, const Shape& shape, const Layout& l, bool json);
+
+// A recorded tensor's layout at its producer, as the run file holds it.
+int RunLayoutOfTensor(const LayoutOptions& o) {
+  auto reader = store::RunReader::Open(o.run);
+  if (!reader.ok()) return FailStore(reader.status());
+  auto tensors = (*reader)->Tensors();
+  if (!tensors.ok()) return FailStore(tensors.status());
+  auto meshes = (*reader)->Meshes();
+  if (!meshes.ok()) return FailStore(meshes.status());
+  for (const store::TensorRecord& t : *tensors) {
+    if (t.name != o.tensor) continue;
+    for (const store::MeshRecord& m : *meshes) {
+      if (m.id != t.mesh_id) continue;
+      auto mesh = viewer::MeshFromRecord(m);
+      if (!mesh.ok()) return Fail(kExitBadInput, o.run + ": " + mesh.status().message());
+      auto layout = viewer::ParseStoredLayout(t.layout, *mesh, t.shape);
+      if (!layout.ok()) return Fail(kExitBadInput, o.run + ": " + layout.status().message());
+      return PrintLayout(mesh, Shape(t.shape.begin(), t.shape.end()), *layout, o.json);
+    }
+    return Fail(kExitBadInput, o.run + ": tensor '" + o.tensor + "' has no recorded layout");
+  }
+  return Fail(kExitBadInput, o.run + ": no tensor named '" + o.tensor + "' (`shardscope inspect " +
+                                 o.run + " --json` lists them)");
+}
+
 int RunLayout(const LayoutOptions& o) {
+  if (!o.run.empty() || !o.tensor.empty()) {
+    if (o.run.empty() || o.tensor.empty())
+      return Fail(kExitBadInput, "--run and --tensor go together (a tensor of a run file)");
+    return RunLayoutOfTensor(o);
+  }
+  if (o.layout.empty() || o.mesh.mesh.empty() || o.mesh.shape.empty())
+    return Fail(kExitBadInput, "--mesh, --shape and --layout are required (or --run and --tensor)");
   auto mesh = o.mesh.MakeMesh();
   if (!mesh.ok()) return Fail(kExitBadInput, mesh.status().message());
   auto tensor = o.mesh.TensorShape(4);
@@ -87,8 +123,11 @@ int RunLayout(const LayoutOptions& o) {
   const Shape& shape = *tensor;
   auto layout = ParseLayoutOption("--layout", o.layout, *mesh, shape);
   if (!layout.ok()) return Fail(kExitBadInput, layout.status().message());
-  const Layout& l = *layout;
-  if (o.json) {
+  return PrintLayout(mesh, shape, *layout, o.json);
+}
+
+int PrintLayout(const Result<DeviceMesh>& mesh, const Shape& shape, const Layout& l, bool json) {
+  if (json) {
     nlohmann::json j;
     j["mesh"] = {{"shape", mesh->shape()}, {"axes", mesh->names()}, {"ranks", mesh->rank_list()}};
     j["tensor_shape"] = shape;
@@ -145,10 +184,13 @@ void AddLayoutCommand(CLI::App& root, Commands& commands) {
       "Layout: one entry per tensor dimension, comma-separated: an axis name, several axes\n"
       "in parentheses (first = most significant), or - for not split; then |P(axis,...)\n"
       "for partial sums. Tensors of any rank print as 2-D grids, one per leading block.\n"
-      "Meshes of more than mesh_ranks ranks are refused (--resource-limit mesh_ranks=N).");
-  o->mesh.Add(app);
-  app->add_option("--layout", o->layout, "Layout, e.g. \"mp,(sp,dp)\" or \"dp,-|P(mp)\"")
-      ->required();
+      "Meshes of more than mesh_ranks ranks are refused (--resource-limit mesh_ranks=N).\n"
+      "A recorded tensor instead: shardscope layout --run runs/ffn.db --tensor dense1.weight\n"
+      "(its layout at its producer: which ranks hold block (i,j)).");
+  o->mesh.Add(app, /*required=*/false);
+  app->add_option("--layout", o->layout, "Layout, e.g. \"mp,(sp,dp)\" or \"dp,-|P(mp)\"");
+  app->add_option("--run", o->run, "A run file: show one of its tensors (with --tensor)");
+  app->add_option("--tensor", o->tensor, "The tensor of --run, by name (dense1.weight)");
   app->add_flag("--json", o->json, "Print JSON instead of text");
   commands.push_back({app, [o] { return RunLayout(*o); }});
 }

@@ -5,12 +5,12 @@
 
 namespace shardscope::cli {
 
-void MeshOptions::Add(CLI::App* app) {
-  app->add_option("--mesh", mesh, "Mesh shape, e.g. 2,2,2")->delimiter(',')->required();
+void MeshOptions::Add(CLI::App* app, bool required) {
+  app->add_option("--mesh", mesh, "Mesh shape, e.g. 2,2,2")->delimiter(',')->required(required);
   app->add_option("--axes", axes, "Axis names, e.g. dp,sp,mp (default a0,a1,...)")->delimiter(',');
   app->add_option("--ranks", ranks, "Explicit rank list, a permutation (default row-major)")
       ->delimiter(',');
-  app->add_option("--shape", shape, "Tensor shape, e.g. 2,4")->delimiter(',')->required();
+  app->add_option("--shape", shape, "Tensor shape, e.g. 2,4")->delimiter(',')->required(required);
 }
 
 Result<DeviceMesh> MeshOptions::MakeMesh() const {

@@ -17,7 +17,8 @@ struct MeshOptions {
   std::vector<int> ranks;
   std::vector<int64_t> shape;
 
-  void Add(CLI::App* app);
+  // `required`: --mesh and --shape must be given (else the command checks them itself).
+  void Add(CLI::App* app, bool required = true);
   // The mesh, with default axis names a0, a1, ... when --axes is omitted; at most
   // mesh_ranks ranks (limits.h).
   Result<DeviceMesh> MakeMesh() const;

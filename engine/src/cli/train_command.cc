@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/instruction_timing.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
 #include "cli/resource_checks.h"
@@ -48,6 +49,7 @@ struct TrainOptions {
   bool overwrite = false;
   bool cpu_time = false;
   bool json = false;                 // the summary as JSON on stdout, the console's lines on stderr
+  int64_t timing_every = 100;
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models
@@ -375,6 +377,12 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
     if (Recorder* recorder = control.recorder())
       control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
+    if (TimedStep(step, o.timing_every)) {
+      Status recorded;
+      SHARDSCOPE_RETURN_IF_ERROR(GatherInstructionSpans(
+          comm, program, step, trainer->executor().last_spans(), control.recorder(), &recorded));
+      if (control.recorder() != nullptr) control.Recorded(recorded);
+    }
     return Status::Ok();
   };
   int64_t saved_at = -1;
@@ -717,6 +725,11 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_flag("--cpu-time", o->cpu_time,
                 "Also print each rank's thread CPU time in kernels and in communication (two "
                 "clock system calls per instruction, ~1 us: off by default)");
+  app->add_option("--timing-every", o->timing_every,
+                  "Record when each instruction of each rank ran (run file: instruction_span;\n"
+                  "`shardscope trace` draws it) at steps 1, 2 and every N-th, at most 10 steps;\n"
+                  "0: never. SPMD runs only (placed runs record their pipeline timeline)")
+      ->check(AtLeast(0));
   app->add_option("--log-every", o->log_every,
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(AtLeast(1));

@@ -87,12 +87,16 @@ const std::string& Recorder::path() const { return writer_->path(); }
 void Recorder::WriteLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    wake_.wait(lock, [this] { return stop_ || !queue_.empty() || !span_queue_.empty(); });
-    if (queue_.empty() && span_queue_.empty() && stop_) return;
+    wake_.wait(lock, [this] {
+      return stop_ || !queue_.empty() || !span_queue_.empty() || !instr_queue_.empty();
+    });
+    if (queue_.empty() && span_queue_.empty() && instr_queue_.empty() && stop_) return;
     std::deque<store::StepRecord> batch;
     batch.swap(queue_);
     std::vector<store::PipelineSpanRecord> spans;
     spans.swap(span_queue_);
+    std::vector<store::InstructionSpanRecord> instr_spans;
+    instr_spans.swap(instr_queue_);
     if (!error_.ok()) continue;  // after a failure, later steps would leave a gap in the file
     lock.unlock();
     Status st;
@@ -101,6 +105,9 @@ void Recorder::WriteLoop() {
     }
     for (const store::PipelineSpanRecord& s : spans) {
       if (st.ok()) st = Check(writer_->AddPipelineSpan(s));
+    }
+    for (const store::InstructionSpanRecord& s : instr_spans) {
+      if (st.ok()) st = Check(writer_->AddInstructionSpan(s));
     }
     if (st.ok()) st = Check(writer_->Commit());
     lock.lock();
@@ -425,6 +432,21 @@ Status Recorder::RecordPipelineSpans(const std::vector<store::PipelineSpanRecord
     if (!error_.ok()) return error_;
     if (stop_) return Status::Invalid(path() + ": pipeline spans after Drain()");
     span_queue_.insert(span_queue_.end(), spans.begin(), spans.end());
+  }
+  wake_.notify_one();
+  return Status::Ok();
+}
+
+Status Recorder::RecordInstructionSpans(std::vector<store::InstructionSpanRecord> spans) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_.ok()) return error_;
+    if (stop_) return Status::Invalid(path() + ": instruction spans after Drain()");
+    if (instr_queue_.empty()) {
+      instr_queue_ = std::move(spans);
+    } else {
+      instr_queue_.insert(instr_queue_.end(), spans.begin(), spans.end());
+    }
   }
   wake_.notify_one();
   return Status::Ok();

@@ -15,6 +15,7 @@
 // receive buffers are the workspace's too, so a workspace that is reused allocates nothing
 // once it has grown. No buffer is zero-filled when the step overwrites all of it.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -32,12 +33,14 @@ struct RedistWorkspace::Impl {
   std::vector<float> shard[2];  // intermediate shards (ping-pong)
   std::vector<float> send, recv;
   std::vector<int64_t> send_counts, recv_counts, send_displs, recv_displs, at;
+  std::vector<double>* step_ends = nullptr;  // set_step_ends: steady-clock seconds per step
 };
 
 RedistWorkspace::RedistWorkspace() : impl_(std::make_unique<Impl>()) {}
 RedistWorkspace::~RedistWorkspace() = default;
 RedistWorkspace::RedistWorkspace(RedistWorkspace&&) noexcept = default;
 RedistWorkspace& RedistWorkspace::operator=(RedistWorkspace&&) noexcept = default;
+void RedistWorkspace::set_step_ends(std::vector<double>* ends) { impl_->step_ends = ends; }
 
 namespace {
 
@@ -159,6 +162,11 @@ class Executor {
       last_ = k + 1 == plan_.steps.size();
       Status st = Step(plan_.steps[k]);
       if (!st.ok()) return st.WithContext(StepName(k, plan_.steps[k]));
+      if (ws_.step_ends != nullptr) {
+        ws_.step_ends->push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+                .count());
+      }
     }
     if (cur_.lo != to.ShardOffsets(rank_) || cur_.ext != target_shape) {
       return Status::Internal("redistribution ended on rank " + std::to_string(rank_) +

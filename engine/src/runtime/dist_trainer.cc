@@ -205,6 +205,17 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
                     : ExecuteRedistribution(*in.plan, comm, from, &buffers_[in.outputs[0]],
                                             &redist_workspace_);
     if (!st.ok()) return st.WithContext("redistribution for " + in.reason);
+    if (timing_) {
+      const double end = Now();
+      double at = start;
+      for (size_t k = 0; k < step_ends_.size(); ++k) {
+        spans_.push_back({static_cast<int>(i), static_cast<int>(k), at - run_start_,
+                          step_ends_[k] - run_start_});
+        at = step_ends_[k];
+      }
+      step_ends_.clear();
+      spans_.push_back({static_cast<int>(i), -1, start - run_start_, end - run_start_});
+    }
     if (stats) {
       const CommStats after = comm.stats();
       stats->comm_seconds += Now() - start;
@@ -229,6 +240,7 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
   KernelContext ctx{local_attrs_[i], std::span<const Tensor* const>(ins, in.inputs.size()),
                     std::span<Tensor* const>(outs, in.outputs.size()), step, training};
   GetOpDef(n.op).forward(ctx);
+  if (timing_) spans_.push_back({static_cast<int>(i), -1, start - run_start_, Now() - run_start_});
   if (stats) {
     stats->compute_seconds += Now() - start;
     if (cpu) stats->compute_cpu_seconds += ThreadCpuNow() - cpu_start;
@@ -247,36 +259,47 @@ int DistExecutor::bucket_calls() const {
 }
 
 Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankStats* stats) {
-  // One instruction, or a parameter gradient's all-reduce joining its bucket (grad_buckets.h).
-  const auto run_one = [&](size_t i) -> Status {
-    if (buckets_ != nullptr) {
-      if (buckets_->reads_deferred(i))
-        SHARDSCOPE_RETURN_IF_ERROR(buckets_->FlushAll(comm, buffers_, stats));
-      if (buckets_->deferred(i)) return buckets_->Add(comm, i, buffers_, stats);
+  spans_.clear();
+  step_ends_.clear();
+  timing_ = true;
+  run_start_ = Now();
+  redist_workspace_.set_step_ends(&step_ends_);
+  const auto run = [&]() -> Status {
+    // One instruction, or a parameter gradient's all-reduce joining its bucket (grad_buckets.h).
+    const auto run_one = [&](size_t i) -> Status {
+      if (buckets_ != nullptr) {
+        if (buckets_->reads_deferred(i))
+          SHARDSCOPE_RETURN_IF_ERROR(buckets_->FlushAll(comm, buffers_, stats));
+        if (buckets_->deferred(i)) return buckets_->Add(comm, i, buffers_, stats);
+      }
+      return Execute(comm, i, step, training, stats);
+    };
+    if (program_.schedule.empty()) {
+      for (size_t i = 0; i < program_.instrs.size(); ++i) SHARDSCOPE_RETURN_IF_ERROR(run_one(i));
+    } else {
+      for (size_t v = 0; v < live_.size(); ++v) {  // left by RunFor or set from outside
+        Release(static_cast<int>(v));
+        if (program_.transient[v]) buffers_[v] = Tensor();
+      }
     }
-    return Execute(comm, i, step, training, stats);
+    int64_t kept = 0;  // every buffer not transient
+    for (size_t v = 0; v < buffers_.size(); ++v) {
+      if (program_.transient.empty() || !program_.transient[v])
+        kept += buffers_[v].size() * DTypeBytes(buffers_[v].dtype());
+    }
+    int64_t peak = 0;
+    for (size_t pos = 0; pos < program_.schedule.size(); ++pos) {
+      SHARDSCOPE_RETURN_IF_ERROR(run_one(program_.schedule[pos]));
+      peak = std::max(peak, transient_bytes_);
+      for (int v : program_.release_after[pos]) Release(v);
+    }
+    peak_buffer_bytes_ = kept + peak;
+    return buckets_ != nullptr ? buckets_->FlushAll(comm, buffers_, stats) : Status::Ok();
   };
-  if (program_.schedule.empty()) {
-    for (size_t i = 0; i < program_.instrs.size(); ++i) SHARDSCOPE_RETURN_IF_ERROR(run_one(i));
-  } else {
-    for (size_t v = 0; v < live_.size(); ++v) {  // left by RunFor or set from outside
-      Release(static_cast<int>(v));
-      if (program_.transient[v]) buffers_[v] = Tensor();
-    }
-  }
-  int64_t kept = 0;  // every buffer not transient
-  for (size_t v = 0; v < buffers_.size(); ++v) {
-    if (program_.transient.empty() || !program_.transient[v])
-      kept += buffers_[v].size() * DTypeBytes(buffers_[v].dtype());
-  }
-  int64_t peak = 0;
-  for (size_t pos = 0; pos < program_.schedule.size(); ++pos) {
-    SHARDSCOPE_RETURN_IF_ERROR(run_one(program_.schedule[pos]));
-    peak = std::max(peak, transient_bytes_);
-    for (int v : program_.release_after[pos]) Release(v);
-  }
-  peak_buffer_bytes_ = kept + peak;
-  return buckets_ != nullptr ? buckets_->FlushAll(comm, buffers_, stats) : Status::Ok();
+  const Status st = run();
+  redist_workspace_.set_step_ends(nullptr);
+  timing_ = false;
+  return st;
 }
 
 Status DistExecutor::RunFor(Communicator& comm, const std::vector<int>& targets, int64_t step,

@@ -442,6 +442,9 @@ class RedistWorkspace {
 
   struct Impl;  // the buffers and communicators; defined by the executor
   Impl& impl() { return *impl_; }
+  // While set, every executed step appends its end time (steady clock, seconds) to `ends`:
+  // the per-instruction timing of training runs (DistExecutor::last_spans). Null: off.
+  void set_step_ends(std::vector<double>* ends);
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -92,6 +92,13 @@ class RunReader {
   Result<std::vector<PipelineSpanRecord>> PipelineSpans(
       int64_t first = std::numeric_limits<int64_t>::min(),
       int64_t last = std::numeric_limits<int64_t>::max()) const;
+  // The per-instruction timing of steps first..last (one rank, or every rank for kNone), by
+  // (step, rank, ordinal, part); empty when none was recorded.
+  Result<std::vector<InstructionSpanRecord>> InstructionSpans(
+      int64_t first = std::numeric_limits<int64_t>::min(),
+      int64_t last = std::numeric_limits<int64_t>::max(), int64_t rank = kNone) const;
+  // The steps that have per-instruction timing, in order.
+  Result<std::vector<int64_t>> TimedSteps() const;
   // Events with id > after_id in id order, at most `limit` (< 0: all).
   Result<std::vector<EventRecord>> Events(int64_t after_id = 0, int64_t limit = -1) const;
 

@@ -29,7 +29,7 @@ namespace shardscope::store {
 
 // The run file's format: PRAGMA application_id and PRAGMA user_version.
 inline constexpr int32_t kApplicationId = 0x53685363;  // "ShSc"
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 inline constexpr int64_t kNone = -1;
 inline constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
@@ -254,6 +254,21 @@ struct PipelineSpanRecord {
   double compute_seconds = 0;  // in kernels
   double idle_seconds = 0;     // waiting for messages
   friend bool operator==(const PipelineSpanRecord&, const PipelineSpanRecord&) = default;
+};
+
+// When one instruction of an SPMD rank's program ran during a timed step (a sample of the
+// steps: docs/run-format.md, instruction_span). Seconds from that rank's start of the step.
+// `part` kNone: the whole instruction (kind "compute" or "redistribution"); k >= 0: step k
+// of the instruction's redistribution (kind "collective"; its collective is redist_step.kind).
+struct InstructionSpanRecord {
+  int64_t step = 0;
+  int64_t rank = 0;
+  int64_t ordinal = 0;  // instruction.ordinal in the SPMD program
+  int64_t part = kNone;
+  std::string kind;  // "compute", "redistribution" or "collective"
+  double start_seconds = 0;
+  double end_seconds = 0;
+  friend bool operator==(const InstructionSpanRecord&, const InstructionSpanRecord&) = default;
 };
 
 // One training step. A step number is unique in a run.

@@ -90,6 +90,7 @@ class RunWriter {
   Status AddStep(const StepRecord& step);                    // with its per-rank figures
   Status AddEvaluation(const EvaluationRecord& evaluation);  // id assigned by the store
   Status AddPipelineSpan(const PipelineSpanRecord& span);
+  Status AddInstructionSpan(const InstructionSpanRecord& span);
   Status AddEvent(const EventRecord& event);  // id assigned by the store
   // An event now: time = now, no step or rank unless given.
   Status AddEvent(std::string_view level, std::string_view source, std::string_view text,

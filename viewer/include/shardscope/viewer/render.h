@@ -5,6 +5,7 @@
 //   tensor NAME              a tensor's map at its producer
 //   redistribution ID        frame `step` of a redistribution plan
 //   timeline                 the pipeline timeline of training step `step` (< 0: the last)
+//   loss, steptime, memory   charts of the training steps and of memory per rank
 //
 // Errors (kInvalidInput / kNotFound) name what was asked and what exists.
 #pragma once
@@ -19,7 +20,7 @@
 namespace shardscope::viewer {
 
 struct RenderRequest {
-  std::string view;    // graph | mesh | tensor | redistribution | timeline
+  std::string view;    // graph | mesh | tensor | redistribution | timeline | loss | ...
   std::string target;  // mesh id or name, tensor name, redistribution id
   int step = 0;        // redistribution frame; timeline: training step (< 0: the last)
   int rank = -1;       // tensor: one rank's view; mesh: the rank outlined
