@@ -42,7 +42,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shardscope", default=os.path.join(HERE, "..", "build", "bin", "shardscope"))
     ap.add_argument("--search", default="dynamic_programming", help="search for the chosen plans")
-    ap.add_argument("--plan-args", default="", help="extra arguments for every plan, e.g. --recompute")
+    ap.add_argument("--plan-args", default="--recompute",
+                    help="arguments for every plan (default --recompute: the published runs recompute "
+                         "activations; \"\" to price without)")
     a = ap.parse_args()
     extra = a.plan_args.split()
     gen = os.path.join(HERE, "..", "scripts", "megatron_gpt.py")

@@ -109,13 +109,19 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     const int op = op_of_instr(in);
     if (op >= 0) ++instrs_of[op];
   }
+  // Recomputation replays forward instructions: each pays its share of its operator's
+  // computation once more (a GEMM's forward is one of its three products).
+  for (const RecomputeSegment& segment : program.recompute) {
+    for (int i : segment.instrs) {
+      const int op = op_of_instr(program.instrs[i]);
+      if (op >= 0) price.operator_seconds += g.OpCompute(op, parts[op]) / instrs_of[op];
+    }
+  }
+  // Gradient reductions (their outputs are the gradients the update reads) share buckets.
   // Computation before the next collective, for its hand-off: the instruction that ran last,
   // its operator's extra on one core (ComputeBeforeCollective, the searches' figure for the
-  // whole operator) shared evenly among the operator's instructions. Charging the whole
-  // operator after its forward and again after each backward instruction counted it two or
-  // three times: under a calibrated profile the FFN's hand-offs came to 1.33 ms, 1.65 x the
-  // extra of its whole step's computation (0.81 ms).
-  // Gradient reductions (their outputs are the gradients the update reads) share buckets.
+  // whole operator) shared evenly among the operator's instructions, not charged per
+  // instruction (that counted it two or three times).
   std::vector<bool> is_param_grad(program.values.size(), false);
   for (const auto& [param, grad] : program.param_grads) is_param_grad[grad] = true;
   const double element_bytes = PrecisionBytes(o.dtype);

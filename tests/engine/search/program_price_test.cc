@@ -93,7 +93,8 @@ TEST(ProgramPrice, CountsTheStepsOfSearchedAndBlockSamples) {
 }
 
 // Prices `model_name`'s program (its own strategies and meshes) under `cost` on 8 devices.
-ProgramPrice PriceSample(const std::string& model_name, const CostModel& cost) {
+ProgramPrice PriceSample(const std::string& model_name, const CostModel& cost,
+                         std::vector<std::string> recompute = {}) {
   auto mf =
       LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/" + model_name + ".yaml");
   EXPECT_TRUE(mf.ok()) << mf.status().message();
@@ -102,6 +103,7 @@ ProgramPrice PriceSample(const std::string& model_name, const CostModel& cost) {
   PartitionOptions partition;
   partition.devices = 8;
   partition.cost = cost;
+  partition.recompute = std::move(recompute);
   for (const auto& [name, text] : mf->parallel().meshes)
     partition.meshes[name] = *ParseMeshExpr(text);
   const std::vector<ValueId> params = model.graph.Parameters();
@@ -145,6 +147,16 @@ TEST(ProgramPrice, GradientsInBucketsShareTheLatencyOfOneCollective) {
   EXPECT_LT(b.communication_seconds, e.communication_seconds - 1e-3);
   EXPECT_EQ(b.communication_steps, e.communication_steps);
   EXPECT_EQ(b.operator_seconds, e.operator_seconds);
+}
+
+// Recomputation runs forward instructions twice: the replays add computation (a share of
+// each replayed operator's, less than the whole step's) and no communication.
+TEST(ProgramPrice, RecomputationPaysItsReplayedForward) {
+  const ProgramPrice plain = PriceSample("ffn", CostModel()),
+                     replayed = PriceSample("ffn", CostModel(), {"*"});
+  EXPECT_GT(replayed.operator_seconds, plain.operator_seconds);
+  EXPECT_LT(replayed.operator_seconds, 2 * plain.operator_seconds);
+  EXPECT_EQ(replayed.communication_steps, plain.communication_steps);
 }
 
 // A group sync of 1 ms, far above every step's formula price, and no other fixed cost: every
