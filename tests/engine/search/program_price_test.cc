@@ -49,7 +49,9 @@ Executed TrainAndPrice(const std::string& model_name, int devices) {
     if (world.rank() == 0) {
       SHARDSCOPE_ASSIGN_OR_RETURN(out.search, SearchStrategies(model.graph, search));
     }
-    TrainConfig config{mf->training().seed, mf->training().optimizer};
+    // The price counts every planned step; gradient buckets (engine_grad_buckets_test) would
+    // run a step's plain gradient all-reduces as fewer calls.
+    TrainConfig config{mf->training().seed, mf->training().optimizer, /*bucket_bytes=*/0};
     SHARDSCOPE_ASSIGN_OR_RETURN(
         auto trainer, DistTrainer::Create(std::move(model), config, partition, world.rank()));
     for (int i = 0; i < 2; ++i)  // the first steps split communicators
