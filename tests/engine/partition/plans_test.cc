@@ -264,6 +264,8 @@ parallel:
     }
   }
   EXPECT_EQ(products, 3);  // fc1's da is not needed (x has no gradient)
+}
+
 // A backward operator computes on as many devices as its forward operator: MatMul's dA keeps
 // the rows split the forward had, instead of gathering the whole batch's gradient because the
 // gradient flowing in was produced on another operator's mesh.
