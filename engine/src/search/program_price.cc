@@ -113,6 +113,7 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   // computation once more (a GEMM's forward is one of its three products).
   for (const RecomputeSegment& segment : program.recompute) {
     for (int i : segment.instrs) {
+      if (program.instrs[i].kind != DistInstr::Kind::kCompute) continue;  // the loop below
       const int op = op_of_instr(program.instrs[i]);
       if (op >= 0) price.operator_seconds += g.OpCompute(op, parts[op]) / instrs_of[op];
     }
@@ -126,7 +127,12 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   for (const auto& [param, grad] : program.param_grads) is_param_grad[grad] = true;
   const double element_bytes = PrecisionBytes(o.dtype);
   double compute_before = 0;
-  for (const DistInstr& in : program.instrs) {
+  std::vector<int> order = program.schedule;  // replays included
+  if (order.empty()) {
+    for (size_t i = 0; i < program.instrs.size(); ++i) order.push_back(static_cast<int>(i));
+  }
+  for (int index : order) {
+    const DistInstr& in = program.instrs[index];
     if (in.kind == DistInstr::Kind::kCompute) {
       const int op = op_of_instr(in);
       if (op >= 0) compute_before = g.ComputeBeforeCollective(op, parts[op]) / instrs_of[op];
