@@ -104,7 +104,8 @@ TEST(Cli, RecordsTheRunAndInspectReadsIt) {
   auto json = nlohmann::json::parse(inspect.text);
   EXPECT_EQ(json["run"]["status"], "completed") << inspect.text.substr(0, 2000);
   EXPECT_EQ(json["steps"].size(), 12u);
-  EXPECT_EQ(json["redistributions"].size(), 7u);
+  // grad.matmul2.db is made in v's layout (a backward operator keeps its forward's splits).
+  EXPECT_EQ(json["redistributions"].size(), 6u);
   Output text = Shardscope("inspect " + path);
   ASSERT_EQ(text.code, 0);
   EXPECT_NE(text.text.find("matmul2 needs"), std::string::npos) << text.text;
