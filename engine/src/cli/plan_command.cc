@@ -11,6 +11,7 @@
 #include "cli/limits.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
+#include "cli/replica_warning.h"
 #include "cli/resource_checks.h"
 #include "cli/search_flags.h"
 #include "cli/train_loop.h"
@@ -185,6 +186,13 @@ int RunPlan(const PlanOptions& o) {
   summary["device_mesh"] = options->device_mesh.ToString();
   summary["search_memory_per_device_bytes"] = r.memory_per_device_bytes;
   summary["memory_per_device_bytes"] = *memory;
+  const std::string replicas = ReplicaWarning(model->graph, *program);
+  if (!replicas.empty()) {
+    summary["warnings"] = nlohmann::ordered_json::array();
+    for (size_t at = 0, end; (end = replicas.find('\n', at)) != std::string::npos; at = end + 1)
+      summary["warnings"].push_back(replicas.substr(at, end - at));
+    std::fprintf(stderr, "%s", replicas.c_str());
+  }
 
   if (!o.export_to.empty()) {
     Status st = ExportTo(o.export_to, model->graph, *program, mf->name());

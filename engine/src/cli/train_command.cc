@@ -13,6 +13,7 @@
 #include "cli/instruction_timing.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
+#include "cli/replica_warning.h"
 #include "cli/resource_checks.h"
 #include "cli/search_flags.h"
 #include "cli/train_checkpoint.h"
@@ -48,7 +49,7 @@ struct TrainOptions {
   bool no_record = false;
   bool overwrite = false;
   bool cpu_time = false;
-  bool json = false;                 // the summary as JSON on stdout, the console's lines on stderr
+  bool json = false;  // the summary as JSON on stdout, the console's lines on stderr
   int64_t timing_every = 100;
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
@@ -571,6 +572,7 @@ int RunTrainReported(const TrainOptions& o) {
                              probe.status().code() == StatusCode::kNotImplemented;
       return Fail(bad_input ? kExitBadInput : kExitRunFailure, probe.status().message());
     }
+    if (IsFirstRank()) std::fprintf(stderr, "%s", ReplicaWarning(model->graph, *probe).c_str());
     const int here = DevicesOnThisHost(plan->mpi, plan->partition.devices);
     Status memory = CheckTrainMemory(*mf, model->graph, *probe, here, *data_bytes);
     if (!memory.ok()) return Fail(kExitBadInput, memory.message());

@@ -75,6 +75,23 @@ TEST(PlanCommand, JsonListsOperatorsAndRedistributions) {
   EXPECT_GT(j["predicted_step_seconds"].get<double>(), 0);
 }
 
+// Seed 003's strategies are written for 8 devices: planned on 16, semi_auto runs those two
+// operators replicated twice, and says so with the factor and the operators; on 8, nothing.
+TEST(PlanCommand, StrategiesOverFewerDevicesWarnWithTheReplicaFactor) {
+  Output o = Plan(kSamples + "ffn.yaml --devices 16 --search semi_auto");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("over 8 of the 16 devices and run replicated x2 over the rest: "
+                        "dense1.matmul, dense3.matmul"),
+            std::string::npos)
+      << o.text;
+  Output j = Plan(kSamples + "ffn.yaml --devices 16 --search semi_auto --json", false);
+  ASSERT_EQ(j.code, 0) << j.text;
+  EXPECT_EQ(nlohmann::json::parse(j.text)["warnings"].size(), 1u);
+  Output full = Plan(kSamples + "ffn.yaml --devices 8 --search semi_auto");
+  ASSERT_EQ(full.code, 0) << full.text;
+  EXPECT_EQ(full.text.find("replicated x"), std::string::npos) << full.text;
+}
+
 TEST(PlanCommand, ExplainShowsWhyAndTheRunnersUp) {
   Output o = Plan(kSamples +
                   "network3.yaml --devices 8 --search recursive_programming "
