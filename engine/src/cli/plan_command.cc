@@ -1,6 +1,7 @@
 // `shardscope plan MODEL --devices N --search MODE`: strategies, redistributions, predicted
 // step time and memory per device, without running anything (a dry run for any cluster).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -34,6 +35,7 @@ struct PlanOptions {
   std::string model;
   int devices = 0;
   int64_t batch = 0;
+  std::string global_batch;  // "N" samples or "N tokens" (K/M suffixes)
   bool json = false;
   std::string explain;
   std::string record;
@@ -104,9 +106,50 @@ Status ExportTo(const std::vector<std::string>& args, const Graph& graph,
   return Status::Ok();
 }
 
-int RunPlan(const PlanOptions& o) {
+// --global-batch: "512", "1M tokens", "4K tok" -> examples per step. Tokens are divided by the
+// positions of one example (a token model's input.shape[0]) and must divide evenly.
+Result<int64_t> GlobalBatchExamples(const std::string& text, const ModelFile& mf) {
+  const auto bad = [&](const std::string& why) {
+    return Status::Invalid("--global-batch '" + text + "': " + why +
+                           " (e.g. --global-batch 512, or --global-batch \"4M tokens\")");
+  };
+  size_t used = 0;
+  double n = 0;
+  try {
+    n = std::stod(text, &used);
+  } catch (...) {
+    return bad("not a number");
+  }
+  std::string rest = text.substr(used);
+  std::erase(rest, ' ');
+  double scale = 1;
+  if (!rest.empty() && (rest[0] == 'K' || rest[0] == 'k' || rest[0] == 'M' || rest[0] == 'G')) {
+    scale = rest[0] == 'M' ? 1 << 20 : rest[0] == 'G' ? 1 << 30 : 1 << 10;
+    rest.erase(0, 1);
+  }
+  const bool tokens = rest == "tokens" || rest == "token" || rest == "tok";
+  if (!tokens && !rest.empty()) return bad("after the number: samples, or 'tokens'");
+  const double count = n * scale;
+  if (!(count >= 1) || count != std::floor(count) || count > 1e15) return bad("not a whole count");
+  if (!tokens) return static_cast<int64_t>(count);
+  if (mf.input_dtype() != DType::kI32 || mf.example_shape().empty())
+    return bad(mf.path() + " does not take token ids (input.dtype i32), so tokens have no length");
+  const auto positions = static_cast<double>(mf.example_shape()[0]);
+  if (std::fmod(count, positions) != 0)
+    return bad("not a whole number of sequences of " + std::to_string(mf.example_shape()[0]) +
+               " positions");
+  return static_cast<int64_t>(count / positions);
+}
+
+int RunPlan(const PlanOptions& original) {
+  PlanOptions o = original;
   auto mf = LoadModelFile(o.model, ModelLoadOptions{.weights = false});  // shapes only
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
+  if (!o.global_batch.empty()) {
+    auto examples = GlobalBatchExamples(o.global_batch, *mf);
+    if (!examples.ok()) return Fail(kExitBadInput, examples.status().message());
+    o.batch = *examples;
+  }
   const ParallelConfig& parallel = mf->parallel();
   const int devices = o.devices > 0 ? o.devices : std::max(1, parallel.devices);
   if (devices > kMaxPlanDevices) {  // only the file's count can be larger (--devices is checked)
@@ -343,8 +386,14 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
       ->required();
   app->add_option("--devices", o->devices, "Devices to plan for (default: the model file's)")
       ->check(CLI::Range(1, kMaxPlanDevices));
-  app->add_option("--batch", o->batch, "Global batch size (default: the model file's)")
-      ->check(AtLeast(1));
+  auto* batch =
+      app->add_option("--batch", o->batch, "Global batch size (default: the model file's)")
+          ->check(AtLeast(1));
+  app->add_option(
+         "--global-batch", o->global_batch,
+         "The global batch in samples (\"512\") or tokens (\"4M tokens\": divided by the "
+         "positions of one sequence of a token model); K and M multiply by 1024 and 1024^2")
+      ->excludes(batch);
   app->add_flag("--json", o->json, "Print the plan (or --explain's operator) as JSON");
   app->add_option("--explain", o->explain,
                   "Print one operator's strategy, why it was chosen and the runners-up");

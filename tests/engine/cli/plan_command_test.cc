@@ -92,6 +92,23 @@ TEST(PlanCommand, StrategiesOverFewerDevicesWarnWithTheReplicaFactor) {
   EXPECT_EQ(full.text.find("replicated x"), std::string::npos) << full.text;
 }
 
+// --global-batch in samples or tokens: 4K tokens of the GPT's 32-position sequences are 128
+// sequences; tokens need a token model and a whole number of sequences.
+TEST(PlanCommand, GlobalBatchInSamplesOrTokens) {
+  Output tokens = Plan(kSamples + "gpt.yaml --devices 8 --global-batch \"4K tokens\"");
+  ASSERT_EQ(tokens.code, 0) << tokens.text;
+  EXPECT_NE(tokens.text.find("batch 128,"), std::string::npos) << tokens.text;
+  Output samples = Plan(kSamples + "ffn.yaml --devices 8 --global-batch 256");
+  ASSERT_EQ(samples.code, 0) << samples.text;
+  EXPECT_NE(samples.text.find("batch 256,"), std::string::npos) << samples.text;
+  Output uneven = Plan(kSamples + "gpt.yaml --devices 8 --global-batch \"1000 tokens\"");
+  EXPECT_EQ(uneven.code, 2);
+  EXPECT_NE(uneven.text.find("sequences of 32 positions"), std::string::npos) << uneven.text;
+  Output images = Plan(kSamples + "ffn.yaml --devices 8 --global-batch \"1K tokens\"");
+  EXPECT_EQ(images.code, 2);
+  EXPECT_NE(images.text.find("does not take token ids"), std::string::npos) << images.text;
+}
+
 TEST(PlanCommand, ExplainShowsWhyAndTheRunnersUp) {
   Output o = Plan(kSamples +
                   "network3.yaml --devices 8 --search recursive_programming "
