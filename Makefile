@@ -64,7 +64,8 @@ test-asan: deps
 	# Tests that start mpirun are left out, as the MPI-labelled ones: Open MPI is built without
 	# frame pointers, so LeakSanitizer could name its never-freed state only by slow full unwinding.
 	cd $(ASAN_DIR) && OMPI_MCA_mca_base_component_disable_dlclose=1 \
-	  ctest --output-on-failure -j $(JOBS) -L '^(unit|kernel|smoke)$$' -E '^Launch\.'
+	  ctest --output-on-failure -j $(JOBS) -L '^(unit|kernel|smoke)$$' \
+	  -E '^Launch(Hosts)?\.|UnderMpirun$$'
 
 test-portable: deps
 	@[ -f $(PORTABLE_DIR)/build.ninja ] || cmake -S . -B $(PORTABLE_DIR) -G Ninja \

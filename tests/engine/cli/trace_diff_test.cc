@@ -171,7 +171,8 @@ TEST_F(TraceDiff, TraceHasATrackPerRankAndASlicePerTimedInstruction) {
   // One rank only; a run without timing is refused, naming the flag.
   ASSERT_EQ(Shardscope("trace " + File("a.db") + " --rank 5 --out " + File("r5.json")).code, 0);
   std::ifstream in5(File("r5.json"));
-  for (const json& e : json::parse(in5).at("traceEvents"))
+  const json rank5 = json::parse(in5);  // kept: a range-for over a temporary's member dangles
+  for (const json& e : rank5.at("traceEvents"))
     if (e.contains("tid")) {
       EXPECT_EQ(e.at("tid"), 5);
     }
