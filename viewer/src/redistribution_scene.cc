@@ -302,9 +302,11 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
       if (total > 1) {
         std::vector<int64_t> firsts;
         for (int64_t g = 1; g < total; ++g) firsts.push_back(s.groups.Group(g).front());
-        lines << QString("%1 more groups like it, of %2 ranks, starting at ranks %3")
+        lines << QString("%1 more group%2 like it, of %3 ranks, starting at %4 %5")
                      .arg(total - 1)
+                     .arg(total > 2 ? "s" : "")
                      .arg(s.groups.group_size())
+                     .arg(total > 2 ? "ranks" : "rank")
                      .arg(RankText(firsts));
         total = static_cast<int64_t>(lines.size());
       }
