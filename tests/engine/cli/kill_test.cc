@@ -2,8 +2,10 @@
 // reads as interrupted: on in-process devices and under mpirun.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "child_process.h"
 #include "shardscope/store/reader.h"
@@ -26,7 +28,16 @@ void KillAndCheck(const std::vector<std::string>& command, const std::string& pa
   int status = 0;
   waitpid(pid, &status, 0);
   KillAll(pid, path);  // ranks a dying launcher may have left behind
+  // A killed rank may take a moment to exit and free the run file's lock (slowly under load
+  // or a sanitizer): until then the reader rightly sees the run as running.
   auto reader = shardscope::store::RunReader::Open(path);
+  for (int tries = 0; tries < 100; ++tries) {
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    auto now = (*reader)->Run();
+    if (now.ok() && now->status != shardscope::store::RunStatus::kRunning) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    reader = shardscope::store::RunReader::Open(path);
+  }
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   auto run = (*reader)->Run();
   ASSERT_TRUE(run.ok()) << run.status().message();
