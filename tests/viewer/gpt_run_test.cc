@@ -34,8 +34,9 @@ TEST(GptRun, RecordedRunOpensInTheViewer) {
   EXPECT_NE(output.find("3 steps"), std::string::npos) << output;
   EXPECT_NE(output.find("embedding.gather"), std::string::npos) << output;
 
-  ASSERT_EQ(testing::RunCommand(kBin + "/shardscope render " + run + " --view graph --expand layer0 --out " + svg,
-                                &output),
+  ASSERT_EQ(testing::RunCommand(
+                kBin + "/shardscope render " + run + " --view graph --expand layer0 --out " + svg,
+                &output),
             0)
       << output;
   std::ifstream in(svg);

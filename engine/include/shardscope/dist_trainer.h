@@ -101,7 +101,7 @@ class DistExecutor {
   int64_t transient_bytes_ = 0, peak_buffer_bytes_ = 0;
   GatherFn gather_;
   std::unique_ptr<GradBuckets> buckets_;  // null: no bucketing
-  bool timing_ = false;  // inside Run(): spans_ collects
+  bool timing_ = false;                   // inside Run(): spans_ collects
   double run_start_ = 0;
   std::vector<InstrSpan> spans_;
   std::vector<double> step_ends_;  // redistribution steps' end times (RedistWorkspace)
