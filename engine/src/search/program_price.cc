@@ -40,16 +40,24 @@ double StepSync(const CostModel& cm, const RedistPlan& plan, const RedistStep& s
 // (StepSync), and the hand-off after `compute_before` seconds of computation. With a device mesh,
 // the step's groups travel over the physical axes they span (the planner knows only the operator
 // meshes' axis names).
+// The slowest latency of the step's axes; with a device mesh, the bandwidth and latency of the
+// physical axes its groups span (false without one: `bandwidth` is left as it was).
+bool StepLink(const SearchGraph& g, const RedistStep& step, double* bandwidth, double* latency) {
+  const CostModel& cm = g.options().cost;
+  *latency = step.axis_names.empty() ? cm.latency_s : 0.0;
+  for (const std::string& axis : step.axis_names)
+    *latency = std::max(*latency, cm.AxisLatency(axis));
+  return g.GroupsLink(step.groups, bandwidth, latency);
+}
+
 double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistStep& step,
                    double compute_before) {
   if (step.seconds <= 0) return 0.0;
   const CostModel& cm = g.options().cost;
   const double messages = static_cast<double>(step.messages);
   double transfer = step.seconds - messages * cm.latency_s;  // the bandwidth term
-  double latency = step.axis_names.empty() ? cm.latency_s : 0.0;
-  for (const std::string& axis : step.axis_names) latency = std::max(latency, cm.AxisLatency(axis));
-  double bandwidth = 0;
-  if (g.GroupsLink(step.groups, &bandwidth, &latency))
+  double bandwidth = 0, latency = 0;
+  if (StepLink(g, step, &bandwidth, &latency))
     transfer *= cm.Bandwidth(plan.mesh, step.axes) / bandwidth;
   return transfer +
          std::max(messages * latency + cm.collective_overhead_s,
@@ -63,10 +71,8 @@ double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistSte
 double BucketedGradientSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistStep& step,
                                double bytes, double share) {
   const CostModel& cm = g.options().cost;
-  double latency = step.axis_names.empty() ? cm.latency_s : 0.0;
-  for (const std::string& axis : step.axis_names) latency = std::max(latency, cm.AxisLatency(axis));
-  double bandwidth = cm.Bandwidth(plan.mesh, step.axes);
-  g.GroupsLink(step.groups, &bandwidth, &latency);
+  double bandwidth = cm.Bandwidth(plan.mesh, step.axes), latency = 0;
+  StepLink(g, step, &bandwidth, &latency);
   return share * cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, bytes / share,
                                             plan.mesh.GroupSize(step.axes), bandwidth, latency);
 }
