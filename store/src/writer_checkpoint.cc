@@ -13,6 +13,7 @@ namespace {
 constexpr int kCheckpointPages = 1000;  // SQLite's default auto-checkpoint threshold
 constexpr int kCatchUpPages = 256;      // copied with the writer held (see CatchUp)
 constexpr int kMaxLogPages = 8 * kCheckpointPages;
+constexpr int kCapAttempts = 2500;  // at 2 ms each: 5 s before the log may grow on
 
 }  // namespace
 
@@ -83,8 +84,15 @@ int RunWriter::Impl::WalHook(void* arg, sqlite3* db, const char*, int pages) {
   auto* impl = static_cast<Impl*>(arg);
   impl->last_commit_pages = pages;
   if (pages >= kMaxLogPages) {
-    // The checkpoints cannot keep up (a very fast writer on a slow disk): copy here.
-    sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    // The checkpoints cannot keep up (a very fast writer on a slow disk): copy here. While the
+    // thread's own pass holds the checkpoint lock SQLite answers BUSY at once: wait it out.
+    for (int attempt = 0; attempt < kCapAttempts; ++attempt) {
+      if (sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) !=
+          SQLITE_BUSY) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     impl->last_trigger_pages = 0;
   } else if (pages >= kCheckpointPages && (pages < impl->last_trigger_pages ||
                                            pages >= impl->last_trigger_pages + kCheckpointPages)) {
