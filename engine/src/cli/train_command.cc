@@ -58,6 +58,7 @@ struct TrainOptions {
   SearchFlags search;
   CheckpointFlags checkpoint;
   double bucket_mb = 25;   // gradient buckets (TrainConfig::bucket_bytes); 0: none
+  bool no_overlap = false;  // TrainConfig::overlap_grad_reduce off
   bool eval_only = false;  // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
 };
 
@@ -288,7 +289,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   SHARDSCOPE_ASSIGN_OR_RETURN(
       auto trainer, DistTrainer::Create(std::move(model),
                                         TrainConfig{tc.seed, tc.optimizer,
-                                                    static_cast<int64_t>(o.bucket_mb * (1 << 20))},
+                                                    static_cast<int64_t>(o.bucket_mb * (1 << 20)),
+                                                    !o.no_overlap},
                                         options, comm.rank()));
   trainer->set_cpu_timing(o.cpu_time);
   if (plan.resume) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*plan.resume, *trainer));
@@ -707,6 +709,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                   "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
                   "all-reduce per bucket instead of one per gradient, the same sums; 0: one each")
       ->check(CLI::Range(0.0, 4096.0));
+  app->add_flag("--no-overlap", o->no_overlap,
+                "Wait for each gradient bucket's all-reduce when it is full instead of running it "
+                "during the backward (the default overlaps, as PyTorch DDP does); same sums");
   app->add_flag(
       "--ignore-parallel", o->ignore_parallel,
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");
