@@ -309,16 +309,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   StepCount count = CountSteps(batches, tc.steps, tc.epochs);
   const int64_t first = trainer->step();  // a resumed run's steps so far
   if (plan.resume) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(
-        count.total,
-        ResumedTotal(first, o.steps,
-                     CountSteps(batches, o.steps > 0 ? 0 : tc.steps, tc.epochs).total));
-    count.epochs = (count.total + count.per_epoch - 1) / std::max<int64_t>(1, count.per_epoch);
-    if (Recorder* recorder = control.recorder()) {
-      const nlohmann::json event = {
-          {"action", "resumed"}, {"dir", o.checkpoint.resume}, {"step", first}};
-      control.Recorded(recorder->RecordCheckpoint(first, event.dump()));
-    }
+    SHARDSCOPE_RETURN_IF_ERROR(ResumeCount(batches, first, o.steps, tc.steps, tc.epochs,
+                                           o.checkpoint.resume, control, &count));
   }
   const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
   const DistProgram& program = trainer->program();
@@ -357,8 +349,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   const std::string saved_under = std::to_string(comm.size()) + " device(s), " +
                                   (plan.mpi ? "MPI" : "in-process") + ", " + plan.mode;
   const auto save = [&] {
-    return SaveCheckpointTogether(comm, *trainer, o.checkpoint.save, mf.name(), saved_under,
-                                  control);
+    return SaveCheckpointTogether(comm, GatherCheckpoint(comm, *trainer), o.checkpoint.save,
+                                  mf.name(), saved_under, control);
   };
   const auto record_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
     if (!control.recording()) return Status::Ok();  // the same on every rank
@@ -541,12 +533,6 @@ int RunTrainReported(const TrainOptions& o) {
     return Fail(kExitBadInput, batch + " is larger than the training set: " +
                                    std::to_string(train->size()) + " examples" + set);
   }
-  if (!o.ignore_parallel && ModelIsPlaced(*mf) &&
-      (!o.checkpoint.save.empty() || !o.checkpoint.resume.empty())) {
-    return Fail(kExitBadInput,
-                "checkpoints of placed models (place: in the file) are not built yet; "
-                "--ignore-parallel trains the model SPMD, which checkpoints");
-  }
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
       return Fail(kExitBadInput,
@@ -556,7 +542,8 @@ int RunTrainReported(const TrainOptions& o) {
     return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
                            o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
                            o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                           *data_bytes, DataJson(*source).dump(), o.overwrite});
+                           *data_bytes, DataJson(*source).dump(), o.overwrite, o.checkpoint,
+                           plan->resume ? &*plan->resume : nullptr, o.steps, o.eval_only});
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.

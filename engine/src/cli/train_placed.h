@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/run_control.h"
+#include "cli/train_checkpoint.h"
 #include "shardscope/data.h"
 #include "shardscope/model_file.h"
 
@@ -27,6 +28,10 @@ struct PlacedTrainRequest {
   int64_t data_bytes = 0;        // the synthetic data set's (SyntheticDataBytes)
   std::string data_json = "{}";  // where the data came from (DataJson), for the run file
   bool overwrite = false;        // replace an existing run file
+  CheckpointFlags checkpoint;    // --save-checkpoint, --every, --resume (train_checkpoint.h)
+  const Checkpoint* resume = nullptr;  // read and checked from checkpoint.resume
+  int64_t steps_flag = 0;              // --steps as given (a resumed run: that many more)
+  bool eval_only = false;              // `shardscope eval`: evaluate `resume`, train nothing
 };
 
 // True when the model file places some operator on a worker.
