@@ -50,13 +50,11 @@ Result<int64_t> ResumedTotal(int64_t first, int64_t steps, int64_t configured_to
   return total;
 }
 
-Status ResumeCount(const BatchIterator& batches, int64_t first, int64_t steps_flag,
-                   int64_t steps, int64_t epochs, const std::string& dir, RunControl& control,
-                   StepCount* count) {
+Status ResumeCount(const BatchIterator& batches, int64_t first, int64_t steps_flag, int64_t steps,
+                   int64_t epochs, const std::string& dir, RunControl& control, StepCount* count) {
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      count->total,
-      ResumedTotal(first, steps_flag,
-                   CountSteps(batches, steps_flag > 0 ? 0 : steps, epochs).total));
+      count->total, ResumedTotal(first, steps_flag,
+                                 CountSteps(batches, steps_flag > 0 ? 0 : steps, epochs).total));
   count->epochs = (count->total + count->per_epoch - 1) / std::max<int64_t>(1, count->per_epoch);
   if (Recorder* recorder = control.recorder()) {
     const nlohmann::json event = {{"action", "resumed"}, {"dir", dir}, {"step", first}};

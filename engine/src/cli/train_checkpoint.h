@@ -34,9 +34,8 @@ Result<int64_t> ResumedTotal(int64_t first, int64_t steps, int64_t configured_to
 
 // A run resumed at step `first` from `dir`: the loop's step count (to `steps_flag` more
 // steps, else to the configured end: `steps`, `epochs`), and the resume in the run file.
-Status ResumeCount(const BatchIterator& batches, int64_t first, int64_t steps_flag,
-                   int64_t steps, int64_t epochs, const std::string& dir, RunControl& control,
-                   StepCount* count);
+Status ResumeCount(const BatchIterator& batches, int64_t first, int64_t steps_flag, int64_t steps,
+                   int64_t epochs, const std::string& dir, RunControl& control, StepCount* count);
 
 // Collective: `gathered` is the trainer's state (GatherCheckpoint, called by every rank);
 // rank 0 writes it to `dir` and records it in the run file (`control`'s recorder); every

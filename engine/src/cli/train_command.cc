@@ -57,9 +57,9 @@ struct TrainOptions {
   std::string on_record_error = "stop";
   SearchFlags search;
   CheckpointFlags checkpoint;
-  double bucket_mb = 25;   // gradient buckets (TrainConfig::bucket_bytes); 0: none
+  double bucket_mb = 25;    // gradient buckets (TrainConfig::bucket_bytes); 0: none
   bool no_overlap = false;  // TrainConfig::overlap_grad_reduce off
-  bool eval_only = false;  // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
+  bool eval_only = false;   // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
 };
 
 // `--data text:FILE` or dataset: text. The vocabulary must fit the model's token ids: the
@@ -287,11 +287,11 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     };
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      auto trainer, DistTrainer::Create(std::move(model),
-                                        TrainConfig{tc.seed, tc.optimizer,
-                                                    static_cast<int64_t>(o.bucket_mb * (1 << 20)),
-                                                    !o.no_overlap},
-                                        options, comm.rank()));
+      auto trainer,
+      DistTrainer::Create(std::move(model),
+                          TrainConfig{tc.seed, tc.optimizer,
+                                      static_cast<int64_t>(o.bucket_mb * (1 << 20)), !o.no_overlap},
+                          options, comm.rank()));
   trainer->set_cpu_timing(o.cpu_time);
   if (plan.resume) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*plan.resume, *trainer));
   if (o.eval_only) return EvaluateOnRank(comm, *trainer, o.checkpoint.resume, test);
@@ -539,11 +539,15 @@ int RunTrainReported(const TrainOptions& o) {
                   "a placed model (place: in the file) is not searched: operators pinned to "
                   "workers take no strategies; drop --search / mode auto, or the place entries");
     }
-    return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
-                           o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                           o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                           *data_bytes, DataJson(*source).dump(), o.overwrite, o.checkpoint,
-                           plan->resume ? &*plan->resume : nullptr, o.steps, o.eval_only});
+    PlacedTrainRequest placed(&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
+                              o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
+                              o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
+                              *data_bytes, DataJson(*source).dump(), o.overwrite);
+    placed.checkpoint = o.checkpoint;
+    placed.resume = plan->resume ? &*plan->resume : nullptr;
+    placed.steps_flag = o.steps;
+    placed.eval_only = o.eval_only;
+    return RunPlacedTrain(placed);
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.

@@ -132,10 +132,11 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   if (r.eval_only) {
     SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, *r.test));
     if (lead) {
-      std::printf("checkpoint %s (step %lld): test accuracy %.4f (%lld examples; placed runs "
-                  "report no test loss yet)\n",
-                  r.checkpoint.resume.c_str(), static_cast<long long>(trainer->step()), accuracy,
-                  static_cast<long long>(r.test->size()));
+      std::printf(
+          "checkpoint %s (step %lld): test accuracy %.4f (%lld examples; placed runs "
+          "report no test loss yet)\n",
+          r.checkpoint.resume.c_str(), static_cast<long long>(trainer->step()), accuracy,
+          static_cast<long long>(r.test->size()));
     }
     return Status::Ok();
   }
@@ -181,11 +182,11 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   loop.control = &control;
   loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
   const CheckpointFlags& ck = r.checkpoint;
-  const std::string saved_under = std::to_string(comm.size()) + " worker(s), " +
-                                  (r.mpi ? "MPI" : "in-process") + ", placed";
+  const std::string saved_under =
+      std::to_string(comm.size()) + " worker(s), " + (r.mpi ? "MPI" : "in-process") + ", placed";
   const auto save = [&] {
-    return SaveCheckpointTogether(comm, GatherCheckpoint(comm, *trainer), ck.save,
-                                  r.model->name(), saved_under, control);
+    return SaveCheckpointTogether(comm, GatherCheckpoint(comm, *trainer), ck.save, r.model->name(),
+                                  saved_under, control);
   };
   int64_t saved_at = -1;
   loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {

@@ -403,8 +403,8 @@ Status InProcessComm::DoAllReduce(std::span<const float> in, std::span<float> ou
 }
 
 Result<std::unique_ptr<CommRequest::Op>> InProcessComm::DoStartAllReduce(std::span<const float> in,
-                                                                          std::span<float> out,
-                                                                          ReduceOp op) {
+                                                                         std::span<float> out,
+                                                                         ReduceOp op) {
   Group& g = *g_;
   const uint64_t id = next_round_++;
   std::unique_lock<std::mutex> lk(g.mu);

@@ -87,7 +87,12 @@ class MpiAllReduce final : public CommRequest::Op {
   // `scratch` null: the op owns its staging buffer (it may outlive the call that started it).
   MpiAllReduce(MPI_Comm comm, int rank, int size, std::span<const float> in, std::span<float> out,
                ReduceOp op, std::vector<float>* scratch)
-      : comm_(comm), rank_(rank), size_(size), in_(in), out_(out), op_(op),
+      : comm_(comm),
+        rank_(rank),
+        size_(size),
+        in_(in),
+        out_(out),
+        op_(op),
         scratch_(scratch != nullptr ? scratch : &own_scratch_) {}
   ~MpiAllReduce() override {
     if (request_ != MPI_REQUEST_NULL && !MpiFinalized()) MPI_Wait(&request_, MPI_STATUS_IGNORE);
@@ -97,7 +102,8 @@ class MpiAllReduce final : public CommRequest::Op {
     const int p = size_;
     const int64_t n = static_cast<int64_t>(in_.size());
     if (p == 1 || n == 0) {
-      if (n > 0 && in_.data() != out_.data()) std::memcpy(out_.data(), in_.data(), n * sizeof(float));
+      if (n > 0 && in_.data() != out_.data())
+        std::memcpy(out_.data(), in_.data(), n * sizeof(float));
       stage_ = Stage::kDone;
       return Status::Ok();
     }

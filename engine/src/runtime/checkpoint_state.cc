@@ -144,8 +144,7 @@ Result<Checkpoint> GatherCheckpoint(Communicator& comm, PipelineTrainer& trainer
   c.step = trainer.step();
   c.seed = trainer.config().seed;
   c.optimizer = OptimizerKindName(trainer.config().optimizer.kind);
-  c.batch = trainer.graph().value(trainer.model().input).shape[0] *
-            trainer.options().micro_batches;
+  c.batch = trainer.graph().value(trainer.model().input).shape[0] * trainer.options().micro_batches;
   const std::vector<std::string> roles = OptimizerStateRoles(c.optimizer);
   const size_t own = trainer.program().programs[trainer.rank()].params.size();
   const OptimizerStateView state = trainer.OptimizerState();

@@ -62,8 +62,7 @@ class GradBuckets {
   Status WaitAll(Communicator& world, std::vector<Tensor>& buffers, RankStats* stats);
   static void CopyOut(const std::vector<float>& data, const std::vector<Entry>& entries,
                       std::vector<Tensor>& buffers);
-  static void Account(Communicator& world, const CommStats& before, double start,
-                      RankStats* stats);
+  static void Account(Communicator& world, const CommStats& before, double start, RankStats* stats);
   Result<Communicator*> GroupComm(Communicator& world, const std::vector<std::vector<int>>& groups);
 
   const DistProgram& program_;
@@ -74,7 +73,7 @@ class GradBuckets {
   std::vector<Bucket> buckets_;  // one open bucket per distinct rank-group set
   std::map<std::vector<std::vector<int>>, std::unique_ptr<Communicator>> comms_;
   int buckets_per_step_ = 0;
-  std::vector<InFlight> in_flight_;         // in start order
+  std::vector<InFlight> in_flight_;        // in start order
   std::vector<std::vector<float>> spare_;  // data buffers of finished all-reduces, for reuse
 };
 

@@ -194,11 +194,10 @@ TEST(PlacedCheckpointCli, ResumeLawAndSpmdResume) {
   EXPECT_NE(resumed.text.find("resumed from " + Dir("ph") + " at step 4"), std::string::npos)
       << resumed.text;
   ExpectSameTensors(Dir("pw"), Dir("pr"));
-  const auto mpi = RunCommand(std::string(MPIEXEC) +
-                              " -np 5 --allow-run-as-root --oversubscribe " SHARDSCOPE_BIN
-                              " train " +
-                              placed + " --resume " + Dir("ph") + " --steps 4 --save-checkpoint " +
-                              Dir("pm"));
+  const auto mpi =
+      RunCommand(std::string(MPIEXEC) +
+                 " -np 5 --allow-run-as-root --oversubscribe " SHARDSCOPE_BIN " train " + placed +
+                 " --resume " + Dir("ph") + " --steps 4 --save-checkpoint " + Dir("pm"));
   ASSERT_EQ(mpi.code, 0) << mpi.text;
   ExpectSameTensors(Dir("pw"), Dir("pm"));
   const auto spmd = Shardscope("train " + placed + " --ignore-parallel --devices 2 --resume " +
@@ -218,9 +217,9 @@ TEST(PlacedCheckpointCli, ResumeLawAndSpmdResume) {
                         "(step 8): test accuracy %lf", &placed_acc),
             1)
       << by_workers.text;
-  ASSERT_EQ(std::sscanf(by_spmd.text.c_str() + by_spmd.text.find("accuracy "), "accuracy %lf",
-                        &spmd_acc),
-            1)
+  ASSERT_EQ(
+      std::sscanf(by_spmd.text.c_str() + by_spmd.text.find("accuracy "), "accuracy %lf", &spmd_acc),
+      1)
       << by_spmd.text;
   EXPECT_NEAR(placed_acc, spmd_acc, 1e-9);
   for (const char* d : {"pw", "ph", "pr", "pm", "ps"}) fs::remove_all(Dir(d));
