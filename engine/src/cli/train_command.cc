@@ -539,14 +539,11 @@ int RunTrainReported(const TrainOptions& o) {
                   "a placed model (place: in the file) is not searched: operators pinned to "
                   "workers take no strategies; drop --search / mode auto, or the place entries");
     }
-    PlacedTrainRequest placed(&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
-                              o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                              o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                              *data_bytes, DataJson(*source).dump(), o.overwrite);
-    placed.checkpoint = o.checkpoint;
-    placed.resume = plan->resume ? &*plan->resume : nullptr;
-    placed.steps_flag = o.steps;
-    placed.eval_only = o.eval_only;
+    const PlacedTrainRequest placed(
+        &*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi, o.micro_batches, o.schedule,
+        o.unplaced, o.dump_ir, o.record, o.no_record, ParseOnRecordError(o.on_record_error),
+        o.log_every, *data_bytes, DataJson(*source).dump(), o.overwrite, o.checkpoint,
+        plan->resume ? &*plan->resume : nullptr, o.steps, o.eval_only);
     return RunPlacedTrain(placed);
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
