@@ -22,6 +22,7 @@
 namespace shardscope {
 
 class DistTrainer;
+class PipelineTrainer;
 
 // A tensor of a checkpoint: a parameter ("parameter") or one of its optimizer states
 // ("velocity" for momentum, "adam_m" and "adam_v" for Adam), by the parameter's name.
@@ -68,5 +69,10 @@ Result<Checkpoint> GatherCheckpoint(Communicator& comm, DistTrainer& trainer);
 // whatever strategy or device count saved it. kInvalidInput naming the tensor when one is
 // missing or has another shape, or when the optimizer differs.
 Status RestoreCheckpoint(const Checkpoint& checkpoint, DistTrainer& trainer);
+
+// The same for a placed run (pipeline.h): each parameter is saved whole from the worker that
+// owns it, in the same format, so placed and SPMD runs resume each other's checkpoints.
+Result<Checkpoint> GatherCheckpoint(Communicator& comm, PipelineTrainer& trainer);
+Status RestoreCheckpoint(const Checkpoint& checkpoint, PipelineTrainer& trainer);
 
 }  // namespace shardscope

@@ -122,6 +122,42 @@ CommTraffic ReduceScatterTraffic(int64_t count_per_rank, int size);
 CommTraffic AllToAllTraffic(int64_t count_per_block, int size);
 CommTraffic BroadcastTraffic(int64_t count, int size, int rank, int root);
 
+class Communicator;
+
+// A collective started without waiting (Communicator::StartAllReduce). Its buffers stay in
+// use until Test() returns true or Wait() returns: do not read, write or free them before.
+// Like the communicator, a request belongs to one rank's thread; the communicator that
+// started it must outlive it. Destroying a request that is not complete waits for it.
+class CommRequest {
+ public:
+  // What a backend implements for one in-flight collective.
+  class Op {
+   public:
+    virtual ~Op() = default;
+    // Advances without blocking (MPI: the owning thread must call this or Wait for the
+    // collective to progress); true once complete.
+    virtual bool Test() = 0;
+    // Blocks, without busy-polling, until complete; the collective's status.
+    virtual Status Wait() = 0;
+  };
+
+  CommRequest() = default;  // complete already
+  CommRequest(std::unique_ptr<Op> op, std::function<void()> on_success);
+  CommRequest(CommRequest&&) noexcept = default;
+  CommRequest& operator=(CommRequest&& other) noexcept;
+  ~CommRequest();
+
+  // True once the collective is complete (then Wait returns at once). Never blocks.
+  bool Test();
+  // Waits for completion; the collective's status (later calls return OK).
+  Status Wait();
+  bool pending() const { return op_ != nullptr; }
+
+ private:
+  std::unique_ptr<Op> op_;
+  std::function<void()> on_success_;  // counts the traffic
+};
+
 class Communicator {
  public:
   virtual ~Communicator();
@@ -151,6 +187,15 @@ class Communicator {
   Status AllReduce(std::span<float> data, ReduceOp op = ReduceOp::kSum) {
     return AllReduce(std::span<const float>(data), data, op);
   }
+
+  // AllReduce without waiting: the same sums, to the bit (the same rank order per element),
+  // complete once the request says so. Every rank starts the same sequence of them, in the
+  // same order; blocking collectives may be called while they are in flight. Argument errors
+  // are returned on this rank only (the others then fail or wait): treat them as fatal.
+  // In-process: the last rank to start reduces for every rank, so the others never wait
+  // until their Wait. MPI: nonblocking MPI calls advanced by Test/Wait (same thread, FUNNELED).
+  Result<CommRequest> StartAllReduce(std::span<const float> in, std::span<float> out,
+                                     ReduceOp op = ReduceOp::kSum);
 
   // out = the `in` blocks of ranks 0, 1, ..., size()-1, concatenated; out.size() ==
   // size() * in.size(), in.size() the same on every rank. `in` may be exactly out's block
@@ -205,6 +250,10 @@ class Communicator {
   // does).
   virtual Result<std::unique_ptr<Communicator>> DoSplit(int color, int key) = 0;
   virtual Status DoAllReduce(std::span<const float> in, std::span<float> out, ReduceOp op) = 0;
+  // Default: the blocking DoAllReduce, returning a completed op.
+  virtual Result<std::unique_ptr<CommRequest::Op>> DoStartAllReduce(std::span<const float> in,
+                                                                    std::span<float> out,
+                                                                    ReduceOp op);
   virtual Status DoAllGather(std::span<const float> in, std::span<float> out) = 0;
   virtual Status DoReduceScatter(std::span<const float> in, std::span<float> out, ReduceOp op) = 0;
   virtual Status DoAllToAll(std::span<const float> in, std::span<float> out) = 0;

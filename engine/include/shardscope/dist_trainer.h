@@ -78,8 +78,9 @@ class DistExecutor {
   using GatherFn = std::function<Status(Communicator&, int param, Tensor* out)>;
   void set_gather(GatherFn gather) { gather_ = std::move(gather); }
   // Run() reduces parameter gradients in buckets of about `bytes` (TrainConfig::bucket_bytes;
-  // 0: each on its own, the default). The all-reduces Run() makes per step: bucket_calls().
-  void set_bucket_bytes(int64_t bytes);
+  // 0: each on its own, the default), started during the backward and waited for before
+  // their readers when `overlap`. The all-reduces Run() makes per step: bucket_calls().
+  void set_bucket_bytes(int64_t bytes, bool overlap = true);
   int bucket_calls() const;
   // Every instruction of the last Run() (not RunFor) with its redistribution steps, in
   // execution order: what `train` records for its timed steps (run file: instruction_span).

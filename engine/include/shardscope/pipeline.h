@@ -109,6 +109,15 @@ class PipelineTrainer {
   const std::vector<ValueId>& parameters() const { return params_; }  // all, graph order
   // This worker's copy of a parameter; nullptr when another worker owns it.
   const Tensor* Parameter(ValueId param) const;
+  // Checkpoints (checkpoint.h). Any worker's copy of a parameter it reads (nullptr: none);
+  // only the owner's is updated, the others are refreshed by a restore.
+  Tensor* MutableParameter(ValueId param);
+  const ModelGraph& model() const { return model_; }
+  const TrainConfig& config() const { return config_; }
+  int64_t step() const { return step_; }  // steps taken; the next Step is step() + 1
+  void set_step(int64_t step) { step_ = step; }
+  // The optimizer state of this worker's own parameters (program().programs[rank()].params).
+  OptimizerStateView OptimizerState() { return optimizer_->State(param_ptrs_); }
   const WorkerStats& stats() const { return stats_; }
   const std::vector<PhaseSpan>& last_step_spans() const { return spans_; }
   // When the last Step() began, in seconds of the steady clock (shared by the threads and

@@ -27,6 +27,9 @@ struct TrainConfig {
   // DistTrainer: parameter gradients reduced by plain all-reduces are reduced together in
   // buckets of about this many bytes (fewer, larger calls; the same sums). 0: one per gradient.
   int64_t bucket_bytes = int64_t{25} << 20;
+  // Start each full bucket's all-reduce during the backward and wait for it only before the
+  // update reads the gradients (PyTorch DDP's overlap); false: reduce each bucket blocking.
+  bool overlap_grad_reduce = true;
 };
 
 class Trainer {

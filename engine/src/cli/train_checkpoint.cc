@@ -1,5 +1,6 @@
 #include "cli/train_checkpoint.h"
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -49,11 +50,24 @@ Result<int64_t> ResumedTotal(int64_t first, int64_t steps, int64_t configured_to
   return total;
 }
 
-Status SaveCheckpointTogether(Communicator& comm, DistTrainer& trainer, const std::string& dir,
-                              const std::string& model, const std::string& saved_under,
-                              RunControl& control) {
+Status ResumeCount(const BatchIterator& batches, int64_t first, int64_t steps_flag, int64_t steps,
+                   int64_t epochs, const std::string& dir, RunControl& control, StepCount* count) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      count->total, ResumedTotal(first, steps_flag,
+                                 CountSteps(batches, steps_flag > 0 ? 0 : steps, epochs).total));
+  count->epochs = (count->total + count->per_epoch - 1) / std::max<int64_t>(1, count->per_epoch);
+  if (Recorder* recorder = control.recorder()) {
+    const nlohmann::json event = {{"action", "resumed"}, {"dir", dir}, {"step", first}};
+    control.Recorded(recorder->RecordCheckpoint(first, event.dump()));
+  }
+  return Status::Ok();
+}
+
+Status SaveCheckpointTogether(Communicator& comm, Result<Checkpoint> gathered,
+                              const std::string& dir, const std::string& model,
+                              const std::string& saved_under, RunControl& control) {
   const auto start = std::chrono::steady_clock::now();
-  SHARDSCOPE_ASSIGN_OR_RETURN(Checkpoint c, GatherCheckpoint(comm, trainer));
+  SHARDSCOPE_ASSIGN_OR_RETURN(Checkpoint c, std::move(gathered));
   Status written;
   std::string sha;
   int64_t bytes = 0;

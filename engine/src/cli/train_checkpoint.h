@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/run_control.h"
+#include "cli/train_loop.h"
 #include "shardscope/checkpoint.h"
 #include "shardscope/dist_trainer.h"
 
@@ -31,11 +32,17 @@ Status CheckResumable(const Checkpoint& c, const std::string& dir, int64_t batch
 // of the run as configured (`configured_total`). kInvalidInput when nothing is left.
 Result<int64_t> ResumedTotal(int64_t first, int64_t steps, int64_t configured_total);
 
-// Collective: gathers `trainer`'s state, rank 0 writes it to `dir` and records it in the run
-// file (`control`'s recorder); every rank returns the same status, a failure shared through
-// `control` so that the ranks stop together.
-Status SaveCheckpointTogether(Communicator& comm, DistTrainer& trainer, const std::string& dir,
-                              const std::string& model, const std::string& saved_under,
-                              RunControl& control);
+// A run resumed at step `first` from `dir`: the loop's step count (to `steps_flag` more
+// steps, else to the configured end: `steps`, `epochs`), and the resume in the run file.
+Status ResumeCount(const BatchIterator& batches, int64_t first, int64_t steps_flag, int64_t steps,
+                   int64_t epochs, const std::string& dir, RunControl& control, StepCount* count);
+
+// Collective: `gathered` is the trainer's state (GatherCheckpoint, called by every rank);
+// rank 0 writes it to `dir` and records it in the run file (`control`'s recorder); every
+// rank returns the same status, a failure shared through `control` so that the ranks stop
+// together.
+Status SaveCheckpointTogether(Communicator& comm, Result<Checkpoint> gathered,
+                              const std::string& dir, const std::string& model,
+                              const std::string& saved_under, RunControl& control);
 
 }  // namespace shardscope::cli

@@ -57,8 +57,9 @@ struct TrainOptions {
   std::string on_record_error = "stop";
   SearchFlags search;
   CheckpointFlags checkpoint;
-  double bucket_mb = 25;   // gradient buckets (TrainConfig::bucket_bytes); 0: none
-  bool eval_only = false;  // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
+  double bucket_mb = 25;    // gradient buckets (TrainConfig::bucket_bytes); 0: none
+  bool no_overlap = false;  // TrainConfig::overlap_grad_reduce off
+  bool eval_only = false;   // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
 };
 
 // `--data text:FILE` or dataset: text. The vocabulary must fit the model's token ids: the
@@ -286,10 +287,11 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
     };
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      auto trainer, DistTrainer::Create(std::move(model),
-                                        TrainConfig{tc.seed, tc.optimizer,
-                                                    static_cast<int64_t>(o.bucket_mb * (1 << 20))},
-                                        options, comm.rank()));
+      auto trainer,
+      DistTrainer::Create(std::move(model),
+                          TrainConfig{tc.seed, tc.optimizer,
+                                      static_cast<int64_t>(o.bucket_mb * (1 << 20)), !o.no_overlap},
+                          options, comm.rank()));
   trainer->set_cpu_timing(o.cpu_time);
   if (plan.resume) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*plan.resume, *trainer));
   if (o.eval_only) return EvaluateOnRank(comm, *trainer, o.checkpoint.resume, test);
@@ -307,16 +309,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   StepCount count = CountSteps(batches, tc.steps, tc.epochs);
   const int64_t first = trainer->step();  // a resumed run's steps so far
   if (plan.resume) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(
-        count.total,
-        ResumedTotal(first, o.steps,
-                     CountSteps(batches, o.steps > 0 ? 0 : tc.steps, tc.epochs).total));
-    count.epochs = (count.total + count.per_epoch - 1) / std::max<int64_t>(1, count.per_epoch);
-    if (Recorder* recorder = control.recorder()) {
-      const nlohmann::json event = {
-          {"action", "resumed"}, {"dir", o.checkpoint.resume}, {"step", first}};
-      control.Recorded(recorder->RecordCheckpoint(first, event.dump()));
-    }
+    SHARDSCOPE_RETURN_IF_ERROR(ResumeCount(batches, first, o.steps, tc.steps, tc.epochs,
+                                           o.checkpoint.resume, control, &count));
   }
   const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
   const DistProgram& program = trainer->program();
@@ -355,8 +349,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   const std::string saved_under = std::to_string(comm.size()) + " device(s), " +
                                   (plan.mpi ? "MPI" : "in-process") + ", " + plan.mode;
   const auto save = [&] {
-    return SaveCheckpointTogether(comm, *trainer, o.checkpoint.save, mf.name(), saved_under,
-                                  control);
+    return SaveCheckpointTogether(comm, GatherCheckpoint(comm, *trainer), o.checkpoint.save,
+                                  mf.name(), saved_under, control);
   };
   const auto record_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
     if (!control.recording()) return Status::Ok();  // the same on every rank
@@ -539,22 +533,18 @@ int RunTrainReported(const TrainOptions& o) {
     return Fail(kExitBadInput, batch + " is larger than the training set: " +
                                    std::to_string(train->size()) + " examples" + set);
   }
-  if (!o.ignore_parallel && ModelIsPlaced(*mf) &&
-      (!o.checkpoint.save.empty() || !o.checkpoint.resume.empty())) {
-    return Fail(kExitBadInput,
-                "checkpoints of placed models (place: in the file) are not built yet; "
-                "--ignore-parallel trains the model SPMD, which checkpoints");
-  }
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
       return Fail(kExitBadInput,
                   "a placed model (place: in the file) is not searched: operators pinned to "
                   "workers take no strategies; drop --search / mode auto, or the place entries");
     }
-    return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
-                           o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                           o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                           *data_bytes, DataJson(*source).dump(), o.overwrite});
+    const PlacedTrainRequest placed(
+        &*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi, o.micro_batches, o.schedule,
+        o.unplaced, o.dump_ir, o.record, o.no_record, ParseOnRecordError(o.on_record_error),
+        o.log_every, *data_bytes, DataJson(*source).dump(), o.overwrite, o.checkpoint,
+        plan->resume ? &*plan->resume : nullptr, o.steps, o.eval_only);
+    return RunPlacedTrain(placed);
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -707,6 +697,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                   "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
                   "all-reduce per bucket instead of one per gradient, the same sums; 0: one each")
       ->check(CLI::Range(0.0, 4096.0));
+  app->add_flag("--no-overlap", o->no_overlap,
+                "Wait for each gradient bucket's all-reduce when it is full instead of running it "
+                "during the backward (the default overlaps, as PyTorch DDP does); same sums");
   app->add_flag(
       "--ignore-parallel", o->ignore_parallel,
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");

@@ -128,6 +128,18 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   const TrainingConfig& tc = r.training;
   const bool lead = comm.rank() == 0;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto trainer, MakeTrainer(s, comm.rank()));
+  if (r.resume != nullptr) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*r.resume, *trainer));
+  if (r.eval_only) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(double accuracy, trainer->Evaluate(comm, *r.test));
+    if (lead) {
+      std::printf(
+          "checkpoint %s (step %lld): test accuracy %.4f (%lld examples; placed runs "
+          "report no test loss yet)\n",
+          r.checkpoint.resume.c_str(), static_cast<long long>(trainer->step()), accuracy,
+          static_cast<long long>(r.test->size()));
+    }
+    return Status::Ok();
+  }
   if (Recorder* recorder = control.recorder()) {
     control.Recorded(
         recorder->RecordPlacement(trainer->graph(), trainer->program(), s.options.micro_batches));
@@ -135,7 +147,12 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   SHARDSCOPE_ASSIGN_OR_RETURN(const bool stop, control.AfterStep(comm, 0));
   if (stop) return control.Outcome();
   BatchIterator batches(*r.train, tc.batch, tc.seed, /*shuffle=*/true);
-  const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+  StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+  const int64_t first = trainer->step();  // a resumed run's steps so far
+  if (r.resume != nullptr) {
+    SHARDSCOPE_RETURN_IF_ERROR(ResumeCount(batches, first, r.steps_flag, tc.steps, tc.epochs,
+                                           r.checkpoint.resume, control, &count));
+  }
   const int64_t total = count.total, per_epoch = count.per_epoch, epochs = count.epochs;
   const PlacedProgram& program = trainer->program();
   if (lead) {
@@ -147,6 +164,10 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
         static_cast<long long>(s.micro_batch), PipelineScheduleName(s.options.schedule),
         OptimizerKindName(tc.optimizer.kind), tc.optimizer.lr, static_cast<long long>(total),
         static_cast<long long>(per_epoch), static_cast<unsigned long long>(tc.seed));
+    if (r.resume != nullptr) {
+      std::printf("resumed from %s at step %lld (saved under %s)\n", r.checkpoint.resume.c_str(),
+                  static_cast<long long>(first), r.resume->saved_under.c_str());
+    }
     std::fflush(stdout);
   }
   WorkerStats previous = trainer->stats();
@@ -155,15 +176,34 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   loop.count = count;
   loop.batch = tc.batch;
   loop.log_every = r.log_every;
+  loop.first_step = first;
   loop.lead = lead;
   loop.comm = &comm;
   loop.control = &control;
   loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
-  loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) {
-    if (!control.recording()) return Status::Ok();  // the same on every worker
-    return RecordStep(comm, control, *trainer, &previous, step, epoch, loss, secs);
+  const CheckpointFlags& ck = r.checkpoint;
+  const std::string saved_under =
+      std::to_string(comm.size()) + " worker(s), " + (r.mpi ? "MPI" : "in-process") + ", placed";
+  const auto save = [&] {
+    return SaveCheckpointTogether(comm, GatherCheckpoint(comm, *trainer), ck.save, r.model->name(),
+                                  saved_under, control);
+  };
+  int64_t saved_at = -1;
+  loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
+    if (control.recording())  // the same on every worker
+      SHARDSCOPE_RETURN_IF_ERROR(
+          RecordStep(comm, control, *trainer, &previous, step, epoch, loss, secs));
+    if (ck.save.empty() || ck.every <= 0 || step % ck.every != 0) return Status::Ok();
+    saved_at = step;
+    return save();
   };
   SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
+  if (!ck.save.empty() && saved_at != done.steps) {  // also when interrupted
+    SHARDSCOPE_RETURN_IF_ERROR(save());
+    if (lead)
+      std::printf("checkpoint: %s (step %lld)\n", ck.save.c_str(),
+                  static_cast<long long>(done.steps));
+  }
   if (done.interrupted) return Status::Ok();  // every worker stopped after the same step
   const int64_t step = done.steps;
   const double secs = done.seconds;
@@ -184,7 +224,8 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   SHARDSCOPE_RETURN_IF_ERROR(comm.AllGather(mine, all));
   if (lead) {
     std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n", accuracy,
-                static_cast<long long>(r.test->size()), static_cast<long long>(step),
+                static_cast<long long>(r.test->size()),
+                static_cast<long long>(done.step_seconds.size()),  // this run's, if resumed
                 FormatClock(secs).c_str(), 1e3 * step_secs);
     ReportResult(step, secs, step_secs, accuracy, r.test->size());
     std::vector<float> per_step = all;  // sent and received: per micro-batch in the program

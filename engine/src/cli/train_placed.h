@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/run_control.h"
+#include "cli/train_checkpoint.h"
 #include "shardscope/data.h"
 #include "shardscope/model_file.h"
 
@@ -24,9 +25,13 @@ struct PlacedTrainRequest {
   bool no_record = false;
   OnRecordError on_record_error = OnRecordError::kStop;
   int64_t log_every = 0;
-  int64_t data_bytes = 0;        // the synthetic data set's (SyntheticDataBytes)
-  std::string data_json = "{}";  // where the data came from (DataJson), for the run file
-  bool overwrite = false;        // replace an existing run file
+  int64_t data_bytes = 0;              // the synthetic data set's (SyntheticDataBytes)
+  std::string data_json = "{}";        // where the data came from (DataJson), for the run file
+  bool overwrite = false;              // replace an existing run file
+  CheckpointFlags checkpoint;          // --save-checkpoint, --every, --resume (train_checkpoint.h)
+  const Checkpoint* resume = nullptr;  // read and checked from checkpoint.resume
+  int64_t steps_flag = 0;              // --steps as given (a resumed run: that many more)
+  bool eval_only = false;              // `shardscope eval`: evaluate `resume`, train nothing
 };
 
 // True when the model file places some operator on a worker.

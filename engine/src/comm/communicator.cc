@@ -165,18 +165,74 @@ Result<std::unique_ptr<Communicator>> Communicator::Split(int color, int key) {
   return result;
 }
 
-Status Communicator::AllReduce(std::span<const float> in, std::span<float> out, ReduceOp op) {
-  const char* name = "AllReduce";
+namespace {
+Status CheckAllReduce(const char* name, std::span<const float> in, std::span<float> out) {
   if (in.size() != out.size()) {
-    return RejectCollective(
-        name, Bad(name, "in has " + Sz(in.size()) + " elements but out has " + Sz(out.size())));
+    return Bad(name, "in has " + Sz(in.size()) + " elements but out has " + Sz(out.size()));
   }
   if (in.data() != out.data() && Overlap(in, out)) {
-    return RejectCollective(name, Bad(name, "out overlaps in without being the same buffer"));
+    return Bad(name, "out overlaps in without being the same buffer");
   }
+  return Status::Ok();
+}
+
+// A collective that completed when it was started.
+class DoneOp final : public CommRequest::Op {
+ public:
+  bool Test() override { return true; }
+  Status Wait() override { return Status::Ok(); }
+};
+}  // namespace
+
+Status Communicator::AllReduce(std::span<const float> in, std::span<float> out, ReduceOp op) {
+  const char* name = "AllReduce";
+  Status st = CheckAllReduce(name, in, out);
+  if (!st.ok()) return RejectCollective(name, st);
   SHARDSCOPE_RETURN_IF_ERROR(DoAllReduce(in, out, op));
   Count(AllReduceTraffic(static_cast<int64_t>(in.size()), size(), rank()));
   return Status::Ok();
+}
+
+Result<CommRequest> Communicator::StartAllReduce(std::span<const float> in, std::span<float> out,
+                                                 ReduceOp op) {
+  SHARDSCOPE_RETURN_IF_ERROR(CheckAllReduce("StartAllReduce", in, out));
+  SHARDSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<CommRequest::Op> started,
+                              DoStartAllReduce(in, out, op));
+  const CommTraffic traffic = AllReduceTraffic(static_cast<int64_t>(in.size()), size(), rank());
+  return CommRequest(std::move(started), [this, traffic] { Count(traffic); });
+}
+
+Result<std::unique_ptr<CommRequest::Op>> Communicator::DoStartAllReduce(std::span<const float> in,
+                                                                        std::span<float> out,
+                                                                        ReduceOp op) {
+  SHARDSCOPE_RETURN_IF_ERROR(DoAllReduce(in, out, op));
+  return std::unique_ptr<CommRequest::Op>(std::make_unique<DoneOp>());
+}
+
+CommRequest::CommRequest(std::unique_ptr<Op> op, std::function<void()> on_success)
+    : op_(std::move(op)), on_success_(std::move(on_success)) {}
+
+CommRequest& CommRequest::operator=(CommRequest&& other) noexcept {
+  if (this != &other) {
+    (void)Wait();
+    op_ = std::move(other.op_);
+    on_success_ = std::move(other.on_success_);
+  }
+  return *this;
+}
+
+CommRequest::~CommRequest() { (void)Wait(); }
+
+// Wait() collects the status and counts the traffic.
+bool CommRequest::Test() { return op_ == nullptr || op_->Test(); }
+
+Status CommRequest::Wait() {
+  if (op_ == nullptr) return Status::Ok();
+  Status st = op_->Wait();
+  op_.reset();
+  if (st.ok() && on_success_) on_success_();
+  on_success_ = nullptr;
+  return st;
 }
 
 Status Communicator::AllGather(std::span<const float> in, std::span<float> out) {

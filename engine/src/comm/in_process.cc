@@ -10,6 +10,9 @@
 //   3. wait at barrier B, after which nobody reads the other ranks' buffers any more.
 // Waiting also ends when the world is aborted or when a rank that never joined has already
 // returned from InProcessWorld::Run's function (which would otherwise hang forever).
+// StartAllReduce posts its buffers in a numbered round of the group and returns; the last
+// rank to post reduces the whole buffer for every rank (each element in rank order, as the
+// blocking AllReduce does), so the other ranks compute on until they wait.
 #include <algorithm>
 #include <atomic>
 #include <cassert>
@@ -70,6 +73,15 @@ struct Message {
 
 struct WorldState;
 
+// One StartAllReduce call of every member (the n-th call of each rank meets in round n).
+struct AsyncRound {
+  std::vector<Slot> slots;
+  int arrived = 0;
+  int released = 0;  // members whose Wait returned
+  bool done = false;
+  Status result;
+};
+
 struct Group {
   Group(std::shared_ptr<WorldState> w, std::vector<int> m)
       : world(std::move(w)),
@@ -89,6 +101,7 @@ struct Group {
   uint64_t generation = 0;
   std::vector<Slot> slots;
   std::map<int, std::shared_ptr<Group>> split_groups;  // colour -> group, during a Split
+  std::map<uint64_t, AsyncRound> rounds;               // StartAllReduce rounds in flight
   std::vector<std::deque<Message>> inbox;
   std::vector<std::condition_variable> inbox_cv;
 };
@@ -162,6 +175,9 @@ class InProcessComm final : public Communicator {
  protected:
   Result<std::unique_ptr<Communicator>> DoSplit(int color, int key) override;
   Status DoAllReduce(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  Result<std::unique_ptr<CommRequest::Op>> DoStartAllReduce(std::span<const float> in,
+                                                            std::span<float> out,
+                                                            ReduceOp op) override;
   Status DoAllGather(std::span<const float> in, std::span<float> out) override;
   Status DoReduceScatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
   Status DoAllToAll(std::span<const float> in, std::span<float> out) override;
@@ -186,8 +202,24 @@ class InProcessComm final : public Communicator {
   int FinishedMember() const;
   Status LeftWhileWaiting(std::unique_lock<std::mutex>& lk, std::string_view what, int gone);
 
+  friend class AsyncAllReduce;
+  bool RoundDone(uint64_t id);
+  Status WaitRound(uint64_t id);
+
   std::shared_ptr<Group> g_;
   const int rank_;
+  uint64_t next_round_ = 0;  // this rank's StartAllReduce calls so far
+};
+
+class AsyncAllReduce final : public CommRequest::Op {
+ public:
+  AsyncAllReduce(InProcessComm* comm, uint64_t id) : comm_(comm), id_(id) {}
+  bool Test() override { return comm_->RoundDone(id_); }
+  Status Wait() override { return comm_->WaitRound(id_); }
+
+ private:
+  InProcessComm* comm_;
+  uint64_t id_;
 };
 
 int InProcessComm::FinishedMember() const {
@@ -262,7 +294,7 @@ Status CheckSlots(const std::vector<Slot>& s) {
                            std::to_string(b));
   };
   for (int k = 1; k < p; ++k) {
-    if (op == "AllReduce" || op == "AllGather" || op == "AllToAll") {
+    if (op == "AllReduce" || op == "StartAllReduce" || op == "AllGather" || op == "AllToAll") {
       if (s[k].in_n != s[0].in_n) return disagree("the element count", k, s[0].in_n, s[k].in_n);
     }
     if (op == "ReduceScatter" || op == "Broadcast") {
@@ -270,7 +302,7 @@ Status CheckSlots(const std::vector<Slot>& s) {
         return disagree("the element count", k, s[0].out_n, s[k].out_n);
       }
     }
-    if (op == "AllReduce" || op == "ReduceScatter") {
+    if (op == "AllReduce" || op == "StartAllReduce" || op == "ReduceScatter") {
       if (s[k].reduce != s[0].reduce) {
         return Status::Invalid(std::string(op) + ": ranks disagree on the operation: rank 0 " +
                                ReduceOpName(s[0].reduce) + ", rank " + std::to_string(k) + " " +
@@ -368,6 +400,67 @@ Status InProcessComm::DoAllReduce(std::span<const float> in, std::span<float> ou
     comm_internal::ReduceInOrder(op, inputs, len, outs);
     return Status::Ok();
   });
+}
+
+Result<std::unique_ptr<CommRequest::Op>> InProcessComm::DoStartAllReduce(std::span<const float> in,
+                                                                         std::span<float> out,
+                                                                         ReduceOp op) {
+  Group& g = *g_;
+  const uint64_t id = next_round_++;
+  std::unique_lock<std::mutex> lk(g.mu);
+  if (g.world->aborted.load()) return g.world->AbortedStatus();
+  AsyncRound& round = g.rounds[id];  // map nodes never move while other rounds come and go
+  round.slots.resize(g.size());
+  round.slots[rank_] = BufferSlot("StartAllReduce", in, out, op);
+  if (++round.arrived == g.size()) {
+    lk.unlock();  // nobody writes the slots of a full round
+    Status result = CheckSlots(round.slots);
+    if (result.ok() && !in.empty()) {
+      const int p = g.size();
+      std::vector<const float*> inputs(p);
+      std::vector<float*> outs(p);
+      for (int k = 0; k < p; ++k) {
+        inputs[k] = round.slots[k].in;
+        outs[k] = round.slots[k].out;
+      }
+      comm_internal::ReduceInOrder(op, inputs, static_cast<int64_t>(in.size()), outs);
+    }
+    lk.lock();
+    round.result = std::move(result);
+    round.done = true;
+    g.cv.notify_all();
+  }
+  return std::unique_ptr<CommRequest::Op>(std::make_unique<AsyncAllReduce>(this, id));
+}
+
+bool InProcessComm::RoundDone(uint64_t id) {
+  std::lock_guard<std::mutex> lk(g_->mu);
+  return g_->rounds[id].done;
+}
+
+Status InProcessComm::WaitRound(uint64_t id) {
+  Group& g = *g_;
+  WorldState& w = *g.world;
+  std::unique_lock<std::mutex> lk(g.mu);
+  AsyncRound& round = g.rounds[id];
+  int gone = -1;
+  // A full round is being reduced into this rank's buffers: wait for it even on an abort.
+  g.cv.wait(lk, [&] {
+    if (round.done) return true;
+    if (round.arrived == g.size()) return false;
+    if (w.aborted.load()) return true;
+    for (int i = 0; i < g.size(); ++i) {
+      if (round.slots[i].op.empty() && i != rank_ && w.finished[g.members[i]].load()) gone = i;
+    }
+    return gone >= 0;
+  });
+  if (!round.done) {
+    if (w.aborted.load()) return w.AbortedStatus();
+    return LeftWhileWaiting(lk, "StartAllReduce", gone);
+  }
+  Status result = round.result;
+  if (++round.released == g.size()) g.rounds.erase(id);
+  return result;
 }
 
 Status InProcessComm::DoAllGather(std::span<const float> in, std::span<float> out) {

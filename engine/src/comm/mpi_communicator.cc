@@ -12,6 +12,9 @@
 // Both reduce with comm_internal::ReduceInOrder in rank order 0, 1, ..., size-1, exactly as
 // the in-process backend does, so the two backends agree bitwise.
 //
+// StartAllReduce runs the same calls as their nonblocking chain (MpiAllReduce), advanced by
+// the request's Test/Wait on the thread that owns MPI.
+//
 // Every wait is an idle wait (mpi_wait.h): nonblocking calls, then tests that yield and
 // sleep, so a waiting rank leaves its core to the others instead of busy-polling.
 //
@@ -76,6 +79,122 @@ bool MpiFinalized() {
   return finalized != 0;
 }
 
+// One AllReduce as a chain of nonblocking MPI calls (see the top): started, then advanced by
+// Test (never blocks) or Wait (idle wait). The blocking AllReduce is Start + Wait, so both
+// forms give the same bits.
+class MpiAllReduce final : public CommRequest::Op {
+ public:
+  // `scratch` null: the op owns its staging buffer (it may outlive the call that started it).
+  MpiAllReduce(MPI_Comm comm, int rank, int size, std::span<const float> in, std::span<float> out,
+               ReduceOp op, std::vector<float>* scratch)
+      : comm_(comm),
+        rank_(rank),
+        size_(size),
+        in_(in),
+        out_(out),
+        op_(op),
+        scratch_(scratch != nullptr ? scratch : &own_scratch_) {}
+  ~MpiAllReduce() override {
+    if (request_ != MPI_REQUEST_NULL && !MpiFinalized()) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+
+  Status Start() {
+    const int p = size_;
+    const int64_t n = static_cast<int64_t>(in_.size());
+    if (p == 1 || n == 0) {
+      if (n > 0 && in_.data() != out_.data())
+        std::memcpy(out_.data(), in_.data(), n * sizeof(float));
+      stage_ = Stage::kDone;
+      return Status::Ok();
+    }
+    if (n <= kSmallAllReduce) {
+      scratch_->resize(p * n);
+      stage_ = Stage::kGather;
+      SHARDSCOPE_MPI(MPI_Iallgather(in_.data(), static_cast<int>(n), MPI_FLOAT, scratch_->data(),
+                                    static_cast<int>(n), MPI_FLOAT, comm_, &request_));
+      return Status::Ok();
+    }
+    counts_.resize(p);
+    displs_.resize(p);
+    recv_counts_.resize(p);
+    recv_displs_.resize(p);
+    for (int j = 0; j < p; ++j) {
+      SHARDSCOPE_RETURN_IF_ERROR(ToInt(BlockSize(n, p, j), "AllReduce", &counts_[j]));
+      SHARDSCOPE_RETURN_IF_ERROR(ToInt(BlockBegin(n, p, j), "AllReduce", &displs_[j]));
+    }
+    const int mine = counts_[rank_];
+    for (int k = 0; k < p; ++k) {
+      recv_counts_[k] = mine;
+      recv_displs_[k] = k * mine;
+    }
+    scratch_->resize(static_cast<size_t>(p) * mine);
+    stage_ = Stage::kScatter;
+    SHARDSCOPE_MPI(MPI_Ialltoallv(in_.data(), counts_.data(), displs_.data(), MPI_FLOAT,
+                                  scratch_->data(), recv_counts_.data(), recv_displs_.data(),
+                                  MPI_FLOAT, comm_, &request_));
+    return Status::Ok();
+  }
+
+  bool Test() override {
+    while (stage_ != Stage::kDone && error_.ok()) {
+      int done = 0;
+      const int err = MPI_Test(&request_, &done, MPI_STATUS_IGNORE);
+      if (err != MPI_SUCCESS) error_ = MpiError(err, "MPI_Test");
+      if (err != MPI_SUCCESS || !done) break;
+      Advance();
+    }
+    return stage_ == Stage::kDone || !error_.ok();
+  }
+
+  Status Wait() override {
+    while (stage_ != Stage::kDone && error_.ok()) {
+      const int err = comm_internal::IdleWait(&request_);
+      if (err != MPI_SUCCESS) error_ = MpiError(err, "MPI_Wait");
+      if (err == MPI_SUCCESS) Advance();
+    }
+    return error_;
+  }
+
+ private:
+  enum class Stage { kGather, kScatter, kCollect, kDone };
+
+  // The current MPI call has completed: reduce, and start the next one if any.
+  void Advance() {
+    const int p = size_;
+    std::vector<const float*> inputs(p);
+    if (stage_ == Stage::kGather) {
+      const int64_t n = static_cast<int64_t>(in_.size());
+      for (int k = 0; k < p; ++k) inputs[k] = scratch_->data() + k * n;
+      float* const outs[1] = {out_.data()};
+      comm_internal::ReduceInOrder(op_, inputs, n, outs);
+      stage_ = Stage::kDone;
+    } else if (stage_ == Stage::kScatter) {
+      const int mine = counts_[rank_];
+      for (int k = 0; k < p; ++k) inputs[k] = scratch_->data() + static_cast<size_t>(k) * mine;
+      float* const outs[1] = {out_.data() + displs_[rank_]};
+      comm_internal::ReduceInOrder(op_, inputs, mine, outs);
+      stage_ = Stage::kCollect;
+      const int err = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out_.data(),
+                                      counts_.data(), displs_.data(), MPI_FLOAT, comm_, &request_);
+      if (err != MPI_SUCCESS) error_ = MpiError(err, "MPI_Iallgatherv");
+    } else {
+      stage_ = Stage::kDone;
+    }
+  }
+
+  MPI_Comm comm_;
+  int rank_, size_;
+  std::span<const float> in_;
+  std::span<float> out_;
+  ReduceOp op_;
+  std::vector<float> own_scratch_;
+  std::vector<float>* scratch_;
+  std::vector<int> counts_, displs_, recv_counts_, recv_displs_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  Stage stage_ = Stage::kDone;
+  Status error_;
+};
+
 class MpiComm final : public Communicator {
  public:
   explicit MpiComm(MPI_Comm comm) : comm_(comm) {
@@ -104,43 +223,18 @@ class MpiComm final : public Communicator {
 
   Status DoAllReduce(std::span<const float> in, std::span<float> out, ReduceOp op) override {
     Progress();
-    const int p = size_;
-    const int64_t n = static_cast<int64_t>(in.size());
-    if (p == 1 || n == 0) {
-      if (n > 0 && in.data() != out.data()) std::memcpy(out.data(), in.data(), n * sizeof(float));
-      return Status::Ok();
-    }
-    std::vector<const float*> inputs(p);
-    if (n <= kSmallAllReduce) {
-      scratch_.resize(p * n);
-      SHARDSCOPE_MPI_IDLE(MPI_Iallgather(in.data(), static_cast<int>(n), MPI_FLOAT, scratch_.data(),
-                                         static_cast<int>(n), MPI_FLOAT, comm_, &wait_request));
-      for (int k = 0; k < p; ++k) inputs[k] = scratch_.data() + k * n;
-      float* const outs[1] = {out.data()};
-      comm_internal::ReduceInOrder(op, inputs, n, outs);
-      return Status::Ok();
-    }
-    std::vector<int> counts(p), displs(p), recv_counts(p), recv_displs(p);
-    for (int j = 0; j < p; ++j) {
-      SHARDSCOPE_RETURN_IF_ERROR(ToInt(BlockSize(n, p, j), "AllReduce", &counts[j]));
-      SHARDSCOPE_RETURN_IF_ERROR(ToInt(BlockBegin(n, p, j), "AllReduce", &displs[j]));
-    }
-    const int mine = counts[rank_];
-    for (int k = 0; k < p; ++k) {
-      recv_counts[k] = mine;
-      recv_displs[k] = k * mine;
-    }
-    scratch_.resize(static_cast<size_t>(p) * mine);
-    SHARDSCOPE_MPI_IDLE(MPI_Ialltoallv(in.data(), counts.data(), displs.data(), MPI_FLOAT,
-                                       scratch_.data(), recv_counts.data(), recv_displs.data(),
-                                       MPI_FLOAT, comm_, &wait_request));
-    for (int k = 0; k < p; ++k) inputs[k] = scratch_.data() + static_cast<size_t>(k) * mine;
-    float* const outs[1] = {out.data() + displs[rank_]};
-    comm_internal::ReduceInOrder(op, inputs, mine, outs);
-    SHARDSCOPE_MPI_IDLE(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.data(),
-                                        counts.data(), displs.data(), MPI_FLOAT, comm_,
-                                        &wait_request));
-    return Status::Ok();
+    MpiAllReduce reduce(comm_, rank_, size_, in, out, op, &scratch_);
+    SHARDSCOPE_RETURN_IF_ERROR(reduce.Start());
+    return reduce.Wait();
+  }
+
+  Result<std::unique_ptr<CommRequest::Op>> DoStartAllReduce(std::span<const float> in,
+                                                            std::span<float> out,
+                                                            ReduceOp op) override {
+    Progress();
+    auto reduce = std::make_unique<MpiAllReduce>(comm_, rank_, size_, in, out, op, nullptr);
+    SHARDSCOPE_RETURN_IF_ERROR(reduce->Start());
+    return std::unique_ptr<CommRequest::Op>(std::move(reduce));
   }
 
   Status DoAllGather(std::span<const float> in, std::span<float> out) override {

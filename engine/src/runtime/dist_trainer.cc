@@ -250,8 +250,8 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
 
 DistExecutor::~DistExecutor() = default;
 
-void DistExecutor::set_bucket_bytes(int64_t bytes) {
-  buckets_ = bytes > 0 ? std::make_unique<GradBuckets>(program_, bytes) : nullptr;
+void DistExecutor::set_bucket_bytes(int64_t bytes, bool overlap) {
+  buckets_ = bytes > 0 ? std::make_unique<GradBuckets>(program_, bytes, overlap) : nullptr;
 }
 
 int DistExecutor::bucket_calls() const {
@@ -271,6 +271,7 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
         if (buckets_->reads_deferred(i))
           SHARDSCOPE_RETURN_IF_ERROR(buckets_->FlushAll(comm, buffers_, stats));
         if (buckets_->deferred(i)) return buckets_->Add(comm, i, buffers_, stats);
+        buckets_->Poll();
       }
       return Execute(comm, i, step, training, stats);
     };
@@ -400,7 +401,7 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
   t->rank_ = rank;
   SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlanTrainingProgram(&t->model_, options, &t->params_));
   t->executor_ = std::make_unique<DistExecutor>(t->model_.graph, t->program_, rank);
-  t->executor_->set_bucket_bytes(config.bucket_bytes);
+  t->executor_->set_bucket_bytes(config.bucket_bytes, config.overlap_grad_reduce);
   for (size_t i = 0; i < t->params_.size(); ++i) {
     const auto [p, g] = t->program_.param_grads[i];
     const Value& v = t->model_.graph.value(t->params_[i]);

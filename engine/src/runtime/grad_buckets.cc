@@ -25,9 +25,10 @@ bool PlainAllReduce(const DistProgram& program, const DistInstr& in) {
 
 }  // namespace
 
-GradBuckets::GradBuckets(const DistProgram& program, int64_t bucket_bytes)
+GradBuckets::GradBuckets(const DistProgram& program, int64_t bucket_bytes, bool overlap)
     : program_(program),
       bucket_bytes_(bucket_bytes),
+      overlap_(overlap),
       deferred_(program.instrs.size(), false),
       reads_deferred_(program.instrs.size(), false),
       bucket_of_(program.instrs.size(), -1) {
@@ -99,7 +100,11 @@ Status GradBuckets::FlushAll(Communicator& world, std::vector<Tensor>& buffers, 
   for (Bucket& bucket : buckets_) {
     if (!bucket.entries.empty()) SHARDSCOPE_RETURN_IF_ERROR(Flush(world, bucket, buffers, stats));
   }
-  return Status::Ok();
+  return WaitAll(world, buffers, stats);
+}
+
+void GradBuckets::Poll() {
+  for (InFlight& f : in_flight_) f.request.Test();
 }
 
 Status GradBuckets::Flush(Communicator& world, Bucket& bucket, std::vector<Tensor>& buffers,
@@ -107,24 +112,66 @@ Status GradBuckets::Flush(Communicator& world, Bucket& bucket, std::vector<Tenso
   const double start = Now();
   const CommStats before = world.stats();
   SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, GroupComm(world, bucket.groups));
-  Status st = comm->AllReduce(std::span<float>(bucket.data));
-  if (!st.ok()) {
-    return st.WithContext("gradient bucket of " + std::to_string(bucket.entries.size()) +
-                          " all-reduces");
-  }
-  for (const Entry& e : bucket.entries) {
-    std::memcpy(buffers[e.out].data(), bucket.data.data() + e.offset,
-                static_cast<size_t>(e.size) * sizeof(float));
+  const std::string what =
+      "gradient bucket of " + std::to_string(bucket.entries.size()) + " all-reduces";
+  if (overlap_) {
+    auto started = comm->StartAllReduce(std::span<float>(bucket.data), bucket.data);
+    if (!started.ok()) return started.status().WithContext(what);
+    InFlight& f = in_flight_.emplace_back();
+    f.request = std::move(started).value();
+    f.data.swap(bucket.data);
+    f.entries.swap(bucket.entries);
+    if (!spare_.empty()) {  // an earlier buffer: no allocation in later steps
+      bucket.data.swap(spare_.back());
+      spare_.pop_back();
+    }
+  } else {
+    Status st = comm->AllReduce(std::span<float>(bucket.data));
+    if (!st.ok()) return st.WithContext(what);
+    CopyOut(bucket.data, bucket.entries, buffers);
   }
   bucket.entries.clear();
   bucket.data.clear();  // keeps its capacity: no allocation in later steps
-  if (stats != nullptr) {
-    const CommStats after = world.stats();
-    stats->comm_seconds += Now() - start;
-    stats->bytes_sent += after.bytes_sent - before.bytes_sent;
-    stats->bytes_received += after.bytes_received - before.bytes_received;
-  }
+  Account(world, before, start, stats);
   return Status::Ok();
+}
+
+Status GradBuckets::WaitAll(Communicator& world, std::vector<Tensor>& buffers, RankStats* stats) {
+  if (in_flight_.empty()) return Status::Ok();
+  const double start = Now();
+  const CommStats before = world.stats();
+  for (InFlight& f : in_flight_) {
+    Status st = f.request.Wait();
+    if (!st.ok()) {
+      return st.WithContext("gradient bucket of " + std::to_string(f.entries.size()) +
+                            " all-reduces");
+    }
+    CopyOut(f.data, f.entries, buffers);
+    f.data.clear();
+    spare_.push_back(std::move(f.data));
+  }
+  in_flight_.clear();
+  Account(world, before, start, stats);
+  return Status::Ok();
+}
+
+void GradBuckets::CopyOut(const std::vector<float>& data, const std::vector<Entry>& entries,
+                          std::vector<Tensor>& buffers) {
+  for (const Entry& e : entries) {
+    std::memcpy(buffers[e.out].data(), data.data() + e.offset,
+                static_cast<size_t>(e.size) * sizeof(float));
+  }
+}
+
+// What a flush or a wait adds to the step's communication: its time (the part the backward
+// does not hide) and its traffic.
+void GradBuckets::Account(Communicator& world, const CommStats& before, double start,
+                          RankStats* stats) {
+  if (stats == nullptr) return;
+  const CommStats after = world.stats();
+  stats->comm_seconds += Now() - start;
+  stats->bytes_sent += after.bytes_sent - before.bytes_sent;
+  stats->bytes_received += after.bytes_received - before.bytes_received;
 }
 
 }  // namespace shardscope

@@ -254,6 +254,11 @@ Tensor& PipelineTrainer::Buffer(int micro, ValueId v) {
                                                                        : micro_[micro][v];
 }
 
+Tensor* PipelineTrainer::MutableParameter(ValueId param) {
+  Tensor& t = shared_[param];
+  return t.size() > 0 ? &t : nullptr;
+}
+
 const Tensor* PipelineTrainer::Parameter(ValueId param) const {
   for (ValueId p : program_.programs[rank_].params) {
     if (p == param) return &shared_[p];

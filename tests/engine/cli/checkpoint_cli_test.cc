@@ -1,6 +1,7 @@
 // Checkpoints from the command line: `train --save-checkpoint/--resume` keeps the resume law
-// across device counts, strategies and mpirun; `eval` reads a checkpoint; a damaged one is
-// refused naming the file and the checksum; the run file records saves and resumes.
+// across device counts, strategies and mpirun, for SPMD and placed runs alike; `eval` reads a
+// checkpoint; a damaged one is refused naming the file and the checksum; the run file records
+// saves and resumes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -175,6 +176,53 @@ TEST_F(CheckpointCli, RunFileRecordsSavesAndTheResume) {
   EXPECT_EQ(seen, want);
   fs::remove_all(Dir("every"));
   fs::remove(run);
+}
+
+// Placed (place: in the file, 5 workers): the resume law in-process and under mpirun, and the
+// same checkpoint resumed and evaluated by an SPMD run.
+TEST(PlacedCheckpointCli, ResumeLawAndSpmdResume) {
+  const std::string placed =
+      std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/lenet5_place.yaml" + kData;
+  const auto whole = Shardscope("train " + placed + " --steps 8 --save-checkpoint " + Dir("pw"));
+  ASSERT_EQ(whole.code, 0) << whole.text;
+  const auto half =
+      Shardscope("train " + placed + " --steps 4 --every 2 --save-checkpoint " + Dir("ph"));
+  ASSERT_EQ(half.code, 0) << half.text;
+  const auto resumed = Shardscope("train " + placed + " --resume " + Dir("ph") +
+                                  " --steps 4 --save-checkpoint " + Dir("pr"));
+  ASSERT_EQ(resumed.code, 0) << resumed.text;
+  EXPECT_NE(resumed.text.find("resumed from " + Dir("ph") + " at step 4"), std::string::npos)
+      << resumed.text;
+  ExpectSameTensors(Dir("pw"), Dir("pr"));
+  const auto mpi =
+      RunCommand(std::string(MPIEXEC) +
+                 " -np 5 --allow-run-as-root --oversubscribe " SHARDSCOPE_BIN " train " + placed +
+                 " --resume " + Dir("ph") + " --steps 4 --save-checkpoint " + Dir("pm"));
+  ASSERT_EQ(mpi.code, 0) << mpi.text;
+  ExpectSameTensors(Dir("pw"), Dir("pm"));
+  const auto spmd = Shardscope("train " + placed + " --ignore-parallel --devices 2 --resume " +
+                               Dir("ph") + " --steps 4 --save-checkpoint " + Dir("ps"));
+  ASSERT_EQ(spmd.code, 0) << spmd.text;
+  ExpectSameTensors(Dir("pw"), Dir("ps"));
+  // eval: the placed run and an SPMD run agree on the saved parameters' accuracy.
+  const std::string eval = "eval " + std::string(SHARDSCOPE_SOURCE_DIR) +
+                           "/samples/models/lenet5_place.yaml --checkpoint " + Dir("pw") +
+                           kEvalData;
+  const auto by_workers = Shardscope(eval);
+  const auto by_spmd = Shardscope(eval + " --ignore-parallel");
+  ASSERT_EQ(by_workers.code, 0) << by_workers.text;
+  ASSERT_EQ(by_spmd.code, 0) << by_spmd.text;
+  double placed_acc = -1, spmd_acc = -2;
+  ASSERT_EQ(std::sscanf(by_workers.text.c_str() + by_workers.text.find("(step 8): test accuracy"),
+                        "(step 8): test accuracy %lf", &placed_acc),
+            1)
+      << by_workers.text;
+  ASSERT_EQ(
+      std::sscanf(by_spmd.text.c_str() + by_spmd.text.find("accuracy "), "accuracy %lf", &spmd_acc),
+      1)
+      << by_spmd.text;
+  EXPECT_NEAR(placed_acc, spmd_acc, 1e-9);
+  for (const char* d : {"pw", "ph", "pr", "pm", "ps"}) fs::remove_all(Dir(d));
 }
 
 }  // namespace

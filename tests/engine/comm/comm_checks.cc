@@ -675,6 +675,55 @@ Status CheckTrafficCounters(Communicator& world) {
   return Status::Ok();
 }
 
+Status CheckStartAllReduce(Communicator& comm) {
+  const int p = comm.size();
+  const int r = comm.rank();
+  const int64_t sizes[] = {0, 1, 7, 1000, 1025, 5003};
+  for (ReduceOp op : kOps) {
+    // Every size in flight at once (in place, or into another buffer), with blocking
+    // collectives in between: each result equals the blocking AllReduce's bits.
+    std::vector<std::vector<float>> data, outs;
+    std::vector<CommRequest> requests;
+    const CommStats before = comm.stats();
+    CommTraffic want;
+    for (int64_t n : sizes) {
+      const int seed = 7000 + static_cast<int>(n) * 3 + static_cast<int>(op);
+      data.push_back(Values(seed, r, n));
+      outs.emplace_back(n, kSentinel);
+      auto in_place = comm.StartAllReduce(data.back(), data.back(), op);
+      COMM_OK(in_place.status());
+      requests.push_back(std::move(in_place).value());
+      const std::vector<float> in = Values(seed, r, n);  // alive until the Wait below
+      auto copied = comm.StartAllReduce(in, outs.back(), op);
+      COMM_OK(copied.status());
+      COMM_OK(copied.value().Wait());
+      for (int twice = 0; twice < 2; ++twice) {
+        const CommTraffic t = AllReduceTraffic(n, p, r);
+        want.bytes_sent += t.bytes_sent;
+        want.bytes_received += t.bytes_received;
+      }
+      std::vector<float> blocking = Values(seed, r, n);
+      COMM_OK(comm.AllReduce(blocking, op));
+      COMM_SAME(outs.back(), blocking, "StartAllReduce vs AllReduce n=" + N(n));
+      COMM_SAME(blocking, ReferenceReduce(seed, p, n, op), "AllReduce n=" + N(n));
+      const CommTraffic t = AllReduceTraffic(n, p, r);
+      want.bytes_sent += t.bytes_sent;
+      want.bytes_received += t.bytes_received;
+      COMM_OK(comm.Barrier());
+    }
+    for (size_t k = 0; k < requests.size(); ++k) {
+      requests[k].Test();
+      COMM_OK(requests[k].Wait());
+      COMM_REQUIRE(requests[k].Test() && !requests[k].pending(), "request still pending");
+      COMM_SAME(data[k], outs[k], "in-place StartAllReduce n=" + N(sizes[k]));
+    }
+    COMM_TRAFFIC(comm, before, want, std::string("StartAllReduce ") + ReduceOpName(op));
+  }
+  std::vector<float> a(3), b(4);
+  COMM_REQUIRE(!comm.StartAllReduce(a, b).ok(), "sizes 3 and 4 accepted");
+  return Status::Ok();
+}
+
 const std::vector<NamedCheck>& AllChecks() {
   static const std::vector<NamedCheck> checks = {
       {"RankAndSize", CheckRankAndSize},
@@ -692,6 +741,7 @@ const std::vector<NamedCheck>& AllChecks() {
       {"Determinism", CheckDeterminism},
       {"LocalErrors", CheckLocalErrors},
       {"TrafficCounters", CheckTrafficCounters},
+      {"StartAllReduce", CheckStartAllReduce},
   };
   return checks;
 }

@@ -38,6 +38,7 @@ Status CheckConcurrentGroups(Communicator& comm);
 Status CheckDeterminism(Communicator& comm);
 Status CheckLocalErrors(Communicator& comm);
 Status CheckTrafficCounters(Communicator& comm);
+Status CheckStartAllReduce(Communicator& comm);
 
 struct NamedCheck {
   const char* name;

@@ -1,5 +1,6 @@
 // Gradient buckets: fewer all-reduces per step, the same parameters to the bit, under data
-// parallelism and with a strategy whose gradients are reduced along a mesh axis only.
+// parallelism and with a strategy whose gradients are reduced along a mesh axis only, whether
+// their all-reduces overlap the backward or not.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -18,7 +19,7 @@ struct Outcome {
   int bucket_calls = 0;
 };
 
-Outcome Train(int devices, int64_t bucket_bytes, bool megatron) {
+Outcome Train(int devices, int64_t bucket_bytes, bool megatron, bool overlap = false) {
   Outcome out;
   const Dataset data = MakeSyntheticDataset(kBatch * 3, {1, 4, 4}, 8, 5);
   PartitionOptions options;
@@ -31,6 +32,7 @@ Outcome Train(int devices, int64_t bucket_bytes, bool megatron) {
     TrainConfig config;
     config.seed = 3;
     config.bucket_bytes = bucket_bytes;
+    config.overlap_grad_reduce = overlap;
     SHARDSCOPE_ASSIGN_OR_RETURN(
         auto t, DistTrainer::Create(std::move(model), config, options, comm.rank()));
     BatchIterator it(data, kBatch, 3, true);
@@ -67,6 +69,22 @@ TEST(GradBuckets, FewerCallsSameBits) {
     EXPECT_EQ(each.params, small.params) << "megatron " << megatron;
     EXPECT_EQ(each.params, one.params) << "megatron " << megatron;
   }
+}
+
+TEST(GradBuckets, OverlapSameBits) {
+  for (bool megatron : {false, true}) {
+    const Outcome each = Train(4, 0, megatron);
+    const Outcome blocking = Train(4, 1024, megatron, /*overlap=*/false);
+    const Outcome overlapped = Train(4, 1024, megatron, /*overlap=*/true);
+    EXPECT_GT(overlapped.bucket_calls, 1) << "megatron " << megatron;
+    EXPECT_EQ(overlapped.calls_per_step, blocking.calls_per_step) << "megatron " << megatron;
+    EXPECT_EQ(each.params, blocking.params) << "megatron " << megatron;
+    EXPECT_EQ(each.params, overlapped.params) << "megatron " << megatron;
+  }
+  const Outcome each8 = Train(8, 0, false);
+  const Outcome overlapped8 = Train(8, 1024, false, /*overlap=*/true);
+  EXPECT_GT(overlapped8.bucket_calls, 1);
+  EXPECT_EQ(each8.params, overlapped8.params);
 }
 
 }  // namespace
