@@ -17,24 +17,27 @@ using shardscope_cli_test::Output;
 using shardscope_cli_test::Shardscope;
 
 // A small data-parallel model on synthetic data; `extra` ends the parallel section. Its
-// weights are alike in size, so that stage 3 (one whole weight at a time) saves memory.
+// weights are alike in size, so that stage 3 (one whole weight at a time) saves memory; its
+// blocks keep activations for backward (GELU's input), which recomputation frees.
 std::string ModelFile(const std::string& name, const std::string& extra) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("shardscope_memory_" + name + ".yaml")).string();
   std::ofstream(path) << "name: mem\n"
                          "input: {shape: [1, 6, 8]}\n"
                          "classes: 10\n"
+                         "blocks:\n"
+                         "  Mlp:\n"
+                         "    - dense1: {type: Dense, in_channels: 48, out_channels: 48}\n"
+                         "    - gelu: GELU\n"
+                         "    - dense2: {type: Dense, in_channels: 48, out_channels: 48}\n"
                          "layers:\n"
                          "  - flatten: Flatten\n"
-                         "  - dense1: {type: Dense, in_channels: 48, out_channels: 48}\n"
-                         "  - relu: ReLU\n"
-                         "  - dense2: {type: Dense, in_channels: 48, out_channels: 48}\n"
-                         "  - relu\n"
+                         "  - block: {type: Mlp, repeat: 4}\n"
                          "  - dense3: {type: Dense, in_channels: 48, out_channels: 10}\n"
                          "loss: softmax_cross_entropy\n"
                          "optimizer: {type: adam, lr: 0.001}\n"
-                         "training: {batch: 16, epochs: 1, seed: 1}\n"
-                         "data: {dataset: synthetic, synthetic_size: 64}\n"
+                         "training: {batch: 512, epochs: 1, seed: 1}\n"
+                         "data: {dataset: synthetic, synthetic_size: 1024}\n"
                          "parallel:\n"
                          "  mode: data_parallel\n"
                          "  devices: 4\n"
@@ -75,7 +78,7 @@ TEST(MemoryOptionsCli, EachOptionLowersPlanAndTrainPrintsTheSameFigure) {
 }
 
 TEST(MemoryOptionsCli, FileRecomputeScopesAndStages) {
-  const std::string scoped = ModelFile("scoped", "  recompute: [dense1, dense2]\n");
+  const std::string scoped = ModelFile("scoped", "  recompute: [block1, block2]\n");
   EXPECT_LT(PlannedBytes(scoped, ""), PlannedBytes(ModelFile("plain", ""), ""));
   const Output unknown =
       Shardscope("plan " + ModelFile("unknown", "  recompute: [dense9]\n") + " --search semi_auto");
@@ -84,7 +87,7 @@ TEST(MemoryOptionsCli, FileRecomputeScopesAndStages) {
   const Output four =
       Shardscope("plan " + ModelFile("four", "  optimizer_sharding: 4\n") + " --search semi_auto");
   EXPECT_EQ(four.code, 2) << four.text;
-  EXPECT_NE(four.text.find("shardscope_memory_four.yaml:18:"), std::string::npos) << four.text;
+  EXPECT_NE(four.text.find("shardscope_memory_four.yaml:20:"), std::string::npos) << four.text;
   EXPECT_NE(four.text.find("ZeRO stages are 0"), std::string::npos) << four.text;
   const Output flag = Shardscope("plan " + scoped + " --optimizer-sharding 4");
   EXPECT_NE(flag.code, 0) << flag.text;
