@@ -1,6 +1,6 @@
 // Memory as a budget: after the search, a plan that does not fit the device's memory tries
 // the memory options the engine executes (ZeRO stages 1-3 over the data-parallel axes,
-// recomputation of every layer) and keeps the one PriceProgram prices cheapest among those
+// recomputation of every layer, LayerScopes) and keeps the one PriceProgram prices cheapest among those
 // that fit. Options the user fixed are not varied. docs/memory.md.
 #pragma once
 
@@ -54,6 +54,11 @@ using MemoryOf = std::function<Result<RankMemory>(const DistProgram&)>;
 Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
                             const MemoryFitRequest& request, DistProgram asked,
                             const PartitionWith& partition, const MemoryOf& memory);
+
+// The layers recomputation replays one at a time: per forward operator, its name up to the
+// first numbered part ("layers.3" of "layers.3.mlp.fc1"), else its top-level scope ("block1"),
+// in graph order. A stack of numbered layers under one scope is thus split by layer.
+std::vector<std::string> LayerScopes(const Graph& graph);
 
 // A PartitionWith for `program`'s graph and values: `base` with the options replaced.
 PartitionWith RepartitionWith(const Graph& graph, const DistProgram& program,

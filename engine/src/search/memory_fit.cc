@@ -1,6 +1,10 @@
 #include "shardscope/memory_fit.h"
 
 
+#include <algorithm>
+#include <cctype>
+#include <set>
+
 #include "shardscope/base/format.h"
 
 namespace shardscope {
@@ -9,10 +13,37 @@ std::string MemoryCandidate::Label() const {
   std::string text = optimizer_sharding > 0 ? "ZeRO " + std::to_string(optimizer_sharding) : "";
   if (!recompute.empty()) {
     if (!text.empty()) text += ", ";
-    text += recompute == std::vector<std::string>{"*"} ? "recompute every layer"
-                                                        : "recompute " + std::to_string(recompute.size()) + " scope(s)";
+    text += recompute == std::vector<std::string>{"*"}
+                ? "recompute every layer"
+                : "recompute " + std::to_string(recompute.size()) + " layer scope(s)";
   }
   return text.empty() ? "no memory option" : text;
+}
+
+std::vector<std::string> LayerScopes(const Graph& graph) {
+  std::vector<std::string> scopes;
+  std::set<std::string> seen;
+  for (const Node& n : graph.nodes()) {
+    if (n.is_backward) continue;
+    const std::string& name = n.name;
+    // The prefix up to the first numbered part ("layers.3", "h.11"), else the top level.
+    size_t end = std::string::npos;
+    for (size_t at = name.find('.'); at != std::string::npos; at = name.find('.', at + 1)) {
+      const size_t next = name.find('.', at + 1);
+      const std::string part = name.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+      if (!part.empty() && std::all_of(part.begin(), part.end(), [](unsigned char c) {
+            return std::isdigit(c) != 0;
+          })) {
+        end = next;
+        break;
+      }
+    }
+    if (end == std::string::npos && name.find('.') == std::string::npos) continue;
+    if (end == std::string::npos) end = name.find('.');
+    const std::string scope = name.substr(0, end);
+    if (seen.insert(scope).second) scopes.push_back(scope);
+  }
+  return scopes;
 }
 
 Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
@@ -55,7 +86,8 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
   }
   std::vector<int> stages = {0, 1, 2, 3};
   if (request.optimizer_sharding) stages = {*request.optimizer_sharding};
-  std::vector<std::vector<std::string>> recomputes = {{}, {"*"}};
+  std::vector<std::vector<std::string>> recomputes = {{}, LayerScopes(graph)};
+  if (recomputes[1].empty()) recomputes.pop_back();
   if (request.recompute) recomputes = {*request.recompute};
   for (const auto& recompute : recomputes) {
     for (int zero : stages) {

@@ -3,6 +3,7 @@
 // runs them and prints the same figure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -43,6 +44,25 @@ std::string ModelFile(const std::string& name, const std::string& extra) {
                          "  devices: 4\n"
                       << extra;
   return path;
+}
+
+// A cluster of one node of 4 devices of `bytes` each, with slow compute and fast links, so
+// that a replay costs more than a ZeRO collective.
+std::string ClusterFile(const std::string& name, int64_t bytes) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("shardscope_memory_" + name + "_cluster.yaml"))
+          .string();
+  std::ofstream(path) << "name: " << name
+                      << "\ndevices_per_node: 4\nnodes: 1\nlinks:\n  node: {kind: nvlink, "
+                         "bandwidth: 100e9, latency: 5e-6}\ndevice: {memory: "
+                      << bytes << ", memory_bandwidth: 1e12, flops: {f32: 1e9}}\n";
+  return path;
+}
+
+nlohmann::json PlanJson(const std::string& model, const std::string& flags, int code = 0) {
+  const Output o = Shardscope("plan " + model + " --search semi_auto --json " + flags, false);
+  EXPECT_EQ(o.code, code) << o.text;
+  return o.code == 0 ? nlohmann::json::parse(o.text) : nlohmann::json();
 }
 
 int64_t PlannedBytes(const std::string& model, const std::string& flags) {
@@ -91,6 +111,79 @@ TEST(MemoryOptionsCli, FileRecomputeScopesAndStages) {
   EXPECT_NE(four.text.find("ZeRO stages are 0"), std::string::npos) << four.text;
   const Output flag = Shardscope("plan " + scoped + " --optimizer-sharding 4");
   EXPECT_NE(flag.code, 0) << flag.text;
+}
+
+// The planner's choice is the cheapest fitting option of those it tried, by predicted step.
+void ExpectCheapestFitting(const nlohmann::json& memory) {
+  double cheapest = 1e30;
+  for (const auto& c : memory["tried"])
+    if (c["fits"].get<bool>()) cheapest = std::min(cheapest, c["predicted_step_seconds"].get<double>());
+  EXPECT_FALSE(memory["tried"][0]["fits"].get<bool>());  // the plan as asked did not fit
+  EXPECT_TRUE(memory["fits"].get<bool>());
+  bool chosen_is_cheapest = false;
+  for (const auto& c : memory["tried"]) {
+    chosen_is_cheapest = chosen_is_cheapest ||
+                         (c["fits"].get<bool>() && c["predicted_step_seconds"] == cheapest &&
+                          c["per_device_bytes"] == memory["per_device_bytes"]);
+  }
+  EXPECT_TRUE(chosen_is_cheapest) << memory.dump(2);
+}
+
+TEST(MemoryFitCli, TooLittleMemoryChoosesZeroThenRecompute) {
+  const std::string model = ModelFile("fit", "");
+  const int64_t off = PlannedBytes(model, "--optimizer-sharding 0");
+  const int64_t stage3 = PlannedBytes(model, "--optimizer-sharding 3");
+  const int64_t least = PlannedBytes(model, "--optimizer-sharding 3 --recompute");
+  ASSERT_LT(stage3, off);
+  ASSERT_LT(least, stage3);
+  // Between ZeRO 3 and no option: a ZeRO stage fits, recomputation is not needed.
+  const nlohmann::json zero =
+      PlanJson(model, "--cluster " + ClusterFile("zero", (stage3 + off) / 2));
+  EXPECT_GT(zero["memory"]["optimizer_sharding"].get<int>(), 0) << zero["memory"].dump(2);
+  EXPECT_TRUE(zero["memory"]["recompute"].empty()) << zero["memory"].dump(2);
+  EXPECT_LE(zero["memory_per_device_bytes"].get<int64_t>(), (stage3 + off) / 2);
+  ExpectCheapestFitting(zero["memory"]);
+  // Below ZeRO 3 alone (the shipped test profile too): recomputation as well.
+  for (const std::string& cluster :
+       {ClusterFile("recompute", (least + stage3) / 2),
+        std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/data/clusters/tiny-memory.yaml"}) {
+    const nlohmann::json both = PlanJson(model, "--cluster " + cluster);
+    // Recomputed layer by layer: each block is a scope of its own.
+    const nlohmann::json& scopes = both["memory"]["recompute"];
+    EXPECT_NE(std::find(scopes.begin(), scopes.end(), "block4"), scopes.end()) << scopes.dump();
+    EXPECT_LE(both["memory_per_device_bytes"].get<double>(),
+              both["memory"]["capacity_bytes"].get<double>());
+    ExpectCheapestFitting(both["memory"]);
+  }
+  // The user's stage is kept: with ZeRO 0 fixed only recomputation is tried.
+  const int64_t recompute_only = PlannedBytes(model, "--optimizer-sharding 0 --recompute");
+  const nlohmann::json fixed =
+      PlanJson(model, "--optimizer-sharding 0 --cluster " + ClusterFile("fixed", recompute_only));
+  EXPECT_EQ(fixed["memory"]["optimizer_sharding"], 0) << fixed["memory"].dump(2);
+  EXPECT_FALSE(fixed["memory"]["recompute"].empty());
+  EXPECT_EQ(fixed["memory"]["tried"].size(), 2u);
+  // train chooses as plan does and runs it.
+  const Output train = Shardscope("train " + model + " --steps 2 --no-record --search semi_auto "
+                                  "--cluster " + ClusterFile("train", (least + stage3) / 2));
+  ASSERT_EQ(train.code, 0) << train.text;
+  EXPECT_NE(train.text.find("layer scope(s)"), std::string::npos) << train.text;
+}
+
+TEST(MemoryFitCli, NothingFitsExitsTwoNamingCapacityFigureAndConsumer) {
+  const std::string model = ModelFile("nofit", "");
+  const int64_t least = PlannedBytes(model, "--optimizer-sharding 3 --recompute");
+  const Output o = Shardscope("plan " + model + " --search semi_auto --cluster " +
+                              ClusterFile("nofit", least / 2));
+  EXPECT_EQ(o.code, 2) << o.text;
+  EXPECT_NE(o.text.find("does not fit the " + shardscope::FormatBytes(least / 2)),
+            std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("the least per device is "), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("with ZeRO 3, recompute"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("the largest consumer is "), std::string::npos) << o.text;
+  const Output train = Shardscope("train " + model + " --steps 1 --no-record --search semi_auto "
+                                  "--cluster " + ClusterFile("nofit_train", least / 2));
+  EXPECT_EQ(train.code, 2) << train.text;
+  EXPECT_NE(train.text.find("does not fit"), std::string::npos) << train.text;
 }
 
 }  // namespace
