@@ -186,4 +186,22 @@ TEST(MemoryFitCli, NothingFitsExitsTwoNamingCapacityFigureAndConsumer) {
   EXPECT_NE(train.text.find("does not fit"), std::string::npos) << train.text;
 }
 
+// Llama-style decoder at 64 H100s: a plan that fits the 80 GiB, or the honest refusal.
+TEST(MemoryFitCli, LlamaAtSixtyFourH100sFitsOrSaysWhyNot) {
+  const std::string llama = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/onnx/llama.onnx";
+  const Output o = Shardscope("plan " + llama + " --devices 64 --cluster dgx-h100");
+  if (o.code == 0) {  // "memory per device:   71.20 GiB at its peak"
+    const size_t at = o.text.find("memory per device:");
+    ASSERT_NE(at, std::string::npos) << o.text;
+    const std::string figure = o.text.substr(at + 18, o.text.find(" at its peak", at) - at - 18);
+    EXPECT_NE(figure.find("GiB"), std::string::npos) << figure;
+    EXPECT_LE(std::stod(figure), 80.0) << figure;
+    return;
+  }
+  EXPECT_EQ(o.code, 2) << o.text;
+  EXPECT_NE(o.text.find("does not fit the 80.00 GiB of device memory (cluster dgx-h100)"),
+            std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("the largest consumer is "), std::string::npos) << o.text;
+}
+
 }  // namespace
