@@ -89,7 +89,7 @@ nlohmann::ordered_json PlanMemoryJson(const PlanMemory& m) {
 
 void PrintPlanMemory(const PlanMemory& m) {
   const RankMemory& r = m.fit.chosen.memory;
-  std::printf("memory per device:   %s at its peak (%s; what `train` checks)\n",
+  std::printf("memory per device:   %s (the peak: %s; what `train` checks)\n",
               Bytes(static_cast<double>(r.total)).c_str(), RankMemoryText(r).c_str());
   std::printf("largest consumer:    %s (%s)\n", r.largest.c_str(),
               Bytes(static_cast<double>(r.largest_bytes)).c_str());
