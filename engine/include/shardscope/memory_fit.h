@@ -1,7 +1,7 @@
 // Memory as a budget: after the search, a plan that does not fit the device's memory tries
 // the memory options the engine executes (ZeRO stages 1-3 over the data-parallel axes,
-// recomputation of every layer, LayerScopes) and keeps the one PriceProgram prices cheapest among those
-// that fit. Options the user fixed are not varied. docs/memory.md.
+// recomputation of every layer, LayerScopes) and keeps the one PriceProgram prices cheapest among
+// those that fit. Options the user fixed are not varied. docs/memory.md.
 #pragma once
 
 #include <functional>
@@ -27,8 +27,8 @@ struct MemoryCandidate {
 };
 
 struct MemoryFitRequest {
-  double capacity_bytes = 0;               // per device; <= 0: no limit known
-  std::optional<int> optimizer_sharding;   // fixed by the user; nullopt: the planner chooses
+  double capacity_bytes = 0;              // per device; <= 0: no limit known
+  std::optional<int> optimizer_sharding;  // fixed by the user; nullopt: the planner chooses
   std::optional<std::vector<std::string>> recompute;  // likewise
 };
 
@@ -42,8 +42,8 @@ struct MemoryFit {
 };
 
 // Partitions the differentiated graph with these memory options.
-using PartitionWith = std::function<Result<DistProgram>(
-    int optimizer_sharding, const std::vector<std::string>& recompute)>;
+using PartitionWith = std::function<Result<DistProgram>(int optimizer_sharding,
+                                                        const std::vector<std::string>& recompute)>;
 // One rank's memory of a program (PlanRankMemory with the run's optimizer and dtype).
 using MemoryOf = std::function<Result<RankMemory>(const DistProgram&)>;
 

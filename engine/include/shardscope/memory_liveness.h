@@ -19,8 +19,8 @@ struct RankMemory {
   int64_t parameters = 0;        // parameter shards held (stage 3: those gathered at the peak)
   int64_t gradients = 0;         // parameter gradients in their parameter's layout
   int64_t optimizer_states = 0;  // states (per slice under ZeRO), fp32 master copies, slices
-  int64_t activations = 0;  // activations and temporaries live at the peak, inputs, the loss
-  int64_t initialisation = 0;  // the whole largest parameter, drawn before it is sliced
+  int64_t activations = 0;       // activations and temporaries live at the peak, inputs, the loss
+  int64_t initialisation = 0;    // the whole largest parameter, drawn before it is sliced
   int64_t total = 0;
   // Where the peak is: the operator (or "redistribution of X") of that scheduled instruction.
   std::string peak_at;

@@ -33,15 +33,15 @@ Result<PlanMemory> FitPlanMemory(const ModelFile& mf, const Graph& graph,
   const ParallelConfig& parallel = mf.parallel();
   MemoryFitRequest request;
   request.capacity_bytes = m.capacity_bytes;
-  if (!OptimizerShardingAuto(flags, parallel)) request.optimizer_sharding = partition.optimizer_sharding;
+  if (!OptimizerShardingAuto(flags, parallel))
+    request.optimizer_sharding = partition.optimizer_sharding;
   if (!RecomputeAuto(flags, parallel)) request.recompute = partition.recompute;
   const Precision dtype = options.dtype;
   const MemoryOf memory = [&](const DistProgram& p) {
     return PlannedRankMemory(mf, graph, p, dtype);
   };
-  SHARDSCOPE_ASSIGN_OR_RETURN(
-      m.fit, FitMemory(graph, options, request, program,
-                       RepartitionWith(graph, program, partition), memory));
+  SHARDSCOPE_ASSIGN_OR_RETURN(m.fit, FitMemory(graph, options, request, program,
+                                               RepartitionWith(graph, program, partition), memory));
   return m;
 }
 
@@ -50,12 +50,12 @@ std::string NothingFitsMessage(const ModelFile& mf, const PlanMemory& m) {
   std::string text = mf.path() + ": the plan does not fit the " + Bytes(m.capacity_bytes) +
                      " of device memory (" + m.capacity_from + "): the least per device is " +
                      Bytes(static_cast<double>(c.memory.total)) + " with " + c.Label() + " (" +
-                     RankMemoryText(c.memory) + "); the largest consumer is " +
-                     c.memory.largest + " (" + Bytes(static_cast<double>(c.memory.largest_bytes)) +
-                     ")";
+                     RankMemoryText(c.memory) + "); the largest consumer is " + c.memory.largest +
+                     " (" + Bytes(static_cast<double>(c.memory.largest_bytes)) + ")";
   if (m.fit.tried.size() == 1)
-    text += "; --optimizer-sharding auto and --recompute auto let the planner try ZeRO and "
-            "recomputation";
+    text +=
+        "; --optimizer-sharding auto and --recompute auto let the planner try ZeRO and "
+        "recomputation";
   return text + "; more devices, a smaller --batch or a larger budget may fit";
 }
 

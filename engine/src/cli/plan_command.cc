@@ -312,16 +312,16 @@ int RunPlan(const PlanOptions& original) {
                 kLevels[std::clamp(b.level, 0, 2)]);
   }
   if (!flags.shard_blocks.empty()) std::printf("operators outside shard blocks: data-parallel\n\n");
-  std::printf("%-32s %-24s %11s %10s  %s\n", "operator", "strategy", "cost us", "op memory",
-              "why");
+  std::printf("%-32s %-24s %11s %10s  %s\n", "operator", "strategy", "cost us", "op memory", "why");
   for (const OperatorChoice& c : r.operators) {
     std::printf("%-32s %-24s %11.2f %10s  %s\n", c.name.c_str(), c.strategy.c_str(),
                 c.local_cost_s * 1e6, FormatBytes(c.memory_bytes).c_str(), c.provenance.c_str());
   }
-  std::printf("op memory: the search's estimate per operator (its parameters with gradients and "
-              "optimizer states, its outputs), each held all step: %s in all, not the peak "
-              "below\n",
-              FormatBytes(r.memory_per_device_bytes).c_str());
+  std::printf(
+      "op memory: the search's estimate per operator (its parameters with gradients and "
+      "optimizer states, its outputs), each held all step: %s in all, not the peak "
+      "below\n",
+      FormatBytes(r.memory_per_device_bytes).c_str());
   const int count = program->NumRedistributions();
   std::printf("\nredistributions per training step (forward and backward): %d\n", count);
   int shown = 0;

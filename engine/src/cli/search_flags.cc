@@ -29,8 +29,8 @@ bool RecomputeAuto(const SearchFlags& f, const ParallelConfig& parallel) {
 void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
                       PartitionOptions* partition) {
   const std::string& zero = flags.optimizer_sharding;
-  partition->optimizer_sharding = zero.empty() || zero == "auto" ? parallel.optimizer_sharding
-                                                                 : std::stoi(zero);
+  partition->optimizer_sharding =
+      zero.empty() || zero == "auto" ? parallel.optimizer_sharding : std::stoi(zero);
   if (zero == "auto") partition->optimizer_sharding = 0;
   partition->recompute = parallel.recompute;
   if (RecomputeGiven(flags) && !RecomputeAuto(flags, parallel))  // given alone: every layer

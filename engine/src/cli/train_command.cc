@@ -11,10 +11,10 @@
 
 #include "cli/command.h"
 #include "cli/instruction_timing.h"
+#include "cli/memory_budget.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
-#include "cli/memory_budget.h"
 #include "cli/resource_checks.h"
 #include "cli/search_flags.h"
 #include "cli/train_checkpoint.h"

@@ -61,8 +61,7 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
       for (int v : in.outputs)
         if (transient(v) && !live[v]) take(v);
       for (int v : in.inputs)
-        if (!program.gathered_param.empty() && program.gathered_param[v] >= 0 && !live[v])
-          take(v);
+        if (!program.gathered_param.empty() && program.gathered_param[v] >= 0 && !live[v]) take(v);
       if (now > peak) {
         peak = now;
         peak_pos = pos;
@@ -93,15 +92,15 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
   static const char* const kKindName[] = {"parameter", "gradient", "activation"};
   for (size_t v = 0; v < n; ++v) {
     if (!transient(v))
-      consider(std::string(kKindName[static_cast<int>(kind[v])]) + " '" + program.values[v].name +
-                   "'",
-               bytes_of(static_cast<int>(v)));
+      consider(
+          std::string(kKindName[static_cast<int>(kind[v])]) + " '" + program.values[v].name + "'",
+          bytes_of(static_cast<int>(v)));
   }
   for (int v : at_peak) {
     by_kind[static_cast<int>(kind[v])].Add(bytes_of(v));
-    consider(std::string(kKindName[static_cast<int>(kind[v])]) + " '" + program.values[v].name +
-                 "'",
-             bytes_of(v));
+    consider(
+        std::string(kKindName[static_cast<int>(kind[v])]) + " '" + program.values[v].name + "'",
+        bytes_of(v));
   }
   if (!order.empty()) {
     const DistInstr& in = program.instrs[order[peak_pos]];
@@ -113,8 +112,7 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
       // A redistribution after the first backward operator belongs to the backward pass.
       for (size_t p = 0; p <= peak_pos && !m.peak_in_backward; ++p) {
         const DistInstr& q = program.instrs[order[p]];
-        m.peak_in_backward =
-            q.kind == DistInstr::Kind::kCompute && graph.node(q.node).is_backward;
+        m.peak_in_backward = q.kind == DistInstr::Kind::kCompute && graph.node(q.node).is_backward;
       }
     }
   }
@@ -133,7 +131,8 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
   }
   states.Add(ShardedUpdate::PlannedBytes(program, float_bytes));
   Sum total;
-  for (const Sum* s : {&by_kind[0], &by_kind[1], &by_kind[2], &states}) total.Add(s->bytes.value_or(-1));
+  for (const Sum* s : {&by_kind[0], &by_kind[1], &by_kind[2], &states})
+    total.Add(s->bytes.value_or(-1));
   total.Add(largest_param);
   bool fits = total.bytes.has_value() && states.bytes.has_value();
   for (const Sum& s : by_kind) fits = fits && s.bytes.has_value();

@@ -1,6 +1,5 @@
 #include "shardscope/memory_fit.h"
 
-
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -30,10 +29,10 @@ std::vector<std::string> LayerScopes(const Graph& graph) {
     size_t end = std::string::npos;
     for (size_t at = name.find('.'); at != std::string::npos; at = name.find('.', at + 1)) {
       const size_t next = name.find('.', at + 1);
-      const std::string part = name.substr(at + 1, next == std::string::npos ? next : next - at - 1);
-      if (!part.empty() && std::all_of(part.begin(), part.end(), [](unsigned char c) {
-            return std::isdigit(c) != 0;
-          })) {
+      const std::string part =
+          name.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+      if (!part.empty() && std::all_of(part.begin(), part.end(),
+                                       [](unsigned char c) { return std::isdigit(c) != 0; })) {
         end = next;
         break;
       }
@@ -60,10 +59,9 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
              static_cast<double>(c.memory.total) <= request.capacity_bytes;
     // Kept: the first that fits and then any cheaper one that fits; while none fits, the least.
     const MemoryCandidate* best = fit.tried.empty() ? nullptr : &fit.chosen;
-    const bool better =
-        best == nullptr ||
-        (c.fits && (!best->fits || c.step_seconds < best->step_seconds)) ||
-        (!c.fits && !best->fits && c.memory.total < best->memory.total);
+    const bool better = best == nullptr ||
+                        (c.fits && (!best->fits || c.step_seconds < best->step_seconds)) ||
+                        (!c.fits && !best->fits && c.memory.total < best->memory.total);
     fit.tried.push_back(c);
     if (better) {
       fit.chosen = c;
@@ -73,7 +71,8 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
     return Status::Ok();
   };
   const int asked_zero = request.optimizer_sharding.value_or(0);
-  const std::vector<std::string> asked_recompute = request.recompute.value_or(std::vector<std::string>{});
+  const std::vector<std::string> asked_recompute =
+      request.recompute.value_or(std::vector<std::string>{});
   SHARDSCOPE_RETURN_IF_ERROR(try_one(asked_zero, asked_recompute, std::move(asked)));
   const std::string capacity = FormatBytes(request.capacity_bytes);
   if (request.capacity_bytes <= 0) {
@@ -103,12 +102,11 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
   if (fit.fits) {
     fit.why = as_asked + " needs " + FormatBytes(static_cast<double>(fit.tried[0].memory.total)) +
               ", more than the " + capacity + " per device; " + fit.chosen.Label() +
-              " fits and is the cheapest by predicted step of " + std::to_string(fitting) +
-              " of " + std::to_string(fit.tried.size()) + " option(s) tried that fit";
+              " fits and is the cheapest by predicted step of " + std::to_string(fitting) + " of " +
+              std::to_string(fit.tried.size()) + " option(s) tried that fit";
   } else {
-    fit.why = "none of " + std::to_string(fit.tried.size()) +
-              " option(s) tried fits the " + capacity + " per device; the least is " +
-              fit.chosen.Label();
+    fit.why = "none of " + std::to_string(fit.tried.size()) + " option(s) tried fits the " +
+              capacity + " per device; the least is " + fit.chosen.Label();
   }
   return fit;
 }

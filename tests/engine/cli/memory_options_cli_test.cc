@@ -117,14 +117,15 @@ TEST(MemoryOptionsCli, FileRecomputeScopesAndStages) {
 void ExpectCheapestFitting(const nlohmann::json& memory) {
   double cheapest = 1e30;
   for (const auto& c : memory["tried"])
-    if (c["fits"].get<bool>()) cheapest = std::min(cheapest, c["predicted_step_seconds"].get<double>());
+    if (c["fits"].get<bool>())
+      cheapest = std::min(cheapest, c["predicted_step_seconds"].get<double>());
   EXPECT_FALSE(memory["tried"][0]["fits"].get<bool>());  // the plan as asked did not fit
   EXPECT_TRUE(memory["fits"].get<bool>());
   bool chosen_is_cheapest = false;
   for (const auto& c : memory["tried"]) {
-    chosen_is_cheapest = chosen_is_cheapest ||
-                         (c["fits"].get<bool>() && c["predicted_step_seconds"] == cheapest &&
-                          c["per_device_bytes"] == memory["per_device_bytes"]);
+    chosen_is_cheapest =
+        chosen_is_cheapest || (c["fits"].get<bool>() && c["predicted_step_seconds"] == cheapest &&
+                               c["per_device_bytes"] == memory["per_device_bytes"]);
   }
   EXPECT_TRUE(chosen_is_cheapest) << memory.dump(2);
 }
@@ -163,8 +164,10 @@ TEST(MemoryFitCli, TooLittleMemoryChoosesZeroThenRecompute) {
   EXPECT_FALSE(fixed["memory"]["recompute"].empty());
   EXPECT_EQ(fixed["memory"]["tried"].size(), 2u);
   // train chooses as plan does and runs it.
-  const Output train = Shardscope("train " + model + " --steps 2 --no-record --search semi_auto "
-                                  "--cluster " + ClusterFile("train", (least + stage3) / 2));
+  const Output train = Shardscope("train " + model +
+                                  " --steps 2 --no-record --search semi_auto "
+                                  "--cluster " +
+                                  ClusterFile("train", (least + stage3) / 2));
   ASSERT_EQ(train.code, 0) << train.text;
   EXPECT_NE(train.text.find("layer scope(s)"), std::string::npos) << train.text;
 }
@@ -176,12 +179,15 @@ TEST(MemoryFitCli, NothingFitsExitsTwoNamingCapacityFigureAndConsumer) {
                               ClusterFile("nofit", least / 2));
   EXPECT_EQ(o.code, 2) << o.text;
   EXPECT_NE(o.text.find("does not fit the " + shardscope::FormatBytes(least / 2)),
-            std::string::npos) << o.text;
+            std::string::npos)
+      << o.text;
   EXPECT_NE(o.text.find("the least per device is "), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("with ZeRO 3, recompute"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("the largest consumer is "), std::string::npos) << o.text;
-  const Output train = Shardscope("train " + model + " --steps 1 --no-record --search semi_auto "
-                                  "--cluster " + ClusterFile("nofit_train", least / 2));
+  const Output train = Shardscope("train " + model +
+                                  " --steps 1 --no-record --search semi_auto "
+                                  "--cluster " +
+                                  ClusterFile("nofit_train", least / 2));
   EXPECT_EQ(train.code, 2) << train.text;
   EXPECT_NE(train.text.find("does not fit"), std::string::npos) << train.text;
 }
@@ -200,7 +206,8 @@ TEST(MemoryFitCli, LlamaAtSixtyFourH100sFitsOrSaysWhyNot) {
   }
   EXPECT_EQ(o.code, 2) << o.text;
   EXPECT_NE(o.text.find("does not fit the 80.00 GiB of device memory (cluster dgx-h100)"),
-            std::string::npos) << o.text;
+            std::string::npos)
+      << o.text;
   EXPECT_NE(o.text.find("the largest consumer is "), std::string::npos) << o.text;
 }
 

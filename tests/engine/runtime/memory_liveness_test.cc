@@ -12,13 +12,13 @@ namespace {
 
 TEST(MemoryLiveness, HandCountedPeakAndBreakdown) {
   Graph g;
-  const ValueId x = g.AddInput("x", {4, 8});    // 128 B
-  const ValueId xt = g.AddInput("xt", {8, 4});  // 128 B
+  const ValueId x = g.AddInput("x", {4, 8});                   // 128 B
+  const ValueId xt = g.AddInput("xt", {8, 4});                 // 128 B
   const ValueId w = g.AddParameter("w", {8, 16}, InitSpec{});  // 512 B
   auto node = [&](OpKind op, const std::string& name, std::vector<ValueId> in) {
     return g.AddNode(op, name, std::move(in)).value();
   };
-  const NodeId n0 = node(OpKind::kMatMul, "a", {x, w});           // a [4,16] 256 B
+  const NodeId n0 = node(OpKind::kMatMul, "a", {x, w});  // a [4,16] 256 B
   const NodeId n1 = node(OpKind::kReLU, "b", {g.node(n0).outputs[0]});
   const NodeId n2 = node(OpKind::kAdd, "c", {g.node(n0).outputs[0], g.node(n1).outputs[0]});
   const NodeId n3 = node(OpKind::kReLU, "d", {g.node(n2).outputs[0]});  // the loss, kept
