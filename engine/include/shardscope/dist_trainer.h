@@ -113,13 +113,9 @@ class DistExecutor {
 Result<DistProgram> PlanTrainingProgram(ModelGraph* model, const PartitionOptions& options,
                                         std::vector<ValueId>* trained_params = nullptr);
 
-// The bytes one rank of a DistTrainer holds for `program`: every buffer (one per DistValue,
-// at its shard shape; recomputed activations at their peak over the schedule),
-// `optimizer_states` tensors per parameter shard (per slice under optimizer sharding, plus the
-// slices and their scratch), and the whole largest parameter, which initialisation draws
-// before slicing it: RankStats::peak_bytes plus that parameter. kInvalidInput on overflow.
-// `float_bytes` < 4 prices mixed precision: f32 buffers at that size plus an f32 master copy
-// of every parameter shard (states stay f32).
+// The bytes one rank of a DistTrainer holds for `program` at its peak: PlanRankMemory's total
+// (memory_liveness.h; defined there), RankStats::peak_bytes plus the whole largest parameter
+// that initialisation draws. kInvalidInput on overflow.
 Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
                                 int optimizer_states, int float_bytes = 4);
 

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/limits.h"
+#include "cli/memory_budget.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
@@ -207,15 +208,18 @@ int RunPlan(const PlanOptions& original) {
   }
   auto program = PlanTrainingProgram(&*model, partition);  // what `train` would run
   if (!program.ok()) return Fail(kExitBadInput, program.status().message());
+  // Memory per device at its peak at the planning dtype, fitted to the device memory (the
+  // memory options the user left open may change the program; at f32: what `train` checks).
+  // The reported prediction prices the program train runs, not the search's objective.
+  auto fitted = FitPlanMemory(*mf, model->graph, *program, partition, *options, o.search);
+  if (!fitted.ok()) return Fail(kExitBadInput, fitted.status().message());
+  if (!fitted->fit.fits) return Fail(kExitBadInput, NothingFitsMessage(*mf, *fitted));
+  *program = std::move(fitted->fit.program);
+  const ProgramPrice* price = &fitted->fit.price;
+  const int64_t memory = fitted->fit.chosen.memory.total;
   int64_t max_recv = 0;
   for (int rank = 0; rank < devices && rank < 64; ++rank)
     max_recv = std::max(max_recv, program->PlannedRecvBytes(rank));
-  // The reported prediction prices the program train runs, not the search's objective.
-  auto price = PriceProgram(model->graph, *program, *options);
-  if (!price.ok()) return Fail(kExitRunFailure, price.status().message());
-  // Memory per device at the planning dtype (at f32: what `train` checks before it starts).
-  auto memory = PlannedMemoryPerDevice(*mf, model->graph, *program, options->dtype);
-  if (!memory.ok()) return Fail(kExitBadInput, memory.status().message());
 
   // One figure, one name: predicted_* is the priced program, search_objective_* the search's.
   nlohmann::ordered_json summary = nlohmann::ordered_json::parse(SearchResultToJson(r, -1));
@@ -228,7 +232,8 @@ int RunPlan(const PlanOptions& original) {
   if (!o.search.cluster.empty()) summary["cluster"] = o.search.cluster;
   summary["device_mesh"] = options->device_mesh.ToString();
   summary["search_memory_per_device_bytes"] = r.memory_per_device_bytes;
-  summary["memory_per_device_bytes"] = *memory;
+  summary["memory_per_device_bytes"] = memory;
+  summary["memory"] = PlanMemoryJson(*fitted);
   const std::string replicas = ReplicaWarning(model->graph, *program);
   if (!replicas.empty()) {
     summary["warnings"] = nlohmann::ordered_json::array();
@@ -307,11 +312,16 @@ int RunPlan(const PlanOptions& original) {
                 kLevels[std::clamp(b.level, 0, 2)]);
   }
   if (!flags.shard_blocks.empty()) std::printf("operators outside shard blocks: data-parallel\n\n");
-  std::printf("%-32s %-24s %11s %10s  %s\n", "operator", "strategy", "cost us", "memory", "why");
+  std::printf("%-32s %-24s %11s %10s  %s\n", "operator", "strategy", "cost us", "op memory", "why");
   for (const OperatorChoice& c : r.operators) {
     std::printf("%-32s %-24s %11.2f %10s  %s\n", c.name.c_str(), c.strategy.c_str(),
                 c.local_cost_s * 1e6, FormatBytes(c.memory_bytes).c_str(), c.provenance.c_str());
   }
+  std::printf(
+      "op memory: the search's estimate per operator (its parameters with gradients and "
+      "optimizer states, its outputs), each held all step: %s in all, not the peak "
+      "below\n",
+      FormatBytes(r.memory_per_device_bytes).c_str());
   const int count = program->NumRedistributions();
   std::printf("\nredistributions per training step (forward and backward): %d\n", count);
   int shown = 0;
@@ -328,13 +338,11 @@ int RunPlan(const PlanOptions& original) {
   std::printf(
       "\npredicted step time: %.3f ms (operators %.3f ms, communication %.3f ms in %d steps of "
       "%d redistributions; the search's objective: %.3f ms)\n"
-      "memory per device:   %s (every buffer of one rank: parameters, gradients, optimizer "
-      "state, activations; what `train` checks)\n"
       "received per step:   %s by the busiest rank (planned)\n",
       price->step_seconds * 1e3, price->operator_seconds * 1e3, price->communication_seconds * 1e3,
       price->communication_steps, price->redistributions, r.step_seconds * 1e3,
-      FormatBytes(static_cast<double>(*memory)).c_str(),
       FormatBytes(static_cast<double>(max_recv)).c_str());
+  PrintPlanMemory(*fitted);
   if (!r.note.empty()) std::printf("note: %s\n", r.note.c_str());
   if (!o.search.save_strategy.empty())
     std::printf("strategies written to %s\n", o.search.save_strategy.c_str());

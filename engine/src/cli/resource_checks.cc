@@ -71,10 +71,16 @@ Result<int64_t> SyntheticDataBytes(const ModelFile& mf) {
   return *bytes;
 }
 
+Result<RankMemory> PlannedRankMemory(const ModelFile& mf, const Graph& graph,
+                                     const DistProgram& program, Precision dtype) {
+  return PlanRankMemory(graph, program, OptimizerStateTensors(mf.training().optimizer.kind),
+                        PrecisionBytes(dtype));
+}
+
 Result<int64_t> PlannedMemoryPerDevice(const ModelFile& mf, const Graph& graph,
                                        const DistProgram& program, Precision dtype) {
-  return RankMemoryBytes(graph, program, OptimizerStateTensors(mf.training().optimizer.kind),
-                         PrecisionBytes(dtype));
+  SHARDSCOPE_ASSIGN_OR_RETURN(RankMemory m, PlannedRankMemory(mf, graph, program, dtype));
+  return m.total;
 }
 
 int DevicesOnThisHost(bool mpi, int devices) {

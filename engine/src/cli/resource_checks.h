@@ -8,6 +8,7 @@
 
 #include "shardscope/cost/dtype.h"
 #include "shardscope/dist_trainer.h"
+#include "shardscope/memory_liveness.h"
 #include "shardscope/model_file.h"
 #include "shardscope/pipeline.h"
 
@@ -19,6 +20,11 @@ Status CheckInProcessDevices(const ModelFile& mf, int devices, bool from_flag);
 // The bytes the synthetic data set takes while it is made (0 for other data sets), or
 // kInvalidInput at data.synthetic_size when it cannot fit in memory at all.
 Result<int64_t> SyntheticDataBytes(const ModelFile& mf);
+
+// One device's memory at its peak, by kind (PlanRankMemory with the model file's optimizer)
+// at `dtype`: what `plan` prints, `train` checks and the run file keeps.
+Result<RankMemory> PlannedRankMemory(const ModelFile& mf, const Graph& graph,
+                                     const DistProgram& program, Precision dtype);
 
 // The bytes one device of `program` holds (RankMemoryBytes with the model file's optimizer)
 // at `dtype`: the figure `plan` prints as memory per device and `train` (always f32) checks.

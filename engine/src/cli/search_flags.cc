@@ -8,25 +8,56 @@
 
 namespace shardscope::cli {
 
+namespace {
+
+bool RecomputeGiven(const SearchFlags& f) {
+  return f.recompute_option != nullptr && f.recompute_option->count() > 0;
+}
+
+}  // namespace
+
+bool OptimizerShardingAuto(const SearchFlags& f, const ParallelConfig& parallel) {
+  return f.optimizer_sharding == "auto" ||
+         (f.optimizer_sharding.empty() && parallel.optimizer_sharding == 0);
+}
+
+bool RecomputeAuto(const SearchFlags& f, const ParallelConfig& parallel) {
+  if (RecomputeGiven(f)) return f.recompute == std::vector<std::string>{"auto"};
+  return parallel.recompute.empty();
+}
+
 void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
                       PartitionOptions* partition) {
+  const std::string& zero = flags.optimizer_sharding;
   partition->optimizer_sharding =
-      flags.optimizer_sharding >= 0 ? flags.optimizer_sharding : parallel.optimizer_sharding;
-  partition->recompute = flags.recompute ? std::vector<std::string>{"*"} : parallel.recompute;
+      zero.empty() || zero == "auto" ? parallel.optimizer_sharding : std::stoi(zero);
+  if (zero == "auto") partition->optimizer_sharding = 0;
+  partition->recompute = parallel.recompute;
+  if (RecomputeGiven(flags) && !RecomputeAuto(flags, parallel))  // given alone: every layer
+    partition->recompute = {"*"};
+  else if (RecomputeGiven(flags))
+    partition->recompute = {};
 }
 
 void AddSearchFlags(CLI::App* app, SearchFlags& f) {
   app->add_option("--optimizer-sharding", f.optimizer_sharding,
-                  "ZeRO stage over each parameter's replicas (MindSpore's optimizer parallel): "
-                  "0 off, 1 optimizer states sharded (each replica updates a 1/dp slice, then "
-                  "the slices are all-gathered), 2 gradients too (reduce-scattered, no whole "
-                  "reduced gradient), 3 parameters too (each whole shard gathered before its "
-                  "forward and its backward use, freed after). Default: the model file's "
-                  "parallel.optimizer_sharding, else 0 (docs/memory.md)")
-      ->check(CLI::Range(0, 3));
-  app->add_flag("--recompute", f.recompute,
-                "Recompute every layer's activations in backward instead of keeping them "
-                "(per scope: parallel.recompute: [layer0, layer1] in the model file)");
+                  "0 | 1 | 2 | 3 | auto: ZeRO stage over each parameter's replicas (MindSpore's "
+                  "optimizer parallel): 0 off, 1 optimizer states sharded (each replica updates "
+                  "a 1/dp slice, then the slices are all-gathered), 2 gradients too "
+                  "(reduce-scattered, no whole reduced gradient), 3 parameters too (each whole "
+                  "shard gathered before its forward and its backward use, freed after); auto: "
+                  "the cheapest stage that fits the device memory. Default: the model file's "
+                  "parallel.optimizer_sharding, else auto (docs/memory.md)")
+      ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}));
+  f.recompute_option =
+      app->add_option("--recompute", f.recompute,
+                      "Recompute every layer's activations in backward instead of keeping them "
+                      "(per scope: parallel.recompute: [layer0, layer1] in the model file); "
+                      "--recompute auto: only when the plan does not fit the device memory "
+                      "otherwise and recomputing is the cheapest way to fit (the default when "
+                      "the model file names no scopes)")
+          ->expected(0, 1)
+          ->check(CLI::IsMember({"auto"}));
   app->add_option("--search", f.search,
                   "sharding_propagation | recursive_programming | dynamic_programming | "
                   "semi_auto: choose strategies for the operators the model does not configure");
@@ -52,7 +83,8 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
                   "Planning only: training computes in f32 (default: the model file's "
                   "training.dtype, else f32)");
   app->add_option("--memory-budget", f.memory_budget_mb,
-                  "Per-device memory budget in MB the search must respect (default: none)")
+                  "Per-device memory in MB: the search respects it and the planned peak must fit "
+                  "it (with --cluster: the smaller of the two; default: none)")
       ->check(AtLeast(0));
   app->add_option("--device-mesh", f.device_mesh,
                   "How the devices are arranged, outer axis first, e.g. node=2,local=4 (two "

@@ -28,9 +28,15 @@ struct SearchFlags {
   std::vector<ShardBlockSpec> shard_blocks;  // not a flag: the model file's shard blocks
   Precision file_dtype = Precision::kF32;    // not a flag: the model file's training.dtype
   int optimizer_states = 1;                  // not a flag: the model file's optimizer
-  int optimizer_sharding = -1;               // ZeRO stage 0-2; -1: the model file's
-  bool recompute = false;                    // every layer; false: the model file's scopes
+  std::string optimizer_sharding;            // "0".."3" | "auto"; empty: the model file's
+  std::vector<std::string> recompute;        // {} given alone: every layer; {"auto"}
+  CLI::Option* recompute_option = nullptr;   // given at all (the flag may take no value)
 };
+
+// Whether --optimizer-sharding / --recompute leave the choice to the planner (memory_fit.h):
+// "auto", or neither the flag nor the model file fixes it.
+bool OptimizerShardingAuto(const SearchFlags& flags, const ParallelConfig& parallel);
+bool RecomputeAuto(const SearchFlags& flags, const ParallelConfig& parallel);
 
 // --optimizer-sharding and --recompute, else the model file's parallel section, into
 // `partition` (what train runs and plan prices).

@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/instruction_timing.h"
+#include "cli/memory_budget.h"
 #include "cli/option_checks.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
@@ -548,6 +549,7 @@ int RunTrainReported(const TrainOptions& o) {
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
+  nlohmann::ordered_json memory_json;
   {
     auto model = mf->Build(tc.batch);
     if (!model.ok()) return Fail(kExitBadInput, model.status().message());
@@ -563,18 +565,13 @@ int RunTrainReported(const TrainOptions& o) {
       return Fail(bad_input ? kExitBadInput : kExitRunFailure, probe.status().message());
     }
     if (IsFirstRank()) std::fprintf(stderr, "%s", ReplicaWarning(model->graph, *probe).c_str());
+    auto fitted = FitTrainMemory(*mf, model->graph, SearchFlagsFor(o, *mf), IsFirstRank(),
+                                 &plan->partition, &*probe);
+    if (!fitted.ok()) return Fail(kExitBadInput, fitted.status().message());
+    memory_json = *fitted;
     const int here = DevicesOnThisHost(plan->mpi, plan->partition.devices);
     Status memory = CheckTrainMemory(*mf, model->graph, *probe, here, *data_bytes);
     if (!memory.ok()) return Fail(kExitBadInput, memory.message());
-    auto per_device = PlannedMemoryPerDevice(*mf, model->graph, *probe);
-    if (per_device.ok() && IsFirstRank()) {  // `plan`'s figure (f32), with the memory options
-      const std::string recompute =
-          probe->recompute.empty() ? "off" : std::to_string(probe->recompute.size()) + " scope(s)";
-      std::printf("memory per device:   %s (planned; optimizer sharding %d, recompute %s)\n",
-                  FormatBytes(static_cast<double>(*per_device)).c_str(), probe->optimizer_sharding,
-                  recompute.c_str());
-      std::fflush(stdout);
-    }
   }
   // The run file, created by rank 0 before any step so that an unwritable place fails now.
   store::RunInfo info;
@@ -597,6 +594,7 @@ int RunTrainReported(const TrainOptions& o) {
                            {"devices", plan->partition.devices},
                            {"ignore_parallel", o.ignore_parallel},
                            {"data", DataJson(*source)}};
+  config["memory"] = nlohmann::json::parse(memory_json.dump());
   info.config_json = config.dump();
   info.command_line = CommandLine();
   info.shardscope_version = "0.1.0";

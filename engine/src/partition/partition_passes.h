@@ -21,6 +21,10 @@ Status ShardOptimizerStates(const PartitionOptions& options, DistProgram* progra
 Status InsertRecomputation(const Graph& graph, const PartitionOptions& options,
                            DistProgram* program);
 
+// Every value an instruction writes, but the loss and parameter gradients, becomes transient:
+// allocated before its writer, freed after its last reader (insert-recomputation's releases).
+void MarkActivationsTransient(DistProgram* program);
+
 // The lines DistProgram::ToText adds for both (nothing when neither is on).
 void AppendMemoryOptionsText(const DistProgram& program, std::ostream& out);
 

@@ -69,8 +69,7 @@ Status InsertRecomputation(const Graph& g, const PartitionOptions& o, DistProgra
     p->gathered_param[p->param_grads[i].first] = static_cast<int>(i);
     p->transient[p->param_grads[i].first] = true;
   }
-  const bool gathered = std::count(p->transient.begin(), p->transient.end(), true) > 0;
-  if (o.recompute.empty() && !gathered) return Status::Ok();
+  MarkActivationsTransient(p);
   const int n = static_cast<int>(p->instrs.size());
   int forward_end = n;  // the first backward instruction
   for (int i = 0; i < n && forward_end == n; ++i) {

@@ -339,58 +339,6 @@ Result<DistProgram> PlanTrainingProgram(ModelGraph* model, const PartitionOption
   return Partition(g, tv, options);
 }
 
-Result<int64_t> RankMemoryBytes(const Graph& graph, const DistProgram& program,
-                                int optimizer_states, int float_bytes) {
-  // Each value's bytes fit (Graph::CheckNewValue); their sum is what needs checking.
-  std::optional<int64_t> total = 0;
-  auto add = [&](int64_t bytes) { total = total ? CheckedAdd(*total, bytes) : std::nullopt; };
-  auto bytes_of = [&](int v) {
-    const DType dtype = graph.value(program.values[v].global).dtype;
-    return NumElements(program.values[v].layout.ShardShape()) *
-           (dtype == DType::kF32 ? float_bytes : DTypeBytes(dtype));
-  };
-  for (size_t v = 0; v < program.values.size(); ++v) {
-    if (program.transient.empty() || !program.transient[v]) add(bytes_of(static_cast<int>(v)));
-  }
-  // Recomputed activations: the most live at once over the schedule, as DistExecutor::Run
-  // allocates them (before the instruction writing them) and frees them.
-  std::vector<bool> live(program.values.size(), false);
-  int64_t now = 0, peak = 0;
-  for (size_t pos = 0; pos < program.schedule.size(); ++pos) {
-    const DistInstr& in = program.instrs[program.schedule[pos]];
-    for (int v : in.outputs) {
-      if (!program.transient[v] || live[v]) continue;
-      live[v] = true;
-      now += bytes_of(v);
-    }
-    for (int v : in.inputs) {  // stage-3 parameters, gathered before they are read
-      if (program.gathered_param[v] < 0 || live[v]) continue;
-      live[v] = true;
-      now += bytes_of(v);
-    }
-    peak = std::max(peak, now);
-    for (int v : program.release_after[pos]) {
-      if (live[v]) now -= bytes_of(v);
-      live[v] = false;
-    }
-  }
-  add(peak);
-  const int master_copies = float_bytes < 4 ? 1 : 0;
-  int64_t largest_param = 0;
-  for (size_t i = 0; i < program.param_grads.size(); ++i) {
-    const DistValue& v = program.values[program.param_grads[i].first];
-    // Sharded (ZeRO): the states of one slice; its buffers are ShardedUpdate::PlannedBytes.
-    const int64_t elements = i < program.param_sharding.size() ? program.param_sharding[i].chunk
-                                                               : NumElements(v.layout.ShardShape());
-    for (int s = 0; s < optimizer_states + master_copies; ++s) add(elements * 4);
-    largest_param = std::max(largest_param, NumElements(graph.value(v.global).shape) * 4);
-  }
-  add(ShardedUpdate::PlannedBytes(program, float_bytes));
-  add(largest_param);
-  if (!total) return Status::Invalid("the memory of one rank does not fit in 63 bits");
-  return *total;
-}
-
 Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
                                                          const TrainConfig& config,
                                                          const PartitionOptions& options,

@@ -217,7 +217,7 @@ TEST(Recompute, UnknownScopeIsAnError) {
 }
 
 // The plan's figure is the busiest rank's measured one (plus the whole largest parameter
-// initialisation draws), and each option lowers it.
+// initialisation draws), activations freed after their last reader, and each stage lowers it.
 TEST(MemoryOptions, PlannedMemoryIsMeasuredAndLower) {
   std::vector<int64_t> planned;
   for (const PartitionOptions& o :
@@ -233,7 +233,9 @@ TEST(MemoryOptions, PlannedMemoryIsMeasuredAndLower) {
       if (optimizer.kind == OptimizerConfig::kAdam) planned.push_back(ranks[0].planned);
     }
   }
-  for (size_t i = 1; i < planned.size(); ++i) EXPECT_LT(planned[i], planned[i - 1]) << i;
+  // ZeRO stages lower it here; recomputation only where saved activations dominate (its
+  // replays are live too): memory_liveness_test shows both ways.
+  for (size_t i = 1; i + 1 < planned.size(); ++i) EXPECT_LT(planned[i], planned[i - 1]) << i;
 }
 
 }  // namespace
