@@ -145,6 +145,40 @@ Result<double> PipelineCapacity(const SearchOptions& options, const std::string&
   return profile.memory_bytes;
 }
 
+Result<std::optional<PipelineChoice>> DecideTrainPipeline(
+    const ModelFile& mf, const std::string& pipeline_text, const std::string& where, int64_t batch,
+    int devices, const SearchFlags& flags, const PriceOperatorLevelFn& flat, bool print) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(const int stages, ParsePipelineStages(pipeline_text, devices, where));
+  SHARDSCOPE_ASSIGN_OR_RETURN(SearchOptions options,
+                              MakeSearchOptions(flags, SearchMode::kSemiAuto, devices, {}));
+  options.dtype = Precision::kF32;  // train runs in f32
+  SHARDSCOPE_ASSIGN_OR_RETURN(const double capacity, PipelineCapacity(options, flags.cluster));
+  auto pipe =
+      ChoosePipeline([&](int64_t b) { return mf.Build(b); }, batch, devices, options, capacity);
+  if (stages > 0 && !pipe.ok()) return pipe.status().WithContext(where + " " + pipeline_text);
+  std::string why;
+  bool take = stages > 0;
+  if (stages == 0 && !pipe.ok()) why = pipe.status().message();
+  if (stages == 0 && pipe.ok()) {
+    auto level = flat();
+    take = !level.ok() || PreferPipeline(*pipe, level->step_seconds, level->memory_bytes, capacity);
+    char text[160];
+    std::snprintf(
+        text, sizeof text, "pipeline %.3f ms, operator-level %s", pipe->price.step_seconds * 1e3,
+        level.ok() ? (std::to_string(level->step_seconds * 1e3) + " ms").c_str() : "not possible");
+    why = text;
+  }
+  if (print) {
+    std::printf("pipeline %s: %s%s%s\n", pipeline_text.c_str(),
+                take ? "stages chosen" : "operator-level plan kept", why.empty() ? "" : " (",
+                why.empty() ? "" : (why + ")").c_str());
+    if (take) std::printf("%s", PipelineText(*pipe).c_str());
+    std::fflush(stdout);
+  }
+  if (!take) return std::optional<PipelineChoice>();
+  return std::optional<PipelineChoice>(std::move(*pipe));
+}
+
 nlohmann::ordered_json PipelineJson(const PipelineChoice& c) {
   nlohmann::ordered_json j = {{"stages", c.stages},
                               {"micro_batches", c.micro_batches},

@@ -6,9 +6,12 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/search_flags.h"
+#include "shardscope/model_file.h"
 #include "shardscope/pipeline_stages.h"
 #include "shardscope/search.h"
 #include "shardscope/trainer.h"
@@ -58,6 +61,20 @@ Result<int> ParsePipelineStages(const std::string& text, int devices, const std:
 // The device memory a pipeline must fit: --memory-budget, else the cluster's device memory,
 // else 0 (no limit).
 Result<double> PipelineCapacity(const SearchOptions& options, const std::string& cluster);
+
+// The operator-level plan's predicted step and memory per device (train prices its probe).
+struct OperatorLevelPrice {
+  double step_seconds = 0;
+  int64_t memory_bytes = 0;
+};
+using PriceOperatorLevelFn = std::function<Result<OperatorLevelPrice>()>;
+
+// What `train` runs for `pipeline_text` ("auto" | "N", from `where`): the pipeline, or
+// nullopt when auto keeps the operator-level plan (`flat` prices it only for auto; a plan that
+// cannot be made loses). Prints the choice when `print` (the first rank).
+Result<std::optional<PipelineChoice>> DecideTrainPipeline(
+    const ModelFile& mf, const std::string& pipeline_text, const std::string& where, int64_t batch,
+    int devices, const SearchFlags& flags, const PriceOperatorLevelFn& flat, bool print);
 
 // The choice as `plan --json` prints it.
 nlohmann::ordered_json PipelineJson(const PipelineChoice& c);

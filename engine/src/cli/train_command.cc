@@ -18,6 +18,7 @@
 #include "cli/search_flags.h"
 #include "cli/train_checkpoint.h"
 #include "cli/train_loop.h"
+#include "cli/pipeline_choice.h"
 #include "cli/train_placed.h"
 #include "cli/train_report.h"
 #include "shardscope/base/format.h"
@@ -27,6 +28,7 @@
 #include "shardscope/dataset_source.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
+#include "shardscope/program_price.h"
 #include "shardscope/recorder.h"
 #include "shardscope/trainer.h"
 
@@ -54,6 +56,7 @@ struct TrainOptions {
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models
+  std::string pipeline;              // auto | N stages; empty: the model file's
   std::string on_record_error = "stop";
   SearchFlags search;
   CheckpointFlags checkpoint;
@@ -539,6 +542,13 @@ int RunTrainReported(const TrainOptions& o) {
     return Fail(kExitBadInput, batch + " is larger than the training set: " +
                                    std::to_string(train->size()) + " examples" + set);
   }
+  const std::string pipeline =
+      !o.pipeline.empty() ? o.pipeline : o.ignore_parallel ? "" : mf->parallel().pipeline;
+  if (!pipeline.empty() && !o.ignore_parallel && ModelIsPlaced(*mf)) {
+    return Fail(kExitBadInput, "pipeline " + pipeline +
+                                   ": the model places its operators by hand (place: in the "
+                                   "file); drop the place entries or the pipeline");
+  }
   if (!o.ignore_parallel && ModelIsPlaced(*mf) &&
       (!o.checkpoint.save.empty() || !o.checkpoint.resume.empty())) {
     return Fail(kExitBadInput,
@@ -555,6 +565,44 @@ int RunTrainReported(const TrainOptions& o) {
                            o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
                            o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
                            *data_bytes, DataJson(*source).dump(), o.overwrite});
+  }
+  if (!pipeline.empty()) {  // stages chosen by the planner, run as a placed model
+    const std::string where = !o.pipeline.empty() ? std::string("--pipeline")
+                                                  : mf->parallel().pipeline_location.ToString() +
+                                                        ": parallel.pipeline";
+    if (o.micro_batches > 1 || !o.checkpoint.save.empty() || !o.checkpoint.resume.empty()) {
+      return Fail(kExitBadInput, where + ": the planner chooses the micro-batches (drop " +
+                                     "--micro-batches), and checkpoints of pipelined runs are " +
+                                     "not built yet");
+    }
+    const int devices = plan->partition.devices;
+    auto price_flat = [&]() -> Result<OperatorLevelPrice> {
+      SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf->Build(tc.batch));
+      if (plan->mode != "semi_auto" && plan->mode != "auto") StripAnnotations(model);
+      const SearchFlags flags = SearchFlagsFor(o, *mf);
+      SHARDSCOPE_ASSIGN_OR_RETURN(auto searched,
+                                  ApplySearchFlags(flags, plan->search, &model.graph, devices,
+                                                   plan->partition.meshes, false));
+      (void)searched;
+      SHARDSCOPE_ASSIGN_OR_RETURN(DistProgram program, PlanTrainingProgram(&model, plan->partition));
+      SHARDSCOPE_ASSIGN_OR_RETURN(
+          SearchOptions options,
+          MakeSearchOptions(flags, plan->search.value_or(SearchMode::kSemiAuto), devices,
+                            plan->partition.meshes));
+      SHARDSCOPE_ASSIGN_OR_RETURN(ProgramPrice price, PriceProgram(model.graph, program, options));
+      SHARDSCOPE_ASSIGN_OR_RETURN(int64_t memory, PlannedMemoryPerDevice(*mf, model.graph, program));
+      return OperatorLevelPrice{price.step_seconds, memory};
+    };
+    auto chosen = DecideTrainPipeline(*mf, pipeline, where, tc.batch, devices,
+                                      SearchFlagsFor(o, *mf), price_flat, IsFirstRank());
+    if (!chosen.ok()) return Fail(kExitBadInput, chosen.status().message());
+    if (*chosen) {
+      return RunPlacedTrain({&*mf, &*train, &*test, tc, devices, plan->mpi,
+                             (*chosen)->micro_batches, "1f1b", "worker0", o.dump_ir, o.record,
+                             o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
+                             *data_bytes, DataJson(*source).dump(), o.overwrite,
+                             &(*chosen)->worker_of});
+    }
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -735,6 +783,12 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--log-every", o->log_every,
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(AtLeast(1));
+  app->add_option("--pipeline", o->pipeline,
+                  "auto | N: cut the model into N contiguous pipeline stages, one per device\n"
+                  "(N = the devices), with the micro-batches the planner picks, run 1f1b;\n"
+                  "auto does so when it is predicted faster than the operator-level plan, or\n"
+                  "only it fits memory (`shardscope plan --pipeline` shows both). Default:\n"
+                  "parallel.pipeline");
   app->add_option("--micro-batches", o->micro_batches,
                   "Placed models: split each batch into M micro-batches, pipelined over the "
                   "workers (gradients accumulated: same result)")

@@ -1,6 +1,7 @@
 // Internal: `shardscope train` for placed models (place(worker, r); placement.h, pipeline.h).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "cli/run_control.h"
@@ -27,6 +28,9 @@ struct PlacedTrainRequest {
   int64_t data_bytes = 0;        // the synthetic data set's (SyntheticDataBytes)
   std::string data_json = "{}";  // where the data came from (DataJson), for the run file
   bool overwrite = false;        // replace an existing run file
+  // The planner's pipeline stages (train --pipeline): forward operator -> worker, applied to
+  // every build of the model; nullptr: the model file's place entries.
+  const std::map<std::string, int>* stages = nullptr;
 };
 
 // True when the model file places some operator on a worker.
