@@ -257,6 +257,7 @@ int RunPlan(const PlanOptions& original) {
     }
     summary["parallelism"] = pipelined ? "pipeline" : "operator";
     summary["operator_level_step_seconds"] = price->step_seconds;
+    summary["operator_level_memory_per_device_bytes"] = *memory;
     if (pipelined) {
       summary["predicted_step_seconds"] = pipe->price.step_seconds;
       summary["memory_per_device_bytes"] = pipe->max_memory_bytes;

@@ -30,8 +30,8 @@ int main() {
     if (!world.AllGather(mine, all).ok()) return 1;
     bool ok = true;
     for (float f : all) ok = ok && f == 1.0f;
-    if (!st.ok()) std::fprintf(stderr, "rank %d, %s: %s\n", world.rank(), sample.c_str(),
-                               st.message().c_str());
+    if (!st.ok())
+      std::fprintf(stderr, "rank %d, %s: %s\n", world.rank(), sample.c_str(), st.message().c_str());
     if (world.rank() == 0)
       std::printf("%s %s: planner's stages on %d ranks\n", ok ? "PASS" : "FAIL", sample.c_str(),
                   world.size());
