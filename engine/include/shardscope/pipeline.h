@@ -138,7 +138,7 @@ class PipelineTrainer {
   std::vector<std::vector<Tensor>> micro_;  // per micro-batch slot, activations and batch
   std::vector<const Tensor*> in_;           // one operator's operands (reused)
   std::vector<Tensor*> out_;
-  std::vector<Tensor> grad_sum_;            // per owned parameter
+  std::vector<Tensor> grad_sum_;  // per owned parameter
   std::vector<ValueId> params_;
   std::vector<Tensor*> param_ptrs_;
   std::vector<const Tensor*> grad_ptrs_;

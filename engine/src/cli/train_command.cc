@@ -12,13 +12,13 @@
 #include "cli/command.h"
 #include "cli/instruction_timing.h"
 #include "cli/option_checks.h"
+#include "cli/pipeline_choice.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
 #include "cli/resource_checks.h"
 #include "cli/search_flags.h"
 #include "cli/train_checkpoint.h"
 #include "cli/train_loop.h"
-#include "cli/pipeline_choice.h"
 #include "cli/train_placed.h"
 #include "cli/train_report.h"
 #include "shardscope/base/format.h"
@@ -542,8 +542,9 @@ int RunTrainReported(const TrainOptions& o) {
     return Fail(kExitBadInput, batch + " is larger than the training set: " +
                                    std::to_string(train->size()) + " examples" + set);
   }
-  const std::string pipeline =
-      !o.pipeline.empty() ? o.pipeline : o.ignore_parallel ? "" : mf->parallel().pipeline;
+  const std::string pipeline = !o.pipeline.empty() ? o.pipeline
+                               : o.ignore_parallel ? ""
+                                                   : mf->parallel().pipeline;
   if (!pipeline.empty() && !o.ignore_parallel && ModelIsPlaced(*mf)) {
     return Fail(kExitBadInput, "pipeline " + pipeline +
                                    ": the model places its operators by hand (place: in the "
@@ -567,9 +568,9 @@ int RunTrainReported(const TrainOptions& o) {
                            *data_bytes, DataJson(*source).dump(), o.overwrite});
   }
   if (!pipeline.empty()) {  // stages chosen by the planner, run as a placed model
-    const std::string where = !o.pipeline.empty() ? std::string("--pipeline")
-                                                  : mf->parallel().pipeline_location.ToString() +
-                                                        ": parallel.pipeline";
+    const std::string where =
+        !o.pipeline.empty() ? std::string("--pipeline")
+                            : mf->parallel().pipeline_location.ToString() + ": parallel.pipeline";
     if (o.micro_batches > 1 || !o.checkpoint.save.empty() || !o.checkpoint.resume.empty()) {
       return Fail(kExitBadInput, where + ": the planner chooses the micro-batches (drop " +
                                      "--micro-batches), and checkpoints of pipelined runs are " +
@@ -584,24 +585,25 @@ int RunTrainReported(const TrainOptions& o) {
                                   ApplySearchFlags(flags, plan->search, &model.graph, devices,
                                                    plan->partition.meshes, false));
       (void)searched;
-      SHARDSCOPE_ASSIGN_OR_RETURN(DistProgram program, PlanTrainingProgram(&model, plan->partition));
+      SHARDSCOPE_ASSIGN_OR_RETURN(DistProgram program,
+                                  PlanTrainingProgram(&model, plan->partition));
       SHARDSCOPE_ASSIGN_OR_RETURN(
           SearchOptions options,
           MakeSearchOptions(flags, plan->search.value_or(SearchMode::kSemiAuto), devices,
                             plan->partition.meshes));
       SHARDSCOPE_ASSIGN_OR_RETURN(ProgramPrice price, PriceProgram(model.graph, program, options));
-      SHARDSCOPE_ASSIGN_OR_RETURN(int64_t memory, PlannedMemoryPerDevice(*mf, model.graph, program));
+      SHARDSCOPE_ASSIGN_OR_RETURN(int64_t memory,
+                                  PlannedMemoryPerDevice(*mf, model.graph, program));
       return OperatorLevelPrice{price.step_seconds, memory};
     };
     auto chosen = DecideTrainPipeline(*mf, pipeline, where, tc.batch, devices,
                                       SearchFlagsFor(o, *mf), price_flat, IsFirstRank());
     if (!chosen.ok()) return Fail(kExitBadInput, chosen.status().message());
     if (*chosen) {
-      return RunPlacedTrain({&*mf, &*train, &*test, tc, devices, plan->mpi,
-                             (*chosen)->micro_batches, "1f1b", "worker0", o.dump_ir, o.record,
-                             o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                             *data_bytes, DataJson(*source).dump(), o.overwrite,
-                             &(*chosen)->worker_of});
+      return RunPlacedTrain(
+          {&*mf, &*train, &*test, tc, devices, plan->mpi, (*chosen)->micro_batches, "1f1b",
+           "worker0", o.dump_ir, o.record, o.no_record, ParseOnRecordError(o.on_record_error),
+           o.log_every, *data_bytes, DataJson(*source).dump(), o.overwrite, &(*chosen)->worker_of});
     }
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");

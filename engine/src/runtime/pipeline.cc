@@ -274,8 +274,9 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
 
 Tensor& PipelineTrainer::Buffer(int micro, ValueId v) {
   const ValueKind kind = model_.graph.value(v).kind;
-  return kind == ValueKind::kParameter || kind == ValueKind::kConstant ? shared_[v]
-                                                                       : micro_[micro % micro_.size()][v];
+  return kind == ValueKind::kParameter || kind == ValueKind::kConstant
+             ? shared_[v]
+             : micro_[micro % micro_.size()][v];
 }
 
 const Tensor* PipelineTrainer::Parameter(ValueId param) const {
