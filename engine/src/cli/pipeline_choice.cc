@@ -6,9 +6,11 @@
 #include <limits>
 #include <sstream>
 
+#include "cli/resource_checks.h"
 #include "shardscope/base/format.h"
 #include "shardscope/cost/cluster.h"
 #include "shardscope/pipeline.h"
+#include "shardscope/program_price.h"
 
 namespace shardscope::cli {
 namespace {
@@ -145,9 +147,38 @@ Result<double> PipelineCapacity(const SearchOptions& options, const std::string&
   return profile.memory_bytes;
 }
 
+Result<OperatorLevelPrice> PriceOperatorLevel(const ModelFile& mf, int64_t batch,
+                                              bool keep_strategies, const SearchFlags& flags,
+                                              std::optional<SearchMode> search,
+                                              const PartitionOptions& partition) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(batch));
+  if (!keep_strategies) {
+    for (const Node& n : model.graph.nodes()) model.graph.mutable_node(n.id).annotations = {};
+  }
+  const int devices = partition.devices;
+  SHARDSCOPE_ASSIGN_OR_RETURN(auto searched, ApplySearchFlags(flags, search, &model.graph, devices,
+                                                              partition.meshes, false));
+  (void)searched;
+  SHARDSCOPE_ASSIGN_OR_RETURN(DistProgram program, PlanTrainingProgram(&model, partition));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      SearchOptions options,
+      MakeSearchOptions(flags, search.value_or(SearchMode::kSemiAuto), devices, partition.meshes));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ProgramPrice price, PriceProgram(model.graph, program, options));
+  SHARDSCOPE_ASSIGN_OR_RETURN(int64_t memory, PlannedMemoryPerDevice(mf, model.graph, program));
+  return OperatorLevelPrice{price.step_seconds, memory};
+}
+
 Result<std::optional<PipelineChoice>> DecideTrainPipeline(
-    const ModelFile& mf, const std::string& pipeline_text, const std::string& where, int64_t batch,
-    int devices, const SearchFlags& flags, const PriceOperatorLevelFn& flat, bool print) {
+    const ModelFile& mf, const std::string& pipeline_text, bool from_flag, bool other_options,
+    int64_t batch, int devices, const SearchFlags& flags, const PriceOperatorLevelFn& flat,
+    bool print) {
+  const std::string where =
+      from_flag ? std::string("--pipeline")
+                : mf.parallel().pipeline_location.ToString() + ": parallel.pipeline";
+  if (other_options) {
+    return Status::Invalid(where + ": the planner chooses the micro-batches (drop " +
+                           "--micro-batches), and checkpoints of pipelined runs are not built yet");
+  }
   SHARDSCOPE_ASSIGN_OR_RETURN(const int stages, ParsePipelineStages(pipeline_text, devices, where));
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchOptions options,
                               MakeSearchOptions(flags, SearchMode::kSemiAuto, devices, {}));
@@ -177,6 +208,15 @@ Result<std::optional<PipelineChoice>> DecideTrainPipeline(
   }
   if (!take) return std::optional<PipelineChoice>();
   return std::optional<PipelineChoice>(std::move(*pipe));
+}
+
+PlacedTrainRequest PipelineRequest(const PlacedTrainRequest& placed, const PipelineChoice& choice) {
+  PlacedTrainRequest r = placed;
+  r.micro_batches = choice.micro_batches;
+  r.schedule = "1f1b";
+  r.unplaced = "worker0";
+  r.stages = &choice.worker_of;
+  return r;
 }
 
 nlohmann::ordered_json PipelineJson(const PipelineChoice& c) {

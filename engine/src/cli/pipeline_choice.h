@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/search_flags.h"
+#include "cli/train_placed.h"
 #include "shardscope/model_file.h"
 #include "shardscope/pipeline_stages.h"
 #include "shardscope/search.h"
@@ -69,12 +70,25 @@ struct OperatorLevelPrice {
 };
 using PriceOperatorLevelFn = std::function<Result<OperatorLevelPrice>()>;
 
-// What `train` runs for `pipeline_text` ("auto" | "N", from `where`): the pipeline, or
-// nullopt when auto keeps the operator-level plan (`flat` prices it only for auto; a plan that
-// cannot be made loses). Prints the choice when `print` (the first rank).
+// The operator-level plan `train` would run for a batch of `batch`: the model file's
+// strategies (without `keep_strategies`: none), `search` applied, partitioned with
+// `partition`, priced (PriceProgram) and its memory per device (PlannedMemoryPerDevice).
+Result<OperatorLevelPrice> PriceOperatorLevel(const ModelFile& mf, int64_t batch,
+                                              bool keep_strategies, const SearchFlags& flags,
+                                              std::optional<SearchMode> search,
+                                              const PartitionOptions& partition);
+
+// What `train` runs for `pipeline_text` ("auto" | "N", from --pipeline when `from_flag`, else
+// the model file): the pipeline, or nullopt when auto keeps the operator-level plan (`flat`
+// prices it only for auto; a plan that cannot be made loses). Refused with `other_options`
+// (--micro-batches, checkpoints). Prints the choice when `print` (the first rank).
 Result<std::optional<PipelineChoice>> DecideTrainPipeline(
-    const ModelFile& mf, const std::string& pipeline_text, const std::string& where, int64_t batch,
-    int devices, const SearchFlags& flags, const PriceOperatorLevelFn& flat, bool print);
+    const ModelFile& mf, const std::string& pipeline_text, bool from_flag, bool other_options,
+    int64_t batch, int devices, const SearchFlags& flags, const PriceOperatorLevelFn& flat,
+    bool print);
+
+// `placed` set to run `choice`: its micro-batches, 1f1b, its stages (valid while it lives).
+PlacedTrainRequest PipelineRequest(const PlacedTrainRequest& placed, const PipelineChoice& choice);
 
 // The choice as `plan --json` prints it.
 nlohmann::ordered_json PipelineJson(const PipelineChoice& c);

@@ -28,7 +28,6 @@
 #include "shardscope/dataset_source.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
-#include "shardscope/program_price.h"
 #include "shardscope/recorder.h"
 #include "shardscope/trainer.h"
 
@@ -542,69 +541,57 @@ int RunTrainReported(const TrainOptions& o) {
     return Fail(kExitBadInput, batch + " is larger than the training set: " +
                                    std::to_string(train->size()) + " examples" + set);
   }
-  const std::string pipeline = !o.pipeline.empty() ? o.pipeline
-                               : o.ignore_parallel ? ""
-                                                   : mf->parallel().pipeline;
-  if (!pipeline.empty() && !o.ignore_parallel && ModelIsPlaced(*mf)) {
-    return Fail(kExitBadInput, "pipeline " + pipeline +
-                                   ": the model places its operators by hand (place: in the "
-                                   "file); drop the place entries or the pipeline");
-  }
+  const std::string pipeline =
+      !o.pipeline.empty() || o.ignore_parallel ? o.pipeline : mf->parallel().pipeline;
+  if (!pipeline.empty() && !o.ignore_parallel && ModelIsPlaced(*mf))
+    return Fail(kExitBadInput,
+                "pipeline " + pipeline +
+                    ": the model places its operators by "
+                    "hand (place: in the file); drop the place entries or the pipeline");
   if (!o.ignore_parallel && ModelIsPlaced(*mf) &&
       (!o.checkpoint.save.empty() || !o.checkpoint.resume.empty())) {
     return Fail(kExitBadInput,
                 "checkpoints of placed models (place: in the file) are not built yet; "
                 "--ignore-parallel trains the model SPMD, which checkpoints");
   }
+  PlacedTrainRequest placed{&*mf,
+                            &*train,
+                            &*test,
+                            tc,
+                            plan->partition.devices,
+                            plan->mpi,
+                            o.micro_batches,
+                            o.schedule,
+                            o.unplaced,
+                            o.dump_ir,
+                            o.record,
+                            o.no_record,
+                            ParseOnRecordError(o.on_record_error),
+                            o.log_every,
+                            *data_bytes,
+                            DataJson(*source).dump(),
+                            o.overwrite};
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
       return Fail(kExitBadInput,
                   "a placed model (place: in the file) is not searched: operators pinned to "
                   "workers take no strategies; drop --search / mode auto, or the place entries");
     }
-    return RunPlacedTrain({&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
-                           o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                           o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                           *data_bytes, DataJson(*source).dump(), o.overwrite});
+    return RunPlacedTrain(placed);
   }
   if (!pipeline.empty()) {  // stages chosen by the planner, run as a placed model
-    const std::string where =
-        !o.pipeline.empty() ? std::string("--pipeline")
-                            : mf->parallel().pipeline_location.ToString() + ": parallel.pipeline";
-    if (o.micro_batches > 1 || !o.checkpoint.save.empty() || !o.checkpoint.resume.empty()) {
-      return Fail(kExitBadInput, where + ": the planner chooses the micro-batches (drop " +
-                                     "--micro-batches), and checkpoints of pipelined runs are " +
-                                     "not built yet");
-    }
-    const int devices = plan->partition.devices;
-    auto price_flat = [&]() -> Result<OperatorLevelPrice> {
-      SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf->Build(tc.batch));
-      if (plan->mode != "semi_auto" && plan->mode != "auto") StripAnnotations(model);
-      const SearchFlags flags = SearchFlagsFor(o, *mf);
-      SHARDSCOPE_ASSIGN_OR_RETURN(auto searched,
-                                  ApplySearchFlags(flags, plan->search, &model.graph, devices,
-                                                   plan->partition.meshes, false));
-      (void)searched;
-      SHARDSCOPE_ASSIGN_OR_RETURN(DistProgram program,
-                                  PlanTrainingProgram(&model, plan->partition));
-      SHARDSCOPE_ASSIGN_OR_RETURN(
-          SearchOptions options,
-          MakeSearchOptions(flags, plan->search.value_or(SearchMode::kSemiAuto), devices,
-                            plan->partition.meshes));
-      SHARDSCOPE_ASSIGN_OR_RETURN(ProgramPrice price, PriceProgram(model.graph, program, options));
-      SHARDSCOPE_ASSIGN_OR_RETURN(int64_t memory,
-                                  PlannedMemoryPerDevice(*mf, model.graph, program));
-      return OperatorLevelPrice{price.step_seconds, memory};
-    };
-    auto chosen = DecideTrainPipeline(*mf, pipeline, where, tc.batch, devices,
-                                      SearchFlagsFor(o, *mf), price_flat, IsFirstRank());
+    const bool keep = plan->mode == "semi_auto" || plan->mode == "auto";
+    auto chosen = DecideTrainPipeline(
+        *mf, pipeline, !o.pipeline.empty(),
+        o.micro_batches > 1 || !o.checkpoint.save.empty() || !o.checkpoint.resume.empty(), tc.batch,
+        plan->partition.devices, SearchFlagsFor(o, *mf),
+        [&] {
+          return PriceOperatorLevel(*mf, tc.batch, keep, SearchFlagsFor(o, *mf), plan->search,
+                                    plan->partition);
+        },
+        IsFirstRank());
     if (!chosen.ok()) return Fail(kExitBadInput, chosen.status().message());
-    if (*chosen) {
-      return RunPlacedTrain(
-          {&*mf, &*train, &*test, tc, devices, plan->mpi, (*chosen)->micro_batches, "1f1b",
-           "worker0", o.dump_ir, o.record, o.no_record, ParseOnRecordError(o.on_record_error),
-           o.log_every, *data_bytes, DataJson(*source).dump(), o.overwrite, &(*chosen)->worker_of});
-    }
+    if (*chosen) return RunPlacedTrain(PipelineRequest(placed, **chosen));
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -786,11 +773,8 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(AtLeast(1));
   app->add_option("--pipeline", o->pipeline,
-                  "auto | N: cut the model into N contiguous pipeline stages, one per device\n"
-                  "(N = the devices), with the micro-batches the planner picks, run 1f1b;\n"
-                  "auto does so when it is predicted faster than the operator-level plan, or\n"
-                  "only it fits memory (`shardscope plan --pipeline` shows both). Default:\n"
-                  "parallel.pipeline");
+                  "auto | N: run the planner's stages, one per device (N = the devices), 1f1b\n"
+                  "(auto: when predicted faster or only it fits; docs/pipeline.md)");
   app->add_option("--micro-batches", o->micro_batches,
                   "Placed models: split each batch into M micro-batches, pipelined over the "
                   "workers (gradients accumulated: same result)")
