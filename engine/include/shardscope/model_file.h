@@ -81,6 +81,8 @@ struct ParallelConfig {
   std::vector<ShardBlockEntry> shard_blocks;
   int optimizer_sharding = 0;          // ZeRO stage 0-2 (PartitionOptions::optimizer_sharding)
   std::vector<std::string> recompute;  // name scopes; {"*"}: every layer (`recompute: true`)
+  std::string pipeline;  // "auto" | "N": stages chosen by the planner (one device each); "": none
+  SourceLocation pipeline_location;
   SourceLocation location;
   bool empty() const { return annotations.empty() && shard_blocks.empty(); }
 };

@@ -76,12 +76,16 @@ struct PipelinePlan {
   PlacedProgram train, eval;
   std::vector<ValueId> params;                           // the trained parameters (graph order)
   std::vector<std::vector<std::pair<bool, int>>> order;  // per worker (PipelineOrder)
+  // Per worker, the micro-batches whose buffers live at once (MicroBatchSlots): M under gpipe,
+  // min(M, stages - stage) under 1f1b. Micro-batch i uses buffer set i % slots.
+  std::vector<int> slots;
 };
 // Appends the backward operators to `model`'s graph (verified) and plans it.
 Result<PipelinePlan> PlanPipeline(ModelGraph* model, const PipelineOptions& options);
 
 // The bytes worker `rank` of a PipelineTrainer allocates for `plan`: the parameters and
-// constants it reads, its other values once per micro-batch, and per owned parameter the
+// constants it reads, its other values once per micro-batch in flight (plan.slots), and per
+// owned parameter the
 // accumulated gradient and `optimizer_states` tensors. kInvalidInput if it overflows.
 Result<int64_t> WorkerMemoryBytes(const Graph& graph, const PipelinePlan& plan, int micro_batches,
                                   int optimizer_states, int rank);
@@ -127,6 +131,8 @@ class PipelineTrainer {
  private:
   PipelineTrainer() = default;
   Tensor& Buffer(int micro, ValueId v);
+  // After micro-batch `micro`'s backward: its parameter gradients into grad_sum_.
+  void AccumulateGradients(int micro, bool first);
   Status RunPhase(Communicator& comm, const PlacedProgram& program,
                   const std::vector<PlacedInstr>& instrs, int micro, int micro_count, bool training,
                   PhaseSpan* span);
@@ -138,8 +144,10 @@ class PipelineTrainer {
   std::vector<std::pair<bool, int>> order_;  // this worker's (backward, micro) phases
   int rank_ = 0;
   std::vector<Tensor> shared_;              // parameters and constants
-  std::vector<std::vector<Tensor>> micro_;  // per micro-batch, activations and batch
-  std::vector<Tensor> grad_sum_;            // per owned parameter
+  std::vector<std::vector<Tensor>> micro_;  // per micro-batch slot, activations and batch
+  std::vector<const Tensor*> in_;           // one operator's operands (reused)
+  std::vector<Tensor*> out_;
+  std::vector<Tensor> grad_sum_;  // per owned parameter
   std::vector<ValueId> params_;
   std::vector<Tensor*> param_ptrs_;
   std::vector<const Tensor*> grad_ptrs_;
@@ -153,6 +161,10 @@ class PipelineTrainer {
 // Each worker's phase order for `program` (see the schedules above).
 std::vector<std::vector<std::pair<bool, int>>> PipelineOrder(const PlacedProgram& program,
                                                              const PipelineOptions& options);
+// The buffer sets `order` (one worker's phases) needs when micro-batch i takes set i % slots:
+// the most micro-batches between their forward and their backward at once, or M when reusing
+// sets that way would overwrite a live micro-batch.
+int MicroBatchSlots(const std::vector<std::pair<bool, int>>& order, int micro_batches);
 // Whether running the orders completes: every receive is eventually matched by a send
 // (sends never block). Otherwise an error naming a worker stuck and the message it waits
 // for.

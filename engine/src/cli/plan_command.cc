@@ -7,11 +7,13 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/limits.h"
 #include "cli/memory_budget.h"
 #include "cli/option_checks.h"
+#include "cli/pipeline_choice.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
 #include "cli/resource_checks.h"
@@ -43,6 +45,7 @@ struct PlanOptions {
   bool overwrite = false;
   std::vector<std::string> export_to;  // FORMAT FILE
   int show = 20;
+  std::string pipeline;  // auto | N; empty: the model file's parallel.pipeline
   SearchFlags search;
 };
 
@@ -234,6 +237,37 @@ int RunPlan(const PlanOptions& original) {
   summary["search_memory_per_device_bytes"] = r.memory_per_device_bytes;
   summary["memory_per_device_bytes"] = memory;
   summary["memory"] = PlanMemoryJson(*fitted);
+  // Pipeline stages (--pipeline, parallel.pipeline): priced beside the operator-level plan.
+  std::optional<PipelineChoice> pipe;
+  bool pipelined = false;
+  const std::string pipeline = !o.pipeline.empty() ? o.pipeline : parallel.pipeline;
+  if (!pipeline.empty()) {
+    const std::string where = !o.pipeline.empty()
+                                  ? std::string("--pipeline")
+                                  : parallel.pipeline_location.ToString() + ": parallel.pipeline";
+    auto stages = ParsePipelineStages(pipeline, devices, where);
+    if (!stages.ok()) return Fail(kExitBadInput, stages.status().message());
+    auto capacity = PipelineCapacity(*options, o.search.cluster);
+    if (!capacity.ok()) return Fail(kExitBadInput, capacity.status().message());
+    const int64_t batch = o.batch > 0 ? o.batch : mf->training().batch;
+    auto chosen = ChoosePipeline([&](int64_t b) { return mf->Build(b); }, batch, devices, *options,
+                                 *capacity);
+    if (!chosen.ok() && *stages > 0) return Fail(kExitBadInput, chosen.status().message());
+    if (chosen.ok()) {
+      pipe = std::move(*chosen);
+      pipelined = *stages > 0 || PreferPipeline(*pipe, price->step_seconds, memory, *capacity);
+      summary["pipeline"] = PipelineJson(*pipe);
+    } else {
+      summary["pipeline"] = {{"not_possible", chosen.status().message()}};
+    }
+    summary["parallelism"] = pipelined ? "pipeline" : "operator";
+    summary["operator_level_step_seconds"] = price->step_seconds;
+    summary["operator_level_memory_per_device_bytes"] = memory;
+    if (pipelined) {
+      summary["predicted_step_seconds"] = pipe->price.step_seconds;
+      summary["memory_per_device_bytes"] = pipe->max_memory_bytes;
+    }
+  }
   const std::string replicas = ReplicaWarning(model->graph, *program);
   if (!replicas.empty()) {
     summary["warnings"] = nlohmann::ordered_json::array();
@@ -344,6 +378,23 @@ int RunPlan(const PlanOptions& original) {
       FormatBytes(static_cast<double>(max_recv)).c_str());
   PrintPlanMemory(*fitted);
   if (!r.note.empty()) std::printf("note: %s\n", r.note.c_str());
+  if (summary.contains("pipeline")) {
+    std::printf("\n");
+    if (pipe) std::printf("%s", PipelineText(*pipe).c_str());
+    if (!pipe) {
+      std::printf("pipeline: none (%s)\n",
+                  summary["pipeline"]["not_possible"].get<std::string>().c_str());
+    }
+    if (!pipe) {
+      std::printf("chosen: the operator-level strategies above (%.3f ms)\n",
+                  price->step_seconds * 1e3);
+    } else {
+      std::printf("chosen: %s (pipeline %.3f ms, operator-level %.3f ms)%s\n",
+                  pipelined ? "the pipeline stages" : "the operator-level strategies above",
+                  pipe ? pipe->price.step_seconds * 1e3 : 0.0, price->step_seconds * 1e3,
+                  pipeline == "auto" ? "" : ", as asked");
+    }
+  }
   if (!o.search.save_strategy.empty())
     std::printf("strategies written to %s\n", o.search.save_strategy.c_str());
   if (!o.record.empty()) std::printf("recorded %s\n", o.record.c_str());
@@ -421,6 +472,11 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
   app->add_option("--show", o->show, "Redistributions to list (default 20)")->check(AtLeast(0));
   app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")
       ->check(AtLeast(0));
+  app->add_option("--pipeline", o->pipeline,
+                  "auto | N: also cut the model into contiguous pipeline stages, one per device\n"
+                  "(N = --devices), pick the micro-batches and price the 1f1b schedule with its\n"
+                  "bubble and boundary transfers; auto keeps whichever of pipeline and operator-\n"
+                  "level plan fits memory, else is cheaper (default: parallel.pipeline)");
   AddSearchFlags(app, o->search);
   commands.push_back({app, [o] { return RunPlan(*o); }});
 }

@@ -13,6 +13,7 @@
 #include "cli/instruction_timing.h"
 #include "cli/memory_budget.h"
 #include "cli/option_checks.h"
+#include "cli/pipeline_choice.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
 #include "cli/resource_checks.h"
@@ -55,6 +56,7 @@ struct TrainOptions {
   int micro_batches = 1;             // placed models (train_placed.h)
   std::string schedule = "gpipe";    // placed models
   std::string unplaced = "worker0";  // placed models
+  std::string pipeline;              // auto | N stages; empty: the model file's
   std::string on_record_error = "stop";
   SearchFlags search;
   CheckpointFlags checkpoint;
@@ -534,18 +536,39 @@ int RunTrainReported(const TrainOptions& o) {
     return Fail(kExitBadInput, batch + " is larger than the training set: " +
                                    std::to_string(train->size()) + " examples" + set);
   }
+  const std::string pipeline =
+      !o.pipeline.empty() || o.ignore_parallel ? o.pipeline : mf->parallel().pipeline;
+  if (!pipeline.empty() && !o.ignore_parallel && ModelIsPlaced(*mf))
+    return Fail(kExitBadInput,
+                "pipeline " + pipeline +
+                    ": the model places its operators by "
+                    "hand (place: in the file); drop the place entries or the pipeline");
+  const PlacedTrainRequest placed(&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
+                                  o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
+                                  o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
+                                  *data_bytes, DataJson(*source).dump(), o.overwrite, o.checkpoint,
+                                  plan->resume ? &*plan->resume : nullptr, o.steps, o.eval_only);
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
       return Fail(kExitBadInput,
                   "a placed model (place: in the file) is not searched: operators pinned to "
                   "workers take no strategies; drop --search / mode auto, or the place entries");
     }
-    const PlacedTrainRequest placed(
-        &*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi, o.micro_batches, o.schedule,
-        o.unplaced, o.dump_ir, o.record, o.no_record, ParseOnRecordError(o.on_record_error),
-        o.log_every, *data_bytes, DataJson(*source).dump(), o.overwrite, o.checkpoint,
-        plan->resume ? &*plan->resume : nullptr, o.steps, o.eval_only);
     return RunPlacedTrain(placed);
+  }
+  if (!pipeline.empty()) {  // stages chosen by the planner, run as a placed model
+    const bool keep = plan->mode == "semi_auto" || plan->mode == "auto";
+    auto chosen = DecideTrainPipeline(
+        *mf, pipeline, !o.pipeline.empty(),
+        o.micro_batches > 1 || !o.checkpoint.save.empty() || !o.checkpoint.resume.empty(), tc.batch,
+        plan->partition.devices, SearchFlagsFor(o, *mf),
+        [&] {
+          return PriceOperatorLevel(*mf, tc.batch, keep, SearchFlagsFor(o, *mf), plan->search,
+                                    plan->partition);
+        },
+        IsFirstRank());
+    if (!chosen.ok()) return Fail(kExitBadInput, chosen.status().message());
+    if (*chosen) return RunPlacedTrain(PipelineRequest(placed, **chosen));
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
   // Check the model and the plan once, before starting devices, so bad input exits with 2.
@@ -726,6 +749,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--log-every", o->log_every,
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(AtLeast(1));
+  app->add_option("--pipeline", o->pipeline,
+                  "auto | N: run the planner's stages, one per device (N = the devices), 1f1b\n"
+                  "(auto: when predicted faster or only it fits; docs/pipeline.md)");
   app->add_option("--micro-batches", o->micro_batches,
                   "Placed models: split each batch into M micro-batches, pipelined over the "
                   "workers (gradients accumulated: same result)")

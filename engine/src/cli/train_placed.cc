@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/pipeline_choice.h"
 #include "cli/progress.h"
 #include "cli/resource_checks.h"
 #include "cli/train_loop.h"
@@ -45,9 +46,16 @@ struct Setup {
   int64_t micro_batch = 0;
 };
 
+// The model at the micro-batch size, with the planner's stages when it chose them.
+Result<ModelGraph> BuildPlaced(const PlacedTrainRequest& r, int64_t micro_batch) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, r.model->Build(micro_batch));
+  if (r.stages != nullptr) SHARDSCOPE_RETURN_IF_ERROR(ApplyPipelineStages(*r.stages, &model.graph));
+  return model;
+}
+
 Result<std::unique_ptr<PipelineTrainer>> MakeTrainer(const Setup& s, int rank) {
   const PlacedTrainRequest& r = *s.request;
-  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, r.model->Build(s.micro_batch));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, BuildPlaced(r, s.micro_batch));
   return PipelineTrainer::Create(
       std::move(model), TrainConfig{r.training.seed, r.training.optimizer}, s.options, rank);
 }
@@ -253,7 +261,7 @@ store::RunInfo DescribeRun(const PlacedTrainRequest& r, const PipelineOptions& o
   store::RunInfo info;
   info.name = r.model->name();
   info.mode = "train";
-  info.search = "place";
+  info.search = r.stages != nullptr ? "pipeline" : "place";
   info.devices = r.devices;
   info.backend = r.mpi ? "mpi" : "in-process";
   info.model_path = r.model->path();
@@ -265,7 +273,7 @@ store::RunInfo DescribeRun(const PlacedTrainRequest& r, const PipelineOptions& o
                                     {"optimizer", OptimizerKindName(tc.optimizer.kind)},
                                     {"lr", tc.optimizer.lr},
                                     {"momentum", tc.optimizer.momentum},
-                                    {"mode", "place"},
+                                    {"mode", r.stages != nullptr ? "pipeline" : "place"},
                                     {"devices", r.devices},
                                     {"micro_batches", o.micro_batches},
                                     {"schedule", PipelineScheduleName(o.schedule)},
@@ -296,7 +304,7 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
   }
   s.micro_batch = batch / r.micro_batches;
   const AnnotationEntry* highest = HighestPlaced(*r.model);
-  if (highest->annotations.worker >= r.devices) {
+  if (highest != nullptr && r.stages == nullptr && highest->annotations.worker >= r.devices) {
     const std::string need = std::to_string(highest->annotations.worker + 1);
     return Fail(kExitBadInput,
                 highest->place_location.ToString() + ": " + highest->op + " is placed on worker " +
@@ -305,7 +313,7 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
                     (r.mpi ? " (mpirun -np " + need + ")" : std::string()));
   }
   {  // Check the placement, the schedule and the memory once, before any device starts.
-    auto model = r.model->Build(s.micro_batch);
+    auto model = BuildPlaced(r, s.micro_batch);
     auto plan =
         model.ok() ? PlanPipeline(&*model, s.options) : Result<PipelinePlan>(model.status());
     if (!plan.ok()) {

@@ -1,6 +1,7 @@
 // Internal: `shardscope train` for placed models (place(worker, r); placement.h, pipeline.h).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "cli/run_control.h"
@@ -32,6 +33,9 @@ struct PlacedTrainRequest {
   const Checkpoint* resume = nullptr;  // read and checked from checkpoint.resume
   int64_t steps_flag = 0;              // --steps as given (a resumed run: that many more)
   bool eval_only = false;              // `shardscope eval`: evaluate `resume`, train nothing
+  // The planner's pipeline stages (train --pipeline): forward operator -> worker, applied to
+  // every build of the model; nullptr: the model file's place entries.
+  const std::map<std::string, int>* stages = nullptr;
 };
 
 // True when the model file places some operator on a worker.

@@ -320,8 +320,12 @@ WrittenStrategy ReadWrittenStrategy(const Source& src, const std::string& target
 void ParseParallel(const Source& src, const YAML::Node& node, ParallelDraft* draft) {
   Map p(src, node, "the parallel section",
         {"mode", "search", "devices", "meshes", "strategies", "place", "shard",
-         "optimizer_sharding", "recompute"});
+         "optimizer_sharding", "recompute", "pipeline"});
   ParallelConfig& config = draft->config;
+  if (const Field* f = p.Find("pipeline")) {  // auto | N stages (checked against the devices later)
+    config.pipeline = ReadString(src, f->value, "parallel.pipeline (auto, or a number of stages)");
+    config.pipeline_location = src.At(f->value);
+  }
   if (const Field* f = p.Find("mode")) {
     std::string mode = ReadString(src, f->value, "parallel.mode");
     std::string m;

@@ -72,6 +72,27 @@ std::vector<std::vector<std::pair<bool, int>>> PipelineOrder(const PlacedProgram
   return order;
 }
 
+int MicroBatchSlots(const std::vector<std::pair<bool, int>>& order, int micro_batches) {
+  int live = 0, most = 1;
+  for (const auto& [backward, micro] : order) {
+    live += backward ? -1 : 1;
+    most = std::max(most, live);
+  }
+  // Set i % most must be free when micro-batch i's forward begins.
+  std::vector<int> holder(most, -1);
+  for (const auto& [backward, micro] : order) {
+    int& h = holder[micro % most];
+    if (backward) {
+      h = -1;
+    } else if (h >= 0) {
+      return std::max(1, micro_batches);
+    } else {
+      h = micro;
+    }
+  }
+  return std::min(most, std::max(1, micro_batches));
+}
+
 Status CheckDeadlockFree(const Graph& graph, const PlacedProgram& program,
                          const std::vector<std::vector<std::pair<bool, int>>>& order) {
   // Expand each worker's phases into (instruction, micro-batch) and run them: a receive
@@ -170,6 +191,7 @@ Result<PipelinePlan> PlanPipeline(ModelGraph* model, const PipelineOptions& opti
                            " micro-batches exceed the message tags available");
   }
   plan.order = PipelineOrder(plan.train, options);
+  for (const auto& o : plan.order) plan.slots.push_back(MicroBatchSlots(o, options.micro_batches));
   SHARDSCOPE_RETURN_IF_ERROR(
       CheckDeadlockFree(g, plan.train, plan.order)
           .WithContext(std::string("schedule ") + PipelineScheduleName(options.schedule) +
@@ -189,7 +211,8 @@ Result<int64_t> WorkerMemoryBytes(const Graph& graph, const PipelinePlan& plan, 
   for (const Value& v : graph.values()) {
     if (!touched[v.id]) continue;
     const bool shared = v.kind == ValueKind::kParameter || v.kind == ValueKind::kConstant;
-    add(NumElements(v.shape) * DTypeBytes(v.dtype), shared ? 1 : micro_batches);
+    const int sets = rank < static_cast<int>(plan.slots.size()) ? plan.slots[rank] : micro_batches;
+    add(NumElements(v.shape) * DTypeBytes(v.dtype), shared ? 1 : sets);
   }
   for (ValueId p : plan.train.programs[rank].params)  // accumulated gradient + optimizer state
     add(NumElements(graph.value(p).shape) * 4, 1 + optimizer_states);
@@ -219,10 +242,11 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
   // Buffers for the values this worker touches (in either program); WorkerMemoryBytes
   // counts the same.
   const std::vector<bool> touched = TouchedValues(g, plan, rank);
+  const int slots = plan.slots[rank];
   t->program_ = std::move(plan.train);
   t->eval_program_ = std::move(plan.eval);
   t->shared_.resize(g.num_values());
-  t->micro_.assign(options.micro_batches, std::vector<Tensor>(g.num_values()));
+  t->micro_.assign(slots, std::vector<Tensor>(g.num_values()));
   for (const Value& v : g.values()) {
     if (!touched[v.id]) continue;
     if (v.kind == ValueKind::kParameter) {
@@ -232,7 +256,7 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
       t->shared_[v.id] = InitializeValue(v, 0);
     } else {
       for (auto& buffers : t->micro_) buffers[v.id] = Tensor(v.shape, v.dtype);
-      t->stats_.activation_bytes += NumElements(v.shape) * 4 * options.micro_batches;
+      t->stats_.activation_bytes += NumElements(v.shape) * 4 * slots;
     }
   }
   const WorkerProgram& mine = t->program_.programs[rank];
@@ -250,8 +274,9 @@ Result<std::unique_ptr<PipelineTrainer>> PipelineTrainer::Create(ModelGraph mode
 
 Tensor& PipelineTrainer::Buffer(int micro, ValueId v) {
   const ValueKind kind = model_.graph.value(v).kind;
-  return kind == ValueKind::kParameter || kind == ValueKind::kConstant ? shared_[v]
-                                                                       : micro_[micro][v];
+  return kind == ValueKind::kParameter || kind == ValueKind::kConstant
+             ? shared_[v]
+             : micro_[micro % micro_.size()][v];
 }
 
 Tensor* PipelineTrainer::MutableParameter(ValueId param) {
@@ -270,17 +295,15 @@ Status PipelineTrainer::RunPhase(Communicator& comm, const PlacedProgram& progra
                                  const std::vector<PlacedInstr>& instrs, int micro, int micro_count,
                                  bool training, PhaseSpan* span) {
   const Graph& g = model_.graph;
-  std::vector<const Tensor*> in;
-  std::vector<Tensor*> out;
   for (const PlacedInstr& instr : instrs) {
     if (instr.kind == PlacedInstr::Kind::kCompute) {
       const Node& node = g.node(instr.node);
-      in.clear();
-      out.clear();
-      for (ValueId v : node.inputs) in.push_back(&Buffer(micro, v));
-      for (ValueId v : node.outputs) out.push_back(&Buffer(micro, v));
+      in_.clear();
+      out_.clear();
+      for (ValueId v : node.inputs) in_.push_back(&Buffer(micro, v));
+      for (ValueId v : node.outputs) out_.push_back(&Buffer(micro, v));
       const auto start = Clock::now();
-      GetOpDef(node.op).forward(KernelContext{node.attrs, in, out, step_, training});
+      GetOpDef(node.op).forward(KernelContext{node.attrs, in_, out_, step_, training});
       span->compute_seconds += Since(start);
       continue;
     }
@@ -326,12 +349,13 @@ Result<float> PipelineTrainer::Step(Communicator& comm, const Tensor& images,
   const WorkerProgram& mine = program_.programs[rank_];
   const auto step_start = Clock::now();
   step_origin_ = std::chrono::duration<double>(step_start.time_since_epoch()).count();
-  for (int i = 0; i < m; ++i) {
-    if (mine.reads_input) CopyRows(images, i * b, &micro_[i][model_.input]);
-    if (mine.reads_labels) CopyRows(labels, i * b, &micro_[i][model_.labels]);
-  }
   spans_.clear();
+  const int loss_worker = program_.target_worker[0];
+  std::vector<float> loss = {0.0f};
+  int backwards = 0;
   for (const auto& [backward, micro] : order_) {
+    if (!backward && mine.reads_input) CopyRows(images, micro * b, &Buffer(micro, model_.input));
+    if (!backward && mine.reads_labels) CopyRows(labels, micro * b, &Buffer(micro, model_.labels));
     PhaseSpan span;
     span.micro_batch = micro;
     span.backward = backward;
@@ -342,34 +366,40 @@ Result<float> PipelineTrainer::Step(Communicator& comm, const Tensor& images,
     stats_.compute_seconds += span.compute_seconds;
     stats_.idle_seconds += span.idle_seconds;
     spans_.push_back(span);
+    // A micro-batch's buffer set is reused by a later one: take its loss and gradients now
+    // (in micro-batch order under both schedules, so the sums are the same).
+    if (!backward && rank_ == loss_worker) loss[0] += Buffer(micro, model_.loss)[0];
+    if (backward) AccumulateGradients(micro, backwards++ == 0);
   }
   // Mean of the micro-batches' gradients, then this worker's optimizer step.
   const float scale = 1.0f / static_cast<float>(m);
-  for (size_t i = 0; i < mine.grads.size(); ++i) {
-    Tensor& sum = grad_sum_[i];
-    std::memcpy(sum.data(), micro_[0][mine.grads[i]].data(), sum.size() * 4);
-    for (int k = 1; k < m; ++k) {
-      const Tensor& g = micro_[k][mine.grads[i]];
-      for (int64_t j = 0; j < sum.size(); ++j) sum[j] += g[j];
-    }
-    if (m > 1)
+  if (m > 1) {
+    for (Tensor& sum : grad_sum_)
       for (int64_t j = 0; j < sum.size(); ++j) sum[j] *= scale;
   }
   optimizer_->Step(param_ptrs_, grad_ptrs_);
   stats_.optimizer_bytes = optimizer_->StateBytes();
   ++step_;
   // The loss, from its worker to all.
-  const int loss_worker = program_.target_worker[0];
-  std::vector<float> loss = {0.0f};
-  if (rank_ == loss_worker) {
-    for (int i = 0; i < m; ++i) loss[0] += micro_[i][model_.loss][0];
-    loss[0] *= scale;
-  }
+  loss[0] *= scale;
   const auto broadcast_start = Clock::now();
   SHARDSCOPE_RETURN_IF_ERROR(comm.Broadcast(loss, loss_worker));
   stats_.comm_seconds += Since(broadcast_start);
   stats_.step_seconds += Since(step_start);
   return loss[0];
+}
+
+void PipelineTrainer::AccumulateGradients(int micro, bool first) {
+  const WorkerProgram& mine = program_.programs[rank_];
+  for (size_t i = 0; i < mine.grads.size(); ++i) {
+    Tensor& sum = grad_sum_[i];
+    const Tensor& g = Buffer(micro, mine.grads[i]);
+    if (first) {
+      std::memcpy(sum.data(), g.data(), sum.size() * 4);
+      continue;
+    }
+    for (int64_t j = 0; j < sum.size(); ++j) sum[j] += g[j];
+  }
 }
 
 Result<double> PipelineTrainer::Evaluate(Communicator& comm, const Dataset& data) {

@@ -1,0 +1,132 @@
+// `plan --pipeline` and `train --pipeline` as a user runs them (issue 20): the stages in text
+// and JSON, auto's choice agreeing with its own figures and with memory, the refusals, and
+// training on the planner's stages printing the single-device losses, in-process and under
+// mpirun.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run_shardscope.h"
+
+namespace {
+
+using shardscope_cli_test::RunCommand;
+using shardscope_cli_test::Shardscope;
+
+const std::string kMlp = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/mlp_pipeline.yaml";
+const std::string kFfn = std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/ffn.yaml";
+const std::string kMnist = std::string(SHARDSCOPE_DATASETS_DIR) + "/mnist";
+
+nlohmann::json PlanJson(const std::string& args) {
+  auto out = Shardscope("plan " + args + " --json", /*merge_stderr=*/false);
+  EXPECT_EQ(out.code, 0) << out.text;
+  return out.code == 0 ? nlohmann::json::parse(out.text) : nlohmann::json::object();
+}
+
+TEST(PlanPipeline, StagesInJsonAndText) {
+  const nlohmann::json j = PlanJson(kMlp + " --pipeline 4");
+  ASSERT_TRUE(j.contains("pipeline")) << j.dump(2);
+  const nlohmann::json& p = j["pipeline"];
+  EXPECT_EQ(j["parallelism"], "pipeline");
+  ASSERT_EQ(p["stages"], 4);
+  ASSERT_EQ(p["stage"].size(), 4u);
+  const int m = p["micro_batches"];
+  EXPECT_EQ(64 % m, 0);
+  EXPECT_EQ(p["micro_batch"].get<int>() * m, 64);
+  EXPECT_DOUBLE_EQ(p["bubble_fraction"].get<double>(), 3.0 / (m + 3));
+  EXPECT_EQ(p["stage"][0]["first"], "flatten");
+  EXPECT_EQ(p["stage"][3]["last"], "loss");
+  double slowest = 0;
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_EQ(p["stage"][s]["devices"], nlohmann::json::array({s}));
+    EXPECT_GT(p["stage"][s]["memory_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(p["stage"][s]["transfer_seconds"].get<double>(), 0);
+    slowest = std::max(slowest, p["stage"][s]["compute_seconds"].get<double>() +
+                                    p["stage"][s]["transfer_seconds"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(p["slowest_stage_seconds"].get<double>(), slowest);
+  // The step is (M + p - 1) slowest stages plus an optimizer update, and is what plan predicts.
+  EXPECT_GE(p["step_seconds"].get<double>(), (m + 3) * slowest);
+  EXPECT_DOUBLE_EQ(j["predicted_step_seconds"].get<double>(), p["step_seconds"].get<double>());
+  EXPECT_GT(j["operator_level_step_seconds"].get<double>(), 0);
+
+  auto text = Shardscope("plan " + kMlp + " --pipeline 4");
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_NE(text.text.find("pipeline: 4 stages (one device each), " + std::to_string(m) +
+                           " micro-batches"),
+            std::string::npos)
+      << text.text;
+  EXPECT_NE(text.text.find("chosen: the pipeline stages"), std::string::npos) << text.text;
+}
+
+TEST(PlanPipeline, AutoPicksByItsOwnFiguresAndByMemory) {
+  const nlohmann::json j = PlanJson(kMlp + " --pipeline auto");
+  const double pipe = j["pipeline"]["step_seconds"], flat = j["operator_level_step_seconds"];
+  EXPECT_EQ(j["parallelism"], pipe < flat ? "pipeline" : "operator") << j.dump(2);
+  // A budget only the pipeline's stages fit: auto takes the pipeline whatever its speed.
+  const double stage = j["pipeline"]["max_memory_bytes"];
+  const double whole = j["operator_level_memory_per_device_bytes"];
+  ASSERT_GT(whole, stage);  // every parameter on each device, against a quarter of them
+  {
+    const double budget_mb = (stage + (whole - stage) / 2) / 1e6;
+    const nlohmann::json b =
+        PlanJson(kMlp + " --pipeline auto --memory-budget " + std::to_string(budget_mb));
+    EXPECT_EQ(b["parallelism"], "pipeline") << b.dump(2);
+    EXPECT_TRUE(b["pipeline"]["fits"].get<bool>());
+  }
+  // The model file's parallel.pipeline: auto asks the same without the flag.
+  const nlohmann::json file = PlanJson(kMlp);
+  EXPECT_EQ(file["parallelism"], j["parallelism"]);
+  EXPECT_EQ(file["pipeline"]["micro_batches"], j["pipeline"]["micro_batches"]);
+  // Too few layers for a stage per device: the operator-level plan, with the reason.
+  const nlohmann::json f = PlanJson(kFfn + " --devices 8 --pipeline auto");
+  EXPECT_EQ(f["parallelism"], "operator");
+  EXPECT_NE(f["pipeline"]["not_possible"].get<std::string>().find("the model has 5"),
+            std::string::npos)
+      << f.dump(2);
+}
+
+TEST(PlanPipeline, RefusesWhatIsNotBuilt) {
+  auto sub_mesh = Shardscope("plan " + kMlp + " --devices 8 --pipeline 4");
+  EXPECT_EQ(sub_mesh.code, 2) << sub_mesh.text;
+  EXPECT_NE(sub_mesh.text.find("not built yet"), std::string::npos) << sub_mesh.text;
+  auto bad = Shardscope("plan " + kMlp + " --pipeline often");
+  EXPECT_EQ(bad.code, 2) << bad.text;
+  EXPECT_NE(bad.text.find("auto, or a number of stages"), std::string::npos) << bad.text;
+  auto train = Shardscope("train " + kMlp + " --pipeline 4 --micro-batches 2 --steps 1");
+  EXPECT_EQ(train.code, 2) << train.text;
+}
+
+std::vector<std::string> Losses(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t p = text.find("loss "); p != std::string::npos; p = text.find("loss ", p + 1)) {
+    if (p + 5 < text.size() && std::isdigit(static_cast<unsigned char>(text[p + 5])))
+      out.push_back(text.substr(p, 11));  // a step's loss, not the loss operator in a table
+  }
+  return out;
+}
+
+// The model file's `pipeline: auto` or --pipeline 4: trained on the planner's stages, the
+// single-device losses.
+TEST(TrainPipeline, PrintsTheSingleDeviceLosses) {
+  const std::string args =
+      "train " + kMlp + " --data " + kMnist + " --steps 5 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  auto staged = Shardscope(args + " --pipeline 4");
+  ASSERT_EQ(one.code, 0) << one.text;
+  ASSERT_EQ(staged.code, 0) << staged.text;
+  EXPECT_NE(staged.text.find("4 worker(s)"), std::string::npos) << staged.text;
+  EXPECT_NE(staged.text.find("(1f1b)"), std::string::npos) << staged.text;
+  EXPECT_GE(Losses(one.text).size(), 5u);
+  EXPECT_EQ(Losses(one.text), Losses(staged.text)) << one.text << "\n----\n" << staged.text;
+  auto mpi = RunCommand(std::string(MPIEXEC) + " --allow-run-as-root --oversubscribe -np 4 " +
+                        SHARDSCOPE_BIN + " " + args + " --pipeline 4");
+  ASSERT_EQ(mpi.code, 0) << mpi.text;
+  EXPECT_NE(mpi.text.find("(MPI, placed)"), std::string::npos) << mpi.text;
+  EXPECT_EQ(Losses(one.text), Losses(mpi.text)) << one.text << "\n----\n" << mpi.text;
+}
+
+}  // namespace
