@@ -137,6 +137,23 @@ TEST(OnnxHeads, MegatronInputGradientsAreReducedOnceAndPricedAsTheProgram) {
   EXPECT_LT(std::abs(objective - step), 0.1 * communication) << objective << " vs " << step;
 }
 
+// One sequence of GPT-2 on the 8 GPUs of an H100 node: dynamic programming chooses Megatron
+// in every layer — q, k, v and fc by columns, the output projections by rows, attention by 4
+// of the 12 heads — with the sequence split over the other 2 devices.
+TEST(OnnxHeads, DynamicProgrammingChoosesMegatronForGpt2OnAnH100Node) {
+  const Plan p = PlanJson(Sample(kGpt2.file) +
+                          " --devices 8 --batch 1 --search dynamic_programming --cluster dgx-h100");
+  for (const char* layer : {"h.0.", "h.5.", "h.11."}) {
+    const std::string at = layer;
+    for (const char* col : {"attn.q_proj", "attn.k_proj", "attn.v_proj", "mlp.fc"})
+      EXPECT_EQ(p.Of(at + col + ".MatMul"), "((2,1),(1,4))") << at + col;
+    for (const char* row : {"attn.o_proj", "mlp.proj"})
+      EXPECT_EQ(p.Of(at + row + ".MatMul"), "((2,4),(4,1))") << at + row;
+    for (const char* op : {"attn.MatMul", "attn.MatMul_1"})
+      EXPECT_EQ(HeadsSplit(p.Of(at + op)), kGpt2.heads) << at + op << " " << p.Of(at + op);
+  }
+}
+
 // One sequence at 8 devices: no batch to split, so each search must split the model; every
 // one splits attention by heads (Llama-style: by all 8 key/value groups).
 TEST(OnnxHeads, EverySearchSplitsAttentionOfOneSequenceByHeads) {
