@@ -46,7 +46,8 @@
 //   dynamic_programming     the exact optimum of the symbolic model over the candidates by
 //                           leaf, series and parallel elimination; refuses graphs that exceed
 //                           max_dp_operators. A graph that does not reduce that way (ResNet's
-//                           batch statistics) gets recursive_programming's strategies and a
+//                           batch statistics), or whose elimination outgrows max_dp_work,
+//                           gets recursive_programming's strategies and a
 //                           SearchResult::note naming why, with the gap to a lower bound
 //                           (every operator at its cheapest own cost, edges free).
 //
@@ -93,6 +94,9 @@ struct SearchOptions {
   int top_k = 3;
   // dynamic_programming refuses larger graphs (forward operators).
   int max_dp_operators = 5000;
+  // dynamic_programming's effort budget: candidate pairs and triples its elimination may
+  // visit; beyond it, recursive_programming's strategies and a note with their gap.
+  double max_dp_work = 4e9;
   // Named meshes that layout-notation strategies in the annotations refer to.
   std::map<std::string, DeviceMesh> meshes;
   // How the `devices` are arranged (ranks row-major, last axis fastest), e.g. node=2,local=4

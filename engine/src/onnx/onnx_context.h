@@ -66,6 +66,13 @@ class ImportContext {
   // An output the converter did not give (a second output such as MaxPool's indices):
   // reading it later fails with `why`.
   void MarkUnsupported(const std::string& name, std::string why) { unsupported_[name] = why; }
+  // The rows view ([rows, K]) a MatMul made of value `v`, kNoValue when none did yet: the
+  // projections reading one value share it, so their input gradients meet in one sum.
+  ValueId RowsOf(ValueId v) const {
+    auto it = rows_of_.find(v);
+    return it == rows_of_.end() ? kNoValue : it->second;
+  }
+  void SetRowsOf(ValueId v, ValueId rows) { rows_of_[v] = rows; }
 
   // "node '/fc1/Gemm' (Gemm): <message>" is added by the caller; converters say what broke.
   static Status Refuse(const std::string& message) { return Status::Invalid(message); }
@@ -79,6 +86,7 @@ class ImportContext {
   std::unordered_map<std::string, OnnxSlot> slots_;  // lookups only, never iterated
   std::unordered_map<std::string, std::string> unsupported_;
   std::unordered_map<std::string, std::string> aliases_;
+  std::unordered_map<ValueId, ValueId> rows_of_;
 };
 
 }  // namespace shardscope

@@ -218,9 +218,15 @@ Status MatMul(Ctx& c) {
   const Shape sa = g.value(a).shape, sb = g.value(b).shape;
   if (sa.size() == 2 && sb.size() == 2) return Emit(c, OpKind::kMatMul, {a, b});
   if (sa.size() > 2 && sb.size() == 2) {  // [..., K] x [K, N]: rows of all leading dims
-    OpAttrs flat;
-    flat.shape = {NumElements(sa) / sa.back(), sa.back()};
-    SHARDSCOPE_ASSIGN_OR_RETURN(ValueId a2, c.Op(OpKind::kReshape, "_in", {a}, flat));
+    // One rows view per value (q, k and v read one): their partial input gradients then
+    // add up before one reduction, as Megatron's column split does.
+    ValueId a2 = c.RowsOf(a);
+    if (a2 == kNoValue) {
+      OpAttrs flat;
+      flat.shape = {NumElements(sa) / sa.back(), sa.back()};
+      SHARDSCOPE_ASSIGN_OR_RETURN(a2, c.Op(OpKind::kReshape, "_in", {a}, flat));
+      c.SetRowsOf(a, a2);
+    }
     SHARDSCOPE_ASSIGN_OR_RETURN(ValueId y, c.Op(OpKind::kMatMul, "", {a2, b}));
     Shape out(sa.begin(), sa.end() - 1);
     out.push_back(sb[1]);

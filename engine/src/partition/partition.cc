@@ -1,6 +1,7 @@
 #include "shardscope/partition.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "partition/partition_passes.h"
@@ -293,6 +294,14 @@ class ProgramBuilder {
       DistInstr instr;
       instr.kind = DistInstr::Kind::kCompute;
       instr.node = n.id;
+      if (const std::optional<Layout> sum = PartialSumLayout(n)) {
+        for (ValueId v : n.inputs) instr.inputs.push_back(p_.home[v]);
+        const int idx = NewValue(n.outputs[0], *sum, true);
+        p_.home[n.outputs[0]] = idx;
+        instr.outputs.push_back(idx);
+        p_.instrs.push_back(std::move(instr));
+        continue;
+      }
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         SHARDSCOPE_ASSIGN_OR_RETURN(Layout want,
                                     RequiredLayout(g_, sig, s, n, static_cast<int>(i)));
@@ -334,6 +343,21 @@ class ProgramBuilder {
   }
 
  private:
+  // A gradient sum (a backward Add) of two partial sums in one layout: the sum of the addends
+  // is the addends of the sum, so it adds them as they are and its result is reduced once
+  // where it is read (Megatron's one all-reduce of the input gradient of q, k and v).
+  std::optional<Layout> PartialSumLayout(const Node& n) const {
+    if (n.op != OpKind::kAdd || !n.is_backward || n.inputs.size() != 2) return std::nullopt;
+    const int a = p_.home[n.inputs[0]], b = p_.home[n.inputs[1]];
+    if (a < 0 || b < 0) return std::nullopt;
+    const Layout& la = p_.values[a].layout;
+    if (!la.is_partial() || !(la == p_.values[b].layout) ||
+        la.shape() != g_.value(n.outputs[0]).shape) {
+      return std::nullopt;
+    }
+    return la;
+  }
+
   // out_strategy (seed 004): the output is redistributed to the asked layout right away.
   Status ApplyOutStrategy(const Node& n, const OpStrategy& s) {
     auto parsed = ParseStrategy(n.annotations.out_strategy, o_.meshes);

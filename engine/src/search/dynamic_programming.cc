@@ -2,8 +2,10 @@
 // edge costs) by eliminating operators of degree <= 2 — leaves fold into their neighbour,
 // series operators become an edge between their two neighbours, parallel edges add up —
 // then assigning in reverse elimination order.
+#include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "search/search_graph.h"
 
@@ -22,7 +24,78 @@ struct Step {
   std::vector<int> choice;     // v's candidate per assignment of u (and w)
 };
 
-constexpr double kMaxWork = 4e8;  // candidate triples one series elimination may visit
+// What EdgeCost reads of an edge and its ends: equal keys give equal cost matrices.
+struct EdgeKey {
+  std::vector<int> src, dst, summed, grad_summed;
+  double bytes = 0;
+  int fanout = 1, producer_kind = 0, consumer_kind = 0;
+  bool producer_low = true;
+  auto Tie() const {
+    return std::tie(src, dst, summed, grad_summed, bytes, fanout, producer_kind, consumer_kind,
+                    producer_low);
+  }
+  bool operator<(const EdgeKey& o) const { return Tie() < o.Tie(); }
+};
+
+// Operators alike for EdgeCost (the same candidates and computation before a collective
+// under each) share a kind: a decoder's layers then share their edges' matrices.
+std::vector<int> OperatorKinds(const SearchGraph& g) {
+  std::map<std::pair<std::vector<Parts>, std::vector<double>>, int> kinds;
+  std::vector<int> kind;
+  for (size_t v = 0; v < g.ops().size(); ++v) {
+    std::vector<double> before;
+    for (const Parts& p : g.ops()[v].candidates)
+      before.push_back(g.ComputeBeforeCollective(static_cast<int>(v), p));
+    const int next = static_cast<int>(kinds.size());
+    kind.push_back(
+        kinds.emplace(std::make_pair(g.ops()[v].candidates, before), next).first->second);
+  }
+  return kind;
+}
+
+// The cost matrix between x and y with x's candidates as rows.
+Matrix Oriented(const std::map<std::pair<int, int>, Matrix>& edges, int x, int y) {
+  if (x < y) return edges.at({x, y});
+  const Matrix& m = edges.at({y, x});
+  Matrix t{m.cols, m.rows, std::vector<double>(m.a.size())};
+  for (int i = 0; i < m.rows; ++i) {
+    for (int j = 0; j < m.cols; ++j) t.a[static_cast<size_t>(j) * m.rows + i] = m.at(i, j);
+  }
+  return t;
+}
+
+// Series elimination of v between u and w: out(i, k) = min_j node(j) + uv(i, j) + vw(j, k),
+// the first minimal j in `choice` (rows of w innermost: the loop runs over contiguous costs).
+Matrix MinPlus(const std::vector<double>& node, const Matrix& uv, const Matrix& vw,
+               std::vector<int>* choice) {
+  Matrix out{uv.rows, vw.cols, std::vector<double>(static_cast<size_t>(uv.rows) * vw.cols)};
+  choice->assign(out.a.size(), 0);
+  for (int i = 0; i < uv.rows; ++i) {
+    double* best = &out.a[static_cast<size_t>(i) * vw.cols];
+    int* arg = &(*choice)[static_cast<size_t>(i) * vw.cols];
+    for (int j = 0; j < uv.cols; ++j) {
+      const double a = node[j] + uv.at(i, j);
+      const double* row = &vw.a[static_cast<size_t>(j) * vw.cols];
+      for (int k = 0; k < vw.cols; ++k) {
+        const double c = a + row[k];
+        if (j == 0 || c < best[k]) {
+          best[k] = c;
+          arg[k] = j;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Status OverBudget(const SearchGraph& g, double work, double budget) {
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "dynamic_programming: the elimination outgrows its effort budget (%.3g candidate "
+                "combinations visited, budget %.3g, %zu operators)",
+                work, budget, g.ops().size());
+  return Status::Invalid(std::string(text) + "; use fewer devices or recursive_programming");
+}
 
 }  // namespace
 
@@ -34,6 +107,9 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
                            std::to_string(g.options().max_dp_operators) +
                            "; use recursive_programming or sharding_propagation");
   }
+  // Candidate pairs and triples the elimination visits, against SearchOptions::max_dp_work.
+  double work = 0;
+  const double budget = g.options().max_dp_work;
   std::vector<std::vector<double>> node(n);
   std::vector<int> size(n);
   for (int v = 0; v < n; ++v) {
@@ -42,33 +118,48 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
   }
   std::map<std::pair<int, int>, Matrix> edges;
   std::vector<std::set<int>> adj(n);
-  auto add_matrix = [&](int lo, int hi, Matrix m) {
-    auto [it, fresh] = edges.emplace(std::make_pair(lo, hi), std::move(m));
+  auto add_matrix = [&](int lo, int hi, const Matrix& m) {
+    auto [it, fresh] = edges.emplace(std::make_pair(lo, hi), m);
     if (!fresh) {  // parallel edges: costs add up
       for (size_t i = 0; i < it->second.a.size(); ++i) it->second.a[i] += m.a[i];
     }
     adj[lo].insert(hi);
     adj[hi].insert(lo);
   };
+  // Repeated layers repeat their edges: one matrix per distinct edge (EdgeCost is the cost).
+  const std::vector<int> kind = OperatorKinds(g);
+  std::map<EdgeKey, Matrix> built;
   for (size_t e = 0; e < g.edges().size(); ++e) {
-    const int p = g.edges()[e].producer, c = g.edges()[e].consumer;
+    const SearchEdge& edge = g.edges()[e];
+    const int p = edge.producer, c = edge.consumer;
     const int lo = std::min(p, c), hi = std::max(p, c);
-    Matrix m{size[lo], size[hi], std::vector<double>(static_cast<size_t>(size[lo]) * size[hi])};
-    for (int i = 0; i < size[lo]; ++i) {
-      for (int j = 0; j < size[hi]; ++j) {
-        const Parts& pl = g.ops()[lo].candidates[i];
-        const Parts& ph = g.ops()[hi].candidates[j];
-        m.a[static_cast<size_t>(i) * size[hi] + j] = p == lo
-                                                         ? g.EdgeCost(static_cast<int>(e), pl, ph)
-                                                         : g.EdgeCost(static_cast<int>(e), ph, pl);
+    const EdgeKey key{edge.src_letter,
+                      edge.dst_letter,
+                      edge.summed_letter,
+                      edge.grad_summed_letter,
+                      edge.bytes,
+                      edge.fanout,
+                      kind[p],
+                      kind[c],
+                      p == lo};
+    auto it = built.find(key);
+    if (it == built.end()) {
+      work += static_cast<double>(size[lo]) * size[hi];
+      if (work > budget) return OverBudget(g, work, budget);
+      Matrix m{size[lo], size[hi], std::vector<double>(static_cast<size_t>(size[lo]) * size[hi])};
+      for (int i = 0; i < size[lo]; ++i) {
+        for (int j = 0; j < size[hi]; ++j) {
+          const Parts& pl = g.ops()[lo].candidates[i];
+          const Parts& ph = g.ops()[hi].candidates[j];
+          m.a[static_cast<size_t>(i) * size[hi] + j] =
+              p == lo ? g.EdgeCost(static_cast<int>(e), pl, ph)
+                      : g.EdgeCost(static_cast<int>(e), ph, pl);
+        }
       }
+      it = built.emplace(key, std::move(m)).first;
     }
-    add_matrix(lo, hi, std::move(m));
+    add_matrix(lo, hi, it->second);
   }
-  // Cost between candidate i of x and j of y, whatever their order.
-  auto cost = [&](int x, int y, int i, int j) {
-    return x < y ? edges.at({x, y}).at(i, j) : edges.at({y, x}).at(j, i);
-  };
   auto drop = [&](int x, int y) {
     edges.erase({std::min(x, y), std::max(x, y)});
     adj[x].erase(y);
@@ -108,10 +199,12 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
       const int u = nb[0];
       s.u = u;
       s.choice.resize(size[u]);
+      const Matrix uv = Oriented(edges, u, v);
+      work += static_cast<double>(size[u]) * size[v];
       for (int i = 0; i < size[u]; ++i) {
         double best = 0;
         for (int j = 0; j < size[v]; ++j) {
-          const double c = node[v][j] + cost(u, v, i, j);
+          const double c = node[v][j] + uv.at(i, j);
           if (j == 0 || c < best) {
             best = c;
             s.choice[i] = j;
@@ -125,31 +218,9 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
       const int u = nb[0], w = nb[1];
       s.u = u;
       s.w = w;
-      if (static_cast<double>(size[u]) * size[v] * size[w] > kMaxWork) {
-        return Status::Invalid("dynamic_programming: operators '" + g.ops()[u].name + "', '" +
-                               g.ops()[v].name + "', '" + g.ops()[w].name + "' have " +
-                               std::to_string(size[u]) + " x " + std::to_string(size[v]) + " x " +
-                               std::to_string(size[w]) +
-                               " candidate combinations, beyond its size bound; use fewer "
-                               "devices or recursive_programming");
-      }
-      Matrix m{size[u], size[w], std::vector<double>(static_cast<size_t>(size[u]) * size[w])};
-      s.choice.resize(m.a.size());
-      for (int i = 0; i < size[u]; ++i) {
-        for (int k = 0; k < size[w]; ++k) {
-          double best = 0;
-          int arg = 0;
-          for (int j = 0; j < size[v]; ++j) {
-            const double c = node[v][j] + cost(u, v, i, j) + cost(v, w, j, k);
-            if (j == 0 || c < best) {
-              best = c;
-              arg = j;
-            }
-          }
-          m.a[static_cast<size_t>(i) * size[w] + k] = best;
-          s.choice[static_cast<size_t>(i) * size[w] + k] = arg;
-        }
-      }
+      work += static_cast<double>(size[u]) * size[v] * size[w];
+      if (work > budget) return OverBudget(g, work, budget);
+      Matrix m = MinPlus(node[v], Oriented(edges, u, v), Oriented(edges, v, w), &s.choice);
       drop(u, v);
       drop(v, w);
       add_matrix(u, w, std::move(m));  // u < w: nb is sorted

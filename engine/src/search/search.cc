@@ -146,7 +146,8 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
       break;
     case SearchMode::kDynamicProgramming: {
       Result<Assignment> dp = search_internal::RunDynamicProgramming(g);
-      if (!dp.ok() && dp.status().message().find("does not reduce") == std::string::npos)
+      if (!dp.ok() && dp.status().message().find("does not reduce") == std::string::npos &&
+          dp.status().message().find("effort budget") == std::string::npos)
         return dp.status();
       if (dp.ok()) {
         a = std::move(*dp);

@@ -90,6 +90,9 @@ struct SearchEdge {
   // Per tensor dimension, the letter index of the producer / consumer (-1: not split), and
   // the producer's summed letters (partial sums): precomputed, EdgeCost is the hot loop.
   std::vector<int> src_letter, dst_letter, summed_letter;
+  // The consumer's letters its input lacks when the value has a gradient: that gradient is a
+  // partial sum over them (MatMul's dX over n), reduced on its way back to the producer.
+  std::vector<int> grad_summed_letter;
 };
 
 class SearchGraph {

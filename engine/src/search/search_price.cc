@@ -153,13 +153,8 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
   for (const SearchOperand& in : o.inputs) {
     const double split = in.Parts(parts);
     const double shard = in.bytes / split;
-    if (in.kind == ValueKind::kActivation) {
-      // Backward: this input's gradient is a partial sum over the split letters it lacks
-      // (MatMul's dX over n), reduced before its producer can use it.
-      int64_t partial = 1;
-      for (int l : in.missing) partial *= parts[l];
-      if (partial > 1) grad_reduce += reduce(shard, partial, GroupLink(parts, in.missing));
-    }
+    // An activation input's gradient is reduced on its edge (EdgeCost), where the producer's
+    // layout and the other readers' partial gradients are known.
     if (in.kind == ValueKind::kParameter) {
       // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
       // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
@@ -257,7 +252,22 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
   const double forward_before =
       partial > 1 ? 0.0 : ComputeBeforeCollective(edge.producer, producer);
   cost += move(dst_parts, peers_forward, gather_forward, share, forward_before) * share;
-  // Backward: its gradient, after the consumer's backward.
+  // Backward: the consumer's input gradient is a partial sum over the letters its input lacks
+  // (MatMul's dX over n). The readers' partial gradients add up first (the partitioner adds
+  // them as they are) and are reduced once: each edge pays its share, a reduce-scatter when the
+  // producer's layout is split that much finer.
+  int64_t grad_partial = 1;
+  for (int l : edge.grad_summed_letter) grad_partial *= consumer[l];
+  if (grad_partial > 1) {
+    const bool scatter = src_parts >= dst_parts * static_cast<double>(grad_partial);
+    const Link group = GroupLink(consumer, edge.grad_summed_letter);
+    cost += share * cm.SearchCollectiveAfterSeconds(
+                        scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                        edge.bytes / dst_parts, grad_partial, group.bandwidth, group.latency,
+                        ComputeBeforeCollective(edge.consumer, consumer));
+    if (collectives != nullptr) *collectives += share;
+  }
+  // Then its exchange to the producer's layout, after the consumer's backward.
   cost += move(src_parts, peers_backward, gather_backward, 1.0,
                ComputeBeforeCollective(edge.consumer, consumer));
   return cost;

@@ -5,6 +5,7 @@
 // search splits attention by heads when one sequence leaves no batch to split.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +93,64 @@ TEST(OnnxHeads, MegatronProjectionsSplitAttentionByHeadsWithNothingMovedInside) 
       EXPECT_TRUE(input || v == d.scope + ".o_proj.MatMul") << v;
     }
     EXPECT_GE(moved, 1);  // the check above saw this layer's redistributions
+  }
+}
+
+// Megatron over 8 devices on one sequence of the Llama-style decoder, the rest searched:
+// q, k and v read one rows view of their input, their partial input gradients add up and are
+// reduced once (likewise gate and up), and the search prices that plan as its program.
+TEST(OnnxHeads, MegatronInputGradientsAreReducedOnceAndPricedAsTheProgram) {
+  std::string text = "import: " + Sample(kLlama.file) +
+                     "\nparallel:\n  search: dynamic_programming\n  strategies:\n";
+  for (const char* l : {"layers.0", "layers.1"}) {
+    const std::string at = std::string("    ") + l;
+    for (const char* p : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                          "mlp.gate_proj", "mlp.up_proj"})
+      text += at + "." + p + ".MatMul: ((1, 1), (1, 8))\n";
+    for (const char* p : {"self_attn.o_proj", "mlp.down_proj"})
+      text += at + "." + p + ".MatMul: ((1, 8), (8, 1))\n";
+  }
+  const auto path = std::filesystem::temp_directory_path() / "shardscope_megatron_llama.yaml";
+  std::ofstream(path) << text;
+  auto out =
+      Shardscope("plan " + path.string() + " --devices 8 --batch 1 --cluster dgx-h100 --json");
+  ASSERT_EQ(out.code, 0) << out.text;
+  const json j = json::parse(out.text.substr(out.text.find('{')));
+  std::map<std::string, int> ops;
+  for (const json& op : j["operators"]) ops[op["name"]] = 1;
+  EXPECT_EQ(ops.count("layers.0.self_attn.q_proj.MatMul_in"), 1u);
+  EXPECT_EQ(ops.count("layers.0.self_attn.k_proj.MatMul_in"), 0u);  // q's rows view serves k
+  EXPECT_EQ(ops.count("layers.0.mlp.up_proj.MatMul_in"), 0u);
+  // Backward reductions of layer 0's activation gradients: one for q, k, v, one for gate, up.
+  std::map<std::string, int> reduced;
+  for (const json& r : j["redistributions"]) {
+    const std::string v = r["value"], from = r["from"];
+    if (from.find("P(") == std::string::npos) continue;
+    for (const char* block : {"self_attn", "mlp"})
+      reduced[block] += v.rfind(std::string("grad.layers.0.") + block + ".", 0) == 0;
+  }
+  EXPECT_EQ(reduced["self_attn"], 1) << out.text;
+  EXPECT_EQ(reduced["mlp"], 1) << out.text;
+  // The objective prices those collectives as the program does (within a tenth of them).
+  const double objective = j["search_objective_seconds"], step = j["predicted_step_seconds"],
+               communication = j["predicted_communication_seconds"];
+  EXPECT_LT(std::abs(objective - step), 0.1 * communication) << objective << " vs " << step;
+}
+
+// One sequence of GPT-2 on the 8 GPUs of an H100 node: dynamic programming chooses Megatron
+// in every layer — q, k, v and fc by columns, the output projections by rows, attention by 4
+// of the 12 heads — with the sequence split over the other 2 devices.
+TEST(OnnxHeads, DynamicProgrammingChoosesMegatronForGpt2OnAnH100Node) {
+  const Plan p = PlanJson(Sample(kGpt2.file) +
+                          " --devices 8 --batch 1 --search dynamic_programming --cluster dgx-h100");
+  for (const char* layer : {"h.0.", "h.5.", "h.11."}) {
+    const std::string at = layer;
+    for (const char* col : {"attn.q_proj", "attn.k_proj", "attn.v_proj", "mlp.fc"})
+      EXPECT_EQ(p.Of(at + col + ".MatMul"), "((2,1),(1,4))") << at + col;
+    for (const char* row : {"attn.o_proj", "mlp.proj"})
+      EXPECT_EQ(p.Of(at + row + ".MatMul"), "((2,4),(4,1))") << at + row;
+    for (const char* op : {"attn.MatMul", "attn.MatMul_1"})
+      EXPECT_EQ(HeadsSplit(p.Of(at + op)), kGpt2.heads) << at + op << " " << p.Of(at + op);
   }
 }
 

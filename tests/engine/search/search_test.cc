@@ -132,6 +132,25 @@ TEST(DynamicProgramming, FallsBackOnIrreducibleGraphsAndRefusesLargeOnes) {
   EXPECT_NE(refused.status().message().find("beyond its bound of 3"), std::string::npos);
 }
 
+// Past its effort budget (candidate pairs and triples visited), dynamic_programming stops
+// and returns recursive_programming's strategies with the note and gap of an irreducible graph.
+TEST(DynamicProgramming, FallsBackToRecursiveProgrammingPastItsEffortBudget) {
+  ModelGraph m = Ffn(false);
+  SearchOptions o = Options(SearchMode::kDynamicProgramming, 8);
+  auto exact = SearchStrategies(m.graph, o);
+  ASSERT_TRUE(exact.ok()) << exact.status().message();
+  EXPECT_TRUE(exact->note.empty()) << exact->note;
+  o.max_dp_work = 10;
+  auto r = SearchStrategies(m.graph, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(r->note.find("effort budget"), std::string::npos) << r->note;
+  EXPECT_NE(r->note.find("lower bound"), std::string::npos) << r->note;
+  auto rec = SearchStrategies(m.graph, Options(SearchMode::kRecursiveProgramming, 8));
+  ASSERT_TRUE(rec.ok());
+  EXPECT_DOUBLE_EQ(r->step_seconds, rec->step_seconds);
+  EXPECT_LE(exact->step_seconds, r->step_seconds * (1 + 1e-12));
+}
+
 TEST(Search, MemoryBudgetIsRespectedOrTheLargestConsumerNamed) {
   ModelGraph m = Ffn(false);
   auto unlimited = SearchStrategies(m.graph, Options(SearchMode::kShardingPropagation, 8));
