@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Screenshots of each main view of shardscope-gui at 1920x1080 (graph, overview, device
-# matrix, tensor map, redistribution stepper, charts, ranks, timeline, compare) for:
+# matrix, tensor map, redistribution stepper, charts, ranks, timeline, rank, compare) for:
 #   seed004   the seed 004 run (matmul3.yaml: 8 devices, layouts on non-contiguous ranks
 #             0,4,2,6), compared with the seed 002 run (matmul_relu.yaml)
 #   gpt1024   GPT-2 (samples/onnx/gpt2.onnx) planned for 1024 devices (plan only: no charts)

@@ -90,7 +90,7 @@ Status GradBuckets::Add(Communicator& world, size_t instr, std::vector<Tensor>& 
   bucket.data.resize(bucket.data.size() + static_cast<size_t>(grad.size()));
   std::memcpy(bucket.data.data() + offset, grad.data(),
               static_cast<size_t>(grad.size()) * sizeof(float));
-  bucket.entries.push_back({in.outputs[0], offset, grad.size()});
+  bucket.entries.push_back({static_cast<int>(instr), in.outputs[0], offset, grad.size()});
   if (static_cast<int64_t>(bucket.data.size()) * 4 < bucket_bytes_) return Status::Ok();
   return Flush(world, bucket, buffers, stats);
 }
@@ -116,6 +116,9 @@ Status GradBuckets::Flush(Communicator& world, Bucket& bucket, std::vector<Tenso
     std::memcpy(buffers[e.out].data(), bucket.data.data() + e.offset,
                 static_cast<size_t>(e.size) * sizeof(float));
   }
+  if (spans_ != nullptr)
+    spans_->push_back(
+        {bucket.entries.back().instr, kBucketSpanPart, start - origin_, Now() - origin_});
   bucket.entries.clear();
   bucket.data.clear();  // keeps its capacity: no allocation in later steps
   if (stats != nullptr) {

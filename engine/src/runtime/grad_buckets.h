@@ -17,6 +17,7 @@
 namespace shardscope {
 
 struct RankStats;
+struct InstrSpan;
 
 class GradBuckets {
  public:
@@ -29,6 +30,11 @@ class GradBuckets {
   // Whether instruction `instr` reads a deferred gradient (the buckets flush before it).
   bool reads_deferred(size_t instr) const { return reads_deferred_[instr]; }
   int buckets_per_step() const { return buckets_per_step_; }
+  // Each flush appends a span (kBucketSpanPart, seconds from `origin`) to `spans`; null: none.
+  void set_timing(std::vector<InstrSpan>* spans, double origin) {
+    spans_ = spans;
+    origin_ = origin;
+  }
 
   // Copies the input of deferred instruction `instr` into its bucket; reduces the bucket
   // into `buffers` once it holds bucket_bytes.
@@ -38,7 +44,8 @@ class GradBuckets {
 
  private:
   struct Entry {
-    int out = 0;  // DistValue
+    int instr = 0;  // the deferred instruction
+    int out = 0;    // DistValue
     int64_t offset = 0, size = 0;
   };
   struct Bucket {
@@ -56,6 +63,8 @@ class GradBuckets {
   std::vector<Bucket> buckets_;  // one open bucket per distinct rank-group set
   std::map<std::vector<std::vector<int>>, std::unique_ptr<Communicator>> comms_;
   int buckets_per_step_ = 0;
+  std::vector<InstrSpan>* spans_ = nullptr;
+  double origin_ = 0;
 };
 
 }  // namespace shardscope

@@ -1,0 +1,186 @@
+#include "rank_view.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "scene_widget.h"
+#include "shardscope/base/format.h"
+#include "shardscope/viewer/rank_timeline_scene.h"
+
+namespace shardscope::gui {
+namespace {
+
+QTableView* Table(QStandardItemModel* model, QWidget* parent) {
+  auto* table = new QTableView(parent);
+  table->setModel(model);
+  table->verticalHeader()->hide();
+  table->horizontalHeader()->setStretchLastSection(true);
+  table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table->setAlternatingRowColors(true);
+  table->setWordWrap(false);
+  QObject::connect(model, &QAbstractItemModel::modelReset, table,
+                   [table] { table->resizeColumnsToContents(); });
+  return table;
+}
+
+QStandardItem* Text(const QString& text) {
+  auto* item = new QStandardItem(viewer::DrawableText(text));
+  item->setToolTip(item->text());
+  return item;
+}
+
+QStandardItem* Number(const QString& text, const QVariant& exact) {
+  auto* item = new QStandardItem(text);
+  item->setData(exact, Qt::UserRole);
+  item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  return item;
+}
+
+QString Bytes(int64_t b) { return QString::fromStdString(FormatBytes(static_cast<double>(b))); }
+
+QString Share(double part, double whole) {
+  return whole > 0 ? QString::number(100 * part / whole, 'f', 1) + " %" : QString("-");
+}
+
+QString Ms(double s) { return QString::number(s * 1e3, 'f', 3) + " ms"; }
+
+void Reset(QStandardItemModel* model, const QStringList& headers) {
+  model->clear();
+  model->setHorizontalHeaderLabels(headers);
+}
+
+}  // namespace
+
+RankView::RankView(QWidget* parent)
+    : QWidget(parent),
+      rank_box_(new QSpinBox(this)),
+      title_(new QLabel(this)),
+      memory_(new QStandardItemModel(this)),
+      time_(new QStandardItemModel(this)),
+      holdings_(new QStandardItemModel(this)),
+      timeline_(new SceneWidget(this)) {
+  auto* layout = new QVBoxLayout(this);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel("rank", this));
+  rank_box_->setRange(0, 0);
+  rank_box_->setToolTip(
+      "The rank (worker) shown; clicking a rank in the device matrix or a "
+      "block in the tensor map chooses it too");
+  controls->addWidget(rank_box_);
+  controls->addWidget(title_, 1);
+  layout->addLayout(controls);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* tables = new QSplitter(Qt::Vertical, split);
+  tables->addWidget(Table(memory_, tables));
+  tables->addWidget(Table(time_, tables));
+  tables->addWidget(Table(holdings_, tables));
+  tables->setStretchFactor(0, 2);
+  tables->setStretchFactor(1, 3);
+  tables->setStretchFactor(2, 3);
+  split->addWidget(tables);
+  split->addWidget(InScrollArea(timeline_, split));
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 5);
+  layout->addWidget(split, 1);
+  timeline_->SetMessage("Open a run: what the chosen rank holds and its timeline appear here.");
+  connect(rank_box_, &QSpinBox::valueChanged, this, [this](int rank) {
+    Show();
+    emit RankChanged(rank);
+  });
+}
+
+int RankView::rank() const { return rank_box_->value(); }
+
+void RankView::SetRun(const viewer::RunData* run) {
+  run_ = run;
+  const QSignalBlocker blocker(rank_box_);
+  rank_box_->setRange(0, run ? static_cast<int>(std::max<int64_t>(1, run->run.devices) - 1) : 0);
+  Show();
+}
+
+void RankView::SetRank(int rank) {
+  if (rank == rank_box_->value()) return;
+  rank_box_->setValue(rank);  // Show() and RankChanged through valueChanged
+}
+
+void RankView::Show() {
+  error_.clear();
+  Reset(memory_, {"holds", "bytes", "of peak"});
+  Reset(time_, {"operator kind / collective", "time", "count", "of step"});
+  Reset(holdings_, {"parameter", "shape", "layout on this rank"});
+  if (!run_) return;
+  auto read = run_->RankSummaryOf(rank_box_->value());
+  if (!read.ok()) {
+    error_ = QString::fromStdString(read.status().message());
+    title_->setText(error_);
+    timeline_->SetMessage(error_);
+    return;
+  }
+  const store::RankSummary& s = *read;
+  const QString name = s.placed ? "worker" : "rank";
+  if (s.steps == 0) {
+    title_->setText(QString("%1 %2 of %3: no training steps recorded (plan runs: `shardscope "
+                            "plan` prints the predicted memory per device)")
+                        .arg(name)
+                        .arg(s.rank)
+                        .arg(s.run.devices));
+  } else {
+    title_->setText(QString("%1 %2 of %3 — memory at step %4, peak %5; over %6 steps: compute "
+                            "%7, communication %8")
+                        .arg(name)
+                        .arg(s.rank)
+                        .arg(s.run.devices)
+                        .arg(s.last_step)
+                        .arg(Bytes(s.last.peak_bytes))
+                        .arg(s.steps)
+                        .arg(Ms(s.compute_seconds), Ms(s.comm_seconds)));
+  }
+  const double peak = static_cast<double>(s.last.peak_bytes);
+  int64_t sum = 0;
+  for (const store::MemoryRow& m : store::MemoryRows(s)) {
+    if (m.json_key == "peak_bytes") {
+      memory_->appendRow({Text("total (sum of the above)"), Number(Bytes(sum), qint64(sum)),
+                          Text(Share(static_cast<double>(sum), peak))});
+    } else {
+      sum += m.bytes;
+    }
+    auto* what = Text(QString::fromStdString(m.what));
+    what->setData(QString::fromStdString(m.json_key), Qt::UserRole);
+    memory_->appendRow({what, Number(Bytes(m.bytes), qint64(m.bytes)),
+                        Text(Share(static_cast<double>(m.bytes), peak))});
+  }
+  const store::RankTiming& t = s.timing;
+  const double step_time = t.compute + t.comm;
+  for (const auto* by : {&t.compute_by_kind, &t.collectives}) {
+    for (const auto& [kind, v] : *by) {
+      time_->appendRow({Text(QString::fromStdString(kind)), Number(Ms(v.first), v.first),
+                        Number(QString::number(v.second), qint64(v.second)),
+                        Text(Share(v.first, step_time))});
+    }
+  }
+  if (t.step != store::kNone) {
+    time_->appendRow({Text("compute (all operators)"), Number(Ms(t.compute), t.compute), Text(""),
+                      Text(Share(t.compute, step_time))});
+    time_->appendRow({Text("communication (all)"), Number(Ms(t.comm), t.comm), Text(""),
+                      Text(Share(t.comm, step_time))});
+  }
+  for (const auto& p : s.parameters) {
+    QString shape;
+    for (int64_t d : p.shape) shape += (shape.isEmpty() ? "" : "×") + QString::number(d);
+    holdings_->appendRow({Text(QString::fromStdString(p.name)), Text(shape),
+                          Text(QString::fromStdString(p.layout))});
+  }
+  for (const auto& o : s.operators)
+    holdings_->appendRow({Text("operator " + QString::fromStdString(o)), Text(""), Text("")});
+  timeline_->SetScene(viewer::BuildRankTimelineScene(s));
+}
+
+}  // namespace shardscope::gui
