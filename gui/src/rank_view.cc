@@ -10,6 +10,7 @@
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "scene_widget.h"
 #include "shardscope/base/format.h"
@@ -22,6 +23,7 @@ QTableView* Table(QStandardItemModel* model, QWidget* parent) {
   auto* table = new QTableView(parent);
   table->setModel(model);
   table->verticalHeader()->hide();
+  table->verticalHeader()->setDefaultSectionSize(22);
   table->horizontalHeader()->setStretchLastSection(true);
   table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table->setAlternatingRowColors(true);
@@ -79,16 +81,17 @@ RankView::RankView(QWidget* parent)
   layout->addLayout(controls);
   auto* split = new QSplitter(Qt::Horizontal, this);
   auto* tables = new QSplitter(Qt::Vertical, split);
-  tables->addWidget(Table(memory_, tables));
-  tables->addWidget(Table(time_, tables));
-  tables->addWidget(Table(holdings_, tables));
-  tables->setStretchFactor(0, 2);
-  tables->setStretchFactor(1, 3);
-  tables->setStretchFactor(2, 3);
+  for (QStandardItemModel* model : {memory_, time_, holdings_}) {
+    tables_.push_back(Table(model, tables));
+    tables->addWidget(tables_.back());
+  }
+  // The memory rows whole (six rows), the rest shared by time and holdings.
+  tables_[0]->setMinimumHeight(6 * 22 + 30);
+  tables->setMinimumWidth(480);  // every column of the tables
+  tables->setSizes({6 * 22 + 30, 300, 200});
   split->addWidget(tables);
   split->addWidget(InScrollArea(timeline_, split));
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 5);
+  split->setSizes({560, 1300});
   layout->addWidget(split, 1);
   timeline_->SetMessage("Open a run: what the chosen rank holds and its timeline appear here.");
   connect(rank_box_, &QSpinBox::valueChanged, this, [this](int rank) {
@@ -157,20 +160,27 @@ void RankView::Show() {
     memory_->appendRow({what, Number(Bytes(m.bytes), qint64(m.bytes)),
                         Text(Share(static_cast<double>(m.bytes), peak))});
   }
+  // Time: the totals, then operator kinds and collectives, the largest first.
   const store::RankTiming& t = s.timing;
   const double step_time = t.compute + t.comm;
-  for (const auto* by : {&t.compute_by_kind, &t.collectives}) {
-    for (const auto& [kind, v] : *by) {
-      time_->appendRow({Text(QString::fromStdString(kind)), Number(Ms(v.first), v.first),
-                        Number(QString::number(v.second), qint64(v.second)),
-                        Text(Share(v.first, step_time))});
-    }
-  }
   if (t.step != store::kNone) {
     time_->appendRow({Text("compute (all operators)"), Number(Ms(t.compute), t.compute), Text(""),
                       Text(Share(t.compute, step_time))});
     time_->appendRow({Text("communication (all)"), Number(Ms(t.comm), t.comm), Text(""),
                       Text(Share(t.comm, step_time))});
+  }
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> kinds;
+  for (const auto* by : {&t.compute_by_kind, &t.collectives})
+    kinds.insert(kinds.end(), by->begin(), by->end());
+  std::stable_sort(kinds.begin(), kinds.end(),
+                   [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  for (const auto& [kind, v] : kinds) {
+    const bool compute = t.compute_by_kind.count(kind) > 0;
+    time_->appendRow({Text(QString::fromStdString(kind) + (compute ? "" : "  (comm)")),
+                      Number(Ms(v.first), v.first),
+                      Number(QString::number(v.second), qint64(v.second)),
+                      Text(Share(v.first, step_time))});
+    time_->item(time_->rowCount() - 1, 0)->setData(QString::fromStdString(kind), Qt::UserRole);
   }
   for (const auto& p : s.parameters) {
     QString shape;
@@ -180,7 +190,10 @@ void RankView::Show() {
   }
   for (const auto& o : s.operators)
     holdings_->appendRow({Text("operator " + QString::fromStdString(o)), Text(""), Text("")});
-  timeline_->SetScene(viewer::BuildRankTimelineScene(s));
+  timeline_->SetScene(viewer::BuildRankTimelineScene(s, /*breakdown=*/false));
+  for (QTableView* table : tables_) {
+    table->resizeColumnsToContents();
+  }
 }
 
 }  // namespace shardscope::gui

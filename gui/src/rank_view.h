@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QWidget>
+#include <vector>
 
 #include "shardscope/viewer/run_document.h"
 
@@ -28,7 +29,8 @@ class RankView : public QWidget {
   int rank() const;
 
   // For tests: the rows as shown. Memory rows: what, bytes (Qt::UserRole: exact bytes),
-  // share of the peak; time rows: kind, seconds (UserRole: exact), count, share.
+  // share of the peak; time rows: kind (UserRole: the kind as inspect names it), seconds
+  // (UserRole: exact), count, share of the step.
   QStandardItemModel* memory_model() const { return memory_; }
   QStandardItemModel* time_model() const { return time_; }
   QStandardItemModel* holdings_model() const { return holdings_; }
@@ -47,6 +49,7 @@ class RankView : public QWidget {
   QStandardItemModel* memory_;
   QStandardItemModel* time_;
   QStandardItemModel* holdings_;
+  std::vector<QTableView*> tables_;
   SceneWidget* timeline_;
   QString error_;
 };

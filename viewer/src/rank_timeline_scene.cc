@@ -11,7 +11,7 @@ namespace shardscope::viewer {
 namespace {
 
 constexpr double kLabelWidth = 130;
-constexpr double kChartWidth = 1100;
+constexpr double kChartWidth = 760;  // as the pipeline timeline
 constexpr double kLaneHeight = 30;
 constexpr double kLaneGap = 8;
 const QColor kCompute(76, 139, 202);
@@ -39,7 +39,7 @@ QColor ColourOf(const store::RankSpan& s) {
 
 }  // namespace
 
-Scene BuildRankTimelineScene(const store::RankSummary& summary) {
+Scene BuildRankTimelineScene(const store::RankSummary& summary, bool breakdown) {
   Scene scene;
   const store::RankTiming& timing = summary.timing;
   if (timing.spans.empty()) {
@@ -131,10 +131,14 @@ Scene BuildRankTimelineScene(const store::RankSummary& summary) {
     SceneItem swatch = BoxItem(QRectF(lx, y + 2, 14, 12), colour, "");
     swatch.role = "legend";
     scene.items.push_back(swatch);
-    scene.items.push_back(TextItem(QRectF(lx + 18, y, 250, 16), text, 9));
-    lx += 270;
+    scene.items.push_back(TextItem(QRectF(lx + 18, y, 200, 16), text, 9));
+    lx += lx == 0 ? 180 : 210;
   }
   y += 24;
+  if (!breakdown) {
+    scene.bounds = QRectF(-8, -8, kLabelWidth + kChartWidth + 24, y + 8);
+    return scene;
+  }
   // Where the time goes: per operator kind, then per collective.
   scene.items.push_back(TextItem(QRectF(0, y, 600, 16),
                                  "time by operator kind and by collective (this step)", 10, true));

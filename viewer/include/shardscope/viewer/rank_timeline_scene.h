@@ -7,7 +7,8 @@
 // "collectives" (each redistribution step inside its redistribution, light orange). Boxes have
 // role "span", key = instruction_span.kind, id = the instruction's ordinal, and are labelled
 // with the operator or collective where they fit. The title gives compute against
-// communication; a table under the lanes sums them per operator kind and per collective.
+// communication; a table under the lanes (`breakdown`) sums them per operator kind and per
+// collective (the GUI shows that table beside the picture instead).
 #pragma once
 
 #include "shardscope/store/rank_summary.h"
@@ -16,6 +17,6 @@
 namespace shardscope::viewer {
 
 // "no per-instruction timing recorded ..." (role "label") when summary.timing has no spans.
-Scene BuildRankTimelineScene(const store::RankSummary& summary);
+Scene BuildRankTimelineScene(const store::RankSummary& summary, bool breakdown = true);
 
 }  // namespace shardscope::viewer
