@@ -44,6 +44,7 @@ record seed002 matmul_relu
 gui "$RUNS/seed004.db" seed004_ --compare "$RUNS/seed002.db"
 render "$RUNS/seed004.db" --view mesh 1 --axis sp --out "$OUT/seed004_render_mesh.png"
 render "$RUNS/seed004.db" --view redistribution 0 --out "$OUT/seed004_render_redistribution.png"
+render "$RUNS/seed004.db" --view timeline --rank 3 --out "$OUT/seed004_render_rank_timeline.png"
 # GPT-2 planned for 1024 devices: heat-map meshes, frames with one group drawn in full.
 "$BIN/shardscope" plan samples/onnx/gpt2.onnx --devices 1024 --batch 1024 \
   --search recursive_programming --record "$RUNS/gpt1024.db" >/dev/null

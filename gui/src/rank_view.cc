@@ -129,6 +129,9 @@ void RankView::Show() {
   }
   const store::RankSummary& s = *read;
   const QString name = s.placed ? "worker" : "rank";
+  if (s.placed)
+    holdings_->setHorizontalHeaderLabels(
+        {"parameter, operator or transfer", "shape or bytes", "layout or what"});
   if (s.steps == 0) {
     title_->setText(QString("%1 %2 of %3: no training steps recorded (plan runs: `shardscope "
                             "plan` prints the predicted memory per device)")
@@ -150,14 +153,17 @@ void RankView::Show() {
   int64_t sum = 0;
   for (const store::MemoryRow& m : store::MemoryRows(s)) {
     if (m.json_key == "peak_bytes") {
-      memory_->appendRow({Text("total (sum of the above)"), Number(Bytes(sum), qint64(sum)),
+      memory_->appendRow({Text("total (sum of the above)"),
+                          Number(s.steps > 0 ? Bytes(sum) : "not recorded", qint64(sum)),
                           Text(Share(static_cast<double>(sum), peak))});
     } else {
       sum += m.bytes;
     }
     auto* what = Text(QString::fromStdString(m.what));
     what->setData(QString::fromStdString(m.json_key), Qt::UserRole);
-    memory_->appendRow({what, Number(Bytes(m.bytes), qint64(m.bytes)),
+    // A plan run recorded no step: "not recorded" rather than 0 B.
+    memory_->appendRow({what,
+                        Number(s.steps > 0 ? Bytes(m.bytes) : "not recorded", qint64(m.bytes)),
                         Text(Share(static_cast<double>(m.bytes), peak))});
   }
   // Time: the totals, then operator kinds and collectives, the largest first.
@@ -190,6 +196,16 @@ void RankView::Show() {
   }
   for (const auto& o : s.operators)
     holdings_->appendRow({Text("operator " + QString::fromStdString(o)), Text(""), Text("")});
+  for (const auto& p : s.crossing) {  // placed: what crosses to or from the worker
+    const auto name = s.tensor_names.find(p.tensor_id);
+    holdings_->appendRow(
+        {Text(QString("%1 %2 worker %3")
+                  .arg(QString::fromStdString(name != s.tensor_names.end() ? name->second : ""))
+                  .arg(p.src_rank == s.rank ? "→" : "←")
+                  .arg(p.src_rank == s.rank ? p.dst_rank : p.src_rank)),
+         Number(Bytes(p.bytes) + " per step", qint64(p.bytes)),
+         Text(p.is_backward ? "gradient" : "activation")});
+  }
   timeline_->SetScene(viewer::BuildRankTimelineScene(s, /*breakdown=*/false));
   for (QTableView* table : tables_) {
     table->resizeColumnsToContents();

@@ -43,13 +43,14 @@ Scene BuildRankTimelineScene(const store::RankSummary& summary, bool breakdown) 
   Scene scene;
   const store::RankTiming& timing = summary.timing;
   if (timing.spans.empty()) {
-    SceneItem none =
-        TextItem(QRectF(0, 0, 760, 24),
-                 summary.placed ? "placed run: its timeline is the pipeline timeline (per worker)"
-                                : QString("no per-instruction timing recorded for rank %1 (train "
-                                          "--timing-every N records it)")
-                                      .arg(summary.rank),
-                 11);
+    SceneItem none = TextItem(
+        QRectF(0, 0, 760, 24),
+        summary.placed       ? "placed run: this worker's spans are in the Pipeline timeline"
+        : summary.steps == 0 ? "plan run: no training steps, so nothing was timed"
+                             : QString("no per-instruction timing recorded for rank %1 (train "
+                                       "--timing-every N records it)")
+                                   .arg(summary.rank),
+        11);
     none.role = "label";
     scene.items.push_back(none);
     scene.bounds = QRectF(-8, -8, 776, 40);
