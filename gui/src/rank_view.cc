@@ -79,18 +79,22 @@ RankView::RankView(QWidget* parent)
   controls->addWidget(rank_box_);
   controls->addWidget(title_, 1);
   layout->addLayout(controls);
+  // Left: memory (its six rows whole) over time by kind; right: the timeline over what the
+  // rank holds.
   auto* split = new QSplitter(Qt::Horizontal, this);
   auto* tables = new QSplitter(Qt::Vertical, split);
+  auto* right = new QSplitter(Qt::Vertical, split);
   for (QStandardItemModel* model : {memory_, time_, holdings_}) {
     tables_.push_back(Table(model, tables));
-    tables->addWidget(tables_.back());
+    (model == holdings_ ? right : tables)->addWidget(tables_.back());
   }
-  // The memory rows whole (six rows), the rest shared by time and holdings.
   tables_[0]->setMinimumHeight(6 * 22 + 30);
   tables->setMinimumWidth(480);  // every column of the tables
-  tables->setSizes({6 * 22 + 30, 300, 200});
+  tables->setSizes({6 * 22 + 30, 400});
+  right->insertWidget(0, InScrollArea(timeline_, right));
+  right->setSizes({260, 140});
   split->addWidget(tables);
-  split->addWidget(InScrollArea(timeline_, split));
+  split->addWidget(right);
   split->setSizes({560, 1300});
   layout->addWidget(split, 1);
   timeline_->SetMessage("Open a run: what the chosen rank holds and its timeline appear here.");
