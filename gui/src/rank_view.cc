@@ -118,7 +118,15 @@ void RankView::SetRank(int rank) {
   rank_box_->setValue(rank);  // Show() and RankChanged through valueChanged
 }
 
+void RankView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  if (stale_) Show();
+}
+
 void RankView::Show() {
+  // Hidden (another dock's tab in front): read the file when the view comes into view.
+  stale_ = !isVisible();
+  if (stale_) return;
   error_.clear();
   Reset(memory_, {"holds", "bytes", "of peak"});
   Reset(time_, {"operator kind / collective", "time", "count", "of step"});

@@ -41,8 +41,13 @@ class RankView : public QWidget {
  signals:
   void RankChanged(int rank);
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+
  private:
+  // Reads the rank's summary from the file now when shown, else when it comes into view.
   void Show();
+  bool stale_ = false;
   const viewer::RunData* run_ = nullptr;
   QSpinBox* rank_box_;
   QLabel* title_;
