@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Screenshots of each main view of shardscope-gui at 1920x1080 (graph, overview, device
-# matrix, tensor map, redistribution stepper, charts, ranks, timeline, compare) for:
+# matrix, tensor map, redistribution stepper, charts, ranks, timeline, rank, compare) for:
 #   seed004   the seed 004 run (matmul3.yaml: 8 devices, layouts on non-contiguous ranks
 #             0,4,2,6), compared with the seed 002 run (matmul_relu.yaml)
 #   gpt1024   GPT-2 (samples/onnx/gpt2.onnx) planned for 1024 devices (plan only: no charts)
@@ -44,6 +44,7 @@ record seed002 matmul_relu
 gui "$RUNS/seed004.db" seed004_ --compare "$RUNS/seed002.db"
 render "$RUNS/seed004.db" --view mesh 1 --axis sp --out "$OUT/seed004_render_mesh.png"
 render "$RUNS/seed004.db" --view redistribution 0 --out "$OUT/seed004_render_redistribution.png"
+render "$RUNS/seed004.db" --view timeline --rank 3 --out "$OUT/seed004_render_rank_timeline.png"
 # GPT-2 planned for 1024 devices: heat-map meshes, frames with one group drawn in full.
 "$BIN/shardscope" plan samples/onnx/gpt2.onnx --devices 1024 --batch 1024 \
   --search recursive_programming --record "$RUNS/gpt1024.db" >/dev/null

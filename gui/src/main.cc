@@ -6,10 +6,12 @@
 #include <QImage>
 #include <QScreen>
 #include <QTimer>
+#include <algorithm>
 #include <cstdio>
 
 #include "graph_view.h"
 #include "main_window.h"
+#include "rank_view.h"
 #include "shardscope/store/display_text.h"
 #include "shardscope/viewer/run_document.h"
 #include "stepper.h"
@@ -21,7 +23,7 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
                      const QString& prefix) {
   QDir().mkpath(dir);
   for (const char* view : {"graph", "overview", "mesh", "tensor", "redistribution", "charts",
-                           "ranks", "timeline", "compare"}) {
+                           "ranks", "timeline", "rank", "compare"}) {
     const QString name(view);
     // Docks are shown beside the graph; overview and compare are tabs of their own.
     if (name != "overview" && name != "compare") window->ShowView("graph");
@@ -32,6 +34,10 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
       // Show a rank's view of the first redistributed tensor.
       const auto& r = window->document()->data().redistributions.front();
       window->SelectTensor(r.tensor_id);
+    }
+    if (name == "rank" && window->document()) {  // a rank other than 0 when there is one
+      const int64_t devices = window->document()->data().run.devices;
+      window->rank_view()->SetRank(static_cast<int>(std::clamp<int64_t>(devices - 1, 0, 3)));
     }
     if (name == "redistribution") window->stepper()->GoTo(window->stepper()->frames() > 1 ? 1 : 0);
     QApplication::processEvents();

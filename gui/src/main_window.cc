@@ -34,6 +34,7 @@
 #include "details.h"
 #include "graph_view.h"
 #include "models.h"
+#include "rank_view.h"
 #include "scene_widget.h"
 #include "shardscope/viewer/charts.h"
 #include "shardscope/viewer/layout_text.h"
@@ -90,6 +91,7 @@ MainWindow::MainWindow()
       rank_model_(new RankTableModel(this)),
       timeline_view_(new SceneWidget(this)),
       timeline_step_(new QSpinBox(this)),
+      rank_view_(new RankView(this)),
       compare_model_(new CompareModel(this)),
       figures_model_(new FiguresCompareModel(this)),
       compare_left_(new QPlainTextEdit(this)),
@@ -267,8 +269,17 @@ void MainWindow::BuildDocks() {
   connect(mesh_view_, &SceneWidget::Clicked, this, [this](const QString& role, qint64 id) {
     if (role == "rank") {
       tensor_rank_->setValue(static_cast<int>(id));
+      rank_view_->SetRank(static_cast<int>(id));
+      ShowView("rank");
     }
   });
+  // A block of the tensor map: its lowest holder becomes the rank of the stepper and Rank view.
+  connect(tensor_view_, &SceneWidget::Clicked, this, [this](const QString& role, qint64 id) {
+    const auto found = tensor_view_->scene().Find(role, id);
+    if (role == "block" && !found.empty() && !found.front()->key.isEmpty())
+      rank_view_->SetRank(found.front()->key.toInt());
+  });
+  connect(rank_view_, &RankView::RankChanged, stepper_, &RedistributionStepper::SetRank);
   tabifyDockWidget(mesh_dock, tensor_dock);
   mesh_dock->raise();
 
@@ -304,6 +315,8 @@ void MainWindow::BuildDocks() {
   tabifyDockWidget(redist_dock, charts_dock);
   tabifyDockWidget(charts_dock, ranks_dock);
   tabifyDockWidget(ranks_dock, timeline_dock);
+  QDockWidget* rank_dock = MakeDock("Rank", "rank", rank_view_, this, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(timeline_dock, rank_dock);
   redist_dock->raise();
   // Details and the device matrix run the full height; the stepper sits under the graph.
   setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
@@ -312,7 +325,7 @@ void MainWindow::BuildDocks() {
   resizeDocks({redist_dock}, {560}, Qt::Vertical);
   QMenu* view = menuBar()->addMenu("&View");
   for (QDockWidget* dock : {details_dock, mesh_dock, tensor_dock, redist_dock, charts_dock,
-                            ranks_dock, timeline_dock}) {
+                            ranks_dock, timeline_dock, rank_dock}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addSeparator();
@@ -325,7 +338,8 @@ void MainWindow::ShowView(const QString& name) {
   if (name == "compare") tabs_->setCurrentIndex(2);
   const std::map<QString, QString> docks = {
       {"mesh", "mesh"},     {"tensor", "tensor"}, {"redistribution", "redistribution"},
-      {"charts", "charts"}, {"ranks", "ranks"},   {"timeline", "timeline"}};
+      {"charts", "charts"}, {"ranks", "ranks"},   {"timeline", "timeline"},
+      {"rank", "rank"}};
   auto it = docks.find(name);
   if (it != docks.end()) {
     if (auto* dock = findChild<QDockWidget*>(it->second)) {
@@ -448,6 +462,7 @@ void MainWindow::ShowRun() {
   rank_model_->SetRows(data.rank_totals,
                        data.run.search == "place" || !data.pipeline_spans.empty());
   ShowTimeline();
+  rank_view_->SetRun(&data);
   redistribution_model_->SetRun(&data);
   charts_->SetData(viewer::BuildChartsData(data));
   last_updated_at_ = data.run.updated_at;

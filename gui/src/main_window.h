@@ -33,6 +33,7 @@ class CompareModel;
 class FiguresCompareModel;
 class GraphView;
 class RankTableModel;
+class RankView;
 class RedistributionStepper;
 class RedistributionTableModel;
 class SceneWidget;
@@ -75,8 +76,9 @@ class MainWindow : public QMainWindow {
   SceneWidget* timeline_view() const { return timeline_view_; }
   QSpinBox* timeline_step() const { return timeline_step_; }
   QTabWidget* tabs() const { return tabs_; }
+  RankView* rank_view() const { return rank_view_; }
   // Shows one of the main views in front: "graph", "overview", "compare", "mesh",
-  // "tensor", "redistribution", "charts", "ranks", "timeline" (screenshots).
+  // "tensor", "redistribution", "charts", "ranks", "timeline", "rank" (screenshots).
   void ShowView(const QString& name);
   // View > Reset Layout: docks, tabs and sizes as a new window has them.
   void ResetLayout();
@@ -135,6 +137,7 @@ class MainWindow : public QMainWindow {
   QTableView* ranks_;
   SceneWidget* timeline_view_;
   QSpinBox* timeline_step_;
+  RankView* rank_view_;
   CompareModel* compare_model_;
   FiguresCompareModel* figures_model_;
   QTableView* compare_table_;

@@ -67,6 +67,10 @@ void SceneWidget::paintEvent(QPaintEvent*) {
   viewer::PaintScene(scene_, &painter);
 }
 
+QPoint SceneWidget::ToWidget(const QPointF& scene_point) const {
+  return ((scene_point - scene_.bounds.topLeft()) * Scale()).toPoint();
+}
+
 void SceneWidget::mousePressEvent(QMouseEvent* event) {
   const QPointF at = event->position() / Scale() + scene_.bounds.topLeft();
   for (auto it = scene_.items.rbegin(); it != scene_.items.rend(); ++it) {

@@ -22,6 +22,8 @@ class SceneWidget : public QWidget {
   const viewer::Scene& scene() const { return scene_; }
   const QString& message() const { return message_; }
   QSize sizeHint() const override { return {420, 300}; }
+  // Where a point of the scene is drawn in the widget (tests click items there).
+  QPoint ToWidget(const QPointF& scene_point) const;
 
  signals:
   void Clicked(const QString& role, qint64 id);

@@ -104,6 +104,11 @@ void RedistributionStepper::TogglePlay() {
   }
 }
 
+void RedistributionStepper::SetRank(int rank) {
+  rank_ = rank;
+  Show();
+}
+
 void RedistributionStepper::Show() {
   error_.clear();
   const store::RedistributionRecord* r = run_ ? run_->Redistribution(id_) : nullptr;
@@ -113,7 +118,8 @@ void RedistributionStepper::Show() {
     return;
   }
   position_->setText(QString("step %1 / %2").arg(step_ + 1).arg(frames_));
-  auto scene = viewer::BuildRedistributionFrame(*run_, *r, step_);
+  position_->setText(position_->text() + (rank_ >= 0 ? QString(", rank %1").arg(rank_) : ""));
+  auto scene = viewer::BuildRedistributionFrame(*run_, *r, step_, {.rank = rank_});
   if (!scene.ok()) {
     error_ = QString::fromStdString(scene.status().message());
     view_->SetMessage(error_);

@@ -30,6 +30,9 @@ class RedistributionStepper : public QWidget {
   QString error() const { return error_; }
   // What the frame area says when no redistribution is shown.
   void SetIdleMessage(const QString& message);
+  // Arrows into this rank's blocks only (viewer::FrameOptions::rank); -1: every moved block.
+  void SetRank(int rank);
+  int rank() const { return rank_; }
 
  public slots:
   void Next();
@@ -49,6 +52,7 @@ class RedistributionStepper : public QWidget {
   int64_t id_ = -1;
   int step_ = 0;
   int frames_ = 0;
+  int rank_ = -1;
   QString error_;
   QString idle_message_;
   SceneWidget* view_;

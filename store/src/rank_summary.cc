@@ -16,19 +16,14 @@ using Json = nlohmann::ordered_json;
 
 constexpr size_t kSlowest = 10;  // instructions listed from the last timed step
 
-struct Timing {
-  double compute = 0, comm = 0, span = 0;
-  // seconds and count by operator kind (compute) and by collective (redistribution steps)
-  std::map<std::string, std::pair<double, int64_t>> compute_by_kind, collectives;
-  std::vector<std::pair<double, std::string>> slowest;  // seconds, instruction text
-  int64_t step = kNone;
-};
-
-Result<Timing> ReadTiming(const RunReader& r, int64_t rank) {
-  Timing t;
-  SHARDSCOPE_ASSIGN_OR_RETURN(auto steps, r.TimedSteps());
-  if (steps.empty()) return t;
-  t.step = steps.back();
+// Names each span of `rank` in `step` and sums compute against communication.
+Result<RankTiming> ReadTiming(const RunReader& r, int64_t rank, int64_t step) {
+  RankTiming t;
+  SHARDSCOPE_ASSIGN_OR_RETURN(t.timed_steps, r.TimedSteps());
+  if (t.timed_steps.empty()) return t;
+  if (step == kNone) step = t.timed_steps.back();
+  if (!std::binary_search(t.timed_steps.begin(), t.timed_steps.end(), step)) return t;
+  t.step = step;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto spans, r.InstructionSpans(t.step, t.step, rank));
   if (spans.empty()) return t;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto programs, r.Programs());
@@ -36,8 +31,8 @@ Result<Timing> ReadTiming(const RunReader& r, int64_t rank) {
   for (auto& p : programs)
     if (p.rank == kNone) program = std::move(p.instructions);
   SHARDSCOPE_ASSIGN_OR_RETURN(auto ops, r.Operators(false));
-  std::map<int64_t, std::string> op_kind;
-  for (const auto& o : ops) op_kind[o.id] = o.kind;
+  std::map<int64_t, const OperatorRecord*> op_of;
+  for (const auto& o : ops) op_of[o.id] = &o;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto redists, r.Redistributions());
   std::map<int64_t, const RedistributionRecord*> by_id;
   for (const auto& d : redists) by_id[d.id] = &d;
@@ -47,28 +42,45 @@ Result<Timing> ReadTiming(const RunReader& r, int64_t rank) {
     const InstructionRecord* in = s.ordinal >= 0 && static_cast<size_t>(s.ordinal) < program.size()
                                       ? &program[s.ordinal]
                                       : nullptr;
+    RankSpan named{.ordinal = s.ordinal,
+                   .part = s.part,
+                   .kind = s.kind,
+                   .name = s.kind,
+                   .text = in != nullptr ? in->text : "instruction " + std::to_string(s.ordinal),
+                   .start_seconds = s.start_seconds,
+                   .end_seconds = s.end_seconds};
     std::string kind = s.kind;
     if (s.kind == "compute") {
       t.compute += secs;
-      if (in != nullptr && op_kind.count(in->op_id)) kind = op_kind[in->op_id];
+      if (in != nullptr && op_of.count(in->op_id)) {
+        kind = op_of[in->op_id]->kind;
+        named.name = op_of[in->op_id]->name;
+      }
     } else if (s.kind == "redistribution") {
       t.comm += secs;
+      if (in != nullptr) named.name = "redistribute " + std::to_string(in->redistribution_id);
+    } else if (s.kind == "bucket") {  // gradient all-reduces of a bucket, one call
+      t.comm += secs;
+      kind = named.name = "all-reduce (gradient bucket)";
+      if (in != nullptr) named.text = "gradient bucket all-reduce, up to " + in->text;
     } else if (in != nullptr && by_id.count(in->redistribution_id)) {
       const auto& st = by_id[in->redistribution_id]->steps;
       if (s.part >= 0 && static_cast<size_t>(s.part) < st.size()) kind = st[s.part].kind;
+      named.name = kind;
     }
     if (s.kind != "redistribution") {
       auto& [sum, count] = (s.kind == "compute" ? t.compute_by_kind : t.collectives)[kind];
       sum += secs;
       ++count;
     }
-    if (s.part == kNone)
-      t.slowest.emplace_back(secs,
-                             in != nullptr ? in->text : "instruction " + std::to_string(s.ordinal));
+    if (s.part == kNone) t.slowest.emplace_back(secs, named.text);
+    t.spans.push_back(std::move(named));
   }
   std::stable_sort(t.slowest.begin(), t.slowest.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   if (t.slowest.size() > kSlowest) t.slowest.resize(kSlowest);
+  std::stable_sort(t.spans.begin(), t.spans.end(),
+                   [](const auto& a, const auto& b) { return a.start_seconds < b.start_seconds; });
   return t;
 }
 
@@ -80,74 +92,97 @@ std::string Ms(double s) {
 
 std::string Bytes(int64_t b) { return FormatBytes(static_cast<double>(b)); }
 
+std::string TensorName(const RankSummary& s, int64_t id) {
+  auto it = s.tensor_names.find(id);
+  return it != s.tensor_names.end() ? it->second : "tensor " + std::to_string(id);
+}
+
 }  // namespace
 
-Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool json) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(RunInfo run, r.Run());
+std::vector<MemoryRow> MemoryRows(const RankSummary& s) {
+  return {{"parameters", "param_bytes", s.last.param_bytes},
+          {"gradients", "grad_bytes", s.last.grad_bytes},
+          {"optimizer", "optimizer_bytes", s.last.optimizer_bytes},
+          {"activations", "activation_bytes", s.last.activation_bytes},
+          {"peak", "peak_bytes", s.last.peak_bytes}};
+}
+
+Result<RankSummary> ReadRankSummary(const RunReader& r, int64_t rank, int64_t timed_step) {
+  RankSummary s;
+  SHARDSCOPE_ASSIGN_OR_RETURN(s.run, r.Run());
+  const RunInfo& run = s.run;
   if (rank < 0 || rank >= run.devices) {
     return Status(StatusCode::kNotFound, r.path() + ": rank " + std::to_string(rank) +
                                              " is not in the run (ranks 0 to " +
                                              std::to_string(run.devices - 1) + ")");
   }
+  s.rank = rank;
   SHARDSCOPE_ASSIGN_OR_RETURN(auto series, r.RankSeries(rank));
   SHARDSCOPE_ASSIGN_OR_RETURN(auto ops, r.Operators(false));
   SHARDSCOPE_ASSIGN_OR_RETURN(auto tensors, r.Tensors());
-  SHARDSCOPE_ASSIGN_OR_RETURN(Timing timing, ReadTiming(r, rank));
-  const bool placed = run.search == "place";
-  SHARDSCOPE_ASSIGN_OR_RETURN(auto pairs, r.SendRecvs());
-  std::erase_if(pairs,
+  SHARDSCOPE_ASSIGN_OR_RETURN(s.timing, ReadTiming(r, rank, timed_step));
+  s.placed = run.search == "place";
+  SHARDSCOPE_ASSIGN_OR_RETURN(s.crossing, r.SendRecvs());
+  std::erase_if(s.crossing,
                 [&](const SendRecvRecord& p) { return p.src_rank != rank && p.dst_rank != rank; });
-  RankStepRecord last;
-  double compute = 0, comm = 0;
-  int64_t sent = 0, recv = 0;
+  s.steps = static_cast<int64_t>(series.size());
   for (const auto& [step, f] : series) {
-    compute += f.compute_seconds;
-    comm += f.comm_seconds;
-    sent += f.bytes_sent;
-    recv += f.bytes_recv;
-    last = f;
+    s.compute_seconds += f.compute_seconds;
+    s.comm_seconds += f.comm_seconds;
+    s.bytes_sent += f.bytes_sent;
+    s.bytes_recv += f.bytes_recv;
+    s.last = f;
+    s.last_step = step;
   }
   // SPMD: every rank holds a shard of every parameter; placed: the parameters of its operators.
-  std::vector<const TensorRecord*> params;
   std::map<int64_t, int64_t> worker_of;  // operator id -> worker
-  std::map<int64_t, std::string> tensor_name;
-  for (const auto& t : tensors) tensor_name[t.id] = t.name;
+  for (const auto& t : tensors) s.tensor_names[t.id] = t.name;
   for (const auto& o : ops) worker_of[o.id] = o.worker;
-  std::vector<const OperatorRecord*> placed_ops;
   for (const auto& o : ops)
-    if (placed && o.worker == rank && !o.is_backward) placed_ops.push_back(&o);
+    if (s.placed && o.worker == rank && !o.is_backward) s.operators.push_back(o.name);
   for (const auto& t : tensors) {
     if (t.kind != "parameter") continue;
-    if (placed) {
+    if (s.placed) {
       bool mine = false;
       SHARDSCOPE_ASSIGN_OR_RETURN(auto consumers, r.EdgesOfTensor(t.id));
       for (const auto& e : consumers) mine = mine || worker_of[e.dst_op] == rank;
       if (!mine) continue;
     }
-    params.push_back(&t);
+    s.parameters.push_back(t);
   }
+  return s;
+}
+
+Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool json) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(RankSummary s, ReadRankSummary(r, rank));
+  return FormatRankSummary(s, json);
+}
+
+std::string FormatRankSummary(const RankSummary& s, bool json) {
+  const RunInfo& run = s.run;
+  const int64_t rank = s.rank;
+  const bool placed = s.placed;
+  const RankStepRecord& last = s.last;
+  const RankTiming& timing = s.timing;
   if (json) {
     Json j;
     j["run"] = run.name;
     j["rank"] = rank;
-    j["steps"] = static_cast<int64_t>(series.size());
-    j["memory"] = {{"param_bytes", last.param_bytes},
-                   {"grad_bytes", last.grad_bytes},
-                   {"optimizer_bytes", last.optimizer_bytes},
-                   {"activation_bytes", last.activation_bytes},
-                   {"peak_bytes", last.peak_bytes}};
-    j["compute_seconds"] = compute;
-    j["comm_seconds"] = comm;
-    j["bytes_sent"] = sent;
-    j["bytes_recv"] = recv;
+    j["steps"] = s.steps;
+    j["memory"] = Json::object();
+    for (const MemoryRow& m : MemoryRows(s)) j["memory"][m.json_key] = m.bytes;
+    j["compute_seconds"] = s.compute_seconds;
+    j["comm_seconds"] = s.comm_seconds;
+    j["bytes_sent"] = s.bytes_sent;
+    j["bytes_recv"] = s.bytes_recv;
     j["parameters"] = Json::array();
-    for (const auto* t : params)
-      j["parameters"].push_back({{"name", t->name}, {"shape", t->shape}, {"layout", t->layout}});
+    for (const auto& t : s.parameters)
+      j["parameters"].push_back({{"name", t.name}, {"shape", t.shape}, {"layout", t.layout}});
     j["operators"] = Json::array();
-    for (const auto* o : placed_ops) j["operators"].push_back(o->name);
+    for (const auto& o : s.operators) j["operators"].push_back(o);
     j["crossing"] = Json::array();
-    for (const auto& p : pairs) {
-      j["crossing"].push_back({{"tensor", tensor_name[p.tensor_id]},
+    for (const auto& p : s.crossing) {
+      j["crossing"].push_back({{"tensor", TensorName(s, p.tensor_id)},
                                {"from", p.src_rank},
                                {"to", p.dst_rank},
                                {"bytes_per_step", p.bytes},
@@ -174,12 +209,12 @@ Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool jso
   char line[512];
   out += "rank " + std::to_string(rank) + " of " + EscapeControls(run.name) + " (" +
          std::to_string(run.devices) + " devices" + (placed ? ", placed: worker" : "") + ")\n";
-  if (series.empty()) {
+  if (s.steps == 0) {
     out +=
         "\nmemory: no training steps recorded (plan runs: `shardscope plan` prints the "
         "predicted memory per device)\n";
   } else {
-    out += "\nmemory at step " + std::to_string(series.back().first) + "\n";
+    out += "\nmemory at step " + std::to_string(s.last_step) + "\n";
     const auto mem = [&](const char* what, int64_t b) {
       std::snprintf(line, sizeof line, "  %-13s %12s  %5.1f %%\n", what, Bytes(b).c_str(),
                     last.peak_bytes > 0
@@ -187,32 +222,28 @@ Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool jso
                         : 0.0);
       out += line;
     };
-    mem("parameters", last.param_bytes);
-    mem("gradients", last.grad_bytes);
-    mem("optimizer", last.optimizer_bytes);
-    mem("activations", last.activation_bytes);
-    mem("peak", last.peak_bytes);
-    out += "\nover " + std::to_string(series.size()) + " steps: compute " + Ms(compute) +
-           ", communication " + Ms(comm) + ", sent " + Bytes(sent) + ", received " + Bytes(recv) +
-           "\n";
+    for (const MemoryRow& m : MemoryRows(s)) mem(m.what.c_str(), m.bytes);
+    out += "\nover " + std::to_string(s.steps) + " steps: compute " + Ms(s.compute_seconds) +
+           ", communication " + Ms(s.comm_seconds) + ", sent " + Bytes(s.bytes_sent) +
+           ", received " + Bytes(s.bytes_recv) + "\n";
   }
-  out += "\nparameters (" + std::to_string(params.size()) + ")" +
+  out += "\nparameters (" + std::to_string(s.parameters.size()) + ")" +
          (placed ? "" : ": a shard of each, by its layout") + "\n";
-  for (const auto* t : params) {
+  for (const auto& t : s.parameters) {
     std::string shape;
-    for (int64_t d : t->shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    for (int64_t d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
     std::snprintf(line, sizeof line, "  %-32s %-14s %s\n",
-                  EscapeControls(t->name, {.max_bytes = 200}).c_str(), shape.c_str(),
-                  EscapeControls(t->layout, {.max_bytes = 200}).c_str());
+                  EscapeControls(t.name, {.max_bytes = 200}).c_str(), shape.c_str(),
+                  EscapeControls(t.layout, {.max_bytes = 200}).c_str());
     out += line;
   }
   if (placed) {
-    out += "\noperators on this worker (" + std::to_string(placed_ops.size()) + ")\n";
-    for (const auto* o : placed_ops) out += "  " + EscapeControls(o->name) + "\n";
-    out += "\ncrossing to or from this worker (" + std::to_string(pairs.size()) + ")\n";
-    for (const auto& p : pairs) {
+    out += "\noperators on this worker (" + std::to_string(s.operators.size()) + ")\n";
+    for (const auto& o : s.operators) out += "  " + EscapeControls(o) + "\n";
+    out += "\ncrossing to or from this worker (" + std::to_string(s.crossing.size()) + ")\n";
+    for (const auto& p : s.crossing) {
       std::snprintf(line, sizeof line, "  %-32s %lld -> %lld  %s per step%s\n",
-                    EscapeControls(tensor_name[p.tensor_id], {.max_bytes = 200}).c_str(),
+                    EscapeControls(TensorName(s, p.tensor_id), {.max_bytes = 200}).c_str(),
                     static_cast<long long>(p.src_rank), static_cast<long long>(p.dst_rank),
                     Bytes(p.bytes).c_str(), p.is_backward ? " (gradient)" : "");
       out += line;
@@ -223,7 +254,7 @@ Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool jso
     return out;
   }
   out += "\ntiming of step " + std::to_string(timing.step) + ": " + Ms(timing.span) + ", compute " +
-         Ms(timing.compute) + ", redistributions " + Ms(timing.comm) + "\n";
+         Ms(timing.compute) + ", communication " + Ms(timing.comm) + "\n";
   for (const auto* by : {&timing.compute_by_kind, &timing.collectives}) {
     for (const auto& [kind, v] : *by) {
       std::snprintf(line, sizeof line, "  %-30s %12s  x%lld\n",

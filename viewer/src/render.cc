@@ -7,6 +7,7 @@
 #include "shardscope/viewer/chart_scene.h"
 #include "shardscope/viewer/layout_text.h"
 #include "shardscope/viewer/mesh_scene.h"
+#include "shardscope/viewer/rank_timeline_scene.h"
 #include "shardscope/viewer/redistribution_scene.h"
 #include "shardscope/viewer/tensor_scene.h"
 #include "shardscope/viewer/timeline_scene.h"
@@ -94,6 +95,19 @@ store::Result<Scene> RenderTensor(const RunData& run, const RenderRequest& reque
 }
 
 store::Result<Scene> RenderTimeline(const RunData& run, const RenderRequest& request) {
+  if (request.rank >= 0) {  // SPMD: one rank's program (instruction_span)
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        store::RankSummary summary,
+        run.RankSummaryOf(request.rank, request.step < 0 ? store::kNone : request.step));
+    if (request.step >= 0 && summary.timing.step == store::kNone &&
+        !summary.timing.timed_steps.empty()) {
+      return Bad(store::StatusCode::kNotFound,
+                 "timeline: step " + std::to_string(request.step) +
+                     " was not timed (timed: " + std::to_string(summary.timing.timed_steps.size()) +
+                     " steps, the last " + std::to_string(summary.timing.timed_steps.back()) + ")");
+    }
+    return BuildRankTimelineScene(summary);
+  }
   const std::vector<int64_t> steps = TimelineSteps(run.pipeline_spans);
   // An empty table draws "no pipeline timeline recorded" rather than failing.
   if (steps.empty()) return BuildTimelineScene(run.pipeline_spans, request.step);

@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
                           what, bytes against the lower bound (--step K, from 0)
   timeline                the pipeline timeline of a placed run (place(), --micro-batches):
                           one lane per worker, forward/backward boxes per micro-batch, the
-                          measured bubble next to (p-1)/(m+p-1) (--step K; default: the last step)
+                          measured bubble next to (p-1)/(m+p-1) (--step K; default: the last step);
+                          with --rank R, an SPMD run's rank R: compute and communication per
+                          instruction of a step timed by train --timing-every (default: the last)
   loss                    the loss per training step
   steptime                the step time per step (the slowest rank's wall time) with its
                           compute and communication (max over ranks), in ms
@@ -67,6 +69,7 @@ Examples:
   shardscope render runs/ffn.db --view tensor dense1.weight --rank 3 --out w.svg
   shardscope render runs/ffn.db --view redistribution 0 --step 1 --out r0.png
   shardscope render runs/lenet5_place.db --view timeline --step 3 --out pipeline.svg
+  shardscope render runs/ffn.db --view timeline --rank 3 --out rank3.png
   shardscope render runs/ffn.db --view steptime --out steptime.png
 Tensor and operator names and redistribution ids: `shardscope inspect RUN`.
 Exit codes: 0 ok; 2 bad input (unknown view, name or format; a run file that is missing,
@@ -90,7 +93,9 @@ damaged or not a run file); 1 other failures (the picture could not be written).
   app.add_option("--step", request.step,
                  "redistribution: the step to show (0, 1, ...); timeline: the training step")
       ->check(AtLeast(0));
-  app.add_option("--rank", request.rank, "tensor: show what this rank holds; mesh: outline it")
+  app.add_option("--rank", request.rank,
+                 "tensor: show what this rank holds; mesh: outline it; timeline: this rank's\n"
+                 "program (SPMD runs)")
       ->check(AtLeast(0));
   app.add_option("--axis", request.axis,
                  "mesh: highlight the rank groups along these axes (dp,mp)");

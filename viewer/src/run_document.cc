@@ -61,6 +61,11 @@ class RunDetails {
     return std::move(all).value();
   }
 
+  store::Result<store::RankSummary> RankSummary(int64_t rank, int64_t timed_step) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto reader, store::RunReader::Open(path_));
+    return store::ReadRankSummary(*reader, rank, timed_step);
+  }
+
   std::mutex planned_mu;
   std::optional<int64_t> planned;
 
@@ -69,6 +74,13 @@ class RunDetails {
   std::mutex mu_;
   std::vector<std::shared_ptr<const store::RedistributionRecord>> kept_;
 };
+
+store::Result<store::RankSummary> RunData::RankSummaryOf(int64_t rank, int64_t timed_step) const {
+  if (details == nullptr)
+    return store::Status(store::StatusCode::kNotFound,
+                         "rank summary: the run was not read from a file");
+  return details->RankSummary(rank, timed_step);
+}
 
 const store::MeshRecord* RunData::Mesh(int64_t id) const { return FindById(meshes, id); }
 const store::OperatorRecord* RunData::Operator(int64_t id) const { return FindById(operators, id); }

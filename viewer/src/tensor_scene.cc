@@ -176,6 +176,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
         SceneItem block =
             BoxItem(QRectF(gx + c * cell_w, gy + r * cell_h, cell_w - gap, cell_h - gap), fill,
                     labelled ? text : QString(), "block", linear);
+        if (!owners[linear].empty()) block.key = QString::number(owners[linear].front());
         if (!labelled && !mine) block.stroke = Qt::transparent;
         block.text_color = Qt::black;
         block.font_size = owners[linear].size() > 8 ? 7 : 9;

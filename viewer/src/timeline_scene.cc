@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "shardscope/viewer/axis.h"
+#include "timeline_axis.h"
 
 namespace shardscope::viewer {
 namespace {
@@ -20,11 +21,6 @@ const QColor kForward(76, 139, 202);
 const QColor kBackward(232, 142, 52);
 const QColor kIdle(222, 224, 228);
 constexpr size_t kMaxLanes = 256;  // workers drawn; a damaged file may name millions
-
-QString Milliseconds(double seconds) {
-  const double ms = seconds * 1000;
-  return QString::number(ms, 'f', ms < 10 ? 2 : 1) + " ms";
-}
 
 QString Percent(double fraction) { return QString::number(fraction * 100, 'f', 1) + "%"; }
 
@@ -212,22 +208,7 @@ Scene BuildTimelineScene(const std::vector<store::PipelineSpanRecord>& spans, in
     scene.items.push_back(note);
     y += 20;
   }
-  // Time axis.
-  SceneItem axis;
-  axis.shape = SceneItem::Shape::kPolyline;
-  axis.points << QPointF(x0, y) << QPointF(x0 + kChartWidth, y);
-  scene.items.push_back(axis);
-  for (double t : AxisTicks(summary.makespan_seconds, 8)) {
-    SceneItem mark;
-    mark.shape = SceneItem::Shape::kPolyline;
-    mark.points << QPointF(x0 + t * scale, y) << QPointF(x0 + t * scale, y + 4);
-    scene.items.push_back(mark);
-    scene.items.push_back(TextItem(QRectF(x0 + t * scale - 30, y + 4, 60, 14),
-                                   QString::number(t * 1000, 'g', 4), 8, false, 0x0084));
-  }
-  scene.items.push_back(
-      TextItem(QRectF(x0, y + 18, kChartWidth, 14), "time in the step (ms)", 8, false, 0x0084));
-  y += 40;
+  y = AddTimeAxis(&scene, x0, kChartWidth, y, summary.makespan_seconds);
   SceneItem bubble =
       TextItem(QRectF(0, y, kLabelWidth + kChartWidth + 180, 34),
                QString("bubble: measured %1 (idle share of %2 workers × step time)\n"

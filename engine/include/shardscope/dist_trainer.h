@@ -44,7 +44,9 @@ struct RankStats {
 
 class GradBuckets;
 // When an instruction ran during the last DistExecutor::Run: seconds from the start of that
-// Run. `part` -1 is the whole instruction; k >= 0 is step k of its redistribution.
+// Run. `part` -1 is the whole instruction; k >= 0 is step k of its redistribution;
+// kBucketSpanPart a gradient bucket's one all-reduce, `instr` the last gradient in it.
+inline constexpr int kBucketSpanPart = -2;
 struct InstrSpan {
   int instr = 0;
   int part = -1;

@@ -40,7 +40,10 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
       r.ordinal = s.instr;
       r.part = s.part < 0 ? store::kNone : s.part;
       const bool compute = program.instrs[s.instr].kind == DistInstr::Kind::kCompute;
-      r.kind = compute ? "compute" : (s.part < 0 ? "redistribution" : "collective");
+      r.kind = compute                     ? "compute"
+               : s.part == kBucketSpanPart ? "bucket"
+               : s.part < 0                ? "redistribution"
+                                           : "collective";
       r.start_seconds = s.start;
       r.end_seconds = s.end;
       records.push_back(std::move(r));

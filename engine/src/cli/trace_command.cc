@@ -94,6 +94,7 @@ std::pair<std::string, Json> Describe(const RunTables& t, const store::Instructi
     auto op = t.operators.find(in->op_id);
     return {op != t.operators.end() ? op->second : in->text, args};
   }
+  if (s.kind == "bucket") return {"all-reduce (gradient bucket)", args};
   auto r = t.redistributions.find(in->redistribution_id);
   if (r == t.redistributions.end()) return {in->text, args};
   args["redistribution"] = r->first;

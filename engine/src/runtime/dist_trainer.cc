@@ -264,6 +264,7 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
   timing_ = true;
   run_start_ = Now();
   redist_workspace_.set_step_ends(&step_ends_);
+  if (buckets_ != nullptr) buckets_->set_timing(&spans_, run_start_);
   const auto run = [&]() -> Status {
     // One instruction, or a parameter gradient's all-reduce joining its bucket (grad_buckets.h).
     const auto run_one = [&](size_t i) -> Status {
@@ -299,6 +300,7 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
   };
   const Status st = run();
   redist_workspace_.set_step_ends(nullptr);
+  if (buckets_ != nullptr) buckets_->set_timing(nullptr, 0);
   timing_ = false;
   return st;
 }

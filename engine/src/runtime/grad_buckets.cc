@@ -91,7 +91,7 @@ Status GradBuckets::Add(Communicator& world, size_t instr, std::vector<Tensor>& 
   bucket.data.resize(bucket.data.size() + static_cast<size_t>(grad.size()));
   std::memcpy(bucket.data.data() + offset, grad.data(),
               static_cast<size_t>(grad.size()) * sizeof(float));
-  bucket.entries.push_back({in.outputs[0], offset, grad.size()});
+  bucket.entries.push_back({static_cast<int>(instr), in.outputs[0], offset, grad.size()});
   if (static_cast<int64_t>(bucket.data.size()) * 4 < bucket_bytes_) return Status::Ok();
   return Flush(world, bucket, buffers, stats);
 }
@@ -114,6 +114,7 @@ Status GradBuckets::Flush(Communicator& world, Bucket& bucket, std::vector<Tenso
   SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * comm, GroupComm(world, bucket.groups));
   const std::string what =
       "gradient bucket of " + std::to_string(bucket.entries.size()) + " all-reduces";
+  const int last_instr = bucket.entries.back().instr;  // the span's instruction
   if (overlap_) {
     auto started = comm->StartAllReduce(std::span<float>(bucket.data), bucket.data);
     if (!started.ok()) return started.status().WithContext(what);
@@ -130,6 +131,8 @@ Status GradBuckets::Flush(Communicator& world, Bucket& bucket, std::vector<Tenso
     if (!st.ok()) return st.WithContext(what);
     CopyOut(bucket.data, bucket.entries, buffers);
   }
+  if (spans_ != nullptr)
+    spans_->push_back({last_instr, kBucketSpanPart, start - origin_, Now() - origin_});
   bucket.entries.clear();
   bucket.data.clear();  // keeps its capacity: no allocation in later steps
   Account(world, before, start, stats);
@@ -141,7 +144,12 @@ Status GradBuckets::WaitAll(Communicator& world, std::vector<Tensor>& buffers, R
   const double start = Now();
   const CommStats before = world.stats();
   for (InFlight& f : in_flight_) {
+    const double wait_start = Now();  // an overlapped bucket's second span: what was not hidden
     Status st = f.request.Wait();
+    if (spans_ != nullptr) {
+      spans_->push_back(
+          {f.entries.back().instr, kBucketSpanPart, wait_start - origin_, Now() - origin_});
+    }
     if (!st.ok()) {
       return st.WithContext("gradient bucket of " + std::to_string(f.entries.size()) +
                             " all-reduces");

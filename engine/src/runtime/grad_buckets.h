@@ -19,6 +19,7 @@
 namespace shardscope {
 
 struct RankStats;
+struct InstrSpan;
 
 class GradBuckets {
  public:
@@ -32,6 +33,11 @@ class GradBuckets {
   // Whether instruction `instr` reads a deferred gradient (the buckets flush before it).
   bool reads_deferred(size_t instr) const { return reads_deferred_[instr]; }
   int buckets_per_step() const { return buckets_per_step_; }
+  // Each flush appends a span (kBucketSpanPart, seconds from `origin`) to `spans`; null: none.
+  void set_timing(std::vector<InstrSpan>* spans, double origin) {
+    spans_ = spans;
+    origin_ = origin;
+  }
 
   // Copies the input of deferred instruction `instr` into its bucket; reduces the bucket
   // into `buffers` (or starts to) once it holds bucket_bytes.
@@ -45,7 +51,8 @@ class GradBuckets {
 
  private:
   struct Entry {
-    int out = 0;  // DistValue
+    int instr = 0;  // the deferred instruction
+    int out = 0;    // DistValue
     int64_t offset = 0, size = 0;
   };
   struct Bucket {
@@ -75,6 +82,8 @@ class GradBuckets {
   int buckets_per_step_ = 0;
   std::vector<InFlight> in_flight_;        // in start order
   std::vector<std::vector<float>> spare_;  // data buffers of finished all-reduces, for reuse
+  std::vector<InstrSpan>* spans_ = nullptr;
+  double origin_ = 0;
 };
 
 }  // namespace shardscope

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/store/rank_summary.h"
 #include "shardscope/store/reader.h"
 
 namespace shardscope::viewer {
@@ -52,6 +53,10 @@ struct RunData {
   std::shared_ptr<const store::RedistributionRecord> RedistributionInFull(int64_t id) const;
   // store::PlannedRecvBytesPerStep over the full records (reads them from the file once).
   int64_t PlannedRecvBytesPerStep() const;
+  // What `rank` holds and does (store::ReadRankSummary, the same as inspect --rank), read
+  // from the file now; timed_step kNone: its last timed step.
+  store::Result<store::RankSummary> RankSummaryOf(int64_t rank,
+                                                  int64_t timed_step = store::kNone) const;
   std::shared_ptr<RunDetails> details;
 };
 
