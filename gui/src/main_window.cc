@@ -31,6 +31,7 @@
 #include <QVBoxLayout>
 
 #include "charts_widget.h"
+#include "compare_view.h"
 #include "details.h"
 #include "graph_view.h"
 #include "models.h"
@@ -115,12 +116,15 @@ MainWindow::MainWindow()
   }
   compare_table_ = MakeTable(compare_model_, this);
   auto* compare = new QSplitter(Qt::Vertical, this);
+  compare_view_ = new CompareView(compare);  // the diff `shardscope diff` prints, and curves
+  compare->addWidget(compare_view_);
   compare->addWidget(compare_table_);
   compare->addWidget(MakeTable(figures_model_, this));
   auto* figures = new QSplitter(Qt::Horizontal, compare);
   figures->addWidget(compare_left_);
   figures->addWidget(compare_right_);
   compare->addWidget(figures);
+  compare->setStretchFactor(0, 4);
   compare_left_->setPlainText("File > Compare with... opens a second run here.");
   tabs_->addTab(graph_, "Graph");
   tabs_->addTab(overview_, "Overview");
@@ -171,7 +175,8 @@ void MainWindow::BuildMenus() {
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open...", QKeySequence::Open, this, &MainWindow::ChooseRun);
   recent_menu_ = file->addMenu("Open &Recent");
-  file->addAction("&Compare with...", this, &MainWindow::ChooseCompare);
+  file->addAction("&Compare with...", QKeySequence("Ctrl+Shift+O"), this,
+                  &MainWindow::ChooseCompare);
   file->addAction("&Export graph (SVG/PNG)...", this, &MainWindow::ExportGraph);
   file->addAction("&Reload", QKeySequence::Refresh, this, [this] { Refresh(); });
   file->addSeparator();
@@ -539,7 +544,7 @@ void MainWindow::SelectRedistribution(int64_t id) {
   const store::RedistributionRecord* r = data.Redistribution(id);
   if (!r) return;
   stepper_->SetRedistribution(&data, id);
-  details_->setHtml(TensorDetailsHtml(data, r->tensor_id));
+  details_->setHtml(RedistributionDetailsHtml(data, id));
   candidate_model_->SetOperator(nullptr);
   ShowTensorMap(r->tensor_id);
   OnStepChanged(0);
@@ -654,6 +659,7 @@ bool MainWindow::CompareWith(const QString& path) {
 
 void MainWindow::UpdateCompare() {
   if (!document_ || !other_) return;
+  compare_view_->SetRuns(document_->path(), other_->path());
   compare_model_->SetRuns(document_->data(), other_->data());
   figures_model_->SetRuns(document_->data(), other_->data());
   compare_left_->setPlainText(

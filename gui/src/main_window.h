@@ -30,6 +30,7 @@ namespace shardscope::gui {
 class CandidateTableModel;
 class ChartsWidget;
 class CompareModel;
+class CompareView;
 class FiguresCompareModel;
 class GraphView;
 class RankTableModel;
@@ -68,6 +69,7 @@ class MainWindow : public QMainWindow {
   CandidateTableModel* candidate_model() const { return candidate_model_; }
   CompareModel* compare_model() const { return compare_model_; }
   FiguresCompareModel* figures_model() const { return figures_model_; }
+  CompareView* compare_view() const { return compare_view_; }
   RedistributionTableModel* redistribution_model() const { return redistribution_model_; }
   SceneWidget* mesh_view() const { return mesh_view_; }
   SceneWidget* tensor_view() const { return tensor_view_; }
@@ -138,6 +140,7 @@ class MainWindow : public QMainWindow {
   CompareModel* compare_model_;
   FiguresCompareModel* figures_model_;
   QTableView* compare_table_;
+  CompareView* compare_view_;
   QPlainTextEdit* compare_left_;
   QPlainTextEdit* compare_right_;
   QLineEdit* search_;
