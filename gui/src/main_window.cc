@@ -33,7 +33,9 @@
 #include "charts_widget.h"
 #include "compare_view.h"
 #include "details.h"
+#include "graph_builder.h"
 #include "graph_view.h"
+#include "minimap.h"
 #include "models.h"
 #include "scene_widget.h"
 #include "shardscope/viewer/charts.h"
@@ -78,6 +80,7 @@ constexpr int kMaxRecent = 8;
 MainWindow::MainWindow()
     : tabs_(new QTabWidget(this)),
       graph_(new GraphView(this)),
+      graph_builder_(new GraphBuilder(this)),
       overview_(new QPlainTextEdit(this)),
       details_(new QTextBrowser(this)),
       candidate_model_(new CandidateTableModel(this)),
@@ -130,7 +133,16 @@ MainWindow::MainWindow()
   tabs_->addTab(overview_, "Overview");
   tabs_->addTab(compare, "Compare");
   setCentralWidget(tabs_);
+  new Minimap(graph_);  // a child of the graph view, in its corner
   statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(new GraphLayoutProgress(graph_builder_, this));
+  connect(graph_builder_, &GraphBuilder::Finished, this, [this](const viewer::Scene& scene) {
+    graph_->SetScene(scene);
+    if (fit_after_layout_) graph_->FitReadable();
+    fit_after_layout_ = false;
+  });
+  connect(graph_builder_, &GraphBuilder::Failed, this,
+          [this](const QString& message) { ShowError("Cannot draw the graph", message); });
   BuildMenus();
   BuildDocks();
   connect(graph_, &GraphView::Selected, this, &MainWindow::OnGraphSelected);
@@ -427,8 +439,10 @@ bool MainWindow::OpenRun(const QString& path) {
     graph_options_.color_by = colour;
     auto_worker_colour_ = colour == viewer::ColorBy::kWorker;
   }
+  graph_->SetScene({});  // not the last run's graph while this one is laid out
+  fit_after_layout_ = true;
   RebuildGraph();
-  graph_->FitReadable();
+  if (!graph_builder_->running()) graph_->FitReadable();
   // Start where a person looks first: the first redistribution, the largest mesh.
   const auto& data = document_->data();
   stepper_->SetIdleMessage(
@@ -475,7 +489,8 @@ bool MainWindow::Refresh() {
   }
   const auto& data = document_->data();
   if (data.run.updated_at == last_updated_at_ && data.counts.steps == last_steps_) return false;
-  const bool plan_changed = graph_->scene()->items().isEmpty() && !data.operators.empty();
+  const bool plan_changed =
+      graph_->scene()->items().isEmpty() && !data.operators.empty() && !graph_builder_->running();
   // The views hold pointers into the data: reset the ones that do.
   const int64_t redist = stepper_->redistribution();
   const int step = stepper_->step();
@@ -488,6 +503,11 @@ bool MainWindow::Refresh() {
 
 void MainWindow::RebuildGraph() {
   if (!document_) return;
+  if (document_->data().operators.size() >= kBackgroundLayoutOperators) {
+    graph_builder_->Start(document_->data(), graph_options_);
+    return;
+  }
+  graph_builder_->Cancel();  // a smaller graph replaces one still being laid out
   auto scene = viewer::BuildGraphScene(document_->data(), graph_options_);
   if (!scene.ok()) {
     ShowError("Cannot draw the graph", QString::fromStdString(scene.status().message()));

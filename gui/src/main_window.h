@@ -32,6 +32,7 @@ class ChartsWidget;
 class CompareModel;
 class CompareView;
 class FiguresCompareModel;
+class GraphBuilder;
 class GraphView;
 class RankTableModel;
 class RedistributionStepper;
@@ -64,6 +65,7 @@ class MainWindow : public QMainWindow {
   store::StatusCode last_error_code() const { return last_error_code_; }
   QString details_html() const;
   GraphView* graph_view() const { return graph_; }
+  GraphBuilder* graph_builder() const { return graph_builder_; }
   RedistributionStepper* stepper() const { return stepper_; }
   RankTableModel* rank_model() const { return rank_model_; }
   CandidateTableModel* candidate_model() const { return candidate_model_; }
@@ -121,6 +123,8 @@ class MainWindow : public QMainWindow {
 
   QTabWidget* tabs_;
   GraphView* graph_;
+  GraphBuilder* graph_builder_;
+  bool fit_after_layout_ = false;  // a run just opened: fit the graph once it is laid out
   QPlainTextEdit* overview_;
   QTextBrowser* details_;
   QTableView* candidates_;
