@@ -91,6 +91,8 @@ QVariant RedistributionDiffModel::Cell(int row, int column, int role) const {
   if (column == 0) return QString(store::ChangeName(r.change));
   if (column == 1) return Q(r.tensor);
   if (column == 2) {
+    if (r.consumer.empty())
+      return QString("— (no consumer)%1").arg(r.is_backward ? " (backward)" : "");
     return QString("%1 input %2%3")
         .arg(Q(r.consumer))
         .arg(r.consumer_input)
@@ -143,18 +145,17 @@ CompareView::CompareView(QWidget* parent)
   headline_->setWordWrap(true);
   headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(headline_);
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  // The chart across the full width (its legend names four curves), the diffs below it.
+  auto* split = new QSplitter(Qt::Vertical, this);
   chart_->setRenderHint(QPainter::Antialiasing);
-  chart_->setMinimumHeight(240);
+  chart_->setMinimumHeight(220);
   split->addWidget(chart_);
-  auto* tables = new QSplitter(Qt::Vertical, split);
+  auto* tables = new QSplitter(Qt::Horizontal, split);
   tables->addWidget(DiffTable(redistributions_, tables));
   tables->addWidget(DiffTable(strategies_, tables));
-  tables->setStretchFactor(0, 2);
-  tables->setStretchFactor(1, 1);
+  tables->setSizes({900, 500});
   split->addWidget(tables);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 3);
+  split->setSizes({300, 260});
   layout->addWidget(split, 1);
   ShowChart();
 }
@@ -198,7 +199,7 @@ void CompareView::ShowChart() {
   loss_axis->setTitleText("loss");
   loss_axis->setLabelFormat("%.4g");
   auto* time_axis = new QValueAxis;
-  time_axis->setTitleText("step time (ms, slowest rank)");
+  time_axis->setTitleText("step time (ms)");  // the slowest rank's wall time
   time_axis->setLabelFormat("%.4g");
   chart->addAxis(x_axis, Qt::AlignBottom);
   chart->addAxis(loss_axis, Qt::AlignLeft);
@@ -238,7 +239,7 @@ void CompareView::ShowChart() {
   for (auto [axis, range] : {std::pair{loss_axis, loss}, std::pair{time_axis, time}}) {
     if (range.empty()) continue;
     const viewer::AxisRange r = viewer::DataRange(range.lo, range.hi);
-    axis->setRange(r.lo, r.hi);
+    axis->setRange(axis == time_axis ? std::max(0.0, r.lo) : r.lo, r.hi);  // no negative time
   }
   chart->legend()->setAlignment(Qt::AlignBottom);
   QChart* old = chart_->chart();

@@ -127,12 +127,23 @@ MainWindow::MainWindow()
   figures->addWidget(compare_left_);
   figures->addWidget(compare_right_);
   compare->addWidget(figures);
-  compare->setStretchFactor(0, 4);
+  compare->setSizes({560, 120, 120, 100});
   compare_left_->setPlainText("File > Compare with... opens a second run here.");
   tabs_->addTab(graph_, "Graph");
   tabs_->addTab(overview_, "Overview");
   tabs_->addTab(compare, "Compare");
   setCentralWidget(tabs_);
+  // The Compare tab takes the full height: the bottom docks step aside while it is in front.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this, compare] {
+    if (tabs_->currentWidget() == compare && layout_before_compare_.isEmpty()) {
+      layout_before_compare_ = saveState();
+      for (auto* dock : findChildren<QDockWidget*>())
+        if (dockWidgetArea(dock) == Qt::BottomDockWidgetArea) dock->hide();
+    } else if (tabs_->currentWidget() != compare && !layout_before_compare_.isEmpty()) {
+      restoreState(layout_before_compare_);
+      layout_before_compare_.clear();
+    }
+  });
   new Minimap(graph_);  // a child of the graph view, in its corner
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(new GraphLayoutProgress(graph_builder_, this));
@@ -175,6 +186,7 @@ MainWindow::MainWindow()
 }
 
 void MainWindow::ResetLayout() {
+  layout_before_compare_.clear();
   restoreState(default_layout_);
   for (auto* dock : findChildren<QDockWidget*>()) dock->show();
   ShowView("graph");
@@ -685,8 +697,10 @@ void MainWindow::UpdateCompare() {
   compare_left_->setPlainText(
       QString::fromStdString(document_->path() + "\n\n" + document_->Summary()));
   compare_right_->setPlainText(QString::fromStdString(other_->path() + "\n\n" + other_->Summary()));
-  status_->setText(
-      QString("compare: %1 operators with different strategies").arg(compare_model_->differing()));
+  status_->setText(QString("compare: %1 forward operators with another strategy, %2 "
+                           "redistributions differ (as `shardscope diff`)")
+                       .arg(compare_view_->diff().strategies.size())
+                       .arg(compare_view_->diff().redistributions.size()));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

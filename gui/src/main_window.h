@@ -109,6 +109,7 @@ class MainWindow : public QMainWindow {
   void UpdateCompare();
 
   QByteArray default_layout_;
+  QByteArray layout_before_compare_;  // docks as they were before the Compare tab came to front
   std::unique_ptr<viewer::RunDocument> document_;
   std::unique_ptr<viewer::RunDocument> other_;
   viewer::GraphOptions graph_options_;

@@ -7,6 +7,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QCheckBox>
+#include <QDockWidget>
 #include <QFileDialog>
 #include <QLineEdit>
 #include <QLineSeries>
@@ -369,6 +370,10 @@ class GuiQuestionsTest : public QObject {
     const QString b = QString::fromStdString(d.at("b").at("name").get<std::string>());
     QVERIFY(m->headerData(5, Qt::Horizontal, Qt::DisplayRole).toString().contains(a));
     QVERIFY(m->headerData(8, Qt::Horizontal, Qt::DisplayRole).toString().contains(b));
+    // The bottom docks step aside for the Compare tab and come back with the graph.
+    auto* stepper_dock = w->findChild<QDockWidget*>("redistribution");
+    QVERIFY(stepper_dock && !stepper_dock->isVisible());
+    QTRY_VERIFY(view->height() > w->height() / 2);
     const auto series = view->chart_view()->chart()->series();
     QCOMPARE(series.size(), 4);
     for (auto* s : series) {
@@ -379,6 +384,8 @@ class GuiQuestionsTest : public QObject {
       QCOMPARE(static_cast<int64_t>(line->count()),
                d.at(is_a ? "a" : "b").at("steps").get<int64_t>());
     }
+    w->tabs()->setCurrentIndex(0);
+    QVERIFY(stepper_dock->isVisible());
   }
 
   // (10) Which worker runs which part of the graph, and what crosses between them: one click
