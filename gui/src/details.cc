@@ -146,4 +146,47 @@ QString TensorDetailsHtml(const viewer::RunData& run, int64_t id) {
   return html + "</ul>";
 }
 
+QString RedistributionDetailsHtml(const viewer::RunData& run, int64_t id) {
+  const store::RedistributionRecord* r = run.Redistribution(id);
+  if (!r) return QString("redistribution %1 is not in the run").arg(id);
+  constexpr size_t kGroupsShown = 8;
+  QString html = QString("<h3>redistribution #%1</h3><table cellspacing=4>").arg(r->id);
+  html += Row("why", r->reason.empty() ? QString("none recorded") : E(r->reason));
+  html += Row("into",
+              r->consumer_op == store::kNone
+                  ? QString("(no consumer operator)")
+                  : QString("%1 input %2").arg(OpName(run, r->consumer_op)).arg(r->consumer_input));
+  html += Row("layouts", "<tt>" + E(r->from_layout) + "</tt> → <tt>" + E(r->to_layout) + "</tt>");
+  const int64_t over = r->bytes - r->lower_bound_bytes;
+  html += Row("bytes",
+              QString("%1 received (busiest rank), lower bound %2: %3")
+                  .arg(viewer::FormatBytes(static_cast<double>(r->bytes)),
+                       viewer::FormatBytes(static_cast<double>(r->lower_bound_bytes)),
+                       over <= 0 ? QString("at the bound")
+                                 : viewer::FormatBytes(static_cast<double>(over)) + " above it"));
+  html += "</table><p><b>Steps</b> (collective on rank groups)</p><ol>";
+  for (const auto& step : r->steps) {
+    const auto groups = step.groups.Expand();
+    QStringList shown;
+    for (size_t g = 0; g < groups.size() && g < kGroupsShown; ++g)
+      shown << "{" + viewer::RankText(groups[g]) + "}";
+    QString text = E(step.kind);
+    if (!step.axis_names.empty()) {
+      QStringList axes;
+      for (const auto& a : step.axis_names) axes << E(a);
+      text += " along " + axes.join(", ");
+    }
+    text += groups.empty() ? QString(" (no groups)")
+                           : QString(" on %1 group(s): %2%3")
+                                 .arg(groups.size())
+                                 .arg(shown.join(" "))
+                                 .arg(groups.size() > kGroupsShown ? " …" : "");
+    text +=
+        QString(", %1 received").arg(viewer::FormatBytes(static_cast<double>(step.bytes_recv_max)));
+    html += "<li>" + text + "</li>";
+  }
+  if (r->steps.empty()) html += "<li>none</li>";
+  return html + "</ol><hr>" + TensorDetailsHtml(run, r->tensor_id);
+}
+
 }  // namespace shardscope::gui

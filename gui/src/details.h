@@ -14,5 +14,8 @@ QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id);
 // Shape, kind, producer and its layout, each consumer and the layout it needs,
 // redistributions of tensor `id`.
 QString TensorDetailsHtml(const viewer::RunData& run, int64_t id);
+// Redistribution `id` first (why it was inserted, each step's collective on its rank groups,
+// bytes against the lower bound), then its tensor's details.
+QString RedistributionDetailsHtml(const viewer::RunData& run, int64_t id);
 
 }  // namespace shardscope::gui

@@ -3,6 +3,7 @@
 #include <QGraphicsScene>
 #include <QMouseEvent>
 #include <QPainterPathStroker>
+#include <QStyleOptionGraphicsItem>
 #include <QWheelEvent>
 
 #include "shardscope/viewer/painter.h"
@@ -20,16 +21,22 @@ QRectF SceneGraphicsItem::boundingRect() const {
   return r.adjusted(-6, -6, 6, 6);
 }
 
-void SceneGraphicsItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
-  painter->setRenderHint(QPainter::Antialiasing);
+viewer::SceneItem AtDetail(const viewer::SceneItem& item, double level_of_detail) {
+  viewer::SceneItem drawn = item;
+  if (item.font_size * level_of_detail < kMinTextPixels) drawn.text.clear();
+  return drawn;
+}
+
+void SceneGraphicsItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
+  const double lod = option ? option->levelOfDetailFromTransform(painter->worldTransform()) : 1;
+  viewer::SceneItem drawn = AtDetail(item_, lod);
+  if (drawn.shape == viewer::SceneItem::Shape::kText && drawn.text.isEmpty()) return;
+  painter->setRenderHint(QPainter::Antialiasing, lod >= 0.5);
   if (isSelected()) {
-    viewer::SceneItem highlighted = item_;
-    highlighted.stroke = QColor(220, 0, 0);
-    highlighted.stroke_width = item_.stroke_width + 2;
-    viewer::PaintItem(highlighted, painter);
-  } else {
-    viewer::PaintItem(item_, painter);
+    drawn.stroke = QColor(220, 0, 0);
+    drawn.stroke_width = item_.stroke_width + 2;
   }
+  viewer::PaintItem(drawn, painter);
 }
 
 OperatorItem::OperatorItem(viewer::SceneItem item) : SceneGraphicsItem(std::move(item)) {

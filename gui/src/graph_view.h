@@ -54,6 +54,12 @@ class LabelItem : public SceneGraphicsItem {
   int type() const override { return Type; }
 };
 
+// Level of detail: at a scale (QStyleOptionGraphicsItem::levelOfDetailFromTransform) where
+// the item's text would be under kMinTextPixels high it is drawn without it, and a text-only
+// label not at all, so a zoomed-out graph or the minimap stays fast and uncluttered.
+inline constexpr double kMinTextPixels = 4;
+viewer::SceneItem AtDetail(const viewer::SceneItem& item, double level_of_detail);
+
 // Builds the QGraphicsItem for one scene element.
 SceneGraphicsItem* MakeGraphicsItem(const viewer::SceneItem& item);
 

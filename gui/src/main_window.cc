@@ -31,8 +31,11 @@
 #include <QVBoxLayout>
 
 #include "charts_widget.h"
+#include "compare_view.h"
 #include "details.h"
+#include "graph_builder.h"
 #include "graph_view.h"
+#include "minimap.h"
 #include "models.h"
 #include "rank_view.h"
 #include "scene_widget.h"
@@ -78,6 +81,7 @@ constexpr int kMaxRecent = 8;
 MainWindow::MainWindow()
     : tabs_(new QTabWidget(this)),
       graph_(new GraphView(this)),
+      graph_builder_(new GraphBuilder(this)),
       overview_(new QPlainTextEdit(this)),
       details_(new QTextBrowser(this)),
       candidate_model_(new CandidateTableModel(this)),
@@ -117,18 +121,41 @@ MainWindow::MainWindow()
   }
   compare_table_ = MakeTable(compare_model_, this);
   auto* compare = new QSplitter(Qt::Vertical, this);
+  compare_view_ = new CompareView(compare);  // the diff `shardscope diff` prints, and curves
+  compare->addWidget(compare_view_);
   compare->addWidget(compare_table_);
   compare->addWidget(MakeTable(figures_model_, this));
   auto* figures = new QSplitter(Qt::Horizontal, compare);
   figures->addWidget(compare_left_);
   figures->addWidget(compare_right_);
   compare->addWidget(figures);
+  compare->setSizes({560, 120, 120, 100});
   compare_left_->setPlainText("File > Compare with... opens a second run here.");
   tabs_->addTab(graph_, "Graph");
   tabs_->addTab(overview_, "Overview");
   tabs_->addTab(compare, "Compare");
   setCentralWidget(tabs_);
+  // The Compare tab takes the full height: the bottom docks step aside while it is in front.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this, compare] {
+    if (tabs_->currentWidget() == compare && layout_before_compare_.isEmpty()) {
+      layout_before_compare_ = saveState();
+      for (auto* dock : findChildren<QDockWidget*>())
+        if (dockWidgetArea(dock) == Qt::BottomDockWidgetArea) dock->hide();
+    } else if (tabs_->currentWidget() != compare && !layout_before_compare_.isEmpty()) {
+      restoreState(layout_before_compare_);
+      layout_before_compare_.clear();
+    }
+  });
+  new Minimap(graph_);  // a child of the graph view, in its corner
   statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(new GraphLayoutProgress(graph_builder_, this));
+  connect(graph_builder_, &GraphBuilder::Finished, this, [this](const viewer::Scene& scene) {
+    graph_->SetScene(scene);
+    if (fit_after_layout_) graph_->FitReadable();
+    fit_after_layout_ = false;
+  });
+  connect(graph_builder_, &GraphBuilder::Failed, this,
+          [this](const QString& message) { ShowError("Cannot draw the graph", message); });
   BuildMenus();
   BuildDocks();
   connect(graph_, &GraphView::Selected, this, &MainWindow::OnGraphSelected);
@@ -161,6 +188,7 @@ MainWindow::MainWindow()
 }
 
 void MainWindow::ResetLayout() {
+  layout_before_compare_.clear();
   restoreState(default_layout_);
   for (auto* dock : findChildren<QDockWidget*>()) dock->show();
   ShowView("graph");
@@ -173,7 +201,8 @@ void MainWindow::BuildMenus() {
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open...", QKeySequence::Open, this, &MainWindow::ChooseRun);
   recent_menu_ = file->addMenu("Open &Recent");
-  file->addAction("&Compare with...", this, &MainWindow::ChooseCompare);
+  file->addAction("&Compare with...", QKeySequence("Ctrl+Shift+O"), this,
+                  &MainWindow::ChooseCompare);
   file->addAction("&Export graph (SVG/PNG)...", this, &MainWindow::ExportGraph);
   file->addAction("&Reload", QKeySequence::Refresh, this, [this] { Refresh(); });
   file->addSeparator();
@@ -436,8 +465,10 @@ bool MainWindow::OpenRun(const QString& path) {
     graph_options_.color_by = colour;
     auto_worker_colour_ = colour == viewer::ColorBy::kWorker;
   }
+  graph_->SetScene({});  // not the last run's graph while this one is laid out
+  fit_after_layout_ = true;
   RebuildGraph();
-  graph_->FitReadable();
+  if (!graph_builder_->running()) graph_->FitReadable();
   // Start where a person looks first: the first redistribution, the largest mesh.
   const auto& data = document_->data();
   stepper_->SetIdleMessage(
@@ -485,7 +516,8 @@ bool MainWindow::Refresh() {
   }
   const auto& data = document_->data();
   if (data.run.updated_at == last_updated_at_ && data.counts.steps == last_steps_) return false;
-  const bool plan_changed = graph_->scene()->items().isEmpty() && !data.operators.empty();
+  const bool plan_changed =
+      graph_->scene()->items().isEmpty() && !data.operators.empty() && !graph_builder_->running();
   // The views hold pointers into the data: reset the ones that do.
   const int64_t redist = stepper_->redistribution();
   const int step = stepper_->step();
@@ -498,6 +530,11 @@ bool MainWindow::Refresh() {
 
 void MainWindow::RebuildGraph() {
   if (!document_) return;
+  if (document_->data().operators.size() >= kBackgroundLayoutOperators) {
+    graph_builder_->Start(document_->data(), graph_options_);
+    return;
+  }
+  graph_builder_->Cancel();  // a smaller graph replaces one still being laid out
   auto scene = viewer::BuildGraphScene(document_->data(), graph_options_);
   if (!scene.ok()) {
     ShowError("Cannot draw the graph", QString::fromStdString(scene.status().message()));
@@ -554,7 +591,7 @@ void MainWindow::SelectRedistribution(int64_t id) {
   const store::RedistributionRecord* r = data.Redistribution(id);
   if (!r) return;
   stepper_->SetRedistribution(&data, id);
-  details_->setHtml(TensorDetailsHtml(data, r->tensor_id));
+  details_->setHtml(RedistributionDetailsHtml(data, id));
   candidate_model_->SetOperator(nullptr);
   ShowTensorMap(r->tensor_id);
   OnStepChanged(0);
@@ -669,13 +706,16 @@ bool MainWindow::CompareWith(const QString& path) {
 
 void MainWindow::UpdateCompare() {
   if (!document_ || !other_) return;
+  compare_view_->SetRuns(document_->path(), other_->path());
   compare_model_->SetRuns(document_->data(), other_->data());
   figures_model_->SetRuns(document_->data(), other_->data());
   compare_left_->setPlainText(
       QString::fromStdString(document_->path() + "\n\n" + document_->Summary()));
   compare_right_->setPlainText(QString::fromStdString(other_->path() + "\n\n" + other_->Summary()));
-  status_->setText(
-      QString("compare: %1 operators with different strategies").arg(compare_model_->differing()));
+  status_->setText(QString("compare: %1 forward operators with another strategy, %2 "
+                           "redistributions differ (as `shardscope diff`)")
+                       .arg(compare_view_->diff().strategies.size())
+                       .arg(compare_view_->diff().redistributions.size()));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

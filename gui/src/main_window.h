@@ -30,7 +30,9 @@ namespace shardscope::gui {
 class CandidateTableModel;
 class ChartsWidget;
 class CompareModel;
+class CompareView;
 class FiguresCompareModel;
+class GraphBuilder;
 class GraphView;
 class RankTableModel;
 class RankView;
@@ -64,11 +66,13 @@ class MainWindow : public QMainWindow {
   store::StatusCode last_error_code() const { return last_error_code_; }
   QString details_html() const;
   GraphView* graph_view() const { return graph_; }
+  GraphBuilder* graph_builder() const { return graph_builder_; }
   RedistributionStepper* stepper() const { return stepper_; }
   RankTableModel* rank_model() const { return rank_model_; }
   CandidateTableModel* candidate_model() const { return candidate_model_; }
   CompareModel* compare_model() const { return compare_model_; }
   FiguresCompareModel* figures_model() const { return figures_model_; }
+  CompareView* compare_view() const { return compare_view_; }
   RedistributionTableModel* redistribution_model() const { return redistribution_model_; }
   SceneWidget* mesh_view() const { return mesh_view_; }
   SceneWidget* tensor_view() const { return tensor_view_; }
@@ -107,6 +111,7 @@ class MainWindow : public QMainWindow {
   void UpdateCompare();
 
   QByteArray default_layout_;
+  QByteArray layout_before_compare_;  // docks as they were before the Compare tab came to front
   std::unique_ptr<viewer::RunDocument> document_;
   std::unique_ptr<viewer::RunDocument> other_;
   viewer::GraphOptions graph_options_;
@@ -121,6 +126,8 @@ class MainWindow : public QMainWindow {
 
   QTabWidget* tabs_;
   GraphView* graph_;
+  GraphBuilder* graph_builder_;
+  bool fit_after_layout_ = false;  // a run just opened: fit the graph once it is laid out
   QPlainTextEdit* overview_;
   QTextBrowser* details_;
   QTableView* candidates_;
@@ -141,6 +148,7 @@ class MainWindow : public QMainWindow {
   CompareModel* compare_model_;
   FiguresCompareModel* figures_model_;
   QTableView* compare_table_;
+  CompareView* compare_view_;
   QPlainTextEdit* compare_left_;
   QPlainTextEdit* compare_right_;
   QLineEdit* search_;

@@ -45,7 +45,7 @@ std::string DotLabel(const QString& text) {
   return DrawableText(text).replace('\\', "\\\\").toStdString();
 }
 
-store::Status LayOut(DrawnGraph& graph, bool newrank, const std::string& run_name) {
+store::Status LayOut(DrawnGraph& graph, bool /*partitioned*/, const std::string& run_name) {
   std::lock_guard<std::mutex> lock(GraphvizMutex());
   GVC_t* gvc = GraphvizContext();
   Agraph_t* g = agopen(C("run"), Agdirected, nullptr);
@@ -89,10 +89,10 @@ store::Status LayOut(DrawnGraph& graph, bool newrank, const std::string& run_nam
     }
     gv_edges.push_back(edge);
   }
-  // Worker clusters interleave along the data flow (seed 001 goes 3→0→4→0→1→0→2→0): with
-  // the default ranking Graphviz 2.43's spline router fails on them and corrupts its heap
-  // ("triangulation failed", then a double free); ranking the whole graph at once avoids it.
-  if (newrank) Set(g, "newrank", "true");
+  // With the default ranking Graphviz 2.43's spline router can corrupt its heap (a double
+  // free in gvFreeLayout): seed 001's interleaved worker clusters and an 8-device FFN with its
+  // backward both did. Ranking the whole graph at once avoids it.
+  Set(g, "newrank", "true");
   if (gvLayout(gvc, g, "dot") != 0) {
     agclose(g);
     return store::Status(store::StatusCode::kInternal,

@@ -1,0 +1,88 @@
+#include "graph_builder.h"
+
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QtConcurrent/QtConcurrentRun>
+
+namespace shardscope::gui {
+namespace {
+
+using SceneResult = store::Result<viewer::Scene>;
+
+// What BuildGraphScene reads: the plan, not the per-step figures.
+std::shared_ptr<viewer::RunData> GraphRecords(const viewer::RunData& run) {
+  auto copy = std::make_shared<viewer::RunData>();
+  copy->run = run.run;
+  copy->counts = run.counts;
+  copy->meshes = run.meshes;
+  copy->operators = run.operators;
+  copy->tensors = run.tensors;
+  copy->edges = run.edges;
+  copy->redistributions = run.redistributions;
+  copy->send_recvs = run.send_recvs;
+  copy->details = run.details;
+  return copy;
+}
+
+}  // namespace
+
+GraphBuilder::GraphBuilder(QObject* parent)
+    : QObject(parent), last_thread_(std::make_shared<std::atomic<Qt::HANDLE>>(nullptr)) {}
+
+void GraphBuilder::Start(const viewer::RunData& run, const viewer::GraphOptions& options) {
+  const uint64_t generation = ++generation_;
+  running_ = true;
+  auto records = GraphRecords(run);
+  auto* watcher = new QFutureWatcher<SceneResult>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+    watcher->deleteLater();
+    if (generation != generation_) return;  // cancelled, or a newer layout started
+    running_ = false;
+    const SceneResult scene = watcher->result();
+    if (scene.ok()) {
+      emit Finished(*scene);
+    } else {
+      emit Failed(QString::fromStdString(scene.status().message()));
+    }
+  });
+  watcher->setFuture(QtConcurrent::run([records, options, thread = last_thread_] {
+    thread->store(QThread::currentThreadId());
+    return viewer::BuildGraphScene(*records, options);
+  }));
+  emit Started(static_cast<qint64>(run.operators.size()));
+}
+
+void GraphBuilder::Cancel() {
+  if (!running_) return;
+  ++generation_;
+  running_ = false;
+  emit Cancelled();
+}
+
+GraphLayoutProgress::GraphLayoutProgress(GraphBuilder* builder, QWidget* parent) : QWidget(parent) {
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* label = new QLabel(this);
+  auto* bar = new QProgressBar(this);
+  bar->setRange(0, 0);  // busy: Graphviz reports no progress
+  bar->setMaximumWidth(160);
+  auto* cancel = new QPushButton("Cancel", this);
+  cancel->setToolTip("Stop waiting for this layout; the graph shown stays");
+  layout->addWidget(label);
+  layout->addWidget(bar);
+  layout->addWidget(cancel);
+  hide();
+  connect(cancel, &QPushButton::clicked, builder, &GraphBuilder::Cancel);
+  connect(builder, &GraphBuilder::Started, this, [this, label](qint64 operators) {
+    label->setText(QString("Laying out the graph (%1 operators)…").arg(operators));
+    show();
+  });
+  connect(builder, &GraphBuilder::Cancelled, this, &QWidget::hide);
+  connect(builder, &GraphBuilder::Finished, this, &QWidget::hide);
+  connect(builder, &GraphBuilder::Failed, this, &QWidget::hide);
+}
+
+}  // namespace shardscope::gui

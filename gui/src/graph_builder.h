@@ -1,0 +1,50 @@
+// GraphBuilder: lays out the graph scene (viewer::BuildGraphScene: Graphviz dot) on a worker
+// thread so the window stays responsive on a large run; GraphLayoutProgress shows it busy
+// with a Cancel button. A newer Start or Cancel drops the result of the layout before it:
+// Graphviz cannot be interrupted, so a cancelled layout finishes unseen in the background.
+#pragma once
+
+#include <QThread>
+#include <QWidget>
+#include <atomic>
+#include <memory>
+
+#include "shardscope/viewer/graph_scene.h"
+
+namespace shardscope::gui {
+
+// Graphs of at least this many operators are laid out on a worker thread (smaller ones in
+// well under a second, where the window lays them out at once).
+inline constexpr size_t kBackgroundLayoutOperators = 500;
+
+class GraphBuilder : public QObject {
+  Q_OBJECT
+ public:
+  explicit GraphBuilder(QObject* parent = nullptr);
+  // Lays out a copy of the graph's records of `run` (the run may change meanwhile).
+  void Start(const viewer::RunData& run, const viewer::GraphOptions& options);
+  void Cancel();
+  bool running() const { return running_; }
+  // The thread the last layout ran on (never the UI thread).
+  Qt::HANDLE last_thread() const { return *last_thread_; }
+
+ signals:
+  void Started(qint64 operators);
+  void Finished(const viewer::Scene& scene);
+  void Failed(const QString& message);
+  void Cancelled();
+
+ private:
+  uint64_t generation_ = 0;
+  bool running_ = false;
+  std::shared_ptr<std::atomic<Qt::HANDLE>> last_thread_;
+};
+
+// "Laying out the graph (N operators)…", a busy bar and Cancel; visible while `builder` runs.
+class GraphLayoutProgress : public QWidget {
+  Q_OBJECT
+ public:
+  GraphLayoutProgress(GraphBuilder* builder, QWidget* parent);
+};
+
+}  // namespace shardscope::gui
