@@ -45,7 +45,7 @@ std::string DotLabel(const QString& text) {
   return DrawableText(text).replace('\\', "\\\\").toStdString();
 }
 
-store::Status LayOut(DrawnGraph& graph, bool /*partitioned*/, const std::string& run_name) {
+store::Status LayOut(DrawnGraph& graph, const std::string& run_name) {
   std::lock_guard<std::mutex> lock(GraphvizMutex());
   GVC_t* gvc = GraphvizContext();
   Agraph_t* g = agopen(C("run"), Agdirected, nullptr);

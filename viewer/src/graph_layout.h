@@ -61,7 +61,7 @@ double TextWidth(const QString& label);
 // A label as Graphviz sizes it: drawable, backslashes doubled (\N, \G ... are expanded).
 std::string DotLabel(const QString& text);
 
-// `newrank`: rank the whole graph at once (worker clusters that interleave need it).
-store::Status LayOut(DrawnGraph& graph, bool newrank, const std::string& run_name);
+// Places the nodes, clusters and edges of `graph` with Graphviz dot (whole-graph ranking).
+store::Status LayOut(DrawnGraph& graph, const std::string& run_name);
 
 }  // namespace shardscope::viewer::graph_detail

@@ -491,7 +491,7 @@ store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& opt
   DrawnGraph graph;
   const auto key_of_op = AddNodes(graph, shown, grouping, colouring, options);
   AddEdges(graph, run, key_of_op, options);
-  if (auto laid = graph_detail::LayOut(graph, options.partitioned, run.run.name); !laid.ok()) {
+  if (auto laid = graph_detail::LayOut(graph, run.run.name); !laid.ok()) {
     return laid;
   }
   Scene scene;
