@@ -89,26 +89,31 @@ TEST(GradBuckets, OverlapSameBits) {
   const Outcome overlapped8 = Train(8, 1024, false, /*overlap=*/true);
   EXPECT_GT(overlapped8.bucket_calls, 1);
   EXPECT_EQ(each8.params, overlapped8.params);
+}
+
 // Each bucket's one all-reduce is a span of its own (what `train --timing-every` records):
 // as many as the step's bucket calls, each after the gradients it holds were produced, none
 // overlapping another whole instruction, and the deferred all-reduces have no span.
+// Overlapped, a bucket has two spans (its start, and the wait not hidden by the backward).
 TEST(GradBuckets, EachFlushIsASpan) {
-  for (int64_t bucket_bytes : {int64_t{0}, int64_t{1024}, int64_t{25} << 20}) {
-    const Outcome o = Train(4, bucket_bytes, /*megatron=*/true);
-    std::vector<InstrSpan> whole;
-    std::set<int> executed, bucketed;
-    for (const InstrSpan& s : o.spans) {
-      if (s.part == -1) executed.insert(s.instr);
-      if (s.part == kBucketSpanPart) bucketed.insert(s.instr);
-      if (s.part < 0) whole.push_back(s);
-    }
-    EXPECT_EQ(static_cast<int>(bucketed.size()), o.bucket_calls) << bucket_bytes;
-    EXPECT_EQ(bucket_bytes > 0, o.bucket_calls > 0) << bucket_bytes;
-    for (int i : bucketed) EXPECT_FALSE(executed.count(i)) << "instruction " << i;
-    std::sort(whole.begin(), whole.end(),
-              [](const InstrSpan& a, const InstrSpan& b) { return a.start < b.start; });
-    for (size_t k = 1; k < whole.size(); ++k) {
-      EXPECT_GE(whole[k].start, whole[k - 1].end) << "span " << k;
+  for (bool overlap : {false, true}) {
+    for (int64_t bucket_bytes : {int64_t{0}, int64_t{1024}, int64_t{25} << 20}) {
+      const Outcome o = Train(4, bucket_bytes, /*megatron=*/true, overlap);
+      std::vector<InstrSpan> whole;
+      std::set<int> executed, bucketed;
+      for (const InstrSpan& s : o.spans) {
+        if (s.part == -1) executed.insert(s.instr);
+        if (s.part == kBucketSpanPart) bucketed.insert(s.instr);
+        if (s.part < 0) whole.push_back(s);
+      }
+      EXPECT_EQ(static_cast<int>(bucketed.size()), o.bucket_calls) << bucket_bytes;
+      EXPECT_EQ(bucket_bytes > 0, o.bucket_calls > 0) << bucket_bytes;
+      for (int i : bucketed) EXPECT_FALSE(executed.count(i)) << "instruction " << i;
+      std::sort(whole.begin(), whole.end(),
+                [](const InstrSpan& a, const InstrSpan& b) { return a.start < b.start; });
+      for (size_t k = 1; k < whole.size(); ++k) {
+        EXPECT_GE(whole[k].start, whole[k - 1].end) << "span " << k;
+      }
     }
   }
 }
