@@ -30,6 +30,10 @@ struct SearchFlags {
   int optimizer_states = 1;                  // not a flag: the model file's optimizer
   int optimizer_sharding = -1;               // ZeRO stage 0-2; -1: the model file's
   bool recompute = false;                    // every layer; false: the model file's scopes
+  double bucket_mb = -1;  // gradient buckets, MiB (--bucket-mb); < 0: BucketMb's default
+  // The gradient bucket `train` uses: --bucket-mb, else kDefaultBucketMb.
+  double BucketMb() const { return bucket_mb >= 0 ? bucket_mb : kDefaultBucketMb; }
+  static constexpr double kDefaultBucketMb = 25;  // PyTorch DDP's bucket_cap_mb
 };
 
 // --optimizer-sharding and --recompute, else the model file's parallel section, into

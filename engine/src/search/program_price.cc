@@ -137,6 +137,7 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   if (order.empty()) {
     for (size_t i = 0; i < program.instrs.size(); ++i) order.push_back(static_cast<int>(i));
   }
+  price.instr_seconds.assign(program.instrs.size(), 0.0);
   for (int index : order) {
     const DistInstr& in = program.instrs[index];
     if (in.kind == DistInstr::Kind::kCompute) {
@@ -154,9 +155,10 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
       ++price.communication_steps;
       const bool bucketed = share < 1 && step.kind == RedistStep::Kind::kAllReduce &&
                             !step.irregular() && in.plan->steps.size() == 1;
-      price.communication_seconds += bucketed
-                                         ? BucketedGradientSeconds(g, *in.plan, step, bytes, share)
-                                         : StepSeconds(g, *in.plan, step, compute_before);
+      const double seconds = bucketed ? BucketedGradientSeconds(g, *in.plan, step, bytes, share)
+                                      : StepSeconds(g, *in.plan, step, compute_before);
+      price.communication_seconds += seconds;
+      price.instr_seconds[index] += seconds;
       compute_before = 0;  // the next step follows this one
     }
   }

@@ -260,6 +260,8 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     for (char l : SummedLetters(p.sig, e.output)) {
       if (index(p, l) >= 0) e.summed_letter.push_back(index(p, l));
     }
+    e.needs_grad = c.inputs[e.input].needs_grad;
+    e.grad_summed_letter = c.inputs[e.input].missing;
   }
   std::map<ValueId, int> readers;
   for (const SearchEdge& e : g.edges_) ++readers[e.value];

@@ -90,6 +90,10 @@ struct SearchEdge {
   // Per tensor dimension, the letter index of the producer / consumer (-1: not split), and
   // the producer's summed letters (partial sums): precomputed, EdgeCost is the hot loop.
   std::vector<int> src_letter, dst_letter, summed_letter;
+  // Backward: whether the consumer computes this input's gradient, and the consumer's split
+  // letters the input lacks (its gradient is a partial sum over them).
+  bool needs_grad = true;
+  std::vector<int> grad_summed_letter;
 };
 
 class SearchGraph {
@@ -115,7 +119,8 @@ class SearchGraph {
   // computation costs beyond its price when it runs on one core (devices x its work, the
   // start of a phase between collectives on oversubscribed cores; 0 without).
   double ComputeBeforeCollective(int op, const Parts& parts) const;
-  // Of OpCost: the gradient all-reduces, seconds; adds their number to `*collectives`.
+  // Of OpCost: the parameter gradients' all-reduces (an activation's gradient is reduced on its
+  // edge, EdgeCost), seconds; adds their number to `*collectives`.
   double OpCommunication(int op, const Parts& parts, double* collectives = nullptr) const;
   // Memory per device of op `op` under `parts`, bytes.
   double OpMemory(int op, const Parts& parts) const;

@@ -151,25 +151,16 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     return s;
   };
   for (const SearchOperand& in : o.inputs) {
-    const double split = in.Parts(parts);
-    const double shard = in.bytes / split;
-    if (in.kind == ValueKind::kActivation) {
-      // Backward: this input's gradient is a partial sum over the split letters it lacks
-      // (MatMul's dX over n), reduced before its producer can use it.
-      int64_t partial = 1;
-      for (int l : in.missing) partial *= parts[l];
-      if (partial > 1) grad_reduce += reduce(shard, partial, GroupLink(parts, in.missing));
-    }
-    if (in.kind == ValueKind::kParameter) {
-      // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
-      // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
-      // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
-      int64_t partial = 1;
-      for (int l : in.missing) partial *= parts[l];
-      const double share = cm.GradientBucketShare(shard);
-      if (partial > 1)
-        grad_reduce += share * reduce(shard / share, partial, GroupLink(parts, in.missing));
-    }
+    if (in.kind != ValueKind::kParameter) continue;
+    // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
+    // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
+    // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
+    const double shard = in.bytes / in.Parts(parts);
+    int64_t partial = 1;
+    for (int l : in.missing) partial *= parts[l];
+    const double share = cm.GradientBucketShare(shard);
+    if (partial > 1)
+      grad_reduce += share * reduce(shard / share, partial, GroupLink(parts, in.missing));
   }
   for (const SearchOperand& out : o.outputs) {
     // A result nothing reads (the loss) left as a partial sum is all-reduced to be reported.
@@ -204,19 +195,6 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     if (edge.src_letter[d] >= 0) src_parts *= static_cast<double>(producer[edge.src_letter[d]]);
     if (edge.dst_letter[d] >= 0) dst_parts *= static_cast<double>(consumer[edge.dst_letter[d]]);
   }
-  double cost = 0;
-  // A partial-sum producer: reduce over the summed letters' parts.
-  int64_t partial = 1;
-  for (int l : edge.summed_letter) partial *= producer[l];
-  if (partial > 1) {
-    const double shard = edge.bytes / src_parts;
-    const bool scatter = dst_parts >= src_parts * static_cast<double>(partial);
-    const Link link = GroupLink(producer, edge.summed_letter);
-    cost += cm.SearchCollectiveAfterSeconds(
-        scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial,
-        link.bandwidth, link.latency, ComputeBeforeCollective(edge.producer, producer));
-    if (collectives != nullptr) *collectives += 1;
-  }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
   double overlap = 1, peers_forward = 1, peers_backward = 1;
   // Dimensions a rank must gather (its target block is larger than its source block along
@@ -241,25 +219,46 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     }
   }
   if (std::isinf(link.bandwidth)) link = NoMeshLink();
-  auto move = [&](double target_parts, double peers, int gathered, double share,
-                  double compute_before) {
-    const double recv = edge.bytes / target_parts - edge.bytes / overlap;
-    if (recv <= 0) return 0.0;
-    const int steps = std::max(1, gathered);
-    if (collectives != nullptr) *collectives += steps * share;
-    return cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth,
-                                         steps, link.latency, compute_before);
-  };
-  // Forward: the activation; consumers that want the same layout share one copy (the
-  // partitioner redistributes a value once per layout), so each edge carries its share. It
-  // follows the producer's computation, or the reduction of its partial sums.
+  // Readers that want the same layout share one redistribution each way (the partitioner
+  // redistributes a value once per layout, and sums its readers' gradients before moving the
+  // sum back), so each edge carries its share of both.
   const double share = 1.0 / edge.fanout;
-  const double forward_before =
-      partial > 1 ? 0.0 : ComputeBeforeCollective(edge.producer, producer);
-  cost += move(dst_parts, peers_forward, gather_forward, share, forward_before) * share;
-  // Backward: its gradient, after the consumer's backward.
-  cost += move(src_parts, peers_backward, gather_backward, 1.0,
-               ComputeBeforeCollective(edge.consumer, consumer));
+  // One direction: the `from` end's partial sum over `summed` letters of `ends` (its parts)
+  // reduced (scattered when the target is split finer), then exchanged into the target
+  // block, the first collective after `compute_before` seconds of computation.
+  const auto direction = [&](const Parts& ends, const std::vector<int>& summed, double from_parts,
+                             double to_parts, double peers, int gathered, double compute_before) {
+    double seconds = 0;
+    int64_t partial = 1;
+    for (int l : summed) partial *= ends[l];
+    if (partial > 1) {
+      const bool scatter = to_parts >= from_parts * static_cast<double>(partial);
+      const Link sum_link = GroupLink(ends, summed);
+      seconds += cm.SearchCollectiveAfterSeconds(
+          scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+          edge.bytes / from_parts, partial, sum_link.bandwidth, sum_link.latency, compute_before);
+      if (collectives != nullptr) *collectives += share;
+      compute_before = 0;  // the exchange follows the reduction
+    }
+    const double recv = edge.bytes / to_parts - edge.bytes / overlap;
+    if (recv > 0) {
+      const int steps = std::max(1, gathered);
+      if (collectives != nullptr) *collectives += steps * share;
+      seconds += cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv,
+                                               link.bandwidth, steps, link.latency,
+                                               compute_before);
+    }
+    return seconds * share;
+  };
+  // Forward: the activation, after the producer's computation.
+  double cost = direction(producer, edge.summed_letter, src_parts, dst_parts, peers_forward,
+                          gather_forward, ComputeBeforeCollective(edge.producer, producer));
+  // Backward: its gradient (a partial sum over the consumer's letters the input lacks, MatMul's
+  // dX over n), after the consumer's backward; none when the input needs no gradient.
+  if (edge.needs_grad) {
+    cost += direction(consumer, edge.grad_summed_letter, dst_parts, src_parts, peers_backward,
+                      gather_backward, ComputeBeforeCollective(edge.consumer, consumer));
+  }
   return cost;
 }
 
