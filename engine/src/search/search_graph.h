@@ -3,6 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -133,6 +136,23 @@ class SearchGraph {
   double EdgeCostFrom(int e, int op, const Parts& parts, const Parts& other) const {
     return edges_[e].producer == op ? EdgeCost(e, parts, other) : EdgeCost(e, other, parts);
   }
+  // A redistribution step as both pricings price it (step_price.cc; PriceProgram prices the
+  // program's steps with it): the planner's price with the step's groups over the physical
+  // axes they span, latency and overhead raised to the group sync of its groups, and the
+  // hand-off after `compute_before` seconds of computation.
+  double StepSeconds(const RedistPlan& plan, const RedistStep& step, double compute_before) const;
+  // A parameter gradient of `bytes` per rank in a bucket with others (share < 1 of it,
+  // CostModel::GradientBucketShare): its share of the bucket's all-reduce.
+  double BucketedGradientSeconds(const RedistPlan& plan, const RedistStep& step, double bytes,
+                                 double share) const;
+  // Whether `train` defers a gradient's plan into a bucket: one plain all-reduce, share < 1
+  // (grad_buckets.cc); any other plan runs, and is priced, step by step.
+  static bool Bucketed(const RedistPlan& plan, double share);
+  // Parameter input `input` of op `op` under `parts`: its gradient's reduction as the planner
+  // plans it (memoized by shape and splits: layers share it), each step priced as above;
+  // adds the steps to `*collectives`.
+  double PlannedGradientSeconds(int op, const Parts& parts, int input, double compute_before,
+                                double* collectives) const;
   // Total predicted step time of a complete assignment.
   double Total(const std::vector<Parts>& assignment) const;
   // Of Total: the computation, and the number of collectives and exchanges per step.
@@ -181,6 +201,18 @@ class SearchGraph {
   Link GroupLink(const Parts& parts, const std::vector<int>& letters) const;
   Link NoMeshLink() const;
   std::vector<PhysicalAxis> physical_;
+  // The latency and, with a device mesh, the link of a plan's step (StepSeconds).
+  bool StepLink(const RedistStep& step, double* bandwidth, double* latency) const;
+  // PlannedGradientSeconds' prices and plans, shared by copies of the graph.
+  struct Priced {
+    double seconds = 0, collectives = 0;
+  };
+  struct GradientPlans {
+    std::mutex mu;
+    std::map<std::vector<int64_t>, Priced> priced;
+  };
+  std::shared_ptr<GradientPlans> gradient_plans_ = std::make_shared<GradientPlans>();
+  std::shared_ptr<RedistPlanCache> plans_ = std::make_shared<RedistPlanCache>(1 << 12);
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;
   const Graph* graph_ = nullptr;
   SearchOptions options_;

@@ -150,8 +150,17 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     if (collectives != nullptr && s > 0) *collectives += 1;
     return s;
   };
-  for (const SearchOperand& in : o.inputs) {
+  for (size_t i = 0; i < o.inputs.size(); ++i) {
+    const SearchOperand& in = o.inputs[i];
     if (in.kind != ValueKind::kParameter) continue;
+    int spanned = 0;  // split letters the gradient is a partial sum over
+    for (int l : in.missing) spanned += parts[l] > 1;
+    if (spanned > 1) {
+      // The planner may reduce over two mesh axes in several steps (reduce-scatter along one,
+      // all-reduce along the other, all-gather), which train does not bucket.
+      grad_reduce += PlannedGradientSeconds(op, parts, static_cast<int>(i), before, collectives);
+      continue;
+    }
     // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
     // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
     // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
@@ -245,8 +254,7 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
       const int steps = std::max(1, gathered);
       if (collectives != nullptr) *collectives += steps * share;
       seconds += cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv,
-                                               link.bandwidth, steps, link.latency,
-                                               compute_before);
+                                               link.bandwidth, steps, link.latency, compute_before);
     }
     return seconds * share;
   };
