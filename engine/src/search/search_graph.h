@@ -97,6 +97,7 @@ struct SearchEdge {
   // letters the input lacks (its gradient is a partial sum over them).
   bool needs_grad = true;
   std::vector<int> grad_summed_letter;
+  std::vector<int> siblings;  // the other edges reading this value
 };
 
 class SearchGraph {
@@ -132,6 +133,15 @@ class SearchGraph {
   // readers share one).
   double EdgeCost(int e, const Parts& producer, const Parts& consumer,
                   double* collectives = nullptr) const;
+  // Edge `e`'s part of its value's price with `op` under `parts` and every other operator as in
+  // `assignment`, those `known` (nullptr: all) decided: readers in one layout (SameLayout)
+  // share one redistribution each way, so a reader joining its layout's group adds nothing, a
+  // producer pays each group once. Summed over all edges it is Total's edge price.
+  double EdgeCostAmong(int e, int op, const Parts& parts, const std::vector<Parts>& assignment,
+                       const std::vector<bool>* known) const;
+  // Whether edges `e1` and `e2` of one value read it in one layout on the same ranks (and
+  // reduce their gradients alike) with their consumers under `c1` and `c2`.
+  bool SameLayout(int e1, const Parts& c1, int e2, const Parts& c2) const;
   // Edge cost with `op` under `parts` and the other end under `other`.
   double EdgeCostFrom(int e, int op, const Parts& parts, const Parts& other) const {
     return edges_[e].producer == op ? EdgeCost(e, parts, other) : EdgeCost(e, other, parts);
@@ -192,6 +202,11 @@ class SearchGraph {
   struct Link {
     double bandwidth = 0, latency = -1;
   };
+  // EdgeCost with each direction's price times `share` (1: the whole redistribution).
+  double EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
+                   double* collectives) const;
+  // The readers of edge e's value in e's layout under `assignment`, e included.
+  int ReadersInLayout(int e, const std::vector<Parts>& assignment) const;
   // Ranks between consecutive members of letter `l`'s groups under `parts`.
   int64_t LetterStride(const Parts& parts, int l) const;
   // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.

@@ -196,6 +196,59 @@ double SearchGraph::OpMemory(int op, const Parts& parts) const {
 
 double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer,
                              double* collectives) const {
+  // Without the other readers' layouts: each reader's share of one redistribution.
+  return EdgePrice(e, producer, consumer, 1.0 / edges_[e].fanout, collectives);
+}
+
+bool SearchGraph::SameLayout(int e1, const Parts& c1, int e2, const Parts& c2) const {
+  const SearchEdge &a = edges_[e1], &b = edges_[e2];
+  if (a.needs_grad != b.needs_grad || a.dst_letter.size() != b.dst_letter.size()) return false;
+  for (size_t d = 0; d < a.dst_letter.size(); ++d) {
+    const int la = a.dst_letter[d], lb = b.dst_letter[d];
+    const int64_t pa = la >= 0 ? c1[la] : 1, pb = lb >= 0 ? c2[lb] : 1;
+    if (pa != pb) return false;
+    if (pa > 1 && LetterStride(c1, la) != LetterStride(c2, lb)) return false;
+  }
+  int64_t ga = 1, gb = 1;
+  for (int l : a.grad_summed_letter) ga *= c1[l];
+  for (int l : b.grad_summed_letter) gb *= c2[l];
+  return ga == gb;
+}
+
+int SearchGraph::ReadersInLayout(int e, const std::vector<Parts>& assignment) const {
+  const Parts& mine = assignment[edges_[e].consumer];
+  int n = 1;
+  for (int s : edges_[e].siblings) n += SameLayout(e, mine, s, assignment[edges_[s].consumer]);
+  return n;
+}
+
+double SearchGraph::EdgeCostAmong(int e, int op, const Parts& parts,
+                                  const std::vector<Parts>& assignment,
+                                  const std::vector<bool>* known) const {
+  const SearchEdge& edge = edges_[e];
+  const Parts& producer = edge.producer == op ? parts : assignment[edge.producer];
+  const Parts& consumer = edge.consumer == op ? parts : assignment[edge.consumer];
+  if (edge.consumer == op) {
+    // A reader joining a decided reader's layout adds nothing (of two reads by one operator
+    // the earlier pays); otherwise it pays the whole redistribution.
+    for (int s : edge.siblings) {
+      const int c = edges_[s].consumer;
+      if ((c != op && known != nullptr && !(*known)[c]) || (c == op && s > e)) continue;
+      if (SameLayout(e, parts, s, c == op ? parts : assignment[c])) return 0.0;
+    }
+    return EdgePrice(e, producer, consumer, 1.0, nullptr);
+  }
+  // The producer pays each decided layout once: its readers share it.
+  int n = 1;
+  for (int s : edge.siblings) {
+    const int c = edges_[s].consumer;
+    if (known == nullptr || (*known)[c]) n += SameLayout(e, consumer, s, assignment[c]);
+  }
+  return EdgePrice(e, producer, consumer, 1.0 / n, nullptr);
+}
+
+double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
+                              double* collectives) const {
   const SearchEdge& edge = edges_[e];
   const CostModel& cm = options_.cost;
   const size_t rank = edge.src_letter.size();
@@ -231,7 +284,6 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
   // Readers that want the same layout share one redistribution each way (the partitioner
   // redistributes a value once per layout, and sums its readers' gradients before moving the
   // sum back), so each edge carries its share of both.
-  const double share = 1.0 / edge.fanout;
   // One direction: the `from` end's partial sum over `summed` letters of `ends` (its parts)
   // reduced (scattered when the target is split finer), then exchanged into the target
   // block, the first collective after `compute_before` seconds of computation.
@@ -274,7 +326,8 @@ double SearchGraph::Total(const std::vector<Parts>& a) const {
   double total = 0;
   for (size_t i = 0; i < ops_.size(); ++i) total += OpCost(static_cast<int>(i), a[i]);
   for (size_t e = 0; e < edges_.size(); ++e) {
-    total += EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer]);
+    const int producer = edges_[e].producer;
+    total += EdgeCostAmong(static_cast<int>(e), producer, a[producer], a, nullptr);
   }
   return total;
 }
@@ -285,8 +338,11 @@ SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {
     b.compute_s += OpCompute(static_cast<int>(i), a[i]);
     OpCommunication(static_cast<int>(i), a[i], &b.collectives);
   }
-  for (size_t e = 0; e < edges_.size(); ++e)
-    EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer], &b.collectives);
+  for (size_t e = 0; e < edges_.size(); ++e) {
+    const int n = ReadersInLayout(static_cast<int>(e), a);
+    EdgePrice(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer], 1.0 / n,
+              &b.collectives);
+  }
   return b;
 }
 
