@@ -136,7 +136,8 @@ class SearchGraph {
   // Edge `e`'s part of its value's price with `op` under `parts` and every other operator as in
   // `assignment`, those `known` (nullptr: all) decided: readers in one layout (SameLayout)
   // share one redistribution each way, so a reader joining its layout's group adds nothing, a
-  // producer pays each group once. Summed over all edges it is Total's edge price.
+  // producer pays each group once (the greedy searches' local price; Total keeps EdgeCost's
+  // 1/fanout share, which dynamic_programming minimizes exactly).
   double EdgeCostAmong(int e, int op, const Parts& parts, const std::vector<Parts>& assignment,
                        const std::vector<bool>* known) const;
   // Whether edges `e1` and `e2` of one value read it in one layout on the same ranks (and
@@ -205,8 +206,6 @@ class SearchGraph {
   // EdgeCost with each direction's price times `share` (1: the whole redistribution).
   double EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
                    double* collectives) const;
-  // The readers of edge e's value in e's layout under `assignment`, e included.
-  int ReadersInLayout(int e, const std::vector<Parts>& assignment) const;
   // Ranks between consecutive members of letter `l`'s groups under `parts`.
   int64_t LetterStride(const Parts& parts, int l) const;
   // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.

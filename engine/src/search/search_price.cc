@@ -215,13 +215,6 @@ bool SearchGraph::SameLayout(int e1, const Parts& c1, int e2, const Parts& c2) c
   return ga == gb;
 }
 
-int SearchGraph::ReadersInLayout(int e, const std::vector<Parts>& assignment) const {
-  const Parts& mine = assignment[edges_[e].consumer];
-  int n = 1;
-  for (int s : edges_[e].siblings) n += SameLayout(e, mine, s, assignment[edges_[s].consumer]);
-  return n;
-}
-
 double SearchGraph::EdgeCostAmong(int e, int op, const Parts& parts,
                                   const std::vector<Parts>& assignment,
                                   const std::vector<bool>* known) const {
@@ -323,11 +316,12 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
 }
 
 double SearchGraph::Total(const std::vector<Parts>& a) const {
+  // Each reader's 1/fanout share of its value's redistribution: what dynamic_programming's
+  // pairwise edges minimize exactly (EdgeCostAmong groups readers by layout instead).
   double total = 0;
   for (size_t i = 0; i < ops_.size(); ++i) total += OpCost(static_cast<int>(i), a[i]);
   for (size_t e = 0; e < edges_.size(); ++e) {
-    const int producer = edges_[e].producer;
-    total += EdgeCostAmong(static_cast<int>(e), producer, a[producer], a, nullptr);
+    total += EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer]);
   }
   return total;
 }
@@ -338,11 +332,8 @@ SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {
     b.compute_s += OpCompute(static_cast<int>(i), a[i]);
     OpCommunication(static_cast<int>(i), a[i], &b.collectives);
   }
-  for (size_t e = 0; e < edges_.size(); ++e) {
-    const int n = ReadersInLayout(static_cast<int>(e), a);
-    EdgePrice(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer], 1.0 / n,
-              &b.collectives);
-  }
+  for (size_t e = 0; e < edges_.size(); ++e)
+    EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer], &b.collectives);
   return b;
 }
 
