@@ -36,6 +36,11 @@ struct ProgramPrice {
   double communication_seconds = 0;  // every communicating redistribution step
   int redistributions = 0;           // redistribute instructions (communicating or not)
   int communication_steps = 0;       // their steps that move data (not local slices/reshapes)
+  // Per instruction of the program: what its communication adds to communication_seconds
+  // (gradient buckets, links and per-collective terms included; 0 for compute). The
+  // optimizer sharding's collectives belong to no instruction: communication_seconds less
+  // the sum of these.
+  std::vector<double> instr_seconds;
 };
 
 // Whether a redistribution step communicates (the executor calls the communicator for it).

@@ -315,13 +315,14 @@ int RunPlan(const PlanOptions& original) {
   if (o.json) {
     nlohmann::ordered_json j = summary;
     j["redistributions"] = nlohmann::ordered_json::array();
-    for (const DistInstr& in : program->instrs) {
+    for (size_t i = 0; i < program->instrs.size(); ++i) {
+      const DistInstr& in = program->instrs[i];
       if (in.kind != DistInstr::Kind::kRedistribute) continue;
       j["redistributions"].push_back({{"value", program->values[in.inputs[0]].name},
                                       {"from", in.plan->from.ToString()},
                                       {"to", in.plan->to.ToString()},
                                       {"bytes", in.plan->planned_bytes},
-                                      {"seconds", in.plan->predicted_seconds},
+                                      {"seconds", price->instr_seconds[i]},
                                       {"reason", in.reason}});
     }
     std::printf("%s\n", j.dump(2).c_str());

@@ -58,6 +58,12 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
                       "the model file names no scopes)")
           ->expected(0, 1)
           ->check(CLI::IsMember({"auto"}));
+  app->add_option("--bucket-mb", f.bucket_mb,
+                  "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
+                  "all-reduce per bucket instead of one per gradient, the same sums; 0: one each. "
+                  "plan prices the buckets train makes (a --cluster file's gradient_bucket "
+                  "unless given)")
+      ->check(CLI::Range(0.0, 4096.0));
   app->add_option("--search", f.search,
                   "sharding_propagation | recursive_programming | dynamic_programming | "
                   "semi_auto: choose strategies for the operators the model does not configure");
@@ -199,7 +205,11 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
     o.cost = *cost;
     // --axis-bandwidth / --axis-latency still override the cluster's figures.
     SHARDSCOPE_RETURN_IF_ERROR(ApplyAxisFlags(f, o));
+    if (!cluster.in_process && f.bucket_mb < 0) return o;  // the cluster's own buckets
   }
+  // Gradients are priced in the buckets `train` reduces them in (in-process profiles, the
+  // built-in figures, or --bucket-mb over a cluster's).
+  o.cost.gradient_bucket_bytes = f.BucketMb() * (1 << 20);
   return o;
 }
 

@@ -31,6 +31,10 @@ struct SearchFlags {
   std::string optimizer_sharding;            // "0".."3" | "auto"; empty: the model file's
   std::vector<std::string> recompute;        // {} given alone: every layer; {"auto"}
   CLI::Option* recompute_option = nullptr;   // given at all (the flag may take no value)
+  double bucket_mb = -1;  // gradient buckets, MiB (--bucket-mb); < 0: BucketMb's default
+  // The gradient bucket `train` uses: --bucket-mb, else kDefaultBucketMb.
+  double BucketMb() const { return bucket_mb >= 0 ? bucket_mb : kDefaultBucketMb; }
+  static constexpr double kDefaultBucketMb = 25;  // PyTorch DDP's bucket_cap_mb
 };
 
 // Whether --optimizer-sharding / --recompute leave the choice to the planner (memory_fit.h):

@@ -60,7 +60,6 @@ struct TrainOptions {
   std::string on_record_error = "stop";
   SearchFlags search;
   CheckpointFlags checkpoint;
-  double bucket_mb = 25;    // gradient buckets (TrainConfig::bucket_bytes); 0: none
   bool no_overlap = false;  // TrainConfig::overlap_grad_reduce off
   bool eval_only = false;   // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
 };
@@ -293,7 +292,8 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
       auto trainer,
       DistTrainer::Create(std::move(model),
                           TrainConfig{tc.seed, tc.optimizer,
-                                      static_cast<int64_t>(o.bucket_mb * (1 << 20)), !o.no_overlap},
+                                      static_cast<int64_t>(o.search.BucketMb() * (1 << 20)),
+                                      !o.no_overlap},
                           options, comm.rank()));
   trainer->set_cpu_timing(o.cpu_time);
   if (plan.resume) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*plan.resume, *trainer));
@@ -714,10 +714,6 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                   "stand_alone | data_parallel | semi_auto | auto (default: the model file's)");
   AddSearchFlags(app, o->search);
   AddCheckpointFlags(app, o->checkpoint);
-  app->add_option("--bucket-mb", o->bucket_mb,
-                  "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
-                  "all-reduce per bucket instead of one per gradient, the same sums; 0: one each")
-      ->check(CLI::Range(0.0, 4096.0));
   app->add_flag("--no-overlap", o->no_overlap,
                 "Wait for each gradient bucket's all-reduce when it is full instead of running it "
                 "during the backward (the default overlaps, as PyTorch DDP does); same sums");

@@ -37,7 +37,7 @@ const Parts& BestGivenNeighbours(const SearchGraph& g, int v, const std::vector<
     for (int e : op.edges) {
       const int w = g.Other(e, v);
       if (done[w]) {
-        cost += g.EdgeCostFrom(e, v, op.candidates[c], parts[w]);
+        cost += g.EdgeCostAmong(e, v, op.candidates[c], parts, &done);
       } else if (op.candidates.size() * g.ops()[w].candidates.size() <= kLookaheadPairs) {
         cost += BestResponse(g, e, v, op.candidates[c], w);
       }
@@ -163,7 +163,7 @@ Assignment RunRecursive(const SearchGraph& g) {
         double cost = g.OpCost(v, trial);
         for (int e : op.edges) {
           const int w = g.Other(e, v);
-          cost += done_round[w] ? g.EdgeCostFrom(e, v, trial, a.parts[w])
+          cost += done_round[w] ? g.EdgeCostAmong(e, v, trial, a.parts, nullptr)
                                 : RoundResponse(g, e, v, trial, w, a.parts[w], f);
         }
         // The memory budget binds on the final strategy.
@@ -192,7 +192,7 @@ Assignment RunRecursive(const SearchGraph& g) {
     const SearchOp& op = g.ops()[v];
     auto local = [&](const Parts& p) {
       double c = g.OpCost(v, p);
-      for (int e : op.edges) c += g.EdgeCostFrom(e, v, p, a.parts[g.Other(e, v)]);
+      for (int e : op.edges) c += g.EdgeCostAmong(e, v, p, a.parts, nullptr);
       if (g.OpMemory(v, p) > op.memory_allowance) c += 1e9;
       return c;
     };
@@ -230,7 +230,7 @@ Assignment RunRecursive(const SearchGraph& g) {
     double best = -1;
     for (const Parts& p : op.candidates) {
       double c = g.OpCost(v, p);
-      for (int e : op.edges) c += g.EdgeCostFrom(e, v, p, a.parts[g.Other(e, v)]);
+      for (int e : op.edges) c += g.EdgeCostAmong(e, v, p, a.parts, nullptr);
       if (best < 0 || c < best) {
         best = c;
         a.parts[v] = p;

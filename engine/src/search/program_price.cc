@@ -26,57 +26,6 @@ Parts PartsOf(const search_internal::SearchOp& op, const OpStrategy& strategy) {
   return parts;
 }
 
-// The least the step costs in-process (InProcessOverhead::GroupSyncSeconds): a structured
-// collective runs on its groups' own communicators, so its device threads wait for their group
-// only; an irregular exchange is one AllToAllV over every device (redistribution_executor.cc).
-double StepSync(const CostModel& cm, const RedistPlan& plan, const RedistStep& step,
-                int64_t devices) {
-  if (step.irregular()) return cm.in_process.group_sync_s;
-  return cm.in_process.GroupSyncSeconds(plan.mesh.GroupSize(step.axes), devices);
-}
-
-// One communicating step as the searches price a collective: the planner's price with its
-// latency terms and the fixed overhead raised to at least the group sync of its groups
-// (StepSync), and the hand-off after `compute_before` seconds of computation. With a device mesh,
-// the step's groups travel over the physical axes they span (the planner knows only the operator
-// meshes' axis names).
-// The slowest latency of the step's axes; with a device mesh, the bandwidth and latency of the
-// physical axes its groups span (false without one: `bandwidth` is left as it was).
-bool StepLink(const SearchGraph& g, const RedistStep& step, double* bandwidth, double* latency) {
-  const CostModel& cm = g.options().cost;
-  *latency = step.axis_names.empty() ? cm.latency_s : 0.0;
-  for (const std::string& axis : step.axis_names)
-    *latency = std::max(*latency, cm.AxisLatency(axis));
-  return g.GroupsLink(step.groups, bandwidth, latency);
-}
-
-double StepSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistStep& step,
-                   double compute_before) {
-  if (step.seconds <= 0) return 0.0;
-  const CostModel& cm = g.options().cost;
-  const double messages = static_cast<double>(step.messages);
-  double transfer = step.seconds - messages * cm.latency_s;  // the bandwidth term
-  double bandwidth = 0, latency = 0;
-  if (StepLink(g, step, &bandwidth, &latency))
-    transfer *= cm.Bandwidth(plan.mesh, step.axes) / bandwidth;
-  return transfer +
-         std::max(messages * latency + cm.collective_overhead_s,
-                  StepSync(cm, plan, step, g.options().devices)) +
-         cm.in_process.HandoffSeconds(compute_before);
-}
-
-// A gradient of `bytes` per rank all-reduced in a bucket with others (share < 1 of it,
-// CostModel::GradientBucketShare): its share of the bucket's all-reduce, priced as the
-// searches price a collective over the links the step's groups span.
-double BucketedGradientSeconds(const SearchGraph& g, const RedistPlan& plan, const RedistStep& step,
-                               double bytes, double share) {
-  const CostModel& cm = g.options().cost;
-  double bandwidth = cm.Bandwidth(plan.mesh, step.axes), latency = 0;
-  StepLink(g, step, &bandwidth, &latency);
-  return share * cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, bytes / share,
-                                            plan.mesh.GroupSize(step.axes), bandwidth, latency);
-}
-
 }  // namespace
 
 Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program,
@@ -137,6 +86,7 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   if (order.empty()) {
     for (size_t i = 0; i < program.instrs.size(); ++i) order.push_back(static_cast<int>(i));
   }
+  price.instr_seconds.assign(program.instrs.size(), 0.0);
   for (int index : order) {
     const DistInstr& in = program.instrs[index];
     if (in.kind == DistInstr::Kind::kCompute) {
@@ -152,11 +102,11 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     for (const RedistStep& step : in.plan->steps) {
       if (!CommunicatesData(step)) continue;
       ++price.communication_steps;
-      const bool bucketed = share < 1 && step.kind == RedistStep::Kind::kAllReduce &&
-                            !step.irregular() && in.plan->steps.size() == 1;
-      price.communication_seconds += bucketed
-                                         ? BucketedGradientSeconds(g, *in.plan, step, bytes, share)
-                                         : StepSeconds(g, *in.plan, step, compute_before);
+      const double seconds = SearchGraph::Bucketed(*in.plan, share)
+                                 ? g.BucketedGradientSeconds(*in.plan, step, bytes, share)
+                                 : g.StepSeconds(*in.plan, step, compute_before);
+      price.communication_seconds += seconds;
+      price.instr_seconds[index] += seconds;
       compute_before = 0;  // the next step follows this one
     }
   }

@@ -58,7 +58,7 @@ Assignment SemiAuto(const SearchGraph& g) {
 
 double LocalCost(const SearchGraph& g, int v, const Parts& p, const std::vector<Parts>& parts) {
   double c = g.OpCost(v, p);
-  for (int e : g.ops()[v].edges) c += g.EdgeCostFrom(e, v, p, parts[g.Other(e, v)]);
+  for (int e : g.ops()[v].edges) c += g.EdgeCostAmong(e, v, p, parts, nullptr);
   return c;
 }
 

@@ -261,12 +261,20 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
       if (index(p, l) >= 0) e.summed_letter.push_back(index(p, l));
     }
     const SearchOperand& in = c.inputs[e.input];
+    e.needs_grad = in.needs_grad;
     if (in.kind == ValueKind::kActivation && in.needs_grad) e.grad_summed_letter = in.missing;
   }
   std::map<ValueId, int> readers;
   for (const SearchEdge& e : g.edges_) ++readers[e.value];
   for (const SearchEdge& e : g.edges_) g.ops_[e.producer].outputs[e.output].read = true;
   for (SearchEdge& e : g.edges_) e.fanout = readers[e.value];
+  std::map<ValueId, std::vector<int>> reading;
+  for (size_t e = 0; e < g.edges_.size(); ++e)
+    reading[g.edges_[e].value].push_back(static_cast<int>(e));
+  for (size_t e = 0; e < g.edges_.size(); ++e) {
+    for (int s : reading[g.edges_[e].value])
+      if (s != static_cast<int>(e)) g.edges_[e].siblings.push_back(s);
+  }
   for (size_t e = 0; e < g.edges_.size(); ++e) {
     g.ops_[g.edges_[e].producer].edges.push_back(static_cast<int>(e));
     g.ops_[g.edges_[e].consumer].edges.push_back(static_cast<int>(e));

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -90,9 +93,12 @@ struct SearchEdge {
   // Per tensor dimension, the letter index of the producer / consumer (-1: not split), and
   // the producer's summed letters (partial sums): precomputed, EdgeCost is the hot loop.
   std::vector<int> src_letter, dst_letter, summed_letter;
-  // The consumer's letters its input lacks when the value has a gradient: that gradient is a
-  // partial sum over them (MatMul's dX over n), reduced on its way back to the producer.
+  // Backward: whether the consumer computes this input's gradient, and when the value has one,
+  // the consumer's split letters its input lacks: that gradient is a partial sum over them
+  // (MatMul's dX over n), reduced on its way back to the producer.
+  bool needs_grad = true;
   std::vector<int> grad_summed_letter;
+  std::vector<int> siblings;  // the other edges reading this value
 };
 
 class SearchGraph {
@@ -118,7 +124,8 @@ class SearchGraph {
   // computation costs beyond its price when it runs on one core (devices x its work, the
   // start of a phase between collectives on oversubscribed cores; 0 without).
   double ComputeBeforeCollective(int op, const Parts& parts) const;
-  // Of OpCost: the gradient all-reduces, seconds; adds their number to `*collectives`.
+  // Of OpCost: the parameter gradients' all-reduces (an activation's gradient is reduced on its
+  // edge, EdgeCost), seconds; adds their number to `*collectives`.
   double OpCommunication(int op, const Parts& parts, double* collectives = nullptr) const;
   // Memory per device of op `op` under `parts`, bytes.
   double OpMemory(int op, const Parts& parts) const;
@@ -127,10 +134,37 @@ class SearchGraph {
   // readers share one).
   double EdgeCost(int e, const Parts& producer, const Parts& consumer,
                   double* collectives = nullptr) const;
+  // Edge `e`'s part of its value's price with `op` under `parts` and every other operator as in
+  // `assignment`, those `known` (nullptr: all) decided: readers in one layout (SameLayout)
+  // share one redistribution each way, so a reader joining its layout's group adds nothing, a
+  // producer pays each group once (the greedy searches' local price; Total keeps EdgeCost's
+  // 1/fanout share, which dynamic_programming minimizes exactly).
+  double EdgeCostAmong(int e, int op, const Parts& parts, const std::vector<Parts>& assignment,
+                       const std::vector<bool>* known) const;
+  // Whether edges `e1` and `e2` of one value read it in one layout on the same ranks (and
+  // reduce their gradients alike) with their consumers under `c1` and `c2`.
+  bool SameLayout(int e1, const Parts& c1, int e2, const Parts& c2) const;
   // Edge cost with `op` under `parts` and the other end under `other`.
   double EdgeCostFrom(int e, int op, const Parts& parts, const Parts& other) const {
     return edges_[e].producer == op ? EdgeCost(e, parts, other) : EdgeCost(e, other, parts);
   }
+  // A redistribution step as both pricings price it (step_price.cc; PriceProgram prices the
+  // program's steps with it): the planner's price with the step's groups over the physical
+  // axes they span, latency and overhead raised to the group sync of its groups, and the
+  // hand-off after `compute_before` seconds of computation.
+  double StepSeconds(const RedistPlan& plan, const RedistStep& step, double compute_before) const;
+  // A parameter gradient of `bytes` per rank in a bucket with others (share < 1 of it,
+  // CostModel::GradientBucketShare): its share of the bucket's all-reduce.
+  double BucketedGradientSeconds(const RedistPlan& plan, const RedistStep& step, double bytes,
+                                 double share) const;
+  // Whether `train` defers a gradient's plan into a bucket: one plain all-reduce, share < 1
+  // (grad_buckets.cc); any other plan runs, and is priced, step by step.
+  static bool Bucketed(const RedistPlan& plan, double share);
+  // Parameter input `input` of op `op` under `parts`: its gradient's reduction as the planner
+  // plans it (memoized by shape and splits: layers share it), each step priced as above;
+  // adds the steps to `*collectives`.
+  double PlannedGradientSeconds(int op, const Parts& parts, int input, double compute_before,
+                                double* collectives) const;
   // Total predicted step time of a complete assignment.
   double Total(const std::vector<Parts>& assignment) const;
   // Of Total: the computation, and the number of collectives and exchanges per step.
@@ -170,6 +204,9 @@ class SearchGraph {
   struct Link {
     double bandwidth = 0, latency = -1;
   };
+  // EdgeCost with each direction's price times `share` (1: the whole redistribution).
+  double EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
+                   double* collectives) const;
   // Ranks between consecutive members of letter `l`'s groups under `parts`.
   int64_t LetterStride(const Parts& parts, int l) const;
   // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.
@@ -179,6 +216,18 @@ class SearchGraph {
   Link GroupLink(const Parts& parts, const std::vector<int>& letters) const;
   Link NoMeshLink() const;
   std::vector<PhysicalAxis> physical_;
+  // The latency and, with a device mesh, the link of a plan's step (StepSeconds).
+  bool StepLink(const RedistStep& step, double* bandwidth, double* latency) const;
+  // PlannedGradientSeconds' prices and plans, shared by copies of the graph.
+  struct Priced {
+    double seconds = 0, collectives = 0;
+  };
+  struct GradientPlans {
+    std::mutex mu;
+    std::map<std::vector<int64_t>, Priced> priced;
+  };
+  std::shared_ptr<GradientPlans> gradient_plans_ = std::make_shared<GradientPlans>();
+  std::shared_ptr<RedistPlanCache> plans_ = std::make_shared<RedistPlanCache>(1 << 12);
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;
   const Graph* graph_ = nullptr;
   SearchOptions options_;

@@ -150,21 +150,26 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     if (collectives != nullptr && s > 0) *collectives += 1;
     return s;
   };
-  for (const SearchOperand& in : o.inputs) {
-    const double split = in.Parts(parts);
-    const double shard = in.bytes / split;
-    // An activation input's gradient is reduced on its edge (EdgeCost), where the producer's
-    // layout and the other readers' partial gradients are known.
-    if (in.kind == ValueKind::kParameter) {
-      // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
-      // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
-      // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
-      int64_t partial = 1;
-      for (int l : in.missing) partial *= parts[l];
-      const double share = cm.GradientBucketShare(shard);
-      if (partial > 1)
-        grad_reduce += share * reduce(shard / share, partial, GroupLink(parts, in.missing));
+  for (size_t i = 0; i < o.inputs.size(); ++i) {
+    const SearchOperand& in = o.inputs[i];
+    if (in.kind != ValueKind::kParameter) continue;
+    int spanned = 0;  // split letters the gradient is a partial sum over
+    for (int l : in.missing) spanned += parts[l] > 1;
+    if (spanned > 1) {
+      // The planner may reduce over two mesh axes in several steps (reduce-scatter along one,
+      // all-reduce along the other, all-gather), which train does not bucket.
+      grad_reduce += PlannedGradientSeconds(op, parts, static_cast<int>(i), before, collectives);
+      continue;
     }
+    // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
+    // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
+    // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
+    const double shard = in.bytes / in.Parts(parts);
+    int64_t partial = 1;
+    for (int l : in.missing) partial *= parts[l];
+    const double share = cm.GradientBucketShare(shard);
+    if (partial > 1)
+      grad_reduce += share * reduce(shard / share, partial, GroupLink(parts, in.missing));
   }
   for (const SearchOperand& out : o.outputs) {
     // A result nothing reads (the loss) left as a partial sum is all-reduced to be reported.
@@ -191,6 +196,52 @@ double SearchGraph::OpMemory(int op, const Parts& parts) const {
 
 double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer,
                              double* collectives) const {
+  // Without the other readers' layouts: each reader's share of one redistribution.
+  return EdgePrice(e, producer, consumer, 1.0 / edges_[e].fanout, collectives);
+}
+
+bool SearchGraph::SameLayout(int e1, const Parts& c1, int e2, const Parts& c2) const {
+  const SearchEdge &a = edges_[e1], &b = edges_[e2];
+  if (a.needs_grad != b.needs_grad || a.dst_letter.size() != b.dst_letter.size()) return false;
+  for (size_t d = 0; d < a.dst_letter.size(); ++d) {
+    const int la = a.dst_letter[d], lb = b.dst_letter[d];
+    const int64_t pa = la >= 0 ? c1[la] : 1, pb = lb >= 0 ? c2[lb] : 1;
+    if (pa != pb) return false;
+    if (pa > 1 && LetterStride(c1, la) != LetterStride(c2, lb)) return false;
+  }
+  int64_t ga = 1, gb = 1;
+  for (int l : a.grad_summed_letter) ga *= c1[l];
+  for (int l : b.grad_summed_letter) gb *= c2[l];
+  return ga == gb;
+}
+
+double SearchGraph::EdgeCostAmong(int e, int op, const Parts& parts,
+                                  const std::vector<Parts>& assignment,
+                                  const std::vector<bool>* known) const {
+  const SearchEdge& edge = edges_[e];
+  const Parts& producer = edge.producer == op ? parts : assignment[edge.producer];
+  const Parts& consumer = edge.consumer == op ? parts : assignment[edge.consumer];
+  if (edge.consumer == op) {
+    // A reader joining a decided reader's layout adds nothing (of two reads by one operator
+    // the earlier pays); otherwise it pays the whole redistribution.
+    for (int s : edge.siblings) {
+      const int c = edges_[s].consumer;
+      if ((c != op && known != nullptr && !(*known)[c]) || (c == op && s > e)) continue;
+      if (SameLayout(e, parts, s, c == op ? parts : assignment[c])) return 0.0;
+    }
+    return EdgePrice(e, producer, consumer, 1.0, nullptr);
+  }
+  // The producer pays each decided layout once: its readers share it.
+  int n = 1;
+  for (int s : edge.siblings) {
+    const int c = edges_[s].consumer;
+    if (known == nullptr || (*known)[c]) n += SameLayout(e, consumer, s, assignment[c]);
+  }
+  return EdgePrice(e, producer, consumer, 1.0 / n, nullptr);
+}
+
+double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
+                              double* collectives) const {
   const SearchEdge& edge = edges_[e];
   const CostModel& cm = options_.cost;
   const size_t rank = edge.src_letter.size();
@@ -198,19 +249,6 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
   for (size_t d = 0; d < rank; ++d) {
     if (edge.src_letter[d] >= 0) src_parts *= static_cast<double>(producer[edge.src_letter[d]]);
     if (edge.dst_letter[d] >= 0) dst_parts *= static_cast<double>(consumer[edge.dst_letter[d]]);
-  }
-  double cost = 0;
-  // A partial-sum producer: reduce over the summed letters' parts.
-  int64_t partial = 1;
-  for (int l : edge.summed_letter) partial *= producer[l];
-  if (partial > 1) {
-    const double shard = edge.bytes / src_parts;
-    const bool scatter = dst_parts >= src_parts * static_cast<double>(partial);
-    const Link link = GroupLink(producer, edge.summed_letter);
-    cost += cm.SearchCollectiveAfterSeconds(
-        scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, shard, partial,
-        link.bandwidth, link.latency, ComputeBeforeCollective(edge.producer, producer));
-    if (collectives != nullptr) *collectives += 1;
   }
   // Exchange a -> b: a rank receives its b block minus what its a block already covers.
   double overlap = 1, peers_forward = 1, peers_backward = 1;
@@ -236,44 +274,50 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
     }
   }
   if (std::isinf(link.bandwidth)) link = NoMeshLink();
-  auto move = [&](double target_parts, double peers, int gathered, double share,
-                  double compute_before) {
-    const double recv = edge.bytes / target_parts - edge.bytes / overlap;
-    if (recv <= 0) return 0.0;
-    const int steps = std::max(1, gathered);
-    if (collectives != nullptr) *collectives += steps * share;
-    return cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv, link.bandwidth,
-                                         steps, link.latency, compute_before);
+  // Readers that want the same layout share one redistribution each way (the partitioner
+  // redistributes a value once per layout, and sums its readers' gradients before moving the
+  // sum back), so each edge carries its share of both.
+  // One direction: the `from` end's partial sum over `summed` letters of `ends` (its parts)
+  // reduced (scattered when the target is split finer), then exchanged into the target
+  // block, the first collective after `compute_before` seconds of computation.
+  const auto direction = [&](const Parts& ends, const std::vector<int>& summed, double from_parts,
+                             double to_parts, double peers, int gathered, double compute_before) {
+    double seconds = 0;
+    int64_t partial = 1;
+    for (int l : summed) partial *= ends[l];
+    if (partial > 1) {
+      const bool scatter = to_parts >= from_parts * static_cast<double>(partial);
+      const Link sum_link = GroupLink(ends, summed);
+      seconds += cm.SearchCollectiveAfterSeconds(
+          scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+          edge.bytes / from_parts, partial, sum_link.bandwidth, sum_link.latency, compute_before);
+      if (collectives != nullptr) *collectives += share;
+      compute_before = 0;  // the exchange follows the reduction
+    }
+    const double recv = edge.bytes / to_parts - edge.bytes / overlap;
+    if (recv > 0) {
+      const int steps = std::max(1, gathered);
+      if (collectives != nullptr) *collectives += steps * share;
+      seconds += cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv,
+                                               link.bandwidth, steps, link.latency, compute_before);
+    }
+    return seconds * share;
   };
-  // Forward: the activation; consumers that want the same layout share one copy (the
-  // partitioner redistributes a value once per layout), so each edge carries its share. It
-  // follows the producer's computation, or the reduction of its partial sums.
-  const double share = 1.0 / edge.fanout;
-  const double forward_before =
-      partial > 1 ? 0.0 : ComputeBeforeCollective(edge.producer, producer);
-  cost += move(dst_parts, peers_forward, gather_forward, share, forward_before) * share;
-  // Backward: the consumer's input gradient is a partial sum over the letters its input lacks
-  // (MatMul's dX over n). The readers' partial gradients add up first (the partitioner adds
-  // them as they are) and are reduced once: each edge pays its share, a reduce-scatter when the
-  // producer's layout is split that much finer.
-  int64_t grad_partial = 1;
-  for (int l : edge.grad_summed_letter) grad_partial *= consumer[l];
-  if (grad_partial > 1) {
-    const bool scatter = src_parts >= dst_parts * static_cast<double>(grad_partial);
-    const Link group = GroupLink(consumer, edge.grad_summed_letter);
-    cost += share * cm.SearchCollectiveAfterSeconds(
-                        scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                        edge.bytes / dst_parts, grad_partial, group.bandwidth, group.latency,
-                        ComputeBeforeCollective(edge.consumer, consumer));
-    if (collectives != nullptr) *collectives += share;
+  // Forward: the activation, after the producer's computation.
+  double cost = direction(producer, edge.summed_letter, src_parts, dst_parts, peers_forward,
+                          gather_forward, ComputeBeforeCollective(edge.producer, producer));
+  // Backward: its gradient (a partial sum over the consumer's letters the input lacks, MatMul's
+  // dX over n), after the consumer's backward; none when the input needs no gradient.
+  if (edge.needs_grad) {
+    cost += direction(consumer, edge.grad_summed_letter, dst_parts, src_parts, peers_backward,
+                      gather_backward, ComputeBeforeCollective(edge.consumer, consumer));
   }
-  // Then its exchange to the producer's layout, after the consumer's backward.
-  cost += move(src_parts, peers_backward, gather_backward, 1.0,
-               ComputeBeforeCollective(edge.consumer, consumer));
   return cost;
 }
 
 double SearchGraph::Total(const std::vector<Parts>& a) const {
+  // Each reader's 1/fanout share of its value's redistribution: what dynamic_programming's
+  // pairwise edges minimize exactly (EdgeCostAmong groups readers by layout instead).
   double total = 0;
   for (size_t i = 0; i < ops_.size(); ++i) total += OpCost(static_cast<int>(i), a[i]);
   for (size_t e = 0; e < edges_.size(); ++e) {

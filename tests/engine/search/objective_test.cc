@@ -1,0 +1,92 @@
+// One objective: what a search minimizes is the step price `plan` reports (PriceProgram of the
+// program partitioned from its strategies), and dynamic_programming prices lowest.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "shardscope/dist_trainer.h"
+#include "shardscope/model_file.h"
+#include "shardscope/program_price.h"
+#include "shardscope/search.h"
+
+namespace shardscope {
+namespace {
+
+struct Priced {
+  double objective = 0;  // SearchResult::step_seconds
+  double predicted = 0;  // PriceProgram's step_seconds
+};
+
+// Searches `model` (under samples/) on `devices` with `mode` and the built-in cost model
+// (gradients in train's 25 MiB buckets), partitions it as `plan` does and prices it.
+Priced SearchAndPrice(const std::string& model, int devices, SearchMode mode) {
+  Priced out;
+  ModelLoadOptions load;
+  load.weights = false;
+  auto mf = LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/" + model, load);
+  EXPECT_TRUE(mf.ok()) << mf.status().message();
+  if (!mf.ok()) return out;
+  auto built = mf->Build(mf->training().batch);
+  EXPECT_TRUE(built.ok()) << built.status().message();
+  if (!built.ok()) return out;
+  ModelGraph graph = std::move(*built);
+  SearchOptions search;
+  search.mode = mode;
+  search.devices = devices;
+  search.cost.gradient_bucket_bytes = 25.0 * (1 << 20);
+  auto result = SearchStrategies(graph.graph, search);
+  EXPECT_TRUE(result.ok()) << result.status().message();
+  if (!result.ok()) return out;
+  EXPECT_TRUE(ApplySearchResult(*result, &graph.graph).ok());
+  PartitionOptions partition;
+  partition.devices = devices;
+  partition.cost = search.cost;
+  auto program = PlanTrainingProgram(&graph, partition);
+  EXPECT_TRUE(program.ok()) << program.status().message();
+  if (!program.ok()) return out;
+  auto price = PriceProgram(graph.graph, *program, search);
+  EXPECT_TRUE(price.ok()) << price.status().message();
+  if (!price.ok()) return out;
+  out.objective = result->step_seconds;
+  out.predicted = price->step_seconds;
+  return out;
+}
+
+const SearchMode kModes[] = {SearchMode::kShardingPropagation, SearchMode::kRecursiveProgramming,
+                             SearchMode::kDynamicProgramming};
+
+// Every search's objective is the price of the program it leads to (within 0.1 %): its
+// edges price activations and their gradients as the partitioner's redistributions do
+// (readers of one layout share one, an input's partial gradient is reduced into its
+// producer's layout), its operators their gradients in buckets.
+TEST(Objective, EverySearchMinimizesThePriceOfItsProgram) {
+  for (SearchMode mode : kModes) {
+    const Priced p = SearchAndPrice("onnx/gpt2.onnx", 8, mode);
+    ASSERT_GT(p.predicted, 0) << SearchModeName(mode);
+    EXPECT_LE(std::abs(p.objective - p.predicted), 1e-3 * p.predicted)
+        << SearchModeName(mode) << ": objective " << p.objective << " s, predicted " << p.predicted
+        << " s";
+  }
+}
+
+// dynamic_programming is the exact optimum over its candidates: no other mode's program prices
+// lower where it finishes.
+TEST(Objective, DynamicProgrammingPricesLowest) {
+  const std::vector<std::pair<std::string, int>> cases = {{"models/ffn.yaml", 8},
+                                                          {"models/ffn.yaml", 64},
+                                                          {"models/gpt.yaml", 8},
+                                                          {"models/gpt.yaml", 64},
+                                                          {"onnx/gpt2.onnx", 64}};
+  for (const auto& [model, devices] : cases) {
+    const double dp = SearchAndPrice(model, devices, SearchMode::kDynamicProgramming).predicted;
+    ASSERT_GT(dp, 0) << model;
+    for (SearchMode mode : {SearchMode::kShardingPropagation, SearchMode::kRecursiveProgramming})
+      EXPECT_LE(dp, SearchAndPrice(model, devices, mode).predicted * (1 + 1e-3))
+          << model << " on " << devices << " devices: " << SearchModeName(mode);
+  }
+}
+
+}  // namespace
+}  // namespace shardscope
