@@ -290,11 +290,11 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(
       auto trainer,
-      DistTrainer::Create(std::move(model),
-                          TrainConfig{tc.seed, tc.optimizer,
-                                      static_cast<int64_t>(o.search.BucketMb() * (1 << 20)),
-                                      !o.no_overlap},
-                          options, comm.rank()));
+      DistTrainer::Create(
+          std::move(model),
+          TrainConfig{tc.seed, tc.optimizer, static_cast<int64_t>(o.search.BucketMb() * (1 << 20)),
+                      !o.no_overlap},
+          options, comm.rank()));
   trainer->set_cpu_timing(o.cpu_time);
   if (plan.resume) SHARDSCOPE_RETURN_IF_ERROR(RestoreCheckpoint(*plan.resume, *trainer));
   if (o.eval_only) return EvaluateOnRank(comm, *trainer, o.checkpoint.resume, test);

@@ -29,10 +29,10 @@ struct EdgeKey {
   std::vector<int> src, dst, summed, grad_summed;
   double bytes = 0;
   int fanout = 1, producer_kind = 0, consumer_kind = 0;
-  bool producer_low = true;
+  bool producer_low = true, needs_grad = true;
   auto Tie() const {
     return std::tie(src, dst, summed, grad_summed, bytes, fanout, producer_kind, consumer_kind,
-                    producer_low);
+                    producer_low, needs_grad);
   }
   bool operator<(const EdgeKey& o) const { return Tie() < o.Tie(); }
 };
@@ -141,7 +141,8 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
                       edge.fanout,
                       kind[p],
                       kind[c],
-                      p == lo};
+                      p == lo,
+                      edge.needs_grad};
     auto it = built.find(key);
     if (it == built.end()) {
       work += static_cast<double>(size[lo]) * size[hi];

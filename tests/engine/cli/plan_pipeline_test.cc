@@ -4,6 +4,7 @@
 // mpirun.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -66,7 +67,8 @@ TEST(PlanPipeline, AutoPicksByItsOwnFiguresAndByMemory) {
   const nlohmann::json j = PlanJson(kMlp + " --pipeline auto");
   const double pipe = j["pipeline"]["step_seconds"], flat = j["operator_level_step_seconds"];
   EXPECT_EQ(j["parallelism"], pipe < flat ? "pipeline" : "operator") << j.dump(2);
-  // A budget only the pipeline's stages fit: auto takes the pipeline whatever its speed.
+  // A budget the pipeline's stages fit and the whole model only with a memory option (ZeRO):
+  // auto weighs the pipeline against that operator-level plan, by their figures.
   const double stage = j["pipeline"]["max_memory_bytes"];
   const double whole = j["operator_level_memory_per_device_bytes"];
   ASSERT_GT(whole, stage);  // every parameter on each device, against a quarter of them
@@ -74,8 +76,13 @@ TEST(PlanPipeline, AutoPicksByItsOwnFiguresAndByMemory) {
     const double budget_mb = (stage + (whole - stage) / 2) / 1e6;
     const nlohmann::json b =
         PlanJson(kMlp + " --pipeline auto --memory-budget " + std::to_string(budget_mb));
-    EXPECT_EQ(b["parallelism"], "pipeline") << b.dump(2);
     EXPECT_TRUE(b["pipeline"]["fits"].get<bool>());
+    EXPECT_TRUE(b["memory"]["fits"].get<bool>());
+    EXPECT_GT(b["memory"]["optimizer_sharding"].get<int>(), 0);
+    const double pipe_b = b["pipeline"]["step_seconds"], flat_b = b["operator_level_step_seconds"];
+    EXPECT_GT(flat_b, flat);  // the memory option costs time
+    EXPECT_EQ(b["parallelism"], pipe_b < flat_b ? "pipeline" : "operator") << b.dump(2);
+    EXPECT_DOUBLE_EQ(b["predicted_step_seconds"].get<double>(), std::min(pipe_b, flat_b));
   }
   // The model file's parallel.pipeline: auto asks the same without the flag.
   const nlohmann::json file = PlanJson(kMlp);
