@@ -45,8 +45,10 @@ struct RankStats {
 class GradBuckets;
 // When an instruction ran during the last DistExecutor::Run: seconds from the start of that
 // Run. `part` -1 is the whole instruction; k >= 0 is step k of its redistribution;
-// kBucketSpanPart a gradient bucket's one all-reduce, `instr` the last gradient in it.
+// kBucketSpanPart a gradient bucket's one all-reduce, `instr` the last gradient in it (when
+// overlapped with the backward: its start, and kBucketWaitSpanPart the wait for its end).
 inline constexpr int kBucketSpanPart = -2;
+inline constexpr int kBucketWaitSpanPart = -3;
 struct InstrSpan {
   int instr = 0;
   int part = -1;

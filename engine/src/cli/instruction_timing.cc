@@ -38,12 +38,13 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
       r.step = step;
       r.rank = rank;
       r.ordinal = s.instr;
-      r.part = s.part < 0 ? store::kNone : s.part;
+      const bool bucket = s.part == kBucketSpanPart || s.part == kBucketWaitSpanPart;
+      r.part = s.part == kBucketWaitSpanPart ? 0 : s.part < 0 ? store::kNone : s.part;
       const bool compute = program.instrs[s.instr].kind == DistInstr::Kind::kCompute;
-      r.kind = compute                     ? "compute"
-               : s.part == kBucketSpanPart ? "bucket"
-               : s.part < 0                ? "redistribution"
-                                           : "collective";
+      r.kind = compute      ? "compute"
+               : bucket     ? "bucket"
+               : s.part < 0 ? "redistribution"
+                            : "collective";
       r.start_seconds = s.start;
       r.end_seconds = s.end;
       records.push_back(std::move(r));

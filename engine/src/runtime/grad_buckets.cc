@@ -148,7 +148,7 @@ Status GradBuckets::WaitAll(Communicator& world, std::vector<Tensor>& buffers, R
     Status st = f.request.Wait();
     if (spans_ != nullptr) {
       spans_->push_back(
-          {f.entries.back().instr, kBucketSpanPart, wait_start - origin_, Now() - origin_});
+          {f.entries.back().instr, kBucketWaitSpanPart, wait_start - origin_, Now() - origin_});
     }
     if (!st.ok()) {
       return st.WithContext("gradient bucket of " + std::to_string(f.entries.size()) +

@@ -33,7 +33,8 @@ class GradBuckets {
   // Whether instruction `instr` reads a deferred gradient (the buckets flush before it).
   bool reads_deferred(size_t instr) const { return reads_deferred_[instr]; }
   int buckets_per_step() const { return buckets_per_step_; }
-  // Each flush appends a span (kBucketSpanPart, seconds from `origin`) to `spans`; null: none.
+  // Each flush appends a span (kBucketSpanPart, seconds from `origin`) to `spans`, each wait
+  // for an overlapped one another (kBucketWaitSpanPart); null: none.
   void set_timing(std::vector<InstrSpan>* spans, double origin) {
     spans_ = spans;
     origin_ = origin;

@@ -104,6 +104,9 @@ TEST(GradBuckets, EachFlushIsASpan) {
       for (const InstrSpan& s : o.spans) {
         if (s.part == -1) executed.insert(s.instr);
         if (s.part == kBucketSpanPart) bucketed.insert(s.instr);
+        if (s.part == kBucketWaitSpanPart) {
+          EXPECT_TRUE(overlap) << "a wait span without overlap";
+        }
         if (s.part < 0) whole.push_back(s);
       }
       EXPECT_EQ(static_cast<int>(bucketed.size()), o.bucket_calls) << bucket_bytes;
