@@ -543,11 +543,27 @@ int RunTrainReported(const TrainOptions& o) {
                 "pipeline " + pipeline +
                     ": the model places its operators by "
                     "hand (place: in the file); drop the place entries or the pipeline");
-  const PlacedTrainRequest placed(&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
-                                  o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                                  o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                                  *data_bytes, DataJson(*source).dump(), o.overwrite, o.checkpoint,
-                                  plan->resume ? &*plan->resume : nullptr, o.steps, o.eval_only);
+  const PlacedTrainRequest placed{&*mf,
+                                  &*train,
+                                  &*test,
+                                  tc,
+                                  plan->partition.devices,
+                                  plan->mpi,
+                                  o.micro_batches,
+                                  o.schedule,
+                                  o.unplaced,
+                                  o.dump_ir,
+                                  o.record,
+                                  o.no_record,
+                                  ParseOnRecordError(o.on_record_error),
+                                  o.log_every,
+                                  *data_bytes,
+                                  DataJson(*source).dump(),
+                                  o.overwrite,
+                                  o.checkpoint,
+                                  plan->resume ? &*plan->resume : nullptr,
+                                  o.steps,
+                                  o.eval_only};
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
       return Fail(kExitBadInput,
