@@ -389,14 +389,21 @@ void MainWindow::ShowError(const QString& title, const QString& message) {
   box->open();
 }
 
+// Where the file dialogs start: the open run's folder (runs to compare are usually beside
+// it), else ./runs, where `train` records by default.
+QString MainWindow::RunsFolder() const {
+  const QStringList watched = watcher_->files();
+  return watched.isEmpty() ? QString("runs") : QFileInfo(watched.first()).absolutePath();
+}
+
 void MainWindow::ChooseRun() {
-  const QString path = QFileDialog::getOpenFileName(this, "Open run", "runs",
+  const QString path = QFileDialog::getOpenFileName(this, "Open run", RunsFolder(),
                                                     "Shardscope runs (*.db);;All files (*)");
   if (!path.isEmpty()) OpenRun(path);
 }
 
 void MainWindow::ChooseCompare() {
-  const QString path = QFileDialog::getOpenFileName(this, "Compare with run", "runs",
+  const QString path = QFileDialog::getOpenFileName(this, "Compare with run", RunsFolder(),
                                                     "Shardscope runs (*.db);;All files (*)");
   if (!path.isEmpty()) CompareWith(path);
 }

@@ -98,6 +98,7 @@ class MainWindow : public QMainWindow {
   void ChooseCompare();
   void ExportGraph();
   void AddRecent(const QString& path);
+  QString RunsFolder() const;
   void UpdateRecentMenu();
   void ShowError(const QString& title, const QString& message);
   void ShowRun();

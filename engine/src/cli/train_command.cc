@@ -19,6 +19,7 @@
 #include "cli/resource_checks.h"
 #include "cli/search_flags.h"
 #include "cli/train_checkpoint.h"
+#include "cli/train_data.h"
 #include "cli/train_loop.h"
 #include "cli/train_placed.h"
 #include "cli/train_report.h"
@@ -64,101 +65,11 @@ struct TrainOptions {
   bool eval_only = false;   // `shardscope eval`: restore --resume's checkpoint, evaluate, stop
 };
 
-// `--data text:FILE` or dataset: text. The vocabulary must fit the model's token ids: the
-// output width and every embedding table the ids index.
-Result<Dataset> LoadText(const ModelFile& mf, const TrainOptions& o, Split split, int64_t limit) {
-  const bool flag = o.data.rfind("text:", 0) == 0;
-  const std::string file = flag ? o.data.substr(5) : mf.data().file;
-  if (file.empty()) {
-    return Status::Invalid(mf.path() + ": dataset: text needs a file: data.file in the model " +
-                           "file, or --data text:FILE");
-  }
-  if (!mf.sequence_loss() || mf.input_dtype() != DType::kI32 || mf.example_shape().size() != 1) {
-    return Status::Invalid("--data " + o.data + ": a text data set feeds next-token models, but " +
-                           mf.path() + " is not one (it needs input {shape: [positions], dtype: " +
-                           "i32} and loss: sequence_cross_entropy)");
-  }
-  int64_t vocab = mf.num_classes();
-  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(1));
-  for (const Node& n : model.graph.nodes()) {
-    if (n.op == OpKind::kGather && n.inputs[1] == model.input)
-      vocab = std::min(vocab, model.graph.value(n.inputs[0]).shape[0]);
-  }
-  SHARDSCOPE_ASSIGN_OR_RETURN(TextDataset text,
-                              LoadTextDataset(file, mf.example_shape()[0], vocab));
-  Dataset out = split == Split::kTrain ? std::move(text.train) : std::move(text.test);
-  if (limit > 0 && limit < out.size()) {
-    const int64_t t = mf.example_shape()[0];
-    out.images = Tensor::FromInts(
-        {limit, t}, std::vector<int32_t>(out.images.ints(), out.images.ints() + limit * t));
-    out.labels = Tensor::FromInts(
-        {limit, t}, std::vector<int32_t>(out.labels.ints(), out.labels.ints() + limit * t));
-  }
-  return out;
-}
-
 // Rank 0 of mpirun's world (its launcher's environment), or the only process.
 bool IsFirstRank() {
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (rank == nullptr) rank = std::getenv("PMI_RANK");
   return rank == nullptr || std::atoi(rank) == 0;
-}
-
-// The data the model file names (dataset_source.h): where it is and its content hash. A
-// synthetic set is generated from the model's seed, so its name and size say what it is.
-Result<DataSource> FindData(const ModelFile& mf, const TrainOptions& o) {
-  const DataConfig& d = mf.data();
-  if (d.dataset == "text" || o.data.rfind("text:", 0) == 0) {
-    DataSource src;
-    src.dataset = "text";
-    src.dir = o.data.rfind("text:", 0) == 0 ? o.data.substr(5) : d.file;
-    src.found_by = o.data.rfind("text:", 0) == 0 ? "--data" : "data.file";
-    return src;
-  }
-  if (d.dataset == "synthetic") {
-    DataSource src;
-    src.dataset = "synthetic";
-    src.found_by = "generated from training.seed " + std::to_string(mf.training().seed);
-    return src;
-  }
-  return ResolveDataset(d.dataset, o.data, d.dir);
-}
-
-nlohmann::json DataJson(const DataSource& src) {
-  return {{"dataset", src.dataset},
-          {"dir", src.dir},
-          {"found_by", src.found_by},
-          {"sha256", src.sha256},
-          {"identified", src.identified}};
-}
-
-Result<Dataset> LoadData(const ModelFile& mf, const TrainOptions& o, const DataSource& src,
-                         Split split, int64_t limit) {
-  const DataConfig& d = mf.data();
-  if (d.dataset == "text" || o.data.rfind("text:", 0) == 0) return LoadText(mf, o, split, limit);
-  if (d.dataset == "synthetic") {
-    const int64_t n = d.synthetic_size > 0 ? d.synthetic_size : 4096;
-    // Train and test come from the same prototypes (one seed), split by position.
-    Dataset all =
-        MakeSyntheticDataset(n + n / 4, mf.example_shape(), mf.num_classes(), mf.training().seed);
-    const int64_t begin = split == Split::kTrain ? 0 : n;
-    const int64_t count = split == Split::kTrain ? n : n / 4;
-    const int64_t ex = all.images.size() / all.size();
-    Shape shape = all.images.shape();
-    shape[0] = count;
-    Dataset out;
-    out.num_classes = all.num_classes;
-    out.images =
-        Tensor::FromVector(shape, std::vector<float>(all.images.data() + begin * ex,
-                                                     all.images.data() + (begin + count) * ex));
-    out.labels = Tensor::FromInts({count}, std::vector<int32_t>(all.labels.ints() + begin,
-                                                                all.labels.ints() + begin + count));
-    return out;
-  }
-  ImageOptions opts;
-  opts.normalize = d.normalize;
-  opts.pad_to = d.pad_to;
-  return LoadIdxDataset(src.dir, split, opts, limit);
 }
 
 // Everything one run needs, decided before any device starts.
@@ -496,7 +407,7 @@ int RunTrainReported(const TrainOptions& o) {
   auto data_bytes = SyntheticDataBytes(*mf);
   if (!data_bytes.ok()) return Fail(kExitBadInput, data_bytes.status().message());
 
-  auto source = FindData(*mf, o);
+  auto source = FindData(*mf, o.data);
   if (!source.ok()) {
     const SourceLocation& at = mf->data().dataset_location;
     return Fail(kExitBadInput, (at.line > 0 ? at.ToString() + ": data.dataset" : o.model) + ": " +
@@ -510,9 +421,9 @@ int RunTrainReported(const TrainOptions& o) {
     std::printf("data: %s\n", what.c_str());
     std::fflush(stdout);
   }
-  auto train = LoadData(*mf, o, *source, Split::kTrain, o.limit);
+  auto train = LoadData(*mf, o.data, *source, Split::kTrain, o.limit);
   if (!train.ok()) return Fail(kExitBadInput, train.status().message());
-  auto test = LoadData(*mf, o, *source, Split::kTest, o.limit);
+  auto test = LoadData(*mf, o.data, *source, Split::kTest, o.limit);
   if (!test.ok()) return Fail(kExitBadInput, test.status().message());
   if (train->images.size() / std::max<int64_t>(1, train->size()) !=
       NumElements(mf->example_shape())) {
@@ -543,11 +454,27 @@ int RunTrainReported(const TrainOptions& o) {
                 "pipeline " + pipeline +
                     ": the model places its operators by "
                     "hand (place: in the file); drop the place entries or the pipeline");
-  const PlacedTrainRequest placed(&*mf, &*train, &*test, tc, plan->partition.devices, plan->mpi,
-                                  o.micro_batches, o.schedule, o.unplaced, o.dump_ir, o.record,
-                                  o.no_record, ParseOnRecordError(o.on_record_error), o.log_every,
-                                  *data_bytes, DataJson(*source).dump(), o.overwrite, o.checkpoint,
-                                  plan->resume ? &*plan->resume : nullptr, o.steps, o.eval_only);
+  const PlacedTrainRequest placed{&*mf,
+                                  &*train,
+                                  &*test,
+                                  tc,
+                                  plan->partition.devices,
+                                  plan->mpi,
+                                  o.micro_batches,
+                                  o.schedule,
+                                  o.unplaced,
+                                  o.dump_ir,
+                                  o.record,
+                                  o.no_record,
+                                  ParseOnRecordError(o.on_record_error),
+                                  o.log_every,
+                                  *data_bytes,
+                                  DataJson(*source).dump(),
+                                  o.overwrite,
+                                  o.checkpoint,
+                                  plan->resume ? &*plan->resume : nullptr,
+                                  o.steps,
+                                  o.eval_only};
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
       return Fail(kExitBadInput,

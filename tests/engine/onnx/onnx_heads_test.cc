@@ -156,6 +156,19 @@ TEST(OnnxHeads, DynamicProgrammingChoosesMegatronForGpt2OnAnH100Node) {
   }
 }
 
+// The Llama-style decoder on one H100 node: dynamic programming splits the MLP column then
+// row (gate and up by columns, down by rows, nothing gathered between) and attention by all
+// 8 key/value groups.
+TEST(OnnxHeads, DynamicProgrammingSplitsLlamaMlpColumnThenRowOnAnH100Node) {
+  const Plan p = PlanJson(Sample(kLlama.file) +
+                          " --devices 8 --batch 1 --search dynamic_programming --cluster dgx-h100");
+  for (const char* col : {"mlp.gate_proj", "mlp.up_proj"})
+    EXPECT_EQ(p.Of(std::string("layers.0.") + col + ".MatMul"), "((1,1),(1,8))") << col;
+  EXPECT_EQ(p.Of("layers.0.mlp.down_proj.MatMul"), "((1,8),(8,1))");
+  for (const char* op : {"MatMul", "MatMul_1"})
+    EXPECT_EQ(HeadsSplit(p.Of(kLlama.scope + "." + op)), kLlama.heads) << op;
+}
+
 // One sequence at 8 devices: no batch to split, so each search must split the model; every
 // one splits attention by heads (Llama-style: by all 8 key/value groups).
 TEST(OnnxHeads, EverySearchSplitsAttentionOfOneSequenceByHeads) {

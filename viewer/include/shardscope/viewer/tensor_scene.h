@@ -2,10 +2,11 @@
 //
 // The last two tensor dimensions are the grid (rows, columns), the others are slices drawn
 // side by side (one grid per block coordinate of the leading dimensions). Each block (role
-// "block", id = linear block index, key = its lowest holder) shows the ranks that hold it and is coloured by its lowest
-// holder (the same rank, the same colour in every map); partial sums are hatched and say over which
-// axes; the caption gives the shard shape and the replication. With `rank` >= 0 the scene shows
-// that rank's view: its block outlined, the rest faded, and what it holds in words.
+// "block", id = linear block index, key = its lowest holder) shows the ranks that hold it and is
+// coloured by its lowest holder (the same rank, the same colour in every map); partial sums are
+// hatched and say over which axes; the caption gives the shard shape and the replication. With
+// `rank` >= 0 the scene shows that rank's view: its block outlined, the rest faded, and what it
+// holds in words.
 #pragma once
 
 #include "shardscope/layout/layout.h"
