@@ -358,6 +358,7 @@ void MainWindow::BuildDocks() {
     view->addAction(dock->toggleViewAction());
   }
   view->addSeparator();
+  view->addAction(stepper_->animate_action());
   view->addAction("Reset &Layout", this, &MainWindow::ResetLayout);
 }
 
