@@ -39,7 +39,13 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
       const int64_t devices = window->document()->data().run.devices;
       window->rank_view()->SetRank(static_cast<int>(std::clamp<int64_t>(devices - 1, 0, 3)));
     }
-    if (name == "redistribution") window->stepper()->GoTo(window->stepper()->frames() > 1 ? 1 : 0);
+    if (name == "redistribution") {  // the still frame, not the first moment of its animation
+      auto* stepper = window->stepper();
+      const bool animated = stepper->animated();
+      stepper->SetAnimated(false);
+      stepper->GoTo(stepper->frames() > 1 ? 1 : 0);
+      stepper->SetAnimated(animated);
+    }
     QApplication::processEvents();
     if (name == "graph") window->graph_view()->FitReadable();
     QApplication::processEvents();

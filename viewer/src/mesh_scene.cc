@@ -102,7 +102,10 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   const int64_t chunks = (rows + chunk - 1) / chunk;
   const int64_t panel_count = leads * chunks;
   cell = std::max(cell, kCellMin);
-  const bool numbered = cell >= kCellText;
+  // A number only where it fits its cell at a readable size (4 digits need wider cells).
+  const double digits = QString::number(std::max(0, mesh.size() - 1)).size();
+  const double number_font = std::min({12.0, cell * 0.3, (cell - 10) / (0.62 * digits)});
+  const bool numbered = cell >= kCellText && number_font >= 6;
   const double pad = numbered ? 4 : cell >= 8 ? 1 : 0;
 
   std::vector<int> group_of(mesh.size(), -1);
@@ -202,7 +205,7 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
                          cell - pad);
         const QColor fill = colour_of(coords);
         SceneItem item = BoxItem(box, fill, numbered ? QString::number(rank) : "", "rank", rank);
-        item.font_size = std::min(12.0, cell * 0.3);
+        item.font_size = number_font;
         item.bold = true;
         item.stroke = numbered ? QColor(60, 60, 60) : Qt::transparent;
         item.stroke_width = numbered ? 1 : 0;
@@ -250,14 +253,18 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   if (!groups.empty()) {
     QStringList names;
     for (int a : options.axes) names << AxisName(mesh, a);
-    scene.items.push_back(
-        TextItem(QRectF(0, y, 700, 16),
-                 QString("%1 rank groups of %2 along %3 (a colour each; outlined where adjacent):")
-                     .arg(groups.size())
-                     .arg(groups.front().size())
-                     .arg(names.join(",")),
-                 9, true));
-    y += 18;
+    // Two lines: the picture may be narrow (one group of 8 ranks).
+    scene.items.push_back(TextItem(QRectF(0, y, std::max(max_x, 300.0), 16),
+                                   QString("%1 rank group%2 of %3 along %4")
+                                       .arg(groups.size())
+                                       .arg(groups.size() == 1 ? "" : "s")
+                                       .arg(groups.front().size())
+                                       .arg(names.join(",")),
+                                   9, true));
+    y += 16;
+    scene.items.push_back(TextItem(QRectF(0, y, std::max(max_x, 300.0), 14),
+                                   "a colour each; outlined where adjacent:", 8));
+    y += 16;
     // The first groups, then the pattern: every group is the first shifted.
     constexpr size_t kListed = 6;
     for (size_t g = 0; g < groups.size() && g < kListed; ++g) {
