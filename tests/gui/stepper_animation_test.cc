@@ -5,7 +5,6 @@
 #include <QAction>
 #include <QElapsedTimer>
 #include <QImage>
-#include <QMenuBar>
 #include <QPainter>
 #include <QSettings>
 #include <QTest>
@@ -13,6 +12,7 @@
 #include <filesystem>
 
 #include "frame_animation.h"
+#include "in_memory_run.h"
 #include "scene_widget.h"
 #include "shardscope/viewer/painter.h"
 #include "shardscope/viewer/redistribution_scene.h"
@@ -34,41 +34,10 @@ store::MeshRecord MeshRecordOf(std::vector<int64_t> shape, std::vector<std::stri
   return m;
 }
 
-// A run in memory: tensor x of `shape` redistributed from `from` through `steps` (kind,
-// layout after), all on one mesh.
-viewer::RunData PlanRun(store::MeshRecord mesh, std::vector<int64_t> shape, const std::string& from,
-                        const std::vector<std::pair<std::string, std::string>>& steps) {
-  viewer::RunData run;
-  run.run.name = "memory";
-  run.meshes = {std::move(mesh)};
-  store::TensorRecord t;
-  t.id = 1;
-  t.name = "x";
-  t.shape = std::move(shape);
-  t.layout = from;
-  t.mesh_id = 0;
-  run.tensors.push_back(t);
-  store::RedistributionRecord r;
-  r.id = 0;
-  r.tensor_id = 1;
-  r.from_layout = from;
-  r.from_mesh_id = r.to_mesh_id = r.plan_mesh_id = 0;
-  r.to_layout = steps.back().second;
-  for (const auto& [kind, after] : steps) {
-    store::RedistStepRecord s;
-    s.kind = kind;
-    s.layout_after = after;
-    s.mesh_id = 0;
-    r.steps.push_back(s);
-  }
-  run.redistributions.push_back(r);
-  return run;
-}
-
 // Partial sums reduced and scattered, gathered, then moved to the other dimension.
 viewer::RunData ThreeStepRun() {
-  return PlanRun(
-      MeshRecordOf({2, 4}, {"dp", "mp"}), {8, 8}, "[dp | -] P(mp)",
+  return shardscope_gui_test::InMemoryRun(
+      {MeshRecordOf({2, 4}, {"dp", "mp"})}, {8, 8}, "[dp | -] P(mp)",
       {{"reduce-scatter", "[dp.mp | -]"}, {"all-gather", "[dp | -]"}, {"all-to-all", "[- | dp]"}});
 }
 
@@ -87,11 +56,11 @@ bool SameItems(const viewer::Scene& a, const viewer::Scene& b) {
   return true;
 }
 
-// The least of five times of `paint` in ms (the machine may be busy).
+// The least of ten times of `paint` in ms (the machine may be busy).
 template <typename Paint>
 double LeastMs(Paint paint) {
   double least = 1e9;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 10; ++i) {
     QElapsedTimer timer;
     timer.start();
     paint();
@@ -237,8 +206,9 @@ class StepperAnimationTest : public QObject {
 
   // 1024 ranks: the still frame and one tick of the motion each paint in under 16 ms.
   void frameAt1024RanksPaintsInAFrame() {
-    const viewer::RunData big = PlanRun(MeshRecordOf({128, 8}, {"d", "a"}), {4096, 4096}, "[d | a]",
-                                        {{"all-to-all", "[d.a | -]"}});
+    const viewer::RunData big =
+        shardscope_gui_test::InMemoryRun({MeshRecordOf({128, 8}, {"d", "a"})}, {4096, 4096},
+                                         "[d | a]", {{"all-to-all", "[d.a | -]"}});
     auto frame = viewer::BuildRedistributionFrame(big, big.redistributions[0], 0);
     QVERIFY2(frame.ok(), frame.status().message().c_str());
     QVERIFY(frame->Find("block").size() >= 1024);
