@@ -40,6 +40,12 @@ void SceneWidget::SetTween(std::shared_ptr<const FrameTween> tween, double t) {
 constexpr double kMinScale = 0.7;  // text stays readable (8 pt items at 5.6 px)
 constexpr double kMaxScale = 1.5;
 
+QSizeF SceneWidget::RoomAtReadableScale() const {
+  const QWidget* room = parentWidget();
+  if (!room || room->width() < 100 || room->height() < 100) return {};
+  return QSizeF(room->size()) / kMinScale;
+}
+
 double SceneWidget::Scale() const {
   const QSizeF size = scene_.bounds.size();
   if (size.isEmpty() || !parentWidget()) return 1;

@@ -28,6 +28,9 @@ class SceneWidget : public QWidget {
   QSize sizeHint() const override { return {420, 300}; }
   // Where a point of the scene is drawn in the widget (tests click items there).
   QPoint ToWidget(const QPointF& scene_point) const;
+  // The largest picture (points) shown whole without scrolling: the visible room at the
+  // smallest readable scale; empty before the widget is laid out.
+  QSizeF RoomAtReadableScale() const;
   // Paints the scene in motion (frame_animation.h) at time t until SetTween(nullptr) or
   // t >= 1; scene() stays the still frame. Setting a scene or a message ends the tween.
   void SetTween(std::shared_ptr<const FrameTween> tween, double t = 0);

@@ -82,7 +82,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   };
   // A tall grid is cut into chunks of rows placed side by side; chunks and panels per row
   // are chosen for the largest cells that fit the picture's cap.
-  constexpr double kMaxW = 1400, kMaxH = 1000;
+  const double max_w = std::clamp(options.max_size.width(), 400.0, 1400.0);
+  const double max_h = std::clamp(options.max_size.height(), 300.0, 1000.0);
   int64_t chunk = rows;
   int per_row = 1;
   double cell = 0;
@@ -92,8 +93,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
     for (int64_t p = 1; p <= std::min<int64_t>(count, 64); ++p) {
       const int64_t panel_rows = (count + p - 1) / p;
       const double w =
-          (kMaxW - static_cast<double>(p) * (kPanelExtraW + kGap)) / static_cast<double>(p * cols);
-      const double h = (kMaxH - static_cast<double>(panel_rows) * (kPanelExtraH + kGap)) /
+          (max_w - static_cast<double>(p) * (kPanelExtraW + kGap)) / static_cast<double>(p * cols);
+      const double h = (max_h - static_cast<double>(panel_rows) * (kPanelExtraH + kGap)) /
                        static_cast<double>(panel_rows * try_chunk);
       const double fit = std::min({w, h, kCellMax});
       if (fit > cell * 1.05) cell = fit, per_row = static_cast<int>(p), chunk = try_chunk;

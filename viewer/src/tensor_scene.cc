@@ -149,7 +149,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     }
     const double gx = ox + 52;
     const double gy = oy + 30;
-    if (dims >= 1) {
+    if (dims >= 1 && cols * cell_w >= 48) {  // a narrower grid: the tooltip names its axes
       QString col_label = QString("dim %1").arg(dims - 1);
       if (!layout.dim_axes(dims - 1).empty()) {
         col_label += " over " + AxesText(layout, layout.dim_axes(dims - 1));
