@@ -29,11 +29,14 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
     if (name != "overview" && name != "compare") window->ShowView("graph");
     window->ShowView(name);
     if (name == "graph") window->ShowView("redistribution");
-    if (name == "tensor" && window->document() &&
-        !window->document()->data().redistributions.empty()) {
-      // Show a rank's view of the first redistributed tensor.
-      const auto& r = window->document()->data().redistributions.front();
-      window->SelectTensor(r.tensor_id);
+    if (name == "tensor" && window->document()) {
+      // The first redistributed tensor; a run without redistributions (placed): an operator
+      // in Details rather than empty panes.
+      const auto& data = window->document()->data();
+      if (!data.redistributions.empty())
+        window->SelectTensor(data.redistributions.front().tensor_id);
+      else if (!data.operators.empty())
+        window->SelectOperator(data.operators.front().id);
     }
     if (name == "rank" && window->document()) {  // a rank other than 0 when there is one
       const int64_t devices = window->document()->data().run.devices;

@@ -78,6 +78,7 @@ RankView::RankView(QWidget* parent)
     : QWidget(parent),
       rank_box_(new QSpinBox(this)),
       step_box_(new QComboBox(this)),
+      rank_label_(new QLabel("rank", this)),
       title_(new QLabel(this)),
       memory_(new QStandardItemModel(this)),
       time_(new QStandardItemModel(this)),
@@ -85,7 +86,7 @@ RankView::RankView(QWidget* parent)
       timeline_(new SceneWidget(this)) {
   auto* layout = new QVBoxLayout(this);
   auto* controls = new QHBoxLayout;
-  controls->addWidget(new QLabel("rank", this));
+  controls->addWidget(rank_label_);
   rank_box_->setRange(0, 0);
   rank_box_->setToolTip(
       "The rank (worker) shown; clicking a rank in the device matrix or a "
@@ -175,6 +176,7 @@ void RankView::Show() {
   shown_step_ = s.timing.step;
   ShowTimedSteps(s.timing);
   const QString name = s.placed ? "worker" : "rank";
+  rank_label_->setText(name);
   if (s.placed)
     holdings_->setHorizontalHeaderLabels(
         {"parameter, operator or transfer", "shape or bytes", "layout or what"});

@@ -62,6 +62,7 @@ class RankView : public QWidget {
   QComboBox* step_box_;
   int64_t chosen_step_ = -1;  // store::kNone: the last timed step
   int64_t shown_step_ = -1;
+  QLabel* rank_label_;  // "rank", or "worker" in a placed run
   QLabel* title_;
   QStandardItemModel* memory_;
   QStandardItemModel* time_;

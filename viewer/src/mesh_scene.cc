@@ -133,11 +133,15 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   double y = 0;
   QString heading = options.title.isEmpty() ? "" : options.title + ": ";
   heading += DisplayLayoutText(QString::fromStdString(mesh.ToString()));
-  heading += QString("  (%1 ranks%2)")
-                 .arg(mesh.size())
-                 .arg(numbered ? "" : "; colour = mesh coordinates, hover a cell for its rank");
+  heading += QString("  (%1 ranks)").arg(mesh.size());
   scene.items.push_back(TextItem(QRectF(0, y, 900, 20), heading, 11, true));
-  y += 24;
+  y += 22;
+  if (!numbered) {  // its own line: the dock may be narrow
+    scene.items.push_back(
+        TextItem(QRectF(0, y, 600, 14), "colour = mesh coordinates; hover a cell for its rank", 8));
+    y += 16;
+  }
+  y += 2;
 
   std::vector<Panel> panels;
   for (int64_t p = 0; p < panel_count; ++p) {
