@@ -103,9 +103,9 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   const int64_t chunks = (rows + chunk - 1) / chunk;
   const int64_t panel_count = leads * chunks;
   cell = std::max(cell, kCellMin);
-  // A number only where it fits its cell at a readable size (4 digits need wider cells).
+  // A number only where it fits its cell at a readable size (bold digits ~0.7 em wide).
   const double digits = QString::number(std::max(0, mesh.size() - 1)).size();
-  const double number_font = std::min({12.0, cell * 0.3, (cell - 10) / (0.62 * digits)});
+  const double number_font = std::min({12.0, cell * 0.3, (cell - 12) / (0.72 * digits)});
   const bool numbered = cell >= kCellText && number_font >= 6;
   const double pad = numbered ? 4 : cell >= 8 ? 1 : 0;
 
