@@ -113,6 +113,7 @@ void RedistributionStepper::SetRedistribution(const viewer::RunData* run, int64_
   timeline_->setValue(0);
   timeline_->blockSignals(false);
   Show();
+  if (r && animated() && error_.isEmpty()) Animate();  // the first step moves in too
 }
 
 void RedistributionStepper::SetIdleMessage(const QString& message) {

@@ -1,6 +1,7 @@
 // RedistributionStepper: walks the frames of one redistribution plan: previous, next, play,
 // the Left/Right arrow keys, Home/End, and a timeline slider with one tick per step. A step
-// forward animates the moved blocks into the new frame (frame_animation.h) unless switched off.
+// forward (and the first frame when a redistribution is chosen) animates the moved blocks into
+// the frame (frame_animation.h) unless switched off.
 #pragma once
 
 #include <QWidget>

@@ -84,6 +84,7 @@ class StepperAnimationTest : public QObject {
     stepper->SetRedistribution(&run_, 0);
     QCOMPARE(stepper->frames(), 3);
     QVERIFY(stepper->error().isEmpty());
+    QTRY_VERIFY_WITH_TIMEOUT(!stepper->animating(), 3000);  // the first frame moved in
   }
 
  private slots:
@@ -184,6 +185,21 @@ class StepperAnimationTest : public QObject {
     QTest::keyClick(&stepper, Qt::Key_End);  // already there: the key still ends the motion
     QVERIFY(!stepper.animating());
     QCOMPARE(Grab(stepper), still);
+  }
+
+  // Choosing a redistribution animates its first frame: here the partial sums' reduce-scatter,
+  // whose pieces travel as stacks of addends.
+  void firstFrameMovesIn() {
+    RedistributionStepper stepper;
+    stepper.resize(1300, 700);
+    stepper.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&stepper));
+    stepper.SetAnimated(true);
+    stepper.SetRedistribution(&run_, 0);
+    QCOMPARE(stepper.step(), 0);
+    QVERIFY(stepper.animating());
+    QTRY_VERIFY_WITH_TIMEOUT(!stepper.animating(), 3000);
+    QVERIFY(!stepper.frame_view()->tweening());
   }
 
   // The View menu's check box switches the animation off, and the choice is kept.
