@@ -17,6 +17,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 OUT=${1:-docs/img}
 DATA=${SHARDSCOPE_DATA:-../shared/datasets/mnist}
 BIN="$BUILD_DIR/bin"
+command -v jq >/dev/null || { echo "needs jq (apt-get install jq)" >&2; exit 2; }
 for tool in shardscope shardscope-gui shardscope-render; do
   [ -x "$BIN/$tool" ] || { echo "missing $BIN/$tool: cmake --build $BUILD_DIR --target $tool" >&2; exit 2; }
 done
@@ -49,7 +50,10 @@ render "$RUNS/seed004.db" --view timeline --rank 3 --out "$OUT/seed004_render_ra
 "$BIN/shardscope" plan samples/onnx/gpt2.onnx --devices 1024 --batch 1024 \
   --search recursive_programming --record "$RUNS/gpt1024.db" >/dev/null
 gui "$RUNS/gpt1024.db" gpt1024_
-render "$RUNS/gpt1024.db" --view mesh 1 --axis d --out "$OUT/gpt1024_render_mesh.png"
+# The planner names the mesh's axes: outline the groups along mesh 1's first one.
+axis=$("$BIN/shardscope" inspect "$RUNS/gpt1024.db" --json |
+  jq -r '.meshes[] | select(.id == 1) | .axis_names[0]')
+render "$RUNS/gpt1024.db" --view mesh 1 --axis "$axis" --out "$OUT/gpt1024_render_mesh.png"
 render "$RUNS/gpt1024.db" --view redistribution 1 --out "$OUT/gpt1024_render_redistribution.png"
 # Seed 001: a placed pipeline run (place(worker, r) per layer).
 "$BIN/shardscope" train samples/models/lenet5_place.yaml --devices 5 --micro-batches 4 \

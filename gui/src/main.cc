@@ -29,17 +29,26 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
     if (name != "overview" && name != "compare") window->ShowView("graph");
     window->ShowView(name);
     if (name == "graph") window->ShowView("redistribution");
-    if (name == "tensor" && window->document() &&
-        !window->document()->data().redistributions.empty()) {
-      // Show a rank's view of the first redistributed tensor.
-      const auto& r = window->document()->data().redistributions.front();
-      window->SelectTensor(r.tensor_id);
+    if (name == "tensor" && window->document()) {
+      // The first redistributed tensor; a run without redistributions (placed): an operator
+      // in Details rather than empty panes.
+      const auto& data = window->document()->data();
+      if (!data.redistributions.empty())
+        window->SelectTensor(data.redistributions.front().tensor_id);
+      else if (!data.operators.empty())
+        window->SelectOperator(data.operators.front().id);
     }
     if (name == "rank" && window->document()) {  // a rank other than 0 when there is one
       const int64_t devices = window->document()->data().run.devices;
       window->rank_view()->SetRank(static_cast<int>(std::clamp<int64_t>(devices - 1, 0, 3)));
     }
-    if (name == "redistribution") window->stepper()->GoTo(window->stepper()->frames() > 1 ? 1 : 0);
+    if (name == "redistribution") {  // the still frame, not the first moment of its animation
+      auto* stepper = window->stepper();
+      const bool animated = stepper->animated();
+      stepper->SetAnimated(false);
+      stepper->GoTo(stepper->frames() > 1 ? 1 : 0);
+      stepper->SetAnimated(animated);
+    }
     QApplication::processEvents();
     if (name == "graph") window->graph_view()->FitReadable();
     QApplication::processEvents();

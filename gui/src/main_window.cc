@@ -358,6 +358,7 @@ void MainWindow::BuildDocks() {
     view->addAction(dock->toggleViewAction());
   }
   view->addSeparator();
+  view->addAction(stepper_->animate_action());
   view->addAction("Reset &Layout", this, &MainWindow::ResetLayout);
 }
 
@@ -668,6 +669,9 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   options.axes = axes;
   options.title = QString("mesh %1").arg(mesh_id);
   options.selected_rank = tensor_rank_->value();
+  // Sized to the dock (margin for the captions): a large mesh is seen whole, as a heat map.
+  if (const QSizeF room = mesh_view_->RoomAtReadableScale(); !room.isEmpty())
+    options.max_size = room - QSizeF(40, 140);
   mesh_view_->SetScene(viewer::BuildMeshScene(*mesh, options));
 }
 

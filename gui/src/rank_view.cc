@@ -1,5 +1,6 @@
 #include "rank_view.h"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -61,9 +62,23 @@ void Reset(QStandardItemModel* model, const QStringList& headers) {
 
 }  // namespace
 
+void RankView::ShowTimedSteps(const store::RankTiming& timing) {
+  const QSignalBlocker blocker(step_box_);
+  step_box_->clear();
+  for (int64_t step : timing.timed_steps)
+    step_box_->addItem(QString("step %1").arg(step), QVariant::fromValue<qint64>(step));
+  if (timing.timed_steps.empty())
+    step_box_->addItem("none recorded", QVariant::fromValue<qint64>(store::kNone));
+  step_box_->setEnabled(timing.timed_steps.size() > 1);
+  step_box_->setCurrentIndex(
+      std::max(0, step_box_->findData(QVariant::fromValue<qint64>(timing.step))));
+}
+
 RankView::RankView(QWidget* parent)
     : QWidget(parent),
       rank_box_(new QSpinBox(this)),
+      step_box_(new QComboBox(this)),
+      rank_label_(new QLabel("rank", this)),
       title_(new QLabel(this)),
       memory_(new QStandardItemModel(this)),
       time_(new QStandardItemModel(this)),
@@ -71,12 +86,18 @@ RankView::RankView(QWidget* parent)
       timeline_(new SceneWidget(this)) {
   auto* layout = new QVBoxLayout(this);
   auto* controls = new QHBoxLayout;
-  controls->addWidget(new QLabel("rank", this));
+  controls->addWidget(rank_label_);
   rank_box_->setRange(0, 0);
   rank_box_->setToolTip(
       "The rank (worker) shown; clicking a rank in the device matrix or a "
       "block in the tensor map chooses it too");
   controls->addWidget(rank_box_);
+  controls->addWidget(new QLabel("timed step", this));
+  step_box_->setToolTip(
+      "The recorded step whose instructions are timed (train --timing-every N); the same "
+      "figures as shardscope inspect RUN --rank R --step S");
+  step_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  controls->addWidget(step_box_);
   controls->addWidget(title_, 1);
   layout->addLayout(controls);
   // Left: memory (its six rows whole) over time by kind; right: the timeline over what the
@@ -102,11 +123,22 @@ RankView::RankView(QWidget* parent)
     Show();
     emit RankChanged(rank);
   });
+  connect(step_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    if (index < 0) return;
+    chosen_step_ = step_box_->itemData(index).toLongLong();
+    Show();
+  });
+}
+
+void RankView::SetStep(int64_t step) {
+  const int index = step_box_->findData(QVariant::fromValue<qint64>(step));
+  if (index >= 0) step_box_->setCurrentIndex(index);  // Show() through currentIndexChanged
 }
 
 int RankView::rank() const { return rank_box_->value(); }
 
 void RankView::SetRun(const viewer::RunData* run) {
+  if (run != run_) chosen_step_ = store::kNone;
   run_ = run;
   const QSignalBlocker blocker(rank_box_);
   rank_box_->setRange(0, run ? static_cast<int>(std::max<int64_t>(1, run->run.devices) - 1) : 0);
@@ -131,8 +163,9 @@ void RankView::Show() {
   Reset(memory_, {"holds", "bytes", "of peak"});
   Reset(time_, {"operator kind / collective", "time", "count", "of step"});
   Reset(holdings_, {"parameter", "shape", "layout on this rank"});
+  shown_step_ = store::kNone;
   if (!run_) return;
-  auto read = run_->RankSummaryOf(rank_box_->value());
+  auto read = run_->RankSummaryOf(rank_box_->value(), chosen_step_);
   if (!read.ok()) {
     error_ = QString::fromStdString(read.status().message());
     title_->setText(error_);
@@ -140,7 +173,10 @@ void RankView::Show() {
     return;
   }
   const store::RankSummary& s = *read;
+  shown_step_ = s.timing.step;
+  ShowTimedSteps(s.timing);
   const QString name = s.placed ? "worker" : "rank";
+  rank_label_->setText(name);
   if (s.placed)
     holdings_->setHorizontalHeaderLabels(
         {"parameter, operator or transfer", "shape or bytes", "layout or what"});

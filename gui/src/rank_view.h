@@ -1,6 +1,7 @@
 // RankView: everything one rank holds and does, read with store::ReadRankSummary (the code of
 // `shardscope inspect RUN --rank R`, so the figures agree): memory by kind with the total and
-// the peak, the time of its last timed step by operator kind and by collective, its timeline
+// the peak, the time of a timed step (chosen among the recorded ones; the last by default) by
+// operator kind and by collective, its timeline
 // (viewer::BuildRankTimelineScene: compute and communication per instruction, SPMD runs timed
 // by train --timing-every) and its parameters with their layouts (placed runs: its operators).
 #pragma once
@@ -10,6 +11,7 @@
 
 #include "shardscope/viewer/run_document.h"
 
+class QComboBox;
 class QLabel;
 class QSpinBox;
 class QStandardItemModel;
@@ -27,6 +29,10 @@ class RankView : public QWidget {
   void SetRun(const viewer::RunData* run);
   void SetRank(int rank);
   int rank() const;
+  // The timed step shown (train --timing-every; inspect --rank R --step S), kNone when the run
+  // has none. SetStep picks one of the recorded ones (the combo box's entries).
+  int64_t step() const { return shown_step_; }
+  void SetStep(int64_t step);
 
   // For tests: the rows as shown. Memory rows: what, bytes (Qt::UserRole: exact bytes),
   // share of the peak; time rows: kind (UserRole: the kind as inspect names it), seconds
@@ -36,6 +42,7 @@ class RankView : public QWidget {
   QStandardItemModel* holdings_model() const { return holdings_; }
   SceneWidget* timeline_view() const { return timeline_; }
   QSpinBox* rank_box() const { return rank_box_; }
+  QComboBox* step_box() const { return step_box_; }
   QString error() const { return error_; }
 
  signals:
@@ -47,9 +54,15 @@ class RankView : public QWidget {
  private:
   // Reads the rank's summary from the file now when shown, else when it comes into view.
   void Show();
+  // The run's timed steps in the step box, the shown one selected.
+  void ShowTimedSteps(const store::RankTiming& timing);
   bool stale_ = false;
   const viewer::RunData* run_ = nullptr;
   QSpinBox* rank_box_;
+  QComboBox* step_box_;
+  int64_t chosen_step_ = -1;  // store::kNone: the last timed step
+  int64_t shown_step_ = -1;
+  QLabel* rank_label_;  // "rank", or "worker" in a placed run
   QLabel* title_;
   QStandardItemModel* memory_;
   QStandardItemModel* time_;

@@ -4,6 +4,7 @@
 #include <QPainter>
 #include <QScrollArea>
 
+#include "frame_animation.h"
 #include "shardscope/viewer/painter.h"
 
 namespace shardscope::gui {
@@ -14,6 +15,7 @@ SceneWidget::SceneWidget(QWidget* parent) : QWidget(parent) {
 }
 
 void SceneWidget::SetScene(viewer::Scene scene) {
+  SetTween(nullptr);
   scene_ = std::move(scene);
   message_.clear();
   UpdateMinimumSize();
@@ -21,14 +23,28 @@ void SceneWidget::SetScene(viewer::Scene scene) {
 }
 
 void SceneWidget::SetMessage(const QString& message) {
+  SetTween(nullptr);
   scene_ = {};
   message_ = message;
   UpdateMinimumSize();
   update();
 }
 
+void SceneWidget::SetTween(std::shared_ptr<const FrameTween> tween, double t) {
+  if (tween != tween_) tween_base_ = {};
+  tween_ = t < 1 ? std::move(tween) : nullptr;
+  tween_t_ = t;
+  update();
+}
+
 constexpr double kMinScale = 0.7;  // text stays readable (8 pt items at 5.6 px)
 constexpr double kMaxScale = 1.5;
+
+QSizeF SceneWidget::RoomAtReadableScale() const {
+  const QWidget* room = parentWidget();
+  if (!room || room->width() < 100 || room->height() < 100) return {};
+  return QSizeF(room->size()) / kMinScale;
+}
 
 double SceneWidget::Scale() const {
   const QSizeF size = scene_.bounds.size();
@@ -63,6 +79,21 @@ void SceneWidget::paintEvent(QPaintEvent*) {
     return;
   }
   const double scale = Scale();
+  if (tween_) {
+    const double ratio = devicePixelRatioF();
+    if (tween_base_.size() != size() * ratio) {
+      tween_base_ = QPixmap(size() * ratio);
+      tween_base_.setDevicePixelRatio(ratio);
+      tween_base_.fill(Qt::white);
+      QPainter base(&tween_base_);
+      base.scale(scale, scale);
+      PaintTweenBase(scene_, *tween_, &base);
+    }
+    painter.drawPixmap(0, 0, tween_base_);
+    painter.scale(scale, scale);
+    PaintTweenMotion(scene_, *tween_, tween_t_, &painter);
+    return;
+  }
   painter.scale(scale, scale);
   viewer::PaintScene(scene_, &painter);
 }

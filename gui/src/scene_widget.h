@@ -4,13 +4,17 @@
 // click reports the scene item under the mouse.
 #pragma once
 
+#include <QPixmap>
 #include <QWidget>
+#include <memory>
 
 class QScrollArea;
 
 #include "shardscope/viewer/scene.h"
 
 namespace shardscope::gui {
+
+struct FrameTween;
 
 class SceneWidget : public QWidget {
   Q_OBJECT
@@ -24,6 +28,13 @@ class SceneWidget : public QWidget {
   QSize sizeHint() const override { return {420, 300}; }
   // Where a point of the scene is drawn in the widget (tests click items there).
   QPoint ToWidget(const QPointF& scene_point) const;
+  // The largest picture (points) shown whole without scrolling: the visible room at the
+  // smallest readable scale; empty before the widget is laid out.
+  QSizeF RoomAtReadableScale() const;
+  // Paints the scene in motion (frame_animation.h) at time t until SetTween(nullptr) or
+  // t >= 1; scene() stays the still frame. Setting a scene or a message ends the tween.
+  void SetTween(std::shared_ptr<const FrameTween> tween, double t = 0);
+  bool tweening() const { return tween_ != nullptr; }
 
  signals:
   void Clicked(const QString& role, qint64 id);
@@ -38,6 +49,9 @@ class SceneWidget : public QWidget {
   void resizeEvent(QResizeEvent* event) override;
   viewer::Scene scene_;
   QString message_;
+  std::shared_ptr<const FrameTween> tween_;
+  double tween_t_ = 0;
+  QPixmap tween_base_;  // the still part, painted once per tween and size
 };
 
 // `widget` inside a scroll area (resizable), as SceneWidget expects.

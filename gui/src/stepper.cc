@@ -1,15 +1,20 @@
 #include "stepper.h"
 
+#include <QAction>
+#include <QEasingCurve>
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSettings>
 #include <QShortcut>
 #include <QSlider>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <QVariantAnimation>
 
+#include "frame_animation.h"
 #include "scene_widget.h"
 #include "shardscope/viewer/redistribution_scene.h"
 
@@ -21,7 +26,9 @@ RedistributionStepper::RedistributionStepper(QWidget* parent)
       timeline_(new QSlider(Qt::Horizontal, this)),
       position_(new QLabel(this)),
       play_(new QPushButton("Play", this)),
-      timer_(new QTimer(this)) {
+      timer_(new QTimer(this)),
+      animation_(new QVariantAnimation(this)),
+      animate_action_(new QAction("&Animate Stepper Frames", this)) {
   setFocusPolicy(Qt::StrongFocus);
   auto* previous = new QPushButton("◀ Prev", this);
   auto* next = new QPushButton("Next ▶", this);
@@ -53,11 +60,48 @@ RedistributionStepper::RedistributionStepper(QWidget* parent)
       Next();
     }
   });
+  animation_->setStartValue(0.0);
+  animation_->setEndValue(1.0);
+  animation_->setDuration(kFrameAnimationMs);
+  animation_->setEasingCurve(QEasingCurve::InOutCubic);
+  connect(animation_, &QVariantAnimation::valueChanged, this,
+          [this](const QVariant& t) { view_->SetTween(tween_, t.toDouble()); });
+  connect(animation_, &QVariantAnimation::finished, this, &RedistributionStepper::FinishAnimation);
+  animate_action_->setCheckable(true);
+  animate_action_->setToolTip("Blocks travel from their senders when the stepper steps forward");
+  animate_action_->setChecked(
+      QSettings("Shardscope", "shardscope-gui").value("stepper/animate", true).toBool());
+  connect(animate_action_, &QAction::toggled, this, [this](bool on) {
+    QSettings("Shardscope", "shardscope-gui").setValue("stepper/animate", on);
+    if (!on) FinishAnimation();
+  });
   SetRedistribution(nullptr, -1);
+}
+
+bool RedistributionStepper::animated() const { return animate_action_->isChecked(); }
+void RedistributionStepper::SetAnimated(bool on) { animate_action_->setChecked(on); }
+bool RedistributionStepper::animating() const {
+  return animation_->state() == QAbstractAnimation::Running;
+}
+
+void RedistributionStepper::FinishAnimation() {
+  animation_->stop();
+  tween_.reset();
+  view_->SetTween(nullptr);
+}
+
+// The frame just shown (still) moves in: its pieces travel from their blocks before.
+void RedistributionStepper::Animate() {
+  auto tween = std::make_shared<const FrameTween>(PlanTween(view_->scene()));
+  if (tween->empty()) return;
+  tween_ = std::move(tween);
+  view_->SetTween(tween_, 0);
+  animation_->start();
 }
 
 void RedistributionStepper::SetRedistribution(const viewer::RunData* run, int64_t id) {
   timer_->stop();
+  FinishAnimation();
   play_->setText("Play");
   run_ = run;
   id_ = id;
@@ -69,6 +113,7 @@ void RedistributionStepper::SetRedistribution(const viewer::RunData* run, int64_
   timeline_->setValue(0);
   timeline_->blockSignals(false);
   Show();
+  if (r && animated() && error_.isEmpty()) Animate();  // the first step moves in too
 }
 
 void RedistributionStepper::SetIdleMessage(const QString& message) {
@@ -84,12 +129,17 @@ void RedistributionStepper::Previous() { GoTo(step_ - 1); }
 void RedistributionStepper::GoTo(int step) {
   if (frames_ == 0) return;
   step = std::clamp(step, 0, frames_ - 1);
+  // Rapid stepping: the running animation skips to its end, the new frame shows still.
+  const bool rapid = animating();
+  FinishAnimation();
   if (step == step_ && timeline_->value() == step) return;
+  const bool forward = step == step_ + 1;
   step_ = step;
   timeline_->blockSignals(true);
   timeline_->setValue(step);
   timeline_->blockSignals(false);
   Show();
+  if (forward && !rapid && animated() && error_.isEmpty()) Animate();
   emit StepChanged(step_);
 }
 

@@ -1,19 +1,28 @@
 // RedistributionStepper: walks the frames of one redistribution plan: previous, next, play,
-// the Left/Right arrow keys, Home/End, and a timeline slider with one tick per step.
+// the Left/Right arrow keys, Home/End, and a timeline slider with one tick per step. A step
+// forward (and the first frame when a redistribution is chosen) animates the moved blocks into
+// the frame (frame_animation.h) unless switched off.
 #pragma once
 
 #include <QWidget>
+#include <memory>
 
 #include "shardscope/viewer/run_document.h"
 
+class QAction;
 class QLabel;
 class QPushButton;
 class QSlider;
 class QTimer;
+class QVariantAnimation;
 
 namespace shardscope::gui {
 
 class SceneWidget;
+struct FrameTween;
+
+// How long the blocks of one step take to travel.
+inline constexpr int kFrameAnimationMs = 280;
 
 class RedistributionStepper : public QWidget {
   Q_OBJECT
@@ -33,6 +42,13 @@ class RedistributionStepper : public QWidget {
   // Arrows into this rank's blocks only (viewer::FrameOptions::rank); -1: every moved block.
   void SetRank(int rank);
   int rank() const { return rank_; }
+  // Whether a step forward animates (View > Animate Stepper Frames, kept with QSettings).
+  bool animated() const;
+  void SetAnimated(bool on);
+  QAction* animate_action() const { return animate_action_; }
+  // An animation is running; another step meanwhile skips it to its end and shows the new
+  // frame still.
+  bool animating() const;
 
  public slots:
   void Next();
@@ -48,6 +64,8 @@ class RedistributionStepper : public QWidget {
 
  private:
   void Show();
+  void Animate();
+  void FinishAnimation();
   const viewer::RunData* run_ = nullptr;
   int64_t id_ = -1;
   int step_ = 0;
@@ -60,6 +78,9 @@ class RedistributionStepper : public QWidget {
   QLabel* position_;
   QPushButton* play_;
   QTimer* timer_;
+  QVariantAnimation* animation_;
+  QAction* animate_action_;
+  std::shared_ptr<const FrameTween> tween_;
 };
 
 // Stepper keys that work wherever the focus is in `window` (the arrow keys alone move the

@@ -153,8 +153,28 @@ Result<RankSummary> ReadRankSummary(const RunReader& r, int64_t rank, int64_t ti
   return s;
 }
 
-Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool json) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(RankSummary s, ReadRankSummary(r, rank));
+std::string TimedStepsText(const std::vector<int64_t>& steps) {
+  constexpr size_t kListed = 8;
+  std::string text;
+  for (size_t i = 0; i < steps.size() && i < kListed; ++i)
+    text += (i ? ", " : "") + std::to_string(steps[i]);
+  if (steps.size() > kListed)
+    text +=
+        ", ... " + std::to_string(steps.back()) + " (" + std::to_string(steps.size()) + " steps)";
+  return text;
+}
+
+Result<std::string> FormatRankSummary(const RunReader& r, int64_t rank, bool json,
+                                      int64_t timed_step) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(RankSummary s, ReadRankSummary(r, rank, timed_step));
+  if (timed_step != kNone && s.timing.step != timed_step) {
+    const auto& timed = s.timing.timed_steps;
+    return Status(StatusCode::kNotFound,
+                  r.path() + ": step " + std::to_string(timed_step) + " was not timed (" +
+                      (timed.empty() ? std::string("no step was: train --timing-every N times some")
+                                     : "timed steps: " + TimedStepsText(timed)) +
+                      ")");
+  }
   return FormatRankSummary(s, json);
 }
 

@@ -2,6 +2,7 @@
 // `shardscope inspect RUN --rank R --json`, its timeline has the rank's compute and
 // all-reduce spans, and questions 3 (what does rank r hold, how much memory) and 8 (where
 // does step time go, per rank and per operator) take at most 3 clicks from the opened window.
+#include <QComboBox>
 #include <QDockWidget>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -21,9 +22,11 @@ using shardscope::gui::SceneWidget;
 
 namespace {
 
-json InspectRank(const std::string& db, int rank) {
+// `shardscope inspect DB --rank R [--step S] --json` (step < 0: the last timed step).
+json InspectRank(const std::string& db, int rank, int64_t step = -1) {
+  const std::string at = step >= 0 ? " --step " + std::to_string(step) : "";
   return json::parse(shardscope_cli_test::Shardscope(
-                         "inspect " + db + " --rank " + std::to_string(rank) + " --json",
+                         "inspect " + db + " --rank " + std::to_string(rank) + at + " --json",
                          /*merge_stderr=*/false)
                          .text,
                      nullptr, false);
@@ -70,11 +73,11 @@ class RankViewTest : public QObject {
   }
 
   // The Rank view shows what inspect --rank prints for `rank`.
-  void CheckAgainstInspect(MainWindow& window, int rank) {
+  void CheckAgainstInspect(MainWindow& window, int rank, int64_t step = -1) {
     auto* view = window.rank_view();
     QCOMPARE(view->rank(), rank);
     QVERIFY(view->error().isEmpty());
-    const json j = InspectRank(db_, rank);
+    const json j = InspectRank(db_, rank, step);
     QVERIFY(j.is_object());
     // Memory: each kind's bytes, then the total and the peak.
     const auto memory = ByKey(view->memory_model(), 1);
@@ -101,6 +104,7 @@ class RankViewTest : public QObject {
     }
     // Time per operator kind and per collective of the timed step.
     const json& t = j.at("timing");
+    QCOMPARE(view->step(), t.at("step").get<int64_t>());
     const auto seconds = ByKey(view->time_model(), 1);
     const auto counts = ByKey(view->time_model(), 2);
     QCOMPARE(seconds.size(), t.at("compute_by_kind").size() + t.at("collectives").size());
@@ -127,8 +131,8 @@ class RankViewTest : public QObject {
     // Seed 004's model on 8 devices: redistributions, and gradient buckets (default 25 MiB).
     const auto o = shardscope_cli_test::Shardscope(
         "train " + std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/matmul3.yaml" +
-        " --devices 8 --steps 3 --limit 256 --data " + SHARDSCOPE_DATASETS_DIR +
-        "/mnist --timing-every 3 --record " + db_);
+        " --devices 8 --steps 4 --limit 256 --data " + SHARDSCOPE_DATASETS_DIR +
+        "/mnist --timing-every 2 --record " + db_);
     QVERIFY2(o.code == 0, o.text.c_str());
   }
   void cleanupTestCase() { std::filesystem::remove_all(dir_); }
@@ -172,6 +176,46 @@ class RankViewTest : public QObject {
       QVERIFY(all_reduces + buckets > 0);
     }
     QVERIFY(interactions_ <= 3);
+  }
+
+  // The step box lists the timed steps (the last shown first); choosing one shows that step's
+  // figures and timeline, equal to inspect --rank R --step S; inspect refuses an untimed step.
+  void stepChooserMatchesInspectStep() {
+    MainWindow window;
+    Open(window);
+    QVERIFY(ClickItem(window.mesh_view(), "rank", 6));
+    auto* view = window.rank_view();
+    QComboBox* box = view->step_box();
+    QVERIFY(box->count() >= 2);
+    QVERIFY(box->isEnabled());
+    std::vector<int64_t> steps;
+    for (int i = 0; i < box->count(); ++i) steps.push_back(box->itemData(i).toLongLong());
+    QVERIFY(std::is_sorted(steps.begin(), steps.end()));
+    QCOMPARE(view->step(), steps.back());
+    CheckAgainstInspect(window, 6);
+    QString last_timeline, first_timeline;
+    for (const auto* item : view->timeline_view()->scene().Find("span"))
+      last_timeline += item->tooltip;
+    box->setCurrentIndex(0);  // as a person picks it
+    QCOMPARE(view->step(), steps.front());
+    CheckAgainstInspect(window, 6, steps.front());
+    for (const auto* item : view->timeline_view()->scene().Find("span"))
+      first_timeline += item->tooltip;
+    QVERIFY(!first_timeline.isEmpty());
+    QVERIFY(first_timeline != last_timeline);  // another step's measured times
+    // The chosen step stays when the rank changes.
+    QVERIFY(ClickItem(window.mesh_view(), "rank", 1));
+    CheckAgainstInspect(window, 1, steps.front());
+    QVERIFY(interactions_ <= 3);
+    // A step that was not timed: inspect says which were.
+    int64_t untimed = 0;
+    while (std::binary_search(steps.begin(), steps.end(), untimed)) ++untimed;
+    const auto bad = shardscope_cli_test::Shardscope("inspect " + db_ + " --rank 1 --step " +
+                                                     std::to_string(untimed));
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.text.find("was not timed (timed steps: " + std::to_string(steps.front())) !=
+                 std::string::npos,
+             bad.text.c_str());
   }
 
   // A block of the tensor map chooses its lowest holder as the stepper's and Rank view's rank.

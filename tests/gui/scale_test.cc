@@ -7,6 +7,7 @@
 #include <set>
 
 #include "graph_view.h"
+#include "in_memory_run.h"
 #include "main_window.h"
 #include "shardscope/viewer/layout_text.h"
 #include "shardscope/viewer/mesh_scene.h"
@@ -43,32 +44,8 @@ store::MeshRecord MeshRecordOf(int64_t id, std::vector<int64_t> shape,
 viewer::RunData OneStepRun(std::vector<store::MeshRecord> meshes, std::vector<int64_t> shape,
                            const std::string& from, const std::string& to, int64_t to_mesh,
                            store::RankGroups groups = {}) {
-  viewer::RunData run;
-  run.run.name = "memory";
-  run.meshes = std::move(meshes);
-  store::TensorRecord t;
-  t.id = 1;
-  t.name = "x";
-  t.shape = std::move(shape);
-  t.layout = from;
-  t.mesh_id = 0;
-  run.tensors.push_back(t);
-  store::RedistributionRecord r;
-  r.id = 0;
-  r.tensor_id = 1;
-  r.from_layout = from;
-  r.from_mesh_id = 0;
-  r.to_layout = to;
-  r.to_mesh_id = to_mesh;
-  r.plan_mesh_id = 0;
-  store::RedistStepRecord s;
-  s.kind = "all-gather";
-  s.layout_after = to;
-  s.mesh_id = to_mesh;
-  s.groups = std::move(groups);
-  r.steps.push_back(s);
-  run.redistributions.push_back(r);
-  return run;
+  return shardscope_gui_test::InMemoryRun(std::move(meshes), std::move(shape), from,
+                                          {{"all-gather", to, to_mesh, std::move(groups)}});
 }
 
 bool HasText(const viewer::Scene& scene, const QString& text) {

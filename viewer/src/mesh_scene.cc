@@ -82,7 +82,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   };
   // A tall grid is cut into chunks of rows placed side by side; chunks and panels per row
   // are chosen for the largest cells that fit the picture's cap.
-  constexpr double kMaxW = 1400, kMaxH = 1000;
+  const double max_w = std::clamp(options.max_size.width(), 400.0, 1400.0);
+  const double max_h = std::clamp(options.max_size.height(), 300.0, 1000.0);
   int64_t chunk = rows;
   int per_row = 1;
   double cell = 0;
@@ -92,8 +93,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
     for (int64_t p = 1; p <= std::min<int64_t>(count, 64); ++p) {
       const int64_t panel_rows = (count + p - 1) / p;
       const double w =
-          (kMaxW - static_cast<double>(p) * (kPanelExtraW + kGap)) / static_cast<double>(p * cols);
-      const double h = (kMaxH - static_cast<double>(panel_rows) * (kPanelExtraH + kGap)) /
+          (max_w - static_cast<double>(p) * (kPanelExtraW + kGap)) / static_cast<double>(p * cols);
+      const double h = (max_h - static_cast<double>(panel_rows) * (kPanelExtraH + kGap)) /
                        static_cast<double>(panel_rows * try_chunk);
       const double fit = std::min({w, h, kCellMax});
       if (fit > cell * 1.05) cell = fit, per_row = static_cast<int>(p), chunk = try_chunk;
@@ -102,7 +103,10 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   const int64_t chunks = (rows + chunk - 1) / chunk;
   const int64_t panel_count = leads * chunks;
   cell = std::max(cell, kCellMin);
-  const bool numbered = cell >= kCellText;
+  // A number only where it fits its cell at a readable size (bold digits ~0.7 em wide).
+  const double digits = QString::number(std::max(0, mesh.size() - 1)).size();
+  const double number_font = std::min({12.0, cell * 0.3, (cell - 12) / (0.72 * digits)});
+  const bool numbered = cell >= kCellText && number_font >= 6;
   const double pad = numbered ? 4 : cell >= 8 ? 1 : 0;
 
   std::vector<int> group_of(mesh.size(), -1);
@@ -129,11 +133,15 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   double y = 0;
   QString heading = options.title.isEmpty() ? "" : options.title + ": ";
   heading += DisplayLayoutText(QString::fromStdString(mesh.ToString()));
-  heading += QString("  (%1 ranks%2)")
-                 .arg(mesh.size())
-                 .arg(numbered ? "" : "; colour = mesh coordinates, hover a cell for its rank");
+  heading += QString("  (%1 ranks)").arg(mesh.size());
   scene.items.push_back(TextItem(QRectF(0, y, 900, 20), heading, 11, true));
-  y += 24;
+  y += 22;
+  if (!numbered) {  // its own line: the dock may be narrow
+    scene.items.push_back(
+        TextItem(QRectF(0, y, 600, 14), "colour = mesh coordinates; hover a cell for its rank", 8));
+    y += 16;
+  }
+  y += 2;
 
   std::vector<Panel> panels;
   for (int64_t p = 0; p < panel_count; ++p) {
@@ -202,7 +210,7 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
                          cell - pad);
         const QColor fill = colour_of(coords);
         SceneItem item = BoxItem(box, fill, numbered ? QString::number(rank) : "", "rank", rank);
-        item.font_size = std::min(12.0, cell * 0.3);
+        item.font_size = number_font;
         item.bold = true;
         item.stroke = numbered ? QColor(60, 60, 60) : Qt::transparent;
         item.stroke_width = numbered ? 1 : 0;
@@ -250,14 +258,18 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   if (!groups.empty()) {
     QStringList names;
     for (int a : options.axes) names << AxisName(mesh, a);
-    scene.items.push_back(
-        TextItem(QRectF(0, y, 700, 16),
-                 QString("%1 rank groups of %2 along %3 (a colour each; outlined where adjacent):")
-                     .arg(groups.size())
-                     .arg(groups.front().size())
-                     .arg(names.join(",")),
-                 9, true));
-    y += 18;
+    // Two lines: the picture may be narrow (one group of 8 ranks).
+    scene.items.push_back(TextItem(QRectF(0, y, std::max(max_x, 300.0), 16),
+                                   QString("%1 rank group%2 of %3 along %4")
+                                       .arg(groups.size())
+                                       .arg(groups.size() == 1 ? "" : "s")
+                                       .arg(groups.front().size())
+                                       .arg(names.join(",")),
+                                   9, true));
+    y += 16;
+    scene.items.push_back(TextItem(QRectF(0, y, std::max(max_x, 300.0), 14),
+                                   "a colour each; outlined where adjacent:", 8));
+    y += 16;
     // The first groups, then the pattern: every group is the first shifted.
     constexpr size_t kListed = 6;
     for (size_t g = 0; g < groups.size() && g < kListed; ++g) {

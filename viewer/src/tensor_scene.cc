@@ -9,6 +9,7 @@ namespace shardscope::viewer {
 namespace {
 
 constexpr double kMinCellW = 78;
+constexpr double kSliceExtraW = 56;  // a slice's row labels left of its grid
 constexpr double kCellH = 40;
 
 QString Join(const std::vector<int>& values) { return JoinNumbers(values); }
@@ -106,9 +107,12 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   // Many slices: up to 8 a row, and at most kMaxSlices drawn (the rest are like them).
   constexpr int64_t kMaxSlices = 32;
   const int64_t drawn_slices = std::min(slices, kMaxSlices);
-  const int per_row = drawn_slices <= 4    ? static_cast<int>(drawn_slices)
-                      : drawn_slices <= 16 ? 4
-                                           : 8;
+  // Wide slices (many blocks across) fewer a row, so the map stays within ~720 points.
+  const int wide_limit =
+      std::max(1, static_cast<int>(720.0 / (kSliceExtraW + 20 + static_cast<double>(cols))));
+  const int per_row = std::min(wide_limit, drawn_slices <= 4    ? static_cast<int>(drawn_slices)
+                                           : drawn_slices <= 16 ? 4
+                                                                : 8);
   const int64_t slice_rows = (drawn_slices + per_row - 1) / per_row;
   // Cells shrink to keep the map within ~720 x 560 points; small cells drop their text
   // (heat map: colour and tooltip).
@@ -121,7 +125,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
                                    1.0, kCellH);
   const bool labelled = cell_w >= 40 && cell_h >= 18;
   const double gap = labelled ? 3 : cell_w >= 8 ? 1 : 0;
-  const double slice_w = 56 + cols * cell_w;
+  const double slice_w = kSliceExtraW + cols * cell_w;
   const double slice_h = 38 + rows * cell_h;
   double max_x = 480;
   int64_t blocks_drawn = 0;
@@ -145,7 +149,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     }
     const double gx = ox + 52;
     const double gy = oy + 30;
-    if (dims >= 1) {
+    if (dims >= 1 && cols * cell_w >= 48) {  // a narrower grid: the tooltip names its axes
       QString col_label = QString("dim %1").arg(dims - 1);
       if (!layout.dim_axes(dims - 1).empty()) {
         col_label += " over " + AxesText(layout, layout.dim_axes(dims - 1));

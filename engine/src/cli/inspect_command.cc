@@ -17,17 +17,23 @@ struct InspectOptions {
   bool json = false;
   int64_t steps = 40;
   int64_t rank = -1;
+  int64_t step = -1;  // with --rank: the timed step shown (-1: the last)
 };
 
 int RunInspect(const InspectOptions& o) {
   // A finished run that a reader kept in WAL mode past its end becomes one file again; best
   // effort (a read-only directory, or a connection still open, leaves it as it is).
   (void)store::SettleRunFile(o.run);
+  if (o.step >= 0 && o.rank < 0) {
+    std::fprintf(stderr, "shardscope inspect: --step needs --rank (the timed step of one rank)\n");
+    return kExitBadInput;
+  }
   auto reader = store::RunReader::Open(o.run);
   if (!reader.ok()) return FailStore(reader.status());
   store::SummaryOptions options;
   options.max_steps = o.steps;
-  auto text = o.rank >= 0 ? store::FormatRankSummary(**reader, o.rank, o.json)
+  auto text = o.rank >= 0 ? store::FormatRankSummary(**reader, o.rank, o.json,
+                                                     o.step >= 0 ? o.step : store::kNone)
               : o.json    ? store::RunSummaryJson(**reader, options)
                           : store::FormatRunSummary(**reader, options);
   if (!text.ok()) return FailStore(text.status());
@@ -60,6 +66,10 @@ void AddInspectCommand(CLI::App& root, Commands& commands) {
                   "Only what rank (worker) R holds and does: memory by kind, its parameters\n"
                   "with their layouts, traffic, and its timed instructions (train\n"
                   "--timing-every): compute against communication, the slowest ones")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--step", o->step,
+                  "With --rank: the timed step S whose instructions are shown (default: the\n"
+                  "last timed one; train --timing-every N times every Nth step)")
       ->check(CLI::NonNegativeNumber);
   commands.push_back({app, [o] { return RunInspect(*o); }});
 }

@@ -76,6 +76,11 @@ Result<RankSummary> ReadRankSummary(const RunReader& reader, int64_t rank,
 
 // Text (ends with a newline) or JSON, as inspect --rank prints it.
 std::string FormatRankSummary(const RankSummary& summary, bool json);
-Result<std::string> FormatRankSummary(const RunReader& reader, int64_t rank, bool json = false);
+// `timed_step` kNone: the last timed step; another step that was not timed is kNotFound,
+// naming the timed ones.
+Result<std::string> FormatRankSummary(const RunReader& reader, int64_t rank, bool json = false,
+                                      int64_t timed_step = kNone);
+// "2, 4, 6" or "2, 4, ... 40 (20 steps)": the timed steps as an error message lists them.
+std::string TimedStepsText(const std::vector<int64_t>& steps);
 
 }  // namespace shardscope::store

@@ -17,6 +17,8 @@ struct MeshSceneOptions {
   std::vector<int> axes;   // axis indices whose groups to highlight
   int selected_rank = -1;  // drawn with a thick outline
   QString title;           // above the grid (e.g. "mesh 0")
+  // The grid's cap in points (a window passes the room it has; at most 1400 x 1000).
+  QSizeF max_size{1400, 1000};
 };
 
 Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options = {});
