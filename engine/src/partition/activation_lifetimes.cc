@@ -6,9 +6,11 @@ namespace shardscope {
 
 void MarkActivationsTransient(DistProgram* p) {
   std::vector<bool> kept(p->values.size(), false);
-  if (p->loss >= 0) kept[p->loss] = true;  // read after the step (the loss) or by the
-  for (size_t i = 0; i < p->param_grads.size(); ++i) {  // update; a reduce-scattered gradient
-    const auto [param, grad] = p->param_grads[i];     // is freed once in its slice
+  // Read after the step: the loss, and by the update the parameters and gradients (not a
+  // reduce-scattered gradient: freed once its slice is taken, ZeRO 2/3).
+  if (p->loss >= 0) kept[p->loss] = true;
+  for (size_t i = 0; i < p->param_grads.size(); ++i) {
+    const auto [param, grad] = p->param_grads[i];
     kept[param] = true;
     kept[grad] = i >= p->param_sharding.size() || !p->param_sharding[i].reduce_scatter;
   }

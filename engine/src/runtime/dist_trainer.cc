@@ -296,7 +296,8 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
       for (int v : program_.release_after[pos]) {
         if (!program_.scattered_grad.empty() && program_.scattered_grad[v] >= 0) {
           if (!scatter_) continue;  // nobody takes its slice: kept whole
-          SHARDSCOPE_RETURN_IF_ERROR(scatter_(comm, program_.scattered_grad[v], buffers_[v], stats));
+          SHARDSCOPE_RETURN_IF_ERROR(
+              scatter_(comm, program_.scattered_grad[v], buffers_[v], stats));
         }
         Release(v);
       }

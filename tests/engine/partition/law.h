@@ -84,8 +84,8 @@ inline Result<std::vector<float>> TrainRank(Communicator& comm, const BuildFn& b
                                             std::unique_ptr<DistTrainer>* out,
                                             const TrainConfig& config = LawConfig()) {
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build());
-  SHARDSCOPE_ASSIGN_OR_RETURN(
-      *out, DistTrainer::Create(std::move(model), config, options, comm.rank()));
+  SHARDSCOPE_ASSIGN_OR_RETURN(*out,
+                              DistTrainer::Create(std::move(model), config, options, comm.rank()));
   BatchIterator it(data, batch, 1, false);
   Tensor x, y;
   std::vector<float> losses;

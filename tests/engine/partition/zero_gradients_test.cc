@@ -27,9 +27,7 @@ class Mlp : public nn::Module {
 
  protected:
   bool scoped() const override { return false; }
-  ValueId Forward(Builder& b, ValueId x) override {
-    return fc3(b, fc2(b, fc1(b, flatten(b, x))));
-  }
+  ValueId Forward(Builder& b, ValueId x) override { return fc3(b, fc2(b, fc1(b, flatten(b, x)))); }
 };
 
 // `strategy` on fc2's matmul ("": data-parallel everywhere).
@@ -64,8 +62,8 @@ TEST(ZeroGradients, LawHoldsOnTwoFourAndEightDevicesWithAndWithoutBuckets) {
     for (int stage : {2, 3}) {
       for (const std::string& strategy : Strategies(devices)) {
         for (const TrainConfig& config : {testing_law::LawConfig(), each, blocking}) {
-          Status st = CheckLaw(MlpWith(strategy), Data(), kBatch, devices, Zero(stage, devices),
-                               5, config);
+          Status st =
+              CheckLaw(MlpWith(strategy), Data(), kBatch, devices, Zero(stage, devices), 5, config);
           EXPECT_TRUE(st.ok()) << devices << " devices, stage " << stage << " " << strategy
                                << " bucket " << config.bucket_bytes << " overlap "
                                << config.overlap_grad_reduce << ": " << st.message();
@@ -90,9 +88,9 @@ std::vector<Held> TrainTwoSteps(int stage, const std::string& strategy, int devi
   const Dataset data = Data();
   Status st = RunOnDevices(devices, [&](Communicator& comm) -> Status {
     SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, MlpWith(strategy)());
-    SHARDSCOPE_ASSIGN_OR_RETURN(auto t, DistTrainer::Create(std::move(model),
-                                                            testing_law::LawConfig(),
-                                                            Zero(stage, devices), comm.rank()));
+    SHARDSCOPE_ASSIGN_OR_RETURN(auto t,
+                                DistTrainer::Create(std::move(model), testing_law::LawConfig(),
+                                                    Zero(stage, devices), comm.rank()));
     BatchIterator it(data, kBatch, 1, false);
     Tensor x, y;
     for (int s = 0; s < 2 && it.Next(&x, &y); ++s)
