@@ -19,22 +19,15 @@ using testing_law::CheckLaw;
 constexpr int64_t kBatch = 16;
 
 // Three dense layers; the 20- and 10-wide biases are not tiled by 8 slices (zero padding).
-class Mlp : public nn::Module {
- public:
-  Mlp() : nn::Module("") {}
-  nn::Flatten flatten{"flatten"};
-  nn::Dense fc1{"fc1", 16, 32}, fc2{"fc2", 32, 20}, fc3{"fc3", 20, 10};
-
- protected:
-  bool scoped() const override { return false; }
-  ValueId Forward(Builder& b, ValueId x) override { return fc3(b, fc2(b, fc1(b, flatten(b, x)))); }
-};
-
 // `strategy` on fc2's matmul ("": data-parallel everywhere).
 testing_law::BuildFn MlpWith(const std::string& strategy) {
   return [strategy] {
-    Mlp net;
-    if (!strategy.empty()) net.fc2.matmul.shard(strategy);
+    nn::Sequential net{"mlp"};
+    net.Add<nn::Flatten>("flatten");
+    net.Add<nn::Dense>("fc1", 16, 32);
+    net.Add<nn::Dense>("fc2", 32, 20);
+    net.Add<nn::Dense>("fc3", 20, 10);
+    if (!strategy.empty()) dynamic_cast<nn::Dense*>(net.Find("fc2"))->matmul.shard(strategy);
     return nn::BuildClassifier(net, {1, 4, 4}, kBatch);
   };
 }
