@@ -81,6 +81,11 @@ class DistExecutor {
   // Fills a stage-3 parameter's whole shard (param_grads index, buffer) before it is read.
   using GatherFn = std::function<Status(Communicator&, int param, Tensor* out)>;
   void set_gather(GatherFn gather) { gather_ = std::move(gather); }
+  // Takes a stage-2/3 gradient (param_grads index, buffer) where Run() frees it, just after
+  // its last writer: reduce-scatters it into its slice. Unset: such gradients are kept.
+  using ScatterFn =
+      std::function<Status(Communicator&, int param, const Tensor& grad, RankStats* stats)>;
+  void set_scatter(ScatterFn scatter) { scatter_ = std::move(scatter); }
   // Run() reduces parameter gradients in buckets of about `bytes` (TrainConfig::bucket_bytes;
   // 0: each on its own, the default), started during the backward and waited for before
   // their readers when `overlap`. The all-reduces Run() makes per step: bucket_calls().
@@ -105,6 +110,7 @@ class DistExecutor {
   std::vector<bool> live_;  // transient values (recomputed activations): allocated now
   int64_t transient_bytes_ = 0, peak_buffer_bytes_ = 0;
   GatherFn gather_;
+  ScatterFn scatter_;
   std::unique_ptr<GradBuckets> buckets_;  // null: no bucketing
   bool timing_ = false;                   // inside Run(): spans_ collects
   double run_start_ = 0;

@@ -56,7 +56,8 @@ struct ParamSharding {
   int64_t elements = 0;  // of the local shard
   int64_t chunk = 0;     // slice length, ceil(elements / group_size); the last may be shorter
   // Stage 2: the gradient stays partial over `axes` and is reduce-scattered into the slice
-  // (no whole reduced gradient); otherwise it is all-reduced as without sharding.
+  // as soon as it is complete, in the backward pass, and freed (no whole reduced gradient);
+  // otherwise it is all-reduced as without sharding.
   bool reduce_scatter = false;
   // Stage 3: the whole shard is not kept; it is all-gathered from the slices before the
   // instruction that reads it (`gathers` times a step) and freed after its last read of the
@@ -102,6 +103,9 @@ struct DistProgram {
   std::vector<bool> transient;
   // Per DistValue: the param_grads index of a stage-3 parameter it is the home of, else -1.
   std::vector<int> gathered_param;
+  // Per DistValue: the param_grads index of a stage-2/3 gradient it is (reduce-scattered into
+  // its slice where `release_after` frees it), else -1.
+  std::vector<int> scattered_grad;
 
   // Bytes this rank receives per step, as planned.
   int64_t PlannedRecvBytes(int rank) const;

@@ -44,7 +44,8 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
                   "0 | 1 | 2 | 3 | auto: ZeRO stage over each parameter's replicas (MindSpore's "
                   "optimizer parallel): 0 off, 1 optimizer states sharded (each replica updates "
                   "a 1/dp slice, then the slices are all-gathered), 2 gradients too "
-                  "(reduce-scattered, no whole reduced gradient), 3 parameters too (each whole "
+                  "(each reduce-scattered into its slice once backward wrote it, then freed), "
+                  "3 parameters too (each whole "
                   "shard gathered before its forward and its backward use, freed after); auto: "
                   "the cheapest stage that fits the device memory. Default: the model file's "
                   "parallel.optimizer_sharding, else auto (docs/memory.md)")
@@ -62,7 +63,7 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
                   "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
                   "all-reduce per bucket instead of one per gradient, the same sums; 0: one each. "
                   "plan prices the buckets train makes (a --cluster file's gradient_bucket "
-                  "unless given)")
+                  "unless given). ZeRO 2/3 reduce-scatter each gradient on its own")
       ->check(CLI::Range(0.0, 4096.0));
   app->add_option("--search", f.search,
                   "sharding_propagation | recursive_programming | dynamic_programming | "

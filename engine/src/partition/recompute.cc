@@ -64,7 +64,10 @@ Status InsertRecomputation(const Graph& g, const PartitionOptions& o, DistProgra
   p->release_after.clear();
   p->transient.assign(p->values.size(), false);
   p->gathered_param.assign(p->values.size(), -1);
+  p->scattered_grad.assign(p->values.size(), -1);
   for (size_t i = 0; i < p->param_sharding.size(); ++i) {
+    if (p->param_sharding[i].reduce_scatter)
+      p->scattered_grad[p->param_grads[i].second] = static_cast<int>(i);
     if (!p->param_sharding[i].gathered) continue;
     p->gathered_param[p->param_grads[i].first] = static_cast<int>(i);
     p->transient[p->param_grads[i].first] = true;

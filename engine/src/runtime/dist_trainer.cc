@@ -293,7 +293,14 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
     for (size_t pos = 0; pos < program_.schedule.size(); ++pos) {
       SHARDSCOPE_RETURN_IF_ERROR(run_one(program_.schedule[pos]));
       peak = std::max(peak, transient_bytes_);
-      for (int v : program_.release_after[pos]) Release(v);
+      for (int v : program_.release_after[pos]) {
+        if (!program_.scattered_grad.empty() && program_.scattered_grad[v] >= 0) {
+          if (!scatter_) continue;  // nobody takes its slice: kept whole
+          SHARDSCOPE_RETURN_IF_ERROR(
+              scatter_(comm, program_.scattered_grad[v], buffers_[v], stats));
+        }
+        Release(v);
+      }
     }
     peak_buffer_bytes_ = kept + peak;
     return buckets_ != nullptr ? buckets_->FlushAll(comm, buffers_, stats) : Status::Ok();
@@ -366,6 +373,10 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
     t->executor_->set_gather([sharded](Communicator& comm, int param, Tensor* out) {
       return sharded->GatherParameter(comm, param, out);
     });
+    t->executor_->set_scatter(
+        [sharded](Communicator& comm, int param, const Tensor& grad, RankStats* stats) {
+          return sharded->ScatterGradient(comm, param, grad, stats);
+        });
   }
   t->optimizer_ = MakeOptimizer(config.optimizer);
   return t;
@@ -393,14 +404,14 @@ Result<float> DistTrainer::Step(Communicator& comm, const Tensor& images, const 
   if (sharded_) SHARDSCOPE_RETURN_IF_ERROR(sharded_->GatherParameters(comm, &stats_));
   ++step_;
   // Memory: the program's buffers at their peak, the optimizer's states, the update's slices.
-  int64_t params = 0, grads = 0;
+  int64_t params = 0, grads = 0;  // whole gradients kept (reduce-scattered ones are freed)
   for (const auto& [p, g] : program_.param_grads) {
     params += executor_->local(p).size() * 4;
     grads += executor_->local(g).size() * 4;
   }
   const int64_t update = sharded_ ? sharded_->Bytes() : 0;
   stats_.parameter_bytes = params;
-  stats_.gradient_bytes = grads;
+  stats_.gradient_bytes = grads + (sharded_ ? sharded_->GradientSliceBytes() : 0);
   stats_.optimizer_bytes = optimizer_->StateBytes();
   stats_.activation_bytes = executor_->peak_buffer_bytes() - params - grads;
   stats_.peak_bytes = executor_->peak_buffer_bytes() + stats_.optimizer_bytes + update;

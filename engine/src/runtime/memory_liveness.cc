@@ -129,7 +129,11 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
     if (optimizer_states + master_copies > 0) consider("optimizer states of '" + v.name + "'", one);
     largest_param = std::max(largest_param, NumElements(graph.value(v.global).shape) * 4);
   }
-  states.Add(ShardedUpdate::PlannedBytes(program, float_bytes));
+  // ZeRO 2/3: each gradient's slice is kept (the whole one lives from its writer until it is
+  // reduce-scattered, walked above); the other slices and scratch count with the states.
+  const int64_t grad_slices = ShardedUpdate::PlannedGradientSliceBytes(program, float_bytes);
+  by_kind[static_cast<int>(Kind::kGradient)].Add(grad_slices);
+  states.Add(ShardedUpdate::PlannedBytes(program, float_bytes) - grad_slices);
   Sum total;
   for (const Sum* s : {&by_kind[0], &by_kind[1], &by_kind[2], &states})
     total.Add(s->bytes.value_or(-1));

@@ -43,6 +43,7 @@ ShardedUpdate::ShardedUpdate(const DistProgram& program, DistExecutor& executor,
   const size_t n = program.param_grads.size();
   param_slices_.resize(n);
   grad_slices_.resize(n);
+  scattered_.assign(n, false);
   rank_in_group_.assign(n, 0);
   params_.resize(n);
   grads_.resize(n);
@@ -59,7 +60,7 @@ ShardedUpdate::ShardedUpdate(const DistProgram& program, DistExecutor& executor,
       param_slices_[i] = Tensor({s.chunk});
       std::copy_n(executor.local(p).data() + begin, length, param_slices_[i].data());
     }
-    if (s.reduce_scatter && !Tiles(s)) grad_slices_[i] = Tensor({s.chunk});
+    if (s.reduce_scatter) grad_slices_[i] = Tensor({s.chunk});  // the whole gradient is freed
     if (!Tiles(s)) scratch = std::max(scratch, static_cast<size_t>(s.group_size * s.chunk));
   }
   scratch_.assign(scratch, 0.0f);
@@ -80,12 +81,43 @@ Result<Communicator*> ShardedUpdate::Group(Communicator& world, size_t param) {
   return it->second.get();
 }
 
-Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
+Status ShardedUpdate::ScatterGradient(Communicator& world, int param, const Tensor& grad,
+                                      RankStats* stats) {
   CommTimer timer(world, stats);
+  const size_t i = static_cast<size_t>(param);
+  const ParamSharding& s = program_.param_sharding[i];
+  if (!s.reduce_scatter || scattered_[i])
+    return Status::Internal("sharded update: gradient of " +
+                            program_.values[program_.param_grads[i].first].name +
+                            " is not reduce-scattered once a step");
+  scattered_[i] = true;
+  SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, i));
+  const float* whole = grad.data();
+  if (!Tiles(s)) {  // zero-padded to group_size whole chunks
+    std::copy_n(grad.data(), s.elements, scratch_.data());
+    std::fill(scratch_.begin() + s.elements, scratch_.begin() + s.group_size * s.chunk, 0.0f);
+    whole = scratch_.data();
+  }
+  return group
+      ->ReduceScatter(std::span<const float>(whole, s.group_size * s.chunk),
+                      std::span<float>(grad_slices_[i].data(), s.chunk))
+      .WithContext("reduce-scatter of the gradient of " +
+                   program_.values[program_.param_grads[i].first].name);
+}
+
+Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
+  for (size_t i = 0; i < program_.param_grads.size(); ++i) {
+    const ParamSharding& s = program_.param_sharding[i];
+    if (s.reduce_scatter && !scattered_[i]) {  // the executor kept it whole
+      SHARDSCOPE_RETURN_IF_ERROR(ScatterGradient(
+          world, static_cast<int>(i), executor_.local(program_.param_grads[i].second), stats));
+    }
+  }
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
     const ParamSharding& s = program_.param_sharding[i];
     Tensor& param = executor_.local(program_.param_grads[i].first);
     Tensor& grad = executor_.local(program_.param_grads[i].second);
+    scattered_[i] = false;
     if (s.group_size <= 1) {
       params_[i] = std::span<float>(param.data(), param.size());
       grads_[i] = std::span<const float>(grad.data(), grad.size());
@@ -95,30 +127,9 @@ Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
     const size_t length = static_cast<size_t>(s.SliceLength(rank_in_group_[i]));
     params_[i] = s.gathered ? std::span<float>(param_slices_[i].data(), length)
                             : std::span<float>(param.data() + begin, length);
-    if (!s.reduce_scatter) {  // stage 1: the gradient is reduced already
-      grads_[i] = std::span<const float>(grad.data() + begin, length);
-      continue;
-    }
-    SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, i));
-    // In place: this rank's block of the (padded) partial gradient becomes its sum.
-    float* whole = grad.data();
-    if (!Tiles(s)) {
-      whole = scratch_.data();
-      std::copy_n(grad.data(), s.elements, whole);
-      std::fill(whole + s.elements, whole + s.group_size * s.chunk, 0.0f);
-    }
-    SHARDSCOPE_RETURN_IF_ERROR(
-        group
-            ->ReduceScatter(std::span<const float>(whole, s.group_size * s.chunk),
-                            std::span<float>(whole + begin, s.chunk))
-            .WithContext("reduce-scatter of the gradient of " +
-                         program_.values[program_.param_grads[i].first].name));
-    if (Tiles(s)) {
-      grads_[i] = std::span<const float>(whole + begin, length);
-    } else {  // the scratch serves the next parameter: the slice moves out
-      std::copy_n(whole + begin, s.chunk, grad_slices_[i].data());
-      grads_[i] = std::span<const float>(grad_slices_[i].data(), length);
-    }
+    grads_[i] = s.reduce_scatter  // stage 1: the gradient is reduced already
+                    ? std::span<const float>(grad_slices_[i].data(), length)
+                    : std::span<const float>(grad.data() + begin, length);
   }
   return Status::Ok();
 }
@@ -166,14 +177,27 @@ int64_t ShardedUpdate::Bytes() const {
   return bytes;
 }
 
+int64_t ShardedUpdate::GradientSliceBytes() const {
+  int64_t bytes = 0;
+  for (const Tensor& t : grad_slices_) bytes += t.size() * 4;
+  return bytes;
+}
+
 int64_t ShardedUpdate::PlannedBytes(const DistProgram& program, int float_bytes) {
   int64_t slices = 0, scratch = 0;
   for (const ParamSharding& s : program.param_sharding) {
     if (s.group_size <= 1) continue;
-    slices += (s.gathered ? s.chunk : 0) + (s.reduce_scatter && !Tiles(s) ? s.chunk : 0);
+    slices += (s.gathered ? s.chunk : 0) + (s.reduce_scatter ? s.chunk : 0);
     if (!Tiles(s)) scratch = std::max(scratch, s.group_size * s.chunk);
   }
   return (slices + scratch) * float_bytes;
+}
+
+int64_t ShardedUpdate::PlannedGradientSliceBytes(const DistProgram& program, int float_bytes) {
+  int64_t slices = 0;
+  for (const ParamSharding& s : program.param_sharding)
+    if (s.group_size > 1 && s.reduce_scatter) slices += s.chunk;
+  return slices * float_bytes;
 }
 
 }  // namespace shardscope

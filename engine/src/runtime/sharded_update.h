@@ -18,9 +18,15 @@ class ShardedUpdate {
   // The slices `rank` updates; the parameters must already hold their initial shards.
   ShardedUpdate(const DistProgram& program, DistExecutor& executor, int rank);
 
+  // Stages 2 and 3: the whole partial gradient of parameter `param` (param_grads index),
+  // complete: reduce-scattered over its group into this rank's slice, one call (not in
+  // buckets: a bucket would hold a copy of the whole gradients, the memory ZeRO 2 saves).
+  // The caller frees `grad` after it (DistExecutor::set_scatter).
+  Status ScatterGradient(Communicator& world, int param, const Tensor& grad, RankStats* stats);
   // Before the optimizer: each slice's gradient, reduce-scattered over the group (stages 2
-  // and 3) or cut from the reduced gradient (stage 1), and what the optimizer updates per
-  // trained parameter (its slice, or its whole shard when not sharded).
+  // and 3; those ScatterGradient did not take are taken now) or cut from the reduced
+  // gradient (stage 1), and what the optimizer updates per trained parameter (its slice,
+  // or its whole shard when not sharded).
   Status GatherGradients(Communicator& world, RankStats* stats);
   const std::vector<std::span<float>>& params() const { return params_; }
   const std::vector<std::span<const float>>& grads() const { return grads_; }
@@ -31,11 +37,14 @@ class ShardedUpdate {
   Status GatherParameter(Communicator& world, int param, Tensor* out);
 
   // Bytes of the buffers it keeps besides the program's (the optimizer's states not
-  // included): stage-3 parameter slices, gradient slices of shards the slices do not tile
-  // exactly, one scratch buffer for those.
+  // included): stage-3 parameter slices, stage-2/3 gradient slices, one scratch buffer for
+  // the shards the slices do not tile exactly.
   int64_t Bytes() const;
-  // The same figure from the program alone, for `float_bytes` per element.
+  // Of those, the gradient slices.
+  int64_t GradientSliceBytes() const;
+  // The same figures from the program alone, for `float_bytes` per element.
   static int64_t PlannedBytes(const DistProgram& program, int float_bytes);
+  static int64_t PlannedGradientSliceBytes(const DistProgram& program, int float_bytes);
 
  private:
   Result<Communicator*> Group(Communicator& world, size_t param);
@@ -44,6 +53,7 @@ class ShardedUpdate {
   const DistProgram& program_;
   DistExecutor& executor_;
   std::vector<Tensor> param_slices_, grad_slices_;  // per param, when needed (see Bytes)
+  std::vector<bool> scattered_;                     // this step, by ScatterGradient
   std::vector<int> rank_in_group_;
   std::vector<std::span<float>> params_;
   std::vector<std::span<const float>> grads_;

@@ -77,13 +77,15 @@ inline Status CompareRank(const DistTrainer& t, const std::vector<float>& losses
 }
 
 // Trains this rank; returns its losses.
+// `config`: LawConfig() with other gradient buckets, if any (the same optimizer).
 inline Result<std::vector<float>> TrainRank(Communicator& comm, const BuildFn& build,
                                             const Dataset& data, int64_t batch, int steps,
                                             const PartitionOptions& options,
-                                            std::unique_ptr<DistTrainer>* out) {
+                                            std::unique_ptr<DistTrainer>* out,
+                                            const TrainConfig& config = LawConfig()) {
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build());
-  SHARDSCOPE_ASSIGN_OR_RETURN(
-      *out, DistTrainer::Create(std::move(model), LawConfig(), options, comm.rank()));
+  SHARDSCOPE_ASSIGN_OR_RETURN(*out,
+                              DistTrainer::Create(std::move(model), config, options, comm.rank()));
   BatchIterator it(data, batch, 1, false);
   Tensor x, y;
   std::vector<float> losses;
@@ -97,13 +99,14 @@ inline Result<std::vector<float>> TrainRank(Communicator& comm, const BuildFn& b
 
 // The law on `devices` in-process devices. `options.devices` is set here.
 inline Status CheckLaw(const BuildFn& build, const Dataset& data, int64_t batch, int devices,
-                       PartitionOptions options = {}, int steps = 5) {
+                       PartitionOptions options = {}, int steps = 5,
+                       const TrainConfig& config = LawConfig()) {
   const SingleRun single = TrainSingle(build, data, batch, steps);
   options.devices = devices;
   return RunOnDevices(devices, [&](Communicator& comm) -> Status {
     std::unique_ptr<DistTrainer> t;
     SHARDSCOPE_ASSIGN_OR_RETURN(auto losses,
-                                TrainRank(comm, build, data, batch, steps, options, &t));
+                                TrainRank(comm, build, data, batch, steps, options, &t, config));
     return CompareRank(*t, losses, single, comm.rank());
   });
 }

@@ -17,6 +17,7 @@ struct Case {
   Dataset data;
   int64_t batch;
   PartitionOptions options;
+  TrainConfig config = LawConfig();  // its gradient buckets (the optimizer is the law's)
 };
 
 // Runs every case on `world`; the exit code of the test binary (0: all passed).
@@ -28,7 +29,7 @@ inline int RunMpiCases(Communicator& world, std::vector<Case>& cases) {
     const SingleRun single = TrainSingle(c.build, c.data, c.batch, 5);
     std::unique_ptr<DistTrainer> t;
     Status st;
-    auto losses = TrainRank(world, c.build, c.data, c.batch, 5, c.options, &t);
+    auto losses = TrainRank(world, c.build, c.data, c.batch, 5, c.options, &t, c.config);
     st = losses.ok() ? CompareRank(*t, *losses, single, world.rank()) : losses.status();
     // Every rank's verdict, so rank 0 reports the whole run.
     std::vector<float> mine = {st.ok() ? 1.0f : 0.0f}, all(n);

@@ -1,5 +1,6 @@
 // The correctness law under mpirun: each rank is one device of the distributed run and
 // also trains the single-device reference itself; every rank compares its shards.
+//   mpirun -np 2 engine_law_mpi      (configurations for 2 ranks: ZeRO 2 and 3)
 //   mpirun -np 4 engine_law_mpi      (configurations for 4 ranks)
 //   mpirun -np 8 engine_law_mpi      (configurations for 8 ranks, including the seeds')
 #include <cstdio>
@@ -75,6 +76,20 @@ int main() {
   Communicator& world = **world_or;
   const int n = world.size();
   std::vector<Case> cases = {Ffn("", "")};  // data parallel
+  if (n == 2 || n == 4) {  // ZeRO 2 and 3: gradients reduce-scattered in the backward
+    Case each = WithMemoryOptions(Ffn("", ""), 3, {});
+    each.config.bucket_bytes = 0;
+    each.name += " unbucketed";
+    cases.push_back(each);
+    cases.push_back(WithMemoryOptions(Ffn(n == 4 ? "((2,1),(1,2))" : "", ""), 2, {}));
+  }
+  if (n == 2) {
+    Case blocking = WithMemoryOptions(Ffn("", "((1,1),(1,2))"), 2, {"dense1"});
+    blocking.config.overlap_grad_reduce = false;
+    blocking.name += " blocking buckets";
+    cases.push_back(blocking);
+    cases.push_back(WithMemoryOptions(Ffn("", "((1,1),(1,2))"), 3, {}));
+  }
   if (n == 4) {
     cases.push_back(Ffn("((1,1),(1,4))", ""));
     cases.push_back(FromFile("matmul_allgather.yaml"));
