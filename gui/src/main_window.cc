@@ -38,6 +38,7 @@
 #include "minimap.h"
 #include "models.h"
 #include "rank_view.h"
+#include "run_loader.h"
 #include "scene_widget.h"
 #include "shardscope/viewer/charts.h"
 #include "shardscope/viewer/layout_text.h"
@@ -156,6 +157,7 @@ MainWindow::MainWindow()
   });
   connect(graph_builder_, &GraphBuilder::Failed, this,
           [this](const QString& message) { ShowError("Cannot draw the graph", message); });
+  ConnectRunLoader();
   BuildMenus();
   BuildDocks();
   connect(graph_, &GraphView::Selected, this, &MainWindow::OnGraphSelected);
@@ -399,7 +401,7 @@ QString MainWindow::RunsFolder() const {
 void MainWindow::ChooseRun() {
   const QString path = QFileDialog::getOpenFileName(this, "Open run", RunsFolder(),
                                                     "Shardscope runs (*.db);;All files (*)");
-  if (!path.isEmpty()) OpenRun(path);
+  if (!path.isEmpty()) OpenRunInBackground(path);
 }
 
 void MainWindow::ChooseCompare() {
@@ -434,7 +436,7 @@ void MainWindow::UpdateRecentMenu() {
   QSettings settings("Shardscope", "shardscope-gui");
   const QStringList recent = settings.value("recent").toStringList();
   for (const QString& path : recent) {
-    recent_menu_->addAction(path, this, [this, path] { OpenRun(path); });
+    recent_menu_->addAction(path, this, [this, path] { OpenRunInBackground(path); });
   }
   recent_menu_->setEnabled(!recent.isEmpty());
 }
@@ -446,8 +448,15 @@ bool MainWindow::OpenRun(const QString& path) {
     ShowError("Cannot open run", QString::fromStdString(doc.status().message()));
     return false;
   }
+  run_loader_->Cancel();  // the file asked for last wins
+  ShowOpened(path, std::move(doc).value(), /*read_summary=*/true);
+  return true;
+}
+
+void MainWindow::ShowOpened(const QString& path, std::unique_ptr<viewer::RunDocument> document,
+                            bool read_summary) {
   if (!watcher_->files().isEmpty()) watcher_->removePaths(watcher_->files());
-  document_ = std::move(doc).value();
+  document_ = std::move(document);
   last_error_.clear();
   watcher_->addPath(path);
   if (QFileInfo::exists(path + "-wal")) watcher_->addPath(path + "-wal");
@@ -458,7 +467,7 @@ bool MainWindow::OpenRun(const QString& path) {
   stepper_->SetRedistribution(nullptr, -1);
   shown_mesh_ = -1;
   shown_tensor_ = -1;
-  ShowRun();
+  ShowRun(read_summary);
   // A placed run has no strategies to tell apart: colour its graph by worker (and back to
   // strategies for the next run, unless the person chose a colouring).
   const bool placed = !document_->data().send_recvs.empty();
@@ -491,12 +500,12 @@ bool MainWindow::OpenRun(const QString& path) {
     if (size > best_size) best = m.id, best_size = size;
   }
   if (best >= 0 && data.redistributions.empty()) ShowMesh(best, {});
-  return true;
 }
 
-void MainWindow::ShowRun() {
+void MainWindow::ShowRun(bool read_summary) {
   const auto& data = document_->data();
-  overview_->setPlainText(QString::fromStdString(document_->Summary()));
+  overview_->setPlainText(read_summary ? QString::fromStdString(document_->Summary())
+                                       : QString("Reading the overview…"));
   rank_model_->SetRows(data.rank_totals,
                        data.run.search == "place" || !data.pipeline_spans.empty());
   ShowTimeline();
@@ -731,7 +740,7 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 
 void MainWindow::dropEvent(QDropEvent* event) {
   const auto urls = event->mimeData()->urls();
-  if (!urls.isEmpty()) OpenRun(urls.first().toLocalFile());
+  if (!urls.isEmpty()) OpenRunInBackground(urls.first().toLocalFile());
 }
 
 }  // namespace shardscope::gui
