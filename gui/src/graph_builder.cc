@@ -35,7 +35,14 @@ GraphBuilder::GraphBuilder(QObject* parent)
 void GraphBuilder::Start(const viewer::RunData& run, const viewer::GraphOptions& options) {
   const uint64_t generation = ++generation_;
   running_ = true;
-  auto records = GraphRecords(run);
+  // Expanding a layer lays out the same records again: copy them once per version of the run
+  // (a reload that changed it changes its run row or counts).
+  if (!records_ || records_source_ != &run || !(records_->run == run.run) ||
+      !(records_->counts == run.counts)) {
+    records_ = GraphRecords(run);
+    records_source_ = &run;
+  }
+  std::shared_ptr<const viewer::RunData> records = records_;
   auto* watcher = new QFutureWatcher<SceneResult>(this);
   connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
     watcher->deleteLater();

@@ -658,11 +658,16 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   const store::MeshRecord* record = document_->data().Mesh(mesh_id);
   if (!record) {
     mesh_view_->SetMessage("no mesh recorded for the selection");
+    shown_mesh_ = -1;
     return;
   }
+  // A stepper frame on the same mesh and axes: the picture stays (4096 ranks take a while).
+  const int rank = tensor_rank_->value();
+  if (mesh_id == shown_mesh_ && axes == shown_axes_ && rank == shown_mesh_rank_) return;
   auto mesh = viewer::MeshFromRecord(*record);
   if (!mesh.ok()) {
     mesh_view_->SetMessage(QString::fromStdString(mesh.status().message()));
+    shown_mesh_ = -1;
     return;
   }
   if (mesh_id != shown_mesh_) {
@@ -673,10 +678,11 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   mesh_axis_->setCurrentIndex(axes.size() == 1 ? axes[0] + 1 : 0);
   shown_mesh_ = mesh_id;
   shown_axes_ = axes;
+  shown_mesh_rank_ = rank;
   viewer::MeshSceneOptions options;
   options.axes = axes;
   options.title = QString("mesh %1").arg(mesh_id);
-  options.selected_rank = tensor_rank_->value();
+  options.selected_rank = rank;
   mesh_view_->SetScene(viewer::BuildMeshScene(*mesh, options));
 }
 

@@ -42,8 +42,15 @@ void RunLoader::Start(const QString& path) {
     emit Opened(path);
   });
   const std::string file = path.toStdString();
-  watcher->setFuture(QtConcurrent::run(
-      [file] { return std::make_shared<DocumentResult>(viewer::RunDocument::Open(file)); }));
+  watcher->setFuture(QtConcurrent::run([file] {
+    auto result = std::make_shared<DocumentResult>(viewer::RunDocument::Open(file));
+    // The stepper starts on the first redistribution: read its per-rank rows here too.
+    if (result->ok() && !(**result)->data().redistributions.empty()) {
+      const auto& data = (**result)->data();
+      (void)data.RedistributionInFull(data.redistributions.front().id);
+    }
+    return result;
+  }));
   emit Started(path, QFileInfo(path).size());
 }
 
