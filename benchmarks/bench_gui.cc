@@ -24,9 +24,7 @@
 #include <cstdlib>
 #include <functional>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
+#include "bench_memory.h"
 #include "graph_builder.h"
 #include "graph_view.h"
 #include "main_window.h"
@@ -35,6 +33,8 @@
 
 namespace {
 
+using shardscope::bench::PeakResidentMiB;
+using shardscope::bench::ResidentMiB;
 using shardscope::gui::ClusterItem;
 using shardscope::gui::MainWindow;
 
@@ -56,15 +56,6 @@ bool Until(const std::function<bool()>& done) {
 }
 
 double Ms(const QElapsedTimer& clock) { return static_cast<double>(clock.nsecsElapsed()) / 1e6; }
-
-double ResidentMiB() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
-}
 
 // Counts the paint events the application delivers while it lives.
 struct PaintCounter : QObject {
@@ -135,10 +126,8 @@ void BM_WindowOpenRun(benchmark::State& state) {
   state.counters["graph_painted_ms"] = painted / n;
   state.counters["overview_ms"] = overview / n;
   state.counters["longest_event_gap_ms"] = longest_gap;
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
   state.counters["rss_mib"] = resident;
-  state.counters["peak_rss_mib"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  state.counters["peak_rss_mib"] = PeakResidentMiB();
 }
 BENCHMARK(BM_WindowOpenRun)->Unit(benchmark::kMillisecond)->UseManualTime();
 

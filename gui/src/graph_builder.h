@@ -7,9 +7,12 @@
 #include <QThread>
 #include <QWidget>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "shardscope/viewer/graph_scene.h"
+
+class QLabel;
 
 namespace shardscope::gui {
 
@@ -42,6 +45,10 @@ class GraphBuilder : public QObject {
   std::shared_ptr<const viewer::RunData> records_;  // what the last Start copied, of:
   const viewer::RunData* records_source_ = nullptr;
 };
+
+// Fills `widget` with a label (returned), a busy bar and a Cancel button calling `cancel`;
+// hidden until shown. SQLite and Graphviz report no progress, only that they run.
+QLabel* AddBusyBar(QWidget* widget, const QString& cancel_tip, const std::function<void()>& cancel);
 
 // "Laying out the graph (N operators)…", a busy bar and Cancel; visible while `builder` runs.
 class GraphLayoutProgress : public QWidget {

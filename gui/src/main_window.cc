@@ -60,7 +60,9 @@ QTableView* MakeTable(QAbstractItemModel* model, QWidget* parent) {
   table->horizontalHeader()->setStretchLastSection(true);
   table->setAlternatingRowColors(true);
   table->setWordWrap(false);
-  // Columns fit their contents whenever the model is refilled.
+  // Columns fit their contents whenever the model is refilled, measured on the first rows
+  // (thousands of ranks or redistributions would hold the window up).
+  table->horizontalHeader()->setResizeContentsPrecision(100);
   QObject::connect(model, &QAbstractItemModel::modelReset, table,
                    [table] { table->resizeColumnsToContents(); });
   return table;

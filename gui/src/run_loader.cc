@@ -2,12 +2,10 @@
 
 #include <QFileInfo>
 #include <QFutureWatcher>
-#include <QHBoxLayout>
 #include <QLabel>
-#include <QProgressBar>
-#include <QPushButton>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "graph_builder.h"
 #include "shardscope/store/summary.h"
 #include "shardscope/viewer/scene.h"
 
@@ -80,19 +78,8 @@ void RunLoader::Cancel() {
 }
 
 RunLoadProgress::RunLoadProgress(RunLoader* loader, QWidget* parent) : QWidget(parent) {
-  auto* layout = new QHBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  auto* label = new QLabel(this);
-  auto* bar = new QProgressBar(this);
-  bar->setRange(0, 0);  // busy: SQLite reports no progress
-  bar->setMaximumWidth(160);
-  auto* cancel = new QPushButton("Cancel", this);
-  cancel->setToolTip("Stop reading this run; the run shown stays");
-  layout->addWidget(label);
-  layout->addWidget(bar);
-  layout->addWidget(cancel);
-  hide();
-  connect(cancel, &QPushButton::clicked, loader, &RunLoader::Cancel);
+  QLabel* label = AddBusyBar(this, "Stop reading this run; the run shown stays",
+                             [loader] { loader->Cancel(); });
   connect(loader, &RunLoader::Started, this, [this, label](const QString& path, qint64 bytes) {
     label->setText(
         QString("Reading %1 (%2)…").arg(QFileInfo(path).fileName(), viewer::FormatBytes(bytes)));
