@@ -26,7 +26,8 @@ void MainWindow::ConnectRunLoader() {
           });
   connect(run_loader_, &RunLoader::Cancelled, this, [this] {
     if (!document_) overview_->setPlainText("Opening the run was cancelled.");
-    status_->setText(document_ ? "" : "Opening the run was cancelled.");
+    status_->setText(document_ ? "Opening cancelled; the run shown stays."
+                               : "Opening the run was cancelled.");
   });
 }
 
