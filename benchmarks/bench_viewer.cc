@@ -16,9 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
+#include "bench_memory.h"
 #include "shardscope/viewer/graph_scene.h"
 #include "shardscope/viewer/layout_text.h"
 #include "shardscope/viewer/mesh_scene.h"
@@ -30,6 +28,8 @@
 
 namespace {
 
+using shardscope::bench::PeakResidentMiB;
+using shardscope::bench::ResidentMiB;
 using namespace shardscope::viewer;
 
 const std::string& RunPath(int num_ops) {
@@ -163,15 +163,6 @@ BENCHMARK(BM_TimelineFrame)->Unit(benchmark::kMillisecond)->UseRealTime();
 // left in it), the largest mesh as a heat map and the first redistribution's first frame
 // (its per-rank rows read then), painted. Counters: resident memory after the iteration
 // and the process's peak (run alone, --benchmark_filter=BM_OpenLargeRunViews, to read it).
-double ResidentMiB() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
-}
-
 void BM_OpenLargeRunViews(benchmark::State& state) {
   const char* path = std::getenv("SHARDSCOPE_BENCH_RUN");
   if (path == nullptr) {
@@ -203,10 +194,8 @@ void BM_OpenLargeRunViews(benchmark::State& state) {
     }
     resident = ResidentMiB();
   }
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
   state.counters["rss_mib"] = resident;
-  state.counters["peak_rss_mib"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  state.counters["peak_rss_mib"] = PeakResidentMiB();
 }
 BENCHMARK(BM_OpenLargeRunViews)->Unit(benchmark::kMillisecond)->UseRealTime();
 

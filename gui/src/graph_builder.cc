@@ -35,7 +35,14 @@ GraphBuilder::GraphBuilder(QObject* parent)
 void GraphBuilder::Start(const viewer::RunData& run, const viewer::GraphOptions& options) {
   const uint64_t generation = ++generation_;
   running_ = true;
-  auto records = GraphRecords(run);
+  // Expanding a layer lays out the same records again: copy them once per version of the run
+  // (a reload that changed it changes its run row or counts).
+  if (!records_ || records_source_ != &run || !(records_->run == run.run) ||
+      !(records_->counts == run.counts)) {
+    records_ = GraphRecords(run);
+    records_source_ = &run;
+  }
+  std::shared_ptr<const viewer::RunData> records = records_;
   auto* watcher = new QFutureWatcher<SceneResult>(this);
   connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
     watcher->deleteLater();
@@ -62,20 +69,27 @@ void GraphBuilder::Cancel() {
   emit Cancelled();
 }
 
-GraphLayoutProgress::GraphLayoutProgress(GraphBuilder* builder, QWidget* parent) : QWidget(parent) {
-  auto* layout = new QHBoxLayout(this);
+QLabel* AddBusyBar(QWidget* widget, const QString& cancel_tip,
+                   const std::function<void()>& cancel) {
+  auto* layout = new QHBoxLayout(widget);
   layout->setContentsMargins(0, 0, 0, 0);
-  auto* label = new QLabel(this);
-  auto* bar = new QProgressBar(this);
-  bar->setRange(0, 0);  // busy: Graphviz reports no progress
+  auto* label = new QLabel(widget);
+  auto* bar = new QProgressBar(widget);
+  bar->setRange(0, 0);  // busy
   bar->setMaximumWidth(160);
-  auto* cancel = new QPushButton("Cancel", this);
-  cancel->setToolTip("Stop waiting for this layout; the graph shown stays");
+  auto* button = new QPushButton("Cancel", widget);
+  button->setToolTip(cancel_tip);
   layout->addWidget(label);
   layout->addWidget(bar);
-  layout->addWidget(cancel);
-  hide();
-  connect(cancel, &QPushButton::clicked, builder, &GraphBuilder::Cancel);
+  layout->addWidget(button);
+  widget->hide();
+  QObject::connect(button, &QPushButton::clicked, widget, cancel);
+  return label;
+}
+
+GraphLayoutProgress::GraphLayoutProgress(GraphBuilder* builder, QWidget* parent) : QWidget(parent) {
+  QLabel* label = AddBusyBar(this, "Stop waiting for this layout; the graph shown stays",
+                             [builder] { builder->Cancel(); });
   connect(builder, &GraphBuilder::Started, this, [this, label](qint64 operators) {
     label->setText(QString("Laying out the graph (%1 operators)…").arg(operators));
     show();

@@ -7,9 +7,12 @@
 #include <QThread>
 #include <QWidget>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "shardscope/viewer/graph_scene.h"
+
+class QLabel;
 
 namespace shardscope::gui {
 
@@ -21,7 +24,8 @@ class GraphBuilder : public QObject {
   Q_OBJECT
  public:
   explicit GraphBuilder(QObject* parent = nullptr);
-  // Lays out a copy of the graph's records of `run` (the run may change meanwhile).
+  // Lays out a copy of the graph's records of `run` (the run may change meanwhile); the copy
+  // is kept for the next Start while the run is unchanged (expanding a layer).
   void Start(const viewer::RunData& run, const viewer::GraphOptions& options);
   void Cancel();
   bool running() const { return running_; }
@@ -38,7 +42,13 @@ class GraphBuilder : public QObject {
   uint64_t generation_ = 0;
   bool running_ = false;
   std::shared_ptr<std::atomic<Qt::HANDLE>> last_thread_;
+  std::shared_ptr<const viewer::RunData> records_;  // what the last Start copied, of:
+  const viewer::RunData* records_source_ = nullptr;
 };
+
+// Fills `widget` with a label (returned), a busy bar and a Cancel button calling `cancel`;
+// hidden until shown. SQLite and Graphviz report no progress, only that they run.
+QLabel* AddBusyBar(QWidget* widget, const QString& cancel_tip, const std::function<void()>& cancel);
 
 // "Laying out the graph (N operators)…", a busy bar and Cancel; visible while `builder` runs.
 class GraphLayoutProgress : public QWidget {

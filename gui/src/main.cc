@@ -94,8 +94,14 @@ int main(int argc, char** argv) {
   shardscope::gui::MainWindow window;
   window.show();
   bool opened = false;
-  if (!parser.positionalArguments().isEmpty())
-    opened = window.OpenRun(parser.positionalArguments().first());
+  if (!parser.positionalArguments().isEmpty()) {
+    // A person sees the window at once, the run filling in; screenshots wait for it.
+    if (parser.isSet(screenshots)) {
+      opened = window.OpenRun(parser.positionalArguments().first());
+    } else {
+      window.OpenRunInBackground(parser.positionalArguments().first());
+    }
+  }
   bool compared = true;
   if (parser.isSet(compare)) compared = window.CompareWith(parser.value(compare));
   if (parser.isSet(screenshots) && parser.positionalArguments().isEmpty()) {

@@ -38,6 +38,7 @@
 #include "minimap.h"
 #include "models.h"
 #include "rank_view.h"
+#include "run_loader.h"
 #include "scene_widget.h"
 #include "shardscope/viewer/charts.h"
 #include "shardscope/viewer/layout_text.h"
@@ -59,7 +60,9 @@ QTableView* MakeTable(QAbstractItemModel* model, QWidget* parent) {
   table->horizontalHeader()->setStretchLastSection(true);
   table->setAlternatingRowColors(true);
   table->setWordWrap(false);
-  // Columns fit their contents whenever the model is refilled.
+  // Columns fit their contents whenever the model is refilled, measured on the first rows
+  // (thousands of ranks or redistributions would hold the window up).
+  table->horizontalHeader()->setResizeContentsPrecision(100);
   QObject::connect(model, &QAbstractItemModel::modelReset, table,
                    [table] { table->resizeColumnsToContents(); });
   return table;
@@ -156,6 +159,7 @@ MainWindow::MainWindow()
   });
   connect(graph_builder_, &GraphBuilder::Failed, this,
           [this](const QString& message) { ShowError("Cannot draw the graph", message); });
+  ConnectRunLoader();
   BuildMenus();
   BuildDocks();
   connect(graph_, &GraphView::Selected, this, &MainWindow::OnGraphSelected);
@@ -400,7 +404,7 @@ QString MainWindow::RunsFolder() const {
 void MainWindow::ChooseRun() {
   const QString path = QFileDialog::getOpenFileName(this, "Open run", RunsFolder(),
                                                     "Shardscope runs (*.db);;All files (*)");
-  if (!path.isEmpty()) OpenRun(path);
+  if (!path.isEmpty()) OpenRunInBackground(path);
 }
 
 void MainWindow::ChooseCompare() {
@@ -435,7 +439,7 @@ void MainWindow::UpdateRecentMenu() {
   QSettings settings("Shardscope", "shardscope-gui");
   const QStringList recent = settings.value("recent").toStringList();
   for (const QString& path : recent) {
-    recent_menu_->addAction(path, this, [this, path] { OpenRun(path); });
+    recent_menu_->addAction(path, this, [this, path] { OpenRunInBackground(path); });
   }
   recent_menu_->setEnabled(!recent.isEmpty());
 }
@@ -447,8 +451,15 @@ bool MainWindow::OpenRun(const QString& path) {
     ShowError("Cannot open run", QString::fromStdString(doc.status().message()));
     return false;
   }
+  run_loader_->Cancel();  // the file asked for last wins
+  ShowOpened(path, std::move(doc).value(), /*read_summary=*/true);
+  return true;
+}
+
+void MainWindow::ShowOpened(const QString& path, std::unique_ptr<viewer::RunDocument> document,
+                            bool read_summary) {
   if (!watcher_->files().isEmpty()) watcher_->removePaths(watcher_->files());
-  document_ = std::move(doc).value();
+  document_ = std::move(document);
   last_error_.clear();
   watcher_->addPath(path);
   if (QFileInfo::exists(path + "-wal")) watcher_->addPath(path + "-wal");
@@ -459,7 +470,7 @@ bool MainWindow::OpenRun(const QString& path) {
   stepper_->SetRedistribution(nullptr, -1);
   shown_mesh_ = -1;
   shown_tensor_ = -1;
-  ShowRun();
+  ShowRun(read_summary);
   // A placed run has no strategies to tell apart: colour its graph by worker (and back to
   // strategies for the next run, unless the person chose a colouring).
   const bool placed = !document_->data().send_recvs.empty();
@@ -492,12 +503,12 @@ bool MainWindow::OpenRun(const QString& path) {
     if (size > best_size) best = m.id, best_size = size;
   }
   if (best >= 0 && data.redistributions.empty()) ShowMesh(best, {});
-  return true;
 }
 
-void MainWindow::ShowRun() {
+void MainWindow::ShowRun(bool read_summary) {
   const auto& data = document_->data();
-  overview_->setPlainText(QString::fromStdString(document_->Summary()));
+  overview_->setPlainText(read_summary ? QString::fromStdString(document_->Summary())
+                                       : QString("Reading the overview…"));
   rank_model_->SetRows(data.rank_totals,
                        data.run.search == "place" || !data.pipeline_spans.empty());
   ShowTimeline();
@@ -650,11 +661,16 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   const store::MeshRecord* record = document_->data().Mesh(mesh_id);
   if (!record) {
     mesh_view_->SetMessage("no mesh recorded for the selection");
+    shown_mesh_ = -1;
     return;
   }
+  // A stepper frame on the same mesh and axes: the picture stays (4096 ranks take a while).
+  const int rank = tensor_rank_->value();
+  if (mesh_id == shown_mesh_ && axes == shown_axes_ && rank == shown_mesh_rank_) return;
   auto mesh = viewer::MeshFromRecord(*record);
   if (!mesh.ok()) {
     mesh_view_->SetMessage(QString::fromStdString(mesh.status().message()));
+    shown_mesh_ = -1;
     return;
   }
   if (mesh_id != shown_mesh_) {
@@ -665,10 +681,11 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   mesh_axis_->setCurrentIndex(axes.size() == 1 ? axes[0] + 1 : 0);
   shown_mesh_ = mesh_id;
   shown_axes_ = axes;
+  shown_mesh_rank_ = rank;
   viewer::MeshSceneOptions options;
   options.axes = axes;
   options.title = QString("mesh %1").arg(mesh_id);
-  options.selected_rank = tensor_rank_->value();
+  options.selected_rank = rank;
   // Sized to the dock (margin for the captions): a large mesh is seen whole, as a heat map.
   if (const QSizeF room = mesh_view_->RoomAtReadableScale(); !room.isEmpty())
     options.max_size = room - QSizeF(40, 140);
@@ -735,7 +752,7 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 
 void MainWindow::dropEvent(QDropEvent* event) {
   const auto urls = event->mimeData()->urls();
-  if (!urls.isEmpty()) OpenRun(urls.first().toLocalFile());
+  if (!urls.isEmpty()) OpenRunInBackground(urls.first().toLocalFile());
 }
 
 }  // namespace shardscope::gui

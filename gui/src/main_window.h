@@ -37,6 +37,7 @@ class GraphView;
 class RankTableModel;
 class RankView;
 class RedistributionStepper;
+class RunLoader;
 class RedistributionTableModel;
 class SceneWidget;
 
@@ -49,6 +50,13 @@ class MainWindow : public QMainWindow {
   // Opens `path`; on failure shows a dialog with the reason, keeps the current run, and
   // returns false (last_error() has the reason).
   bool OpenRun(const QString& path);
+  // Opens `path` without waiting: the window shows "Reading…" with Cancel at once and fills
+  // in as the run (then its overview) arrives; the current run stays until then. Failure
+  // shows the dialog as OpenRun does. Closing the window cancels the read.
+  void OpenRunInBackground(const QString& path);
+  // Reading a run (OpenRunInBackground) or its overview.
+  bool loading() const;
+  RunLoader* run_loader() const { return run_loader_; }
   // Opens `path` as the right-hand run of the Compare tab.
   bool CompareWith(const QString& path);
   // Re-reads the open run (live refresh); true when something changed.
@@ -90,6 +98,7 @@ class MainWindow : public QMainWindow {
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;
 
  private:
   void BuildMenus();
@@ -101,7 +110,12 @@ class MainWindow : public QMainWindow {
   QString RunsFolder() const;
   void UpdateRecentMenu();
   void ShowError(const QString& title, const QString& message);
-  void ShowRun();
+  // Shows a document read by OpenRun or RunLoader; read_summary false: the Overview follows
+  // (RunLoader::Summarised).
+  void ShowOpened(const QString& path, std::unique_ptr<viewer::RunDocument> document,
+                  bool read_summary);
+  void ConnectRunLoader();
+  void ShowRun(bool read_summary = true);
   void RebuildGraph();
   void OnGraphSelected(const QString& role, qint64 id, const QString& key);
   void ShowMesh(int64_t mesh_id, const std::vector<int>& axes);
@@ -120,6 +134,7 @@ class MainWindow : public QMainWindow {
   store::StatusCode last_error_code_ = store::StatusCode::kOk;
   int64_t shown_mesh_ = -1;
   std::vector<int> shown_axes_;
+  int shown_mesh_rank_ = -2;  // the rank the device matrix shows selected
   int64_t shown_tensor_ = -1;
   bool auto_worker_colour_ = false;  // colour by worker chosen for a placed run, not by hand
   double last_updated_at_ = 0;
@@ -129,6 +144,7 @@ class MainWindow : public QMainWindow {
   GraphView* graph_;
   GraphBuilder* graph_builder_;
   bool fit_after_layout_ = false;  // a run just opened: fit the graph once it is laid out
+  RunLoader* run_loader_ = nullptr;
   QPlainTextEdit* overview_;
   QTextBrowser* details_;
   QTableView* candidates_;

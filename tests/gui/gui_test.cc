@@ -307,6 +307,9 @@ class GuiTest : public QObject {
     QVERIFY(enter.isAccepted());
     QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QCoreApplication::sendEvent(&window, &drop);
+    // Read on a worker thread (RunLoader): the window fills in when the file is read.
+    QTRY_VERIFY2(window.document() != nullptr || !window.last_error().isEmpty(),
+                 qPrintable(window.last_error()));
     QVERIFY2(window.document() != nullptr, qPrintable(window.last_error()));
     QCOMPARE(QString::fromStdString(window.document()->path()), path);
     auto operators = [&] {

@@ -168,6 +168,12 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   double max_x = 320;
   int64_t ranks_drawn = 0;
   std::vector<SceneItem> outlines;
+  // Every rank's tooltip names its group: each group's text once (4096 ranks, groups of 512).
+  std::vector<QString> group_texts(groups.size());
+  auto group_text = [&](int g) -> const QString& {
+    if (group_texts[g].isEmpty()) group_texts[g] = GroupText(groups[g]);
+    return group_texts[g];
+  };
   for (size_t p = 0; p < panels.size() && scene.items.size() < kMaxSceneItems; ++p) {
     const Panel& panel = panels[p];
     const double ox = static_cast<double>(p % per_row) * (panel_w + kGap);
@@ -219,7 +225,7 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
           coord_text << AxisName(mesh, a) + "=" + QString::number(coords[a]);
         item.tooltip = "rank " + QString::number(rank) + " at " + coord_text.join(", ");
         if (group_of[rank] >= 0) {
-          item.tooltip += "\ngroup " + GroupText(groups[group_of[rank]]);
+          item.tooltip += "\ngroup " + group_text(group_of[rank]);
           group_rect[group_of[rank]] |= box;
           ++group_cells[group_of[rank]];
         }
@@ -239,7 +245,7 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
                                   Qt::transparent, "", "group", g);
       outline.stroke = QColor(20, 20, 20);
       outline.stroke_width = std::clamp(cell * 0.08, 1.2, 2.5);
-      outline.tooltip = "group " + GroupText(groups[g]);
+      outline.tooltip = "group " + group_text(g);
       outlines.push_back(outline);
     }
     max_x = std::max(max_x, ox + panel_w);
