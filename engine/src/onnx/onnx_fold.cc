@@ -73,22 +73,26 @@ Result<HostConst> Broadcast(const std::vector<const HostConst*>& in, bool intege
   HostConst r{out, integer, {}};
   const int64_t n = NumElements(out);
   if (n > kMaxConstElements) return TooLarge(out);
-  const std::vector<int64_t> ost = Strides(out);
-  std::vector<std::vector<int64_t>> strides;
-  for (const HostConst* c : in) strides.push_back(Strides(c->shape));
+  // Per input, its stride along each output dimension (0 where it broadcasts), walked with
+  // an odometer: the offsets follow the output index without a division per element.
+  std::vector<std::vector<int64_t>> step(in.size(), std::vector<int64_t>(rank, 0));
+  for (size_t k = 0; k < in.size(); ++k) {
+    const Shape& s = in[k]->shape;
+    const std::vector<int64_t> st = Strides(s);
+    for (size_t d = 0; d < s.size(); ++d) step[k][rank - s.size() + d] = s[d] == 1 ? 0 : st[d];
+  }
+  std::vector<int64_t> index(rank, 0), off(in.size(), 0);
   std::vector<double> args(in.size());
+  r.values.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    for (size_t k = 0; k < in.size(); ++k) {
-      const Shape& s = in[k]->shape;
-      const std::vector<int64_t>& st = strides[k];
-      int64_t off = 0;
-      for (size_t d = 0; d < s.size(); ++d) {
-        const int64_t idx = (i / ost[rank - s.size() + d]) % out[rank - s.size() + d];
-        off += (s[d] == 1 ? 0 : idx) * st[d];
-      }
-      args[k] = in[k]->values[off];
-    }
+    for (size_t k = 0; k < in.size(); ++k) args[k] = in[k]->values[off[k]];
     r.values.push_back(f(args));
+    for (size_t d = rank; d-- > 0;) {
+      for (size_t k = 0; k < in.size(); ++k) off[k] += step[k][d];
+      if (++index[d] < out[d]) break;
+      for (size_t k = 0; k < in.size(); ++k) off[k] -= step[k][d] * out[d];
+      index[d] = 0;
+    }
   }
   return r;
 }

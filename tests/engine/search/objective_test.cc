@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/cost/cluster.h"
 #include "shardscope/dist_trainer.h"
 #include "shardscope/model_file.h"
 #include "shardscope/program_price.h"
@@ -20,8 +21,10 @@ struct Priced {
 };
 
 // Searches `model` (under samples/) on `devices` with `mode` and the built-in cost model
-// (gradients in train's 25 MiB buckets), partitions it as `plan` does and prices it.
-Priced SearchAndPrice(const std::string& model, int devices, SearchMode mode) {
+// (gradients in train's 25 MiB buckets) or, given, a shipped cluster profile's (its links per
+// mesh axis, its buckets), partitions it as `plan` does and prices it.
+Priced SearchAndPrice(const std::string& model, int devices, SearchMode mode,
+                      const std::string& cluster = "") {
   Priced out;
   ModelLoadOptions load;
   load.weights = false;
@@ -36,6 +39,19 @@ Priced SearchAndPrice(const std::string& model, int devices, SearchMode mode) {
   search.mode = mode;
   search.devices = devices;
   search.cost.gradient_bucket_bytes = 25.0 * (1 << 20);
+  if (!cluster.empty()) {
+    auto profile = LoadClusterProfile(cluster);
+    EXPECT_TRUE(profile.ok()) << profile.status().message();
+    if (!profile.ok()) return out;
+    auto mesh = ClusterDeviceMesh(*profile, devices);
+    EXPECT_TRUE(mesh.ok()) << mesh.status().message();
+    if (!mesh.ok()) return out;
+    search.device_mesh = *mesh;
+    auto cost = ClusterCostModel(*profile, *mesh, search.dtype);
+    EXPECT_TRUE(cost.ok()) << cost.status().message();
+    if (!cost.ok()) return out;
+    search.cost = *cost;
+  }
   auto result = SearchStrategies(graph.graph, search);
   EXPECT_TRUE(result.ok()) << result.status().message();
   if (!result.ok()) return out;
@@ -43,6 +59,7 @@ Priced SearchAndPrice(const std::string& model, int devices, SearchMode mode) {
   PartitionOptions partition;
   partition.devices = devices;
   partition.cost = search.cost;
+  partition.element_bytes = PrecisionBytes(search.dtype);
   auto program = PlanTrainingProgram(&graph, partition);
   EXPECT_TRUE(program.ok()) << program.status().message();
   if (!program.ok()) return out;
@@ -64,6 +81,19 @@ const SearchMode kModes[] = {SearchMode::kShardingPropagation, SearchMode::kRecu
 TEST(Objective, EverySearchMinimizesThePriceOfItsProgram) {
   for (SearchMode mode : kModes) {
     const Priced p = SearchAndPrice("onnx/gpt2.onnx", 8, mode);
+    ASSERT_GT(p.predicted, 0) << SearchModeName(mode);
+    EXPECT_LE(std::abs(p.objective - p.predicted), 1e-3 * p.predicted)
+        << SearchModeName(mode) << ": objective " << p.objective << " s, predicted " << p.predicted
+        << " s";
+  }
+}
+
+// The same on 8 devices of a DGX H100 node (NVLink links, the cluster's buckets), the user's
+// strategies (semi_auto) included.
+TEST(Objective, EverySearchMinimizesThePriceOfItsProgramOnAClusterNode) {
+  for (SearchMode mode : {SearchMode::kSemiAuto, SearchMode::kShardingPropagation,
+                          SearchMode::kRecursiveProgramming, SearchMode::kDynamicProgramming}) {
+    const Priced p = SearchAndPrice("onnx/gpt2.onnx", 8, mode, "dgx-h100");
     ASSERT_GT(p.predicted, 0) << SearchModeName(mode);
     EXPECT_LE(std::abs(p.objective - p.predicted), 1e-3 * p.predicted)
         << SearchModeName(mode) << ": objective " << p.objective << " s, predicted " << p.predicted

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "shardscope/cost/cluster.h"
 #include "shardscope/rng.h"
 #include "shardscope/search.h"
 
@@ -93,6 +94,37 @@ TEST(SearchQuality, HeuristicsWithinTenPercentOfTheOptimumOnMedian) {
   EXPECT_LE(px, 1.5);
   EXPECT_LE(rm, 1.10);
   EXPECT_LE(rx, 1.5);
+}
+
+// The same graphs priced for a DGX H100 cluster (NVLink inside a node, InfiniBand across, its
+// gradient buckets): dynamic_programming's objective is the lowest of the three modes there too,
+// including the sizes whose axes cross nodes.
+TEST(SearchQuality, DynamicProgrammingLowestOnAClusterProfile) {
+  auto cluster = LoadClusterProfile("dgx-h100");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  const int device_counts[] = {8, 16, 64};
+  for (int i = 0; i < 30; ++i) {
+    const Graph g = RandomGraph(2000 + i);
+    SearchOptions o;
+    o.devices = device_counts[i % 3];
+    auto mesh = ClusterDeviceMesh(*cluster, o.devices);
+    ASSERT_TRUE(mesh.ok()) << mesh.status().message();
+    o.device_mesh = *mesh;
+    auto cost = ClusterCostModel(*cluster, *mesh, o.dtype);
+    ASSERT_TRUE(cost.ok()) << cost.status().message();
+    o.cost = *cost;
+    o.mode = SearchMode::kDynamicProgramming;
+    auto best = SearchStrategies(g, o);
+    ASSERT_TRUE(best.ok()) << best.status().message();
+    ASSERT_TRUE(best->note.empty()) << "graph " << i << ": " << best->note;
+    for (SearchMode mode : {SearchMode::kShardingPropagation, SearchMode::kRecursiveProgramming}) {
+      o.mode = mode;
+      auto other = SearchStrategies(g, o);
+      ASSERT_TRUE(other.ok()) << other.status().message();
+      EXPECT_GE(other->step_seconds, best->step_seconds * (1 - 1e-9))
+          << "graph " << i << " on " << o.devices << " devices: " << SearchModeName(mode);
+    }
+  }
 }
 
 }  // namespace
