@@ -14,6 +14,7 @@
 #include "cli/memory_budget.h"
 #include "cli/option_checks.h"
 #include "cli/pipeline_choice.h"
+#include "cli/pipeline_submesh.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
 #include "cli/resource_checks.h"
@@ -250,8 +251,8 @@ int RunPlan(const PlanOptions& original) {
     auto capacity = PipelineCapacity(*options, o.search.cluster);
     if (!capacity.ok()) return Fail(kExitBadInput, capacity.status().message());
     const int64_t batch = o.batch > 0 ? o.batch : mf->training().batch;
-    auto chosen = ChoosePipeline([&](int64_t b) { return mf->Build(b); }, batch, devices, *options,
-                                 *capacity);
+    auto chosen = ChooseAnyPipeline([&](int64_t b) { return mf->Build(b); }, batch, devices,
+                                    *stages, *options, *capacity);
     if (!chosen.ok() && *stages > 0) return Fail(kExitBadInput, chosen.status().message());
     if (chosen.ok()) {
       pipe = std::move(*chosen);

@@ -14,6 +14,7 @@
 #include "cli/memory_budget.h"
 #include "cli/option_checks.h"
 #include "cli/pipeline_choice.h"
+#include "cli/pipeline_submesh.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
 #include "cli/resource_checks.h"
@@ -493,8 +494,9 @@ int RunTrainReported(const TrainOptions& o) {
           return PriceOperatorLevel(*mf, tc.batch, keep, SearchFlagsFor(o, *mf), plan->search,
                                     plan->partition);
         },
-        IsFirstRank());
+        IsFirstRank(), plan->search);
     if (!chosen.ok()) return Fail(kExitBadInput, chosen.status().message());
+    if (*chosen && (*chosen)->stage_devices > 1) return RunSubMeshTrain(placed, **chosen);
     if (*chosen) return RunPlacedTrain(PipelineRequest(placed, **chosen));
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
