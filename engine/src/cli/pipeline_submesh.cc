@@ -147,7 +147,7 @@ std::vector<int> StageDevices(const StageReport& stage) {
 }
 
 Status ApplySubMeshStrategies(const PipelineChoice& choice, Graph* forward) {
-  if (choice.stage_devices <= 1) return Status::Ok();
+  if (choice.strategies.empty()) return Status::Ok();
   for (const Node& n : forward->nodes()) {
     const auto it = choice.strategies.find(n.name);
     if (it == choice.strategies.end())

@@ -29,11 +29,18 @@ Result<PipelineChoice> ChooseAnyPipeline(const BuildAtFn& build, int64_t batch, 
 // The devices of a stage, for `plan --json`.
 std::vector<int> StageDevices(const StageReport& stage);
 
-// Gives `forward`'s operators the strategies of `choice` (k > 1; nothing for k = 1).
+// Gives `forward`'s operators the annotations of `choice.strategies` (none: nothing to do).
 Status ApplySubMeshStrategies(const PipelineChoice& choice, Graph* forward);
 
 // `train` on `choice`'s stages of k devices (in-process devices or MPI ranks): progress,
 // losses and test accuracy like `train`. Returns the exit code.
 int RunSubMeshTrain(const PlacedTrainRequest& request, const PipelineChoice& choice);
+
+// A model file with place entries and strategies: `place()` combined with operator-level
+// strategies. Each worker becomes a stage of devices / workers devices, its operators sharded
+// by their strategies over the stage's sub-mesh (unplaced ones go by --unplaced); trained like
+// RunSubMeshTrain with --micro-batches under 1F1B. Returns the exit code.
+bool PlacedWithStrategies(const ModelFile& model);
+int RunPlacedShardedTrain(const PlacedTrainRequest& request);
 
 }  // namespace shardscope::cli

@@ -482,7 +482,7 @@ int RunTrainReported(const TrainOptions& o) {
                   "a placed model (place: in the file) is not searched: operators pinned to "
                   "workers take no strategies; drop --search / mode auto, or the place entries");
     }
-    return RunPlacedTrain(placed);
+    return PlacedWithStrategies(*mf) ? RunPlacedShardedTrain(placed) : RunPlacedTrain(placed);
   }
   if (!pipeline.empty()) {  // stages chosen by the planner, run as a placed model
     const bool keep = plan->mode == "semi_auto" || plan->mode == "auto";

@@ -1,4 +1,5 @@
 // `shardscope train --pipeline N` with stages of several devices each (pipeline_submesh.h).
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -43,7 +44,78 @@ store::RunInfo DescribeSubMeshRun(const PlacedTrainRequest& r, const PipelineCho
   return info;
 }
 
+// Per forward operator its worker: placed, or by `policy` (placement.h's UnplacedPolicy).
+std::map<std::string, int> WorkersOf(const Graph& g, UnplacedPolicy policy) {
+  std::map<std::string, int> worker_of;
+  std::vector<int> value_worker(g.num_values(), 0);
+  for (const Node& n : g.nodes()) {
+    if (n.is_backward) continue;
+    int w = n.annotations.worker;
+    if (w < 0) {
+      w = 0;
+      if (policy == UnplacedPolicy::kWithProducer) {
+        for (ValueId v : n.inputs) {
+          const Value& value = g.value(v);
+          if (value.kind == ValueKind::kParameter || value.kind == ValueKind::kConstant) continue;
+          w = value_worker[v];
+          break;
+        }
+      }
+    }
+    worker_of[n.name] = w;
+    for (ValueId v : n.outputs) value_worker[v] = w;
+  }
+  return worker_of;
+}
+
 }  // namespace
+
+bool PlacedWithStrategies(const ModelFile& model) {
+  bool placed = false, sharded = false;
+  for (const AnnotationEntry& a : model.parallel().annotations) {
+    placed = placed || a.annotations.worker >= 0;
+    sharded = sharded || !a.annotations.in_strategy.empty() || !a.annotations.out_strategy.empty();
+  }
+  return placed && sharded;
+}
+
+int RunPlacedShardedTrain(const PlacedTrainRequest& r) {
+  const int64_t batch = r.training.batch;
+  if (r.micro_batches < 1 || batch % r.micro_batches != 0)
+    return Fail(kExitBadInput, "--micro-batches " + std::to_string(r.micro_batches) +
+                                   " must divide the batch of " + std::to_string(batch));
+  if (!r.checkpoint.save.empty() || !r.checkpoint.resume.empty() || r.eval_only)
+    return Fail(kExitBadInput,
+                "a model with place and strategies runs its workers sharded over sub-meshes; "
+                "checkpoints of such runs are not built yet");
+  auto unplaced = ParseUnplacedPolicy(r.unplaced);
+  if (!unplaced.ok()) return Fail(kExitBadInput, unplaced.status().message());
+  PipelineChoice choice;
+  choice.micro_batches = r.micro_batches;
+  choice.micro_batch = batch / r.micro_batches;
+  auto model = r.model->Build(choice.micro_batch);
+  if (!model.ok()) return Fail(kExitBadInput, model.status().message());
+  choice.worker_of = WorkersOf(model->graph, *unplaced);
+  for (const auto& [op, worker] : choice.worker_of) choice.stages = std::max(choice.stages, worker + 1);
+  if (r.devices % choice.stages != 0)
+    return Fail(kExitBadInput,
+                "the model places operators on " + std::to_string(choice.stages) +
+                    " workers and shards them: each worker becomes a stage of devices / workers "
+                    "devices, so the workers must divide the " + std::to_string(r.devices) +
+                    " devices");
+  choice.stage_devices = r.devices / choice.stages;
+  for (const Node& n : model->graph.nodes()) {
+    OpAnnotations a = n.annotations;
+    a.worker = -1;
+    choice.strategies[n.name] = a;
+  }
+  if (choice.stage_devices == 1)
+    return Fail(kExitBadInput,
+                "the model places operators on " + std::to_string(choice.stages) +
+                    " workers and gives operators strategies: each worker needs several devices "
+                    "(--devices " + std::to_string(2 * choice.stages) + " gives 2 per worker)");
+  return RunSubMeshTrain(r, choice);
+}
 
 int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice) {
   const TrainingConfig& tc = r.training;
@@ -57,6 +129,9 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice) {
     SHARDSCOPE_RETURN_IF_ERROR(ApplySubMeshStrategies(choice, &model.graph));
     return model;
   };
+  if (choice.stages < 2)
+    return Fail(kExitBadInput, "a pipeline needs at least 2 stages; the model has " +
+                                   std::to_string(choice.stages));
   if (r.devices != choice.stages * choice.stage_devices)
     return Fail(kExitBadInput, "pipeline: " + std::to_string(choice.stages) + " stages of " +
                                    std::to_string(choice.stage_devices) + " devices need " +

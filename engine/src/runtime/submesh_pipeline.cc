@@ -117,7 +117,9 @@ Status CutStages(const Graph& g, const std::vector<int>& producer,
       if (!c.send_backward && !c.recv_backward && to < from)
         return Status::NotImplemented("sub-mesh pipeline: " + name + " flows from stage " +
                                       std::to_string(from) + " back to stage " +
-                                      std::to_string(to) + "; stages must be a chain");
+                                      std::to_string(to) +
+                                      "; stages must be a chain (a placed model: --unplaced "
+                                      "producer runs unplaced operators with their producer)");
       const int index = static_cast<int>(plan->cuts.size());
       plan->cuts.push_back(c);
       send_after[src].push_back(index);

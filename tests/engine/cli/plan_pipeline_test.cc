@@ -196,4 +196,41 @@ TEST(TrainPipeline, StagesOfSeveralDevicesUnderMpirun) {
   EXPECT_EQ(Losses(one.text), Losses(mpi.text)) << one.text << "\n----\n" << mpi.text;
 }
 
+// place() combined with strategies: each worker a stage of 2 devices sharded by the model's
+// strategies; the single-device losses, and the refusals naming what to change.
+const std::string kPlacedSharded =
+    std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/mlp_place_sharded.yaml";
+
+TEST(TrainPlacedSharded, PrintsTheSingleDeviceLosses) {
+  const std::string args = "train " + kPlacedSharded + " --data " + kMnist +
+                           " --steps 4 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  auto placed = Shardscope(args + " --unplaced producer --micro-batches 2");
+  ASSERT_EQ(one.code, 0) << one.text;
+  ASSERT_EQ(placed.code, 0) << placed.text;
+  EXPECT_NE(placed.text.find("2 stages x 2 devices (in-process)"), std::string::npos)
+      << placed.text;
+  EXPECT_GE(Losses(one.text).size(), 4u);
+  EXPECT_EQ(Losses(one.text), Losses(placed.text)) << one.text << "\n----\n" << placed.text;
+  auto back = Shardscope(args);  // the loss on worker 0 again
+  EXPECT_EQ(back.code, 2) << back.text;
+  EXPECT_NE(back.text.find("--unplaced producer"), std::string::npos) << back.text;
+  auto one_each = Shardscope(args + " --unplaced producer --devices 2");
+  EXPECT_EQ(one_each.code, 2) << one_each.text;
+  EXPECT_NE(one_each.text.find("--devices 4"), std::string::npos) << one_each.text;
+}
+
+TEST(TrainPlacedSharded, PrintsTheSingleDeviceLossesUnderMpirun) {
+  const std::string args = "train " + kPlacedSharded + " --data " + kMnist +
+                           " --steps 4 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  ASSERT_EQ(one.code, 0) << one.text;
+  auto mpi = RunCommand(std::string(MPIEXEC) + " --allow-run-as-root --oversubscribe -np 4 " +
+                        SHARDSCOPE_BIN + " " + args + " --unplaced producer");
+  ASSERT_EQ(mpi.code, 0) << mpi.text;
+  EXPECT_NE(mpi.text.find("2 stages x 2 devices (MPI)"), std::string::npos) << mpi.text;
+  EXPECT_EQ(Losses(one.text), Losses(mpi.text)) << one.text << "\n----\n" << mpi.text;
+}
+
 }  // namespace
+
