@@ -131,7 +131,7 @@ Result<int> ParsePipelineStages(const std::string& text, int devices, const std:
   }
   if (n < 2) {
     return Status::Invalid(where + " '" + text +
-                           "': auto, or a number of stages of at least 2 (one device each)");
+                           "': auto, or a number of stages of at least 2 dividing the devices");
   }
   if (n > devices || devices % n != 0) {
     return Status::Invalid(where + " " + std::to_string(n) + " on " + std::to_string(devices) +
@@ -247,26 +247,24 @@ nlohmann::ordered_json PipelineJson(const PipelineChoice& c) {
 std::string PipelineText(const PipelineChoice& c) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "pipeline: %d stages (%s each), %d micro-batches of %lld, 1f1b; bubble "
-                "%.1f %% of the step\n",
-                c.stages,
-                c.stage_devices > 1 ? (std::to_string(c.stage_devices) + " devices").c_str()
-                                    : "one device",
-                c.micro_batches, static_cast<long long>(c.micro_batch),
-                100 * c.price.bubble_fraction);
+  std::snprintf(
+      line, sizeof line,
+      "pipeline: %d stages (%s each), %d micro-batches of %lld, 1f1b; bubble "
+      "%.1f %% of the step\n",
+      c.stages,
+      c.stage_devices > 1 ? (std::to_string(c.stage_devices) + " devices").c_str() : "one device",
+      c.micro_batches, static_cast<long long>(c.micro_batch), 100 * c.price.bubble_fraction);
   out << line;
   std::snprintf(line, sizeof line, "  %-6s %-7s %-24s %-24s %11s %11s %10s\n", "stage", "device",
                 "first operator", "last operator", "compute us", "transfer us", "memory");
   out << line;
   for (size_t s = 0; s < c.stage.size(); ++s) {
     const StageReport& r = c.stage[s];
-    const std::string devices = r.devices > 1 ? std::to_string(r.device) + "-" +
-                                                    std::to_string(r.device + r.devices - 1)
-                                              : std::to_string(r.device);
+    const std::string devices =
+        r.devices > 1 ? std::to_string(r.device) + "-" + std::to_string(r.device + r.devices - 1)
+                      : std::to_string(r.device);
     std::snprintf(line, sizeof line, "  %-6zu %-7s %-24s %-24s %11.2f %11.2f %10s\n", s,
-                  devices.c_str(),
-                  r.first_op.c_str(), r.last_op.c_str(), r.compute_seconds * 1e6,
+                  devices.c_str(), r.first_op.c_str(), r.last_op.c_str(), r.compute_seconds * 1e6,
                   r.transfer_seconds * 1e6,
                   FormatBytes(static_cast<double>(r.memory_bytes)).c_str());
     out << line;

@@ -21,11 +21,11 @@ namespace shardscope::cli {
 
 struct StageReport {
   std::string first_op, last_op;  // forward operators, graph order
-  int device = 0;                // its first device
-  int devices = 1;               // devices device .. device + devices - 1 (its sub-mesh)
-  double compute_seconds = 0;   // per micro-batch, forward + backward
-  double transfer_seconds = 0;  // per micro-batch, boundary activations and gradients
-  int64_t memory_bytes = 0;     // WorkerMemoryBytes (what `train` allocates)
+  int device = 0;                 // its first device
+  int devices = 1;                // devices device .. device + devices - 1 (its sub-mesh)
+  double compute_seconds = 0;     // per micro-batch, forward + backward
+  double transfer_seconds = 0;    // per micro-batch, boundary activations and gradients
+  int64_t memory_bytes = 0;       // WorkerMemoryBytes / SubMeshStageBytes (what `train` allocates)
 };
 
 struct PipelineChoice {

@@ -47,9 +47,8 @@ Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t bat
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build(c.micro_batch));
   SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<StageUnit> units, LayerUnits(model.graph, options));
   // The split balances the stages as one device each; memory is checked on the shards below.
-  SHARDSCOPE_ASSIGN_OR_RETURN(
-      std::vector<int> first,
-      SplitStages(units, stages, micro_batches, 0, options.cost, DeviceMesh()));
+  SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<int> first, SplitStages(units, stages, micro_batches, 0,
+                                                                  options.cost, DeviceMesh()));
   first.push_back(static_cast<int>(units.size()));
   Graph& g = model.graph;
   SubMeshOptions so;

@@ -476,10 +476,12 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
   app->add_option("--top-k", o->search.top_k, "Runners-up kept per operator (default 3)")
       ->check(AtLeast(0));
   app->add_option("--pipeline", o->pipeline,
-                  "auto | N: also cut the model into contiguous pipeline stages, one per device\n"
-                  "(N = --devices), pick the micro-batches and price the 1f1b schedule with its\n"
-                  "bubble and boundary transfers; auto keeps whichever of pipeline and operator-\n"
-                  "level plan fits memory, else is cheaper (default: parallel.pipeline)");
+                  "auto | N: also cut the model into N contiguous pipeline stages of\n"
+                  "devices / N devices each (N divides --devices; a stage of several devices\n"
+                  "is sharded over them), pick the micro-batches and price the 1f1b schedule\n"
+                  "with its bubble and boundary transfers; auto tries every N dividing the\n"
+                  "devices and keeps whichever of pipeline and operator-level plan fits\n"
+                  "memory, else is cheaper (default: parallel.pipeline; docs/pipeline.md)");
   AddSearchFlags(app, o->search);
   commands.push_back({app, [o] { return RunPlan(*o); }});
 }

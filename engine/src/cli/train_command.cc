@@ -675,8 +675,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(AtLeast(1));
   app->add_option("--pipeline", o->pipeline,
-                  "auto | N: run the planner's stages, one per device (N = the devices), 1f1b\n"
-                  "(auto: when predicted faster or only it fits; docs/pipeline.md)");
+                  "auto | N: run the planner's N stages of devices / N devices each (a stage\n"
+                  "of several devices sharded over them), 1f1b (auto: any N dividing the\n"
+                  "devices, when predicted faster or only it fits; docs/pipeline.md)");
   app->add_option("--micro-batches", o->micro_batches,
                   "Placed models: split each batch into M micro-batches, pipelined over the "
                   "workers (gradients accumulated: same result)")

@@ -96,13 +96,14 @@ int RunPlacedShardedTrain(const PlacedTrainRequest& r) {
   auto model = r.model->Build(choice.micro_batch);
   if (!model.ok()) return Fail(kExitBadInput, model.status().message());
   choice.worker_of = WorkersOf(model->graph, *unplaced);
-  for (const auto& [op, worker] : choice.worker_of) choice.stages = std::max(choice.stages, worker + 1);
+  for (const auto& [op, worker] : choice.worker_of)
+    choice.stages = std::max(choice.stages, worker + 1);
   if (r.devices % choice.stages != 0)
     return Fail(kExitBadInput,
                 "the model places operators on " + std::to_string(choice.stages) +
                     " workers and shards them: each worker becomes a stage of devices / workers "
-                    "devices, so the workers must divide the " + std::to_string(r.devices) +
-                    " devices");
+                    "devices, so the workers must divide the " +
+                    std::to_string(r.devices) + " devices");
   choice.stage_devices = r.devices / choice.stages;
   for (const Node& n : model->graph.nodes()) {
     OpAnnotations a = n.annotations;
@@ -113,7 +114,8 @@ int RunPlacedShardedTrain(const PlacedTrainRequest& r) {
     return Fail(kExitBadInput,
                 "the model places operators on " + std::to_string(choice.stages) +
                     " workers and gives operators strategies: each worker needs several devices "
-                    "(--devices " + std::to_string(2 * choice.stages) + " gives 2 per worker)");
+                    "(--devices " +
+                    std::to_string(2 * choice.stages) + " gives 2 per worker)");
   return RunSubMeshTrain(r, choice);
 }
 
@@ -139,8 +141,8 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice) {
                                    " devices, the run has " + std::to_string(r.devices));
   {  // The plan once, before any device starts: bad input exits with 2.
     auto model = build();
-    auto plan = model.ok() ? PlanSubMeshPipeline(&*model, options)
-                           : Result<SubMeshPlan>(model.status());
+    auto plan =
+        model.ok() ? PlanSubMeshPipeline(&*model, options) : Result<SubMeshPlan>(model.status());
     if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
   }
   TrainSession session;
@@ -148,70 +150,73 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice) {
                                    &session, r.overwrite))
     return *stop;
   session.on_record_error = r.on_record_error;
-  return RunTrainSession(session, r.devices, "rank", [&](Communicator& comm,
-                                                          RunControl& control) -> Status {
-    const bool lead = comm.rank() == 0;
-    SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build());
-    SHARDSCOPE_ASSIGN_OR_RETURN(
-        auto trainer, SubMeshTrainer::Create(std::move(model),
-                                             TrainConfig{tc.seed, tc.optimizer}, options,
-                                             comm.rank()));
-    SHARDSCOPE_ASSIGN_OR_RETURN(const bool stop, control.AfterStep(comm, 0));
-    if (stop) return control.Outcome();
-    BatchIterator batches(*r.train, tc.batch, tc.seed, /*shuffle=*/true);
-    const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
-    if (lead) {
-      std::printf(
-          "training %s: %d stages x %d devices (%s), %zu value(s) crossing stages, batch %lld in "
-          "%d micro-batch(es) of %lld (1f1b), %s lr %g, %lld steps (%lld per epoch), seed %llu\n",
-          r.model->name().c_str(), choice.stages, choice.stage_devices,
-          r.mpi ? "MPI" : "in-process", trainer->plan().cuts.size(),
-          static_cast<long long>(tc.batch), choice.micro_batches,
-          static_cast<long long>(choice.micro_batch), OptimizerKindName(tc.optimizer.kind),
-          tc.optimizer.lr, static_cast<long long>(count.total),
-          static_cast<long long>(count.per_epoch), static_cast<unsigned long long>(tc.seed));
-      std::fflush(stdout);
-    }
-    RankStats previous = trainer->stats();
-    EpochLoop loop;
-    loop.batches = &batches;
-    loop.count = count;
-    loop.batch = tc.batch;
-    loop.log_every = r.log_every;
-    loop.lead = lead;
-    loop.comm = &comm;
-    loop.control = &control;
-    loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
-    loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
-      if (!control.recording()) return Status::Ok();  // the same on every rank
-      const RankStats& now = trainer->stats();
-      store::RankStepRecord mine;
-      mine.rank = comm.rank();
-      mine.wall_seconds = secs;
-      mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
-      mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
-      mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
-      mine.bytes_recv = now.bytes_received - previous.bytes_received;
-      mine.optimizer_bytes = now.optimizer_bytes;
-      previous = now;
-      SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
-      if (Recorder* recorder = control.recorder())
-        control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
-      return Status::Ok();
-    };
-    SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
-    if (done.interrupted) return Status::Ok();
-    SHARDSCOPE_ASSIGN_OR_RETURN(const double step_secs, MeanStepSeconds(comm, done.step_seconds));
-    SHARDSCOPE_ASSIGN_OR_RETURN(const double accuracy, trainer->Evaluate(comm, *r.test));
-    if (lead) {
-      std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n",
-                  accuracy, static_cast<long long>(r.test->size()),
-                  static_cast<long long>(done.step_seconds.size()),
-                  FormatClock(done.seconds).c_str(), 1e3 * step_secs);
-      ReportResult(done.steps, done.seconds, step_secs, accuracy, r.test->size());
-    }
-    return Status::Ok();
-  });
+  return RunTrainSession(
+      session, r.devices, "rank", [&](Communicator& comm, RunControl& control) -> Status {
+        const bool lead = comm.rank() == 0;
+        SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build());
+        SHARDSCOPE_ASSIGN_OR_RETURN(
+            auto trainer,
+            SubMeshTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer}, options,
+                                   comm.rank()));
+        SHARDSCOPE_ASSIGN_OR_RETURN(const bool stop, control.AfterStep(comm, 0));
+        if (stop) return control.Outcome();
+        BatchIterator batches(*r.train, tc.batch, tc.seed, /*shuffle=*/true);
+        const StepCount count = CountSteps(batches, tc.steps, tc.epochs);
+        if (lead) {
+          std::printf(
+              "training %s: %d stages x %d devices (%s), %zu value(s) crossing stages, batch %lld "
+              "in "
+              "%d micro-batch(es) of %lld (1f1b), %s lr %g, %lld steps (%lld per epoch), seed "
+              "%llu\n",
+              r.model->name().c_str(), choice.stages, choice.stage_devices,
+              r.mpi ? "MPI" : "in-process", trainer->plan().cuts.size(),
+              static_cast<long long>(tc.batch), choice.micro_batches,
+              static_cast<long long>(choice.micro_batch), OptimizerKindName(tc.optimizer.kind),
+              tc.optimizer.lr, static_cast<long long>(count.total),
+              static_cast<long long>(count.per_epoch), static_cast<unsigned long long>(tc.seed));
+          std::fflush(stdout);
+        }
+        RankStats previous = trainer->stats();
+        EpochLoop loop;
+        loop.batches = &batches;
+        loop.count = count;
+        loop.batch = tc.batch;
+        loop.log_every = r.log_every;
+        loop.lead = lead;
+        loop.comm = &comm;
+        loop.control = &control;
+        loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
+        loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
+          if (!control.recording()) return Status::Ok();  // the same on every rank
+          const RankStats& now = trainer->stats();
+          store::RankStepRecord mine;
+          mine.rank = comm.rank();
+          mine.wall_seconds = secs;
+          mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
+          mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
+          mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
+          mine.bytes_recv = now.bytes_received - previous.bytes_received;
+          mine.optimizer_bytes = now.optimizer_bytes;
+          previous = now;
+          SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
+          if (Recorder* recorder = control.recorder())
+            control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
+          return Status::Ok();
+        };
+        SHARDSCOPE_ASSIGN_OR_RETURN(EpochLoopResult done, RunEpochLoop(loop));
+        if (done.interrupted) return Status::Ok();
+        SHARDSCOPE_ASSIGN_OR_RETURN(const double step_secs,
+                                    MeanStepSeconds(comm, done.step_seconds));
+        SHARDSCOPE_ASSIGN_OR_RETURN(const double accuracy, trainer->Evaluate(comm, *r.test));
+        if (lead) {
+          std::printf("test accuracy: %.4f (%lld examples), %lld steps in %s (%.2f ms/step)\n",
+                      accuracy, static_cast<long long>(r.test->size()),
+                      static_cast<long long>(done.step_seconds.size()),
+                      FormatClock(done.seconds).c_str(), 1e3 * step_secs);
+          ReportResult(done.steps, done.seconds, step_secs, accuracy, r.test->size());
+        }
+        return Status::Ok();
+      });
 }
 
 }  // namespace shardscope::cli

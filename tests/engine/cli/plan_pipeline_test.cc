@@ -233,4 +233,3 @@ TEST(TrainPlacedSharded, PrintsTheSingleDeviceLossesUnderMpirun) {
 }
 
 }  // namespace
-
