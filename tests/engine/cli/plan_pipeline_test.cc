@@ -215,6 +215,9 @@ TEST(TrainPlacedSharded, PrintsTheSingleDeviceLosses) {
   auto back = Shardscope(args);  // the loss on worker 0 again
   EXPECT_EQ(back.code, 2) << back.text;
   EXPECT_NE(back.text.find("--unplaced producer"), std::string::npos) << back.text;
+  auto plan = Shardscope("plan " + kPlacedSharded);
+  EXPECT_EQ(plan.code, 2) << plan.text;
+  EXPECT_NE(plan.text.find("not priced by `plan` yet"), std::string::npos) << plan.text;
   auto one_each = Shardscope(args + " --unplaced producer --devices 2");
   EXPECT_EQ(one_each.code, 2) << one_each.text;
   EXPECT_NE(one_each.text.find("--devices 4"), std::string::npos) << one_each.text;
