@@ -33,8 +33,10 @@ std::vector<int> StageDevices(const StageReport& stage);
 Status ApplySubMeshStrategies(const PipelineChoice& choice, Graph* forward);
 
 // `train` on `choice`'s stages of k devices (in-process devices or MPI ranks): progress,
-// losses and test accuracy like `train`. Returns the exit code.
-int RunSubMeshTrain(const PlacedTrainRequest& request, const PipelineChoice& choice);
+// losses and test accuracy like `train`; refusals start with `where` (the flag or the model
+// file's line). Returns the exit code.
+int RunSubMeshTrain(const PlacedTrainRequest& request, const PipelineChoice& choice,
+                    const std::string& where);
 
 // A model file with place entries and strategies: `place()` combined with operator-level
 // strategies. Each worker becomes a stage of devices / workers devices, its operators sharded

@@ -150,11 +150,13 @@ int RunPlan(const PlanOptions& original) {
   PlanOptions o = original;
   auto mf = LoadModelFile(o.model, ModelLoadOptions{.weights = false});  // shapes only
   if (!mf.ok()) return Fail(kExitBadInput, mf.status().message());
-  if (PlacedWithStrategies(*mf))
-    return Fail(kExitBadInput, o.model +
+  for (const AnnotationEntry& a : mf->parallel().annotations) {
+    if (!PlacedWithStrategies(*mf) || a.annotations.worker < 0) continue;
+    return Fail(kExitBadInput, a.place_location.ToString() +
                                    ": place entries with strategies (each worker a stage sharded "
                                    "over its own devices) are run by `train` but not priced by "
                                    "`plan` yet (docs/pipeline.md)");
+  }
   if (!o.global_batch.empty()) {
     auto examples = GlobalBatchExamples(o.global_batch, *mf);
     if (!examples.ok()) return Fail(kExitBadInput, examples.status().message());

@@ -496,7 +496,12 @@ int RunTrainReported(const TrainOptions& o) {
         },
         IsFirstRank(), plan->search);
     if (!chosen.ok()) return Fail(kExitBadInput, chosen.status().message());
-    if (*chosen && (*chosen)->stage_devices > 1) return RunSubMeshTrain(placed, **chosen);
+    if (*chosen && (*chosen)->stage_devices > 1) {
+      return RunSubMeshTrain(placed, **chosen,
+                             !o.pipeline.empty() ? std::string("--pipeline")
+                                                 : mf->parallel().pipeline_location.ToString() +
+                                                       ": parallel.pipeline");
+    }
     if (*chosen) return RunPlacedTrain(PipelineRequest(placed, **chosen));
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");

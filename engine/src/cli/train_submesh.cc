@@ -80,30 +80,36 @@ bool PlacedWithStrategies(const ModelFile& model) {
 }
 
 int RunPlacedShardedTrain(const PlacedTrainRequest& r) {
+  std::string where;  // the first place entry: errors name a line of the model file
+  for (const AnnotationEntry& a : r.model->parallel().annotations) {
+    if (where.empty() && a.annotations.worker >= 0) where = a.place_location.ToString();
+  }
+  const auto fail = [&](const std::string& message) {
+    return Fail(kExitBadInput, where + ": " + message);
+  };
   const int64_t batch = r.training.batch;
   if (r.micro_batches < 1 || batch % r.micro_batches != 0)
-    return Fail(kExitBadInput, "--micro-batches " + std::to_string(r.micro_batches) +
-                                   " must divide the batch of " + std::to_string(batch));
+    return fail("--micro-batches " + std::to_string(r.micro_batches) +
+                " must divide the batch of " + std::to_string(batch));
   if (!r.checkpoint.save.empty() || !r.checkpoint.resume.empty() || r.eval_only)
-    return Fail(kExitBadInput,
-                "a model with place and strategies runs its workers sharded over sub-meshes; "
-                "checkpoints of such runs are not built yet");
+    return fail(
+        "a model with place and strategies runs its workers sharded over sub-meshes; "
+        "checkpoints of such runs are not built yet");
   auto unplaced = ParseUnplacedPolicy(r.unplaced);
-  if (!unplaced.ok()) return Fail(kExitBadInput, unplaced.status().message());
+  if (!unplaced.ok()) return fail(unplaced.status().message());
   PipelineChoice choice;
   choice.micro_batches = r.micro_batches;
   choice.micro_batch = batch / r.micro_batches;
   auto model = r.model->Build(choice.micro_batch);
-  if (!model.ok()) return Fail(kExitBadInput, model.status().message());
+  if (!model.ok()) return fail(model.status().message());
   choice.worker_of = WorkersOf(model->graph, *unplaced);
   for (const auto& [op, worker] : choice.worker_of)
     choice.stages = std::max(choice.stages, worker + 1);
   if (r.devices % choice.stages != 0)
-    return Fail(kExitBadInput,
-                "the model places operators on " + std::to_string(choice.stages) +
-                    " workers and shards them: each worker becomes a stage of devices / workers "
-                    "devices, so the workers must divide the " +
-                    std::to_string(r.devices) + " devices");
+    return fail("the model places operators on " + std::to_string(choice.stages) +
+                " workers and shards them: each worker becomes a stage of devices / workers "
+                "devices, so the workers must divide the " +
+                std::to_string(r.devices) + " devices");
   choice.stage_devices = r.devices / choice.stages;
   for (const Node& n : model->graph.nodes()) {
     OpAnnotations a = n.annotations;
@@ -111,15 +117,18 @@ int RunPlacedShardedTrain(const PlacedTrainRequest& r) {
     choice.strategies[n.name] = a;
   }
   if (choice.stage_devices == 1)
-    return Fail(kExitBadInput,
-                "the model places operators on " + std::to_string(choice.stages) +
-                    " workers and gives operators strategies: each worker needs several devices "
-                    "(--devices " +
-                    std::to_string(2 * choice.stages) + " gives 2 per worker)");
-  return RunSubMeshTrain(r, choice);
+    return fail("the model places operators on " + std::to_string(choice.stages) +
+                " workers and gives operators strategies: each worker needs several devices "
+                "(--devices " +
+                std::to_string(2 * choice.stages) + " gives 2 per worker)");
+  return RunSubMeshTrain(r, choice, where);
 }
 
-int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice) {
+int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice,
+                    const std::string& where) {
+  const auto fail = [&](const std::string& message) {
+    return Fail(kExitBadInput, where.empty() ? message : where + ": " + message);
+  };
   const TrainingConfig& tc = r.training;
   SubMeshOptions options;
   options.stages = choice.stages;
@@ -132,18 +141,18 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice) {
     return model;
   };
   if (choice.stages < 2)
-    return Fail(kExitBadInput, "a pipeline needs at least 2 stages; the model has " +
-                                   std::to_string(choice.stages));
+    return fail("a pipeline needs at least 2 stages; the model has " +
+                std::to_string(choice.stages));
   if (r.devices != choice.stages * choice.stage_devices)
-    return Fail(kExitBadInput, "pipeline: " + std::to_string(choice.stages) + " stages of " +
-                                   std::to_string(choice.stage_devices) + " devices need " +
-                                   std::to_string(choice.stages * choice.stage_devices) +
-                                   " devices, the run has " + std::to_string(r.devices));
+    return fail("pipeline: " + std::to_string(choice.stages) + " stages of " +
+                std::to_string(choice.stage_devices) + " devices need " +
+                std::to_string(choice.stages * choice.stage_devices) + " devices, the run has " +
+                std::to_string(r.devices));
   {  // The plan once, before any device starts: bad input exits with 2.
     auto model = build();
     auto plan =
         model.ok() ? PlanSubMeshPipeline(&*model, options) : Result<SubMeshPlan>(model.status());
-    if (!plan.ok()) return Fail(kExitBadInput, plan.status().message());
+    if (!plan.ok()) return fail(plan.status().message());
   }
   TrainSession session;
   if (auto stop = OpenTrainSession(r.mpi, r.no_record, r.record, DescribeSubMeshRun(r, choice),
