@@ -72,6 +72,11 @@ class DistExecutor {
   // gradients): evaluation.
   Status RunFor(Communicator& comm, const std::vector<int>& targets, int64_t step, bool training,
                 RankStats* stats);
+  // Runs instruction `instr` alone (submesh_pipeline.h runs a stage's share of a program).
+  Status RunInstruction(Communicator& comm, int instr, int64_t step, bool training,
+                        RankStats* stats) {
+    return Execute(comm, static_cast<size_t>(instr), step, training, stats);
+  }
   // Counts RankStats' *_cpu_seconds as well (off by default; see RankStats).
   void set_cpu_timing(bool on) { cpu_timing_ = on; }
   bool cpu_timing() const { return cpu_timing_; }

@@ -41,6 +41,9 @@ struct ProgramPrice {
   // optimizer sharding's collectives belong to no instruction: communication_seconds less
   // the sum of these.
   std::vector<double> instr_seconds;
+  // Per graph node: a forward operator's computation (OpCompute; 0 for other nodes), what
+  // pipeline stages over sub-meshes sum per stage.
+  std::vector<double> node_seconds;
 };
 
 // Whether a redistribution step communicates (the executor calls the communicator for it).

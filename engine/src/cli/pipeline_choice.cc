@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "cli/pipeline_submesh.h"
 #include "cli/resource_checks.h"
 #include "shardscope/base/format.h"
 #include "shardscope/cost/cluster.h"
@@ -71,13 +72,16 @@ Result<PipelineChoice> PriceCandidate(const BuildAtFn& build, int64_t batch, int
 }  // namespace
 
 Result<PipelineChoice> ChoosePipeline(const BuildAtFn& build, int64_t batch, int stages,
-                                      const SearchOptions& options, double capacity_bytes) {
+                                      const SearchOptions& options, double capacity_bytes,
+                                      int stage_devices) {
   if (stages < 2) return Status::Invalid("a pipeline needs at least 2 stages (devices)");
   std::optional<PipelineChoice> best;
   Status last;
   for (int m = 1; m <= 4 * stages && m <= batch; ++m) {
     if (batch % m != 0) continue;
-    auto c = PriceCandidate(build, batch, stages, m, options, capacity_bytes);
+    auto c = stage_devices > 1 ? PriceSubMeshCandidate(build, batch, stages, stage_devices, m,
+                                                       options, capacity_bytes)
+                               : PriceCandidate(build, batch, stages, m, options, capacity_bytes);
     if (!c.ok()) {
       // Memory caps only some splits; with no split at all (too few layers) stop early.
       if (c.status().message().find("layers (name scopes)") != std::string::npos) return c.status();
@@ -127,15 +131,12 @@ Result<int> ParsePipelineStages(const std::string& text, int devices, const std:
   }
   if (n < 2) {
     return Status::Invalid(where + " '" + text +
-                           "': auto, or a number of stages of at least 2 (one device each)");
+                           "': auto, or a number of stages of at least 2 dividing the devices");
   }
-  if (n != devices) {
-    return Status::NotImplemented(
-        where + " " + std::to_string(n) + " on " + std::to_string(devices) +
-        " devices: each stage runs on one device, so the stages must equal the devices "
-        "(--devices " +
-        std::to_string(n) +
-        "); a stage sharded over a sub-mesh of several devices is not built yet");
+  if (n > devices || devices % n != 0) {
+    return Status::Invalid(where + " " + std::to_string(n) + " on " + std::to_string(devices) +
+                           " devices: every stage gets devices / stages devices, so the stages "
+                           "must divide the devices");
   }
   return n;
 }
@@ -171,7 +172,7 @@ Result<OperatorLevelPrice> PriceOperatorLevel(const ModelFile& mf, int64_t batch
 Result<std::optional<PipelineChoice>> DecideTrainPipeline(
     const ModelFile& mf, const std::string& pipeline_text, bool from_flag, bool other_options,
     int64_t batch, int devices, const SearchFlags& flags, const PriceOperatorLevelFn& flat,
-    bool print) {
+    bool print, std::optional<SearchMode> search) {
   const std::string where =
       from_flag ? std::string("--pipeline")
                 : mf.parallel().pipeline_location.ToString() + ": parallel.pipeline";
@@ -180,12 +181,13 @@ Result<std::optional<PipelineChoice>> DecideTrainPipeline(
                            "--micro-batches), and checkpoints of pipelined runs are not built yet");
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(const int stages, ParsePipelineStages(pipeline_text, devices, where));
-  SHARDSCOPE_ASSIGN_OR_RETURN(SearchOptions options,
-                              MakeSearchOptions(flags, SearchMode::kSemiAuto, devices, {}));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      SearchOptions options,
+      MakeSearchOptions(flags, search.value_or(SearchMode::kSemiAuto), devices, {}));
   options.dtype = Precision::kF32;  // train runs in f32
   SHARDSCOPE_ASSIGN_OR_RETURN(const double capacity, PipelineCapacity(options, flags.cluster));
-  auto pipe =
-      ChoosePipeline([&](int64_t b) { return mf.Build(b); }, batch, devices, options, capacity);
+  auto pipe = ChooseAnyPipeline([&](int64_t b) { return mf.Build(b); }, batch, devices, stages,
+                                options, capacity);
   if (stages > 0 && !pipe.ok()) return pipe.status().WithContext(where + " " + pipeline_text);
   std::string why;
   bool take = stages > 0;
@@ -221,6 +223,7 @@ PlacedTrainRequest PipelineRequest(const PlacedTrainRequest& placed, const Pipel
 
 nlohmann::ordered_json PipelineJson(const PipelineChoice& c) {
   nlohmann::ordered_json j = {{"stages", c.stages},
+                              {"stage_devices", c.stage_devices},
                               {"micro_batches", c.micro_batches},
                               {"micro_batch", c.micro_batch},
                               {"schedule", "1f1b"},
@@ -233,7 +236,7 @@ nlohmann::ordered_json PipelineJson(const PipelineChoice& c) {
   for (const StageReport& s : c.stage) {
     j["stage"].push_back({{"first", s.first_op},
                           {"last", s.last_op},
-                          {"devices", {s.device}},
+                          {"devices", StageDevices(s)},
                           {"compute_seconds", s.compute_seconds},
                           {"transfer_seconds", s.transfer_seconds},
                           {"memory_bytes", s.memory_bytes}});
@@ -244,19 +247,24 @@ nlohmann::ordered_json PipelineJson(const PipelineChoice& c) {
 std::string PipelineText(const PipelineChoice& c) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "pipeline: %d stages (one device each), %d micro-batches of %lld, 1f1b; bubble "
-                "%.1f %% of the step\n",
-                c.stages, c.micro_batches, static_cast<long long>(c.micro_batch),
-                100 * c.price.bubble_fraction);
+  std::snprintf(
+      line, sizeof line,
+      "pipeline: %d stages (%s each), %d micro-batches of %lld, 1f1b; bubble "
+      "%.1f %% of the step\n",
+      c.stages,
+      c.stage_devices > 1 ? (std::to_string(c.stage_devices) + " devices").c_str() : "one device",
+      c.micro_batches, static_cast<long long>(c.micro_batch), 100 * c.price.bubble_fraction);
   out << line;
   std::snprintf(line, sizeof line, "  %-6s %-7s %-24s %-24s %11s %11s %10s\n", "stage", "device",
                 "first operator", "last operator", "compute us", "transfer us", "memory");
   out << line;
   for (size_t s = 0; s < c.stage.size(); ++s) {
     const StageReport& r = c.stage[s];
-    std::snprintf(line, sizeof line, "  %-6zu %-7d %-24s %-24s %11.2f %11.2f %10s\n", s, r.device,
-                  r.first_op.c_str(), r.last_op.c_str(), r.compute_seconds * 1e6,
+    const std::string devices =
+        r.devices > 1 ? std::to_string(r.device) + "-" + std::to_string(r.device + r.devices - 1)
+                      : std::to_string(r.device);
+    std::snprintf(line, sizeof line, "  %-6zu %-7s %-24s %-24s %11.2f %11.2f %10s\n", s,
+                  devices.c_str(), r.first_op.c_str(), r.last_op.c_str(), r.compute_seconds * 1e6,
                   r.transfer_seconds * 1e6,
                   FormatBytes(static_cast<double>(r.memory_bytes)).c_str());
     out << line;

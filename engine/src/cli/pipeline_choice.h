@@ -21,19 +21,23 @@ namespace shardscope::cli {
 
 struct StageReport {
   std::string first_op, last_op;  // forward operators, graph order
-  int device = 0;
-  double compute_seconds = 0;   // per micro-batch, forward + backward
-  double transfer_seconds = 0;  // per micro-batch, boundary activations and gradients
-  int64_t memory_bytes = 0;     // WorkerMemoryBytes (what `train` allocates)
+  int device = 0;                 // its first device
+  int devices = 1;                // devices device .. device + devices - 1 (its sub-mesh)
+  double compute_seconds = 0;     // per micro-batch, forward + backward
+  double transfer_seconds = 0;    // per micro-batch, boundary activations and gradients
+  int64_t memory_bytes = 0;       // WorkerMemoryBytes / SubMeshStageBytes (what `train` allocates)
 };
 
 struct PipelineChoice {
   int stages = 0;
+  int stage_devices = 1;  // k: each stage sharded over its own k devices (submesh_pipeline.h)
   int micro_batches = 1;
   int64_t micro_batch = 0;  // examples per micro-batch
   OneFOneBPrice price;
   std::vector<StageReport> stage;
-  std::map<std::string, int> worker_of;  // forward operator -> its stage's device
+  std::map<std::string, int> worker_of;  // forward operator -> its stage (= device when k = 1)
+  // k > 1: every forward operator's strategy inside its stage (searched, or the model's own).
+  std::map<std::string, OpAnnotations> strategies;
   int64_t max_memory_bytes = 0;
   bool fits = true;  // every stage within the capacity (or no capacity)
 };
@@ -45,7 +49,8 @@ using BuildAtFn = std::function<Result<ModelGraph>(int64_t batch)>;
 // fitting one with the least step wins (none fits: the least memory, fits = false).
 // `capacity_bytes` <= 0: no limit. Errors name why no pipeline exists (too few layers).
 Result<PipelineChoice> ChoosePipeline(const BuildAtFn& build, int64_t batch, int stages,
-                                      const SearchOptions& options, double capacity_bytes);
+                                      const SearchOptions& options, double capacity_bytes,
+                                      int stage_devices = 1);
 
 // Places every forward operator of `forward` on its stage's worker (strategies cleared: a
 // stage runs whole on its device). Errors name an operator the choice does not know.
@@ -56,7 +61,8 @@ Status ApplyPipelineStages(const std::map<std::string, int>& worker_of, Graph* f
 bool PreferPipeline(const PipelineChoice& pipe, double flat_seconds, int64_t flat_memory,
                     double capacity_bytes);
 
-// "auto" -> 0, "N" -> N; errors name the flag or the model file key.
+// "auto" -> 0, "N" -> N (N >= 2 dividing the devices: stages of devices / N each); errors name
+// the flag or the model file key.
 Result<int> ParsePipelineStages(const std::string& text, int devices, const std::string& where);
 
 // The device memory a pipeline must fit: --memory-budget, else the cluster's device memory,
@@ -80,12 +86,13 @@ Result<OperatorLevelPrice> PriceOperatorLevel(const ModelFile& mf, int64_t batch
 
 // What `train` runs for `pipeline_text` ("auto" | "N", from --pipeline when `from_flag`, else
 // the model file): the pipeline, or nullopt when auto keeps the operator-level plan (`flat`
-// prices it only for auto; a plan that cannot be made loses). Refused with `other_options`
+// prices it only for auto; a plan that cannot be made loses; `search`: the strategies inside
+// stages of several devices, else the model's own). Refused with `other_options`
 // (--micro-batches, checkpoints). Prints the choice when `print` (the first rank).
 Result<std::optional<PipelineChoice>> DecideTrainPipeline(
     const ModelFile& mf, const std::string& pipeline_text, bool from_flag, bool other_options,
     int64_t batch, int devices, const SearchFlags& flags, const PriceOperatorLevelFn& flat,
-    bool print);
+    bool print, std::optional<SearchMode> search = std::nullopt);
 
 // `placed` set to run `choice`: its micro-batches, 1f1b, its stages (valid while it lives).
 PlacedTrainRequest PipelineRequest(const PlacedTrainRequest& placed, const PipelineChoice& choice);

@@ -14,6 +14,7 @@
 #include "cli/memory_budget.h"
 #include "cli/option_checks.h"
 #include "cli/pipeline_choice.h"
+#include "cli/pipeline_submesh.h"
 #include "cli/progress.h"
 #include "cli/replica_warning.h"
 #include "cli/resource_checks.h"
@@ -481,7 +482,7 @@ int RunTrainReported(const TrainOptions& o) {
                   "a placed model (place: in the file) is not searched: operators pinned to "
                   "workers take no strategies; drop --search / mode auto, or the place entries");
     }
-    return RunPlacedTrain(placed);
+    return PlacedWithStrategies(*mf) ? RunPlacedShardedTrain(placed) : RunPlacedTrain(placed);
   }
   if (!pipeline.empty()) {  // stages chosen by the planner, run as a placed model
     const bool keep = plan->mode == "semi_auto" || plan->mode == "auto";
@@ -493,8 +494,14 @@ int RunTrainReported(const TrainOptions& o) {
           return PriceOperatorLevel(*mf, tc.batch, keep, SearchFlagsFor(o, *mf), plan->search,
                                     plan->partition);
         },
-        IsFirstRank());
+        IsFirstRank(), plan->search);
     if (!chosen.ok()) return Fail(kExitBadInput, chosen.status().message());
+    if (*chosen && (*chosen)->stage_devices > 1) {
+      return RunSubMeshTrain(placed, **chosen,
+                             !o.pipeline.empty() ? std::string("--pipeline")
+                                                 : mf->parallel().pipeline_location.ToString() +
+                                                       ": parallel.pipeline");
+    }
     if (*chosen) return RunPlacedTrain(PipelineRequest(placed, **chosen));
   }
   if (o.micro_batches > 1) return Fail(kExitBadInput, "--micro-batches needs a placed model");
@@ -673,8 +680,9 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
                   "Print a line every N steps (plain lines, as the seeds do)")
       ->check(AtLeast(1));
   app->add_option("--pipeline", o->pipeline,
-                  "auto | N: run the planner's stages, one per device (N = the devices), 1f1b\n"
-                  "(auto: when predicted faster or only it fits; docs/pipeline.md)");
+                  "auto | N: run the planner's N stages of devices / N devices each (a stage\n"
+                  "of several devices sharded over them), 1f1b (auto: any N dividing the\n"
+                  "devices, when predicted faster or only it fits; docs/pipeline.md)");
   app->add_option("--micro-batches", o->micro_batches,
                   "Placed models: split each batch into M micro-batches, pipelined over the "
                   "workers (gradients accumulated: same result)")

@@ -42,11 +42,13 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   ProgramPrice price;
   std::vector<int> op_of(graph.num_nodes(), -1);
   std::vector<Parts> parts(g.ops().size());
+  price.node_seconds.assign(graph.num_nodes(), 0.0);
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const search_internal::SearchOp& op = g.ops()[i];
     op_of[op.node] = static_cast<int>(i);
     parts[i] = PartsOf(op, program.strategies[op.node]);
-    price.operator_seconds += g.OpCompute(static_cast<int>(i), parts[i]);
+    price.node_seconds[op.node] = g.OpCompute(static_cast<int>(i), parts[i]);
+    price.operator_seconds += price.node_seconds[op.node];
   }
   // The search operator a compute instruction belongs to (a backward one: its forward
   // operator's), -1 for none.

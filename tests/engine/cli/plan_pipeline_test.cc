@@ -97,9 +97,9 @@ TEST(PlanPipeline, AutoPicksByItsOwnFiguresAndByMemory) {
 }
 
 TEST(PlanPipeline, RefusesWhatIsNotBuilt) {
-  auto sub_mesh = Shardscope("plan " + kMlp + " --devices 8 --pipeline 4");
-  EXPECT_EQ(sub_mesh.code, 2) << sub_mesh.text;
-  EXPECT_NE(sub_mesh.text.find("not built yet"), std::string::npos) << sub_mesh.text;
+  auto uneven = Shardscope("plan " + kMlp + " --devices 6 --pipeline 4");
+  EXPECT_EQ(uneven.code, 2) << uneven.text;
+  EXPECT_NE(uneven.text.find("must divide the devices"), std::string::npos) << uneven.text;
   auto bad = Shardscope("plan " + kMlp + " --pipeline often");
   EXPECT_EQ(bad.code, 2) << bad.text;
   EXPECT_NE(bad.text.find("auto, or a number of stages"), std::string::npos) << bad.text;
@@ -133,6 +133,108 @@ TEST(TrainPipeline, PrintsTheSingleDeviceLosses) {
                         SHARDSCOPE_BIN + " " + args + " --pipeline 4");
   ASSERT_EQ(mpi.code, 0) << mpi.text;
   EXPECT_NE(mpi.text.find("(MPI, placed)"), std::string::npos) << mpi.text;
+  EXPECT_EQ(Losses(one.text), Losses(mpi.text)) << one.text << "\n----\n" << mpi.text;
+}
+
+// --pipeline 2 on 4 devices: 2 stages of 2 devices, each stage's operators sharded over its
+// own pair; priced as 1F1B and trained with the single-device losses, in-process and under mpirun.
+TEST(PlanPipeline, StagesOfSeveralDevices) {
+  const nlohmann::json j = PlanJson(kMlp + " --devices 4 --pipeline 2");
+  ASSERT_TRUE(j.contains("pipeline")) << j.dump(2);
+  const nlohmann::json& p = j["pipeline"];
+  EXPECT_EQ(j["parallelism"], "pipeline");
+  ASSERT_EQ(p["stages"], 2);
+  EXPECT_EQ(p["stage_devices"], 2);
+  ASSERT_EQ(p["stage"].size(), 2u);
+  EXPECT_EQ(p["stage"][0]["devices"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(p["stage"][1]["devices"], nlohmann::json::array({2, 3}));
+  const int m = p["micro_batches"];
+  EXPECT_DOUBLE_EQ(p["bubble_fraction"].get<double>(), 1.0 / (m + 1));
+  double slowest = 0;
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_GT(p["stage"][s]["compute_seconds"].get<double>(), 0);
+    EXPECT_GT(p["stage"][s]["transfer_seconds"].get<double>(), 0);
+    EXPECT_GT(p["stage"][s]["memory_bytes"].get<int64_t>(), 0);
+    slowest = std::max(slowest, p["stage"][s]["compute_seconds"].get<double>() +
+                                    p["stage"][s]["transfer_seconds"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(p["slowest_stage_seconds"].get<double>(), slowest);
+  EXPECT_GE(p["step_seconds"].get<double>(), (m + 1) * slowest);
+  // auto weighs every stage count dividing the devices: at least as cheap as --pipeline 2 and 4.
+  const nlohmann::json any = PlanJson(kMlp + " --devices 4 --pipeline auto");
+  const nlohmann::json four = PlanJson(kMlp + " --devices 4 --pipeline 4");
+  EXPECT_LE(any["pipeline"]["step_seconds"].get<double>(), p["step_seconds"].get<double>());
+  EXPECT_LE(any["pipeline"]["step_seconds"].get<double>(),
+            four["pipeline"]["step_seconds"].get<double>());
+  auto text = Shardscope("plan " + kMlp + " --devices 4 --pipeline 2");
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_NE(text.text.find("pipeline: 2 stages (2 devices each)"), std::string::npos) << text.text;
+}
+
+TEST(TrainPipeline, StagesOfSeveralDevicesPrintTheSingleDeviceLosses) {
+  const std::string args =
+      "train " + kMlp + " --data " + kMnist + " --steps 4 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  auto staged = Shardscope(args + " --devices 4 --pipeline 2");
+  ASSERT_EQ(one.code, 0) << one.text;
+  ASSERT_EQ(staged.code, 0) << staged.text;
+  EXPECT_NE(staged.text.find("2 stages x 2 devices (in-process)"), std::string::npos)
+      << staged.text;
+  EXPECT_GE(Losses(one.text).size(), 4u);
+  EXPECT_EQ(Losses(one.text), Losses(staged.text)) << one.text << "\n----\n" << staged.text;
+}
+
+TEST(TrainPipeline, StagesOfSeveralDevicesUnderMpirun) {
+  const std::string args =
+      "train " + kMlp + " --data " + kMnist + " --steps 4 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  ASSERT_EQ(one.code, 0) << one.text;
+  auto mpi = RunCommand(std::string(MPIEXEC) + " --allow-run-as-root --oversubscribe -np 4 " +
+                        SHARDSCOPE_BIN + " " + args + " --pipeline 2");
+  ASSERT_EQ(mpi.code, 0) << mpi.text;
+  EXPECT_NE(mpi.text.find("2 stages x 2 devices (MPI)"), std::string::npos) << mpi.text;
+  EXPECT_EQ(Losses(one.text), Losses(mpi.text)) << one.text << "\n----\n" << mpi.text;
+}
+
+// place() combined with strategies: each worker a stage of 2 devices sharded by the model's
+// strategies; the single-device losses, and the refusals naming what to change.
+const std::string kPlacedSharded =
+    std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/models/mlp_place_sharded.yaml";
+
+TEST(TrainPlacedSharded, PrintsTheSingleDeviceLosses) {
+  const std::string args = "train " + kPlacedSharded + " --data " + kMnist +
+                           " --steps 4 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  auto placed = Shardscope(args + " --micro-batches 2");
+  ASSERT_EQ(one.code, 0) << one.text;
+  ASSERT_EQ(placed.code, 0) << placed.text;
+  EXPECT_NE(placed.text.find("2 stages x 2 devices (in-process)"), std::string::npos)
+      << placed.text;
+  EXPECT_GE(Losses(one.text).size(), 4u);
+  EXPECT_EQ(Losses(one.text), Losses(placed.text)) << one.text << "\n----\n" << placed.text;
+  auto producer = Shardscope(args + " --unplaced producer");  // the same stages
+  ASSERT_EQ(producer.code, 0) << producer.text;
+  EXPECT_EQ(Losses(one.text), Losses(producer.text)) << producer.text;
+  auto plan = Shardscope("plan " + kPlacedSharded);
+  EXPECT_EQ(plan.code, 2) << plan.text;
+  const size_t at = plan.text.find("mlp_place_sharded.yaml:");  // names the place line
+  ASSERT_NE(at, std::string::npos) << plan.text;
+  EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(plan.text[at + 23]))) << plan.text;
+  EXPECT_NE(plan.text.find("not priced by `plan` yet"), std::string::npos) << plan.text;
+  auto one_each = Shardscope(args + " --unplaced producer --devices 2");
+  EXPECT_EQ(one_each.code, 2) << one_each.text;
+  EXPECT_NE(one_each.text.find("--devices 4"), std::string::npos) << one_each.text;
+}
+
+TEST(TrainPlacedSharded, PrintsTheSingleDeviceLossesUnderMpirun) {
+  const std::string args = "train " + kPlacedSharded + " --data " + kMnist +
+                           " --steps 4 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  ASSERT_EQ(one.code, 0) << one.text;
+  auto mpi = RunCommand(std::string(MPIEXEC) + " --allow-run-as-root --oversubscribe -np 4 " +
+                        SHARDSCOPE_BIN + " " + args);
+  ASSERT_EQ(mpi.code, 0) << mpi.text;
+  EXPECT_NE(mpi.text.find("2 stages x 2 devices (MPI)"), std::string::npos) << mpi.text;
   EXPECT_EQ(Losses(one.text), Losses(mpi.text)) << one.text << "\n----\n" << mpi.text;
 }
 

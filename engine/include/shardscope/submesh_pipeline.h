@@ -1,0 +1,125 @@
+// Pipeline stages sharded over sub-meshes (issue 20): `stages` contiguous stages of `k`
+// devices each, every stage's operators partitioned over its own k devices.
+//
+// One SPMD program for k devices (Partition, partition.h: the strategies the model holds or a
+// search chose for k devices) is cut by stage. Stage s runs on world ranks s*k .. s*k+k-1;
+// local rank j of every stage holds shard j of every value the program gives it, so
+//   - an instruction runs on the stage of its operator (a backward one: its forward's); a
+//     redistribution on the stage of the first instruction reading its result (none: its
+//     input's), over the stage's own communicator of k ranks (Split by stage);
+//   - a value produced on stage s and read on stage t is sent from rank s*k+j to t*k+j in the
+//     sender's layout; when the receiver needs another layout, the program's redistribution
+//     (now on stage t) turns it into the receiving stage's layout among t's k ranks.
+// Micro-batches run 1F1B (pipeline.h: PipelineOrder), each with its own buffers for the
+// micro-batches in flight (MicroBatchSlots); gradients (already reduced inside the stage by
+// the program) are summed over micro-batches and averaged before each stage's optimizer step,
+// which equals the single-device step up to float rounding (the correctness law).
+// Not supported (refused naming it): optimizer sharding, recomputation, a parameter read on
+// two stages.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shardscope/dist_trainer.h"
+#include "shardscope/pipeline.h"
+
+namespace shardscope {
+
+struct SubMeshOptions {
+  int stages = 2;
+  int micro_batches = 1;
+  // Forward operator name -> its stage (every forward operator of the graph).
+  std::map<std::string, int> stage_of;
+  PartitionOptions partition;  // devices = k, the devices of one stage
+};
+
+// A value crossing stages: sent after its producer, received before its first reader.
+struct StageCut {
+  int value = -1;  // DistValue
+  int src_stage = 0, dst_stage = 0;
+  bool recv_backward = false;  // its first reader on dst_stage is in the backward phase
+  bool send_backward = false;  // its producer is in the backward phase
+  int64_t bytes = 0;           // one shard, one micro-batch (f32)
+};
+
+// One entry of a stage's phase: run instruction `instr`, or send/receive cut `cut`.
+struct StageItem {
+  enum class Kind { kRun, kSend, kRecv };
+  Kind kind = Kind::kRun;
+  int index = 0;
+};
+
+struct SubMeshPlan {
+  int stages = 1, stage_devices = 1, micro_batches = 1;
+  DistProgram program;          // on stage_devices devices
+  std::vector<ValueId> params;  // trained parameters (graph order), param_grads' order
+  std::vector<int> instr_stage;
+  std::vector<bool> instr_backward;
+  std::vector<int> param_stage;  // per param_grads entry
+  int loss_stage = 0;
+  std::vector<StageCut> cuts;
+  std::vector<std::vector<StageItem>> forward, backward;  // per stage
+  std::vector<std::vector<bool>> touched;                 // per stage, per DistValue
+  std::vector<std::vector<std::pair<bool, int>>> order;   // per stage (1F1B)
+  std::vector<int> slots;                                 // per stage (MicroBatchSlots)
+};
+
+// Differentiates `model` (built at the micro-batch size), partitions it for
+// options.partition.devices and cuts it into options.stages stages.
+Result<SubMeshPlan> PlanSubMeshPipeline(ModelGraph* model, const SubMeshOptions& options);
+
+// Bytes one rank of `stage` allocates: the parameters, constants and gradient sums it owns,
+// `optimizer_states` tensors per owned parameter, every other value it touches once per
+// micro-batch in flight.
+int64_t SubMeshStageBytes(const Graph& graph, const SubMeshPlan& plan, int stage,
+                          int optimizer_states);
+
+class SubMeshTrainer {
+ public:
+  ~SubMeshTrainer();
+  // World rank `rank` of stages * k: stage rank / k, local rank rank % k. Initialises the
+  // shards of the stage's parameters from the seed (a single-device Trainer's numbers).
+  static Result<std::unique_ptr<SubMeshTrainer>> Create(ModelGraph model, const TrainConfig& config,
+                                                        const SubMeshOptions& options, int rank);
+  // `world` spans stages * k ranks; every rank passes the same global batch (M micro-batches).
+  // Returns the mean loss on every rank.
+  Result<float> Step(Communicator& world, const Tensor& images, const Tensor& labels);
+  // Top-1 accuracy on `data` (forward only, in batches of the micro-batch), on every rank.
+  Result<double> Evaluate(Communicator& world, const Dataset& data);
+
+  const SubMeshPlan& plan() const { return plan_; }
+  const Graph& graph() const { return model_.graph; }
+  int stage() const { return stage_; }
+  const std::vector<ValueId>& parameters() const { return plan_.params; }
+  // This rank's shard of a parameter its stage owns (nullptr: another stage's), its layout.
+  const Tensor* ParameterShard(ValueId param) const;
+  const Layout& ParameterLayout(ValueId param) const;
+  const RankStats& stats() const { return stats_; }
+
+ private:
+  SubMeshTrainer() = default;
+  Status Local(Communicator& world);  // the stage communicator, on first use
+  void UseSlot(int slot);             // swaps slot `slot`'s buffers in (or back out)
+  Status RunPhase(Communicator& world, const std::vector<StageItem>& items, int micro,
+                  bool training);
+  ModelGraph model_;
+  TrainConfig config_;
+  SubMeshPlan plan_;
+  int rank_ = 0, stage_ = 0, local_ = 0;
+  std::unique_ptr<DistExecutor> executor_;
+  std::unique_ptr<Communicator> stage_comm_;
+  std::vector<int> slotted_;                   // DistValues with one buffer per slot
+  std::vector<std::vector<Tensor>> slot_buf_;  // per slot, per slotted_ entry
+  std::vector<int> owned_;                     // param_grads entries of this stage
+  std::vector<Tensor> grad_sum_;               // per owned_
+  std::vector<Tensor*> param_ptrs_;
+  std::vector<const Tensor*> grad_ptrs_;
+  std::unique_ptr<Optimizer> optimizer_;
+  RankStats stats_;
+  int64_t step_ = 0;
+};
+
+}  // namespace shardscope

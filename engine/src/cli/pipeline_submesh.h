@@ -1,0 +1,48 @@
+// Internal: pipeline stages of k devices each for `plan`/`train --pipeline` (issue 20):
+// the stages' sub-mesh plan priced as 1F1B, the stage count `auto` picks among the divisors
+// of the devices, and `train` running it (SubMeshTrainer, submesh_pipeline.h).
+#pragma once
+
+#include <vector>
+
+#include "cli/pipeline_choice.h"
+
+namespace shardscope::cli {
+
+// One candidate of `stages` stages of `stage_devices` devices and `micro_batches`: the layers
+// split as for one device per stage (SplitStages), then every operator's strategy over its
+// stage's k devices (the search of options.mode on k devices; semi_auto: the model's own),
+// partitioned and cut (PlanSubMeshPipeline). A stage's time per micro-batch is its operators'
+// computation under their strategies and its redistributions (PriceProgram on k devices,
+// gradient reductions included, less the optimizer update paid once per step) plus the shards
+// it sends and receives, each over the link between matching ranks of the two stages.
+Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t batch, int stages,
+                                             int stage_devices, int micro_batches,
+                                             const SearchOptions& options, double capacity_bytes);
+
+// `stages` > 0: ChoosePipeline with devices / stages devices per stage; 0 (auto): every stage
+// count >= 2 dividing `devices`, the fitting one with the least step (none fits: least memory).
+Result<PipelineChoice> ChooseAnyPipeline(const BuildAtFn& build, int64_t batch, int devices,
+                                         int stages, const SearchOptions& options,
+                                         double capacity_bytes);
+
+// The devices of a stage, for `plan --json`.
+std::vector<int> StageDevices(const StageReport& stage);
+
+// Gives `forward`'s operators the annotations of `choice.strategies` (none: nothing to do).
+Status ApplySubMeshStrategies(const PipelineChoice& choice, Graph* forward);
+
+// `train` on `choice`'s stages of k devices (in-process devices or MPI ranks): progress,
+// losses and test accuracy like `train`; refusals start with `where` (the flag or the model
+// file's line). Returns the exit code.
+int RunSubMeshTrain(const PlacedTrainRequest& request, const PipelineChoice& choice,
+                    const std::string& where);
+
+// A model file with place entries and strategies: `place()` combined with operator-level
+// strategies. Each worker becomes a stage of devices / workers devices, its operators sharded
+// by their strategies over the stage's sub-mesh (unplaced ones go by --unplaced); trained like
+// RunSubMeshTrain with --micro-batches under 1F1B. Returns the exit code.
+bool PlacedWithStrategies(const ModelFile& model);
+int RunPlacedShardedTrain(const PlacedTrainRequest& request);
+
+}  // namespace shardscope::cli

@@ -1,0 +1,430 @@
+// Pipeline stages sharded over sub-meshes: one k-device program cut by stage
+// (submesh_pipeline.h).
+#include "shardscope/submesh_pipeline.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/batch_util.h"
+#include "shardscope/checked_math.h"
+#include "shardscope/initializer.h"
+
+namespace shardscope {
+namespace {
+
+std::span<std::byte> Bytes(Tensor& t) {
+  char* p = t.dtype() == DType::kI32 ? reinterpret_cast<char*>(t.ints())
+                                     : reinterpret_cast<char*>(t.data());
+  return {reinterpret_cast<std::byte*>(p), static_cast<size_t>(t.size()) * 4};
+}
+
+// Rows [row, row + dst rows) of `whole` into `dst` (4-byte elements).
+void CopyRows(const Tensor& whole, int64_t row, Tensor* dst) {
+  const int64_t per_row = dst->size() / dst->dim(0);
+  const char* src = whole.dtype() == DType::kI32 ? reinterpret_cast<const char*>(whole.ints())
+                                                 : reinterpret_cast<const char*>(whole.data());
+  std::memcpy(Bytes(*dst).data(), src + row * per_row * 4, dst->size() * 4);
+}
+
+// Tags: cut * micro_batches + micro-batch, below what MPI guarantees (communicator.h).
+constexpr int64_t kStageTags = 7000;
+
+// Parameters and constants: one buffer for every micro-batch.
+std::vector<bool> SharedValues(const Graph& g, const DistProgram& p) {
+  std::vector<bool> shared(p.values.size(), false);
+  for (const Value& v : g.values()) {
+    if ((v.kind == ValueKind::kParameter || v.kind == ValueKind::kConstant) && p.home[v.id] >= 0)
+      shared[p.home[v.id]] = true;
+  }
+  return shared;
+}
+
+// Every instruction's stage and phase: an operator's from its forward operator; any other
+// instruction takes its first reader's (none: its input producer's).
+Status AssignStages(const Graph& g, const SubMeshOptions& o, const std::vector<int>& producer,
+                    const std::vector<std::vector<int>>& readers, SubMeshPlan* plan) {
+  const DistProgram& p = plan->program;
+  const int n = static_cast<int>(p.instrs.size());
+  plan->instr_stage.assign(n, -1);
+  plan->instr_backward.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    const DistInstr& in = p.instrs[i];
+    if (in.kind != DistInstr::Kind::kCompute) continue;
+    const Node& node = g.node(in.node);
+    plan->instr_backward[i] = node.is_backward;
+    const NodeId fwd = node.is_backward ? node.forward_node : node.id;
+    if (fwd == kNoNode) continue;
+    const auto it = o.stage_of.find(g.node(fwd).name);
+    if (it == o.stage_of.end())
+      return Status::Invalid("sub-mesh pipeline: no stage for operator '" + g.node(fwd).name + "'");
+    if (it->second < 0 || it->second >= o.stages)
+      return Status::Invalid("sub-mesh pipeline: operator '" + it->first + "' on stage " +
+                             std::to_string(it->second) + " of " + std::to_string(o.stages));
+    plan->instr_stage[i] = it->second;
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    if (plan->instr_stage[i] >= 0) continue;
+    for (int v : p.instrs[i].outputs) {
+      if (readers[v].empty() || plan->instr_stage[i] >= 0) continue;
+      const int r = readers[v].front();
+      plan->instr_stage[i] = plan->instr_stage[r];
+      if (p.instrs[i].kind == DistInstr::Kind::kRedistribute)
+        plan->instr_backward[i] = plan->instr_backward[r];
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (plan->instr_stage[i] >= 0) continue;
+    for (int v : p.instrs[i].inputs) {
+      const int src = producer[v];
+      if (src < 0 || plan->instr_stage[i] >= 0) continue;
+      plan->instr_stage[i] = plan->instr_stage[src];
+      if (p.instrs[i].kind == DistInstr::Kind::kRedistribute)
+        plan->instr_backward[i] = plan->instr_backward[src];
+    }
+    if (plan->instr_stage[i] < 0) plan->instr_stage[i] = o.stages - 1;  // reads only the batch
+  }
+  return Status::Ok();
+}
+
+// The values crossing stages, and each stage's phases with their sends and receives.
+Status CutStages(const Graph& g, const std::vector<int>& producer,
+                 const std::vector<std::vector<int>>& readers, SubMeshPlan* plan) {
+  const DistProgram& p = plan->program;
+  const int n = static_cast<int>(p.instrs.size());
+  std::vector<std::vector<int>> recv_before(n), send_after(n);
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const int src = producer[v];
+    if (src < 0) continue;
+    const int from = plan->instr_stage[src];
+    std::vector<bool> done(plan->stages, false);
+    for (int r : readers[v]) {
+      const int to = plan->instr_stage[r];
+      if (to == from || done[to]) continue;
+      done[to] = true;
+      StageCut c;
+      c.value = static_cast<int>(v);
+      c.src_stage = from;
+      c.dst_stage = to;
+      c.send_backward = plan->instr_backward[src];
+      c.recv_backward = plan->instr_backward[r];
+      c.bytes = NumElements(p.values[v].layout.ShardShape()) * 4;
+      const std::string& name = g.value(p.values[v].global).name;
+      // A forward value goes to later stages, a gradient to earlier ones: 1F1B's chain.
+      if (c.send_backward && !c.recv_backward)
+        return Status::NotImplemented("sub-mesh pipeline: gradient " + name +
+                                      " is read by a forward operator of stage " +
+                                      std::to_string(to));
+      if (!c.send_backward && !c.recv_backward && to < from)
+        return Status::NotImplemented("sub-mesh pipeline: " + name + " flows from stage " +
+                                      std::to_string(from) + " back to stage " +
+                                      std::to_string(to) +
+                                      "; stages must be a chain (a placed model: --unplaced "
+                                      "producer runs unplaced operators with their producer)");
+      const int index = static_cast<int>(plan->cuts.size());
+      plan->cuts.push_back(c);
+      send_after[src].push_back(index);
+      recv_before[r].push_back(index);
+    }
+  }
+  if (static_cast<int64_t>(plan->cuts.size()) * plan->micro_batches > kStageTags)
+    return Status::NotImplemented("sub-mesh pipeline: " + std::to_string(plan->cuts.size()) +
+                                  " values cross stages, more than the message tags hold");
+  plan->forward.assign(plan->stages, {});
+  plan->backward.assign(plan->stages, {});
+  plan->touched.assign(plan->stages, std::vector<bool>(p.values.size(), false));
+  for (int i = 0; i < n; ++i) {
+    const int s = plan->instr_stage[i];
+    auto& items = plan->instr_backward[i] ? plan->backward[s] : plan->forward[s];
+    for (int c : recv_before[i]) items.push_back({StageItem::Kind::kRecv, c});
+    items.push_back({StageItem::Kind::kRun, i});
+    for (int c : send_after[i]) items.push_back({StageItem::Kind::kSend, c});
+    for (int v : p.instrs[i].inputs) plan->touched[s][v] = true;
+    for (int v : p.instrs[i].outputs) plan->touched[s][v] = true;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<SubMeshPlan> PlanSubMeshPipeline(ModelGraph* model, const SubMeshOptions& o) {
+  if (o.stages < 1 || o.micro_batches < 1 || o.partition.devices < 1)
+    return Status::Invalid("sub-mesh pipeline: stages, micro-batches and devices must be >= 1");
+  if (o.partition.optimizer_sharding > 0 || !o.partition.recompute.empty())
+    return Status::NotImplemented(
+        "sub-mesh pipeline: optimizer sharding and recomputation inside a stage are not built yet");
+  SubMeshPlan plan;
+  plan.stages = o.stages;
+  plan.stage_devices = o.partition.devices;
+  plan.micro_batches = o.micro_batches;
+  SHARDSCOPE_ASSIGN_OR_RETURN(plan.program, PlanTrainingProgram(model, o.partition, &plan.params));
+  const Graph& g = model->graph;
+  const DistProgram& p = plan.program;
+  std::vector<int> producer(p.values.size(), -1);
+  std::vector<std::vector<int>> readers(p.values.size());
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    for (int v : p.instrs[i].outputs) producer[v] = static_cast<int>(i);
+    for (int v : p.instrs[i].inputs) readers[v].push_back(static_cast<int>(i));
+  }
+  SHARDSCOPE_RETURN_IF_ERROR(AssignStages(g, o, producer, readers, &plan));
+  plan.loss_stage = producer[p.loss] >= 0 ? plan.instr_stage[producer[p.loss]] : o.stages - 1;
+  for (size_t i = 0; i < p.param_grads.size(); ++i) {
+    int stage = -1;
+    for (int r : readers[p.param_grads[i].first]) {
+      const int s = plan.instr_stage[r];
+      if (stage >= 0 && s != stage)
+        return Status::NotImplemented("sub-mesh pipeline: parameter " +
+                                      g.value(plan.params[i]).name + " is read on stages " +
+                                      std::to_string(stage) + " and " + std::to_string(s) +
+                                      " (a parameter lives on one stage)");
+      stage = s;
+    }
+    plan.param_stage.push_back(std::max(stage, 0));
+  }
+  SHARDSCOPE_RETURN_IF_ERROR(CutStages(g, producer, readers, &plan));
+  PlacedProgram chain;  // PipelineOrder needs only the stages
+  chain.workers = o.stages;
+  chain.num_stages = o.stages;
+  for (int s = 0; s < o.stages; ++s) chain.stage.push_back(s);
+  plan.order =
+      PipelineOrder(chain, PipelineOptions{o.stages, o.micro_batches, PipelineSchedule::kOneFOneB});
+  for (const auto& order : plan.order)
+    plan.slots.push_back(MicroBatchSlots(order, o.micro_batches));
+  return plan;
+}
+
+int64_t SubMeshStageBytes(const Graph& graph, const SubMeshPlan& plan, int stage,
+                          int optimizer_states) {
+  const DistProgram& p = plan.program;
+  const std::vector<bool> shared = SharedValues(graph, p);
+  int64_t bytes = 0;
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    if (!plan.touched[stage][v]) continue;
+    const int64_t one = NumElements(p.values[v].layout.ShardShape()) *
+                        DTypeBytes(graph.value(p.values[v].global).dtype);
+    bytes += shared[v] ? one : one * plan.slots[stage];
+  }
+  for (size_t i = 0; i < p.param_grads.size(); ++i) {
+    if (plan.param_stage[i] != stage) continue;
+    bytes += (1 + optimizer_states) *
+             NumElements(p.values[p.param_grads[i].first].layout.ShardShape()) * 4;
+  }
+  return bytes;
+}
+
+SubMeshTrainer::~SubMeshTrainer() = default;
+
+Result<std::unique_ptr<SubMeshTrainer>> SubMeshTrainer::Create(ModelGraph model,
+                                                               const TrainConfig& config,
+                                                               const SubMeshOptions& options,
+                                                               int rank) {
+  std::unique_ptr<SubMeshTrainer> t(new SubMeshTrainer());
+  t->model_ = std::move(model);
+  t->config_ = config;
+  t->rank_ = rank;
+  SHARDSCOPE_ASSIGN_OR_RETURN(t->plan_, PlanSubMeshPipeline(&t->model_, options));
+  const int k = t->plan_.stage_devices;
+  t->stage_ = rank / k;
+  t->local_ = rank % k;
+  if (rank < 0 || t->stage_ >= t->plan_.stages)
+    return Status::Invalid("sub-mesh pipeline: rank " + std::to_string(rank) + " beyond " +
+                           std::to_string(t->plan_.stages) + " stages of " + std::to_string(k));
+  const DistProgram& p = t->plan_.program;
+  const Graph& g = t->model_.graph;
+  t->executor_ = std::make_unique<DistExecutor>(g, p, t->local_);
+  const std::vector<bool> shared = SharedValues(g, p);
+  const std::vector<bool>& touched = t->plan_.touched[t->stage_];
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    if (!touched[v])
+      t->executor_->local(static_cast<int>(v)) = Tensor();  // another stage's
+    else if (!shared[v])
+      t->slotted_.push_back(static_cast<int>(v));
+  }
+  // Activations are transient in the program (allocated by the executor when first written);
+  // here every slot holds each of them, written or received, for the whole run.
+  t->slot_buf_.resize(t->plan_.slots[t->stage_]);
+  for (auto& set : t->slot_buf_) {
+    for (int v : t->slotted_)
+      set.emplace_back(p.values[v].layout.ShardShape(), g.value(p.values[v].global).dtype);
+  }
+  for (int v : t->slotted_) t->executor_->local(v) = Tensor();
+  for (size_t i = 0; i < p.param_grads.size(); ++i) {
+    if (t->plan_.param_stage[i] == t->stage_) t->owned_.push_back(static_cast<int>(i));
+  }
+  t->grad_sum_.reserve(t->owned_.size());
+  for (int i : t->owned_) {
+    const int home = p.param_grads[i].first;
+    const Value& v = g.value(t->plan_.params[i]);
+    t->executor_->local(home) =
+        ExtractShard(InitializeValue(v, config.seed), p.values[home].layout, t->local_);
+    t->grad_sum_.emplace_back(p.values[home].layout.ShardShape());
+    t->param_ptrs_.push_back(&t->executor_->local(home));
+    t->grad_ptrs_.push_back(&t->grad_sum_.back());
+  }
+  t->optimizer_ = MakeOptimizer(config.optimizer);
+  return t;
+}
+
+Status SubMeshTrainer::Local(Communicator& world) {
+  const int need = plan_.stages * plan_.stage_devices;
+  if (world.size() != need)
+    return Status::Invalid("sub-mesh pipeline: " + std::to_string(plan_.stages) + " stages of " +
+                           std::to_string(plan_.stage_devices) + " devices need " +
+                           std::to_string(need) + " ranks, the communicator has " +
+                           std::to_string(world.size()));
+  if (stage_comm_ == nullptr) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(stage_comm_, world.Split(stage_, local_));
+  }
+  return Status::Ok();
+}
+
+void SubMeshTrainer::UseSlot(int slot) {
+  std::vector<Tensor>& set = slot_buf_[slot];
+  for (size_t i = 0; i < slotted_.size(); ++i) std::swap(executor_->local(slotted_[i]), set[i]);
+}
+
+Status SubMeshTrainer::RunPhase(Communicator& world, const std::vector<StageItem>& items, int micro,
+                                bool training) {
+  const int k = plan_.stage_devices;
+  for (const StageItem& item : items) {
+    if (item.kind == StageItem::Kind::kRun) {
+      SHARDSCOPE_RETURN_IF_ERROR(
+          executor_->RunInstruction(*stage_comm_, item.index, step_, training, &stats_));
+      continue;
+    }
+    const StageCut& c = plan_.cuts[item.index];
+    const int tag = item.index * plan_.micro_batches + micro;
+    Tensor& t = executor_->local(c.value);
+    const std::string& name = graph().value(plan_.program.values[c.value].global).name;
+    if (item.kind == StageItem::Kind::kSend) {
+      if (!training && c.recv_backward) continue;  // evaluation runs no backward
+      Status st = world.SendBytes(Bytes(t), c.dst_stage * k + local_, tag);
+      if (!st.ok())
+        return st.WithContext("sending " + name + " to stage " + std::to_string(c.dst_stage));
+      stats_.bytes_sent += c.bytes;
+      continue;
+    }
+    SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<std::byte> msg,
+                                world.RecvBytes(c.src_stage * k + local_, tag));
+    std::span<std::byte> dst = Bytes(t);
+    if (msg.size() != dst.size())
+      return Status::Internal("sub-mesh pipeline: message for " + name + " has " +
+                              std::to_string(msg.size()) + " bytes, its shard " +
+                              std::to_string(dst.size()));
+    std::memcpy(dst.data(), msg.data(), msg.size());
+    stats_.bytes_received += c.bytes;
+  }
+  return Status::Ok();
+}
+
+Result<float> SubMeshTrainer::Step(Communicator& world, const Tensor& images,
+                                   const Tensor& labels) {
+  SHARDSCOPE_RETURN_IF_ERROR(Local(world));
+  const int m = plan_.micro_batches;
+  const Value& input = graph().value(model_.input);
+  const Value& label = graph().value(model_.labels);
+  const int64_t b = input.shape[0];
+  if (images.dim(0) != b * m)
+    return Status::Invalid("batch of " + std::to_string(images.dim(0)) + " examples, but " +
+                           std::to_string(m) + " micro-batches of " + std::to_string(b) + " need " +
+                           std::to_string(b * m));
+  const DistProgram& p = plan_.program;
+  const std::vector<bool>& touched = plan_.touched[stage_];
+  Tensor x(input.shape, input.dtype), y(label.shape, label.dtype);
+  float loss = 0;
+  bool first = true;
+  for (const auto& [backward, micro] : plan_.order[stage_]) {
+    const int slot = micro % static_cast<int>(slot_buf_.size());
+    UseSlot(slot);
+    if (!backward) {
+      CopyRows(images, micro * b, &x);
+      CopyRows(labels, micro * b, &y);
+      for (int v : p.batch_values) {
+        if (touched[v])
+          executor_->local(v) =
+              ExtractShard(p.values[v].global == model_.labels ? y : x, p.values[v].layout, local_);
+      }
+    }
+    const Status st =
+        RunPhase(world, backward ? plan_.backward[stage_] : plan_.forward[stage_], micro, true);
+    if (st.ok() && !backward && stage_ == plan_.loss_stage) loss += executor_->local(p.loss)[0];
+    if (st.ok() && backward) {
+      for (size_t i = 0; i < owned_.size(); ++i) {
+        const Tensor& grad = executor_->local(p.param_grads[owned_[i]].second);
+        Tensor& sum = grad_sum_[i];
+        for (int64_t j = 0; j < sum.size(); ++j) sum[j] = first ? grad[j] : sum[j] + grad[j];
+      }
+      first = false;
+    }
+    UseSlot(slot);
+    SHARDSCOPE_RETURN_IF_ERROR(st);
+  }
+  const float scale = 1.0f / static_cast<float>(m);
+  if (m > 1) {
+    for (Tensor& sum : grad_sum_)
+      for (int64_t j = 0; j < sum.size(); ++j) sum[j] *= scale;
+  }
+  optimizer_->Step(param_ptrs_, grad_ptrs_);
+  stats_.optimizer_bytes = optimizer_->StateBytes();
+  ++step_;
+  std::vector<float> out = {loss * scale};
+  SHARDSCOPE_RETURN_IF_ERROR(world.Broadcast(out, plan_.loss_stage * plan_.stage_devices));
+  return out[0];
+}
+
+Result<double> SubMeshTrainer::Evaluate(Communicator& world, const Dataset& data) {
+  SHARDSCOPE_RETURN_IF_ERROR(Local(world));
+  const DistProgram& p = plan_.program;
+  const int logits = p.home[model_.logits];
+  int logits_stage = plan_.stages - 1;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const auto& outs = p.instrs[i].outputs;
+    if (std::find(outs.begin(), outs.end(), logits) != outs.end())
+      logits_stage = plan_.instr_stage[i];
+  }
+  const Value& input = graph().value(model_.input);
+  const Value& label = graph().value(model_.labels);
+  const int64_t b = input.shape[0];
+  const int64_t per = data.labels_per_example();
+  const Layout& layout = p.values[logits].layout;
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      RedistPlan whole,
+      PlanRedistribution(layout, Layout::Replicated(layout.mesh(), layout.shape()), CostModel{}));
+  Tensor x(input.shape, input.dtype), y(label.shape, label.dtype);  // labels: zeros
+  Tensor all(graph().value(model_.logits).shape);
+  int64_t correct = 0;
+  UseSlot(0);
+  Status st;
+  for (int64_t start = 0; start < data.size() && st.ok(); start += b) {
+    const int64_t n = std::min(b, data.size() - start);
+    FillBatch(data, start, n, &x);
+    for (int v : p.batch_values) {
+      if (plan_.touched[stage_][v])
+        executor_->local(v) =
+            ExtractShard(p.values[v].global == model_.labels ? y : x, p.values[v].layout, local_);
+    }
+    st = RunPhase(world, plan_.forward[stage_], 0, /*training=*/false);
+    if (st.ok() && stage_ == logits_stage) {
+      st = ExecuteRedistribution(whole, *stage_comm_, executor_->local(logits), &all);
+      correct += CountCorrect(all, data.labels.ints() + start * per, n * per);
+    }
+  }
+  UseSlot(0);
+  SHARDSCOPE_RETURN_IF_ERROR(st);
+  std::vector<float> count = {static_cast<float>(correct)};
+  SHARDSCOPE_RETURN_IF_ERROR(world.Broadcast(count, logits_stage * plan_.stage_devices));
+  return data.size() == 0 ? 0.0
+                          : static_cast<double>(count[0]) / static_cast<double>(data.size() * per);
+}
+
+const Tensor* SubMeshTrainer::ParameterShard(ValueId param) const {
+  for (int i : owned_) {
+    if (plan_.params[i] == param) return &executor_->local(plan_.program.param_grads[i].first);
+  }
+  return nullptr;
+}
+
+const Layout& SubMeshTrainer::ParameterLayout(ValueId param) const {
+  return plan_.program.values[plan_.program.home[param]].layout;
+}
+
+}  // namespace shardscope
