@@ -12,7 +12,8 @@ recomputation, throughput per GPU in teraFLOP/s by their formula
 For each row: the published configuration (tensor × data parallel, Megatron's split of every
 block) priced on the dgx-a100-80gb profile at bf16, the published step time derived from the
 published throughput, their ratio; then the plan a search chooses on the same model and
-cluster, priced the same way.
+cluster, priced the same way. Each with its peak memory per GPU and the memory options `plan`
+chose to fit the 80 GB (ZeRO stage, recomputation; docs/memory.md).
 """
 import argparse
 import json
@@ -38,6 +39,24 @@ def plan(shardscope, model, batch, extra):
     return json.loads(r.stdout)
 
 
+def memory(plan_json):
+    """Peak memory per GPU and the memory options that fit it (docs/memory.md)."""
+    m = plan_json["memory"]
+    fits = "fits" if m["fits"] else "does not fit"
+    recompute = "every layer" if m["recompute"] == ["*"] else f"{len(m['recompute'])} scopes"
+    return (f"{plan_json['memory_per_device_bytes'] / 2**30:.0f} GiB ({fits}; ZeRO "
+            f"{m['optimizer_sharding']}, recompute {recompute})")
+
+
+def split(plan_json):
+    """The most common split of the MatMuls: data x tensor parallel as the search chose it."""
+    counts = {}
+    for op in plan_json["operators"]:
+        if op["name"].endswith(".matmul"):
+            counts[op["strategy"]] = counts.get(op["strategy"], 0) + 1
+    return max(counts, key=counts.get) if counts else plan_json["device_mesh"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shardscope", default=os.path.join(HERE, "..", "build", "bin", "shardscope"))
@@ -48,9 +67,9 @@ def main():
     a = ap.parse_args()
     extra = a.plan_args.split()
     gen = os.path.join(HERE, "..", "scripts", "megatron_gpt.py")
-    print("| model | TP × DP | published step | predicted (published config) | ratio "
-          "| searched plan | its mesh | memory per GPU |")
-    print("|---|---|---:|---:|---:|---:|---|---:|")
+    print("| model | TP × DP | published step | predicted (published config) | ratio | its memory "
+          "per GPU | searched plan | its split | its memory per GPU |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, l, h, heads, tp, gpus, batch, tflops in TABLE1:
             dp = gpus // tp
@@ -66,7 +85,7 @@ def main():
             s = plan(a.shardscope, free, batch, extra)
             t, ts = p["predicted_step_seconds"], s["predicted_step_seconds"]
             print(f"| GPT {name} | {tp} × {dp} | {published:.2f} s | {t:.2f} s | {t / published:.2f} "
-                  f"| {ts:.2f} s | {s['device_mesh']} | {s['memory_per_device_bytes'] / 2**30:.0f} GiB |")
+                  f"| {memory(p)} | {ts:.2f} s | {split(s)} | {memory(s)} |")
             sys.stdout.flush()
 
 

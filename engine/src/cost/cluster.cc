@@ -287,6 +287,7 @@ Result<CostModel> ClusterCostModel(const ClusterProfile& c, const DeviceMesh& me
   m.memory_bandwidth = c.memory_bandwidth;
   m.collective_overhead_s = c.collective_launch_s;
   m.tree_all_reduce = !c.in_process;
+  m.hierarchical_collectives = !c.in_process;
   m.gradient_bucket_bytes = c.gradient_bucket_bytes;
   if (c.in_process) m.in_process = c.overhead;
   // An axis the planner does not know travels the slowest link the mesh uses.

@@ -242,6 +242,7 @@ size_t CostModel::Fingerprint() const {
   h = HashCombine(h, std::hash<double>()(flops));
   h = HashCombine(h, std::hash<double>()(memory_bandwidth));
   h = HashCombine(h, std::hash<bool>()(tree_all_reduce));
+  h = HashCombine(h, std::hash<bool>()(hierarchical_collectives));
   for (const auto& [name, bw] : axis_bandwidth) {
     h = HashCombine(h, std::hash<std::string>()(name));
     h = HashCombine(h, std::hash<double>()(bw));

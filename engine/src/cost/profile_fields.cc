@@ -39,6 +39,10 @@ std::vector<ProfileField> MakeFields() {
       {"tree_all_reduce", Kind::kFlag, false,
        "all-reduce at the cheaper of ring and double binary tree (NCCL); false: ring only", nullptr,
        nullptr, nullptr, SS_FLAG(tree_all_reduce)},
+      {"hierarchical_collectives", Kind::kFlag, false,
+       "a ring or tree over several axes crosses an outer axis on every link its group has "
+       "there (NCCL's channel per NIC); false: the slowest link alone",
+       nullptr, nullptr, nullptr, SS_FLAG(hierarchical_collectives)},
       {"gradient_bucket_bytes", Kind::kCount, false,
        "parameter gradients all-reduced in buckets of this many bytes (DDP); 0 = one each",
        SS_NUM(gradient_bucket_bytes), nullptr, nullptr, nullptr, true},

@@ -122,11 +122,16 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     const DeviceMesh& mesh = program.values[program.param_grads[i].first].layout.mesh();
     const double bytes = static_cast<double>(s.chunk * s.group_size * PrecisionBytes(o.dtype));
     const int gathers = s.gathered ? s.gathers : 1;
+    // On a device mesh the group's ranks run over the links they span, as every other step.
+    double bandwidth = cm.Bandwidth(mesh, s.axes), latency = cm.latency_s;
+    g.MeshAxesLink(mesh, s.axes, &bandwidth, &latency);
+    const int64_t group = mesh.GroupSize(s.axes);
     for (int k = 0; k < gathers + (s.reduce_scatter ? 1 : 0); ++k) {
       const CollectiveKind kind =
           k < gathers ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter;
       price.communication_seconds +=
-          cm.CollectiveSeconds(kind, bytes, mesh, s.axes) + cm.collective_overhead_s;
+          cm.CollectiveSeconds(kind, bytes, group, bandwidth) + cm.collective_overhead_s +
+          CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
       ++price.communication_steps;
     }
   }

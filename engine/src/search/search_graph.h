@@ -179,8 +179,13 @@ class SearchGraph {
   Parts DataParallel(int op) const;
   // With SearchOptions::device_mesh: the slowest bandwidth and largest latency of the physical
   // axes on which ranks of one of `groups` differ (a redistribution step's groups); false
-  // without a device mesh or when no group spans an axis.
-  bool GroupsLink(const RedistGroups& groups, double* bandwidth, double* latency) const;
+  // without a device mesh or when no group spans an axis. `rails`: a ring or tree collective,
+  // whose bandwidth on an axis counts the group's links into it (hierarchical_collectives).
+  bool GroupsLink(const RedistGroups& groups, bool rails, double* bandwidth, double* latency) const;
+  // The link of a ring or tree along `axes` of `mesh` (a mesh of every device, ranks row-major)
+  // on the device mesh, as the searches price reductions; false without a device mesh.
+  bool MeshAxesLink(const DeviceMesh& mesh, const std::vector<int>& axes, double* bandwidth,
+                    double* latency) const;
   // Whether `parts` can still grow into one of op's candidates (always, unless narrowed).
   bool Reaches(int op, const Parts& parts) const;
   // Restricts candidates to the memory budget (see search.cc); error names the largest
@@ -214,6 +219,11 @@ class SearchGraph {
   // The link of a group along `letters` of an operator under `parts`: default_bandwidth and
   // latency_s without a device mesh.
   Link GroupLink(const Parts& parts, const std::vector<int>& letters) const;
+  // A group as lines of ranks: `size` ranks `stride` apart each, one line per mesh axis.
+  struct Line {
+    int64_t stride = 1, size = 1;
+  };
+  Link LinesLink(const std::vector<Line>& lines) const;
   Link NoMeshLink() const;
   std::vector<PhysicalAxis> physical_;
   // The latency and, with a device mesh, the link of a plan's step (StepSeconds).

@@ -24,8 +24,10 @@ int64_t SearchGraph::LetterStride(const Parts& parts, int l) const {
   return stride;
 }
 
-bool SearchGraph::GroupsLink(const RedistGroups& groups, double* bandwidth, double* latency) const {
+bool SearchGraph::GroupsLink(const RedistGroups& groups, bool rails, double* bandwidth,
+                             double* latency) const {
   if (physical_.empty()) return false;
+  rails &= options_.cost.hierarchical_collectives;
   Link link{std::numeric_limits<double>::infinity(), -1};
   for (const PhysicalAxis& a : physical_) {
     bool spanned = false;
@@ -34,7 +36,15 @@ bool SearchGraph::GroupsLink(const RedistGroups& groups, double* bandwidth, doub
       if (spanned) break;
     }
     if (!spanned) continue;
-    link.bandwidth = std::min(link.bandwidth, a.bandwidth);
+    // Rails: the members of a group sharing a's block (they differ in inner axes only) each
+    // cross a on their own link, so a ring or tree spreads over them (RailBandwidth).
+    double members = 1;
+    if (rails) {
+      const RedistGroups::Group& group = groups[0];
+      members = static_cast<double>(std::count_if(
+          group.begin(), group.end(), [&](int r) { return r / a.stride == group[0] / a.stride; }));
+    }
+    link.bandwidth = std::min(link.bandwidth, a.bandwidth * members);
     link.latency = std::max(link.latency, a.latency);
   }
   if (std::isinf(link.bandwidth)) return false;
@@ -59,11 +69,49 @@ void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
 
 SearchGraph::Link SearchGraph::GroupLink(const Parts& parts,
                                          const std::vector<int>& letters) const {
+  std::vector<Line> lines;
+  for (int l : letters) lines.push_back({LetterStride(parts, l), parts[l]});
+  return LinesLink(lines);
+}
+
+SearchGraph::Link SearchGraph::LinesLink(const std::vector<Line>& lines) const {
   if (physical_.empty()) return NoMeshLink();
   Link link{std::numeric_limits<double>::infinity(), -1};
-  for (int l : letters) Span(LetterStride(parts, l), parts[l], &link);
+  for (const Line& line : lines) Span(line.stride, line.size, &link);
+  if (std::isinf(link.bandwidth)) return NoMeshLink();
+  if (!options_.cost.hierarchical_collectives) return link;
+  // A reduction is a ring or tree: an axis crossed by `members` ranks of one block at once runs
+  // at members x its link (NCCL's channel per NIC), bounded by the inner axes' own links.
+  link.bandwidth = std::numeric_limits<double>::infinity();
+  for (const PhysicalAxis& a : physical_) {
+    double members = 1;
+    bool spanned = false;
+    for (const Line& line : lines) {
+      if (line.size <= 1) continue;
+      spanned |= line.stride < a.stride * a.size && a.stride < line.stride * line.size;
+      if (line.stride < a.stride)
+        members *=
+            static_cast<double>(std::min(line.size, (a.stride + line.stride - 1) / line.stride));
+    }
+    if (spanned && a.size > 1) link.bandwidth = std::min(link.bandwidth, a.bandwidth * members);
+  }
   if (std::isinf(link.bandwidth)) return NoMeshLink();
   return link;
+}
+
+bool SearchGraph::MeshAxesLink(const DeviceMesh& mesh, const std::vector<int>& axes,
+                               double* bandwidth, double* latency) const {
+  if (physical_.empty() || mesh.size() != options_.devices) return false;
+  std::vector<Line> lines;
+  for (int a : axes) {
+    int64_t stride = 1;
+    for (int b = a + 1; b < mesh.num_axes(); ++b) stride *= mesh.axis_size(b);
+    lines.push_back({stride, mesh.axis_size(a)});
+  }
+  const Link link = LinesLink(lines);
+  *bandwidth = link.bandwidth;
+  *latency = link.latency < 0 ? options_.cost.latency_s : link.latency;
+  return true;
 }
 
 std::vector<int64_t> SearchGraph::TensorParts(int op, const std::string& letters,

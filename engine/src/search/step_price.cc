@@ -26,7 +26,10 @@ bool SearchGraph::StepLink(const RedistStep& step, double* bandwidth, double* la
   *latency = step.axis_names.empty() ? cm.latency_s : 0.0;
   for (const std::string& axis : step.axis_names)
     *latency = std::max(*latency, cm.AxisLatency(axis));
-  return GroupsLink(step.groups, bandwidth, latency);
+  const bool ring = !step.irregular() && (step.kind == RedistStep::Kind::kAllReduce ||
+                                          step.kind == RedistStep::Kind::kReduceScatter ||
+                                          step.kind == RedistStep::Kind::kAllGather);
+  return GroupsLink(step.groups, ring, bandwidth, latency);
 }
 
 double SearchGraph::StepSeconds(const RedistPlan& plan, const RedistStep& step,

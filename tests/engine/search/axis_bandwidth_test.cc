@@ -84,6 +84,25 @@ TEST(AxisBandwidth, ALatencyPerAxisIsPaidOnlyByGroupsThatSpanIt) {
   EXPECT_TRUE(ContractionsAcrossHosts(slow).empty()) << Join(ContractionsAcrossHosts(slow));
 }
 
+TEST(AxisBandwidth, HierarchicalCollectivesCrossTheOuterAxisOnEveryLinkOfTheGroup) {
+  samples::FFN net;
+  const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 256).value();
+  // Data parallel over both hosts: 4 ranks of each host's ring or tree reach the other host,
+  // each on its own link, so the gradients' all-reduce crosses at 4 x the node link.
+  SearchOptions flat = TwoHostsOfFour(SearchMode::kSemiAuto, 1e9);
+  SearchOptions rails = flat;
+  rails.cost.hierarchical_collectives = true;
+  SearchOptions wide = TwoHostsOfFour(SearchMode::kSemiAuto, 4e9);
+  const double on_rails = SearchStrategies(m.graph, rails).value().step_seconds;
+  EXPECT_LT(on_rails, SearchStrategies(m.graph, flat).value().step_seconds);
+  EXPECT_DOUBLE_EQ(on_rails, SearchStrategies(m.graph, wide).value().step_seconds);
+  // Still bounded by the inner links: a node link faster than the host's own is no faster.
+  rails.cost.axis_bandwidth["node"] = 1e12;
+  wide.cost.axis_bandwidth["node"] = 1e12;
+  EXPECT_DOUBLE_EQ(SearchStrategies(m.graph, rails).value().step_seconds,
+                   SearchStrategies(m.graph, wide).value().step_seconds);
+}
+
 TEST(AxisBandwidth, WithoutADeviceMeshEveryCollectiveRunsAtTheDefault) {
   samples::FFN net;
   const ModelGraph m = nn::BuildClassifier(net, {1, 28, 28}, 256).value();

@@ -158,6 +158,11 @@ struct CostModel {
   // the tree costs 2 ceil(log2 p) alpha + 2 n / beta, fewer latency terms on large groups.
   // Cluster profiles set it; false (in-process, calibrated profiles) = the ring alone.
   bool tree_all_reduce = false;
+  // Rings and trees over several mesh axes use every link the group has into an axis at once:
+  // a group with L ranks in each node crosses the network on L NICs (NCCL runs a channel per
+  // NIC), so that axis runs at L x its bandwidth, bounded by the inner axes' links. Searches
+  // and PriceProgram; cluster profiles set it; false: the slowest link alone.
+  bool hierarchical_collectives = false;
   // Parameter gradients are all-reduced in buckets of this many bytes (PyTorch DDP's
   // bucket_cap_mb, 25 MiB): a gradient pays its share of one bucket's latency terms
   // (GradientBucketShare). 0 = one collective per gradient. Searches and PriceProgram.
