@@ -33,11 +33,11 @@ struct MemoryFitRequest {
   // Where the planner chooses: the options `asked` was partitioned with (the search's choice).
   int first_optimizer_sharding = 0;
   std::vector<std::string> first_recompute;
-  // The search's estimate of each option (SearchResult::memory_options; empty: none): an
-  // option whose estimate, scaled by measured / estimated of `asked`, exceeds the capacity by
+  // The search's estimate of each option (SearchResult::memory_options; empty: none), which
+  // runs below the measured peak: an option whose estimate exceeds the capacity by
   // kEstimateSlack is not partitioned; when every option is so, only the least is.
   std::vector<MemoryOptionEstimate> estimates;
-  static constexpr double kEstimateSlack = 1.25;
+  static constexpr double kEstimateSlack = 1.1;
 };
 
 struct MemoryFit {

@@ -84,8 +84,11 @@ struct SearchOptions {
   SearchMode mode = SearchMode::kShardingPropagation;
   int devices = 1;
   CostModel cost;
-  // Per-device memory budget in bytes; 0 = unlimited. The searches respect it (below).
+  // Per-device memory budget in bytes; 0 = unlimited. The searches respect it (below). Their
+  // estimate leaves out temporaries (partial sums, redistributed copies): memory_target < 1
+  // aims below the budget (strategies fitting only the whole budget are the fallback).
   double memory_budget_bytes = 0;
+  double memory_target = 1.0;
   // Memory options the searches may choose when the strategies do not fit the budget
   // (search_memory.cc, docs/memory.md): ZeRO stages, and name scopes to recompute ({"*"}:
   // every top-level scope). The first of each is the one asked for.

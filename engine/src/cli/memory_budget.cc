@@ -115,8 +115,8 @@ Result<nlohmann::ordered_json> FitTrainMemory(const ModelFile& mf, const Graph& 
   SHARDSCOPE_ASSIGN_OR_RETURN(
       SearchOptions options,
       MakeSearchOptions(flags, SearchMode::kSemiAuto, partition->devices, partition->meshes));
-  SHARDSCOPE_ASSIGN_OR_RETURN(PlanMemory m,
-                              FitPlanMemory(mf, graph, *probe, *partition, options, flags, searched));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      PlanMemory m, FitPlanMemory(mf, graph, *probe, *partition, options, flags, searched));
   if (!m.fit.fits) return Status::Invalid(NothingFitsMessage(mf, m));
   partition->optimizer_sharding = m.fit.chosen.optimizer_sharding;
   partition->recompute = m.fit.chosen.recompute;

@@ -51,7 +51,8 @@ void SetSearchMemoryChoices(const ParallelConfig& parallel, SearchFlags* flags) 
 
 void TakeSearchMemoryChoices(const SearchResult& result, const SearchFlags& flags,
                              const ParallelConfig& parallel, PartitionOptions* partition) {
-  if (OptimizerShardingAuto(flags, parallel)) partition->optimizer_sharding = result.optimizer_sharding;
+  if (OptimizerShardingAuto(flags, parallel))
+    partition->optimizer_sharding = result.optimizer_sharding;
   if (RecomputeAuto(flags, parallel)) partition->recompute = result.recompute;
 }
 
@@ -213,7 +214,8 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
   SHARDSCOPE_RETURN_IF_ERROR(ApplyAxisFlags(f, o));
   if (!f.cluster.empty()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(ClusterProfile cluster, LoadClusterProfile(f.cluster));
-    if (cluster.memory_bytes > 0 && (o.memory_budget_bytes <= 0 || cluster.memory_bytes < o.memory_budget_bytes))
+    if (cluster.memory_bytes > 0 &&
+        (o.memory_budget_bytes <= 0 || cluster.memory_bytes < o.memory_budget_bytes))
       o.memory_budget_bytes = cluster.memory_bytes;
     if (o.device_mesh.num_axes() == 0) {
       auto mesh = ClusterDeviceMesh(cluster, devices);

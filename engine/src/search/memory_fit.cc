@@ -91,27 +91,23 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
   std::vector<std::vector<std::string>> recomputes = {{}, LayerScopes(graph)};
   if (recomputes[1].empty()) recomputes.pop_back();
   if (request.recompute) recomputes = {*request.recompute};
-  // Options the search's estimate, scaled to the asked program's measured peak, cannot fit
+  // Options whose estimate (below the measured peak: it leaves temporaries out) cannot fit
   // are not partitioned (the slow part); the least of them is when nothing else is left.
   const auto estimate = [&](int zero, const std::vector<std::string>& recompute) {
     for (const MemoryOptionEstimate& e : request.estimates)
       if (e.optimizer_sharding == zero && e.recompute == recompute) return e.memory_bytes;
     return -1.0;
   };
-  const double asked_estimate = estimate(asked_zero, asked_recompute);
-  const double scale = asked_estimate > 0 ? static_cast<double>(fit.tried[0].memory.total) /
-                                                asked_estimate
-                                          : 0.0;
   std::vector<std::pair<int, std::vector<std::string>>> pruned;
   double least_pruned = 0;
   size_t least_at = 0;
   for (const auto& recompute : recomputes) {
     for (int zero : stages) {
       if (zero == asked_zero && recompute == asked_recompute) continue;
-      const double scaled = estimate(zero, recompute) * scale;
-      if (scaled > request.capacity_bytes * MemoryFitRequest::kEstimateSlack) {
-        if (pruned.empty() || scaled < least_pruned) {
-          least_pruned = scaled;
+      const double estimated = estimate(zero, recompute);
+      if (estimated > request.capacity_bytes * MemoryFitRequest::kEstimateSlack) {
+        if (pruned.empty() || estimated < least_pruned) {
+          least_pruned = estimated;
           least_at = pruned.size();
         }
         pruned.emplace_back(zero, recompute);

@@ -77,7 +77,7 @@ struct SearchOp {
   bool narrowed = false;       // candidates cut by a shard block: searches must end in one
   std::optional<Parts> fixed;  // the user's strategy (as split counts)
   std::string fixed_text;
-  std::string fixed_provenance;     // "user: ((2,4),(4,1))", or why it was fixed
+  std::string fixed_provenance;  // "user: ((2,4),(4,1))", or why it was fixed
   std::vector<int> edges;        // indices into SearchGraph::edges, in edge order
   std::vector<double> own_cost;  // SearchCost per candidate (CacheOwnCosts)
   std::vector<SearchOperand> inputs, outputs;
@@ -200,8 +200,8 @@ class SearchGraph {
   }
   // Op `op`'s bytes per device under `parts` and the memory option set: its parameters'
   // shards (a slice under ZeRO 3), gradients, optimizer states and fp32 master copies (a
-  // slice under ZeRO 1-3), and its outputs held for backward (under recomputation only those
-  // read outside its scope).
+  // slice under ZeRO 1-3), and its outputs a backward operator reads (under recomputation only
+  // those read outside its scope).
   double OpMemoryUnder(int op, const Parts& parts) const;
   // Sets the option and weight SearchCost uses and caches the own costs again.
   void SetMemoryObjective(const MemoryOption& option, double weight);
@@ -259,9 +259,11 @@ class SearchGraph {
   SearchOptions options_;
   std::vector<SearchOp> ops_;
   std::vector<SearchEdge> edges_;
-  // SetMemoryObjective: per op its recomputed scope (-1: none), per op and output whether
-  // recomputation keeps it (read outside the scope, or by nothing).
+  // SetMemoryObjective: per op its recomputed scope (-1: none), per op and output whether it
+  // is held for backward (saved: a backward operator reads it, or nothing reads it) and
+  // whether it still is under the option (kept: recomputation keeps what leaves its scope).
   MemoryOption memory_option_;
+  std::vector<std::vector<char>> saved_output_;
   double memory_weight_ = 0;
   std::vector<int> recompute_scope_;
   std::vector<std::vector<char>> kept_output_;

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "search/search_graph.h"
+#include "shardscope/autodiff.h"
 #include "shardscope/base/format.h"
 #include "shardscope/memory_fit.h"
 
@@ -32,6 +33,36 @@ int ScopeOf(const std::string& name, const std::vector<std::string>& scopes) {
   return -1;
 }
 
+// Which values a backward operator reads, so are held from the forward to the backward: from
+// the graph's backward when it has one, else from BuildBackward on a copy (the loss: a scalar
+// nothing reads). Without a loss or a gradient rule: every value.
+std::vector<char> ValuesReadByBackward(const Graph& forward) {
+  std::vector<char> read(forward.num_values(), 1);
+  const Graph* with_backward = &forward;
+  Graph copy;
+  const bool has_backward = std::any_of(forward.nodes().begin(), forward.nodes().end(),
+                                        [](const Node& n) { return n.is_backward; });
+  if (!has_backward) {
+    const std::vector<std::vector<NodeId>> consumers = forward.Consumers();
+    ValueId loss = kNoValue;
+    for (const Node& n : forward.nodes()) {
+      for (ValueId v : n.outputs)
+        if (consumers[v].empty() && NumElements(forward.value(v).shape) == 1) loss = v;
+    }
+    if (loss == kNoValue) return read;
+    copy = forward;
+    if (!BuildBackward(copy, loss, copy.Parameters()).ok()) return read;
+    with_backward = &copy;
+  }
+  std::fill(read.begin(), read.end(), 0);
+  for (const Node& n : with_backward->nodes()) {
+    if (!n.is_backward) continue;
+    for (ValueId v : n.inputs)
+      if (v < forward.num_values()) read[v] = 1;
+  }
+  return read;
+}
+
 // Weight x memory = price at this weight: memory then counts as much as the step.
 double BaseWeight(const SearchGraph& g, const Assignment& a) {
   const double memory = std::max(1.0, g.AssignmentMemory(a.parts));
@@ -41,14 +72,22 @@ double BaseWeight(const SearchGraph& g, const Assignment& a) {
 }  // namespace
 
 void SearchGraph::SetMemoryObjective(const MemoryOption& option, double weight) {
+  if (saved_output_.empty()) {
+    const std::vector<char> read = ValuesReadByBackward(*graph_);
+    for (const SearchOp& op : ops_) {
+      saved_output_.emplace_back();
+      for (size_t k = 0; k < op.outputs.size(); ++k) {
+        const ValueId v = graph_->node(op.node).outputs[k];
+        saved_output_.back().push_back(read[v] || !op.outputs[k].read ? 1 : 0);
+      }
+    }
+  }
   memory_option_ = option;
   memory_weight_ = weight;
   recompute_scope_.assign(ops_.size(), -1);
-  kept_output_.assign(ops_.size(), {});
-  for (size_t i = 0; i < ops_.size(); ++i) {
+  kept_output_ = saved_output_;
+  for (size_t i = 0; i < ops_.size(); ++i)
     recompute_scope_[i] = ScopeOf(ops_[i].name, option.recompute);
-    kept_output_[i].assign(ops_[i].outputs.size(), 1);
-  }
   for (size_t i = 0; i < ops_.size(); ++i) {
     if (recompute_scope_[i] < 0) continue;
     for (size_t k = 0; k < ops_[i].outputs.size(); ++k) {
@@ -59,7 +98,7 @@ void SearchGraph::SetMemoryObjective(const MemoryOption& option, double weight) 
         if (edge.producer == static_cast<int>(i) && edge.output == static_cast<int>(k))
           outside = outside || recompute_scope_[edge.consumer] != recompute_scope_[i];
       }
-      kept_output_[i][k] = outside ? 1 : 0;
+      kept_output_[i][k] = outside ? 1 : 0;  // a boundary is kept, read by backward or not
     }
   }
   CacheOwnCosts();
@@ -69,7 +108,8 @@ double SearchGraph::OpMemoryUnder(int op, const Parts& parts) const {
   const SearchOp& o = ops_[op];
   const int zero = memory_option_.zero;
   const double narrow = PrecisionBytes(options_.dtype);
-  const double wide = 4.0 * (options_.optimizer_states + (options_.dtype == Precision::kF32 ? 0 : 1));
+  const double wide =
+      4.0 * (options_.optimizer_states + (options_.dtype == Precision::kF32 ? 0 : 1));
   double bytes = 0;
   for (const SearchOperand& in : o.inputs) {
     if (in.kind != ValueKind::kParameter) continue;
@@ -77,11 +117,10 @@ double SearchGraph::OpMemoryUnder(int op, const Parts& parts) const {
     const double replicas = std::max(1.0, options_.devices / in.Parts(parts));
     const double slice = zero >= 1 ? 1.0 / replicas : 1.0;
     bytes += (zero == 3 ? shard / replicas : shard) + shard;  // the weight, its gradient
-    bytes += shard / narrow * wide * slice;                    // states and master copy
+    bytes += shard / narrow * wide * slice;                   // states and master copy
   }
-  const bool recomputed = !kept_output_.empty() && recompute_scope_[op] >= 0;
   for (size_t k = 0; k < o.outputs.size(); ++k) {
-    if (recomputed && !kept_output_[op][k]) continue;
+    if (!kept_output_.empty() && !kept_output_[op][k]) continue;
     bytes += o.outputs[k].bytes / o.outputs[k].Parts(parts);
   }
   return bytes;
@@ -100,11 +139,13 @@ double SearchGraph::AssignmentMemory(const std::vector<Parts>& assignment, std::
       if (largest != nullptr) *largest = ops_[i].name;
     }
     for (const SearchOperand& in : ops_[i].inputs)
-      if (in.kind == ValueKind::kParameter) init = std::max(init, in.bytes / PrecisionBytes(options_.dtype) * 4);
+      if (in.kind == ValueKind::kParameter)
+        init = std::max(init, in.bytes / PrecisionBytes(options_.dtype) * 4);
     if (kept_output_.empty() || recompute_scope_[i] < 0) continue;
     for (size_t k = 0; k < ops_[i].outputs.size(); ++k) {
-      if (!kept_output_[i][k])
-        replay[recompute_scope_[i]] += ops_[i].outputs[k].bytes / ops_[i].outputs[k].Parts(assignment[i]);
+      if (saved_output_[i][k] && !kept_output_[i][k])
+        replay[recompute_scope_[i]] +=
+            ops_[i].outputs[k].bytes / ops_[i].outputs[k].Parts(assignment[i]);
     }
   }
   double worst_replay = 0;
@@ -158,7 +199,7 @@ std::vector<MemoryOptionEstimate> EstimateMemoryOptions(SearchGraph& g,
 
 Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
   const SearchOptions& o = g.options();
-  const double cap = o.memory_budget_bytes;
+  const double cap = o.memory_budget_bytes * o.memory_target;
   std::vector<MemoryOption> options;
   for (const std::vector<std::string>& recompute : o.recompute_options)
     for (int zero : o.optimizer_sharding_options) options.push_back({zero, recompute});
@@ -174,11 +215,17 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
   double best_price = 0;
   bool found = false;
   MemoryChoice least = best;  // none fits: the least memory seen
+  MemoryChoice roomless;      // none fits the target: the cheapest within the whole budget
+  double roomless_price = -1;
   auto consider = [&](const Assignment& a, const MemoryOption& option) {
     const double memory = g.AssignmentMemory(a.parts);
     if (memory < least.memory_bytes) least = {a, option, memory, false, ""};
-    if (memory > cap) return false;
     const double price = g.Total(a.parts) + g.OptionSeconds(a.parts);
+    if (memory <= o.memory_budget_bytes && (roomless_price < 0 || price < roomless_price)) {
+      roomless = {a, option, memory, true, ""};
+      roomless_price = price;
+    }
+    if (memory > cap) return false;
     if (!found || price < best_price) {
       best = {a, option, memory, true, ""};
       best_price = price;
@@ -194,11 +241,11 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
     g.SetMemoryObjective(option, base * 1e6);
     SHARDSCOPE_ASSIGN_OR_RETURN(Assignment heavy, run(g));
     g.SetMemoryObjective(option, 0);
-    if (!consider(heavy, option)) continue;
+    if (!consider(heavy, option)) continue;  // this option fits nowhere
     // The least weight whose strategies fit, by doubling then bisection (geometric).
     double lo = 0, hi = base * 1e6;
     Assignment fitting = heavy;
-    for (double w = base / 64; w < hi; w *= 4) {
+    for (double w = base / 8; w < hi; w *= 16) {
       g.SetMemoryObjective(option, w);
       SHARDSCOPE_ASSIGN_OR_RETURN(Assignment a, run(g));
       g.SetMemoryObjective(option, 0);
@@ -209,7 +256,7 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
       }
       lo = w;
     }
-    for (int step = 0; step < 5 && lo > 0; ++step) {
+    for (int step = 0; step < 3 && lo > 0; ++step) {
       const double w = std::sqrt(lo * hi);
       g.SetMemoryObjective(option, w);
       SHARDSCOPE_ASSIGN_OR_RETURN(Assignment a, run(g));
@@ -221,18 +268,20 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
       }
     }
   }
-  if (!found) {
+  if (!found && roomless_price >= 0) {
+    best = roomless;
+  } else if (!found) {
     best = least;
     g.SetMemoryObjective(best.option, 0);
     std::string consumer;
     double consumer_bytes = 0;
     g.AssignmentMemory(best.assignment.parts, &consumer, &consumer_bytes);
     MemoryCandidate label{best.option.zero, best.option.recompute, {}, 0, false};
-    best.note = std::string(SearchModeName(o.mode)) + ": no strategies fit the " +
-                FormatBytes(cap) + " per device: the least estimate is " +
+    best.note = std::string(SearchModeName(o.mode)) + ": no strategies fit " + FormatBytes(cap) +
+                " per device (" + std::to_string(static_cast<int>(o.memory_target * 100)) +
+                " % of the budget, room for temporaries): the least estimate is " +
                 FormatBytes(best.memory_bytes) + " with " + label.Label() +
-                "; largest consumer: operator '" + consumer + "' (" +
-                FormatBytes(consumer_bytes) +
+                "; largest consumer: operator '" + consumer + "' (" + FormatBytes(consumer_bytes) +
                 ": parameters, gradients, optimizer states and the outputs it holds)";
   }
   g.SetMemoryObjective(best.option, 0);

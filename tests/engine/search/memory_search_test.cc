@@ -40,14 +40,16 @@ TEST(MemorySearch, PrefersStrategiesThatFitOverCheaperOnesThatDoNot) {
     auto least = SearchStrategies(m.graph, Options(mode, 8, 1));
     ASSERT_TRUE(least.ok()) << least.status().message();
     EXPECT_FALSE(least->memory_fits);
-    ASSERT_LT(least->memory_estimate_bytes, free->memory_estimate_bytes * 0.9)
+    ASSERT_LT(least->memory_estimate_bytes, free->memory_estimate_bytes * 0.97)
         << SearchModeName(mode) << ": the model must leave room between the two";
-    // Between them: the unconstrained strategies do not fit, others do, at a price.
-    const double budget = (least->memory_estimate_bytes + free->memory_estimate_bytes) / 2;
-    auto fit = SearchStrategies(m.graph, Options(mode, 8, budget));
+    // Between them (the search aims at memory_target of the budget): the unconstrained
+    // strategies do not fit, others do, at a price.
+    const double target = (least->memory_estimate_bytes + free->memory_estimate_bytes) / 2;
+    SearchOptions o = Options(mode, 8, target / Options(mode, 8, 0).memory_target);
+    auto fit = SearchStrategies(m.graph, o);
     ASSERT_TRUE(fit.ok()) << fit.status().message();
     EXPECT_TRUE(fit->memory_fits) << SearchModeName(mode) << ": " << fit->memory_note;
-    EXPECT_LE(fit->memory_estimate_bytes, budget) << SearchModeName(mode);
+    EXPECT_LE(fit->memory_estimate_bytes, target * (1 + 1e-9)) << SearchModeName(mode);
     if (mode == SearchMode::kDynamicProgramming) {  // the exact optimum pays for fitting
       EXPECT_GE(fit->step_seconds, free->step_seconds * (1 - 1e-9));
     }
@@ -67,7 +69,7 @@ TEST(MemorySearch, OptionsOnlyWhenStrategiesAloneDoNotFit) {
     // A budget the unconstrained strategies fit: no option.
     auto free = SearchStrategies(m.graph, o);
     ASSERT_TRUE(free.ok()) << free.status().message();
-    o.memory_budget_bytes = free->memory_estimate_bytes * 1.01;
+    o.memory_budget_bytes = free->memory_estimate_bytes * 1.01 / o.memory_target;
     auto roomy = SearchStrategies(m.graph, o);
     ASSERT_TRUE(roomy.ok());
     EXPECT_TRUE(roomy->memory_fits);
@@ -78,12 +80,13 @@ TEST(MemorySearch, OptionsOnlyWhenStrategiesAloneDoNotFit) {
     auto least = SearchStrategies(m.graph, o);
     ASSERT_TRUE(least0.ok() && least.ok());
     ASSERT_LT(least->memory_estimate_bytes, least0->memory_estimate_bytes);
-    o.memory_budget_bytes = (least0->memory_estimate_bytes + least->memory_estimate_bytes) / 2;
+    o.memory_budget_bytes =
+        (least0->memory_estimate_bytes + least->memory_estimate_bytes) / 2 / o.memory_target;
     auto tight = SearchStrategies(m.graph, o);
     ASSERT_TRUE(tight.ok());
     EXPECT_TRUE(tight->memory_fits) << SearchModeName(mode) << ": " << tight->memory_note;
     EXPECT_GT(tight->optimizer_sharding, 0) << SearchModeName(mode);
-    EXPECT_LE(tight->memory_estimate_bytes, o.memory_budget_bytes);
+    EXPECT_LE(tight->memory_estimate_bytes, o.memory_budget_bytes * o.memory_target);
     // Every open option is estimated under the chosen strategies.
     EXPECT_EQ(tight->memory_options.size(), 4u);
     for (const MemoryOptionEstimate& e : tight->memory_options) {
