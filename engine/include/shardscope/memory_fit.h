@@ -30,6 +30,14 @@ struct MemoryFitRequest {
   double capacity_bytes = 0;              // per device; <= 0: no limit known
   std::optional<int> optimizer_sharding;  // fixed by the user; nullopt: the planner chooses
   std::optional<std::vector<std::string>> recompute;  // likewise
+  // Where the planner chooses: the options `asked` was partitioned with (the search's choice).
+  int first_optimizer_sharding = 0;
+  std::vector<std::string> first_recompute;
+  // The search's estimate of each option (SearchResult::memory_options; empty: none), which
+  // runs below the measured peak: an option whose estimate exceeds the capacity by
+  // kEstimateSlack is not partitioned; when every option is so, only the least is.
+  std::vector<MemoryOptionEstimate> estimates;
+  static constexpr double kEstimateSlack = 1.1;
 };
 
 struct MemoryFit {
@@ -37,6 +45,7 @@ struct MemoryFit {
   ProgramPrice price;
   MemoryCandidate chosen;
   std::vector<MemoryCandidate> tried;  // in the order tried; the first is the plan as asked
+  int skipped = 0;                     // options not partitioned: their estimate cannot fit
   bool fits = true;
   std::string why;  // one sentence: why `chosen`
 };

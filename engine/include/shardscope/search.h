@@ -28,7 +28,9 @@
 //              SearchOptions::device_mesh the moving letters span (default_bandwidth
 //              without one).
 //   memory     per device: parameters x (weight + gradient + optimizer states) / parts, plus
-//              each saved output / parts.
+//              each saved output / parts (OpMemory). With a budget, the searches minimise the
+//              price plus a weight x the estimate of search_memory.cc (ZeRO stage, recomputed
+//              scopes), the least weight whose strategies fit (search_memory.cc).
 // The total of a whole assignment is the predicted step time (SearchResult::step_seconds).
 //
 // Modes:
@@ -82,8 +84,16 @@ struct SearchOptions {
   SearchMode mode = SearchMode::kShardingPropagation;
   int devices = 1;
   CostModel cost;
-  // Per-device memory budget in bytes; 0 = unlimited.
+  // Per-device memory budget in bytes; 0 = unlimited. The searches respect it (below). Their
+  // estimate leaves out temporaries (partial sums, redistributed copies): memory_target < 1
+  // aims below the budget (strategies fitting only the whole budget are the fallback).
   double memory_budget_bytes = 0;
+  double memory_target = 1.0;
+  // Memory options the searches may choose when the strategies do not fit the budget
+  // (search_memory.cc, docs/memory.md): ZeRO stages, and name scopes to recompute ({"*"}:
+  // every top-level scope). The first of each is the one asked for.
+  std::vector<int> optimizer_sharding_options = {0};
+  std::vector<std::vector<std::string>> recompute_options = {{}};
   // Optimizer state tensors per parameter (OptimizerStateTensors: SGD 0, Momentum 1, Adam 2;
   // `plan`, `train` and the samples set it from the optimizer they train with).
   int optimizer_states = 1;
@@ -128,6 +138,15 @@ struct OperatorChoice {
   std::vector<ScoredCandidate> runners_up;  // best first, at most top_k
 };
 
+// One combination of memory options under the chosen strategies: the search's estimate of a
+// rank's memory and of what the option adds to the step (ZeRO's collectives, the replays).
+struct MemoryOptionEstimate {
+  int optimizer_sharding = 0;
+  std::vector<std::string> recompute;
+  double memory_bytes = 0;
+  double extra_seconds = 0;
+};
+
 struct SearchResult {
   SearchMode mode = SearchMode::kSemiAuto;
   int devices = 1;
@@ -140,10 +159,21 @@ struct SearchResult {
   // What the user must know about the result: dynamic_programming that could not reduce the
   // graph says so, and how far its fallback may be from the optimum. Empty: nothing.
   std::string note;
+  // Memory (search_memory.cc): the options chosen with the strategies, the estimate of a
+  // rank's memory under them, whether it fits memory_budget_bytes (the cheapest fitting
+  // strategies and options; none fits: the least memory, and memory_note names the largest
+  // consumer), and the estimate of every open option under the chosen strategies.
+  int optimizer_sharding = 0;
+  std::vector<std::string> recompute;
+  double memory_estimate_bytes = 0;
+  bool memory_fits = true;
+  std::string memory_note;
+  std::vector<MemoryOptionEstimate> memory_options;
 };
 
 // Searches strategies for the forward operators of `forward` (backward operators, if any,
-// are skipped). Errors name the operator and the rule (memory budget, DP size bound).
+// are skipped). Errors name the operator and the rule (DP size bound); strategies that fit no
+// memory budget are a result (SearchResult::memory_fits), not an error.
 Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions& options);
 
 // Writes the chosen strategies into the annotations of the operators the user did not

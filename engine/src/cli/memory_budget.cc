@@ -16,7 +16,8 @@ std::string Bytes(double bytes) { return FormatBytes(bytes); }
 
 Result<PlanMemory> FitPlanMemory(const ModelFile& mf, const Graph& graph,
                                  const DistProgram& program, const PartitionOptions& partition,
-                                 const SearchOptions& options, const SearchFlags& flags) {
+                                 const SearchOptions& options, const SearchFlags& flags,
+                                 const SearchResult* searched) {
   PlanMemory m;
   if (!flags.cluster.empty()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(ClusterProfile cluster, LoadClusterProfile(flags.cluster));
@@ -36,6 +37,9 @@ Result<PlanMemory> FitPlanMemory(const ModelFile& mf, const Graph& graph,
   if (!OptimizerShardingAuto(flags, parallel))
     request.optimizer_sharding = partition.optimizer_sharding;
   if (!RecomputeAuto(flags, parallel)) request.recompute = partition.recompute;
+  request.first_optimizer_sharding = partition.optimizer_sharding;
+  request.first_recompute = partition.recompute;
+  if (searched != nullptr) request.estimates = searched->memory_options;
   const Precision dtype = options.dtype;
   const MemoryOf memory = [&](const DistProgram& p) {
     return PlannedRankMemory(mf, graph, p, dtype);
@@ -106,12 +110,13 @@ void PrintPlanMemory(const PlanMemory& m) {
 
 Result<nlohmann::ordered_json> FitTrainMemory(const ModelFile& mf, const Graph& graph,
                                               const SearchFlags& flags, bool print,
-                                              PartitionOptions* partition, DistProgram* probe) {
+                                              PartitionOptions* partition, DistProgram* probe,
+                                              const SearchResult* searched) {
   SHARDSCOPE_ASSIGN_OR_RETURN(
       SearchOptions options,
       MakeSearchOptions(flags, SearchMode::kSemiAuto, partition->devices, partition->meshes));
-  SHARDSCOPE_ASSIGN_OR_RETURN(PlanMemory m,
-                              FitPlanMemory(mf, graph, *probe, *partition, options, flags));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      PlanMemory m, FitPlanMemory(mf, graph, *probe, *partition, options, flags, searched));
   if (!m.fit.fits) return Status::Invalid(NothingFitsMessage(mf, m));
   partition->optimizer_sharding = m.fit.chosen.optimizer_sharding;
   partition->recompute = m.fit.chosen.recompute;

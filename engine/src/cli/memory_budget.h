@@ -19,10 +19,12 @@ struct PlanMemory {
 
 // `program` (partitioned with `partition`, priced with `options`) fitted to the device memory
 // of --cluster and --memory-budget (the smaller), varying the memory options the flags and
-// the model file leave to the planner. Memory at `options.dtype`.
+// the model file leave to the planner. Memory at `options.dtype`. `searched` (may be null):
+// the search's estimates, which spare partitioning options that cannot fit.
 Result<PlanMemory> FitPlanMemory(const ModelFile& mf, const Graph& graph,
                                  const DistProgram& program, const PartitionOptions& partition,
-                                 const SearchOptions& options, const SearchFlags& flags);
+                                 const SearchOptions& options, const SearchFlags& flags,
+                                 const SearchResult* searched = nullptr);
 
 // Why nothing fits: the capacity, the least figure and its options, the largest consumer and
 // the operator at the peak (for exit 2).
@@ -40,6 +42,7 @@ void PrintPlanMemory(const PlanMemory& m);
 // the run file's "memory" entry.
 Result<nlohmann::ordered_json> FitTrainMemory(const ModelFile& mf, const Graph& graph,
                                               const SearchFlags& flags, bool print,
-                                              PartitionOptions* partition, DistProgram* probe);
+                                              PartitionOptions* partition, DistProgram* probe,
+                                              const SearchResult* searched = nullptr);
 
 }  // namespace shardscope::cli

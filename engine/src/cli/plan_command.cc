@@ -193,10 +193,12 @@ int RunPlan(const PlanOptions& original) {
   flags.shard_blocks = ShardBlockSpecs(parallel);
   flags.optimizer_states = OptimizerStateTensors(mf->training().optimizer.kind);
   flags.file_dtype = mf->training().dtype;
+  SetSearchMemoryChoices(parallel, &flags);
   auto searched = ApplySearchFlags(flags, *mode, &model->graph, devices, partition.meshes,
                                    /*save=*/true);
   if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
   const SearchResult& r = **searched;
+  TakeSearchMemoryChoices(r, flags, parallel, &partition);
   auto options = MakeSearchOptions(flags, *mode, devices, partition.meshes);
   if (!options.ok()) return Fail(kExitBadInput, options.status().message());
   partition.cost = options->cost;
@@ -222,9 +224,9 @@ int RunPlan(const PlanOptions& original) {
   // Memory per device at its peak at the planning dtype, fitted to the device memory (the
   // memory options the user left open may change the program; at f32: what `train` checks).
   // The reported prediction prices the program train runs, not the search's objective.
-  auto fitted = FitPlanMemory(*mf, model->graph, *program, partition, *options, o.search);
+  // A plan that fits no option stops here unless --pipeline auto's stages fit (below).
+  auto fitted = FitPlanMemory(*mf, model->graph, *program, partition, *options, o.search, &r);
   if (!fitted.ok()) return Fail(kExitBadInput, fitted.status().message());
-  if (!fitted->fit.fits) return Fail(kExitBadInput, NothingFitsMessage(*mf, *fitted));
   *program = std::move(fitted->fit.program);
   const ProgramPrice* price = &fitted->fit.price;
   const int64_t memory = fitted->fit.chosen.memory.total;
@@ -275,6 +277,11 @@ int RunPlan(const PlanOptions& original) {
       summary["predicted_step_seconds"] = pipe->price.step_seconds;
       summary["memory_per_device_bytes"] = pipe->max_memory_bytes;
     }
+  }
+  if (!fitted->fit.fits && !pipelined) {
+    std::string why = NothingFitsMessage(*mf, *fitted);
+    if (pipe) why += "; nor do the pipeline stages (" + FormatBytes(pipe->max_memory_bytes) + ")";
+    return Fail(kExitBadInput, why);
   }
   const std::string replicas = ReplicaWarning(model->graph, *program);
   if (!replicas.empty()) {

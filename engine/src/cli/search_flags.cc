@@ -5,6 +5,7 @@
 
 #include "cli/option_checks.h"
 #include "shardscope/cost/cluster.h"
+#include "shardscope/memory_fit.h"
 
 namespace shardscope::cli {
 
@@ -37,6 +38,22 @@ void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
     partition->recompute = {"*"};
   else if (RecomputeGiven(flags))
     partition->recompute = {};
+}
+
+void SetSearchMemoryChoices(const ParallelConfig& parallel, SearchFlags* flags) {
+  PartitionOptions fixed;
+  ApplyMemoryFlags(*flags, parallel, &fixed);
+  flags->zero_options = {fixed.optimizer_sharding};
+  if (OptimizerShardingAuto(*flags, parallel)) flags->zero_options = {0, 1, 2, 3};
+  flags->recompute_options = {fixed.recompute};
+  flags->recompute_layers_open = RecomputeAuto(*flags, parallel);
+}
+
+void TakeSearchMemoryChoices(const SearchResult& result, const SearchFlags& flags,
+                             const ParallelConfig& parallel, PartitionOptions* partition) {
+  if (OptimizerShardingAuto(flags, parallel))
+    partition->optimizer_sharding = result.optimizer_sharding;
+  if (RecomputeAuto(flags, parallel)) partition->recompute = result.recompute;
 }
 
 void AddSearchFlags(CLI::App* app, SearchFlags& f) {
@@ -179,6 +196,8 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
   o.meshes = meshes;
   o.top_k = f.top_k;
   o.memory_budget_bytes = f.memory_budget_mb * 1e6;
+  o.optimizer_sharding_options = f.zero_options;
+  o.recompute_options = f.recompute_options;
   o.shard_blocks = f.shard_blocks;
   o.optimizer_states = f.optimizer_states;
   o.dtype = f.file_dtype;
@@ -196,6 +215,9 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
   SHARDSCOPE_RETURN_IF_ERROR(ApplyAxisFlags(f, o));
   if (!f.cluster.empty()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(ClusterProfile cluster, LoadClusterProfile(f.cluster));
+    if (cluster.memory_bytes > 0 &&
+        (o.memory_budget_bytes <= 0 || cluster.memory_bytes < o.memory_budget_bytes))
+      o.memory_budget_bytes = cluster.memory_bytes;
     if (o.device_mesh.num_axes() == 0) {
       auto mesh = ClusterDeviceMesh(cluster, devices);
       if (!mesh.ok()) return mesh.status().WithContext("--cluster " + f.cluster);
@@ -223,6 +245,8 @@ Result<std::optional<SearchResult>> ApplySearchFlags(
   }
   if (!mode) return std::optional<SearchResult>();
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchOptions o, MakeSearchOptions(f, *mode, devices, meshes));
+  const std::vector<std::string> layers = LayerScopes(*forward);
+  if (f.recompute_layers_open && !layers.empty()) o.recompute_options = {{}, layers};
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult r, SearchStrategies(*forward, o));
   SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(r, forward));
   if (save && !f.save_strategy.empty()) {

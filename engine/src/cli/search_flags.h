@@ -32,6 +32,11 @@ struct SearchFlags {
   std::vector<std::string> recompute;        // {} given alone: every layer; {"auto"}
   CLI::Option* recompute_option = nullptr;   // given at all (the flag may take no value)
   double bucket_mb = -1;  // gradient buckets, MiB (--bucket-mb); < 0: BucketMb's default
+  // Not flags: the memory options the search may weigh (SetSearchMemoryChoices): ZeRO stages,
+  // recomputed scopes, and whether recomputing every layer (LayerScopes) is open too.
+  std::vector<int> zero_options = {0};
+  std::vector<std::vector<std::string>> recompute_options = {{}};
+  bool recompute_layers_open = false;
   // The gradient bucket `train` uses: --bucket-mb, else kDefaultBucketMb.
   double BucketMb() const { return bucket_mb >= 0 ? bucket_mb : kDefaultBucketMb; }
   static constexpr double kDefaultBucketMb = 25;  // PyTorch DDP's bucket_cap_mb
@@ -47,6 +52,16 @@ bool RecomputeAuto(const SearchFlags& flags, const ParallelConfig& parallel);
 void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
                       PartitionOptions* partition);
 
+// The memory options the flags and `parallel` leave to the planner, as the search's choices
+// (SearchOptions::optimizer_sharding_options, recompute_options): every ZeRO stage where
+// open, else the one fixed; no recomputation or every layer where open, else the scopes fixed.
+void SetSearchMemoryChoices(const ParallelConfig& parallel, SearchFlags* flags);
+
+// After a search with those choices: the options it chose, where the planner chooses, into
+// `partition`.
+void TakeSearchMemoryChoices(const SearchResult& result, const SearchFlags& flags,
+                             const ParallelConfig& parallel, PartitionOptions* partition);
+
 // The model file's shard blocks as the search takes them.
 std::vector<ShardBlockSpec> ShardBlockSpecs(const ParallelConfig& parallel);
 
@@ -54,7 +69,8 @@ std::vector<ShardBlockSpec> ShardBlockSpecs(const ParallelConfig& parallel);
 void AddSearchFlags(CLI::App* app, SearchFlags& flags);
 
 // The search options the flags describe (the cluster's or the profile's cost model, or the
-// defaults; the dtype of --dtype, else the model file's).
+// defaults; the dtype of --dtype, else the model file's; the memory budget of --memory-budget
+// and the cluster's device memory, the smaller).
 Result<SearchOptions> MakeSearchOptions(const SearchFlags& flags, SearchMode mode, int devices,
                                         const std::map<std::string, DeviceMesh>& meshes);
 

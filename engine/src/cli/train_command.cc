@@ -166,6 +166,7 @@ SearchFlags SearchFlagsFor(const TrainOptions& o, const ModelFile& mf) {
   if (!o.ignore_parallel) flags.shard_blocks = ShardBlockSpecs(mf.parallel());
   flags.optimizer_states = OptimizerStateTensors(mf.training().optimizer.kind);
   flags.file_dtype = mf.training().dtype;
+  SetSearchMemoryChoices(mf.parallel(), &flags);
   return flags;
 }
 
@@ -515,6 +516,8 @@ int RunTrainReported(const TrainOptions& o) {
     auto searched = ApplySearchFlags(SearchFlagsFor(o, *mf), plan->search, &model->graph,
                                      plan->partition.devices, plan->partition.meshes, false);
     if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
+    if (*searched)
+      TakeSearchMemoryChoices(**searched, SearchFlagsFor(o, *mf), mf->parallel(), &plan->partition);
     auto probe = PlanTrainingProgram(&*model, plan->partition);
     if (!probe.ok()) {
       const bool bad_input = probe.status().code() == StatusCode::kInvalidInput ||
@@ -522,8 +525,9 @@ int RunTrainReported(const TrainOptions& o) {
       return Fail(bad_input ? kExitBadInput : kExitRunFailure, probe.status().message());
     }
     if (IsFirstRank()) std::fprintf(stderr, "%s", ReplicaWarning(model->graph, *probe).c_str());
+    const SearchResult* result = *searched ? &**searched : nullptr;
     auto fitted = FitTrainMemory(*mf, model->graph, SearchFlagsFor(o, *mf), IsFirstRank(),
-                                 &plan->partition, &*probe);
+                                 &plan->partition, &*probe, result);
     if (!fitted.ok()) return Fail(kExitBadInput, fitted.status().message());
     memory_json = *fitted;
     const int here = DevicesOnThisHost(plan->mpi, plan->partition.devices);

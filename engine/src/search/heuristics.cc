@@ -113,11 +113,11 @@ double RoundResponse(const SearchGraph& g, int e, int v, const Parts& p, int w, 
       mine[l] /= f;
       continue;
     }
-    const double cost = g.OpCost(w, mine) + g.EdgeCostFrom(e, v, p, mine);
+    const double cost = g.SearchCost(w, mine) + g.EdgeCostFrom(e, v, p, mine);
     mine[l] /= f;
     if (best < 0 || cost < best) best = cost;
   }
-  return best < 0 ? g.OpCost(w, mine) + g.EdgeCostFrom(e, v, p, mine) : best;
+  return best < 0 ? g.SearchCost(w, mine) + g.EdgeCostFrom(e, v, p, mine) : best;
 }
 
 }  // namespace
@@ -160,14 +160,12 @@ Assignment RunRecursive(const SearchGraph& g) {
           trial[l] /= f;
           continue;
         }
-        double cost = g.OpCost(v, trial);
+        double cost = g.SearchCost(v, trial);
         for (int e : op.edges) {
           const int w = g.Other(e, v);
           cost += done_round[w] ? g.EdgeCostAmong(e, v, trial, a.parts, nullptr)
                                 : RoundResponse(g, e, v, trial, w, a.parts[w], f);
         }
-        // The memory budget binds on the final strategy.
-        if (last && g.OpMemory(v, trial) > op.memory_allowance) cost += 1e9;
         trial[l] /= f;
         if (best < 0 || cost < best_cost) {
           best = static_cast<int>(l);
@@ -191,9 +189,8 @@ Assignment RunRecursive(const SearchGraph& g) {
   for (int v : order) {
     const SearchOp& op = g.ops()[v];
     auto local = [&](const Parts& p) {
-      double c = g.OpCost(v, p);
+      double c = g.SearchCost(v, p);
       for (int e : op.edges) c += g.EdgeCostAmong(e, v, p, a.parts, nullptr);
-      if (g.OpMemory(v, p) > op.memory_allowance) c += 1e9;
       return c;
     };
     double best = local(a.parts[v]);
@@ -229,7 +226,7 @@ Assignment RunRecursive(const SearchGraph& g) {
       continue;
     double best = -1;
     for (const Parts& p : op.candidates) {
-      double c = g.OpCost(v, p);
+      double c = g.SearchCost(v, p);
       for (int e : op.edges) c += g.EdgeCostAmong(e, v, p, a.parts, nullptr);
       if (best < 0 || c < best) {
         best = c;

@@ -70,9 +70,9 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
     }
     return Status::Ok();
   };
-  const int asked_zero = request.optimizer_sharding.value_or(0);
+  const int asked_zero = request.optimizer_sharding.value_or(request.first_optimizer_sharding);
   const std::vector<std::string> asked_recompute =
-      request.recompute.value_or(std::vector<std::string>{});
+      request.recompute.value_or(request.first_recompute);
   SHARDSCOPE_RETURN_IF_ERROR(try_one(asked_zero, asked_recompute, std::move(asked)));
   const std::string capacity = FormatBytes(request.capacity_bytes);
   if (request.capacity_bytes <= 0) {
@@ -80,7 +80,10 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
     return fit;
   }
   if (fit.chosen.fits) {
-    fit.why = "fits the " + capacity + " per device as asked";
+    const bool searched = (!request.optimizer_sharding && request.first_optimizer_sharding != 0) ||
+                          (!request.recompute && !request.first_recompute.empty());
+    fit.why = "fits the " + capacity + " per device " +
+              (searched ? "with the options the search chose" : "as asked");
     return fit;
   }
   std::vector<int> stages = {0, 1, 2, 3};
@@ -88,25 +91,55 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
   std::vector<std::vector<std::string>> recomputes = {{}, LayerScopes(graph)};
   if (recomputes[1].empty()) recomputes.pop_back();
   if (request.recompute) recomputes = {*request.recompute};
+  // Options whose estimate (below the measured peak: it leaves temporaries out) cannot fit
+  // are not partitioned (the slow part); the least of them is when nothing else is left.
+  const auto estimate = [&](int zero, const std::vector<std::string>& recompute) {
+    for (const MemoryOptionEstimate& e : request.estimates)
+      if (e.optimizer_sharding == zero && e.recompute == recompute) return e.memory_bytes;
+    return -1.0;
+  };
+  std::vector<std::pair<int, std::vector<std::string>>> pruned;
+  double least_pruned = 0;
+  size_t least_at = 0;
   for (const auto& recompute : recomputes) {
     for (int zero : stages) {
       if (zero == asked_zero && recompute == asked_recompute) continue;
+      const double estimated = estimate(zero, recompute);
+      if (estimated > request.capacity_bytes * MemoryFitRequest::kEstimateSlack) {
+        if (pruned.empty() || estimated < least_pruned) {
+          least_pruned = estimated;
+          least_at = pruned.size();
+        }
+        pruned.emplace_back(zero, recompute);
+        continue;
+      }
       SHARDSCOPE_ASSIGN_OR_RETURN(DistProgram program, partition(zero, recompute));
       SHARDSCOPE_RETURN_IF_ERROR(try_one(zero, recompute, std::move(program)));
     }
   }
+  if (!fit.chosen.fits && !pruned.empty()) {
+    const auto& [zero, recompute] = pruned[least_at];
+    SHARDSCOPE_ASSIGN_OR_RETURN(DistProgram program, partition(zero, recompute));
+    SHARDSCOPE_RETURN_IF_ERROR(try_one(zero, recompute, std::move(program)));
+    pruned.erase(pruned.begin() + static_cast<std::ptrdiff_t>(least_at));
+  }
+  fit.skipped = static_cast<int>(pruned.size());
   fit.fits = fit.chosen.fits;
   int fitting = 0;
   for (const MemoryCandidate& c : fit.tried) fitting += c.fits ? 1 : 0;
   const std::string as_asked = fit.tried[0].Label();
+  const std::string skipped =
+      fit.skipped == 0 ? ""
+                       : "; " + std::to_string(fit.skipped) +
+                             " more not partitioned: their estimate exceeds the capacity";
   if (fit.fits) {
     fit.why = as_asked + " needs " + FormatBytes(static_cast<double>(fit.tried[0].memory.total)) +
               ", more than the " + capacity + " per device; " + fit.chosen.Label() +
               " fits and is the cheapest by predicted step of " + std::to_string(fitting) + " of " +
-              std::to_string(fit.tried.size()) + " option(s) tried that fit";
+              std::to_string(fit.tried.size()) + " option(s) tried that fit" + skipped;
   } else {
     fit.why = "none of " + std::to_string(fit.tried.size()) + " option(s) tried fits the " +
-              capacity + " per device; the least is " + fit.chosen.Label();
+              capacity + " per device; the least is " + fit.chosen.Label() + skipped;
   }
   return fit;
 }

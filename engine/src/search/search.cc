@@ -130,47 +130,41 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
                            "sharding_propagation, recursive_programming or dynamic_programming");
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchGraph g, SearchGraph::Build(forward, options));
-  if (options.mode != SearchMode::kSemiAuto) SHARDSCOPE_RETURN_IF_ERROR(g.ApplyMemoryBudget());
   g.CacheOwnCosts();
-  Assignment a;
   std::string unreduced;  // why dynamic_programming fell back, if it did
-  switch (options.mode) {
-    case SearchMode::kSemiAuto:
-      a = SemiAuto(g);
-      break;
-    case SearchMode::kShardingPropagation:
-      a = search_internal::RunPropagation(g);
-      break;
-    case SearchMode::kRecursiveProgramming:
-      a = search_internal::RunRecursive(g);
-      break;
-    case SearchMode::kDynamicProgramming: {
-      Result<Assignment> dp = search_internal::RunDynamicProgramming(g);
-      if (!dp.ok() && dp.status().message().find("does not reduce") == std::string::npos &&
-          dp.status().message().find("effort budget") == std::string::npos)
-        return dp.status();
-      if (dp.ok()) {
-        a = std::move(*dp);
-      } else {
-        a = search_internal::RunRecursive(g);
+  const search_internal::RunSearch run = [&](const SearchGraph& sg) -> Result<Assignment> {
+    switch (options.mode) {
+      case SearchMode::kSemiAuto:
+        return SemiAuto(sg);
+      case SearchMode::kShardingPropagation:
+        return search_internal::RunPropagation(sg);
+      case SearchMode::kRecursiveProgramming:
+        return search_internal::RunRecursive(sg);
+      case SearchMode::kDynamicProgramming: {
+        Result<Assignment> dp = search_internal::RunDynamicProgramming(sg);
+        if (dp.ok() || (dp.status().message().find("does not reduce") == std::string::npos &&
+                        dp.status().message().find("effort budget") == std::string::npos))
+          return dp;
         unreduced = dp.status().message();
+        return search_internal::RunRecursive(sg);
       }
-      break;
     }
-  }
+    return Status::Invalid("unknown search mode");
+  };
+  SHARDSCOPE_ASSIGN_OR_RETURN(search_internal::MemoryChoice memory,
+                              search_internal::SearchWithinMemory(g, run));
+  const Assignment& a = memory.assignment;
   SearchResult r = Explain(g, a, options);
   if (!unreduced.empty()) r.note = FallbackNote(g, r, unreduced);
-  if (options.memory_budget_bytes > 0 && r.memory_per_device_bytes > options.memory_budget_bytes) {
-    const auto largest = std::max_element(
-        r.operators.begin(), r.operators.end(),
-        [](const auto& x, const auto& y) { return x.memory_bytes < y.memory_bytes; });
-    return Status::Invalid(std::string(SearchModeName(options.mode)) + ": the strategies need " +
-                           std::to_string(static_cast<int64_t>(r.memory_per_device_bytes)) +
-                           " bytes per device, over the budget of " +
-                           std::to_string(static_cast<int64_t>(options.memory_budget_bytes)) +
-                           "; largest consumer: operator '" + largest->name + "' (" +
-                           std::to_string(static_cast<int64_t>(largest->memory_bytes)) + " bytes)");
-  }
+  r.optimizer_sharding = memory.option.zero;
+  r.recompute = memory.option.recompute;
+  r.memory_estimate_bytes = memory.memory_bytes;
+  r.memory_fits = memory.fits;
+  r.memory_note = memory.note;
+  // The chosen option's collectives and replays are part of the step the plan runs.
+  r.step_seconds += g.OptionSeconds(a.parts);
+  if (options.memory_budget_bytes > 0)
+    r.memory_options = search_internal::EstimateMemoryOptions(g, a.parts);
   return r;
 }
 
@@ -194,6 +188,11 @@ std::string SearchResultToJson(const SearchResult& r, int indent) {
   j["search_objective_collectives"] = r.collectives;
   j["memory_per_device_bytes"] = r.memory_per_device_bytes;
   if (!r.note.empty()) j["note"] = r.note;
+  j["search_memory_estimate_bytes"] = r.memory_estimate_bytes;
+  j["search_memory_fits"] = r.memory_fits;
+  if (!r.memory_note.empty()) j["search_memory_note"] = r.memory_note;
+  j["search_optimizer_sharding"] = r.optimizer_sharding;
+  j["search_recompute"] = r.recompute;
   j["operators"] = nlohmann::ordered_json::array();
   for (const OperatorChoice& c : r.operators) {
     nlohmann::ordered_json o;

@@ -77,11 +77,17 @@ struct SearchOp {
   bool narrowed = false;       // candidates cut by a shard block: searches must end in one
   std::optional<Parts> fixed;  // the user's strategy (as split counts)
   std::string fixed_text;
-  std::string fixed_provenance;     // "user: ((2,4),(4,1))", or why it was fixed
-  std::vector<int> edges;           // indices into SearchGraph::edges, in edge order
-  double memory_allowance = 1e300;  // bytes per device (ApplyMemoryBudget)
-  std::vector<double> own_cost;     // OpCost per candidate (CacheOwnCosts)
+  std::string fixed_provenance;  // "user: ((2,4),(4,1))", or why it was fixed
+  std::vector<int> edges;        // indices into SearchGraph::edges, in edge order
+  std::vector<double> own_cost;  // SearchCost per candidate (CacheOwnCosts)
   std::vector<SearchOperand> inputs, outputs;
+};
+
+// A combination of memory options the searches weigh (search_memory.cc): a ZeRO stage and
+// the name scopes recomputed ({"*"}: every top-level scope).
+struct MemoryOption {
+  int zero = 0;
+  std::vector<std::string> recompute;
 };
 
 struct SearchEdge {
@@ -188,11 +194,31 @@ class SearchGraph {
                     double* latency) const;
   // Whether `parts` can still grow into one of op's candidates (always, unless narrowed).
   bool Reaches(int op, const Parts& parts) const;
-  // Restricts candidates to the memory budget (see search.cc); error names the largest
-  // consumer when nothing fits.
-  Status ApplyMemoryBudget();
   // Fills SearchOp::own_cost (after the candidates are final).
   void CacheOwnCosts();
+
+  // Memory as the searches weigh it (search_memory.cc). The cost they minimise: OpCost plus
+  // the memory weight times OpMemoryUnder (OpCost alone while the weight is 0).
+  double SearchCost(int op, const Parts& parts) const {
+    const double cost = OpCost(op, parts);
+    return memory_weight_ > 0 ? cost + memory_weight_ * OpMemoryUnder(op, parts) : cost;
+  }
+  // Op `op`'s bytes per device under `parts` and the memory option set: its parameters'
+  // shards (a slice under ZeRO 3), gradients, optimizer states and fp32 master copies (a
+  // slice under ZeRO 1-3), and its outputs a backward operator reads (under recomputation only
+  // those read outside its scope).
+  double OpMemoryUnder(int op, const Parts& parts) const;
+  // Sets the option and weight SearchCost uses and caches the own costs again.
+  void SetMemoryObjective(const MemoryOption& option, double weight);
+  const MemoryOption& memory_option() const { return memory_option_; }
+  // A rank's memory estimate of an assignment under the option set: the operators' sum, the
+  // largest whole parameter drawn at initialisation and, recomputing, the largest scope's
+  // replay. `largest`: the operator that holds the most.
+  double AssignmentMemory(const std::vector<Parts>& assignment, std::string* largest = nullptr,
+                          double* largest_bytes = nullptr) const;
+  // What the option set adds to the step of an assignment: ZeRO's all-gathers and
+  // reduce-scatters for the gradient all-reduces they replace, and the replays' forward.
+  double OptionSeconds(const std::vector<Parts>& assignment) const;
 
  private:
   // Options::shard_blocks: restricts candidates (see ShardBlockSpec).
@@ -243,6 +269,14 @@ class SearchGraph {
   SearchOptions options_;
   std::vector<SearchOp> ops_;
   std::vector<SearchEdge> edges_;
+  // SetMemoryObjective: per op its recomputed scope (-1: none), per op and output whether it
+  // is held for backward (saved: a backward operator reads it, or nothing reads it) and
+  // whether it still is under the option (kept: recomputation keeps what leaves its scope).
+  MemoryOption memory_option_;
+  std::vector<std::vector<char>> saved_output_;
+  double memory_weight_ = 0;
+  std::vector<int> recompute_scope_;
+  std::vector<std::vector<char>> kept_output_;
 };
 
 // A search's decisions: parts and provenance per op.
@@ -250,6 +284,24 @@ struct Assignment {
   std::vector<Parts> parts;
   std::vector<std::string> provenance;
 };
+
+// The strategies and memory options the searches choose within SearchOptions::memory_budget_bytes
+// (search_memory.cc).
+struct MemoryChoice {
+  Assignment assignment;
+  MemoryOption option;
+  double memory_bytes = 0;
+  bool fits = true;
+  std::string note;  // none fits: the least estimate and the largest consumer
+};
+using RunSearch = std::function<Result<Assignment>(const SearchGraph&)>;
+// `run` as asked; when its strategies fit under no open option, again with memory weighed
+// (the least weight whose strategies fit, per option) and the cheapest by objective plus
+// OptionSeconds kept. Leaves `g` with the chosen option and no weight.
+Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run);
+// Every open option's estimate under `assignment` (SearchResult::memory_options).
+std::vector<MemoryOptionEstimate> EstimateMemoryOptions(SearchGraph& g,
+                                                        const std::vector<Parts>& assignment);
 
 Assignment RunPropagation(const SearchGraph& g);
 Assignment RunRecursive(const SearchGraph& g);

@@ -420,43 +420,8 @@ void SearchGraph::CacheOwnCosts() {
   for (size_t i = 0; i < ops_.size(); ++i) {
     ops_[i].own_cost.clear();
     for (const Parts& p : ops_[i].candidates)
-      ops_[i].own_cost.push_back(OpCost(static_cast<int>(i), p));
+      ops_[i].own_cost.push_back(SearchCost(static_cast<int>(i), p));
   }
-}
-
-// Each operator may use at most its share of the budget, in proportion to its least memory:
-// the least-memory assignment then always fits, and no operator is starved.
-Status SearchGraph::ApplyMemoryBudget() {
-  const double budget = options_.memory_budget_bytes;
-  if (budget <= 0) return Status::Ok();
-  std::vector<double> least(ops_.size());
-  double total = 0;
-  int largest = 0;
-  for (size_t i = 0; i < ops_.size(); ++i) {
-    least[i] = 1e300;
-    for (const Parts& p : ops_[i].candidates)
-      least[i] = std::min(least[i], OpMemory(static_cast<int>(i), p));
-    total += least[i];
-    if (least[i] > least[largest]) largest = static_cast<int>(i);
-  }
-  if (total > budget) {
-    return Status::Invalid(
-        "memory budget " + std::to_string(static_cast<int64_t>(budget)) +
-        " bytes per device: no strategy fits; the least memory any assignment needs is " +
-        std::to_string(static_cast<int64_t>(total)) + " bytes; largest consumer: operator '" +
-        ops_[largest].name + "' (" + std::to_string(static_cast<int64_t>(least[largest])) +
-        " bytes at best: parameters, gradients, optimizer states and its saved output)");
-  }
-  for (size_t i = 0; i < ops_.size(); ++i) {
-    const double share = budget * least[i] / total;
-    ops_[i].memory_allowance = share * (1 + 1e-9);
-    std::vector<Parts> kept;
-    for (const Parts& p : ops_[i].candidates) {
-      if (OpMemory(static_cast<int>(i), p) <= share * (1 + 1e-9)) kept.push_back(p);
-    }
-    ops_[i].candidates = std::move(kept);
-  }
-  return Status::Ok();
 }
 
 }  // namespace shardscope::search_internal

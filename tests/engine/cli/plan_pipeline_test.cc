@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -94,6 +96,43 @@ TEST(PlanPipeline, AutoPicksByItsOwnFiguresAndByMemory) {
   EXPECT_NE(f["pipeline"]["not_possible"].get<std::string>().find("the model has 5"),
             std::string::npos)
       << f.dump(2);
+}
+
+// Four equal layers under SGD on 4 devices: data-parallel, every device keeps every gradient
+// whole (ZeRO 3 included), a stage only its own layer's.
+std::string DeepModel() {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "shardscope_pipeline_deep.yaml").string();
+  std::ofstream out(path);
+  out << "name: deep\ninput: {shape: [1, 16, 32]}\nclasses: 10\nlayers:\n  - flatten: Flatten\n";
+  for (int i = 1; i <= 4; ++i)
+    out << "  - fc" << i << ": {type: Dense, in_channels: 512, out_channels: 512}\n"
+        << (i == 1 ? "  - relu: ReLU\n" : "  - relu\n");
+  out << "  - fc5: {type: Dense, in_channels: 512, out_channels: 10}\n"
+         "loss: softmax_cross_entropy\noptimizer: {type: sgd, lr: 0.01}\n"
+         "training: {batch: 8, epochs: 1, seed: 1}\n"
+         "data: {dataset: synthetic, synthetic_size: 64}\nparallel:\n  devices: 4\n";
+  return path;
+}
+
+TEST(PlanPipeline, AutoRescuesAModelOnlyThePipelineFits) {
+  const std::string model = DeepModel() + " --search semi_auto";
+  const nlohmann::json least =
+      PlanJson(model + " --pipeline auto --optimizer-sharding 3 --recompute");
+  const double flat = least["operator_level_memory_per_device_bytes"];
+  const double stage = least["pipeline"]["max_memory_bytes"];
+  ASSERT_LT(stage, flat) << least.dump(2);
+  const std::string budget = " --memory-budget " + std::to_string((stage + flat) / 2 / 1e6);
+  // Without stages no memory option fits: exit 2 naming the largest consumer.
+  const auto refused = Shardscope("plan " + model + budget);
+  EXPECT_EQ(refused.code, 2) << refused.text;
+  EXPECT_NE(refused.text.find("the largest consumer is "), std::string::npos) << refused.text;
+  // auto prices the stages and takes them.
+  const nlohmann::json j = PlanJson(model + " --pipeline auto" + budget);
+  EXPECT_EQ(j["parallelism"], "pipeline") << j.dump(2);
+  EXPECT_TRUE(j["pipeline"]["fits"].get<bool>());
+  EXPECT_FALSE(j["memory"]["fits"].get<bool>());
+  EXPECT_LE(j["memory_per_device_bytes"].get<double>(), (stage + flat) / 2);
 }
 
 TEST(PlanPipeline, RefusesWhatIsNotBuilt) {
