@@ -156,17 +156,55 @@ TEST(OnnxHeads, DynamicProgrammingChoosesMegatronForGpt2OnAnH100Node) {
   }
 }
 
-// The Llama-style decoder on one H100 node: dynamic programming splits the MLP column then
-// row (gate and up by columns, down by rows, nothing gathered between) and attention by all
-// 8 key/value groups.
+// The Llama-style decoder on one H100 node: dynamic programming splits gate and up by
+// columns, contracts down's intermediate dimension where they split it (its weight by rows),
+// and attention by all 8 key/value groups; its plan prices no higher than Megatron's
+// down_proj ((1,8),(8,1)) in every layer, as `plan` prices both.
 TEST(OnnxHeads, DynamicProgrammingSplitsLlamaMlpColumnThenRowOnAnH100Node) {
-  const Plan p = PlanJson(Sample(kLlama.file) +
-                          " --devices 8 --batch 1 --search dynamic_programming --cluster dgx-h100");
+  const std::string args = Sample(kLlama.file) + " --devices 8 --batch 1 --cluster dgx-h100";
+  const std::string saved =
+      (std::filesystem::temp_directory_path() / "shardscope_llama_dp_strategy.json").string();
+  const Plan p = PlanJson(args + " --search dynamic_programming --save-strategy " + saved);
   for (const char* col : {"mlp.gate_proj", "mlp.up_proj"})
     EXPECT_EQ(p.Of(std::string("layers.0.") + col + ".MatMul"), "((1,1),(1,8))") << col;
-  EXPECT_EQ(p.Of("layers.0.mlp.down_proj.MatMul"), "((1,8),(8,1))");
+  int input_rows = 0, input_cols = 0, weight_rows = 0, weight_cols = 0;
+  const std::string down = p.Of("layers.0.mlp.down_proj.MatMul");
+  ASSERT_EQ(std::sscanf(down.c_str(), "((%d,%d),(%d,%d))", &input_rows, &input_cols, &weight_rows,
+                        &weight_cols),
+            4)
+      << down;
+  EXPECT_GT(weight_rows, 1) << down;
+  EXPECT_EQ(input_cols, weight_rows) << down;
   for (const char* op : {"MatMul", "MatMul_1"})
     EXPECT_EQ(HeadsSplit(p.Of(kLlama.scope + "." + op)), kLlama.heads) << op;
+
+  json strategies;
+  std::ifstream(saved) >> strategies;
+  int changed = 0;
+  for (json& op : strategies["operators"]) {
+    const std::string name = op["name"];
+    if (name.size() > 20 && name.ends_with("mlp.down_proj.MatMul")) {
+      op["strategy"] = "((1,8),(8,1))";
+      ++changed;
+    }
+  }
+  EXPECT_EQ(changed, 2);
+  const std::string megatron_file = saved + ".megatron.json";
+  std::ofstream(megatron_file) << strategies.dump();
+  const auto priced = [&](const std::string& more) {
+    auto out = Shardscope("plan " + args + more + " --json");
+    EXPECT_EQ(out.code, 0) << out.text;
+    return out.code != 0
+               ? 0.0
+               : json::parse(out.text.substr(out.text.find('{')))["predicted_step_seconds"]
+                     .get<double>();
+  };
+  const double searched = priced(" --search semi_auto --load-strategy " + saved);
+  const double megatron = priced(" --search semi_auto --load-strategy " + megatron_file);
+  EXPECT_GT(searched, 0);
+  EXPECT_LE(searched, megatron * (1 + 1e-9)) << searched << " vs Megatron's " << megatron;
+  std::filesystem::remove(saved);
+  std::filesystem::remove(megatron_file);
 }
 
 // One sequence at 8 devices: no batch to split, so each search must split the model; every
