@@ -3,12 +3,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <span>
 
 #include "shardscope/data.h"
 #include "shardscope/tensor.h"
 
 namespace shardscope {
+
+// A tensor's 4-byte elements (f32 or i32) as bytes, to send or copy.
+inline std::span<std::byte> TensorBytes(Tensor& t) {
+  char* p = t.dtype() == DType::kI32 ? reinterpret_cast<char*>(t.ints())
+                                     : reinterpret_cast<char*>(t.data());
+  return {reinterpret_cast<std::byte*>(p), static_cast<size_t>(t.size()) * 4};
+}
+
+// Copies rows [row, row + dst rows) of `whole` into `dst` (4-byte elements).
+inline void CopyRows(const Tensor& whole, int64_t row, Tensor* dst) {
+  const int64_t per_row = dst->size() / dst->dim(0);
+  const char* src = whole.dtype() == DType::kI32 ? reinterpret_cast<const char*>(whole.ints())
+                                                 : reinterpret_cast<const char*>(whole.data());
+  std::memcpy(TensorBytes(*dst).data(), src + row * per_row * 4, dst->size() * 4);
+}
 
 // Copies examples [start, start + n) of `data` into `batch` (f32 images or i32 token ids,
 // both 4 bytes) and zero-fills the rest of the batch.

@@ -21,20 +21,6 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::span<std::byte> Bytes(Tensor& t) {
-  char* p = t.dtype() == DType::kI32 ? reinterpret_cast<char*>(t.ints())
-                                     : reinterpret_cast<char*>(t.data());
-  return {reinterpret_cast<std::byte*>(p), static_cast<size_t>(t.size()) * 4};
-}
-
-// Copies rows [row, row + rows) of `whole` into `dst` (4-byte elements).
-void CopyRows(const Tensor& whole, int64_t row, Tensor* dst) {
-  const int64_t per_row = dst->size() / dst->dim(0);
-  const char* src = whole.dtype() == DType::kI32 ? reinterpret_cast<const char*>(whole.ints())
-                                                 : reinterpret_cast<const char*>(whole.data());
-  std::memcpy(Bytes(*dst).data(), src + row * per_row * 4, dst->size() * 4);
-}
-
 // Tags 0..kPipelineTags-1 carry activations and gradients; the recorder uses one above.
 constexpr int kPipelineTags = 7000;
 int Tag(int edge, int micro, int micro_count) { return edge * micro_count + micro; }
@@ -312,14 +298,14 @@ Status PipelineTrainer::RunPhase(Communicator& comm, const PlacedProgram& progra
     const int tag = Tag(instr.edge, micro, micro_count);
     if (instr.kind == PlacedInstr::Kind::kSend) {
       const auto start = Clock::now();
-      Status st = comm.SendBytes(Bytes(t), e.dst_worker, tag);
+      Status st = comm.SendBytes(TensorBytes(t), e.dst_worker, tag);
       if (!st.ok()) return st.WithContext("sending " + g.value(e.value).name);
       if (training) stats_.comm_seconds += Since(start);
       stats_.bytes_sent += e.bytes;
       continue;
     }
     const auto start = Clock::now();
-    std::span<std::byte> dst = Bytes(t);
+    std::span<std::byte> dst = TensorBytes(t);
     if (t.dtype() == DType::kF32) {
       Status st = comm.Recv(std::span<float>(t.data(), t.size()), e.src_worker, tag);
       if (!st.ok()) return st.WithContext("receiving " + g.value(e.value).name);

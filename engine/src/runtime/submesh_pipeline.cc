@@ -12,20 +12,6 @@
 namespace shardscope {
 namespace {
 
-std::span<std::byte> Bytes(Tensor& t) {
-  char* p = t.dtype() == DType::kI32 ? reinterpret_cast<char*>(t.ints())
-                                     : reinterpret_cast<char*>(t.data());
-  return {reinterpret_cast<std::byte*>(p), static_cast<size_t>(t.size()) * 4};
-}
-
-// Rows [row, row + dst rows) of `whole` into `dst` (4-byte elements).
-void CopyRows(const Tensor& whole, int64_t row, Tensor* dst) {
-  const int64_t per_row = dst->size() / dst->dim(0);
-  const char* src = whole.dtype() == DType::kI32 ? reinterpret_cast<const char*>(whole.ints())
-                                                 : reinterpret_cast<const char*>(whole.data());
-  std::memcpy(Bytes(*dst).data(), src + row * per_row * 4, dst->size() * 4);
-}
-
 // Tags: cut * micro_batches + micro-batch, below what MPI guarantees (communicator.h).
 constexpr int64_t kStageTags = 7000;
 
@@ -297,7 +283,7 @@ Status SubMeshTrainer::RunPhase(Communicator& world, const std::vector<StageItem
     const std::string& name = graph().value(plan_.program.values[c.value].global).name;
     if (item.kind == StageItem::Kind::kSend) {
       if (!training && c.recv_backward) continue;  // evaluation runs no backward
-      Status st = world.SendBytes(Bytes(t), c.dst_stage * k + local_, tag);
+      Status st = world.SendBytes(TensorBytes(t), c.dst_stage * k + local_, tag);
       if (!st.ok())
         return st.WithContext("sending " + name + " to stage " + std::to_string(c.dst_stage));
       stats_.bytes_sent += c.bytes;
@@ -305,7 +291,7 @@ Status SubMeshTrainer::RunPhase(Communicator& world, const std::vector<StageItem
     }
     SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<std::byte> msg,
                                 world.RecvBytes(c.src_stage * k + local_, tag));
-    std::span<std::byte> dst = Bytes(t);
+    std::span<std::byte> dst = TensorBytes(t);
     if (msg.size() != dst.size())
       return Status::Internal("sub-mesh pipeline: message for " + name + " has " +
                               std::to_string(msg.size()) + " bytes, its shard " +
