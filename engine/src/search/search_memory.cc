@@ -82,6 +82,8 @@ void SearchGraph::SetMemoryObjective(const MemoryOption& option, double weight) 
       }
     }
   }
+  // Own costs depend on the option only through a positive weight (SearchCost).
+  const bool costs_change = weight > 0 || memory_weight_ > 0;
   memory_option_ = option;
   memory_weight_ = weight;
   recompute_scope_.assign(ops_.size(), -1);
@@ -101,7 +103,7 @@ void SearchGraph::SetMemoryObjective(const MemoryOption& option, double weight) 
       kept_output_[i][k] = outside ? 1 : 0;  // a boundary is kept, read by backward or not
     }
   }
-  CacheOwnCosts();
+  if (costs_change) CacheOwnCosts();
 }
 
 double SearchGraph::OpMemoryUnder(int op, const Parts& parts) const {
