@@ -256,36 +256,35 @@ Status TrainWorker(Communicator& comm, const Setup& s, RunControl& control) {
   return Status::Ok();
 }
 
-store::RunInfo DescribeRun(const PlacedTrainRequest& r, const PipelineOptions& o) {
+}  // namespace
+
+store::RunInfo DescribePlacedRun(const PlacedTrainRequest& r, const std::string& mode,
+                                 const nlohmann::json& extra) {
   const TrainingConfig& tc = r.training;
   store::RunInfo info;
   info.name = r.model->name();
   info.mode = "train";
-  info.search = r.stages != nullptr ? "pipeline" : "place";
+  info.search = mode;
   info.devices = r.devices;
   info.backend = r.mpi ? "mpi" : "in-process";
   info.model_path = r.model->path();
   info.model_text = r.model->text();
-  info.config_json = nlohmann::json{{"batch", tc.batch},
-                                    {"epochs", tc.epochs},
-                                    {"steps", tc.steps},
-                                    {"seed", tc.seed},
-                                    {"optimizer", OptimizerKindName(tc.optimizer.kind)},
-                                    {"lr", tc.optimizer.lr},
-                                    {"momentum", tc.optimizer.momentum},
-                                    {"mode", r.stages != nullptr ? "pipeline" : "place"},
-                                    {"devices", r.devices},
-                                    {"micro_batches", o.micro_batches},
-                                    {"schedule", PipelineScheduleName(o.schedule)},
-                                    {"unplaced", UnplacedPolicyName(o.unplaced)},
-                                    {"data", nlohmann::json::parse(r.data_json)}}
-                         .dump();
+  nlohmann::json config{{"batch", tc.batch},
+                        {"epochs", tc.epochs},
+                        {"steps", tc.steps},
+                        {"seed", tc.seed},
+                        {"optimizer", OptimizerKindName(tc.optimizer.kind)},
+                        {"lr", tc.optimizer.lr},
+                        {"momentum", tc.optimizer.momentum},
+                        {"mode", mode},
+                        {"devices", r.devices}};
+  config.update(extra);
+  config["data"] = nlohmann::json::parse(r.data_json);
+  info.config_json = config.dump();
   info.command_line = CommandLine();
   info.shardscope_version = "0.1.0";
   return info;
 }
-
-}  // namespace
 
 bool ModelIsPlaced(const ModelFile& model) { return HighestPlaced(model) != nullptr; }
 
@@ -333,8 +332,13 @@ int RunPlacedTrain(const PlacedTrainRequest& r) {
     }
   }
   TrainSession session;
-  if (auto stop = OpenTrainSession(r.mpi, r.no_record, r.record, DescribeRun(r, s.options),
-                                   &session, r.overwrite))
+  if (auto stop = OpenTrainSession(
+          r.mpi, r.no_record, r.record,
+          DescribePlacedRun(r, r.stages != nullptr ? "pipeline" : "place",
+                            {{"micro_batches", s.options.micro_batches},
+                             {"schedule", PipelineScheduleName(s.options.schedule)},
+                             {"unplaced", UnplacedPolicyName(s.options.unplaced)}}),
+          &session, r.overwrite))
     return *stop;
   session.on_record_error = r.on_record_error;
   return RunTrainSession(

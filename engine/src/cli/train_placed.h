@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/run_control.h"
@@ -37,6 +38,11 @@ struct PlacedTrainRequest {
   // every build of the model; nullptr: the model file's place entries.
   const std::map<std::string, int>* stages = nullptr;
 };
+
+// The run file's description of a placed or pipelined run: the training settings and `mode`
+// in its config, with `extra` (stages, micro-batches, schedule) added.
+store::RunInfo DescribePlacedRun(const PlacedTrainRequest& r, const std::string& mode,
+                                 const nlohmann::json& extra);
 
 // True when the model file places some operator on a worker.
 bool ModelIsPlaced(const ModelFile& model);

@@ -14,36 +14,6 @@
 namespace shardscope::cli {
 namespace {
 
-store::RunInfo DescribeSubMeshRun(const PlacedTrainRequest& r, const PipelineChoice& c) {
-  const TrainingConfig& tc = r.training;
-  store::RunInfo info;
-  info.name = r.model->name();
-  info.mode = "train";
-  info.search = "pipeline";
-  info.devices = r.devices;
-  info.backend = r.mpi ? "mpi" : "in-process";
-  info.model_path = r.model->path();
-  info.model_text = r.model->text();
-  info.config_json = nlohmann::json{{"batch", tc.batch},
-                                    {"epochs", tc.epochs},
-                                    {"steps", tc.steps},
-                                    {"seed", tc.seed},
-                                    {"optimizer", OptimizerKindName(tc.optimizer.kind)},
-                                    {"lr", tc.optimizer.lr},
-                                    {"momentum", tc.optimizer.momentum},
-                                    {"mode", "pipeline"},
-                                    {"devices", r.devices},
-                                    {"stages", c.stages},
-                                    {"stage_devices", c.stage_devices},
-                                    {"micro_batches", c.micro_batches},
-                                    {"schedule", "1f1b"},
-                                    {"data", nlohmann::json::parse(r.data_json)}}
-                         .dump();
-  info.command_line = CommandLine();
-  info.shardscope_version = "0.1.0";
-  return info;
-}
-
 // Per forward operator its worker: placed, or by `policy` (placement.h's UnplacedPolicy).
 std::map<std::string, int> WorkersOf(const Graph& g, UnplacedPolicy policy) {
   std::map<std::string, int> worker_of;
@@ -155,7 +125,12 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice,
     if (!plan.ok()) return fail(plan.status().message());
   }
   TrainSession session;
-  if (auto stop = OpenTrainSession(r.mpi, r.no_record, r.record, DescribeSubMeshRun(r, choice),
+  if (auto stop = OpenTrainSession(r.mpi, r.no_record, r.record,
+                                   DescribePlacedRun(r, "pipeline",
+                                                     {{"stages", choice.stages},
+                                                      {"stage_devices", choice.stage_devices},
+                                                      {"micro_batches", choice.micro_batches},
+                                                      {"schedule", "1f1b"}}),
                                    &session, r.overwrite))
     return *stop;
   session.on_record_error = r.on_record_error;
