@@ -270,4 +270,22 @@ Result<double> MeanStepSeconds(Communicator& comm, const std::vector<double>& mi
   return total / static_cast<double>(local.size());
 }
 
+store::RankStepRecord RankStepSince(const RankStats& now, RankStats* previous, int rank,
+                                    double wall_seconds) {
+  store::RankStepRecord mine;
+  mine.rank = rank;
+  mine.wall_seconds = wall_seconds;
+  mine.compute_seconds = now.compute_seconds - previous->compute_seconds;
+  mine.comm_seconds = now.comm_seconds - previous->comm_seconds;
+  mine.bytes_sent = now.bytes_sent - previous->bytes_sent;
+  mine.bytes_recv = now.bytes_received - previous->bytes_received;
+  mine.param_bytes = now.parameter_bytes;
+  mine.grad_bytes = now.gradient_bytes;
+  mine.optimizer_bytes = now.optimizer_bytes;
+  mine.activation_bytes = now.activation_bytes;
+  mine.peak_bytes = now.peak_bytes;
+  *previous = now;
+  return mine;
+}
+
 }  // namespace shardscope::cli

@@ -13,6 +13,7 @@
 #include "cli/run_control.h"
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
+#include "shardscope/dist_trainer.h"
 #include "shardscope/recorder.h"
 #include "shardscope/status.h"
 
@@ -83,6 +84,11 @@ struct EpochLoopResult {
 // Runs the loop. Fails with the first error of `step` or `after_step`, when a loss is not
 // finite (naming the step), or when the ranks agreed to stop on a recording failure.
 Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop);
+
+// This rank's figures of the step just run: its counters since `*previous` (then set to
+// `now`) and its memory now.
+store::RankStepRecord RankStepSince(const RankStats& now, RankStats* previous, int rank,
+                                    double wall_seconds);
 
 // The mean step time over `mine` (this rank's step wall times) as docs/run-format.md defines
 // it: per step the wall time of the slowest rank. A collective: every rank calls it.

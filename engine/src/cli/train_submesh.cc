@@ -172,16 +172,8 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice,
         loop.step = [&](const Tensor& x, const Tensor& y) { return trainer->Step(comm, x, y); };
         loop.after_step = [&](int64_t step, int64_t epoch, float loss, double secs) -> Status {
           if (!control.recording()) return Status::Ok();  // the same on every rank
-          const RankStats& now = trainer->stats();
-          store::RankStepRecord mine;
-          mine.rank = comm.rank();
-          mine.wall_seconds = secs;
-          mine.compute_seconds = now.compute_seconds - previous.compute_seconds;
-          mine.comm_seconds = now.comm_seconds - previous.comm_seconds;
-          mine.bytes_sent = now.bytes_sent - previous.bytes_sent;
-          mine.bytes_recv = now.bytes_received - previous.bytes_received;
-          mine.optimizer_bytes = now.optimizer_bytes;
-          previous = now;
+          const store::RankStepRecord mine =
+              RankStepSince(trainer->stats(), &previous, comm.rank(), secs);
           SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
           if (Recorder* recorder = control.recorder())
             control.Recorded(recorder->RecordStep(step, epoch, loss, ranks));
