@@ -255,8 +255,9 @@ std::string PipelineText(const PipelineChoice& c) {
       c.stage_devices > 1 ? (std::to_string(c.stage_devices) + " devices").c_str() : "one device",
       c.micro_batches, static_cast<long long>(c.micro_batch), 100 * c.price.bubble_fraction);
   out << line;
-  std::snprintf(line, sizeof line, "  %-6s %-7s %-24s %-24s %11s %11s %10s\n", "stage", "device",
-                "first operator", "last operator", "compute us", "transfer us", "memory");
+  std::snprintf(line, sizeof line, "  %-6s %-7s %-24s %-24s %11s %11s %10s\n", "stage",
+                c.stage_devices > 1 ? "devices" : "device", "first operator", "last operator",
+                "compute us", "transfer us", "memory");
   out << line;
   for (size_t s = 0; s < c.stage.size(); ++s) {
     const StageReport& r = c.stage[s];
