@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include "shardscope/data.h"
 #include "shardscope/tensor.h"
@@ -25,6 +26,14 @@ inline void CopyRows(const Tensor& whole, int64_t row, Tensor* dst) {
   const char* src = whole.dtype() == DType::kI32 ? reinterpret_cast<const char*>(whole.ints())
                                                  : reinterpret_cast<const char*>(whole.data());
   std::memcpy(TensorBytes(*dst).data(), src + row * per_row * 4, dst->size() * 4);
+}
+
+// Divides micro-batch gradient sums by their count `m`: their mean (nothing when m is 1).
+inline void AverageOverMicroBatches(std::vector<Tensor>& sums, int64_t m) {
+  if (m <= 1) return;
+  const float scale = 1.0f / static_cast<float>(m);
+  for (Tensor& sum : sums)
+    for (int64_t j = 0; j < sum.size(); ++j) sum[j] *= scale;
 }
 
 // Copies examples [start, start + n) of `data` into `batch` (f32 images or i32 token ids,

@@ -358,11 +358,8 @@ Result<float> PipelineTrainer::Step(Communicator& comm, const Tensor& images,
     if (backward) AccumulateGradients(micro, backwards++ == 0);
   }
   // Mean of the micro-batches' gradients, then this worker's optimizer step.
+  AverageOverMicroBatches(grad_sum_, m);
   const float scale = 1.0f / static_cast<float>(m);
-  if (m > 1) {
-    for (Tensor& sum : grad_sum_)
-      for (int64_t j = 0; j < sum.size(); ++j) sum[j] *= scale;
-  }
   optimizer_->Step(param_ptrs_, grad_ptrs_);
   stats_.optimizer_bytes = optimizer_->StateBytes();
   ++step_;

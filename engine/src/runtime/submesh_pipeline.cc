@@ -344,11 +344,8 @@ Result<float> SubMeshTrainer::Step(Communicator& world, const Tensor& images,
     UseSlot(slot);
     SHARDSCOPE_RETURN_IF_ERROR(st);
   }
+  AverageOverMicroBatches(grad_sum_, m);
   const float scale = 1.0f / static_cast<float>(m);
-  if (m > 1) {
-    for (Tensor& sum : grad_sum_)
-      for (int64_t j = 0; j < sum.size(); ++j) sum[j] *= scale;
-  }
   optimizer_->Step(param_ptrs_, grad_ptrs_);
   stats_.optimizer_bytes = optimizer_->StateBytes();
   ++step_;

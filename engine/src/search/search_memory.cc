@@ -246,14 +246,12 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
     if (!consider(heavy, option)) continue;  // this option fits nowhere
     // The least weight whose strategies fit, by doubling then bisection (geometric).
     double lo = 0, hi = base * 1e6;
-    Assignment fitting = heavy;
     for (double w = base / 8; w < hi; w *= 16) {
       g.SetMemoryObjective(option, w);
       SHARDSCOPE_ASSIGN_OR_RETURN(Assignment a, run(g));
       g.SetMemoryObjective(option, 0);
       if (consider(a, option)) {
         hi = w;
-        fitting = a;
         break;
       }
       lo = w;
