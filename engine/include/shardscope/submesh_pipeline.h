@@ -14,8 +14,10 @@
 // micro-batches in flight (MicroBatchSlots); gradients (already reduced inside the stage by
 // the program) are summed over micro-batches and averaged before each stage's optimizer step,
 // which equals the single-device step up to float rounding (the correctness law).
-// Not supported (refused naming it): optimizer sharding, recomputation, a parameter read on
-// two stages.
+// Optimizer sharding stage 1 (ZeRO 1) updates a slice of each owned shard per rank of its
+// replica group inside the stage; recomputed scopes replay in their stage's backward phase.
+// Not supported (refused naming it): ZeRO 2/3, a recomputed value crossing stages, a
+// parameter read on two stages.
 #pragma once
 
 #include <map>
@@ -70,12 +72,18 @@ struct SubMeshPlan {
 // Differentiates `model` (built at the micro-batch size), partitions it for
 // options.partition.devices and cuts it into options.stages stages.
 Result<SubMeshPlan> PlanSubMeshPipeline(ModelGraph* model, const SubMeshOptions& options);
+// Cuts `plan`'s program again for options.stage_of (another split of the same operators into
+// stages; options.partition as the program was made with): every field but the program and
+// its parameters is replaced. On error `plan` keeps its program for the next try.
+Status CutSubMeshProgram(const Graph& graph, const SubMeshOptions& options, SubMeshPlan* plan);
 
 // Bytes one rank of `stage` allocates: the parameters, constants and gradient sums it owns,
 // `optimizer_states` tensors per owned parameter, every other value it touches once per
 // micro-batch in flight.
 int64_t SubMeshStageBytes(const Graph& graph, const SubMeshPlan& plan, int stage,
                           int optimizer_states);
+
+class ShardedUpdate;  // runtime/sharded_update.h
 
 class SubMeshTrainer {
  public:
@@ -103,6 +111,7 @@ class SubMeshTrainer {
   SubMeshTrainer() = default;
   Status Local(Communicator& world);  // the stage communicator, on first use
   void UseSlot(int slot);             // swaps slot `slot`'s buffers in (or back out)
+  Status Update();                    // the optimizer step on the averaged gradient sums
   Status RunPhase(Communicator& world, const std::vector<StageItem>& items, int micro,
                   bool training);
   ModelGraph model_;
@@ -118,6 +127,7 @@ class SubMeshTrainer {
   std::vector<Tensor*> param_ptrs_;
   std::vector<const Tensor*> grad_ptrs_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<ShardedUpdate> sharded_;  // ZeRO 1 on
   RankStats stats_;
   int64_t step_ = 0;
 };

@@ -88,11 +88,7 @@ Result<PipelineChoice> ChoosePipeline(const BuildAtFn& build, int64_t batch, int
       last = c.status();
       continue;
     }
-    const bool better = !best || (c->fits != best->fits
-                                      ? c->fits
-                                      : (c->fits ? c->price.step_seconds < best->price.step_seconds
-                                                 : c->max_memory_bytes < best->max_memory_bytes));
-    if (better) best = std::move(*c);
+    if (BetterPipeline(*c, best)) best = std::move(*c);
   }
   if (!best) return last.ok() ? Status::Invalid("pipeline: no micro-batch count fits") : last;
   return *best;
@@ -110,6 +106,13 @@ Status ApplyPipelineStages(const std::map<std::string, int>& worker_of, Graph* f
     a.worker = it->second;
   }
   return Status::Ok();
+}
+
+bool BetterPipeline(const PipelineChoice& c, const std::optional<PipelineChoice>& best) {
+  if (!best) return true;
+  if (c.fits != best->fits) return c.fits;
+  return c.fits ? c.price.step_seconds < best->price.step_seconds
+                : c.max_memory_bytes < best->max_memory_bytes;
 }
 
 bool PreferPipeline(const PipelineChoice& pipe, double flat_seconds, int64_t flat_memory,
@@ -232,6 +235,10 @@ nlohmann::ordered_json PipelineJson(const PipelineChoice& c) {
                               {"slowest_stage_seconds", c.price.slowest_stage_seconds},
                               {"max_memory_bytes", c.max_memory_bytes},
                               {"fits", c.fits}};
+  if (c.stage_devices > 1) {
+    j["optimizer_sharding"] = c.optimizer_sharding;
+    j["recompute"] = c.recompute;
+  }
   j["stage"] = nlohmann::ordered_json::array();
   for (const StageReport& s : c.stage) {
     j["stage"].push_back({{"first", s.first_op},
@@ -255,6 +262,12 @@ std::string PipelineText(const PipelineChoice& c) {
       c.stage_devices > 1 ? (std::to_string(c.stage_devices) + " devices").c_str() : "one device",
       c.micro_batches, static_cast<long long>(c.micro_batch), 100 * c.price.bubble_fraction);
   out << line;
+  if (c.optimizer_sharding > 0 || !c.recompute.empty()) {
+    std::string scopes;
+    for (const std::string& r : c.recompute) scopes += (scopes.empty() ? "" : ", ") + r;
+    out << "  inside each stage: ZeRO " << c.optimizer_sharding
+        << (scopes.empty() ? std::string() : ", recompute " + scopes) << "\n";
+  }
   std::snprintf(line, sizeof line, "  %-6s %-7s %-24s %-24s %11s %11s %10s\n", "stage",
                 c.stage_devices > 1 ? "devices" : "device", "first operator", "last operator",
                 "compute us", "transfer us", "memory");

@@ -38,6 +38,9 @@ struct PipelineChoice {
   std::map<std::string, int> worker_of;  // forward operator -> its stage (= device when k = 1)
   // k > 1: every forward operator's strategy inside its stage (searched, or the model's own).
   std::map<std::string, OpAnnotations> strategies;
+  // k > 1: optimizer sharding (ZeRO stage) and recomputed scopes inside every stage.
+  int optimizer_sharding = 0;
+  std::vector<std::string> recompute;
   int64_t max_memory_bytes = 0;
   bool fits = true;  // every stage within the capacity (or no capacity)
 };
@@ -51,6 +54,10 @@ using BuildAtFn = std::function<Result<ModelGraph>(int64_t batch)>;
 Result<PipelineChoice> ChoosePipeline(const BuildAtFn& build, int64_t batch, int stages,
                                       const SearchOptions& options, double capacity_bytes,
                                       int stage_devices = 1);
+
+// Whether `c` beats `best` (none: it does): fitting first; among fitting ones the least step,
+// otherwise the least memory.
+bool BetterPipeline(const PipelineChoice& c, const std::optional<PipelineChoice>& best);
 
 // Places every forward operator of `forward` on its stage's worker (strategies cleared: a
 // stage runs whole on its device). Errors name an operator the choice does not know.

@@ -25,66 +25,47 @@ DeviceMesh SubMeshOf(const DeviceMesh& mesh, int k) {
   return sub.ok() ? *sub : DeviceMesh();
 }
 
-// Fits first; among fitting ones the least step, otherwise the least memory.
-bool Better(const PipelineChoice& c, const std::optional<PipelineChoice>& best) {
-  if (!best) return true;
-  if (c.fits != best->fits) return c.fits;
-  return c.fits ? c.price.step_seconds < best->price.step_seconds
-                : c.max_memory_bytes < best->max_memory_bytes;
-}
-
-}  // namespace
-
-Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t batch, int stages,
-                                             int stage_devices, int micro_batches,
-                                             const SearchOptions& options, double capacity_bytes) {
-  const int k = stage_devices;
-  PipelineChoice c;
-  c.stages = stages;
-  c.stage_devices = k;
-  c.micro_batches = micro_batches;
-  c.micro_batch = batch / micro_batches;
-  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build(c.micro_batch));
-  SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<StageUnit> units, LayerUnits(model.graph, options));
-  // The split balances the stages as one device each; memory is checked on the shards below.
-  SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<int> first, SplitStages(units, stages, micro_batches, 0,
-                                                                  options.cost, DeviceMesh()));
-  first.push_back(static_cast<int>(units.size()));
-  Graph& g = model.graph;
+// The sub-mesh options cutting `c`'s program: its stages, micro-batches, operators' stages,
+// ZeRO stage and recomputed scopes, for k devices.
+SubMeshOptions CutOptions(const PipelineChoice& c, const SearchOptions& options) {
   SubMeshOptions so;
-  so.stages = stages;
-  so.micro_batches = micro_batches;
-  c.stage.resize(stages);
-  for (int s = 0; s < stages; ++s) {
-    StageReport& r = c.stage[s];
-    r.device = s * k;
-    r.devices = k;
-    r.first_op = g.node(units[first[s]].nodes.front()).name;
-    r.last_op = g.node(units[first[s + 1] - 1].nodes.back()).name;
-    for (int u = first[s]; u < first[s + 1]; ++u) {
-      for (NodeId n : units[u].nodes) so.stage_of[g.node(n).name] = c.worker_of[g.node(n).name] = s;
-    }
-  }
-  SearchOptions within = options;
-  within.devices = k;
-  within.device_mesh = SubMeshOf(options.device_mesh, k);
-  within.memory_budget_bytes = 0;
-  if (options.mode != SearchMode::kSemiAuto) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult searched, SearchStrategies(g, within));
-    SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(searched, &g));
-  }
-  for (const Node& n : g.nodes()) c.strategies[n.name] = n.annotations;
-  so.partition.devices = k;
+  so.stages = c.stages;
+  so.micro_batches = c.micro_batches;
+  so.stage_of = c.worker_of;
+  so.partition.devices = c.stage_devices;
+  so.partition.optimizer_sharding = c.optimizer_sharding;
+  so.partition.recompute = c.recompute;
   so.partition.meshes = options.meshes;
   so.partition.cost = options.cost;
   so.partition.element_bytes = PrecisionBytes(options.dtype);
-  SHARDSCOPE_ASSIGN_OR_RETURN(SubMeshPlan plan, PlanSubMeshPipeline(&model, so));
-  SHARDSCOPE_ASSIGN_OR_RETURN(ProgramPrice price, PriceProgram(g, plan.program, within));
-  std::vector<double> updates(stages, 0.0);
-  for (const Node& n : g.nodes()) {
-    if (!n.is_backward && so.stage_of.count(n.name) > 0)
-      c.stage[so.stage_of.at(n.name)].compute_seconds += price.node_seconds[n.id];
+  return so;
+}
+
+// `c`'s figures from its cut program and the program's price: each stage's report, the 1F1B
+// price and memory (see PriceSubMeshCandidate).
+PipelineChoice Figures(const Graph& g, const SubMeshPlan& plan, const ProgramPrice& price,
+                       PipelineChoice c, const SearchOptions& options, double capacity_bytes) {
+  const int stages = c.stages, k = c.stage_devices;
+  const std::map<std::string, int>& stage_of = c.worker_of;
+  c.stage.assign(stages, StageReport{});
+  c.max_memory_bytes = 0;
+  for (int s = 0; s < stages; ++s) {
+    c.stage[s].device = s * k;
+    c.stage[s].devices = k;
   }
+  // PriceProgram slows computation for k device threads sharing the cores; in-process all
+  // stages' threads share them, as PriceCandidate's stages do.
+  const InProcessOverhead& in_process = options.cost.in_process;
+  const double slowdown = in_process.ComputeSlowdown(stages * k) / in_process.ComputeSlowdown(k);
+  for (const Node& n : g.nodes()) {  // each stage's first and last forward operator
+    const auto it = stage_of.find(n.name);
+    if (n.is_backward || it == stage_of.end()) continue;
+    StageReport& r = c.stage[it->second];
+    if (r.first_op.empty()) r.first_op = n.name;
+    r.last_op = n.name;
+    r.compute_seconds += price.node_seconds[n.id] * slowdown;
+  }
+  std::vector<double> updates(stages, 0.0);
   for (size_t i = 0; i < plan.program.instrs.size(); ++i)
     c.stage[plan.instr_stage[i]].compute_seconds += price.instr_seconds[i];
   // OpCompute holds the optimizer's update of the shards, which runs once per step.
@@ -114,9 +95,97 @@ Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t bat
     r.memory_bytes = SubMeshStageBytes(g, plan, s, options.optimizer_states);
     c.max_memory_bytes = std::max(c.max_memory_bytes, r.memory_bytes);
   }
-  c.price = PriceOneFOneB(seconds, updates, micro_batches);
+  c.price = PriceOneFOneB(seconds, updates, c.micro_batches);
   c.fits = capacity_bytes <= 0 || static_cast<double>(c.max_memory_bytes) <= capacity_bytes;
   return c;
+}
+
+// The units' split `first` (with the end appended) as forward operator -> stage.
+std::map<std::string, int> StagesOfSplit(const Graph& g, const std::vector<StageUnit>& units,
+                                         const std::vector<int>& first) {
+  std::map<std::string, int> stage_of;
+  for (size_t s = 0; s + 1 < first.size(); ++s) {
+    for (int u = first[s]; u < first[s + 1]; ++u) {
+      for (NodeId n : units[u].nodes) stage_of[g.node(n).name] = static_cast<int>(s);
+    }
+  }
+  return stage_of;
+}
+
+}  // namespace
+
+Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t batch, int stages,
+                                             int stage_devices, int micro_batches,
+                                             const SearchOptions& options, double capacity_bytes) {
+  const int k = stage_devices;
+  PipelineChoice c;
+  c.stages = stages;
+  c.stage_devices = k;
+  c.micro_batches = micro_batches;
+  c.micro_batch = batch / micro_batches;
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build(c.micro_batch));
+  SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<StageUnit> units, LayerUnits(model.graph, options));
+  // The split balanced as one device each starts the walk below; memory is checked on shards.
+  SHARDSCOPE_ASSIGN_OR_RETURN(std::vector<int> first, SplitStages(units, stages, micro_batches, 0,
+                                                                  options.cost, DeviceMesh()));
+  first.push_back(static_cast<int>(units.size()));
+  Graph& g = model.graph;
+  c.worker_of = StagesOfSplit(g, units, first);
+  // One search for k devices serves every split: it weighs all operators and the cuts' layouts.
+  if (options.mode != SearchMode::kSemiAuto) {
+    SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult searched, SearchStrategies(g, StageOptions(options, k)));
+    SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(searched, &g));
+  }
+  for (const Node& n : g.nodes()) c.strategies[n.name] = n.annotations;
+  // A ZeRO stage or recomputed scopes fixed by the flags or the model file apply inside stages.
+  if (options.optimizer_sharding_options.size() == 1)
+    c.optimizer_sharding = options.optimizer_sharding_options[0];
+  if (options.recompute_options.size() == 1) c.recompute = options.recompute_options[0];
+  SubMeshOptions so = CutOptions(c, options);
+  SHARDSCOPE_ASSIGN_OR_RETURN(SubMeshPlan plan, PlanSubMeshPipeline(&model, so));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ProgramPrice price,
+                              PriceProgram(g, plan.program, StageOptions(options, k)));
+  std::optional<PipelineChoice> best = Figures(g, plan, price, c, options, capacity_bytes);
+  // Balanced on the sharded figures: move one stage boundary by one layer at a time while the
+  // best such move prices lower (the program and its price stay; only the cut changes).
+  for (size_t round = 0; round < units.size(); ++round) {
+    std::optional<PipelineChoice> next;
+    std::vector<int> next_first;
+    for (int s = 1; s < stages; ++s) {
+      for (int move : {-1, 1}) {
+        std::vector<int> trial = first;
+        trial[s] += move;
+        if (trial[s] <= trial[s - 1] || trial[s] >= trial[s + 1]) continue;
+        c.worker_of = so.stage_of = StagesOfSplit(g, units, trial);
+        if (!CutSubMeshProgram(g, so, &plan).ok()) continue;
+        PipelineChoice t = Figures(g, plan, price, c, options, capacity_bytes);
+        if (BetterPipeline(t, next ? next : best)) {
+          next = std::move(t);
+          next_first = trial;
+        }
+      }
+    }
+    if (!next) break;
+    best = std::move(next);
+    first = next_first;
+  }
+  return *best;
+}
+
+SearchOptions StageOptions(const SearchOptions& options, int stage_devices) {
+  SearchOptions within = options;
+  within.devices = stage_devices;
+  within.device_mesh = SubMeshOf(options.device_mesh, stage_devices);
+  within.memory_budget_bytes = 0;
+  return within;
+}
+
+Result<PipelineChoice> PriceSubMeshStages(ModelGraph model, PipelineChoice c,
+                                          const SearchOptions& options, double capacity_bytes) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(SubMeshPlan plan, PlanSubMeshPipeline(&model, CutOptions(c, options)));
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      ProgramPrice price, PriceProgram(model.graph, plan.program, StageOptions(options, c.stage_devices)));
+  return Figures(model.graph, plan, price, std::move(c), options, capacity_bytes);
 }
 
 Result<PipelineChoice> ChooseAnyPipeline(const BuildAtFn& build, int64_t batch, int devices,
@@ -133,7 +202,7 @@ Result<PipelineChoice> ChooseAnyPipeline(const BuildAtFn& build, int64_t batch, 
       last = c.status();
       continue;
     }
-    if (Better(*c, best)) best = std::move(*c);
+    if (BetterPipeline(*c, best)) best = std::move(*c);
   }
   if (!best) return last.ok() ? Status::Invalid("pipeline: fewer than 2 devices") : last;
   return *best;

@@ -20,6 +20,16 @@ Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t bat
                                              int stage_devices, int micro_batches,
                                              const SearchOptions& options, double capacity_bytes);
 
+// Prices `choice` (its stages, stage_devices, micro_batches, worker_of and strategies set;
+// `model` built at its micro-batch with those strategies): PlanSubMeshPipeline, then the
+// figures PriceSubMeshCandidate describes, each stage's report, the 1F1B price and memory.
+Result<PipelineChoice> PriceSubMeshStages(ModelGraph model, PipelineChoice choice,
+                                          const SearchOptions& options, double capacity_bytes);
+
+// `options` for one stage of `stage_devices` devices: its sub-mesh of the device mesh (the
+// trailing axes holding that many), no memory budget (stages are checked as a whole).
+SearchOptions StageOptions(const SearchOptions& options, int stage_devices);
+
 // `stages` > 0: ChoosePipeline with devices / stages devices per stage; 0 (auto): every stage
 // count >= 2 dividing `devices`, the fitting one with the least step (none fits: least memory).
 Result<PipelineChoice> ChooseAnyPipeline(const BuildAtFn& build, int64_t batch, int devices,
@@ -43,6 +53,34 @@ int RunSubMeshTrain(const PlacedTrainRequest& request, const PipelineChoice& cho
 // by their strategies over the stage's sub-mesh (unplaced ones go by --unplaced); trained like
 // RunSubMeshTrain with --micro-batches under 1F1B. Returns the exit code.
 bool PlacedWithStrategies(const ModelFile& model);
+// Such a model's stages: workers from its place entries (unplaced operators by `unplaced`,
+// an UnplacedPolicy name), devices / workers devices each, the model's strategies, batch /
+// micro_batches examples per micro-batch. Errors name the first place entry's line.
+Result<PipelineChoice> PlacedShardedChoice(const ModelFile& model, int64_t batch,
+                                           int micro_batches, const std::string& unplaced,
+                                           int devices);
+// `plan` of such a model: every micro-batch count M dividing the batch up to 4 x workers
+// (`micro_batches` > 0: that one) priced by PriceSubMeshStages, the least step that fits.
+// `memory`: the ZeRO stage and recomputed scopes inside the stages.
+Result<PipelineChoice> PricePlacedSharded(const ModelFile& model, int64_t batch,
+                                          int micro_batches, const std::string& unplaced,
+                                          int devices, const PartitionOptions& memory,
+                                          const SearchOptions& options, double capacity_bytes);
+
+// `plan` for such a model (plan_placed.cc): the stages' table, --json and --record carry the
+// same figures (`pipeline`, `predicted_step_seconds`, `memory_per_device_bytes`).
+struct PlacedPlanRequest {
+  const ModelFile* model = nullptr;
+  int devices = 0;        // 0: the model file's
+  int64_t batch = 0;      // 0: the model file's
+  int micro_batches = 0;  // 0: the cheapest count that fits
+  std::string unplaced = "worker0";
+  bool json = false;
+  std::string record;
+  bool overwrite = false;
+  SearchFlags search;
+};
+int RunPlanPlacedSharded(const PlacedPlanRequest& request);
 int RunPlacedShardedTrain(const PlacedTrainRequest& request);
 
 }  // namespace shardscope::cli

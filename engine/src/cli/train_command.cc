@@ -444,7 +444,7 @@ int RunTrainReported(const TrainOptions& o) {
                 "pipeline " + pipeline +
                     ": the model places its operators by "
                     "hand (place: in the file); drop the place entries or the pipeline");
-  const PlacedTrainRequest placed{&*mf,
+  PlacedTrainRequest placed{&*mf,
                                   &*train,
                                   &*test,
                                   tc,
@@ -465,6 +465,8 @@ int RunTrainReported(const TrainOptions& o) {
                                   plan->resume ? &*plan->resume : nullptr,
                                   o.steps,
                                   o.eval_only};
+  placed.optimizer_sharding = plan->partition.optimizer_sharding;
+  placed.recompute = plan->partition.recompute;
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
       return Fail(kExitBadInput,

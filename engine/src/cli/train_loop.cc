@@ -270,8 +270,11 @@ Result<double> MeanStepSeconds(Communicator& comm, const std::vector<double>& mi
   return total / static_cast<double>(local.size());
 }
 
-store::RankStepRecord RankStepSince(const RankStats& now, RankStats* previous, int rank,
-                                    double wall_seconds) {
+namespace {
+
+// The counters since `*previous` (then set to `now`) and the memory now; the peak is left.
+template <typename Stats>
+store::RankStepRecord StepSince(const Stats& now, Stats* previous, int rank, double wall_seconds) {
   store::RankStepRecord mine;
   mine.rank = rank;
   mine.wall_seconds = wall_seconds;
@@ -283,8 +286,24 @@ store::RankStepRecord RankStepSince(const RankStats& now, RankStats* previous, i
   mine.grad_bytes = now.gradient_bytes;
   mine.optimizer_bytes = now.optimizer_bytes;
   mine.activation_bytes = now.activation_bytes;
-  mine.peak_bytes = now.peak_bytes;
   *previous = now;
+  return mine;
+}
+
+}  // namespace
+
+store::RankStepRecord RankStepSince(const RankStats& now, RankStats* previous, int rank,
+                                    double wall_seconds) {
+  store::RankStepRecord mine = StepSince(now, previous, rank, wall_seconds);
+  mine.peak_bytes = now.peak_bytes;
+  return mine;
+}
+
+store::RankStepRecord RankStepSince(const WorkerStats& now, WorkerStats* previous, int rank,
+                                    double wall_seconds) {
+  store::RankStepRecord mine = StepSince(now, previous, rank, wall_seconds);
+  mine.peak_bytes =
+      now.parameter_bytes + now.gradient_bytes + now.optimizer_bytes + now.activation_bytes;
   return mine;
 }
 

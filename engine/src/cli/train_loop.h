@@ -14,6 +14,7 @@
 #include "shardscope/communicator.h"
 #include "shardscope/data.h"
 #include "shardscope/dist_trainer.h"
+#include "shardscope/pipeline.h"
 #include "shardscope/recorder.h"
 #include "shardscope/status.h"
 
@@ -88,6 +89,10 @@ Result<EpochLoopResult> RunEpochLoop(const EpochLoop& loop);
 // This rank's figures of the step just run: its counters since `*previous` (then set to
 // `now`) and its memory now.
 store::RankStepRecord RankStepSince(const RankStats& now, RankStats* previous, int rank,
+                                    double wall_seconds);
+// The same for a placed worker (pipeline.h), whose buffers all live for the whole run: its
+// peak is their sum.
+store::RankStepRecord RankStepSince(const WorkerStats& now, WorkerStats* previous, int rank,
                                     double wall_seconds);
 
 // The mean step time over `mine` (this rank's step wall times) as docs/run-format.md defines

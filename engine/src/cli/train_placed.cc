@@ -64,21 +64,7 @@ Result<std::unique_ptr<PipelineTrainer>> MakeTrainer(const Setup& s, int rank) {
 // A recording failure goes to `control`; errors returned are the communicator's.
 Status RecordStep(Communicator& comm, RunControl& control, const PipelineTrainer& t,
                   WorkerStats* previous, int64_t step, int64_t epoch, float loss, double seconds) {
-  const WorkerStats& now = t.stats();
-  store::RankStepRecord mine;
-  mine.rank = comm.rank();
-  mine.wall_seconds = seconds;
-  mine.compute_seconds = now.compute_seconds - previous->compute_seconds;
-  mine.comm_seconds = now.comm_seconds - previous->comm_seconds;
-  mine.bytes_sent = now.bytes_sent - previous->bytes_sent;
-  mine.bytes_recv = now.bytes_received - previous->bytes_received;
-  mine.param_bytes = now.parameter_bytes;
-  mine.grad_bytes = now.gradient_bytes;
-  mine.optimizer_bytes = now.optimizer_bytes;
-  mine.activation_bytes = now.activation_bytes;
-  mine.peak_bytes =  // every buffer lives for the whole run
-      now.parameter_bytes + now.gradient_bytes + now.optimizer_bytes + now.activation_bytes;
-  *previous = now;
+  const store::RankStepRecord mine = RankStepSince(t.stats(), previous, comm.rank(), seconds);
   SHARDSCOPE_ASSIGN_OR_RETURN(auto ranks, GatherRankStep(comm, mine));
   // Spans: every worker runs 2 * M phases per step, so the blocks have equal sizes. Each
   // block opens with the worker's step origin on the steady clock as a float pair (high part,

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/run_control.h"
 #include "cli/train_checkpoint.h"
@@ -37,6 +38,9 @@ struct PlacedTrainRequest {
   // The planner's pipeline stages (train --pipeline): forward operator -> worker, applied to
   // every build of the model; nullptr: the model file's place entries.
   const std::map<std::string, int>* stages = nullptr;
+  // Place with strategies: the ZeRO stage and recomputed scopes inside each worker's stage.
+  int optimizer_sharding = 0;
+  std::vector<std::string> recompute = {};
 };
 
 // The run file's description of a placed or pipelined run: the training settings and `mode`

@@ -1,6 +1,7 @@
 // `shardscope train --pipeline N` with stages of several devices each (pipeline_submesh.h).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -49,38 +50,43 @@ bool PlacedWithStrategies(const ModelFile& model) {
   return placed && sharded;
 }
 
-int RunPlacedShardedTrain(const PlacedTrainRequest& r) {
-  std::string where;  // the first place entry: errors name a line of the model file
-  for (const AnnotationEntry& a : r.model->parallel().annotations) {
-    if (where.empty() && a.annotations.worker >= 0) where = a.place_location.ToString();
+namespace {
+
+// The first place entry's line: errors about place with strategies name it.
+std::string FirstPlaceLine(const ModelFile& model) {
+  for (const AnnotationEntry& a : model.parallel().annotations) {
+    if (a.annotations.worker >= 0) return a.place_location.ToString();
   }
+  return model.path();
+}
+
+}  // namespace
+
+Result<PipelineChoice> PlacedShardedChoice(const ModelFile& mf, int64_t batch, int micro_batches,
+                                           const std::string& unplaced_name, int devices) {
+  const std::string where = FirstPlaceLine(mf);
   const auto fail = [&](const std::string& message) {
-    return Fail(kExitBadInput, where + ": " + message);
+    return Status::Invalid(where + ": " + message);
   };
-  const int64_t batch = r.training.batch;
-  if (r.micro_batches < 1 || batch % r.micro_batches != 0)
-    return fail("--micro-batches " + std::to_string(r.micro_batches) +
-                " must divide the batch of " + std::to_string(batch));
-  if (!r.checkpoint.save.empty() || !r.checkpoint.resume.empty() || r.eval_only)
-    return fail(
-        "a model with place and strategies runs its workers sharded over sub-meshes; "
-        "checkpoints of such runs are not built yet");
-  auto unplaced = ParseUnplacedPolicy(r.unplaced);
+  if (micro_batches < 1 || batch % micro_batches != 0)
+    return fail("--micro-batches " + std::to_string(micro_batches) + " must divide the batch of " +
+                std::to_string(batch));
+  auto unplaced = ParseUnplacedPolicy(unplaced_name);
   if (!unplaced.ok()) return fail(unplaced.status().message());
   PipelineChoice choice;
-  choice.micro_batches = r.micro_batches;
-  choice.micro_batch = batch / r.micro_batches;
-  auto model = r.model->Build(choice.micro_batch);
+  choice.micro_batches = micro_batches;
+  choice.micro_batch = batch / micro_batches;
+  auto model = mf.Build(choice.micro_batch);
   if (!model.ok()) return fail(model.status().message());
   choice.worker_of = WorkersOf(model->graph, *unplaced);
   for (const auto& [op, worker] : choice.worker_of)
     choice.stages = std::max(choice.stages, worker + 1);
-  if (r.devices % choice.stages != 0)
+  if (devices % choice.stages != 0)
     return fail("the model places operators on " + std::to_string(choice.stages) +
                 " workers and shards them: each worker becomes a stage of devices / workers "
                 "devices, so the workers must divide the " +
-                std::to_string(r.devices) + " devices");
-  choice.stage_devices = r.devices / choice.stages;
+                std::to_string(devices) + " devices");
+  choice.stage_devices = devices / choice.stages;
   for (const Node& n : model->graph.nodes()) {
     OpAnnotations a = n.annotations;
     a.worker = -1;
@@ -91,7 +97,52 @@ int RunPlacedShardedTrain(const PlacedTrainRequest& r) {
                 " workers and gives operators strategies: each worker needs several devices "
                 "(--devices " +
                 std::to_string(2 * choice.stages) + " gives 2 per worker)");
-  return RunSubMeshTrain(r, choice, where);
+  return choice;
+}
+
+Result<PipelineChoice> PricePlacedSharded(const ModelFile& mf, int64_t batch, int micro_batches,
+                                          const std::string& unplaced, int devices,
+                                          const PartitionOptions& memory,
+                                          const SearchOptions& options, double capacity_bytes) {
+  std::optional<PipelineChoice> best;
+  Status last;
+  for (int m = 1; m <= batch; ++m) {
+    if (micro_batches > 0 ? m != micro_batches : batch % m != 0) continue;
+    SHARDSCOPE_ASSIGN_OR_RETURN(PipelineChoice c,
+                                PlacedShardedChoice(mf, batch, m, unplaced, devices));
+    if (micro_batches <= 0 && m > 4 * c.stages) break;
+    c.optimizer_sharding = memory.optimizer_sharding;
+    c.recompute = memory.recompute;
+    auto model = mf.Build(c.micro_batch);
+    if (!model.ok()) return model.status();
+    SHARDSCOPE_RETURN_IF_ERROR(ApplySubMeshStrategies(c, &model->graph));
+    auto priced = PriceSubMeshStages(std::move(*model), std::move(c), options, capacity_bytes);
+    if (!priced.ok()) {
+      last = Status::Invalid(FirstPlaceLine(mf) + ": " + priced.status().message());
+      continue;
+    }
+    if (BetterPipeline(*priced, best)) best = std::move(*priced);
+  }
+  if (!best) return last.ok() ? Status::Invalid("place: no micro-batch count divides the batch")
+                              : last;
+  return *best;
+}
+
+int RunPlacedShardedTrain(const PlacedTrainRequest& r) {
+  const std::string where = FirstPlaceLine(*r.model);
+  const auto fail = [&](const std::string& message) {
+    return Fail(kExitBadInput, where + ": " + message);
+  };
+  if (!r.checkpoint.save.empty() || !r.checkpoint.resume.empty() || r.eval_only)
+    return fail(
+        "a model with place and strategies runs its workers sharded over sub-meshes; "
+        "checkpoints of such runs are not built yet");
+  auto choice =
+      PlacedShardedChoice(*r.model, r.training.batch, r.micro_batches, r.unplaced, r.devices);
+  if (!choice.ok()) return Fail(kExitBadInput, choice.status().message());
+  choice->optimizer_sharding = r.optimizer_sharding;
+  choice->recompute = r.recompute;
+  return RunSubMeshTrain(r, *choice, where);
 }
 
 int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice,
@@ -105,6 +156,8 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice,
   options.micro_batches = choice.micro_batches;
   options.stage_of = choice.worker_of;
   options.partition.devices = choice.stage_devices;
+  options.partition.optimizer_sharding = choice.optimizer_sharding;
+  options.partition.recompute = choice.recompute;
   const auto build = [&]() -> Result<ModelGraph> {
     SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, r.model->Build(choice.micro_batch));
     SHARDSCOPE_RETURN_IF_ERROR(ApplySubMeshStrategies(choice, &model.graph));

@@ -115,6 +115,11 @@ Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
   }
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
     const ParamSharding& s = program_.param_sharding[i];
+    if (!only_.empty() && !only_[i]) {
+      params_[i] = {};
+      grads_[i] = {};
+      continue;
+    }
     Tensor& param = executor_.local(program_.param_grads[i].first);
     Tensor& grad = executor_.local(program_.param_grads[i].second);
     scattered_[i] = false;
@@ -138,7 +143,7 @@ Status ShardedUpdate::GatherParameters(Communicator& world, RankStats* stats) {
   CommTimer timer(world, stats);
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
     const ParamSharding& s = program_.param_sharding[i];
-    if (s.group_size <= 1 || s.gathered) continue;
+    if (s.group_size <= 1 || s.gathered || (!only_.empty() && !only_[i])) continue;
     Tensor& param = executor_.local(program_.param_grads[i].first);
     SHARDSCOPE_RETURN_IF_ERROR(Gather(world, i, params_[i], &param));
   }

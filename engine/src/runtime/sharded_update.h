@@ -36,6 +36,10 @@ class ShardedUpdate {
   // The whole shard of parameter `param` (param_grads index) from the group's slices.
   Status GatherParameter(Communicator& world, int param, Tensor* out);
 
+  // Only the parameters (param_grads indices) marked take part in GatherGradients and
+  // GatherParameters (a pipeline stage owns some of the program's); the others get empty spans.
+  void set_only(std::vector<bool> owned) { only_ = std::move(owned); }
+
   // Bytes of the buffers it keeps besides the program's (the optimizer's states not
   // included): stage-3 parameter slices, stage-2/3 gradient slices, one scratch buffer for
   // the shards the slices do not tile exactly.
@@ -60,6 +64,7 @@ class ShardedUpdate {
   std::vector<float> scratch_;  // a whole padded shard: group_size * chunk, the largest
   std::map<std::vector<std::vector<int>>, std::unique_ptr<Communicator>> groups_;  // by ranks
   const Communicator* world_ = nullptr;  // the one the groups were split from
+  std::vector<bool> only_;               // empty: every parameter
 };
 
 }  // namespace shardscope

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/batch_util.h"
+#include "runtime/sharded_update.h"
 #include "shardscope/checked_math.h"
 #include "shardscope/initializer.h"
 
@@ -15,14 +16,51 @@ namespace {
 // Tags: cut * micro_batches + micro-batch, below what MPI guarantees (communicator.h).
 constexpr int64_t kStageTags = 7000;
 
-// Parameters and constants: one buffer for every micro-batch.
+// Parameters and constants: one buffer for every micro-batch. So are recomputed activations:
+// a stage's forward phase writes and reads them, its backward phase replays them first.
 std::vector<bool> SharedValues(const Graph& g, const DistProgram& p) {
   std::vector<bool> shared(p.values.size(), false);
   for (const Value& v : g.values()) {
     if ((v.kind == ValueKind::kParameter || v.kind == ValueKind::kConstant) && p.home[v.id] >= 0)
       shared[p.home[v.id]] = true;
   }
+  for (const RecomputeSegment& seg : p.recompute) {
+    for (int v : seg.dropped) shared[v] = true;
+  }
   return shared;
+}
+
+// Each recomputed segment replays in the backward phase of its stage, just before the
+// instruction that first reads what it dropped (DistProgram::recompute).
+Status InsertReplays(const Graph& g, SubMeshPlan* plan) {
+  const DistProgram& p = plan->program;
+  for (const StageCut& c : plan->cuts) {
+    for (const RecomputeSegment& seg : p.recompute) {
+      if (std::find(seg.dropped.begin(), seg.dropped.end(), c.value) != seg.dropped.end())
+        return Status::NotImplemented("sub-mesh pipeline: recompute " + seg.scope + ": " +
+                                      g.value(p.values[c.value].global).name +
+                                      " crosses stages; recompute scopes inside one stage");
+    }
+  }
+  for (const RecomputeSegment& seg : p.recompute) {
+    if (seg.before >= static_cast<int>(p.instrs.size())) continue;
+    const int stage = plan->instr_stage[seg.before];
+    for (int i : seg.instrs) {
+      if (plan->instr_stage[i] != stage)
+        return Status::NotImplemented("sub-mesh pipeline: recompute " + seg.scope +
+                                      " spans stages " + std::to_string(plan->instr_stage[i]) +
+                                      " and " + std::to_string(stage) +
+                                      "; recompute scopes inside one stage");
+    }
+    std::vector<StageItem>& items = plan->backward[stage];
+    auto at = std::find_if(items.begin(), items.end(), [&](const StageItem& item) {
+      return item.kind == StageItem::Kind::kRun && item.index == seg.before;
+    });
+    std::vector<StageItem> replay;
+    for (int i : seg.instrs) replay.push_back({StageItem::Kind::kRun, i});
+    items.insert(at, replay.begin(), replay.end());
+  }
+  return Status::Ok();
 }
 
 // Every instruction's stage and phase: an operator's from its forward operator; any other
@@ -135,38 +173,55 @@ Status CutStages(const Graph& g, const std::vector<int>& producer,
 Result<SubMeshPlan> PlanSubMeshPipeline(ModelGraph* model, const SubMeshOptions& o) {
   if (o.stages < 1 || o.micro_batches < 1 || o.partition.devices < 1)
     return Status::Invalid("sub-mesh pipeline: stages, micro-batches and devices must be >= 1");
-  if (o.partition.optimizer_sharding > 0 || !o.partition.recompute.empty())
+  if (o.partition.optimizer_sharding > 1)
     return Status::NotImplemented(
-        "sub-mesh pipeline: optimizer sharding and recomputation inside a stage are not built yet");
+        "sub-mesh pipeline: --optimizer-sharding " + std::to_string(o.partition.optimizer_sharding) +
+        " (ZeRO 2/3) inside pipeline stages is not built yet; --optimizer-sharding 1 is");
   SubMeshPlan plan;
+  SHARDSCOPE_ASSIGN_OR_RETURN(plan.program, PlanTrainingProgram(model, o.partition, &plan.params));
+  SHARDSCOPE_RETURN_IF_ERROR(CutSubMeshProgram(model->graph, o, &plan));
+  return plan;
+}
+
+Status CutSubMeshProgram(const Graph& g, const SubMeshOptions& o, SubMeshPlan* out) {
+  SubMeshPlan plan;
+  plan.program = std::move(out->program);
+  plan.params = std::move(out->params);
   plan.stages = o.stages;
   plan.stage_devices = o.partition.devices;
   plan.micro_batches = o.micro_batches;
-  SHARDSCOPE_ASSIGN_OR_RETURN(plan.program, PlanTrainingProgram(model, o.partition, &plan.params));
-  const Graph& g = model->graph;
   const DistProgram& p = plan.program;
+  const auto done = [&](Status st) {  // the program stays with `out` either way
+    if (st.ok()) {
+      *out = std::move(plan);
+    } else {
+      out->program = std::move(plan.program);
+      out->params = std::move(plan.params);
+    }
+    return st;
+  };
   std::vector<int> producer(p.values.size(), -1);
   std::vector<std::vector<int>> readers(p.values.size());
   for (size_t i = 0; i < p.instrs.size(); ++i) {
     for (int v : p.instrs[i].outputs) producer[v] = static_cast<int>(i);
     for (int v : p.instrs[i].inputs) readers[v].push_back(static_cast<int>(i));
   }
-  SHARDSCOPE_RETURN_IF_ERROR(AssignStages(g, o, producer, readers, &plan));
+  if (Status st = AssignStages(g, o, producer, readers, &plan); !st.ok()) return done(st);
   plan.loss_stage = producer[p.loss] >= 0 ? plan.instr_stage[producer[p.loss]] : o.stages - 1;
   for (size_t i = 0; i < p.param_grads.size(); ++i) {
     int stage = -1;
     for (int r : readers[p.param_grads[i].first]) {
       const int s = plan.instr_stage[r];
       if (stage >= 0 && s != stage)
-        return Status::NotImplemented("sub-mesh pipeline: parameter " +
-                                      g.value(plan.params[i]).name + " is read on stages " +
-                                      std::to_string(stage) + " and " + std::to_string(s) +
-                                      " (a parameter lives on one stage)");
+        return done(Status::NotImplemented(
+            "sub-mesh pipeline: parameter " + g.value(plan.params[i]).name + " is read on stages " +
+            std::to_string(stage) + " and " + std::to_string(s) + " (a parameter lives on one stage)"));
       stage = s;
     }
     plan.param_stage.push_back(std::max(stage, 0));
   }
-  SHARDSCOPE_RETURN_IF_ERROR(CutStages(g, producer, readers, &plan));
+  if (Status st = CutStages(g, producer, readers, &plan); !st.ok()) return done(st);
+  if (Status st = InsertReplays(g, &plan); !st.ok()) return done(st);
   PlacedProgram chain;  // PipelineOrder needs only the stages
   chain.workers = o.stages;
   chain.num_stages = o.stages;
@@ -175,7 +230,7 @@ Result<SubMeshPlan> PlanSubMeshPipeline(ModelGraph* model, const SubMeshOptions&
       PipelineOrder(chain, PipelineOptions{o.stages, o.micro_batches, PipelineSchedule::kOneFOneB});
   for (const auto& order : plan.order)
     plan.slots.push_back(MicroBatchSlots(order, o.micro_batches));
-  return plan;
+  return done(Status::Ok());
 }
 
 int64_t SubMeshStageBytes(const Graph& graph, const SubMeshPlan& plan, int stage,
@@ -191,8 +246,10 @@ int64_t SubMeshStageBytes(const Graph& graph, const SubMeshPlan& plan, int stage
   }
   for (size_t i = 0; i < p.param_grads.size(); ++i) {
     if (plan.param_stage[i] != stage) continue;
-    bytes += (1 + optimizer_states) *
-             NumElements(p.values[p.param_grads[i].first].layout.ShardShape()) * 4;
+    const ParamSharding* zero = p.param_sharding.empty() ? nullptr : &p.param_sharding[i];
+    const int64_t shard = NumElements(p.values[p.param_grads[i].first].layout.ShardShape());
+    const int64_t updated = zero != nullptr && zero->group_size > 1 ? zero->chunk : shard;
+    bytes += (shard + optimizer_states * updated) * 4;
   }
   return bytes;
 }
@@ -245,6 +302,12 @@ Result<std::unique_ptr<SubMeshTrainer>> SubMeshTrainer::Create(ModelGraph model,
     t->grad_sum_.emplace_back(p.values[home].layout.ShardShape());
     t->param_ptrs_.push_back(&t->executor_->local(home));
     t->grad_ptrs_.push_back(&t->grad_sum_.back());
+  }
+  if (p.optimizer_sharding > 0) {  // ZeRO 1: each rank updates a slice of its shard
+    t->sharded_ = std::make_unique<ShardedUpdate>(p, *t->executor_, t->local_);
+    std::vector<bool> owned(p.param_grads.size(), false);
+    for (int i : t->owned_) owned[i] = true;
+    t->sharded_->set_only(std::move(owned));
   }
   t->optimizer_ = MakeOptimizer(config.optimizer);
   return t;
@@ -346,12 +409,37 @@ Result<float> SubMeshTrainer::Step(Communicator& world, const Tensor& images,
   }
   AverageOverMicroBatches(grad_sum_, m);
   const float scale = 1.0f / static_cast<float>(m);
-  optimizer_->Step(param_ptrs_, grad_ptrs_);
+  SHARDSCOPE_RETURN_IF_ERROR(Update());
   stats_.optimizer_bytes = optimizer_->StateBytes();
   ++step_;
   std::vector<float> out = {loss * scale};
   SHARDSCOPE_RETURN_IF_ERROR(world.Broadcast(out, plan_.loss_stage * plan_.stage_devices));
   return out[0];
+}
+
+Status SubMeshTrainer::Update() {
+  if (!sharded_) {
+    optimizer_->Step(param_ptrs_, grad_ptrs_);
+    return Status::Ok();
+  }
+  // The summed gradients stand in the executor's gradient buffers while the slices are taken.
+  const DistProgram& p = plan_.program;
+  for (size_t i = 0; i < owned_.size(); ++i)
+    std::swap(executor_->local(p.param_grads[owned_[i]].second), grad_sum_[i]);
+  Status st = sharded_->GatherGradients(*stage_comm_, &stats_);
+  if (st.ok()) {
+    std::vector<std::span<float>> params;
+    std::vector<std::span<const float>> grads;
+    for (int i : owned_) {
+      params.push_back(sharded_->params()[i]);
+      grads.push_back(sharded_->grads()[i]);
+    }
+    optimizer_->StepSpans(params, grads);
+    st = sharded_->GatherParameters(*stage_comm_, &stats_);
+  }
+  for (size_t i = 0; i < owned_.size(); ++i)
+    std::swap(executor_->local(p.param_grads[owned_[i]].second), grad_sum_[i]);
+  return st;
 }
 
 Result<double> SubMeshTrainer::Evaluate(Communicator& world, const Dataset& data) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "run_shardscope.h"
+#include "shardscope/store/reader.h"
 
 namespace {
 
@@ -223,6 +224,28 @@ TEST(TrainPipeline, StagesOfSeveralDevicesPrintTheSingleDeviceLosses) {
   EXPECT_EQ(Losses(one.text), Losses(staged.text)) << one.text << "\n----\n" << staged.text;
 }
 
+// ZeRO 1 and recomputation inside stages of 2 devices: basic_blocks.yaml's blocks replay their
+// forward in the backward (gelu's gradient reads dense1's dropped output); the same losses.
+TEST(TrainPipeline, ZeroOneAndRecomputeInsideStagesOfSeveralDevices) {
+  const std::string args = "train " + std::string(SHARDSCOPE_SOURCE_DIR) +
+                           "/samples/models/basic_blocks.yaml --steps 4 --log-every 1 "
+                           "--no-record --ignore-parallel";
+  auto one = Shardscope(args + " --devices 1");
+  auto staged =
+      Shardscope(args + " --devices 4 --pipeline 2 --optimizer-sharding 1 --recompute");
+  ASSERT_EQ(one.code, 0) << one.text;
+  ASSERT_EQ(staged.code, 0) << staged.text;
+  EXPECT_NE(staged.text.find("2 stages x 2 devices (in-process)"), std::string::npos)
+      << staged.text;
+  EXPECT_GE(Losses(one.text).size(), 4u);
+  EXPECT_EQ(Losses(one.text), Losses(staged.text)) << one.text << "\n----\n" << staged.text;
+  // Priced as run: ZeRO 1 slices the momentum of the data-parallel stages' parameters.
+  const nlohmann::json zero = PlanJson(kMlp + " --devices 4 --pipeline 2 --optimizer-sharding 1");
+  const nlohmann::json plain = PlanJson(kMlp + " --devices 4 --pipeline 2 --optimizer-sharding 0");
+  EXPECT_LT(zero["pipeline"]["max_memory_bytes"].get<int64_t>(),
+            plain["pipeline"]["max_memory_bytes"].get<int64_t>());
+}
+
 TEST(TrainPipeline, StagesOfSeveralDevicesUnderMpirun) {
   const std::string args =
       "train " + kMlp + " --data " + kMnist + " --steps 4 --limit 640 --log-every 1 --no-record";
@@ -254,15 +277,86 @@ TEST(TrainPlacedSharded, PrintsTheSingleDeviceLosses) {
   auto producer = Shardscope(args + " --unplaced producer");  // the same stages
   ASSERT_EQ(producer.code, 0) << producer.text;
   EXPECT_EQ(Losses(one.text), Losses(producer.text)) << producer.text;
-  auto plan = Shardscope("plan " + kPlacedSharded);
-  EXPECT_EQ(plan.code, 2) << plan.text;
-  const size_t at = plan.text.find("mlp_place_sharded.yaml:");  // names the place line
-  ASSERT_NE(at, std::string::npos) << plan.text;
-  EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(plan.text[at + 23]))) << plan.text;
-  EXPECT_NE(plan.text.find("not priced by `plan` yet"), std::string::npos) << plan.text;
   auto one_each = Shardscope(args + " --unplaced producer --devices 2");
   EXPECT_EQ(one_each.code, 2) << one_each.text;
   EXPECT_NE(one_each.text.find("--devices 4"), std::string::npos) << one_each.text;
+}
+
+// `plan` prices place with strategies as --pipeline prices stages: 1F1B over the workers'
+// stages, each sharded over its own pair; the same figures in --json, text and --record.
+TEST(PlanPlacedSharded, PricesTheStagesAsTrainRunsThem) {
+  const nlohmann::json j = PlanJson(kPlacedSharded + " --micro-batches 2");
+  ASSERT_TRUE(j.contains("pipeline")) << j.dump(2);
+  const nlohmann::json& p = j["pipeline"];
+  EXPECT_EQ(j["parallelism"], "pipeline");
+  EXPECT_EQ(p["stages"], 2);
+  EXPECT_EQ(p["stage_devices"], 2);
+  EXPECT_EQ(p["micro_batches"], 2);
+  EXPECT_EQ(p["stage"][0]["first"], "flatten");
+  EXPECT_EQ(p["stage"][1]["first"], "fc3.matmul");
+  EXPECT_EQ(p["stage"][1]["devices"], nlohmann::json::array({2, 3}));
+  double slowest = 0;
+  int64_t memory = 0;
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_GT(p["stage"][s]["compute_seconds"].get<double>(), 0);
+    EXPECT_GT(p["stage"][s]["transfer_seconds"].get<double>(), 0);  // the activation crosses
+    slowest = std::max(slowest, p["stage"][s]["compute_seconds"].get<double>() +
+                                    p["stage"][s]["transfer_seconds"].get<double>());
+    memory = std::max(memory, p["stage"][s]["memory_bytes"].get<int64_t>());
+  }
+  EXPECT_DOUBLE_EQ(p["slowest_stage_seconds"].get<double>(), slowest);
+  EXPECT_GE(p["step_seconds"].get<double>(), 3 * slowest);  // (M + p - 1) slowest + update
+  EXPECT_DOUBLE_EQ(j["predicted_step_seconds"].get<double>(), p["step_seconds"].get<double>());
+  EXPECT_EQ(j["memory_per_device_bytes"].get<int64_t>(), memory);
+  // Without --micro-batches the cheapest count up to 4 x 2 that divides the batch of 32.
+  const nlohmann::json best = PlanJson(kPlacedSharded);
+  EXPECT_LE(best["predicted_step_seconds"].get<double>(), p["step_seconds"].get<double>());
+  EXPECT_LE(best["pipeline"]["micro_batches"].get<int>(), 8);
+  // ZeRO 1 inside the stages: less memory on the data-parallel stage 0.
+  const nlohmann::json zero = PlanJson(kPlacedSharded + " --micro-batches 2 --optimizer-sharding 1");
+  EXPECT_LT(zero["pipeline"]["stage"][0]["memory_bytes"].get<int64_t>(),
+            p["stage"][0]["memory_bytes"].get<int64_t>());
+  auto text = Shardscope("plan " + kPlacedSharded + " --micro-batches 2");
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_NE(text.text.find("pipeline: 2 stages (2 devices each), 2 micro-batches"),
+            std::string::npos)
+      << text.text;
+  const std::string run =
+      (std::filesystem::temp_directory_path() / "plan_placed_sharded_test.db").string();
+  auto recorded = Shardscope("plan " + kPlacedSharded + " --micro-batches 2 --record " + run +
+                             " --overwrite");
+  ASSERT_EQ(recorded.code, 0) << recorded.text;
+  auto reader = shardscope::store::RunReader::Open(run);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  const auto info = (*reader)->Run();
+  ASSERT_TRUE(info.ok());
+  const nlohmann::json config = nlohmann::json::parse(info->config_json);
+  EXPECT_DOUBLE_EQ(config["predicted_step_seconds"].get<double>(),
+                   j["predicted_step_seconds"].get<double>());
+  EXPECT_EQ(config["pipeline"], j["pipeline"]);
+  std::filesystem::remove(run);
+  auto bad = Shardscope("plan " + kPlacedSharded + " --devices 2");
+  EXPECT_EQ(bad.code, 2) << bad.text;
+  const size_t at = bad.text.find("mlp_place_sharded.yaml:");  // names the place line
+  ASSERT_NE(at, std::string::npos) << bad.text;
+  EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(bad.text[at + 23]))) << bad.text;
+  EXPECT_NE(bad.text.find("--devices 4"), std::string::npos) << bad.text;
+}
+
+// ZeRO 1 and recomputation inside the stages keep the single-device losses; ZeRO 2 is refused.
+TEST(TrainPlacedSharded, ZeroOneAndRecomputeInsideStages) {
+  const std::string args = "train " + kPlacedSharded + " --data " + kMnist +
+                           " --steps 4 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  auto zero = Shardscope(args + " --micro-batches 2 --optimizer-sharding 1 --recompute");
+  ASSERT_EQ(one.code, 0) << one.text;
+  ASSERT_EQ(zero.code, 0) << zero.text;
+  EXPECT_GE(Losses(one.text).size(), 4u);
+  EXPECT_EQ(Losses(one.text), Losses(zero.text)) << one.text << "\n----\n" << zero.text;
+  auto two = Shardscope(args + " --optimizer-sharding 2");
+  EXPECT_EQ(two.code, 2) << two.text;
+  EXPECT_NE(two.text.find("--optimizer-sharding 2"), std::string::npos) << two.text;
+  EXPECT_NE(two.text.find("not built yet"), std::string::npos) << two.text;
 }
 
 TEST(TrainPlacedSharded, PrintsTheSingleDeviceLossesUnderMpirun) {

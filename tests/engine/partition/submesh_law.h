@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "law.h"
 #include "shardscope/model_file.h"
@@ -46,11 +47,15 @@ inline SubMeshOptions Options(int k, int micro_batches, bool strategies) {
 }
 
 // One rank of 2 x k: `steps` steps of `batch`, checked against `single`.
+// `zero`: the ZeRO stage inside the stages; `recompute`: the scopes recomputed.
 inline Status TrainRank(Communicator& world, int64_t batch, int micro_batches, int steps,
                         bool strategies, const Dataset& data, const testing_law::SingleRun& single,
-                        double single_accuracy) {
+                        double single_accuracy, int zero = 0,
+                        const std::vector<std::string>& recompute = {}) {
   const int k = world.size() / 2;
-  const SubMeshOptions o = Options(k, micro_batches, strategies);
+  SubMeshOptions o = Options(k, micro_batches, strategies);
+  o.partition.optimizer_sharding = zero;
+  o.partition.recompute = recompute;
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph m, Build(batch / micro_batches, k, strategies, nullptr));
   SHARDSCOPE_ASSIGN_OR_RETURN(
       auto t, SubMeshTrainer::Create(std::move(m), testing_law::LawConfig(), o, world.rank()));

@@ -2,6 +2,8 @@
 // correctness law on in-process devices.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "submesh_law.h"
 
 namespace shardscope {
@@ -54,10 +56,84 @@ TEST(SubMeshPipeline, RefusesAnActivationFlowingBackToAnEarlierStage) {
       << plan.status().message();
 }
 
+// basic_blocks.yaml: block1 (dense1, gelu, dense2) on stage 0, the rest on stage 1, each stage
+// data-parallel over 2 devices; recomputing a block drops dense1's output, which gelu's
+// gradient reads, so the block's forward replays in its stage's backward phase.
+Result<ModelGraph> Blocks(std::map<std::string, int>* stage_of) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      ModelFile mf, LoadModelFile(SHARDSCOPE_SOURCE_DIR "/samples/models/basic_blocks.yaml"));
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph m, mf.Build(8));
+  for (const Node& n : m.graph.nodes()) {
+    m.graph.mutable_node(n.id).annotations = {};
+    (*stage_of)[n.name] = n.name.rfind("block1.", 0) == 0 ? 0 : 1;
+  }
+  return m;
+}
+
+TEST(SubMeshPipeline, RecomputeReplaysInTheBackwardAndKeepsOneBufferForAllMicroBatches) {
+  SubMeshOptions o;
+  o.stages = 2;
+  o.micro_batches = 2;
+  o.partition.devices = 2;
+  auto m = Blocks(&o.stage_of);
+  auto r = Blocks(&o.stage_of);
+  ASSERT_TRUE(m.ok() && r.ok()) << m.status().message();
+  auto plain = PlanSubMeshPipeline(&*m, o);
+  o.partition.recompute = {"block1", "block2"};
+  auto replayed = PlanSubMeshPipeline(&*r, o);
+  ASSERT_TRUE(plain.ok() && replayed.ok()) << replayed.status().message();
+  ASSERT_EQ(replayed->program.recompute.size(), 2u);
+  for (int s = 0; s < 2; ++s) {
+    const auto runs = [](const std::vector<StageItem>& items) {
+      return std::count_if(items.begin(), items.end(),
+                           [](const StageItem& i) { return i.kind == StageItem::Kind::kRun; });
+    };
+    EXPECT_GT(runs(replayed->backward[s]), runs(plain->backward[s])) << "stage " << s;
+    EXPECT_EQ(runs(replayed->forward[s]), runs(plain->forward[s])) << "stage " << s;
+  }
+  // Stage 0 holds 2 micro-batches in flight; the dropped values take one buffer, not two.
+  EXPECT_LT(SubMeshStageBytes(r->graph, *replayed, 0, 1),
+            SubMeshStageBytes(m->graph, *plain, 0, 1));
+  // A block split across stages is refused, naming it.
+  auto split = Blocks(&o.stage_of);
+  ASSERT_TRUE(split.ok());
+  o.stage_of["block1.dense2.matmul"] = 1;
+  o.stage_of["block1.dense2.bias_add"] = 1;
+  auto refused = PlanSubMeshPipeline(&*split, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("recompute block1"), std::string::npos)
+      << refused.status().message();
+}
+
+TEST(SubMeshPipeline, OptimizerShardingSlicesStatesAndRefusesStagesTwoAndThree) {
+  auto m = submesh_law::Build(8, 2, false, nullptr);
+  auto z = submesh_law::Build(8, 2, false, nullptr);
+  ASSERT_TRUE(m.ok() && z.ok());
+  auto plain = PlanSubMeshPipeline(&*m, submesh_law::Options(2, 1, false));
+  SubMeshOptions o = submesh_law::Options(2, 1, false);
+  o.partition.optimizer_sharding = 1;
+  auto zero = PlanSubMeshPipeline(&*z, o);
+  ASSERT_TRUE(plain.ok() && zero.ok()) << zero.status().message();
+  // Data-parallel stages: each rank keeps the momentum of half of every parameter.
+  EXPECT_LT(SubMeshStageBytes(z->graph, *zero, 0, 1), SubMeshStageBytes(m->graph, *plain, 0, 1));
+  for (int stage : {2, 3}) {
+    auto again = submesh_law::Build(8, 2, false, nullptr);
+    ASSERT_TRUE(again.ok());
+    o.partition.optimizer_sharding = stage;
+    auto refused = PlanSubMeshPipeline(&*again, o);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("--optimizer-sharding " + std::to_string(stage)),
+              std::string::npos)
+        << refused.status().message();
+  }
+}
+
 struct LawCase {
   int k;
   int micro_batches;
   bool strategies;
+  int zero = 0;
+  std::vector<std::string> recompute = {};
 };
 
 class SubMeshLaw : public testing::TestWithParam<LawCase> {};
@@ -71,7 +147,7 @@ TEST_P(SubMeshLaw, EqualsTheSingleDeviceRun) {
   const testing_law::SingleRun single = submesh_law::Single(kBatch, kSteps, data, &accuracy);
   const Status st = RunOnDevices(2 * c.k, [&](Communicator& world) {
     return submesh_law::TrainRank(world, kBatch, c.micro_batches, kSteps, c.strategies, data,
-                                  single, accuracy);
+                                  single, accuracy, c.zero, c.recompute);
   });
   EXPECT_TRUE(st.ok()) << st.message();
 }
@@ -79,7 +155,9 @@ TEST_P(SubMeshLaw, EqualsTheSingleDeviceRun) {
 INSTANTIATE_TEST_SUITE_P(Cases, SubMeshLaw,
                          testing::Values(LawCase{2, 1, true}, LawCase{2, 4, true},
                                          LawCase{2, 2, false}, LawCase{1, 2, false},
-                                         LawCase{4, 2, true}));
+                                         LawCase{4, 2, true}, LawCase{2, 2, false, 1},
+                                         LawCase{2, 2, true, 1}, LawCase{2, 4, true, 0, {"*"}},
+                                         LawCase{2, 2, false, 1, {"fc2", "fc6"}}));
 
 }  // namespace
 }  // namespace shardscope
