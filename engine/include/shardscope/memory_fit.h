@@ -68,6 +68,8 @@ Result<MemoryFit> FitMemory(const Graph& graph, const SearchOptions& options,
 // first numbered part ("layers.3" of "layers.3.mlp.fc1"), else its top-level scope ("block1"),
 // in graph order. A stack of numbered layers under one scope is thus split by layer.
 std::vector<std::string> LayerScopes(const Graph& graph);
+// One operator's layer by that rule (a name without a dot is its own top level).
+std::string LayerScopeOf(const std::string& name);
 
 // A PartitionWith for `program`'s graph and values: `base` with the options replaced.
 PartitionWith RepartitionWith(const Graph& graph, const DistProgram& program,

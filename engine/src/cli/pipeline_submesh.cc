@@ -133,7 +133,8 @@ Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t bat
   c.worker_of = StagesOfSplit(g, units, first);
   // One search for k devices serves every split: it weighs all operators and the cuts' layouts.
   if (options.mode != SearchMode::kSemiAuto) {
-    SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult searched, SearchStrategies(g, StageOptions(options, k)));
+    SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult searched,
+                                SearchStrategies(g, StageOptions(options, k)));
     SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(searched, &g));
   }
   for (const Node& n : g.nodes()) c.strategies[n.name] = n.annotations;
@@ -182,9 +183,11 @@ SearchOptions StageOptions(const SearchOptions& options, int stage_devices) {
 
 Result<PipelineChoice> PriceSubMeshStages(ModelGraph model, PipelineChoice c,
                                           const SearchOptions& options, double capacity_bytes) {
-  SHARDSCOPE_ASSIGN_OR_RETURN(SubMeshPlan plan, PlanSubMeshPipeline(&model, CutOptions(c, options)));
+  SHARDSCOPE_ASSIGN_OR_RETURN(SubMeshPlan plan,
+                              PlanSubMeshPipeline(&model, CutOptions(c, options)));
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      ProgramPrice price, PriceProgram(model.graph, plan.program, StageOptions(options, c.stage_devices)));
+      ProgramPrice price,
+      PriceProgram(model.graph, plan.program, StageOptions(options, c.stage_devices)));
   return Figures(model.graph, plan, price, std::move(c), options, capacity_bytes);
 }
 

@@ -56,15 +56,14 @@ bool PlacedWithStrategies(const ModelFile& model);
 // Such a model's stages: workers from its place entries (unplaced operators by `unplaced`,
 // an UnplacedPolicy name), devices / workers devices each, the model's strategies, batch /
 // micro_batches examples per micro-batch. Errors name the first place entry's line.
-Result<PipelineChoice> PlacedShardedChoice(const ModelFile& model, int64_t batch,
-                                           int micro_batches, const std::string& unplaced,
-                                           int devices);
+Result<PipelineChoice> PlacedShardedChoice(const ModelFile& model, int64_t batch, int micro_batches,
+                                           const std::string& unplaced, int devices);
 // `plan` of such a model: every micro-batch count M dividing the batch up to 4 x workers
 // (`micro_batches` > 0: that one) priced by PriceSubMeshStages, the least step that fits.
 // `memory`: the ZeRO stage and recomputed scopes inside the stages.
-Result<PipelineChoice> PricePlacedSharded(const ModelFile& model, int64_t batch,
-                                          int micro_batches, const std::string& unplaced,
-                                          int devices, const PartitionOptions& memory,
+Result<PipelineChoice> PricePlacedSharded(const ModelFile& model, int64_t batch, int micro_batches,
+                                          const std::string& unplaced, int devices,
+                                          const PartitionOptions& memory,
                                           const SearchOptions& options, double capacity_bytes);
 
 // `plan` for such a model (plan_placed.cc): the stages' table, --json and --record carry the

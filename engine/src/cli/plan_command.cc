@@ -46,7 +46,7 @@ struct PlanOptions {
   bool overwrite = false;
   std::vector<std::string> export_to;  // FORMAT FILE
   int show = 20;
-  std::string pipeline;  // auto | N; empty: the model file's parallel.pipeline
+  std::string pipeline;   // auto | N; empty: the model file's parallel.pipeline
   int micro_batches = 0;  // place with strategies: 0 = the cheapest count
   std::string unplaced = "worker0";
   SearchFlags search;

@@ -444,7 +444,7 @@ int RunTrainReported(const TrainOptions& o) {
                 "pipeline " + pipeline +
                     ": the model places its operators by "
                     "hand (place: in the file); drop the place entries or the pipeline");
-  PlacedTrainRequest placed{&*mf,
+  const PlacedTrainRequest placed{&*mf,
                                   &*train,
                                   &*test,
                                   tc,
@@ -465,15 +465,17 @@ int RunTrainReported(const TrainOptions& o) {
                                   plan->resume ? &*plan->resume : nullptr,
                                   o.steps,
                                   o.eval_only};
-  placed.optimizer_sharding = plan->partition.optimizer_sharding;
-  placed.recompute = plan->partition.recompute;
   if (!o.ignore_parallel && ModelIsPlaced(*mf)) {  // place(worker, r): train_placed.cc
     if (plan->search) {
       return Fail(kExitBadInput,
                   "a placed model (place: in the file) is not searched: operators pinned to "
                   "workers take no strategies; drop --search / mode auto, or the place entries");
     }
-    return PlacedWithStrategies(*mf) ? RunPlacedShardedTrain(placed) : RunPlacedTrain(placed);
+    if (!PlacedWithStrategies(*mf)) return RunPlacedTrain(placed);
+    PlacedTrainRequest sharded = placed;  // ZeRO and recomputation inside the workers' stages
+    sharded.optimizer_sharding = plan->partition.optimizer_sharding;
+    sharded.recompute = plan->partition.recompute;
+    return RunPlacedShardedTrain(sharded);
   }
   if (!pipeline.empty()) {  // stages chosen by the planner, run as a placed model
     const bool keep = plan->mode == "semi_auto" || plan->mode == "auto";

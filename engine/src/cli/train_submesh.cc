@@ -1,8 +1,8 @@
 // `shardscope train --pipeline N` with stages of several devices each (pipeline_submesh.h).
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/pipeline_submesh.h"
@@ -123,8 +123,8 @@ Result<PipelineChoice> PricePlacedSharded(const ModelFile& mf, int64_t batch, in
     }
     if (BetterPipeline(*priced, best)) best = std::move(*priced);
   }
-  if (!best) return last.ok() ? Status::Invalid("place: no micro-batch count divides the batch")
-                              : last;
+  if (!best)
+    return last.ok() ? Status::Invalid("place: no micro-batch count divides the batch") : last;
   return *best;
 }
 

@@ -175,7 +175,8 @@ Result<SubMeshPlan> PlanSubMeshPipeline(ModelGraph* model, const SubMeshOptions&
     return Status::Invalid("sub-mesh pipeline: stages, micro-batches and devices must be >= 1");
   if (o.partition.optimizer_sharding > 1)
     return Status::NotImplemented(
-        "sub-mesh pipeline: --optimizer-sharding " + std::to_string(o.partition.optimizer_sharding) +
+        "sub-mesh pipeline: --optimizer-sharding " +
+        std::to_string(o.partition.optimizer_sharding) +
         " (ZeRO 2/3) inside pipeline stages is not built yet; --optimizer-sharding 1 is");
   SubMeshPlan plan;
   SHARDSCOPE_ASSIGN_OR_RETURN(plan.program, PlanTrainingProgram(model, o.partition, &plan.params));
@@ -213,9 +214,10 @@ Status CutSubMeshProgram(const Graph& g, const SubMeshOptions& o, SubMeshPlan* o
     for (int r : readers[p.param_grads[i].first]) {
       const int s = plan.instr_stage[r];
       if (stage >= 0 && s != stage)
-        return done(Status::NotImplemented(
-            "sub-mesh pipeline: parameter " + g.value(plan.params[i]).name + " is read on stages " +
-            std::to_string(stage) + " and " + std::to_string(s) + " (a parameter lives on one stage)"));
+        return done(Status::NotImplemented("sub-mesh pipeline: parameter " +
+                                           g.value(plan.params[i]).name + " is read on stages " +
+                                           std::to_string(stage) + " and " + std::to_string(s) +
+                                           " (a parameter lives on one stage)"));
       stage = s;
     }
     plan.param_stage.push_back(std::max(stage, 0));

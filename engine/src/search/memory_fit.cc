@@ -19,27 +19,25 @@ std::string MemoryCandidate::Label() const {
   return text.empty() ? "no memory option" : text;
 }
 
+std::string LayerScopeOf(const std::string& name) {
+  // The prefix up to the first numbered part ("layers.3", "h.11"), else the top level.
+  for (size_t at = name.find('.'); at != std::string::npos; at = name.find('.', at + 1)) {
+    const size_t next = name.find('.', at + 1);
+    const std::string part = name.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+    if (!part.empty() &&
+        std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+      return next == std::string::npos ? name.substr(0, name.find('.')) : name.substr(0, next);
+  }
+  return name.substr(0, name.find('.'));
+}
+
 std::vector<std::string> LayerScopes(const Graph& graph) {
   std::vector<std::string> scopes;
   std::set<std::string> seen;
   for (const Node& n : graph.nodes()) {
     if (n.is_backward) continue;
-    const std::string& name = n.name;
-    // The prefix up to the first numbered part ("layers.3", "h.11"), else the top level.
-    size_t end = std::string::npos;
-    for (size_t at = name.find('.'); at != std::string::npos; at = name.find('.', at + 1)) {
-      const size_t next = name.find('.', at + 1);
-      const std::string part =
-          name.substr(at + 1, next == std::string::npos ? next : next - at - 1);
-      if (!part.empty() && std::all_of(part.begin(), part.end(),
-                                       [](unsigned char c) { return std::isdigit(c) != 0; })) {
-        end = next;
-        break;
-      }
-    }
-    if (end == std::string::npos && name.find('.') == std::string::npos) continue;
-    if (end == std::string::npos) end = name.find('.');
-    const std::string scope = name.substr(0, end);
+    if (n.name.find('.') == std::string::npos) continue;
+    const std::string scope = LayerScopeOf(n.name);
     if (seen.insert(scope).second) scopes.push_back(scope);
   }
   return scopes;

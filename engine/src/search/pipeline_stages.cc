@@ -7,14 +7,13 @@
 #include <limits>
 
 #include "search/search_graph.h"
+#include "shardscope/memory_fit.h"
 
 namespace shardscope {
 namespace {
 
 using search_internal::Parts;
 using search_internal::SearchGraph;
-
-std::string FirstScope(const std::string& name) { return name.substr(0, name.find('.')); }
 
 // What a stage of units [first, end) costs: per micro-batch computation and its memory.
 struct StageLoad {
@@ -73,7 +72,7 @@ Result<std::vector<StageUnit>> LayerUnits(const Graph& forward, const SearchOpti
   std::vector<int> unit_of_op(g.ops().size(), -1);
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const search_internal::SearchOp& op = g.ops()[i];
-    const std::string scope = FirstScope(op.name);
+    const std::string scope = LayerScopeOf(op.name);
     if (units.empty() || units.back().scope != scope) units.push_back({scope, {}, 0, 0, 0, 0, 0});
     StageUnit& u = units.back();
     unit_of_op[i] = static_cast<int>(units.size()) - 1;

@@ -231,8 +231,7 @@ TEST(TrainPipeline, ZeroOneAndRecomputeInsideStagesOfSeveralDevices) {
                            "/samples/models/basic_blocks.yaml --steps 4 --log-every 1 "
                            "--no-record --ignore-parallel";
   auto one = Shardscope(args + " --devices 1");
-  auto staged =
-      Shardscope(args + " --devices 4 --pipeline 2 --optimizer-sharding 1 --recompute");
+  auto staged = Shardscope(args + " --devices 4 --pipeline 2 --optimizer-sharding 1 --recompute");
   ASSERT_EQ(one.code, 0) << one.text;
   ASSERT_EQ(staged.code, 0) << staged.text;
   EXPECT_NE(staged.text.find("2 stages x 2 devices (in-process)"), std::string::npos)
@@ -313,7 +312,8 @@ TEST(PlanPlacedSharded, PricesTheStagesAsTrainRunsThem) {
   EXPECT_LE(best["predicted_step_seconds"].get<double>(), p["step_seconds"].get<double>());
   EXPECT_LE(best["pipeline"]["micro_batches"].get<int>(), 8);
   // ZeRO 1 inside the stages: less memory on the data-parallel stage 0.
-  const nlohmann::json zero = PlanJson(kPlacedSharded + " --micro-batches 2 --optimizer-sharding 1");
+  const nlohmann::json zero =
+      PlanJson(kPlacedSharded + " --micro-batches 2 --optimizer-sharding 1");
   EXPECT_LT(zero["pipeline"]["stage"][0]["memory_bytes"].get<int64_t>(),
             p["stage"][0]["memory_bytes"].get<int64_t>());
   auto text = Shardscope("plan " + kPlacedSharded + " --micro-batches 2");
@@ -323,8 +323,8 @@ TEST(PlanPlacedSharded, PricesTheStagesAsTrainRunsThem) {
       << text.text;
   const std::string run =
       (std::filesystem::temp_directory_path() / "plan_placed_sharded_test.db").string();
-  auto recorded = Shardscope("plan " + kPlacedSharded + " --micro-batches 2 --record " + run +
-                             " --overwrite");
+  auto recorded =
+      Shardscope("plan " + kPlacedSharded + " --micro-batches 2 --record " + run + " --overwrite");
   ASSERT_EQ(recorded.code, 0) << recorded.text;
   auto reader = shardscope::store::RunReader::Open(run);
   ASSERT_TRUE(reader.ok()) << reader.status().message();
