@@ -26,7 +26,6 @@ BlockMovement ChangedBlocks(const Layout& before, const Layout& after) {
   const Shape after_shard = after.ShardShape();
   const int before_size = before.mesh().size();
   m.summed = before.is_partial() && !after.is_partial();
-  m.sources.resize(after_owners.size());
   m.changed.assign(after_owners.size(), false);
   std::vector<int64_t> lo(dims), hi(dims);
   for (size_t b = 0; b < after_owners.size(); ++b) {
@@ -96,19 +95,6 @@ std::vector<BlockSource> BlockSources(const Layout& before, const Layout& after,
     ++at[d];
   }
   return sources;
-}
-
-BlockMovement TraceMovement(const Layout& before, const Layout& after, size_t max_sources) {
-  BlockMovement m = ChangedBlocks(before, after);
-  if (m.changed.empty()) return m;
-  const auto before_owners = before.BlockOwners();
-  const auto after_owners = after.BlockOwners();
-  for (size_t b = 0; b < after_owners.size(); ++b) {
-    const int receiver = after_owners[b].empty() ? -1 : after_owners[b].front();
-    m.sources[b] =
-        BlockSources(before, after, static_cast<int64_t>(b), before_owners, receiver, max_sources);
-  }
-  return m;
 }
 
 }  // namespace shardscope::viewer

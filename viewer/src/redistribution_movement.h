@@ -17,9 +17,8 @@ struct BlockSource {
 };
 
 struct BlockMovement {
-  std::vector<std::vector<BlockSource>> sources;  // per block of the layout after
-  std::vector<bool> changed;                      // a holder did not hold all of it before
-  bool summed = false;                            // partial sums before, summed after
+  std::vector<bool> changed;  // a holder did not hold all of it before
+  bool summed = false;        // partial sums before, summed after
 };
 
 // Which blocks after changed holders, and whether partial sums are summed; no sources (the
@@ -30,7 +29,5 @@ BlockMovement ChangedBlocks(const Layout& before, const Layout& after);
 std::vector<BlockSource> BlockSources(const Layout& before, const Layout& after, int64_t block,
                                       const std::vector<std::vector<int>>& before_owners,
                                       int receiver, size_t max_sources = 256);
-// ChangedBlocks with the sources of every block (at most `max_sources` each).
-BlockMovement TraceMovement(const Layout& before, const Layout& after, size_t max_sources = 256);
 
 }  // namespace shardscope::viewer
