@@ -87,14 +87,23 @@ class StepperFramesTest : public QObject {
   // Beyond the arrows (16 at most), every moved block drawn has its band, and the motion
   // moves every band piece from a block before to its block after.
   void everyDrawnPieceMoves() {
-    const viewer::Scene frame = Frame(RunOn(4096), 0);
+    // 4096 ranks, 64 x 8 x 8: an 8 x 8 grid of blocks (replicated over d) all-to-all'ed into
+    // 64 columns, each gathering 8 pieces.
+    store::MeshRecord mesh;
+    mesh.id = 0;
+    mesh.shape = {64, 8, 8};
+    mesh.axis_names = {"d", "r", "a"};
+    const viewer::RunData run = shardscope_gui_test::InMemoryRun({mesh}, {64, 512}, "[r | a]",
+                                                                 {{"all-to-all", "[- | r.a]"}});
+    const viewer::Scene frame = Frame(run, 0);
     const auto bands = frame.Find("source");
     QVERIFY(bands.size() > static_cast<size_t>(viewer::kMaxFrameArrows));
     const auto tween = shardscope::gui::PlanTween(frame);
     QCOMPARE(tween.pieces.size(), bands.size());
     std::set<int64_t> targets;
     for (const auto* band : bands) targets.insert(band->key.split('>').value(1).toLongLong());
-    QVERIFY(targets.size() > 100);  // many blocks, not the one whose arrows are drawn
+    QCOMPARE(targets.size(), size_t{64});  // every block after, not only the arrows' one
+    QCOMPARE(bands.size(), size_t{64 * 8});
     for (const auto& piece : tween.pieces) QVERIFY(piece.from.right() <= piece.to.left());
   }
 

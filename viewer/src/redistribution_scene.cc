@@ -113,6 +113,7 @@ void DrawMovement(const Layout& before, const Layout& after, const BlockMovement
     auto dst = to.find(static_cast<int64_t>(b));
     if (dst == to.end()) continue;
     const QRectF box = dst->second;
+    if (!arrows && std::min(box.width(), box.height()) < 4) continue;  // a band too thin to see
     const QRectF band(box.left(), box.bottom() - box.height() * 0.3, box.width(),
                       box.height() * 0.3);
     const std::vector<int64_t> index = [&] {

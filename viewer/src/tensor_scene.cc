@@ -132,7 +132,7 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
                                        2,
                                    1.0, kCellH);
   const bool labelled = cell_w >= 40 && cell_h >= 18;
-  const double gap = labelled ? 3 : cell_w >= 8 ? 1 : 0;
+  const double gap = labelled ? 3 : std::min(cell_w, cell_h) >= 8 ? 1 : 0;  // cells stay visible
   const double slice_w = kSliceExtraW + shown_cols * cell_w;
   const double slice_h = 38 + shown_rows * cell_h;
   double max_x = 480;
@@ -199,7 +199,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
           block.stroke = QColor(200, 0, 0);
           block.stroke_width = 3;
         } else if (static_cast<size_t>(linear) < options.changed_blocks.size() &&
-                   options.changed_blocks[linear]) {
+                   options.changed_blocks[linear] && std::min(cell_w, cell_h) >= 4) {
+          // (Smaller cells: an outline would hide the colour; the frame's bands show it.)
           block.stroke = QColor(230, 120, 0);
           block.stroke_width = std::clamp(std::min(cell_w, cell_h) * 0.12, 0.8, 2.5);
         }
