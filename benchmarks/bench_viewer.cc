@@ -232,11 +232,7 @@ void BM_RecordedStepperFrame(benchmark::State& state) {
   state.counters["scene_items"] = static_cast<double>(items);
   state.counters["devices"] = static_cast<double>(data.run.devices);
 }
-BENCHMARK(BM_RecordedStepperFrame)
-    ->Arg(0)
-    ->Arg(1)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_RecordedStepperFrame)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

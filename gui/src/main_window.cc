@@ -35,6 +35,7 @@
 #include "details.h"
 #include "graph_builder.h"
 #include "graph_view.h"
+#include "mesh_scene_memo.h"
 #include "minimap.h"
 #include "models.h"
 #include "rank_view.h"
@@ -46,7 +47,6 @@
 #include "shardscope/viewer/painter.h"
 #include "shardscope/viewer/tensor_scene.h"
 #include "shardscope/viewer/timeline_scene.h"
-#include "mesh_scene_memo.h"
 #include "stepper.h"
 
 namespace shardscope::gui {

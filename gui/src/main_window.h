@@ -136,6 +136,7 @@ class MainWindow : public QMainWindow {
   int64_t shown_mesh_ = -1;
   std::vector<int> shown_axes_;
   int shown_mesh_rank_ = -2;  // the rank the device matrix shows selected
+
   std::unique_ptr<MeshSceneMemo> mesh_scenes_;  // device matrices built once
   int64_t shown_tensor_ = -1;
   bool auto_worker_colour_ = false;  // colour by worker chosen for a placed run, not by hand
