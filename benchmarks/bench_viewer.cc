@@ -199,6 +199,41 @@ void BM_OpenLargeRunViews(benchmark::State& state) {
 }
 BENCHMARK(BM_OpenLargeRunViews)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Issue 21's stepper on a recorded run (SHARDSCOPE_BENCH_RUN): every frame of one
+// redistribution built from scratch (no cache) and painted, as the stepper's worker builds
+// them; arg 0: the first redistribution of two steps or more, 1: the one with the most steps
+// (as bench_gui's BM_StepperFrame). Time per frame; counters: items per frame (the largest).
+void BM_RecordedStepperFrame(benchmark::State& state) {
+  const char* path = std::getenv("SHARDSCOPE_BENCH_RUN");
+  if (path == nullptr) return state.SkipWithError("set SHARDSCOPE_BENCH_RUN to a run file");
+  auto doc = RunDocument::Open(path);
+  if (!doc.ok()) return state.SkipWithError(doc.status().message().c_str());
+  const auto& data = (*doc)->data();
+  const shardscope::store::RedistributionRecord* chosen = nullptr;
+  for (const auto& r : data.redistributions) {
+    if (state.range(0) == 0 && r.steps.size() > 1) {
+      chosen = &r;
+      break;
+    }
+    if (state.range(0) == 1 && (!chosen || r.steps.size() > chosen->steps.size())) chosen = &r;
+  }
+  if (!chosen) return state.SkipWithError("no redistribution of two steps or more");
+  const int frames = FrameCount(*chosen);
+  size_t items = 0;
+  int step = 0;
+  for (auto _ : state) {
+    step = (step + 1) % frames;
+    auto frame = BuildRedistributionFrame(data, *chosen, step);
+    if (!frame.ok()) return state.SkipWithError(frame.status().message().c_str());
+    Paint(*frame);
+    items = std::max(items, frame->items.size());
+  }
+  state.counters["frames"] = frames;
+  state.counters["scene_items"] = static_cast<double>(items);
+  state.counters["devices"] = static_cast<double>(data.run.devices);
+}
+BENCHMARK(BM_RecordedStepperFrame)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -2,8 +2,11 @@
 
 #include <QPainter>
 #include <QRegularExpression>
+#include <QStringList>
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "shardscope/viewer/painter.h"
 
@@ -12,8 +15,6 @@ namespace {
 
 using viewer::Scene;
 using viewer::SceneItem;
-
-bool Near(double a, double b) { return std::abs(a - b) < 0.01; }
 
 // The pieces travel during the first part; the blocks after fade in as they land.
 constexpr double kTravelEnd = 0.8;
@@ -40,51 +41,47 @@ int Addends(const SceneItem& sum) {
 FrameTween PlanTween(const Scene& frame) {
   FrameTween tween;
   const auto& items = frame.items;
-  std::vector<size_t> blocks;
-  for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].role == "block") blocks.push_back(i);
-  // Each band piece ("source") follows the arrow of its before block, when drawn.
-  const SceneItem* arrow = nullptr;
+  // Block items by id: one in the map before, one in the map after (to its right).
+  std::multimap<int64_t, size_t> blocks;
+  std::map<int64_t, int> addends;  // of the blocks after marked "Σ"
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].role == "block") blocks.emplace(items[i].id, i);
+    if (items[i].role == "sum") addends[items[i].id] = Addends(items[i]);
+  }
+  auto block = [&](int64_t id, auto&& fits) -> std::optional<size_t> {
+    for (auto [it, end] = blocks.equal_range(id); it != end; ++it)
+      if (fits(items[it->second].rect)) return it->second;
+    return std::nullopt;
+  };
   for (size_t i = 0; i < items.size(); ++i) {
     const SceneItem& item = items[i];
-    if (item.role == "move" && item.points.size() >= 2) {
-      arrow = &item;
-      tween.arriving.push_back(i);
-    } else if (item.role == "sum") {
-      tween.arriving.push_back(i);
-    } else if (item.role == "source") {
-      tween.arriving.push_back(i);
-      if (arrow == nullptr) continue;
-      const QPointF a = arrow->points.front(), z = arrow->points.back();
-      const SceneItem* from = nullptr;
-      const SceneItem* to = nullptr;
-      size_t to_index = 0;
-      for (size_t b : blocks) {
-        const SceneItem& block = items[b];
-        if (!from && Near(block.rect.right(), a.x()) && Near(block.rect.center().y(), a.y()))
-          from = &block;
-        if (!to && block.id == arrow->id && Near(block.rect.center().x(), z.x()) &&
-            Near(block.rect.center().y(), z.y())) {
-          to = &block;
-          to_index = b;
-        }
-      }
-      arrow = nullptr;
-      if (!from || !to) continue;
-      // The band is the foot of the block after (30 %); the piece's place scales to the block.
-      const QRectF box = to->rect;
-      const double band_top = box.bottom() - box.height() * 0.3;
-      const double band_h = box.height() * 0.3;
-      FrameTween::Piece piece;
-      piece.from = from->rect;
-      piece.to =
-          QRectF(item.rect.left(), box.top() + (item.rect.top() - band_top) / band_h * box.height(),
-                 item.rect.width(), item.rect.height() / band_h * box.height());
-      piece.fill = from->fill;
-      for (const SceneItem* sum : frame.Find("sum", to->id)) piece.addends = Addends(*sum);
-      tween.pieces.push_back(piece);
-      tween.arriving.push_back(to_index);
-    }
+    if (item.role == "move" || item.role == "sum") tween.arriving.push_back(i);
+    if (item.role != "source") continue;
+    tween.arriving.push_back(i);
+    // "B>A": from block B before to block A after, whose band holds the piece.
+    const QStringList ends = item.key.split('>');
+    if (ends.size() != 2) continue;
+    const QPointF centre = item.rect.center();
+    const auto to = block(ends[1].toLongLong(), [&](const QRectF& r) {
+      return r.adjusted(-0.01, -0.01, 0.01, 0.01).contains(centre);
+    });
+    if (!to) continue;
+    const QRectF box = items[*to].rect;
+    const auto from =
+        block(ends[0].toLongLong(), [&](const QRectF& r) { return r.right() <= box.left(); });
+    if (!from) continue;
+    // The band is the foot of the block after (30 %); the piece's place scales to the block.
+    const double band_top = box.bottom() - box.height() * 0.3;
+    const double band_h = box.height() * 0.3;
+    FrameTween::Piece piece;
+    piece.from = items[*from].rect;
+    piece.to =
+        QRectF(item.rect.left(), box.top() + (item.rect.top() - band_top) / band_h * box.height(),
+               item.rect.width(), item.rect.height() / band_h * box.height());
+    piece.fill = items[*from].fill;
+    if (auto sum = addends.find(items[*to].id); sum != addends.end()) piece.addends = sum->second;
+    tween.pieces.push_back(piece);
+    tween.arriving.push_back(*to);
   }
   std::sort(tween.arriving.begin(), tween.arriving.end());
   tween.arriving.erase(std::unique(tween.arriving.begin(), tween.arriving.end()),

@@ -29,7 +29,8 @@ struct FrameTween {
 };
 
 // The motion drawn by a redistribution frame (viewer::BuildRedistributionFrame): one piece per
-// "move" arrow and its "source" band piece. Empty when the frame moves nothing.
+// "source" band piece (every moved block drawn, not only those with arrows), from its block
+// before to its place in its block after. Empty when the frame moves nothing.
 FrameTween PlanTween(const viewer::Scene& frame);
 
 // The still part of the picture during the tween: PaintScene without the arriving items.

@@ -35,6 +35,7 @@
 #include "details.h"
 #include "graph_builder.h"
 #include "graph_view.h"
+#include "mesh_scene_memo.h"
 #include "minimap.h"
 #include "models.h"
 #include "rank_view.h"
@@ -111,6 +112,7 @@ MainWindow::MainWindow()
       status_(new QLabel(this)),
       refresh_timer_(new QTimer(this)),
       watcher_(new QFileSystemWatcher(this)) {
+  mesh_scenes_ = std::make_unique<MeshSceneMemo>();
   setWindowTitle("Shardscope");
   setAcceptDrops(true);
   overview_->setReadOnly(true);
@@ -468,6 +470,7 @@ void MainWindow::ShowOpened(const QString& path, std::unique_ptr<viewer::RunDocu
   AddRecent(path);
   setWindowTitle("Shardscope — " + QFileInfo(path).fileName());
   stepper_->SetRedistribution(nullptr, -1);
+  mesh_scenes_->Clear();
   shown_mesh_ = -1;
   shown_tensor_ = -1;
   ShowRun(read_summary);
@@ -689,7 +692,7 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   // Sized to the dock (margin for the captions): a large mesh is seen whole, as a heat map.
   if (const QSizeF room = mesh_view_->RoomAtReadableScale(); !room.isEmpty())
     options.max_size = room - QSizeF(40, 140);
-  mesh_view_->SetScene(viewer::BuildMeshScene(*mesh, options));
+  mesh_view_->SetScene(mesh_scenes_->Get(mesh_id, *mesh, options));
 }
 
 void MainWindow::ShowTensorMap(int64_t tensor_id) {

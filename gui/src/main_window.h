@@ -34,6 +34,7 @@ class CompareView;
 class FiguresCompareModel;
 class GraphBuilder;
 class GraphView;
+class MeshSceneMemo;
 class RankTableModel;
 class RankView;
 class RedistributionStepper;
@@ -135,6 +136,8 @@ class MainWindow : public QMainWindow {
   int64_t shown_mesh_ = -1;
   std::vector<int> shown_axes_;
   int shown_mesh_rank_ = -2;  // the rank the device matrix shows selected
+
+  std::unique_ptr<MeshSceneMemo> mesh_scenes_;  // device matrices built once
   int64_t shown_tensor_ = -1;
   bool auto_worker_colour_ = false;  // colour by worker chosen for a placed run, not by hand
   double last_updated_at_ = 0;

@@ -15,6 +15,7 @@
 #include <QVariantAnimation>
 
 #include "frame_animation.h"
+#include "frame_cache.h"
 #include "scene_widget.h"
 #include "shardscope/viewer/redistribution_scene.h"
 
@@ -28,7 +29,8 @@ RedistributionStepper::RedistributionStepper(QWidget* parent)
       play_(new QPushButton("Play", this)),
       timer_(new QTimer(this)),
       animation_(new QVariantAnimation(this)),
-      animate_action_(new QAction("&Animate Stepper Frames", this)) {
+      animate_action_(new QAction("&Animate Stepper Frames", this)),
+      frames_cache_(std::make_unique<FrameCache>()) {
   setFocusPolicy(Qt::StrongFocus);
   auto* previous = new QPushButton("◀ Prev", this);
   auto* next = new QPushButton("Next ▶", this);
@@ -78,6 +80,8 @@ RedistributionStepper::RedistributionStepper(QWidget* parent)
   SetRedistribution(nullptr, -1);
 }
 
+RedistributionStepper::~RedistributionStepper() = default;
+
 bool RedistributionStepper::animated() const { return animate_action_->isChecked(); }
 void RedistributionStepper::SetAnimated(bool on) { animate_action_->setChecked(on); }
 bool RedistributionStepper::animating() const {
@@ -92,9 +96,8 @@ void RedistributionStepper::FinishAnimation() {
 
 // The frame just shown (still) moves in: its pieces travel from their blocks before.
 void RedistributionStepper::Animate() {
-  auto tween = std::make_shared<const FrameTween>(PlanTween(view_->scene()));
-  if (tween->empty()) return;
-  tween_ = std::move(tween);
+  if (!frame_ || frame_->tween.empty()) return;
+  tween_ = std::shared_ptr<const FrameTween>(frame_, &frame_->tween);
   view_->SetTween(tween_, 0);
   animation_->start();
 }
@@ -106,6 +109,7 @@ void RedistributionStepper::SetRedistribution(const viewer::RunData* run, int64_
   run_ = run;
   id_ = id;
   step_ = 0;
+  frames_cache_->Reset(run, id);
   const store::RedistributionRecord* r = run ? run->Redistribution(id) : nullptr;
   frames_ = r ? viewer::FrameCount(*r) : 0;
   timeline_->blockSignals(true);
@@ -163,19 +167,23 @@ void RedistributionStepper::Show() {
   error_.clear();
   const store::RedistributionRecord* r = run_ ? run_->Redistribution(id_) : nullptr;
   if (!r) {
+    frame_.reset();
     position_->setText("");
     view_->SetMessage(idle_message_);
     return;
   }
   position_->setText(QString("step %1 / %2").arg(step_ + 1).arg(frames_));
   position_->setText(position_->text() + (rank_ >= 0 ? QString(", rank %1").arg(rank_) : ""));
-  auto scene = viewer::BuildRedistributionFrame(*run_, *r, step_, {.rank = rank_});
-  if (!scene.ok()) {
-    error_ = QString::fromStdString(scene.status().message());
+  frame_ = frames_cache_->Get(step_, rank_);
+  if (!frame_->scene.ok()) {
+    error_ = QString::fromStdString(frame_->scene.status().message());
     view_->SetMessage(error_);
     return;
   }
-  view_->SetScene(std::move(scene).value());
+  view_->SetScene(*frame_->scene);
+  // The frames a key press shows next, built while this one is looked at.
+  if (step_ + 1 < frames_) frames_cache_->Prefetch(step_ + 1, rank_);
+  if (step_ > 0) frames_cache_->Prefetch(step_ - 1, rank_);
 }
 
 void RedistributionStepper::keyPressEvent(QKeyEvent* event) {

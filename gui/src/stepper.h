@@ -1,7 +1,8 @@
 // RedistributionStepper: walks the frames of one redistribution plan: previous, next, play,
 // the Left/Right arrow keys, Home/End, and a timeline slider with one tick per step. A step
 // forward (and the first frame when a redistribution is chosen) animates the moved blocks into
-// the frame (frame_animation.h) unless switched off.
+// the frame (frame_animation.h) unless switched off. Frames are built once and kept, the
+// neighbours of the one shown on worker threads (frame_cache.h).
 #pragma once
 
 #include <QWidget>
@@ -20,6 +21,8 @@ namespace shardscope::gui {
 
 class SceneWidget;
 struct FrameTween;
+class FrameCache;
+struct StepperFrame;
 
 // How long the blocks of one step take to travel.
 inline constexpr int kFrameAnimationMs = 280;
@@ -28,6 +31,7 @@ class RedistributionStepper : public QWidget {
   Q_OBJECT
  public:
   explicit RedistributionStepper(QWidget* parent = nullptr);
+  ~RedistributionStepper() override;
   // Shows redistribution `id` of `run` from its first step; `run` must outlive the stepper's
   // use of it (SetRun(nullptr, -1) clears).
   void SetRedistribution(const viewer::RunData* run, int64_t id);
@@ -81,6 +85,8 @@ class RedistributionStepper : public QWidget {
   QVariantAnimation* animation_;
   QAction* animate_action_;
   std::shared_ptr<const FrameTween> tween_;
+  std::unique_ptr<FrameCache> frames_cache_;   // built once, the next ones in the background
+  std::shared_ptr<const StepperFrame> frame_;  // the one shown
 };
 
 // Stepper keys that work wherever the focus is in `window` (the arrow keys alone move the

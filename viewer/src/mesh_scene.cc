@@ -33,6 +33,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   Scene scene;
   const int n = mesh.num_axes();
   const std::vector<int64_t> shape(mesh.shape().begin(), mesh.shape().end());
+  std::vector<QString> axis_names;  // once: every rank's tooltip names them
+  for (int a = 0; a < n; ++a) axis_names.push_back(AxisName(mesh, a));
   // The grid: rows and columns are axes (mixed radix), the other axes small multiples
   // (panels). Small meshes: the last two axes; many panels: every axis in the grid, split
   // where rows and columns come out closest. A 1-D mesh wraps into rows of `wrap` ranks.
@@ -221,8 +223,7 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
         item.stroke = numbered ? QColor(60, 60, 60) : Qt::transparent;
         item.stroke_width = numbered ? 1 : 0;
         QStringList coord_text;
-        for (int a = 0; a < n; ++a)
-          coord_text << AxisName(mesh, a) + "=" + QString::number(coords[a]);
+        for (int a = 0; a < n; ++a) coord_text << axis_names[a] + "=" + QString::number(coords[a]);
         item.tooltip = "rank " + QString::number(rank) + " at " + coord_text.join(", ");
         if (group_of[rank] >= 0) {
           item.tooltip += "\ngroup " + group_text(group_of[rank]);

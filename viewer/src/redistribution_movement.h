@@ -17,12 +17,17 @@ struct BlockSource {
 };
 
 struct BlockMovement {
-  std::vector<std::vector<BlockSource>> sources;  // per block of the layout after
-  std::vector<bool> changed;                      // a holder did not hold all of it before
-  bool summed = false;                            // partial sums before, summed after
+  std::vector<bool> changed;  // a holder did not hold all of it before
+  bool summed = false;        // partial sums before, summed after
 };
 
-// At most `max_sources` sources per block are listed (the rest are counted in changed).
-BlockMovement TraceMovement(const Layout& before, const Layout& after, size_t max_sources = 256);
+// Which blocks after changed holders, and whether partial sums are summed; no sources (the
+// frame traces the blocks it draws): O(ranks).
+BlockMovement ChangedBlocks(const Layout& before, const Layout& after);
+// The sources of block `block` after, as received by rank `receiver` (its own copy when it
+// held the piece); `before_owners` = before.BlockOwners(). At most `max_sources`.
+std::vector<BlockSource> BlockSources(const Layout& before, const Layout& after, int64_t block,
+                                      const std::vector<std::vector<int>>& before_owners,
+                                      int receiver, size_t max_sources = 256);
 
 }  // namespace shardscope::viewer

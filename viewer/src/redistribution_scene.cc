@@ -1,6 +1,7 @@
 #include "shardscope/viewer/redistribution_scene.h"
 
 #include <QStringList>
+#include <algorithm>
 #include <map>
 
 #include "redistribution_movement.h"
@@ -39,15 +40,40 @@ void Append(const Scene& scene, double dx, double dy, Scene* into,
   }
 }
 
+// The sources of the blocks after a frame traces, each traced once.
+class Sources {
+ public:
+  Sources(const Layout& before, const Layout& after)
+      : before_(before),
+        after_(after),
+        before_owners_(before.BlockOwners()),
+        after_owners_(after.BlockOwners()) {}
+  const std::vector<BlockSource>& Of(size_t b) {
+    auto it = traced_.find(b);
+    if (it != traced_.end()) return it->second;
+    const int receiver = after_owners_[b].empty() ? -1 : after_owners_[b].front();
+    return traced_[b] =
+               BlockSources(before_, after_, static_cast<int64_t>(b), before_owners_, receiver);
+  }
+  const std::vector<std::vector<int>>& after_owners() const { return after_owners_; }
+
+ private:
+  const Layout& before_;
+  const Layout& after_;
+  std::vector<std::vector<int>> before_owners_, after_owners_;
+  std::map<size_t, std::vector<BlockSource>> traced_;
+};
+
 // The blocks after whose arrows are drawn (see FrameOptions).
-std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, int rank,
-                                 QString* caption) {
+std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, Sources* sources,
+                                 int rank, QString* caption) {
   std::vector<size_t> moved;
   size_t arrows = 0;
   for (size_t b = 0; b < m.changed.size(); ++b) {
     if (!m.changed[b]) continue;
     moved.push_back(b);
-    arrows += m.sources[b].size();
+    // Counted while few: past the cap one block is drawn in full.
+    if (arrows <= static_cast<size_t>(kMaxFrameArrows)) arrows += sources->Of(b).size();
   }
   if (moved.empty()) return {};
   if (rank >= 0 && rank < after.mesh().size()) {
@@ -59,7 +85,7 @@ std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, in
     *caption = "arrows: where every moved block comes from";
     return moved;
   }
-  const auto owners = after.BlockOwners();
+  const auto& owners = sources->after_owners();
   std::vector<int> firsts;
   for (size_t b : moved) firsts.push_back(owners[b].empty() ? -1 : owners[b].front());
   *caption = QString(
@@ -71,17 +97,23 @@ std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, in
   return {moved.front()};
 }
 
-// Arrows from the blocks before to the blocks after, the pieces' senders as a band, sums.
+// Arrows from the blocks before into `targets`; the pieces' senders as a band in every moved
+// block drawn (`moved`, targets first), each piece keyed by its block before; sums.
 void DrawMovement(const Layout& before, const Layout& after, const BlockMovement& m,
-                  const std::vector<size_t>& targets, const std::map<int64_t, QRectF>& from,
+                  const std::vector<size_t>& targets, const std::vector<size_t>& moved,
+                  Sources* sources, const std::map<int64_t, QRectF>& from,
                   const std::map<int64_t, QRectF>& to, Scene* scene) {
   const Shape shard = after.ShardShape();
   const int dims = after.rank();
   const std::vector<int64_t> mesh_shape(before.mesh().shape().begin(), before.mesh().shape().end());
-  for (size_t b : targets) {
+  size_t pieces = 0;
+  for (size_t b : moved) {
+    const bool arrows = std::find(targets.begin(), targets.end(), b) != targets.end();
+    if (!arrows && pieces >= static_cast<size_t>(kMaxFramePieces)) break;
     auto dst = to.find(static_cast<int64_t>(b));
     if (dst == to.end()) continue;
     const QRectF box = dst->second;
+    if (!arrows && std::min(box.width(), box.height()) < 4) continue;  // a band too thin to see
     const QRectF band(box.left(), box.bottom() - box.height() * 0.3, box.width(),
                       box.height() * 0.3);
     const std::vector<int64_t> index = [&] {
@@ -91,9 +123,9 @@ void DrawMovement(const Layout& before, const Layout& after, const BlockMovement
       for (int d = dims - 1; d >= 0; --d) i[d] = rest % per[d], rest /= per[d];
       return i;
     }();
-    for (const BlockSource& s : m.sources[b]) {
+    for (const BlockSource& s : sources->Of(b)) {
       auto src = from.find(s.before_block);
-      if (src != from.end()) {
+      if (arrows && src != from.end()) {
         SceneItem arrow;
         arrow.shape = SceneItem::Shape::kBezier;
         const QPointF a(src->second.right(), src->second.center().y());
@@ -132,12 +164,16 @@ void DrawMovement(const Layout& before, const Layout& after, const BlockMovement
           BoxItem(QRectF(band.left() + x0 * band.width(), band.top() + y0 * band.height(),
                          (x1 - x0) * band.width(), (y1 - y0) * band.height()),
                   colour, "", "source", s.source_rank);
-      piece.stroke = QColor(255, 255, 255, 160);
+      // A thin white edge tells pieces apart where they are large enough to see.
+      piece.stroke = piece.rect.width() >= 6 ? QColor(255, 255, 255, 160) : QColor(Qt::transparent);
       piece.stroke_width = 0.5;
       piece.tooltip = QString("from rank %1").arg(s.source_rank);
+      // Where it travels from and to (frame_animation): "block before>block after".
+      piece.key = QString("%1>%2").arg(s.before_block).arg(b);
       scene->items.push_back(piece);
+      ++pieces;
     }
-    if (m.summed) {
+    if (m.summed && (arrows || box.width() >= 40)) {  // "Σ" where it fits beside the arrows
       SceneItem sum = BoxItem(QRectF(box.right() - 16, box.top() + 1, 15, 14),
                               QColor(255, 255, 255), "Σ", "sum", static_cast<int64_t>(b));
       sum.font_size = 9;
@@ -251,7 +287,7 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
   }
   // Maps before and after, side by side; changed blocks compared by elements (the mesh and
   // the block count may differ).
-  const BlockMovement movement = TraceMovement(*before, *after);
+  const BlockMovement movement = ChangedBlocks(*before, *after);
   TensorSceneOptions before_options;
   before_options.title = "before";
   const Scene before_scene = BuildTensorScene(*before, before_options);
@@ -264,8 +300,19 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
   const double right = before_scene.bounds.width() + 90;  // room for the arrows
   Append(after_scene, right, y, &scene, &to);
   QString arrows_caption;
-  const auto targets = ArrowTargets(*after, movement, options.rank, &arrows_caption);
-  DrawMovement(*before, *after, movement, targets, from, to, &scene);
+  Sources sources(*before, *after);
+  const auto targets = ArrowTargets(*after, movement, &sources, options.rank, &arrows_caption);
+  // Bands (and the motion) for the arrows' blocks, then every other moved block drawn.
+  std::vector<size_t> moved = targets;
+  if (options.rank < 0) {
+    for (const auto& [b, rect] : to) {
+      const auto block = static_cast<size_t>(b);
+      if (block < movement.changed.size() && movement.changed[block] &&
+          std::find(targets.begin(), targets.end(), block) == targets.end())
+        moved.push_back(block);
+    }
+  }
+  DrawMovement(*before, *after, movement, targets, moved, &sources, from, to, &scene);
   y += std::max(before_scene.bounds.height(), after_scene.bounds.height()) + 8;
   if (!arrows_caption.isEmpty()) {
     scene.items.push_back(TextItem(QRectF(0, y, 1100, 16),

@@ -101,15 +101,22 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   const std::vector<int64_t> rank_block = options.rank >= 0 && options.rank < layout.mesh().size()
                                               ? layout.BlockIndex(options.rank)
                                               : std::vector<int64_t>{};
-  // Wide enough for the longest "ranks a,b,c" label.
-  size_t longest = 0;
-  for (const auto& set : owners) longest = std::max<size_t>(longest, RankText(set).size() + 6);
-  // Many slices: up to 8 a row, and at most kMaxSlices drawn (the rest are like them).
+  // Many slices: up to 8 a row, and at most kMaxSlices drawn (the rest are like them); at
+  // most kMaxMapBlocks blocks in all, so a map costs the same at any rank count.
   constexpr int64_t kMaxSlices = 32;
-  const int64_t drawn_slices = std::min(slices, kMaxSlices);
+  const int64_t drawn_slices = std::clamp(kMaxMapBlocks / std::max<int64_t>(1, rows * cols),
+                                          int64_t{1}, std::min(slices, kMaxSlices));
+  // A grid larger than the cap: its first rows (and columns) are drawn.
+  const int64_t shown_cols = std::min(cols, kMaxMapBlocks);
+  const int64_t shown_rows = std::min(rows, std::max<int64_t>(1, kMaxMapBlocks / shown_cols));
+  // Wide enough for the longest "ranks a,b,c" label drawn.
+  size_t longest = 0;
+  const auto drawn_blocks = std::min<size_t>(owners.size(), drawn_slices * rows * cols);
+  for (size_t b = 0; b < drawn_blocks; ++b)
+    longest = std::max<size_t>(longest, RankText(owners[b]).size() + 6);
   // Wide slices (many blocks across) fewer a row, so the map stays within ~720 points.
   const int wide_limit =
-      std::max(1, static_cast<int>(720.0 / (kSliceExtraW + 20 + static_cast<double>(cols))));
+      std::max(1, static_cast<int>(720.0 / (kSliceExtraW + 20 + static_cast<double>(shown_cols))));
   const int per_row = std::min(wide_limit, drawn_slices <= 4    ? static_cast<int>(drawn_slices)
                                            : drawn_slices <= 16 ? 4
                                                                 : 8);
@@ -118,15 +125,16 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   // (heat map: colour and tooltip).
   const double text_w =
       std::max(kMinCellW, 6.0 * static_cast<double>(std::min<size_t>(longest, 40)) + 12);
-  const double cell_w = std::clamp(560.0 / static_cast<double>(per_row * cols) - 4, 1.0, text_w);
+  const double cell_w =
+      std::clamp(560.0 / static_cast<double>(per_row * shown_cols) - 4, 1.0, text_w);
   const double cell_h = std::clamp((320.0 - 54.0 * static_cast<double>(slice_rows - 1)) /
-                                           static_cast<double>(slice_rows * rows) -
+                                           static_cast<double>(slice_rows * shown_rows) -
                                        2,
                                    1.0, kCellH);
   const bool labelled = cell_w >= 40 && cell_h >= 18;
-  const double gap = labelled ? 3 : cell_w >= 8 ? 1 : 0;
-  const double slice_w = kSliceExtraW + cols * cell_w;
-  const double slice_h = 38 + rows * cell_h;
+  const double gap = labelled ? 3 : std::min(cell_w, cell_h) >= 8 ? 1 : 0;  // cells stay visible
+  const double slice_w = kSliceExtraW + shown_cols * cell_w;
+  const double slice_h = 38 + shown_rows * cell_h;
   double max_x = 480;
   int64_t blocks_drawn = 0;
   for (int64_t s = 0; s < drawn_slices && scene.items.size() < kMaxSceneItems; ++s) {
@@ -149,13 +157,13 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     }
     const double gx = ox + 52;
     const double gy = oy + 30;
-    if (dims >= 1 && cols * cell_w >= 48) {  // a narrower grid: the tooltip names its axes
+    if (dims >= 1 && shown_cols * cell_w >= 48) {  // a narrower grid: the tooltip names its axes
       QString col_label = QString("dim %1").arg(dims - 1);
       if (!layout.dim_axes(dims - 1).empty()) {
         col_label += " over " + AxesText(layout, layout.dim_axes(dims - 1));
       }
-      scene.items.push_back(
-          TextItem(QRectF(gx, oy + 14, cols * cell_w, 14), col_label + " →", 8, false, 0x0084));
+      scene.items.push_back(TextItem(QRectF(gx, oy + 14, shown_cols * cell_w, 14), col_label + " →",
+                                     8, false, 0x0084));
     }
     if (dims >= 2) {
       QString row_label = QString("dim %1").arg(dims - 2);
@@ -164,8 +172,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
       }
       scene.items.push_back(TextItem(QRectF(ox, gy, 50, 30), row_label + " ↓", 8, false, 0x0084));
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols && scene.items.size() < kMaxSceneItems; ++c) {
+    for (int64_t r = 0; r < shown_rows && blocks_drawn < kMaxMapBlocks; ++r) {
+      for (int64_t c = 0; c < shown_cols && blocks_drawn < kMaxMapBlocks; ++c) {
         ++blocks_drawn;
         std::vector<int64_t> index = lead;
         if (dims >= 2) index.push_back(r);
@@ -191,7 +199,8 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
           block.stroke = QColor(200, 0, 0);
           block.stroke_width = 3;
         } else if (static_cast<size_t>(linear) < options.changed_blocks.size() &&
-                   options.changed_blocks[linear]) {
+                   options.changed_blocks[linear] && std::min(cell_w, cell_h) >= 4) {
+          // (Smaller cells: an outline would hide the colour; the frame's bands show it.)
           block.stroke = QColor(230, 120, 0);
           block.stroke_width = std::clamp(std::min(cell_w, cell_h) * 0.12, 0.8, 2.5);
         }
@@ -210,9 +219,17 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
                                    9));
     y += 18;
   }
-  if (blocks_drawn < static_cast<int64_t>(owners.size())) {
-    const auto blocks = static_cast<int64_t>(owners.size());
-    scene.items.push_back(CapNote(QRectF(0, y, 700, 16), blocks - blocks_drawn, blocks, "blocks"));
+  // Blocks cut inside the slices drawn (the slices left out are told above).
+  if (const auto blocks = static_cast<int64_t>(owners.size());
+      blocks_drawn < std::min(blocks, drawn_slices * rows * cols)) {
+    scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
+                                   QString("%1 of %2 blocks drawn (at most %3 a map); the others "
+                                           "follow the same pattern")
+                                       .arg(blocks_drawn)
+                                       .arg(blocks)
+                                       .arg(kMaxMapBlocks),
+                                   9));
+    scene.items.back().role = "note";
     y += 20;
   }
   if (options.rank >= 0 && !rank_block.empty()) {

@@ -22,10 +22,14 @@ struct FrameOptions {
   int rank = -1;
 };
 inline constexpr int kMaxFrameArrows = 16;
+// Sender bands drawn at most besides the arrows' (each moved block drawn has one; the
+// stepper animates every band piece).
+inline constexpr int kMaxFramePieces = 1024;
 
 // Movement: arrows (role "move", id = block after) from each block before to the blocks after
 // that take its elements; blocks coloured by their data (which elements of the tensor), a band
-// in a moved block coloured by the rank each piece came from (role "source", id = that rank);
+// in each moved block drawn coloured by the rank each piece came from (role "source", id = that
+// rank, key = "B>A": its block before B and block after A, linear indices);
 // "Σ" (role "sum") where partial sums are summed.
 store::Result<Scene> BuildRedistributionFrame(const RunData& run,
                                               const store::RedistributionRecord& redistribution,

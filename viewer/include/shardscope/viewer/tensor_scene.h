@@ -21,6 +21,10 @@ struct TensorSceneOptions {
   std::vector<bool> changed_blocks;
 };
 
+// Blocks a map draws at most (a 64 x 64 grid over 4096 ranks draws its first 16 rows); a
+// note says how many it left out.
+inline constexpr int64_t kMaxMapBlocks = 1024;
+
 Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options = {});
 
 // The layout's blocks as text: "block (0,1) [0:2, 4:8]: ranks 4,6", one line per block.
