@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <type_traits>
 
 namespace shardscope::cli {
@@ -30,6 +31,7 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
   }
   std::vector<store::InstructionSpanRecord> records;
   const auto add = [&](int rank, const std::vector<InstrSpan>& spans) -> Status {
+    std::map<int, int64_t> zero_parts;  // ZeRO collectives so far at an instruction
     for (const InstrSpan& s : spans) {
       if (s.instr < 0 || static_cast<size_t>(s.instr) >= program.instrs.size())
         return Status::Internal("instruction timing of rank " + std::to_string(rank) +
@@ -38,6 +40,17 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
       r.step = step;
       r.rank = rank;
       r.ordinal = s.instr;
+      if (s.part == kScatterSpanPart || s.part == kGatherSpanPart) {
+        // Parts after the instruction's own redistribution steps, one per collective.
+        const auto& plan = program.instrs[s.instr].plan;
+        r.part = (plan != nullptr ? static_cast<int64_t>(plan->steps.size()) : 0) +
+                 zero_parts[s.instr]++;
+        r.kind = s.part == kScatterSpanPart ? "grad_scatter" : "param_gather";
+        r.start_seconds = s.start;
+        r.end_seconds = s.end;
+        records.push_back(std::move(r));
+        continue;
+      }
       const bool bucket = s.part == kBucketSpanPart || s.part == kBucketWaitSpanPart;
       r.part = s.part == kBucketWaitSpanPart ? 0 : s.part < 0 ? store::kNone : s.part;
       const bool compute = program.instrs[s.instr].kind == DistInstr::Kind::kCompute;

@@ -38,6 +38,7 @@ void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
     partition->recompute = {"*"};
   else if (RecomputeGiven(flags))
     partition->recompute = {};
+  partition->gradient_bucket_bytes = static_cast<int64_t>(flags.BucketMb() * (1 << 20));
 }
 
 void SetSearchMemoryChoices(const ParallelConfig& parallel, SearchFlags* flags) {
