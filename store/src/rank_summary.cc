@@ -106,7 +106,7 @@ std::string TensorName(const RankSummary& s, int64_t id) {
 
 std::string SpanCollectiveName(const std::string& kind) {
   if (kind == "bucket") return "all-reduce (gradient bucket)";
-  if (kind == "grad_scatter") return "reduce-scatter (ZeRO gradient bucket)";
+  if (kind == "grad_scatter") return "reduce-scatter (ZeRO bucket)";
   if (kind == "param_gather") return "all-gather (ZeRO parameter)";
   return "";
 }

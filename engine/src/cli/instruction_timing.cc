@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
+#include <utility>
 #include <type_traits>
 
 namespace shardscope::cli {
@@ -31,7 +33,14 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
   }
   std::vector<store::InstructionSpanRecord> records;
   const auto add = [&](int rank, const std::vector<InstrSpan>& spans) -> Status {
-    std::map<int, int64_t> zero_parts;  // ZeRO collectives so far at an instruction
+    // Spans an instruction has besides its own (ZeRO's collectives, a recomputation's replay)
+    // take parts past its redistribution steps, one each: (ordinal, part) stays a key.
+    std::map<int, int64_t> extra;
+    std::set<std::pair<int, int64_t>> taken;
+    const auto fresh = [&](int instr) {
+      const auto& plan = program.instrs[instr].plan;
+      return (plan != nullptr ? static_cast<int64_t>(plan->steps.size()) : 0) + extra[instr]++;
+    };
     for (const InstrSpan& s : spans) {
       if (s.instr < 0 || static_cast<size_t>(s.instr) >= program.instrs.size())
         return Status::Internal("instruction timing of rank " + std::to_string(rank) +
@@ -40,24 +49,17 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
       r.step = step;
       r.rank = rank;
       r.ordinal = s.instr;
-      if (s.part == kScatterSpanPart || s.part == kGatherSpanPart) {
-        // Parts after the instruction's own redistribution steps, one per collective.
-        const auto& plan = program.instrs[s.instr].plan;
-        r.part = (plan != nullptr ? static_cast<int64_t>(plan->steps.size()) : 0) +
-                 zero_parts[s.instr]++;
-        r.kind = s.part == kScatterSpanPart ? "grad_scatter" : "param_gather";
-        r.start_seconds = s.start;
-        r.end_seconds = s.end;
-        records.push_back(std::move(r));
-        continue;
-      }
       const bool bucket = s.part == kBucketSpanPart || s.part == kBucketWaitSpanPart;
+      const bool zero = s.part == kScatterSpanPart || s.part == kGatherSpanPart;
       r.part = s.part == kBucketWaitSpanPart ? 0 : s.part < 0 ? store::kNone : s.part;
+      if (zero || !taken.insert({s.instr, r.part}).second) r.part = fresh(s.instr);
       const bool compute = program.instrs[s.instr].kind == DistInstr::Kind::kCompute;
-      r.kind = compute      ? "compute"
-               : bucket     ? "bucket"
-               : s.part < 0 ? "redistribution"
-                            : "collective";
+      r.kind = s.part == kScatterSpanPart  ? "grad_scatter"
+               : s.part == kGatherSpanPart ? "param_gather"
+               : compute                   ? "compute"
+               : bucket                    ? "bucket"
+               : s.part < 0                ? "redistribution"
+                                           : "collective";
       r.start_seconds = s.start;
       r.end_seconds = s.end;
       records.push_back(std::move(r));
