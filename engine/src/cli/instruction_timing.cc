@@ -4,8 +4,8 @@
 #include <cstring>
 #include <map>
 #include <set>
-#include <utility>
 #include <type_traits>
+#include <utility>
 
 namespace shardscope::cli {
 

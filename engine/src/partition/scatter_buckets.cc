@@ -42,7 +42,8 @@ void BucketScatteredGradients(const PartitionOptions& o, DistProgram* p) {
   // Sent when their last member is freed: in that order on every rank.
   std::sort(done.begin(), done.end(), [](const Open& a, const Open& b) { return a.last < b.last; });
   for (Open& b : done) {
-    for (int i : b.bucket.params) p->param_sharding[i].bucket = static_cast<int>(p->scatter_buckets.size());
+    for (int i : b.bucket.params)
+      p->param_sharding[i].bucket = static_cast<int>(p->scatter_buckets.size());
     p->scatter_buckets.push_back(std::move(b.bucket));
   }
 }

@@ -90,7 +90,8 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
           const ScatterBucket& bucket = program.scatter_buckets[b];
           if (joined[b]++ == 0) held += bucket_bytes(bucket);
           sample(pos, static_cast<int>(k));
-          if (pos == stop && static_cast<int>(k) == stop_release) return std::pair(pos, stop_release);
+          if (pos == stop && static_cast<int>(k) == stop_release)
+            return std::pair(pos, stop_release);
           if (joined[b] == bucket.params.size()) held -= bucket_bytes(bucket);
         }
         if (live[v]) now -= bytes_of(v);

@@ -115,7 +115,8 @@ Result<int64_t> ShardedUpdate::ScatterGradient(Communicator& world, int param, c
   for (int r = 0; r < s.group_size; ++r) {
     const int64_t length = s.SliceLength(r);
     if (length > 0)
-      std::copy_n(grad.data() + r * s.chunk, length, data.data() + r * bucket.slice + s.bucket_offset);
+      std::copy_n(grad.data() + r * s.chunk, length,
+                  data.data() + r * bucket.slice + s.bucket_offset);
   }
   const int64_t with = held_;
   if (++joined_[s.bucket] < static_cast<int>(bucket.params.size())) return with;
@@ -132,11 +133,11 @@ Status ShardedUpdate::SendBucket(Communicator& world, int b, std::span<const flo
   auto name = [&](int member) {
     return program_.values[program_.param_grads[bucket.params[member]].first].name;
   };
-  const std::string what =
-      bucket.params.size() == 1
-          ? "reduce-scatter of the gradient of " + name(0)
-          : "reduce-scatter of a bucket of " + std::to_string(bucket.params.size()) +
-                " gradients (" + name(0) + " to " + name(bucket.params.size() - 1) + ")";
+  const std::string what = bucket.params.size() == 1
+                               ? "reduce-scatter of the gradient of " + name(0)
+                               : "reduce-scatter of a bucket of " +
+                                     std::to_string(bucket.params.size()) + " gradients (" +
+                                     name(0) + " to " + name(bucket.params.size() - 1) + ")";
   auto group = Group(world, static_cast<size_t>(bucket.params[0]));
   if (!group.ok()) return group.status().WithContext(what);
   return (*group)
@@ -168,10 +169,10 @@ Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
     const size_t length = static_cast<size_t>(s.SliceLength(rank_in_group_[i]));
     params_[i] = s.gathered ? std::span<float>(param_slices_[i].data(), length)
                             : std::span<float>(param.data() + begin, length);
-    grads_[i] = s.reduce_scatter  // stage 1: the gradient is reduced already
-                    ? std::span<const float>(bucket_slices_[s.bucket].data() + s.bucket_offset,
-                                             length)
-                    : std::span<const float>(grad.data() + begin, length);
+    grads_[i] =
+        s.reduce_scatter  // stage 1: the gradient is reduced already
+            ? std::span<const float>(bucket_slices_[s.bucket].data() + s.bucket_offset, length)
+            : std::span<const float>(grad.data() + begin, length);
   }
   return Status::Ok();
 }

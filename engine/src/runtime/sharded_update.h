@@ -58,9 +58,9 @@ class ShardedUpdate {
   Status SendBucket(Communicator& world, int b, std::span<const float> whole);
   const DistProgram& program_;
   DistExecutor& executor_;
-  std::vector<Tensor> param_slices_;  // per param, when needed (see Bytes)
-  std::vector<Tensor> bucket_slices_;  // per scatter bucket: its members' slices end to end
-  std::vector<bool> scattered_;        // this step, by ScatterGradient
+  std::vector<Tensor> param_slices_;      // per param, when needed (see Bytes)
+  std::vector<Tensor> bucket_slices_;     // per scatter bucket: its members' slices end to end
+  std::vector<bool> scattered_;           // this step, by ScatterGradient
   std::vector<std::vector<float>> open_;  // per scatter bucket of several: while it fills
   std::vector<int> joined_;               // per scatter bucket: members taken this step
   int64_t held_ = 0;                      // bytes of open_

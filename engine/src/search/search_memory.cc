@@ -183,8 +183,8 @@ double SearchGraph::OptionSeconds(const std::vector<Parts>& assignment) const {
       seconds += gathers * price(CollectiveKind::kAllGather, 1.0);
       const double share = cm.GradientBucketShare(shard);
       if (zero >= 2)
-        seconds += price(CollectiveKind::kReduceScatter, share) -
-                   price(CollectiveKind::kAllReduce, share);
+        seconds +=
+            price(CollectiveKind::kReduceScatter, share) - price(CollectiveKind::kAllReduce, share);
     }
   }
   return seconds;

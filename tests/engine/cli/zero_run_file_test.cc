@@ -76,8 +76,7 @@ void ExpectShown(const std::string& run, const Recorded& r) {
   }
   const Output inspect = Shardscope("inspect " + run + " --rank 1");
   ASSERT_EQ(inspect.code, 0) << inspect.text;
-  EXPECT_NE(inspect.text.find("reduce-scatter (ZeRO bucket)"), std::string::npos)
-      << inspect.text;
+  EXPECT_NE(inspect.text.find("reduce-scatter (ZeRO bucket)"), std::string::npos) << inspect.text;
 }
 
 // Trains with `stage` by `launcher` ("" in-process, else an mpirun prefix) and reads the run.
@@ -149,9 +148,9 @@ TEST(ZeroRunFile, PlannedMemoryIsTheMeasuredPeakInProcess) {
 // their stage-3 parameters again): every span is still recorded, each under its own key.
 TEST(ZeroRunFile, RecomputedStepsRecordEverySpan) {
   const std::string run = Temp("recompute.db");
-  const Output o = Shardscope("train " + ModelFile() +
-                              " --devices 4 --steps 2 --optimizer-sharding 3 --recompute --record " +
-                              run + " --overwrite");
+  const Output o = Shardscope(
+      "train " + ModelFile() +
+      " --devices 4 --steps 2 --optimizer-sharding 3 --recompute --record " + run + " --overwrite");
   ASSERT_EQ(o.code, 0) << o.text;
   auto reader = shardscope::store::RunReader::Open(run);
   ASSERT_TRUE(reader.ok()) << reader.status().message();

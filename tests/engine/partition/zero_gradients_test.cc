@@ -80,7 +80,7 @@ struct Held {
   int64_t padded_bytes = 0;                  // theirs whole, zero-padded to the slices
   int64_t peak = 0, planned = 0, largest_param = 0;
   RankMemory memory;
-  std::vector<int> released_at_writer;  // per reduce-scattered gradient: 1 if freed there
+  std::vector<int> released_at_writer;      // per reduce-scattered gradient: 1 if freed there
   int64_t buckets = 0, largest_bucket = 0;  // scatter buckets, most gradients in one
 };
 
@@ -92,8 +92,8 @@ std::vector<Held> TrainTwoSteps(int stage, const std::string& strategy, int devi
   config.bucket_bytes = bucket_bytes;
   Status st = RunOnDevices(devices, [&](Communicator& comm) -> Status {
     SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, MlpWith(strategy)());
-    SHARDSCOPE_ASSIGN_OR_RETURN(auto t, DistTrainer::Create(std::move(model), config,
-                                                            Zero(stage, devices), comm.rank()));
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        auto t, DistTrainer::Create(std::move(model), config, Zero(stage, devices), comm.rank()));
     BatchIterator it(data, kBatch, 1, false);
     Tensor x, y;
     for (int s = 0; s < 2 && it.Next(&x, &y); ++s)
@@ -217,7 +217,8 @@ TEST(ZeroGradients, PricedCollectivesAreTheOnesAStepCalls) {
       if (comm.rank() == 0) {
         SHARDSCOPE_ASSIGN_OR_RETURN(price, PriceProgram(t->graph(), t->program(), search));
         buckets = static_cast<int64_t>(t->program().scatter_buckets.size());
-        for (const ParamSharding& s : t->program().param_sharding) gathers += s.gathered ? s.gathers : 0;
+        for (const ParamSharding& s : t->program().param_sharding)
+          gathers += s.gathered ? s.gathers : 0;
       }
       return Status::Ok();
     });
