@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 
 namespace shardscope {
@@ -107,23 +108,24 @@ Result<int64_t> ShardedUpdate::ScatterGradient(Communicator& world, int param, c
     return held_;
   }
   // Rank r's block of the bucket: each member's r-th chunk, at the member's offset.
-  std::vector<float>& data = open_[s.bucket];
-  if (data.empty()) {
-    data.assign(static_cast<size_t>(bucket.group_size * bucket.slice), 0.0f);
-    held_ += static_cast<int64_t>(data.size()) * 4;
+  const int64_t total = bucket.group_size * bucket.slice;
+  std::unique_ptr<float[]>& data = open_[s.bucket];
+  if (data == nullptr) {  // not zeroed: every element is written below, padding included
+    data.reset(new float[static_cast<size_t>(total)]);
+    held_ += total * 4;
   }
   for (int r = 0; r < s.group_size; ++r) {
+    float* block = data.get() + r * bucket.slice + s.bucket_offset;
     const int64_t length = s.SliceLength(r);
-    if (length > 0)
-      std::copy_n(grad.data() + r * s.chunk, length,
-                  data.data() + r * bucket.slice + s.bucket_offset);
+    if (length > 0) std::copy_n(grad.data() + r * s.chunk, length, block);
+    std::fill(block + length, block + s.chunk, 0.0f);
   }
   const int64_t with = held_;
   if (++joined_[s.bucket] < static_cast<int>(bucket.params.size())) return with;
   joined_[s.bucket] = 0;
-  const Status sent = SendBucket(world, s.bucket, data);
-  held_ -= static_cast<int64_t>(data.size()) * 4;
-  std::vector<float>().swap(data);  // a bucket's memory lives only while it fills
+  const Status sent = SendBucket(world, s.bucket, std::span<const float>(data.get(), total));
+  held_ -= total * 4;
+  data.reset();  // a bucket's memory lives only while it fills
   if (!sent.ok()) return sent;
   return with;
 }

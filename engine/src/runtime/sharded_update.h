@@ -58,12 +58,12 @@ class ShardedUpdate {
   Status SendBucket(Communicator& world, int b, std::span<const float> whole);
   const DistProgram& program_;
   DistExecutor& executor_;
-  std::vector<Tensor> param_slices_;      // per param, when needed (see Bytes)
-  std::vector<Tensor> bucket_slices_;     // per scatter bucket: its members' slices end to end
-  std::vector<bool> scattered_;           // this step, by ScatterGradient
-  std::vector<std::vector<float>> open_;  // per scatter bucket of several: while it fills
-  std::vector<int> joined_;               // per scatter bucket: members taken this step
-  int64_t held_ = 0;                      // bytes of open_
+  std::vector<Tensor> param_slices_;   // per param, when needed (see Bytes)
+  std::vector<Tensor> bucket_slices_;  // per scatter bucket: its members' slices end to end
+  std::vector<bool> scattered_;        // this step, by ScatterGradient
+  std::vector<std::unique_ptr<float[]>> open_;  // per bucket of several: while it fills
+  std::vector<int> joined_;                     // per scatter bucket: members taken this step
+  int64_t held_ = 0;                            // bytes of open_
   std::vector<int> rank_in_group_;
   std::vector<std::span<float>> params_;
   std::vector<std::span<const float>> grads_;
