@@ -61,8 +61,13 @@ Result<RankTiming> ReadTiming(const RunReader& r, int64_t rank, int64_t step) {
       if (in != nullptr) named.name = "redistribute " + std::to_string(in->redistribution_id);
     } else if (s.kind == "bucket") {  // gradient all-reduces of a bucket, one call
       t.comm += secs;
-      kind = named.name = "all-reduce (gradient bucket)";
+      kind = named.name = SpanCollectiveName(s.kind);
       if (in != nullptr) named.text = "gradient bucket all-reduce, up to " + in->text;
+    } else if (s.kind == "grad_scatter" || s.kind == "param_gather") {  // ZeRO 2/3
+      t.comm += secs;
+      kind = named.name = SpanCollectiveName(s.kind);
+      if (in != nullptr)
+        named.text = named.name + (s.kind == "grad_scatter" ? " after " : " before ") + in->text;
     } else if (in != nullptr && by_id.count(in->redistribution_id)) {
       const auto& st = by_id[in->redistribution_id]->steps;
       if (s.part >= 0 && static_cast<size_t>(s.part) < st.size()) kind = st[s.part].kind;
@@ -98,6 +103,13 @@ std::string TensorName(const RankSummary& s, int64_t id) {
 }
 
 }  // namespace
+
+std::string SpanCollectiveName(const std::string& kind) {
+  if (kind == "bucket") return "all-reduce (gradient bucket)";
+  if (kind == "grad_scatter") return "reduce-scatter (ZeRO bucket)";
+  if (kind == "param_gather") return "all-gather (ZeRO parameter)";
+  return "";
+}
 
 std::vector<MemoryRow> MemoryRows(const RankSummary& s) {
   return {{"parameters", "param_bytes", s.last.param_bytes},

@@ -33,7 +33,7 @@ int LaneOf(const store::RankSpan& s) {
 
 QColor ColourOf(const store::RankSpan& s) {
   if (s.kind == "compute") return kCompute;
-  if (s.kind == "bucket") return kBucket;
+  if (!store::SpanCollectiveName(s.kind).empty()) return kBucket;  // one call of its own
   return s.kind == "redistribution" ? kRedistribution : kCollective;
 }
 
@@ -127,7 +127,7 @@ Scene BuildRankTimelineScene(const store::RankSummary& summary, bool breakdown) 
   for (const auto& [colour, text] :
        {std::tuple{kCompute, "compute (an operator)"},
         std::tuple{kRedistribution, "redistribution (whole)"},
-        std::tuple{kBucket, "gradient bucket all-reduce"},
+        std::tuple{kBucket, "gradient bucket, ZeRO collective"},
         std::tuple{kCollective, "collective inside a redistribution"}}) {
     SceneItem swatch = BoxItem(QRectF(lx, y + 2, 14, 12), colour, "");
     swatch.role = "legend";

@@ -47,8 +47,12 @@ class GradBuckets;
 // Run. `part` -1 is the whole instruction; k >= 0 is step k of its redistribution;
 // kBucketSpanPart a gradient bucket's one all-reduce, `instr` the last gradient in it (when
 // overlapped with the backward: its start, and kBucketWaitSpanPart the wait for its end).
+// ZeRO: kScatterSpanPart a bucket's reduce-scatter after `instr`, which freed its last
+// gradient; kGatherSpanPart a stage-3 parameter's all-gather before `instr` reads it.
 inline constexpr int kBucketSpanPart = -2;
 inline constexpr int kBucketWaitSpanPart = -3;
+inline constexpr int kScatterSpanPart = -4;
+inline constexpr int kGatherSpanPart = -5;
 struct InstrSpan {
   int instr = 0;
   int part = -1;
@@ -87,10 +91,15 @@ class DistExecutor {
   using GatherFn = std::function<Status(Communicator&, int param, Tensor* out)>;
   void set_gather(GatherFn gather) { gather_ = std::move(gather); }
   // Takes a stage-2/3 gradient (param_grads index, buffer) where Run() frees it, just after
-  // its last writer: reduce-scatters it into its slice. Unset: such gradients are kept.
+  // its last writer: reduce-scatters it into its slice, in buckets. Returns the bytes its
+  // buckets held with the gradient copied in; `held` says what they hold between calls (both
+  // count in peak_buffer_bytes). Unset: such gradients are kept.
   using ScatterFn =
-      std::function<Status(Communicator&, int param, const Tensor& grad, RankStats* stats)>;
-  void set_scatter(ScatterFn scatter) { scatter_ = std::move(scatter); }
+      std::function<Result<int64_t>(Communicator&, int param, const Tensor& grad, RankStats*)>;
+  void set_scatter(ScatterFn scatter, std::function<int64_t()> held) {
+    scatter_ = std::move(scatter);
+    scatter_held_ = std::move(held);
+  }
   // Run() reduces parameter gradients in buckets of about `bytes` (TrainConfig::bucket_bytes;
   // 0: each on its own, the default), started during the backward and waited for before
   // their readers when `overlap`. The all-reduces Run() makes per step: bucket_calls().
@@ -116,6 +125,7 @@ class DistExecutor {
   int64_t transient_bytes_ = 0, peak_buffer_bytes_ = 0;
   GatherFn gather_;
   ScatterFn scatter_;
+  std::function<int64_t()> scatter_held_;
   std::unique_ptr<GradBuckets> buckets_;  // null: no bucketing
   bool timing_ = false;                   // inside Run(): spans_ collects
   double run_start_ = 0;
@@ -142,7 +152,8 @@ class DistTrainer {
  public:
   ~DistTrainer();
   // Differentiates `model`, partitions it for `options.devices` devices and initialises
-  // this rank's parameter shards.
+  // this rank's parameter shards. ZeRO 2/3 buckets are config.bucket_bytes (it replaces
+  // options.gradient_bucket_bytes).
   static Result<std::unique_ptr<DistTrainer>> Create(ModelGraph model, const TrainConfig& config,
                                                      const PartitionOptions& options, int rank);
 

@@ -11,6 +11,7 @@
 //   shard-optimizer-states  ZeRO stages 1-3: each parameter's update split over its replicas
 //   insert-recomputation    scopes' activations freed after forward, replayed before
 //                           backward; the schedule and what is freed when (memory.md)
+//   bucket-scattered-gradients  ZeRO 2/3: gradients reduce-scattered together in buckets
 // The program is the same on every rank (shapes are the same: splits are even); only a few
 // attributes depend on the rank (shard offsets), and those are computed when it runs.
 #pragma once
@@ -64,8 +65,22 @@ struct ParamSharding {
   // forward and of the backward pass (DistProgram::release_after).
   bool gathered = false;
   int gathers = 0;
+  // Stages 2 and 3: the DistProgram::scatter_buckets entry its gradient is reduce-scattered in,
+  // and where its slice starts among that bucket's slices.
+  int bucket = -1;
+  int64_t bucket_offset = 0;
   // Elements of `rank_in_group`'s slice (0 when the shard is shorter than the slices).
   int64_t SliceLength(int rank_in_group) const;
+};
+
+// ZeRO 2/3 gradients of the same replica groups reduce-scattered in one call, as the
+// all-reduces of data parallelism are bucketed: each rank block of the bucket holds the
+// members' chunks end to end, so each rank gets its slices of all of them at once.
+struct ScatterBucket {
+  std::vector<int> params;  // param_grads indices, in the order their gradients are freed
+  int group_size = 1;
+  int64_t slice = 0;  // elements a rank keeps: the members' chunks end to end
+  int after = -1;     // schedule position whose releases free its last member: it is sent then
 };
 
 // Activation recomputation of one name scope: its forward instructions run again just
@@ -106,6 +121,8 @@ struct DistProgram {
   // Per DistValue: the param_grads index of a stage-2/3 gradient it is (reduce-scattered into
   // its slice where `release_after` frees it), else -1.
   std::vector<int> scattered_grad;
+  // ZeRO 2/3: the gradient buckets, in the order they are reduce-scattered.
+  std::vector<ScatterBucket> scatter_buckets;
 
   // Bytes this rank receives per step, as planned.
   int64_t PlannedRecvBytes(int rank) const;
@@ -123,6 +140,9 @@ struct PartitionOptions {
   // ZeRO stage over each parameter's replica (data-parallel) axes: 0 off, 1 optimizer
   // states, 2 and gradients, 3 and parameters (gathered before use).
   int optimizer_sharding = 0;
+  // Stages 2 and 3 reduce-scatter gradients in buckets of about this many bytes (whole
+  // gradients, zero-padded to the slices; TrainConfig::bucket_bytes); 0: each on its own.
+  int64_t gradient_bucket_bytes = int64_t{25} << 20;
   // Name scopes whose activations are recomputed in backward ("dense1", "layer0.attn"; "*":
   // every top-level scope).
   std::vector<std::string> recompute;

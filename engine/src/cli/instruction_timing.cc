@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <set>
 #include <type_traits>
+#include <utility>
 
 namespace shardscope::cli {
 
@@ -30,6 +33,14 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
   }
   std::vector<store::InstructionSpanRecord> records;
   const auto add = [&](int rank, const std::vector<InstrSpan>& spans) -> Status {
+    // Spans an instruction has besides its own (ZeRO's collectives, a recomputation's replay)
+    // take parts past its redistribution steps, one each: (ordinal, part) stays a key.
+    std::map<int, int64_t> extra;
+    std::set<std::pair<int, int64_t>> taken;
+    const auto fresh = [&](int instr) {
+      const auto& plan = program.instrs[instr].plan;
+      return (plan != nullptr ? static_cast<int64_t>(plan->steps.size()) : 0) + extra[instr]++;
+    };
     for (const InstrSpan& s : spans) {
       if (s.instr < 0 || static_cast<size_t>(s.instr) >= program.instrs.size())
         return Status::Internal("instruction timing of rank " + std::to_string(rank) +
@@ -39,12 +50,16 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
       r.rank = rank;
       r.ordinal = s.instr;
       const bool bucket = s.part == kBucketSpanPart || s.part == kBucketWaitSpanPart;
+      const bool zero = s.part == kScatterSpanPart || s.part == kGatherSpanPart;
       r.part = s.part == kBucketWaitSpanPart ? 0 : s.part < 0 ? store::kNone : s.part;
+      if (zero || !taken.insert({s.instr, r.part}).second) r.part = fresh(s.instr);
       const bool compute = program.instrs[s.instr].kind == DistInstr::Kind::kCompute;
-      r.kind = compute      ? "compute"
-               : bucket     ? "bucket"
-               : s.part < 0 ? "redistribution"
-                            : "collective";
+      r.kind = s.part == kScatterSpanPart  ? "grad_scatter"
+               : s.part == kGatherSpanPart ? "param_gather"
+               : compute                   ? "compute"
+               : bucket                    ? "bucket"
+               : s.part < 0                ? "redistribution"
+                                           : "collective";
       r.start_seconds = s.start;
       r.end_seconds = s.end;
       records.push_back(std::move(r));

@@ -202,6 +202,7 @@ int RunPlan(const PlanOptions& original) {
   auto options = MakeSearchOptions(flags, *mode, devices, partition.meshes);
   if (!options.ok()) return Fail(kExitBadInput, options.status().message());
   partition.cost = options->cost;
+  partition.gradient_bucket_bytes = static_cast<int64_t>(options->cost.gradient_bucket_bytes);
   partition.element_bytes = PrecisionBytes(options->dtype);  // the program is priced, not run
 
   if (!o.explain.empty()) {

@@ -38,6 +38,7 @@ void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
     partition->recompute = {"*"};
   else if (RecomputeGiven(flags))
     partition->recompute = {};
+  partition->gradient_bucket_bytes = static_cast<int64_t>(flags.BucketMb() * (1 << 20));
 }
 
 void SetSearchMemoryChoices(const ParallelConfig& parallel, SearchFlags* flags) {
@@ -80,7 +81,7 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
                   "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
                   "all-reduce per bucket instead of one per gradient, the same sums; 0: one each. "
                   "plan prices the buckets train makes (a --cluster file's gradient_bucket "
-                  "unless given). ZeRO 2/3 reduce-scatter each gradient on its own")
+                  "unless given). ZeRO 2/3 reduce-scatter in buckets of the same size")
       ->check(CLI::Range(0.0, 4096.0));
   app->add_option("--search", f.search,
                   "sharding_propagation | recursive_programming | dynamic_programming | "

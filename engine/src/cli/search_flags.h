@@ -47,8 +47,8 @@ struct SearchFlags {
 bool OptimizerShardingAuto(const SearchFlags& flags, const ParallelConfig& parallel);
 bool RecomputeAuto(const SearchFlags& flags, const ParallelConfig& parallel);
 
-// --optimizer-sharding and --recompute, else the model file's parallel section, into
-// `partition` (what train runs and plan prices).
+// --optimizer-sharding and --recompute, else the model file's parallel section, and
+// --bucket-mb into `partition` (what train runs and plan prices).
 void ApplyMemoryFlags(const SearchFlags& flags, const ParallelConfig& parallel,
                       PartitionOptions* partition);
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "shardscope/store/rank_summary.h"
 #include "shardscope/store/reader.h"
 
 namespace shardscope::cli {
@@ -94,7 +95,8 @@ std::pair<std::string, Json> Describe(const RunTables& t, const store::Instructi
     auto op = t.operators.find(in->op_id);
     return {op != t.operators.end() ? op->second : in->text, args};
   }
-  if (s.kind == "bucket") return {"all-reduce (gradient bucket)", args};
+  if (const std::string collective = store::SpanCollectiveName(s.kind); !collective.empty())
+    return {collective, args};
   auto r = t.redistributions.find(in->redistribution_id);
   if (r == t.redistributions.end()) return {in->text, args};
   args["redistribution"] = r->first;

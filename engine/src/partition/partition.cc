@@ -507,6 +507,7 @@ Result<DistProgram> Partition(const Graph& g, const TrainingValues& tv, const Pa
   if (o.dump) o.dump("insert-redistributions", p.ToText(g));
   SHARDSCOPE_RETURN_IF_ERROR(ShardOptimizerStates(o, &p));
   SHARDSCOPE_RETURN_IF_ERROR(InsertRecomputation(g, o, &p));
+  BucketScatteredGradients(o, &p);
   if (o.dump && (o.optimizer_sharding > 0 || !o.recompute.empty()))
     o.dump("shard-optimizer-and-recompute", p.ToText(g));
   return p;

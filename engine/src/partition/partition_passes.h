@@ -21,6 +21,10 @@ Status ShardOptimizerStates(const PartitionOptions& options, DistProgram* progra
 Status InsertRecomputation(const Graph& graph, const PartitionOptions& options,
                            DistProgram* program);
 
+// bucket-scattered-gradients: the ZeRO 2/3 gradients (DistProgram::scattered_grad) in
+// buckets of about `options.gradient_bucket_bytes`, in the order `release_after` frees them.
+void BucketScatteredGradients(const PartitionOptions& options, DistProgram* program);
+
 // Every value an instruction writes, but the loss and parameter gradients, becomes transient:
 // allocated before its writer, freed after its last reader (insert-recomputation's releases).
 void MarkActivationsTransient(DistProgram* program);

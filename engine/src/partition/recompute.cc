@@ -174,6 +174,11 @@ void AppendMemoryOptionsText(const DistProgram& p, std::ostream& out) {
     out << "optimizer sharding: stage " << p.optimizer_sharding << ", " << sharded << " of "
         << p.param_sharding.size() << " parameters updated in slices over their replicas";
     if (p.optimizer_sharding == 3) out << ", " << gathered << " gathered before use";
+    size_t scattered = 0;
+    for (const ScatterBucket& b : p.scatter_buckets) scattered += b.params.size();
+    if (scattered > 0)
+      out << ", " << scattered << " gradients reduce-scattered in " << p.scatter_buckets.size()
+          << " bucket(s)";
     out << "\n";
   }
   for (const RecomputeSegment& seg : p.recompute) {

@@ -186,6 +186,10 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
       const CommStats before = comm.stats();
       const double gather_start = Now();
       SHARDSCOPE_RETURN_IF_ERROR(gather_(comm, program_.gathered_param[v], &buffers_[v]));
+      if (timing_) {
+        spans_.push_back(
+            {static_cast<int>(i), kGatherSpanPart, gather_start - run_start_, Now() - run_start_});
+      }
       if (stats) {
         stats->comm_seconds += Now() - gather_start;
         stats->bytes_sent += comm.stats().bytes_sent - before.bytes_sent;
@@ -290,14 +294,22 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
         kept += buffers_[v].size() * DTypeBytes(buffers_[v].dtype());
     }
     int64_t peak = 0;
+    const auto held = [&] { return scatter_held_ ? scatter_held_() : 0; };
     for (size_t pos = 0; pos < program_.schedule.size(); ++pos) {
-      SHARDSCOPE_RETURN_IF_ERROR(run_one(program_.schedule[pos]));
-      peak = std::max(peak, transient_bytes_);
+      const int instr = program_.schedule[pos];
+      SHARDSCOPE_RETURN_IF_ERROR(run_one(instr));
+      peak = std::max(peak, transient_bytes_ + held());
       for (int v : program_.release_after[pos]) {
         if (!program_.scattered_grad.empty() && program_.scattered_grad[v] >= 0) {
           if (!scatter_) continue;  // nobody takes its slice: kept whole
-          SHARDSCOPE_RETURN_IF_ERROR(
-              scatter_(comm, program_.scattered_grad[v], buffers_[v], stats));
+          // A span when the gradient's bucket was sent (a collective call), not when it joined.
+          const int64_t calls = comm.stats().calls;
+          const double start = Now();
+          SHARDSCOPE_ASSIGN_OR_RETURN(
+              const int64_t with, scatter_(comm, program_.scattered_grad[v], buffers_[v], stats));
+          peak = std::max(peak, transient_bytes_ + with);  // the gradient and its copy
+          if (timing_ && comm.stats().calls != calls)
+            spans_.push_back({instr, kScatterSpanPart, start - run_start_, Now() - run_start_});
         }
         Release(v);
       }
@@ -356,7 +368,9 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
   t->model_ = std::move(model);
   t->config_ = config;
   t->rank_ = rank;
-  SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlanTrainingProgram(&t->model_, options, &t->params_));
+  PartitionOptions o = options;
+  o.gradient_bucket_bytes = config.bucket_bytes;  // ZeRO 2/3's buckets are the run's buckets
+  SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlanTrainingProgram(&t->model_, o, &t->params_));
   t->executor_ = std::make_unique<DistExecutor>(t->model_.graph, t->program_, rank);
   t->executor_->set_bucket_bytes(config.bucket_bytes, config.overlap_grad_reduce);
   for (size_t i = 0; i < t->params_.size(); ++i) {
@@ -376,7 +390,8 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
     t->executor_->set_scatter(
         [sharded](Communicator& comm, int param, const Tensor& grad, RankStats* stats) {
           return sharded->ScatterGradient(comm, param, grad, stats);
-        });
+        },
+        [sharded] { return sharded->HeldBytes(); });
   }
   t->optimizer_ = MakeOptimizer(config.optimizer);
   return t;

@@ -45,13 +45,29 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
   std::vector<int> order = program.schedule;
   if (order.empty())
     for (size_t i = 0; i < program.instrs.size(); ++i) order.push_back(static_cast<int>(i));
-  // Walks the schedule up to `stop` (all of it: npos); returns the position of the peak and
-  // leaves `live` as it is at `stop`, before its releases.
+  // ZeRO 2/3 buckets of several gradients hold copies of them while they fill (ShardedUpdate):
+  // each is counted from its first member's release to its last's.
+  auto bucket_bytes = [&](const ScatterBucket& b) {
+    return b.params.size() > 1 ? b.group_size * b.slice * float_bytes : int64_t{0};
+  };
+  // Walks the schedule up to `stop` (all of it: npos) and its release `stop_release` (-1: none);
+  // returns the position and release of the peak and leaves `live` and `held` (bytes in open
+  // buckets) as they are there, as DistExecutor::Run measures it.
   std::vector<bool> live;
-  auto walk = [&](size_t stop) {
+  int64_t held = 0;
+  auto walk = [&](size_t stop, int stop_release) {
     live.assign(n, false);
+    held = 0;
+    std::vector<size_t> joined(program.scatter_buckets.size(), 0);
     int64_t now = 0, peak = -1;
     size_t peak_pos = 0;
+    int peak_release = -1;
+    const auto sample = [&](size_t pos, int release) {
+      if (now + held <= peak) return;
+      peak = now + held;
+      peak_pos = pos;
+      peak_release = release;
+    };
     for (size_t pos = 0; pos < order.size(); ++pos) {
       const DistInstr& in = program.instrs[order[pos]];
       auto take = [&](int v) {
@@ -62,21 +78,30 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
         if (transient(v) && !live[v]) take(v);
       for (int v : in.inputs)
         if (!program.gathered_param.empty() && program.gathered_param[v] >= 0 && !live[v]) take(v);
-      if (now > peak) {
-        peak = now;
-        peak_pos = pos;
-      }
-      if (pos == stop) break;
+      sample(pos, -1);
+      if (pos == stop && stop_release < 0) break;
       if (pos >= program.release_after.size()) continue;
-      for (int v : program.release_after[pos]) {
+      const std::vector<int>& freed = program.release_after[pos];
+      for (size_t k = 0; k < freed.size(); ++k) {
+        const int v = freed[k];
+        const int param = program.scattered_grad.empty() ? -1 : program.scattered_grad[v];
+        if (param >= 0) {
+          const int b = program.param_sharding[param].bucket;
+          const ScatterBucket& bucket = program.scatter_buckets[b];
+          if (joined[b]++ == 0) held += bucket_bytes(bucket);
+          sample(pos, static_cast<int>(k));
+          if (pos == stop && static_cast<int>(k) == stop_release)
+            return std::pair(pos, stop_release);
+          if (joined[b] == bucket.params.size()) held -= bucket_bytes(bucket);
+        }
         if (live[v]) now -= bytes_of(v);
         live[v] = false;
       }
     }
-    return peak_pos;
+    return std::pair(peak_pos, peak_release);
   };
-  const size_t peak_pos = walk(std::string::npos);
-  walk(peak_pos);
+  const auto [peak_pos, peak_release] = walk(std::string::npos, -1);
+  walk(peak_pos, peak_release);
   std::vector<int> at_peak;  // the values live at the peak
   for (size_t v = 0; v < n; ++v)
     if (live[v] && !order.empty()) at_peak.push_back(static_cast<int>(v));
@@ -96,6 +121,7 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
           std::string(kKindName[static_cast<int>(kind[v])]) + " '" + program.values[v].name + "'",
           bytes_of(static_cast<int>(v)));
   }
+  by_kind[static_cast<int>(Kind::kGradient)].Add(held);  // copies in open buckets
   for (int v : at_peak) {
     by_kind[static_cast<int>(kind[v])].Add(bytes_of(v));
     consider(

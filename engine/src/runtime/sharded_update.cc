@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <string>
 
 namespace shardscope {
 namespace {
@@ -42,7 +44,6 @@ ShardedUpdate::ShardedUpdate(const DistProgram& program, DistExecutor& executor,
     : program_(program), executor_(executor) {
   const size_t n = program.param_grads.size();
   param_slices_.resize(n);
-  grad_slices_.resize(n);
   scattered_.assign(n, false);
   rank_in_group_.assign(n, 0);
   params_.resize(n);
@@ -60,10 +61,13 @@ ShardedUpdate::ShardedUpdate(const DistProgram& program, DistExecutor& executor,
       param_slices_[i] = Tensor({s.chunk});
       std::copy_n(executor.local(p).data() + begin, length, param_slices_[i].data());
     }
-    if (s.reduce_scatter) grad_slices_[i] = Tensor({s.chunk});  // the whole gradient is freed
     if (!Tiles(s)) scratch = std::max(scratch, static_cast<size_t>(s.group_size * s.chunk));
   }
   scratch_.assign(scratch, 0.0f);
+  for (const ScatterBucket& b : program.scatter_buckets)  // the whole gradients are freed
+    bucket_slices_.emplace_back(Shape{b.slice});
+  open_.resize(program.scatter_buckets.size());
+  joined_.assign(program.scatter_buckets.size(), 0);
 }
 
 Result<Communicator*> ShardedUpdate::Group(Communicator& world, size_t param) {
@@ -81,36 +85,76 @@ Result<Communicator*> ShardedUpdate::Group(Communicator& world, size_t param) {
   return it->second.get();
 }
 
-Status ShardedUpdate::ScatterGradient(Communicator& world, int param, const Tensor& grad,
-                                      RankStats* stats) {
+Result<int64_t> ShardedUpdate::ScatterGradient(Communicator& world, int param, const Tensor& grad,
+                                               RankStats* stats) {
   CommTimer timer(world, stats);
   const size_t i = static_cast<size_t>(param);
   const ParamSharding& s = program_.param_sharding[i];
-  if (!s.reduce_scatter || scattered_[i])
+  if (!s.reduce_scatter || scattered_[i] || s.bucket < 0)
     return Status::Internal("sharded update: gradient of " +
                             program_.values[program_.param_grads[i].first].name +
                             " is not reduce-scattered once a step");
   scattered_[i] = true;
-  SHARDSCOPE_ASSIGN_OR_RETURN(Communicator * group, Group(world, i));
-  const float* whole = grad.data();
-  if (!Tiles(s)) {  // zero-padded to group_size whole chunks
-    std::copy_n(grad.data(), s.elements, scratch_.data());
-    std::fill(scratch_.begin() + s.elements, scratch_.begin() + s.group_size * s.chunk, 0.0f);
-    whole = scratch_.data();
+  const ScatterBucket& bucket = program_.scatter_buckets[s.bucket];
+  if (bucket.params.size() == 1) {
+    const float* whole = grad.data();
+    if (!Tiles(s)) {  // zero-padded to group_size whole chunks
+      std::copy_n(grad.data(), s.elements, scratch_.data());
+      std::fill(scratch_.begin() + s.elements, scratch_.begin() + s.group_size * s.chunk, 0.0f);
+      whole = scratch_.data();
+    }
+    SHARDSCOPE_RETURN_IF_ERROR(
+        SendBucket(world, s.bucket, std::span<const float>(whole, s.group_size * s.chunk)));
+    return held_;
   }
-  return group
-      ->ReduceScatter(std::span<const float>(whole, s.group_size * s.chunk),
-                      std::span<float>(grad_slices_[i].data(), s.chunk))
-      .WithContext("reduce-scatter of the gradient of " +
-                   program_.values[program_.param_grads[i].first].name);
+  // Rank r's block of the bucket: each member's r-th chunk, at the member's offset.
+  const int64_t total = bucket.group_size * bucket.slice;
+  std::unique_ptr<float[]>& data = open_[s.bucket];
+  if (data == nullptr) {  // not zeroed: every element is written below, padding included
+    data.reset(new float[static_cast<size_t>(total)]);
+    held_ += total * 4;
+  }
+  for (int r = 0; r < s.group_size; ++r) {
+    float* block = data.get() + r * bucket.slice + s.bucket_offset;
+    const int64_t length = s.SliceLength(r);
+    if (length > 0) std::copy_n(grad.data() + r * s.chunk, length, block);
+    std::fill(block + length, block + s.chunk, 0.0f);
+  }
+  const int64_t with = held_;
+  if (++joined_[s.bucket] < static_cast<int>(bucket.params.size())) return with;
+  joined_[s.bucket] = 0;
+  const Status sent = SendBucket(world, s.bucket, std::span<const float>(data.get(), total));
+  held_ -= total * 4;
+  data.reset();  // a bucket's memory lives only while it fills
+  if (!sent.ok()) return sent;
+  return with;
+}
+
+Status ShardedUpdate::SendBucket(Communicator& world, int b, std::span<const float> whole) {
+  const ScatterBucket& bucket = program_.scatter_buckets[b];
+  auto name = [&](int member) {
+    return program_.values[program_.param_grads[bucket.params[member]].first].name;
+  };
+  const std::string what = bucket.params.size() == 1
+                               ? "reduce-scatter of the gradient of " + name(0)
+                               : "reduce-scatter of a bucket of " +
+                                     std::to_string(bucket.params.size()) + " gradients (" +
+                                     name(0) + " to " + name(bucket.params.size() - 1) + ")";
+  auto group = Group(world, static_cast<size_t>(bucket.params[0]));
+  if (!group.ok()) return group.status().WithContext(what);
+  return (*group)
+      ->ReduceScatter(whole, std::span<float>(bucket_slices_[b].data(), bucket.slice))
+      .WithContext(what);
 }
 
 Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
     const ParamSharding& s = program_.param_sharding[i];
     if (s.reduce_scatter && !scattered_[i]) {  // the executor kept it whole
-      SHARDSCOPE_RETURN_IF_ERROR(ScatterGradient(
-          world, static_cast<int>(i), executor_.local(program_.param_grads[i].second), stats));
+      SHARDSCOPE_RETURN_IF_ERROR(ScatterGradient(world, static_cast<int>(i),
+                                                 executor_.local(program_.param_grads[i].second),
+                                                 stats)
+                                     .status());
     }
   }
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
@@ -132,9 +176,10 @@ Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
     const size_t length = static_cast<size_t>(s.SliceLength(rank_in_group_[i]));
     params_[i] = s.gathered ? std::span<float>(param_slices_[i].data(), length)
                             : std::span<float>(param.data() + begin, length);
-    grads_[i] = s.reduce_scatter  // stage 1: the gradient is reduced already
-                    ? std::span<const float>(grad_slices_[i].data(), length)
-                    : std::span<const float>(grad.data() + begin, length);
+    grads_[i] =
+        s.reduce_scatter  // stage 1: the gradient is reduced already
+            ? std::span<const float>(bucket_slices_[s.bucket].data() + s.bucket_offset, length)
+            : std::span<const float>(grad.data() + begin, length);
   }
   return Status::Ok();
 }
@@ -176,15 +221,14 @@ Status ShardedUpdate::Gather(Communicator& world, size_t param, std::span<const 
 }
 
 int64_t ShardedUpdate::Bytes() const {
-  int64_t bytes = static_cast<int64_t>(scratch_.size()) * 4;
-  for (size_t i = 0; i < param_slices_.size(); ++i)
-    bytes += (param_slices_[i].size() + grad_slices_[i].size()) * 4;
+  int64_t bytes = static_cast<int64_t>(scratch_.size()) * 4 + GradientSliceBytes();
+  for (const Tensor& t : param_slices_) bytes += t.size() * 4;
   return bytes;
 }
 
 int64_t ShardedUpdate::GradientSliceBytes() const {
   int64_t bytes = 0;
-  for (const Tensor& t : grad_slices_) bytes += t.size() * 4;
+  for (const Tensor& t : bucket_slices_) bytes += t.size() * 4;
   return bytes;
 }
 

@@ -19,10 +19,14 @@ class ShardedUpdate {
   ShardedUpdate(const DistProgram& program, DistExecutor& executor, int rank);
 
   // Stages 2 and 3: the whole partial gradient of parameter `param` (param_grads index),
-  // complete: reduce-scattered over its group into this rank's slice, one call (not in
-  // buckets: a bucket would hold a copy of the whole gradients, the memory ZeRO 2 saves).
-  // The caller frees `grad` after it (DistExecutor::set_scatter).
-  Status ScatterGradient(Communicator& world, int param, const Tensor& grad, RankStats* stats);
+  // complete, joins its bucket (DistProgram::scatter_buckets); the bucket's last member
+  // reduce-scatters the bucket over its group, each rank keeping its slices, and frees it. A
+  // bucket of one is sent from `grad` itself. The caller frees `grad` after it
+  // (DistExecutor::set_scatter). Returns the bytes the open buckets held with `grad` in them.
+  Result<int64_t> ScatterGradient(Communicator& world, int param, const Tensor& grad,
+                                  RankStats* stats);
+  // Bytes of gradients waiting in open buckets now (0 between steps).
+  int64_t HeldBytes() const { return held_; }
   // Before the optimizer: each slice's gradient, reduce-scattered over the group (stages 2
   // and 3; those ScatterGradient did not take are taken now) or cut from the reduced
   // gradient (stage 1), and what the optimizer updates per trained parameter (its slice,
@@ -42,7 +46,7 @@ class ShardedUpdate {
 
   // Bytes of the buffers it keeps besides the program's (the optimizer's states not
   // included): stage-3 parameter slices, stage-2/3 gradient slices, one scratch buffer for
-  // the shards the slices do not tile exactly.
+  // the shards the slices do not tile exactly (open buckets: HeldBytes).
   int64_t Bytes() const;
   // Of those, the gradient slices.
   int64_t GradientSliceBytes() const;
@@ -54,10 +58,16 @@ class ShardedUpdate {
   Result<Communicator*> Group(Communicator& world, size_t param);
   // All-gathers `slice` (this rank's, `SliceLength` long) of parameter `param` into `whole`.
   Status Gather(Communicator& world, size_t param, std::span<const float> slice, Tensor* whole);
+  // Reduce-scatters bucket `b` (complete) into its slices.
+  Status SendBucket(Communicator& world, int b, std::span<const float> whole);
   const DistProgram& program_;
   DistExecutor& executor_;
-  std::vector<Tensor> param_slices_, grad_slices_;  // per param, when needed (see Bytes)
-  std::vector<bool> scattered_;                     // this step, by ScatterGradient
+  std::vector<Tensor> param_slices_;   // per param, when needed (see Bytes)
+  std::vector<Tensor> bucket_slices_;  // per scatter bucket: its members' slices end to end
+  std::vector<bool> scattered_;        // this step, by ScatterGradient
+  std::vector<std::unique_ptr<float[]>> open_;  // per bucket of several: while it fills
+  std::vector<int> joined_;                     // per scatter bucket: members taken this step
+  int64_t held_ = 0;                            // bytes of open_
   std::vector<int> rank_in_group_;
   std::vector<std::span<float>> params_;
   std::vector<std::span<const float>> grads_;

@@ -113,28 +113,30 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     }
   }
   // Optimizer sharding (ZeRO): every sharded parameter's slices are all-gathered after the
-  // update (stage 3: before each use instead); stage 2 and 3 reduce-scatter its gradient as
-  // well (the all-reduce left the program).
+  // update (stage 3: before each use instead); stage 2 and 3 reduce-scatter the gradients as
+  // well, one call per bucket of them (the all-reduces left the program).
   const CostModel& cm = o.cost;
-  for (size_t i = 0; i < program.param_sharding.size(); ++i) {
-    const ParamSharding& s = program.param_sharding[i];
-    if (s.group_size <= 1) continue;
-    const DeviceMesh& mesh = program.values[program.param_grads[i].first].layout.mesh();
-    const double bytes = static_cast<double>(s.chunk * s.group_size * PrecisionBytes(o.dtype));
-    const int gathers = s.gathered ? s.gathers : 1;
+  const auto collective = [&](CollectiveKind kind, int param, int64_t elements) {
+    const ParamSharding& s = program.param_sharding[param];
+    const DeviceMesh& mesh = program.values[program.param_grads[param].first].layout.mesh();
+    const double bytes = static_cast<double>(elements) * PrecisionBytes(o.dtype);
     // On a device mesh the group's ranks run over the links they span, as every other step.
     double bandwidth = cm.Bandwidth(mesh, s.axes), latency = cm.latency_s;
     g.MeshAxesLink(mesh, s.axes, &bandwidth, &latency);
     const int64_t group = mesh.GroupSize(s.axes);
-    for (int k = 0; k < gathers + (s.reduce_scatter ? 1 : 0); ++k) {
-      const CollectiveKind kind =
-          k < gathers ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter;
-      price.communication_seconds +=
-          cm.CollectiveSeconds(kind, bytes, group, bandwidth) + cm.collective_overhead_s +
-          CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
-      ++price.communication_steps;
-    }
+    price.communication_seconds +=
+        cm.CollectiveSeconds(kind, bytes, group, bandwidth) + cm.collective_overhead_s +
+        CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
+    ++price.communication_steps;
+  };
+  for (size_t i = 0; i < program.param_sharding.size(); ++i) {
+    const ParamSharding& s = program.param_sharding[i];
+    if (s.group_size <= 1) continue;
+    for (int k = 0; k < (s.gathered ? s.gathers : 1); ++k)
+      collective(CollectiveKind::kAllGather, static_cast<int>(i), s.chunk * s.group_size);
   }
+  for (const ScatterBucket& b : program.scatter_buckets)
+    collective(CollectiveKind::kReduceScatter, b.params[0], b.slice * b.group_size);
   price.step_seconds = price.operator_seconds + price.communication_seconds;
   return price;
 }

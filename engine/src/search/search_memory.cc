@@ -171,15 +171,20 @@ double SearchGraph::OptionSeconds(const std::vector<Parts>& assignment) const {
       const auto replicas = static_cast<int64_t>(options_.devices / in.Parts(parts));
       if (replicas <= 1) continue;
       const Link link = GroupLink(parts, in.missing);
-      auto price = [&](CollectiveKind kind) {
-        return cm.SearchCollectiveSeconds(kind, shard, replicas, link.bandwidth, link.latency);
+      // A gradient pays its share of its bucket's collective (GradientBucketShare).
+      auto price = [&](CollectiveKind kind, double share) {
+        return share * cm.SearchCollectiveSeconds(kind, shard / share, replicas, link.bandwidth,
+                                                  link.latency);
       };
-      // Stage 1 gathers the updated slices; 2 and 3 reduce-scatter instead of all-reducing;
-      // 3 gathers a weight for its forward and its backward (a bias, read once, for one).
+      // Stage 1 gathers the updated slices; 2 and 3 reduce-scatter instead of all-reducing,
+      // both in buckets; 3 gathers a weight for its forward and its backward (a bias, read
+      // once, for one).
       const double gathers = zero == 3 ? (in.letter.size() > 1 ? 2 : 1) : 1;
-      seconds += gathers * price(CollectiveKind::kAllGather);
+      seconds += gathers * price(CollectiveKind::kAllGather, 1.0);
+      const double share = cm.GradientBucketShare(shard);
       if (zero >= 2)
-        seconds += price(CollectiveKind::kReduceScatter) - price(CollectiveKind::kAllReduce);
+        seconds +=
+            price(CollectiveKind::kReduceScatter, share) - price(CollectiveKind::kAllReduce, share);
     }
   }
   return seconds;

@@ -1,11 +1,14 @@
 // ZeRO 2 and 3 as `train` runs them, in-process and under mpirun: the run file's planned
 // memory per device (config.memory) is the busiest rank's measured peak plus the whole
-// largest parameter initialisation draws, and the measured gradients are slices.
+// largest parameter initialisation draws, the measured gradients are slices, and every
+// rank's timed steps hold its buckets' reduce-scatters (stage 3: its parameter gathers) as
+// spans, which `trace` and `inspect --rank` show.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -47,14 +50,43 @@ std::string ModelFile() {
 struct Recorded {
   int64_t planned = 0, initialisation = 0;
   int64_t peak = 0, grads = 0;  // the busiest rank's, at the last step
+  // Spans of a timed step, per rank: ZeRO's reduce-scatters and gathers.
+  std::vector<int64_t> scatters, gathers;
 };
+
+// What `trace` and `inspect --rank 1` make of the run's ZeRO spans.
+void ExpectShown(const std::string& run, const Recorded& r) {
+  const std::string json = run + ".json";
+  const Output trace = Shardscope("trace " + run + " --out " + json);
+  ASSERT_EQ(trace.code, 0) << trace.text;
+  std::ifstream in(json);
+  const nlohmann::json events = nlohmann::json::parse(in).at("traceEvents");
+  std::vector<int64_t> scatters(r.scatters.size()), gathers(r.gathers.size());
+  for (const nlohmann::json& e : events) {
+    if (e.value("cat", "") == "grad_scatter") {
+      EXPECT_EQ(e.at("name"), "reduce-scatter (ZeRO bucket)");
+      ++scatters.at(e.at("tid").get<size_t>());
+    }
+    if (e.value("cat", "") == "param_gather") ++gathers.at(e.at("tid").get<size_t>());
+  }
+  std::filesystem::remove(json);
+  for (size_t rank = 0; rank < r.scatters.size(); ++rank) {  // the two timed steps
+    EXPECT_EQ(scatters[rank], 2 * r.scatters[rank]) << "rank " << rank;
+    EXPECT_EQ(gathers[rank], 2 * r.gathers[rank]) << "rank " << rank;
+  }
+  const Output inspect = Shardscope("inspect " + run + " --rank 1");
+  ASSERT_EQ(inspect.code, 0) << inspect.text;
+  EXPECT_NE(inspect.text.find("reduce-scatter (ZeRO bucket)"), std::string::npos) << inspect.text;
+}
 
 // Trains with `stage` by `launcher` ("" in-process, else an mpirun prefix) and reads the run.
 Recorded Train(const std::string& launcher, const std::string& devices, int stage) {
   Recorded r;
   const std::string run = Temp("s" + std::to_string(stage) + (launcher.empty() ? "" : "m") + ".db");
+  // Buckets of 2 KiB: two of two gradients each.
   const std::string args = "train " + ModelFile() + devices + " --steps 3 --optimizer-sharding " +
-                           std::to_string(stage) + " --record " + run + " --overwrite";
+                           std::to_string(stage) + " --bucket-mb 0.002 --record " + run +
+                           " --overwrite";
   const Output o = launcher.empty() ? Shardscope(args) : RunCommand(launcher + " " + args);
   EXPECT_EQ(o.code, 0) << o.text;
   if (o.code != 0) return r;
@@ -73,7 +105,16 @@ Recorded Train(const std::string& launcher, const std::string& devices, int stag
     if (!series.ok() || series->empty()) continue;
     r.peak = std::max(r.peak, series->back().second.peak_bytes);
     r.grads = std::max(r.grads, series->back().second.grad_bytes);
+    const auto spans = (*reader)->InstructionSpans(2, 2, rank);
+    EXPECT_TRUE(spans.ok());
+    r.scatters.push_back(0);
+    r.gathers.push_back(0);
+    for (const auto& s : spans.ok() ? *spans : decltype(*spans){}) {
+      r.scatters.back() += s.kind == "grad_scatter";
+      r.gathers.back() += s.kind == "param_gather";
+    }
   }
+  if (stage >= 2) ExpectShown(run, r);
   std::filesystem::remove(run);
   return r;
 }
@@ -82,8 +123,16 @@ Recorded Train(const std::string& launcher, const std::string& devices, int stag
 void ExpectPlannedIsMeasured(const std::string& launcher, const std::string& devices, int dp) {
   const Recorded whole = Train(launcher, devices, 1);
   EXPECT_EQ(whole.planned, whole.peak + whole.initialisation);
+  for (int64_t n : whole.scatters) EXPECT_EQ(n, 0);
   for (int stage : {2, 3}) {
     const Recorded r = Train(launcher, devices, stage);
+    ASSERT_EQ(r.scatters.size(), static_cast<size_t>(dp));
+    for (size_t rank = 0; rank < r.scatters.size(); ++rank) {
+      // 4 gradients in 2 buckets; stage 3 gathers each parameter before forward and backward
+      // (a bias, read once, for one).
+      EXPECT_EQ(r.scatters[rank], 2) << "stage " << stage << " rank " << rank;
+      EXPECT_EQ(r.gathers[rank] > 0, stage == 3) << "stage " << stage << " rank " << rank;
+    }
     EXPECT_EQ(r.planned, r.peak + r.initialisation) << "stage " << stage << " " << launcher;
     EXPECT_LT(r.planned, whole.planned) << "stage " << stage;
     EXPECT_LT(r.grads, whole.grads) << "stage " << stage;
@@ -93,6 +142,31 @@ void ExpectPlannedIsMeasured(const std::string& launcher, const std::string& dev
 
 TEST(ZeroRunFile, PlannedMemoryIsTheMeasuredPeakInProcess) {
   ExpectPlannedIsMeasured("", " --devices 4", 4);
+}
+
+// Recomputation replays forward instructions, which then run twice in a step (and gather
+// their stage-3 parameters again): every span is still recorded, each under its own key.
+TEST(ZeroRunFile, RecomputedStepsRecordEverySpan) {
+  const std::string run = Temp("recompute.db");
+  const Output o = Shardscope(
+      "train " + ModelFile() +
+      " --devices 4 --steps 2 --optimizer-sharding 3 --recompute --record " + run + " --overwrite");
+  ASSERT_EQ(o.code, 0) << o.text;
+  auto reader = shardscope::store::RunReader::Open(run);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  const auto spans = (*reader)->InstructionSpans(2, 2, 0);
+  ASSERT_TRUE(spans.ok());
+  std::map<int64_t, int64_t> computes;  // per instruction
+  int64_t gathers = 0;
+  for (const auto& s : *spans) {
+    computes[s.ordinal] += s.kind == "compute";
+    gathers += s.kind == "param_gather";
+  }
+  int64_t replayed = 0;
+  for (const auto& [ordinal, n] : computes) replayed += n == 2;
+  EXPECT_GT(replayed, 0);
+  EXPECT_GT(gathers, 0);
+  std::filesystem::remove(run);
 }
 
 TEST(ZeroRunFile, PlannedMemoryIsTheMeasuredPeakUnderMpirun) {

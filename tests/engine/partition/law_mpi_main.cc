@@ -82,6 +82,12 @@ int main() {
     each.name += " unbucketed";
     cases.push_back(each);
     cases.push_back(WithMemoryOptions(Ffn(n == 4 ? "((2,1),(1,2))" : "", ""), 2, {}));
+    for (int stage : {2, 3}) {  // several buckets of several gradients each
+      Case small = WithMemoryOptions(Ffn(n == 4 ? "((2,1),(1,2))" : "", ""), stage, {});
+      small.config.bucket_bytes = int64_t{256} << 10;
+      small.name += " 256 KiB buckets";
+      cases.push_back(small);
+    }
   }
   if (n == 2) {
     Case blocking = WithMemoryOptions(Ffn("", "((1,1),(1,2))"), 2, {"dense1"});

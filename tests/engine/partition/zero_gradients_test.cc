@@ -1,10 +1,13 @@
-// ZeRO stages 2 and 3 keep only this rank's slice of each gradient: the executor
-// reduce-scatters a gradient as soon as its last writer ran and frees the whole one. The law
-// holds on 2, 4 and 8 devices with and without gradient buckets, the measured gradients are
-// the slices, and the priced collectives are the ones a step calls.
+// ZeRO stages 2 and 3 keep only this rank's slice of each gradient: the executor hands a
+// gradient to its bucket as soon as its last writer ran and frees the whole one; a full bucket
+// is reduce-scattered in one call. The law holds on 2, 4 and 8 devices with and without
+// gradient buckets, the measured gradients are the slices, the planned peak (buckets
+// included) is the measured one, the priced collectives are the ones a step calls, and each
+// bucket's reduce-scatter and each stage-3 gather is a timed span.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "law.h"
 #include "shardscope/memory_liveness.h"
@@ -17,6 +20,8 @@ namespace {
 using testing_law::CheckLaw;
 
 constexpr int64_t kBatch = 16;
+// Buckets of a few gradients each (fc1's weight alone is 2 KiB): several per step.
+constexpr int64_t kSmallBucket = 1024;
 
 // Three dense layers; the 20- and 10-wide biases are not tiled by 8 slices (zero padding).
 // `strategy` on fc2's matmul ("": data-parallel everywhere).
@@ -48,13 +53,14 @@ std::vector<std::string> Strategies(int devices) {
 }
 
 TEST(ZeroGradients, LawHoldsOnTwoFourAndEightDevicesWithAndWithoutBuckets) {
-  TrainConfig each = testing_law::LawConfig(), blocking = each;
+  TrainConfig each = testing_law::LawConfig(), blocking = each, small = each;
   each.bucket_bytes = 0;
   blocking.overlap_grad_reduce = false;
+  small.bucket_bytes = kSmallBucket;
   for (int devices : {2, 4, 8}) {
     for (int stage : {2, 3}) {
       for (const std::string& strategy : Strategies(devices)) {
-        for (const TrainConfig& config : {testing_law::LawConfig(), each, blocking}) {
+        for (const TrainConfig& config : {testing_law::LawConfig(), each, blocking, small}) {
           Status st =
               CheckLaw(MlpWith(strategy), Data(), kBatch, devices, Zero(stage, devices), 5, config);
           EXPECT_TRUE(st.ok()) << devices << " devices, stage " << stage << " " << strategy
@@ -71,19 +77,23 @@ struct Held {
   std::vector<int64_t> whole_grad_elements;  // the gradients' buffers after the step
   int64_t gradient_bytes = 0;                // RankStats::gradient_bytes
   int64_t slice_bytes = 0;                   // 4 x the chunks of the reduce-scattered ones
+  int64_t padded_bytes = 0;                  // theirs whole, zero-padded to the slices
   int64_t peak = 0, planned = 0, largest_param = 0;
   RankMemory memory;
-  std::vector<int> released_at_writer;  // per reduce-scattered gradient: 1 if freed there
+  std::vector<int> released_at_writer;      // per reduce-scattered gradient: 1 if freed there
+  int64_t buckets = 0, largest_bucket = 0;  // scatter buckets, most gradients in one
 };
 
-std::vector<Held> TrainTwoSteps(int stage, const std::string& strategy, int devices = 8) {
+std::vector<Held> TrainTwoSteps(int stage, const std::string& strategy, int devices = 8,
+                                int64_t bucket_bytes = testing_law::LawConfig().bucket_bytes) {
   std::vector<Held> out(devices);
   const Dataset data = Data();
+  TrainConfig config = testing_law::LawConfig();
+  config.bucket_bytes = bucket_bytes;
   Status st = RunOnDevices(devices, [&](Communicator& comm) -> Status {
     SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, MlpWith(strategy)());
-    SHARDSCOPE_ASSIGN_OR_RETURN(auto t,
-                                DistTrainer::Create(std::move(model), testing_law::LawConfig(),
-                                                    Zero(stage, devices), comm.rank()));
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        auto t, DistTrainer::Create(std::move(model), config, Zero(stage, devices), comm.rank()));
     BatchIterator it(data, kBatch, 1, false);
     Tensor x, y;
     for (int s = 0; s < 2 && it.Next(&x, &y); ++s)
@@ -95,6 +105,7 @@ std::vector<Held> TrainTwoSteps(int stage, const std::string& strategy, int devi
       const ParamSharding& s = p.param_sharding[i];
       if (!s.reduce_scatter) continue;
       h.slice_bytes += s.chunk * 4;
+      h.padded_bytes += s.chunk * s.group_size * 4;
       // Freed (and reduce-scattered) at the position of its writer: nothing else reads it.
       const int grad = p.param_grads[i].second;
       int at = -1;
@@ -105,6 +116,9 @@ std::vector<Held> TrainTwoSteps(int stage, const std::string& strategy, int devi
       const auto& freed = p.release_after[at];
       h.released_at_writer.push_back(std::find(freed.begin(), freed.end(), grad) != freed.end());
     }
+    h.buckets = static_cast<int64_t>(p.scatter_buckets.size());
+    for (const ScatterBucket& b : p.scatter_buckets)
+      h.largest_bucket = std::max<int64_t>(h.largest_bucket, static_cast<int64_t>(b.params.size()));
     for (ValueId v : t->parameters())
       h.largest_param = std::max(h.largest_param, NumElements(t->graph().value(v).shape) * 4);
     h.gradient_bytes = t->stats().gradient_bytes;
@@ -121,12 +135,23 @@ std::vector<Held> TrainTwoSteps(int stage, const std::string& strategy, int devi
 TEST(ZeroGradients, EachRankKeepsOnlyItsSliceOfTheGradient) {
   for (const std::string& strategy : Strategies(8)) {
     const std::vector<Held> one = TrainTwoSteps(1, strategy);
-    for (int stage : {2, 3}) {
-      const std::vector<Held> ranks = TrainTwoSteps(stage, strategy);
+    for (const auto& [stage, bucket] : {std::pair{2, testing_law::LawConfig().bucket_bytes},
+                                        std::pair{3, testing_law::LawConfig().bucket_bytes},
+                                        std::pair{2, int64_t{0}}, std::pair{3, kSmallBucket}}) {
+      const std::vector<Held> ranks = TrainTwoSteps(stage, strategy, 8, bucket);
+      const std::vector<Held> alone = TrainTwoSteps(stage, strategy, 8, 0);
       for (size_t r = 0; r < ranks.size(); ++r) {
         const Held& h = ranks[r];
-        SCOPED_TRACE("stage " + std::to_string(stage) + " " + strategy + " rank " +
-                     std::to_string(r));
+        SCOPED_TRACE("stage " + std::to_string(stage) + " " + strategy + " bucket " +
+                     std::to_string(bucket) + " rank " + std::to_string(r));
+        // Every gradient alone without buckets; a few together in the small ones.
+        if (bucket == 0) {
+          EXPECT_EQ(h.buckets, static_cast<int64_t>(h.released_at_writer.size()));
+          EXPECT_EQ(h.largest_bucket, 1);
+        } else if (bucket == kSmallBucket) {
+          EXPECT_GT(h.largest_bucket, 1);
+          EXPECT_GT(h.buckets, 1);
+        }
         ASSERT_FALSE(h.released_at_writer.empty());
         for (int at_writer : h.released_at_writer) EXPECT_EQ(at_writer, 1);
         // Stage 1 keeps every whole gradient; here the reduce-scattered ones are freed and
@@ -139,28 +164,41 @@ TEST(ZeroGradients, EachRankKeepsOnlyItsSliceOfTheGradient) {
         EXPECT_EQ(h.gradient_bytes, kept_whole + h.slice_bytes);
         EXPECT_EQ(one[r].gradient_bytes, whole_before);
         EXPECT_LT(h.gradient_bytes * 2, one[r].gradient_bytes);
-        // The plan is the measured peak (the busiest rank is 0) and counts fewer gradients.
+        // The plan is the measured peak (the busiest rank is 0) and counts fewer gradients,
+        // unless a bucket holds all of its groups' (the default here): then they are whole
+        // until the backward ends, as copies in the bucket, which the plan counts.
         EXPECT_EQ(h.planned, ranks[0].peak + h.largest_param);
-        EXPECT_LT(h.memory.gradients, one[r].memory.gradients);
+        if (bucket < h.padded_bytes) {
+          EXPECT_LT(h.memory.gradients, one[r].memory.gradients);
+        } else {
+          EXPECT_GT(h.planned, alone[r].planned);
+          EXPECT_LE(h.planned, alone[r].planned + h.padded_bytes);
+        }
       }
     }
   }
 }
 
-// The priced collectives are what a step calls: each all-reduce of a reduce-scattered
-// gradient is replaced by one reduce-scatter, and each all-gather of its slices (stage 3:
-// each gather before use) is one call.
+// The priced collectives are what a step calls: the all-reduces of reduce-scattered
+// gradients are replaced by one reduce-scatter per bucket of them, and each all-gather of a
+// parameter's slices (stage 3: each gather before use) is one call. Each of those calls is a
+// span of the step's timing, where the debugger's timeline and `trace` find it.
 TEST(ZeroGradients, PricedCollectivesAreTheOnesAStepCalls) {
-  for (int stage : {0, 1, 2, 3}) {
+  std::map<int64_t, int64_t> stage2_calls;  // by bucket bytes
+  for (const auto& [stage, bucket] :
+       {std::pair{0, int64_t{0}}, std::pair{1, int64_t{0}}, std::pair{2, int64_t{0}},
+        std::pair{3, int64_t{0}}, std::pair{2, kSmallBucket}, std::pair{3, kSmallBucket}}) {
+    SCOPED_TRACE("stage " + std::to_string(stage) + " bucket " + std::to_string(bucket));
     constexpr int kDevices = 8;
-    std::vector<int64_t> calls(kDevices);
+    std::vector<int64_t> calls(kDevices), scatter_spans(kDevices), gather_spans(kDevices);
     ProgramPrice price;
+    int64_t buckets = 0, gathers = 0;
     SearchOptions search;
     search.mode = SearchMode::kSemiAuto;
     search.devices = kDevices;
     const Dataset data = Data();
     TrainConfig config = testing_law::LawConfig();
-    config.bucket_bytes = 0;  // every collective counted on its own
+    config.bucket_bytes = bucket;  // 0: every collective counted on its own
     Status st = RunOnDevices(kDevices, [&](Communicator& comm) -> Status {
       SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, MlpWith("((2,1),(1,4))")());
       SHARDSCOPE_ASSIGN_OR_RETURN(auto t, DistTrainer::Create(std::move(model), config,
@@ -172,15 +210,28 @@ TEST(ZeroGradients, PricedCollectivesAreTheOnesAStepCalls) {
         SHARDSCOPE_RETURN_IF_ERROR(t->Step(comm, x, y).status());
         calls[comm.rank()] = comm.stats().calls - before;
       }
+      for (const InstrSpan& s : t->executor().last_spans()) {
+        scatter_spans[comm.rank()] += s.part == kScatterSpanPart;
+        gather_spans[comm.rank()] += s.part == kGatherSpanPart;
+      }
       if (comm.rank() == 0) {
         SHARDSCOPE_ASSIGN_OR_RETURN(price, PriceProgram(t->graph(), t->program(), search));
+        buckets = static_cast<int64_t>(t->program().scatter_buckets.size());
+        for (const ParamSharding& s : t->program().param_sharding)
+          gathers += s.gathered ? s.gathers : 0;
       }
       return Status::Ok();
     });
     ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_EQ(*std::max_element(calls.begin(), calls.end()), price.communication_steps)
-        << "stage " << stage;
+    EXPECT_EQ(*std::max_element(calls.begin(), calls.end()), price.communication_steps);
+    if (stage == 2) stage2_calls[bucket] = calls[0];
+    EXPECT_EQ(buckets > 0, stage >= 2);
+    for (int r = 0; r < kDevices; ++r) {
+      EXPECT_EQ(scatter_spans[r], buckets) << "rank " << r;
+      EXPECT_EQ(gather_spans[r], gathers) << "rank " << r;
+    }
   }
+  EXPECT_LT(stage2_calls[kSmallBucket], stage2_calls[0]);  // buckets pay the latency once
 }
 
 }  // namespace

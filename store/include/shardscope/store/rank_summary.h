@@ -23,14 +23,23 @@ namespace shardscope::store {
 struct RankSpan {
   int64_t ordinal = 0;  // instruction in the SPMD program
   int64_t part = kNone;
-  std::string kind;  // instruction_span.kind: compute, redistribution, collective, bucket
-  std::string name;  // operator (compute), collective (collective, bucket), "redistribute N"
+  // instruction_span.kind: compute, redistribution, collective, bucket, grad_scatter,
+  // param_gather
+  std::string kind;
+  std::string name;  // operator (compute), collective (the others), "redistribute N"
   std::string text;  // the instruction as the program prints it
   double start_seconds = 0, end_seconds = 0;
-  // Communication drawn on its own lane: whole redistributions and gradient buckets (their
-  // collectives lie inside redistributions).
-  bool communication() const { return kind == "redistribution" || kind == "bucket"; }
+  // Communication drawn on its own lane: whole redistributions, gradient buckets and ZeRO's
+  // collectives (a redistribution's collectives lie inside it).
+  bool communication() const {
+    return kind == "redistribution" || kind == "bucket" || kind == "grad_scatter" ||
+           kind == "param_gather";
+  }
 };
+
+// The one collective a span of kind bucket, grad_scatter or param_gather stands for
+// ("all-reduce (gradient bucket)", ...); "" for the other kinds. inspect and trace share it.
+std::string SpanCollectiveName(const std::string& kind);
 
 struct RankTiming {
   int64_t step = kNone;  // kNone: no timed step
