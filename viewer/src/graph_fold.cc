@@ -158,9 +158,16 @@ void AddFold(const std::vector<Entry>& entries, size_t begin, size_t period, siz
 
 }  // namespace
 
-std::vector<std::string> ScopePath(const std::string& scope) {
+std::vector<std::string> ScopePath(const std::string& scope, const std::string& root) {
   std::vector<std::string> path;
   if (scope.empty()) return path;
+  if (!root.empty() && (scope == root || StartsWith(scope, root + "."))) {
+    path.push_back(root);
+    if (scope.size() > root.size()) {
+      path.push_back(scope.substr(0, scope.find('.', root.size() + 1)));
+    }
+    return path;
+  }
   size_t dot = scope.find('.');
   path.push_back(scope.substr(0, dot));
   if (dot != std::string::npos) {
@@ -231,7 +238,9 @@ Grouping GroupOperators(const RunData& run, const std::vector<const store::Opera
                                                : "worker " + std::to_string(op.worker));
       return path;
     }
-    path = ScopePath(ForwardScope(run, op));
+    // An opened unit is its operators' outer cluster ("layers.0", not "layers").
+    const std::string unit = UnitOf(op);
+    path = ScopePath(ForwardScope(run, op), options.expanded.count(unit) ? unit : "");
     if (op.is_backward) {
       for (std::string& c : path) c = kGrad + c;
     }
