@@ -569,6 +569,18 @@ store::Result<Scene> GraphSceneOn(const RunData& run, const GraphLayout& base,
   return Scene{};
 }
 
+void PrepareOpening(const RunData& run, const GraphLayout& base) {
+  std::set<std::string> units;
+  for (const DrawnNode& n : base.graph.nodes) {
+    if (n.key.rfind("fold:", 0) != 0 || !units.insert(n.item_key).second) continue;
+    GraphOptions open = base.options;
+    open.expanded.insert(n.item_key);
+    Drawn d = Draw(run, open);
+    (void)graph_detail::SpliceLayout(base.graph, base.key_of_op, d.graph, d.key_of_op,
+                                     /*may_lay_out=*/true, run.run.name);
+  }
+}
+
 store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& options) {
   auto base = LayOutGraph(run, options);
   if (!base.ok()) return base.status();

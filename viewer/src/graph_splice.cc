@@ -210,9 +210,6 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
       region[e.src] = region[e.dst];
     }
   }
-  if (opened.empty()) {
-    if (target.nodes.size() != base.nodes.size()) return Splice::kCannot;
-  }
   for (DrawnNode& n : target.nodes) {
     if (region.count(n.key)) continue;
     auto b = base.node_index.find(n.key);

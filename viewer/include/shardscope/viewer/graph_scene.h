@@ -64,6 +64,9 @@ store::Result<std::shared_ptr<const GraphLayout>> LayOutGraph(const RunData& run
                                                               const GraphOptions& options);
 const GraphOptions& LaidOutOptions(const GraphLayout& layout);
 // The scene of `options` on `base` (laid out for the same run and BaseGraphOptions(options)).
+// Lays out the first unit of each fold of `base` (cached by shape): opening any layer of
+// those folds then needs no dot. For a worker thread, once the graph is shown.
+void PrepareOpening(const RunData& run, const GraphLayout& base);
 store::Result<Scene> GraphSceneOn(const RunData& run, const GraphLayout& base,
                                   const GraphOptions& options, bool may_lay_out,
                                   GraphGeometry* geometry);
