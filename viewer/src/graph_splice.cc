@@ -180,6 +180,7 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
   // Which base boxes opened: their operators are no longer all drawn by them.
   std::map<std::string, size_t> base_ops, kept_ops;
   std::map<std::string, std::set<std::string>> origin;  // target node -> base nodes of its ops
+  if (base_key_of_op.size() != target_key_of_op.size()) return Splice::kCannot;  // other ops
   for (const auto& [op, key] : base_key_of_op) ++base_ops[key];
   for (const auto& [op, key] : target_key_of_op) {
     auto b = base_key_of_op.find(op);
@@ -281,6 +282,7 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
     auto r = region.find(target.nodes[i].key);
     if (r != region.end()) pieces[r->second][sets.Find(i)].nodes.push_back(i);
   }
+  if (pieces.size() != opened.size()) return Splice::kCannot;  // a box whose ops went elsewhere
   for (auto& [box, parts] : pieces) {
     for (auto& [root, piece] : parts) {
       const DrawnNode& first = target.nodes[piece.nodes.front()];
