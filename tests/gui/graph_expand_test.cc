@@ -99,8 +99,7 @@ class GraphExpandTest : public QObject {
     for (auto a = after.begin(); a != after.end(); ++a) {
       QVERIFY(opened->bounds.contains(a->second));
       for (auto b = std::next(a); b != after.end(); ++b) {
-        QVERIFY2(!a->second.intersects(b->second),
-                 qPrintable(a->first + " overlaps " + b->first));
+        QVERIFY2(!a->second.intersects(b->second), qPrintable(a->first + " overlaps " + b->first));
       }
     }
     // Every node of both pictures keeps its order (left/right, above/below) to every other.
@@ -166,9 +165,9 @@ class GraphExpandTest : public QObject {
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
     QVERIFY(window.OpenRun(QString::fromStdString(file.path())));
-    QTRY_VERIFY_WITH_TIMEOUT(!window.graph_builder()->running() &&
-                                 !window.graph_view()->scene()->items().isEmpty(),
-                             120000);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !window.graph_builder()->running() && !window.graph_view()->scene()->items().isEmpty(),
+        120000);
     QThreadPool::globalInstance()->waitForDone();  // the folds' units laid out
     const QRectF folded_rect = window.graph_view()->scene()->sceneRect();
     auto* minimap = window.graph_view()->findChild<gui::Minimap*>();

@@ -552,8 +552,8 @@ store::Result<Scene> GraphSceneOn(const RunData& run, const GraphLayout& base,
                                   const GraphOptions& options, bool may_lay_out,
                                   GraphGeometry* geometry) {
   Drawn d = Draw(run, options);
-  switch (graph_detail::SpliceLayout(base.graph, base.key_of_op, d.graph, d.key_of_op,
-                                     may_lay_out, run.run.name)) {
+  switch (graph_detail::SpliceLayout(base.graph, base.key_of_op, d.graph, d.key_of_op, may_lay_out,
+                                     run.run.name)) {
     case graph_detail::Splice::kDone:
       *geometry = GraphGeometry::kSpliced;
       return SceneOf(run, options, d);
@@ -582,6 +582,7 @@ void PrepareOpening(const RunData& run, const GraphLayout& base) {
 }
 
 store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& options) {
+  if (BaseGraphOptions(run, options) == options) return BuildGraphSceneInFull(run, options);
   auto base = LayOutGraph(run, options);
   if (!base.ok()) return base.status();
   GraphGeometry geometry;

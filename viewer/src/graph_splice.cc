@@ -69,8 +69,8 @@ struct SplitMap {
 // A cluster's frame around its members: `members` with the margins `was` had around `had`.
 QRectF Frame(const QRectF& was, const QRectF& had, const QRectF& members) {
   if (had.isNull()) return was;
-  return members.adjusted(was.left() - had.left(), was.top() - had.top(),
-                          was.right() - had.right(), was.bottom() - had.bottom());
+  return members.adjusted(was.left() - had.left(), was.top() - had.top(), was.right() - had.right(),
+                          was.bottom() - had.bottom());
 }
 
 // A cubic from `a` to `b`, leaving and arriving vertically.
@@ -216,8 +216,8 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
     auto b = base.node_index.find(n.key);
     if (b == base.node_index.end()) return Splice::kCannot;
     const DrawnNode& was = base.nodes[b->second];
-    if (was.label != n.label || was.role != n.role || was.id != n.id ||
-        was.cluster != n.cluster || was.ellipse != n.ellipse) {
+    if (was.label != n.label || was.role != n.role || was.id != n.id || was.cluster != n.cluster ||
+        was.ellipse != n.ellipse) {
       return Splice::kCannot;
     }
     n.rect = was.rect;
@@ -237,13 +237,14 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
     std::string c = n.cluster;
     while (!c.empty() && new_clusters.count(c)) c = target.clusters.at(c).parent;
     auto r = region.find(n.key);
-    if (r == region.end() ? c != n.cluster : c != base.nodes[base.node_index.at(r->second)].cluster) {
+    if (r == region.end() ? c != n.cluster
+                          : c != base.nodes[base.node_index.at(r->second)].cluster) {
       return Splice::kCannot;
     }
   }
   // Edges between kept nodes keep their route.
-  std::map<EdgeKey, Route> routes;
-  for (const DrawnEdge& e : base.edges) routes[{e.src, e.dst}] = {e.points, e.label_at};
+  std::map<EdgeKey, std::vector<Route>> routes;  // several send/receive edges may join a pair
+  for (const DrawnEdge& e : base.edges) routes[{e.src, e.dst}].push_back({e.points, e.label_at});
   size_t kept_edges = 0;
   for (const DrawnEdge& e : target.edges) {
     if (region.count(e.src) || region.count(e.dst)) continue;
@@ -251,7 +252,8 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
     ++kept_edges;
   }
   size_t base_kept_edges = 0;
-  for (const DrawnEdge& e : base.edges) base_kept_edges += !opened.count(e.src) && !opened.count(e.dst);
+  for (const DrawnEdge& e : base.edges)
+    base_kept_edges += !opened.count(e.src) && !opened.count(e.dst);
   if (kept_edges != base_kept_edges) return Splice::kCannot;
 
   // The pieces of each opened box: its boxes alone, units joined by their edges.
@@ -360,16 +362,15 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
       height += parts[root].size.height() + kGap;
     }
     const QRectF at = boxes[box];
-    const SplitMap map{at, std::max(0.0, width - at.width()),
-                       std::max(0.0, height - at.height())};
+    const SplitMap map{at, std::max(0.0, width - at.width()), std::max(0.0, height - at.height())};
     // How a route's end moves: with its node; on the opening box, to the opened part's edge.
     auto moves = [&](const std::string& key, bool leaving) {
       if (key == box) return QPointF(map.dx / 2, leaving ? map.dy : 0);
       auto b = boxes.find(key);
       return map.Delta(b != boxes.end() ? b->second : target.nodes[target.node_index.at(key)].rect);
     };
-    for (auto& [key, route] : routes) {
-      map.Move(route, moves(key.first, true), moves(key.second, false));
+    for (auto& [key, pair] : routes) {
+      for (Route& route : pair) map.Move(route, moves(key.first, true), moves(key.second, false));
     }
     for (auto& [e, route] : inner) {
       map.Move(route, moves(target.edges[e].src, true), moves(target.edges[e].dst, false));
@@ -378,8 +379,7 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
       if (!n.rect.isNull()) n.rect = map.Node(n.rect);
     }
     for (auto& [key, rect] : boxes) {
-      rect = key == box ? QRectF(at.topLeft(), at.size() + QSizeF(map.dx, map.dy))
-                        : map.Node(rect);
+      rect = key == box ? QRectF(at.topLeft(), at.size() + QSizeF(map.dx, map.dy)) : map.Node(rect);
     }
     // Stack the pieces in the space the box now has.
     const QRectF space = boxes[box];
@@ -419,11 +419,13 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
   // Edges: kept, inside a unit, or through the route the opened box had.
   auto bottom = [](const QRectF& r) { return QPointF(r.center().x(), r.bottom()); };
   auto top = [](const QRectF& r) { return QPointF(r.center().x(), r.top()); };
+  std::map<EdgeKey, size_t> used;
   for (size_t i = 0; i < target.edges.size(); ++i) {
     DrawnEdge& e = target.edges[i];
     auto s = region.find(e.src), d = region.find(e.dst);
     if (s == region.end() && d == region.end()) {
-      const Route& r = routes.at({e.src, e.dst});
+      const auto& pair = routes.at({e.src, e.dst});
+      const Route& r = pair[std::min(used[{e.src, e.dst}]++, pair.size() - 1)];
       e.points = r.points, e.label_at = r.label_at;
       continue;
     }
@@ -438,16 +440,17 @@ Splice SpliceLayout(const DrawnGraph& base, const std::map<int64_t, std::string>
     const std::string bs = s == region.end() ? e.src : s->second;
     const std::string bd = d == region.end() ? e.dst : d->second;
     auto r = bs == bd ? routes.end() : routes.find({bs, bd});
-    if (r == routes.end() || r->second.points.size() < 4) {
+    if (r == routes.end() || r->second.front().points.size() < 4) {
       e.points = Curve(from, to);
       e.label_at = (from + to) / 2;
       continue;
     }
-    QPolygonF points = r->second.points;
+    const Route& through = r->second.front();
+    QPolygonF points = through.points;
     if (s != region.end()) points = Curve(from, points.front()) + points.mid(1);
     if (d != region.end()) points += Curve(points.back(), to).mid(1);
     e.points = points;
-    e.label_at = r->second.label_at;
+    e.label_at = through.label_at;
   }
   // Clusters, outer before inner, and the bounds of everything.
   target.cluster_order.clear();
