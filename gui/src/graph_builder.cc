@@ -12,6 +12,11 @@ namespace {
 
 using SceneResult = store::Result<viewer::Scene>;
 
+struct Laid {
+  SceneResult scene;
+  std::shared_ptr<const viewer::GraphLayout> base;  // what the scene was made on
+};
+
 // What BuildGraphScene reads: the plan, not the per-step figures.
 std::shared_ptr<viewer::RunData> GraphRecords(const viewer::RunData& run) {
   auto copy = std::make_shared<viewer::RunData>();
@@ -34,30 +39,56 @@ GraphBuilder::GraphBuilder(QObject* parent)
 
 void GraphBuilder::Start(const viewer::RunData& run, const viewer::GraphOptions& options) {
   const uint64_t generation = ++generation_;
-  running_ = true;
   // Expanding a layer lays out the same records again: copy them once per version of the run
   // (a reload that changed it changes its run row or counts).
   if (!records_ || records_source_ != &run || !(records_->run == run.run) ||
       !(records_->counts == run.counts)) {
     records_ = GraphRecords(run);
     records_source_ = &run;
+    base_.reset();
   }
   std::shared_ptr<const viewer::RunData> records = records_;
-  auto* watcher = new QFutureWatcher<SceneResult>(this);
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+  std::shared_ptr<const viewer::GraphLayout> base;
+  if (base_ && viewer::LaidOutOptions(*base_) == viewer::BaseGraphOptions(*records, options)) {
+    base = base_;
+    viewer::GraphGeometry geometry;
+    auto scene = viewer::GraphSceneOn(*records, *base, options, /*may_lay_out=*/false, &geometry);
+    if (scene.ok() && geometry == viewer::GraphGeometry::kSpliced) {
+      running_ = false;
+      last_spliced_ = true;
+      emit Finished(*scene);
+      return;
+    }
+  }
+  running_ = true;
+  auto* watcher = new QFutureWatcher<Laid>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, records] {
     watcher->deleteLater();
     if (generation != generation_) return;  // cancelled, or a newer layout started
     running_ = false;
-    const SceneResult scene = watcher->result();
-    if (scene.ok()) {
-      emit Finished(*scene);
-    } else {
-      emit Failed(QString::fromStdString(scene.status().message()));
+    last_spliced_ = false;
+    const Laid laid = watcher->result();
+    if (!laid.scene.ok()) {
+      emit Failed(QString::fromStdString(laid.scene.status().message()));
+      return;
     }
+    if (laid.base != base_) {
+      base_ = laid.base;
+      // Lays out the first unit of each fold (cached by shape) while the graph is looked at.
+      (void)QtConcurrent::run([records, base = base_] { viewer::PrepareOpening(*records, *base); });
+    }
+    emit Finished(*laid.scene);
   });
-  watcher->setFuture(QtConcurrent::run([records, options, thread = last_thread_] {
+  watcher->setFuture(QtConcurrent::run([records, base, options, thread = last_thread_] {
     thread->store(QThread::currentThreadId());
-    return viewer::BuildGraphScene(*records, options);
+    std::shared_ptr<const viewer::GraphLayout> on = base;
+    if (!on) {
+      auto layout = viewer::LayOutGraph(*records, options);
+      if (!layout.ok()) return Laid{layout.status(), nullptr};
+      on = *layout;
+    }
+    viewer::GraphGeometry geometry;
+    return Laid{viewer::GraphSceneOn(*records, *on, options, /*may_lay_out=*/true, &geometry), on};
   }));
   emit Started(static_cast<qint64>(run.operators.size()));
 }

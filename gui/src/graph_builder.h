@@ -1,7 +1,10 @@
-// GraphBuilder: lays out the graph scene (viewer::BuildGraphScene: Graphviz dot) on a worker
+// GraphBuilder: lays out the graph scene (viewer::LayOutGraph: Graphviz dot) on a worker
 // thread so the window stays responsive on a large run; GraphLayoutProgress shows it busy
 // with a Cancel button. A newer Start or Cancel drops the result of the layout before it:
 // Graphviz cannot be interrupted, so a cancelled layout finishes unseen in the background.
+// The last layout is kept: opening or closing a folded layer splices it in on the UI thread
+// (viewer::GraphSceneOn), as soon as that layer's kind is laid out, which a worker does once
+// the graph is shown (the first unit of every fold).
 #pragma once
 
 #include <QThread>
@@ -31,6 +34,8 @@ class GraphBuilder : public QObject {
   bool running() const { return running_; }
   // The thread the last layout ran on (never the UI thread).
   Qt::HANDLE last_thread() const { return *last_thread_; }
+  // How the last scene came about: spliced on the UI thread, or laid out on a worker.
+  bool last_spliced() const { return last_spliced_; }
 
  signals:
   void Started(qint64 operators);
@@ -42,8 +47,10 @@ class GraphBuilder : public QObject {
   uint64_t generation_ = 0;
   bool running_ = false;
   std::shared_ptr<std::atomic<Qt::HANDLE>> last_thread_;
+  bool last_spliced_ = false;
   std::shared_ptr<const viewer::RunData> records_;  // what the last Start copied, of:
   const viewer::RunData* records_source_ = nullptr;
+  std::shared_ptr<const viewer::GraphLayout> base_;  // the last layout of records_
 };
 
 // Fills `widget` with a label (returned), a busy bar and a Cancel button calling `cancel`;

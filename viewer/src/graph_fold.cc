@@ -62,14 +62,18 @@ std::vector<Entry> Entries(const std::vector<const store::OperatorRecord*>& show
   std::map<std::string, size_t> unit_entry;
   for (const auto* op : shown) {
     const std::string unit = UnitOf(*op);  // empty, or a prefix of the forward name
-    if (unit.empty() || options.expanded.count(unit)) {
+    if (unit.empty()) {
       entries.push_back({"", "#" + std::to_string(op->id), "", {op}});
       continue;
     }
+    // An opened unit stays one entry that matches nothing: the entries around it (and so
+    // every other fold) are the same as with it folded.
+    const bool open = options.expanded.count(unit) > 0;
     auto [it, fresh] = unit_entry.emplace(unit, entries.size());
-    if (fresh) entries.push_back({unit, Stem(unit) + "\n", "", {}});
+    if (fresh) entries.push_back({open ? "" : unit, open ? "#" + unit : Stem(unit) + "\n", "", {}});
     Entry& e = entries[it->second];
     e.ops.push_back(op);
+    if (open) continue;
     // The operator relative to its unit: same kinds and names in the same order repeat.
     std::string relative = op->name;
     if (const size_t at = relative.find(unit); at != std::string::npos) {
@@ -158,9 +162,16 @@ void AddFold(const std::vector<Entry>& entries, size_t begin, size_t period, siz
 
 }  // namespace
 
-std::vector<std::string> ScopePath(const std::string& scope) {
+std::vector<std::string> ScopePath(const std::string& scope, const std::string& root) {
   std::vector<std::string> path;
   if (scope.empty()) return path;
+  if (!root.empty() && (scope == root || StartsWith(scope, root + "."))) {
+    path.push_back(root);
+    if (scope.size() > root.size()) {
+      path.push_back(scope.substr(0, scope.find('.', root.size() + 1)));
+    }
+    return path;
+  }
   size_t dot = scope.find('.');
   path.push_back(scope.substr(0, dot));
   if (dot != std::string::npos) {
@@ -231,7 +242,9 @@ Grouping GroupOperators(const RunData& run, const std::vector<const store::Opera
                                                : "worker " + std::to_string(op.worker));
       return path;
     }
-    path = ScopePath(ForwardScope(run, op));
+    // An opened unit is its operators' outer cluster ("layers.0", not "layers").
+    const std::string unit = UnitOf(op);
+    path = ScopePath(ForwardScope(run, op), options.expanded.count(unit) ? unit : "");
     if (op.is_backward) {
       for (std::string& c : path) c = kGrad + c;
     }

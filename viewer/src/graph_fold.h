@@ -47,7 +47,8 @@ std::string UnitOf(const store::OperatorRecord& op);
 Grouping GroupOperators(const RunData& run, const std::vector<const store::OperatorRecord*>& shown,
                         const GraphOptions& options, int collapse_above, bool fold);
 
-// The cluster path of a scope: at most two levels ("layer3", "layer3.attn").
-std::vector<std::string> ScopePath(const std::string& scope);
+// The cluster path of a scope: at most two levels ("layer3", "layer3.attn"); within `root`
+// (a unit), `root` and the level below it ("layers.3", "layers.3.attn").
+std::vector<std::string> ScopePath(const std::string& scope, const std::string& root = "");
 
 }  // namespace shardscope::viewer::graph_detail

@@ -41,6 +41,11 @@ double TextWidth(const QString& label) {
   return widest * 6.2 + 18;
 }
 
+QSizeF NodeSize(const DrawnNode& node) {
+  const int lines = static_cast<int>(node.label.count('\n')) + 1;
+  return QSizeF(TextWidth(node.label), lines * 13 + 10);
+}
+
 std::string DotLabel(const QString& text) {
   return DrawableText(text).replace('\\', "\\\\").toStdString();
 }
@@ -73,9 +78,9 @@ store::Status LayOut(DrawnGraph& graph, const std::string& run_name) {
     Agnode_t* node = agnode(cluster_graph(n.cluster), C(n.key), 1);
     Set(node, "shape", n.ellipse ? "ellipse" : "box");
     Set(node, "fixedsize", "true");
-    const int lines = static_cast<int>(n.label.count('\n')) + 1;
-    Set(node, "width", std::to_string(TextWidth(n.label) / 72.0));
-    Set(node, "height", std::to_string((lines * 13 + 10) / 72.0));
+    const QSizeF size = NodeSize(n);
+    Set(node, "width", std::to_string(size.width() / 72.0));
+    Set(node, "height", std::to_string(size.height() / 72.0));
     Set(node, "label", "");
     gv_nodes.push_back(node);
   }

@@ -58,6 +58,8 @@ struct DrawnGraph {
 
 // Width in points of a node label (6.2 points per character, 18 of padding).
 double TextWidth(const QString& label);
+// A node's size in points: its label's width, 13 points per line and 10 of padding.
+QSizeF NodeSize(const DrawnNode& node);
 // A label as Graphviz sizes it: drawable, backslashes doubled (\N, \G ... are expanded).
 std::string DotLabel(const QString& text);
 

@@ -7,6 +7,7 @@
 
 #include "graph_fold.h"
 #include "graph_layout.h"
+#include "graph_splice.h"
 #include "shardscope/viewer/layout_text.h"
 
 namespace shardscope::viewer {
@@ -484,27 +485,114 @@ std::string DescribeCollectives(const store::RedistributionRecord& r) {
   return text;
 }
 
-store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& options) {
-  const auto shown = ShownOperators(run, options);
-  const Grouping grouping = GroupWithinCap(run, shown, options);
-  const Colouring colouring = MakeColouring(run, shown, options);
+namespace {
+
+// A graph view before its layout: what is drawn and how.
+struct Drawn {
+  std::vector<const store::OperatorRecord*> shown;
+  Grouping grouping;
+  Colouring colouring;
   DrawnGraph graph;
-  const auto key_of_op = AddNodes(graph, shown, grouping, colouring, options);
-  AddEdges(graph, run, key_of_op, options);
-  if (auto laid = graph_detail::LayOut(graph, run.run.name); !laid.ok()) {
-    return laid;
-  }
+  std::map<int64_t, std::string> key_of_op;
+};
+
+Drawn Draw(const RunData& run, const GraphOptions& options) {
+  Drawn d;
+  d.shown = ShownOperators(run, options);
+  d.grouping = GroupWithinCap(run, d.shown, options);
+  d.colouring = MakeColouring(run, d.shown, options);
+  d.key_of_op = AddNodes(d.graph, d.shown, d.grouping, d.colouring, options);
+  AddEdges(d.graph, run, d.key_of_op, options);
+  return d;
+}
+
+Scene SceneOf(const RunData& run, const GraphOptions& options, const Drawn& d) {
   Scene scene;
-  const double top = AddLegend(scene, run, options, colouring, shown, grouping) + 10;
-  EmitGraph(scene, graph, run, top, options.partitioned);
+  const double top = AddLegend(scene, run, options, d.colouring, d.shown, d.grouping) + 10;
+  EmitGraph(scene, d.graph, run, top, options.partitioned);
   // Bounds: everything drawn (edge labels may stick out of Graphviz's box).
-  QRectF extent(0, 0, std::max(graph.bounds.width(), 500.0), graph.bounds.height() + top);
+  QRectF extent(0, 0, std::max(d.graph.bounds.width(), 500.0), d.graph.bounds.height() + top);
   for (const SceneItem& item : scene.items) {
     if (item.shape != SceneItem::Shape::kText) extent |= item.rect;
     if (!item.points.isEmpty()) extent |= item.points.boundingRect();
   }
   scene.bounds = extent.adjusted(-10, -10, 10, 10);
   return scene;
+}
+
+}  // namespace
+
+GraphOptions BaseGraphOptions(const RunData& run, const GraphOptions& options) {
+  GraphOptions base = options;
+  if (options.expanded.empty() && options.collapsed.empty()) return base;
+  std::set<std::string> units;
+  for (const auto& op : run.operators) units.insert(graph_detail::UnitOf(op));
+  for (auto* names : {&base.expanded, &base.collapsed}) {
+    for (auto it = names->begin(); it != names->end();) {
+      it = units.count(*it) ? names->erase(it) : std::next(it);
+    }
+  }
+  return base;
+}
+
+store::Result<std::shared_ptr<const GraphLayout>> LayOutGraph(const RunData& run,
+                                                              const GraphOptions& options) {
+  auto layout = std::make_shared<GraphLayout>();
+  layout->options = BaseGraphOptions(run, options);
+  Drawn d = Draw(run, layout->options);
+  if (auto laid = graph_detail::LayOut(d.graph, run.run.name); !laid.ok()) return laid;
+  layout->graph = std::move(d.graph);
+  layout->key_of_op = std::move(d.key_of_op);
+  return std::shared_ptr<const GraphLayout>(std::move(layout));
+}
+
+const GraphOptions& LaidOutOptions(const GraphLayout& layout) { return layout.options; }
+
+store::Result<Scene> GraphSceneOn(const RunData& run, const GraphLayout& base,
+                                  const GraphOptions& options, bool may_lay_out,
+                                  GraphGeometry* geometry) {
+  Drawn d = Draw(run, options);
+  switch (graph_detail::SpliceLayout(base.graph, base.key_of_op, d.graph, d.key_of_op, may_lay_out,
+                                     run.run.name)) {
+    case graph_detail::Splice::kDone:
+      *geometry = GraphGeometry::kSpliced;
+      return SceneOf(run, options, d);
+    case graph_detail::Splice::kNeedsLayout:
+      break;
+    case graph_detail::Splice::kCannot:
+      if (!may_lay_out) break;
+      if (auto laid = graph_detail::LayOut(d.graph, run.run.name); !laid.ok()) return laid;
+      *geometry = GraphGeometry::kLaidOut;
+      return SceneOf(run, options, d);
+  }
+  *geometry = GraphGeometry::kNotYet;
+  return Scene{};
+}
+
+void PrepareOpening(const RunData& run, const GraphLayout& base) {
+  std::set<std::string> units;
+  for (const DrawnNode& n : base.graph.nodes) {
+    if (n.key.rfind("fold:", 0) != 0 || !units.insert(n.item_key).second) continue;
+    GraphOptions open = base.options;
+    open.expanded.insert(n.item_key);
+    Drawn d = Draw(run, open);
+    (void)graph_detail::SpliceLayout(base.graph, base.key_of_op, d.graph, d.key_of_op,
+                                     /*may_lay_out=*/true, run.run.name);
+  }
+}
+
+store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& options) {
+  if (BaseGraphOptions(run, options) == options) return BuildGraphSceneInFull(run, options);
+  auto base = LayOutGraph(run, options);
+  if (!base.ok()) return base.status();
+  GraphGeometry geometry;
+  return GraphSceneOn(run, **base, options, /*may_lay_out=*/true, &geometry);
+}
+
+store::Result<Scene> BuildGraphSceneInFull(const RunData& run, const GraphOptions& options) {
+  Drawn d = Draw(run, options);
+  if (auto laid = graph_detail::LayOut(d.graph, run.run.name); !laid.ok()) return laid;
+  return SceneOf(run, options, d);
 }
 
 }  // namespace shardscope::viewer

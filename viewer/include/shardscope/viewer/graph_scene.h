@@ -17,6 +17,7 @@
 // "send_recv"); without placement it says so.
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
 
@@ -38,9 +39,37 @@ struct GraphOptions {
   int64_t fold_above = 150;         // repeats fold when more operators than this are shown
   int64_t max_nodes = 300;          // drawn nodes at most (see above)
   std::string filter;               // only operators whose name contains this (empty: all)
+  bool operator==(const GraphOptions&) const = default;
 };
 
+// The graph view of `options`: laid out with the units it opens folded, then each opened
+// unit spliced in (GraphSceneOn); a full layout where splicing cannot work.
 store::Result<Scene> BuildGraphScene(const RunData& run, const GraphOptions& options = {});
+// The same graph always laid out in full by dot (what a splice is checked against).
+store::Result<Scene> BuildGraphSceneInFull(const RunData& run, const GraphOptions& options = {});
+
+// Opening a folded layer without a new layout of the whole graph (viewer/src/graph_splice.h):
+// a GraphLayout is the graph laid out for BaseGraphOptions (every folded unit closed); the
+// scene of options that open units (`expanded`) or close them again is made from it by
+// splicing each opened unit, laid out alone and cached by its shape, in place of its box.
+struct GraphLayout;
+enum class GraphGeometry {
+  kSpliced,  // from the base layout (and cached unit layouts): no dot run
+  kLaidOut,  // a full dot layout: more changed than opened units
+  kNotYet,   // needs dot, and `may_lay_out` was false: the scene is empty
+};
+// `options` with the unit names (`layer5`, `layers.0`) taken out of `expanded` and `collapsed`.
+GraphOptions BaseGraphOptions(const RunData& run, const GraphOptions& options);
+store::Result<std::shared_ptr<const GraphLayout>> LayOutGraph(const RunData& run,
+                                                              const GraphOptions& options);
+const GraphOptions& LaidOutOptions(const GraphLayout& layout);
+// The scene of `options` on `base` (laid out for the same run and BaseGraphOptions(options)).
+// Lays out the first unit of each fold of `base` (cached by shape): opening any layer of
+// those folds then needs no dot. For a worker thread, once the graph is shown.
+void PrepareOpening(const RunData& run, const GraphLayout& base);
+store::Result<Scene> GraphSceneOn(const RunData& run, const GraphLayout& base,
+                                  const GraphOptions& options, bool may_lay_out,
+                                  GraphGeometry* geometry);
 
 // The collectives of a redistribution in words: "all-gather(mp) + local slice(dp)", or
 // "no communication" when it has no steps.
