@@ -29,6 +29,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <cmath>
 
 #include "charts_widget.h"
 #include "compare_view.h"
@@ -47,6 +48,7 @@
 #include "shardscope/viewer/tensor_scene.h"
 #include "shardscope/viewer/timeline_scene.h"
 #include "stepper.h"
+#include "table_columns.h"
 
 namespace shardscope::gui {
 namespace {
@@ -279,6 +281,14 @@ void MainWindow::BuildDocks() {
   mesh_layout->addWidget(InScrollArea(mesh_view_, mesh), 1);
   mesh_view_->SetMessage("The device matrix of the selection appears here.");
   QDockWidget* mesh_dock = MakeDock("Device matrix", "mesh", mesh, this, Qt::RightDockWidgetArea);
+  // The matrix is sized to its dock: built again when a resize of the dock pauses.
+  auto* mesh_resized = new QTimer(this);
+  mesh_resized->setSingleShot(true);
+  mesh_resized->setInterval(80);
+  connect(mesh_view_, &SceneWidget::RoomResized, mesh_resized, qOverload<>(&QTimer::start));
+  connect(mesh_resized, &QTimer::timeout, this, [this] {
+    if (shown_mesh_ >= 0) ShowMesh(shown_mesh_, shown_axes_);
+  });
   connect(mesh_axis_, &QComboBox::activated, this, [this](int index) {
     std::vector<int> axes;
     if (index > 0) axes.push_back(index - 1);
@@ -318,9 +328,11 @@ void MainWindow::BuildDocks() {
 
   auto* redist = new QSplitter(Qt::Horizontal, this);
   redistributions_ = MakeTable(redistribution_model_, this);
+  FitColumnsToWidth(redistributions_, {1, 2, 3});  // bytes and lower bound always in sight
   redist->addWidget(redistributions_);
   redist->addWidget(stepper_);
   redist->setStretchFactor(1, 3);
+  redist->setSizes({540, 820});  // at 1920 wide: the list's six columns, the frame beside it
   connect(redistributions_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
             const int64_t id = redistribution_model_->IdAt(current.row());
@@ -664,9 +676,14 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
     shown_mesh_ = -1;
     return;
   }
-  // A stepper frame on the same mesh and axes: the picture stays (4096 ranks take a while).
+  // A stepper frame on the same mesh and axes in the same room: the picture stays (4096 ranks
+  // take a while). A scrollbar coming or going is no new room.
   const int rank = tensor_rank_->value();
-  if (mesh_id == shown_mesh_ && axes == shown_axes_ && rank == shown_mesh_rank_) return;
+  const QSizeF room = mesh_view_->RoomAtReadableScale();
+  const QSizeF grown = room - shown_mesh_room_;
+  const bool same_room = std::abs(grown.width()) < 30 && std::abs(grown.height()) < 30;
+  if (mesh_id == shown_mesh_ && axes == shown_axes_ && rank == shown_mesh_rank_ && same_room)
+    return;
   auto mesh = viewer::MeshFromRecord(*record);
   if (!mesh.ok()) {
     mesh_view_->SetMessage(QString::fromStdString(mesh.status().message()));
@@ -682,14 +699,26 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   shown_mesh_ = mesh_id;
   shown_axes_ = axes;
   shown_mesh_rank_ = rank;
+  shown_mesh_room_ = room;
   viewer::MeshSceneOptions options;
   options.axes = axes;
   options.title = QString("mesh %1").arg(mesh_id);
   options.selected_rank = rank;
   // Sized to the dock (margin for the captions): a large mesh is seen whole, as a heat map.
-  if (const QSizeF room = mesh_view_->RoomAtReadableScale(); !room.isEmpty())
-    options.max_size = room - QSizeF(40, 140);
-  mesh_view_->SetScene(viewer::BuildMeshScene(*mesh, options));
+  if (room.isEmpty()) {
+    mesh_view_->SetScene(viewer::BuildMeshScene(*mesh, options));
+    return;
+  }
+  options.max_size = room - QSizeF(40, 140);
+  viewer::Scene scene = viewer::BuildMeshScene(*mesh, options);
+  // The captions and the groups' legend come on top of the grid's cap: a picture that
+  // overflows the room is built once more with the grid smaller by the overflow.
+  const QSizeF over = (scene.bounds.size() - room).expandedTo(QSizeF(0, 0));
+  if (over.width() > 0 || over.height() > 0) {
+    options.max_size -= over;
+    scene = viewer::BuildMeshScene(*mesh, options);
+  }
+  mesh_view_->SetScene(std::move(scene));
 }
 
 void MainWindow::ShowTensorMap(int64_t tensor_id) {

@@ -135,6 +135,7 @@ class MainWindow : public QMainWindow {
   int64_t shown_mesh_ = -1;
   std::vector<int> shown_axes_;
   int shown_mesh_rank_ = -2;  // the rank the device matrix shows selected
+  QSizeF shown_mesh_room_;    // the dock's room it was sized to
   int64_t shown_tensor_ = -1;
   bool auto_worker_colour_ = false;  // colour by worker chosen for a placed run, not by hand
   double last_updated_at_ = 0;

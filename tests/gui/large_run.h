@@ -58,7 +58,7 @@ inline shardscope::store::Status WriteLargeRun(const std::string& path,
     if (s.ok()) s = writer->AddTensor(w);
     store::TensorRecord out = w;
     out.id = 2 * i + 1;
-    out.name = op.name + "_output_0";
+    out.name = op.name + "_output_0/transposed_for_attention_heads";
     out.shape = {1024, 3072};
     out.kind = "activation";
     out.producer_op = i;
