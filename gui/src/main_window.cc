@@ -81,6 +81,15 @@ QDockWidget* MakeDock(const QString& title, const QString& name, QWidget* conten
 
 constexpr int kMaxRecent = 8;
 
+// `room` less what the device matrix's captions and groups' legend take beyond the margin
+// ShowMesh leaves for them (measured by building it once), so the whole picture fits.
+QSizeF LessCaptionOverflow(const DeviceMesh& mesh, viewer::MeshSceneOptions options, QSizeF room) {
+  if (room.isEmpty()) return room;
+  options.max_size = room - QSizeF(40, 140);
+  const QSizeF over = viewer::BuildMeshScene(mesh, options).bounds.size() - room;
+  return room - over.expandedTo(QSizeF(0, 0));
+}
+
 }  // namespace
 
 MainWindow::MainWindow()
@@ -679,8 +688,8 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   // A stepper frame on the same mesh and axes in the same room: the picture stays (4096 ranks
   // take a while). A scrollbar coming or going is no new room.
   const int rank = tensor_rank_->value();
-  const QSizeF room = mesh_view_->RoomAtReadableScale();
-  const QSizeF grown = room - shown_mesh_room_;
+  const QSizeF dock_room = mesh_view_->RoomAtReadableScale();
+  const QSizeF grown = dock_room - shown_mesh_room_;
   const bool same_room = std::abs(grown.width()) < 30 && std::abs(grown.height()) < 30;
   if (mesh_id == shown_mesh_ && axes == shown_axes_ && rank == shown_mesh_rank_ && same_room)
     return;
@@ -699,26 +708,15 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   shown_mesh_ = mesh_id;
   shown_axes_ = axes;
   shown_mesh_rank_ = rank;
-  shown_mesh_room_ = room;
+  shown_mesh_room_ = dock_room;
   viewer::MeshSceneOptions options;
   options.axes = axes;
   options.title = QString("mesh %1").arg(mesh_id);
   options.selected_rank = rank;
   // Sized to the dock (margin for the captions): a large mesh is seen whole, as a heat map.
-  if (room.isEmpty()) {
-    mesh_view_->SetScene(viewer::BuildMeshScene(*mesh, options));
-    return;
-  }
-  options.max_size = room - QSizeF(40, 140);
-  viewer::Scene scene = viewer::BuildMeshScene(*mesh, options);
-  // The captions and the groups' legend come on top of the grid's cap: a picture that
-  // overflows the room is built once more with the grid smaller by the overflow.
-  const QSizeF over = (scene.bounds.size() - room).expandedTo(QSizeF(0, 0));
-  if (over.width() > 0 || over.height() > 0) {
-    options.max_size -= over;
-    scene = viewer::BuildMeshScene(*mesh, options);
-  }
-  mesh_view_->SetScene(std::move(scene));
+  if (const QSizeF room = LessCaptionOverflow(*mesh, options, dock_room); !room.isEmpty())
+    options.max_size = room - QSizeF(40, 140);
+  mesh_view_->SetScene(viewer::BuildMeshScene(*mesh, options));
 }
 
 void MainWindow::ShowTensorMap(int64_t tensor_id) {

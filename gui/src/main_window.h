@@ -133,9 +133,9 @@ class MainWindow : public QMainWindow {
   QString last_error_;
   store::StatusCode last_error_code_ = store::StatusCode::kOk;
   int64_t shown_mesh_ = -1;
+  QSizeF shown_mesh_room_;  // the dock's room the device matrix was sized to
   std::vector<int> shown_axes_;
   int shown_mesh_rank_ = -2;  // the rank the device matrix shows selected
-  QSizeF shown_mesh_room_;    // the dock's room it was sized to
   int64_t shown_tensor_ = -1;
   bool auto_worker_colour_ = false;  // colour by worker chosen for a placed run, not by hand
   double last_updated_at_ = 0;
