@@ -2,6 +2,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QEventLoop>
 #include <QFileInfo>
 #include <QImage>
 #include <QScreen>
@@ -40,7 +41,14 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
     }
     if (name == "rank" && window->document()) {  // a rank other than 0 when there is one
       const int64_t devices = window->document()->data().run.devices;
-      window->rank_view()->SetRank(static_cast<int>(std::clamp<int64_t>(devices - 1, 0, 3)));
+      auto* rank_view = window->rank_view();
+      rank_view->SetRank(static_cast<int>(std::clamp<int64_t>(devices - 1, 0, 3)));
+      if (rank_view->loading()) {  // the summary is read in the background
+        QEventLoop loop;
+        QObject::connect(rank_view, &shardscope::gui::RankView::Loaded, &loop, &QEventLoop::quit);
+        QTimer::singleShot(60000, &loop, &QEventLoop::quit);
+        loop.exec();
+      }
     }
     if (name == "redistribution") {  // the still frame, not the first moment of its animation
       auto* stepper = window->stepper();

@@ -29,6 +29,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <cmath>
 
 #include "charts_widget.h"
 #include "compare_view.h"
@@ -48,6 +49,7 @@
 #include "shardscope/viewer/tensor_scene.h"
 #include "shardscope/viewer/timeline_scene.h"
 #include "stepper.h"
+#include "table_columns.h"
 
 namespace shardscope::gui {
 namespace {
@@ -79,6 +81,15 @@ QDockWidget* MakeDock(const QString& title, const QString& name, QWidget* conten
 }
 
 constexpr int kMaxRecent = 8;
+
+// `room` less what the device matrix's captions and groups' legend take beyond the margin
+// ShowMesh leaves for them (measured by building it once), so the whole picture fits.
+QSizeF LessCaptionOverflow(const DeviceMesh& mesh, viewer::MeshSceneOptions options, QSizeF room) {
+  if (room.isEmpty()) return room;
+  options.max_size = room - QSizeF(40, 140);
+  const QSizeF over = viewer::BuildMeshScene(mesh, options).bounds.size() - room;
+  return room - over.expandedTo(QSizeF(0, 0));
+}
 
 }  // namespace
 
@@ -281,6 +292,14 @@ void MainWindow::BuildDocks() {
   mesh_layout->addWidget(InScrollArea(mesh_view_, mesh), 1);
   mesh_view_->SetMessage("The device matrix of the selection appears here.");
   QDockWidget* mesh_dock = MakeDock("Device matrix", "mesh", mesh, this, Qt::RightDockWidgetArea);
+  // The matrix is sized to its dock: built again when a resize of the dock pauses.
+  auto* mesh_resized = new QTimer(this);
+  mesh_resized->setSingleShot(true);
+  mesh_resized->setInterval(80);
+  connect(mesh_view_, &SceneWidget::RoomResized, mesh_resized, qOverload<>(&QTimer::start));
+  connect(mesh_resized, &QTimer::timeout, this, [this] {
+    if (shown_mesh_ >= 0) ShowMesh(shown_mesh_, shown_axes_);
+  });
   connect(mesh_axis_, &QComboBox::activated, this, [this](int index) {
     std::vector<int> axes;
     if (index > 0) axes.push_back(index - 1);
@@ -320,9 +339,11 @@ void MainWindow::BuildDocks() {
 
   auto* redist = new QSplitter(Qt::Horizontal, this);
   redistributions_ = MakeTable(redistribution_model_, this);
+  FitColumnsToWidth(redistributions_, {1, 2, 3});  // bytes and lower bound always in sight
   redist->addWidget(redistributions_);
   redist->addWidget(stepper_);
   redist->setStretchFactor(1, 3);
+  redist->setSizes({540, 820});  // at 1920 wide: the list's six columns, the frame beside it
   connect(redistributions_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
             const int64_t id = redistribution_model_->IdAt(current.row());
@@ -667,9 +688,14 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
     shown_mesh_ = -1;
     return;
   }
-  // A stepper frame on the same mesh and axes: the picture stays (4096 ranks take a while).
+  // A stepper frame on the same mesh and axes in the same room: the picture stays (4096 ranks
+  // take a while). A scrollbar coming or going is no new room.
   const int rank = tensor_rank_->value();
-  if (mesh_id == shown_mesh_ && axes == shown_axes_ && rank == shown_mesh_rank_) return;
+  const QSizeF dock_room = mesh_view_->RoomAtReadableScale();
+  const QSizeF grown = dock_room - shown_mesh_room_;
+  const bool same_room = std::abs(grown.width()) < 30 && std::abs(grown.height()) < 30;
+  if (mesh_id == shown_mesh_ && axes == shown_axes_ && rank == shown_mesh_rank_ && same_room)
+    return;
   auto mesh = viewer::MeshFromRecord(*record);
   if (!mesh.ok()) {
     mesh_view_->SetMessage(QString::fromStdString(mesh.status().message()));
@@ -685,12 +711,13 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   shown_mesh_ = mesh_id;
   shown_axes_ = axes;
   shown_mesh_rank_ = rank;
+  shown_mesh_room_ = dock_room;
   viewer::MeshSceneOptions options;
   options.axes = axes;
   options.title = QString("mesh %1").arg(mesh_id);
   options.selected_rank = rank;
   // Sized to the dock (margin for the captions): a large mesh is seen whole, as a heat map.
-  if (const QSizeF room = mesh_view_->RoomAtReadableScale(); !room.isEmpty())
+  if (const QSizeF room = LessCaptionOverflow(*mesh, options, dock_room); !room.isEmpty())
     options.max_size = room - QSizeF(40, 140);
   mesh_view_->SetScene(mesh_scenes_->Get(mesh_id, *mesh, options));
 }

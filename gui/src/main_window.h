@@ -134,6 +134,7 @@ class MainWindow : public QMainWindow {
   QString last_error_;
   store::StatusCode last_error_code_ = store::StatusCode::kOk;
   int64_t shown_mesh_ = -1;
+  QSizeF shown_mesh_room_;  // the dock's room the device matrix was sized to
   std::vector<int> shown_axes_;
   int shown_mesh_rank_ = -2;  // the rank the device matrix shows selected
 

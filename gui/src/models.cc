@@ -265,6 +265,28 @@ void RedistributionTableModel::SetRun(const viewer::RunData* run) {
 int RedistributionTableModel::RowCount() const { return static_cast<int>(rows_.size()); }
 QVariant RedistributionTableModel::Cell(int row, int column, int role) const {
   const Row& r = rows_[row];
+  // Narrow columns elide long names in the middle: the tooltip has the whole text.
+  if (role == Qt::ToolTipRole) {
+    switch (column) {
+      case 1:
+        return "tensor " + r.tensor;
+      case 2:
+        return "read by " + r.consumer;
+      case 3:
+        return r.collectives;
+      case 4:
+        return QString("%1 (%2 bytes) received per step by the busiest rank")
+            .arg(Bytes(r.bytes))
+            .arg(r.bytes);
+      case 5:
+        return QString("%1 (%2 bytes): no plan receives less on its busiest rank")
+            .arg(Bytes(r.lower_bound))
+            .arg(r.lower_bound);
+    }
+    return {};
+  }
+  if (role == Qt::TextAlignmentRole && (column == 0 || column >= 4))
+    return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole) return {};
   switch (column) {
     case 0:

@@ -1,6 +1,7 @@
 #include "rank_view.h"
 
 #include <QComboBox>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -11,6 +12,7 @@
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 
 #include "scene_widget.h"
@@ -18,6 +20,13 @@
 #include "shardscope/viewer/rank_timeline_scene.h"
 
 namespace shardscope::gui {
+
+// What the worker thread hands back: the summary and its timeline, drawn there too.
+struct RankView::Read {
+  store::Result<store::RankSummary> summary = store::RankSummary{};
+  viewer::Scene timeline;
+};
+
 namespace {
 
 QTableView* Table(QStandardItemModel* model, QWidget* parent) {
@@ -136,6 +145,7 @@ void RankView::SetStep(int64_t step) {
 }
 
 int RankView::rank() const { return rank_box_->value(); }
+QString RankView::title() const { return title_->text(); }
 
 void RankView::SetRun(const viewer::RunData* run) {
   if (run != run_) chosen_step_ = store::kNone;
@@ -156,20 +166,67 @@ void RankView::showEvent(QShowEvent* event) {
 }
 
 void RankView::Show() {
+  ++generation_;
   // Hidden (another dock's tab in front): read the file when the view comes into view.
   stale_ = !isVisible();
+  loading_ = !stale_ && run_ != nullptr;
   if (stale_) return;
   error_.clear();
+  if (!run_) {
+    Reset(memory_, {"holds", "bytes", "of peak"});
+    Reset(time_, {"operator kind / collective", "time", "count", "of step"});
+    Reset(holdings_, {"parameter", "shape", "layout on this rank"});
+    shown_step_ = store::kNone;
+    title_->clear();
+    timeline_->SetMessage("Open a run: what the chosen rank holds and its timeline appear here.");
+    return;
+  }
+  // The last figures stay, greyed, until the new ones arrive: no flicker on small runs.
+  title_->setText(QString("Reading %1 %2 of %3…")
+                      .arg(rank_label_->text())
+                      .arg(rank_box_->value())
+                      .arg(run_->run.devices));
+  for (QTableView* table : tables_) table->setEnabled(false);
+  if (!reading_) StartRead();
+}
+
+void RankView::StartRead() {
+  reading_ = true;
+  const uint64_t generation = generation_;
+  using Holder = std::shared_ptr<const Read>;  // QFuture wants a copyable result
+  auto* watcher = new QFutureWatcher<Holder>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+    watcher->deleteLater();
+    reading_ = false;
+    if (generation == generation_) {
+      Fill(*watcher->result());
+    } else if (loading_) {
+      StartRead();  // the run, rank or step changed meanwhile: read what is asked for now
+    }
+  });
+  watcher->setFuture(
+      QtConcurrent::run([task = run_->RankSummaryTask(rank_box_->value(), chosen_step_)] {
+        auto read = std::make_shared<Read>();
+        read->summary = task();
+        if (read->summary.ok())
+          read->timeline = viewer::BuildRankTimelineScene(*read->summary, /*breakdown=*/false);
+        return Holder(std::move(read));
+      }));
+}
+
+void RankView::Fill(const Read& result) {
+  loading_ = false;
+  for (QTableView* table : tables_) table->setEnabled(true);
   Reset(memory_, {"holds", "bytes", "of peak"});
   Reset(time_, {"operator kind / collective", "time", "count", "of step"});
   Reset(holdings_, {"parameter", "shape", "layout on this rank"});
   shown_step_ = store::kNone;
-  if (!run_) return;
-  auto read = run_->RankSummaryOf(rank_box_->value(), chosen_step_);
+  const auto& read = result.summary;
   if (!read.ok()) {
     error_ = QString::fromStdString(read.status().message());
     title_->setText(error_);
     timeline_->SetMessage(error_);
+    emit Loaded();
     return;
   }
   const store::RankSummary& s = *read;
@@ -254,10 +311,11 @@ void RankView::Show() {
          Number(Bytes(p.bytes) + " per step", qint64(p.bytes)),
          Text(p.is_backward ? "gradient" : "activation")});
   }
-  timeline_->SetScene(viewer::BuildRankTimelineScene(s, /*breakdown=*/false));
+  timeline_->SetScene(result.timeline);
   for (QTableView* table : tables_) {
     table->resizeColumnsToContents();
   }
+  emit Loaded();
 }
 
 }  // namespace shardscope::gui

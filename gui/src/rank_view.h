@@ -4,6 +4,8 @@
 // operator kind and by collective, its timeline
 // (viewer::BuildRankTimelineScene: compute and communication per instruction, SPMD runs timed
 // by train --timing-every) and its parameters with their layouts (placed runs: its operators).
+// The summary is read and its timeline built on a worker thread (1024 ranks: a large file);
+// meanwhile the view says so, and a read for a run, rank or step no longer asked for is dropped.
 #pragma once
 
 #include <QWidget>
@@ -44,19 +46,31 @@ class RankView : public QWidget {
   QSpinBox* rank_box() const { return rank_box_; }
   QComboBox* step_box() const { return step_box_; }
   QString error() const { return error_; }
+  QString title() const;  // the line above the tables
+  // Reading the rank's summary; Loaded follows when its figures (or an error) are shown.
+  bool loading() const { return loading_; }
 
  signals:
   void RankChanged(int rank);
+  void Loaded();
 
  protected:
   void showEvent(QShowEvent* event) override;
 
  private:
-  // Reads the rank's summary from the file now when shown, else when it comes into view.
+  struct Read;
+  // Reads the rank's summary in the background when shown, else when it comes into view.
   void Show();
+  // One read at a time: a request made meanwhile starts when it ends (rapid rank changes
+  // read only the first and the last rank).
+  void StartRead();
+  void Fill(const Read& read);
   // The run's timed steps in the step box, the shown one selected.
   void ShowTimedSteps(const store::RankTiming& timing);
   bool stale_ = false;
+  bool loading_ = false;     // the shown figures are not the asked-for rank's yet
+  bool reading_ = false;     // a read is running on the worker thread
+  uint64_t generation_ = 0;  // bumped by every request: a read of an older one is dropped
   const viewer::RunData* run_ = nullptr;
   QSpinBox* rank_box_;
   QComboBox* step_box_;

@@ -69,6 +69,11 @@ void SceneWidget::resizeEvent(QResizeEvent* event) {
   UpdateMinimumSize();
 }
 
+bool SceneWidget::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == parentWidget() && event->type() == QEvent::Resize) emit RoomResized();
+  return QWidget::eventFilter(watched, event);
+}
+
 void SceneWidget::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   painter.fillRect(rect(), Qt::white);
@@ -116,6 +121,7 @@ QScrollArea* InScrollArea(SceneWidget* widget, QWidget* parent) {
   auto* area = new QScrollArea(parent);
   area->setWidgetResizable(true);
   area->setWidget(widget);
+  area->viewport()->installEventFilter(widget);
   area->setBackgroundRole(QPalette::Base);
   return area;
 }

@@ -38,8 +38,12 @@ class SceneWidget : public QWidget {
 
  signals:
   void Clicked(const QString& role, qint64 id);
+  // The room around the widget (the scroll area's viewport) changed size: a view whose
+  // picture depends on the room (the device matrix) builds it again.
+  void RoomResized();
 
  protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void paintEvent(QPaintEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
 
@@ -54,7 +58,8 @@ class SceneWidget : public QWidget {
   QPixmap tween_base_;  // the still part, painted once per tween and size
 };
 
-// `widget` inside a scroll area (resizable), as SceneWidget expects.
+// `widget` inside a scroll area (resizable), as SceneWidget expects; RoomResized follows the
+// scroll area's viewport.
 QScrollArea* InScrollArea(SceneWidget* widget, QWidget* parent);
 
 }  // namespace shardscope::gui

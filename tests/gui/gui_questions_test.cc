@@ -129,6 +129,7 @@ class GuiQuestionsTest : public QObject {
   // A shown window with `run` open, and the user who will click in it.
   std::unique_ptr<gui::MainWindow> Window(const std::string& run) {
     auto w = std::make_unique<gui::MainWindow>();
+    w->resize(1920, 1080);  // a full-HD screen: the answers must be in sight there
     w->show();
     if (!QTest::qWaitForWindowExposed(w.get()) || !w->OpenRun(QString::fromStdString(run)))
       return nullptr;
@@ -316,8 +317,15 @@ class GuiQuestionsTest : public QObject {
              qPrintable(overview));
     QVERIFY2(overview.contains(viewer::FormatBytes(static_cast<double>(bound))),
              qPrintable(overview));
-    user.ClickRow(TableOf(w.get(), w->redistribution_model()), 0);
+    QTableView* list = TableOf(w.get(), w->redistribution_model());
+    user.ClickRow(list, 0);
     QVERIFY(user.interactions <= kMaxInteractions);
+    // The row's bytes and lower bound are in sight, not behind a scrollbar.
+    for (int column : {4, 5}) {
+      const QRect cell = list->visualRect(list->model()->index(0, column));
+      QVERIFY2(cell.left() >= 0 && cell.right() < list->viewport()->width(),
+               qPrintable(list->model()->headerData(column, Qt::Horizontal).toString()));
+    }
     const QString text = PlainText(w->details_html());
     const auto& r = redists[0];
     QVERIFY2(text.contains("lower bound " +

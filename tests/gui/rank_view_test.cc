@@ -2,14 +2,20 @@
 // `shardscope inspect RUN --rank R --json`, its timeline has the rank's compute and
 // all-reduce spans, and questions 3 (what does rank r hold, how much memory) and 8 (where
 // does step time go, per rank and per operator) take at most 3 clicks from the opened window.
+// On a 1024-rank run the summary is read off the UI thread: SetRun and SetRank return at once,
+// the view says it is reading, and a read no longer asked for is dropped.
 #include <QComboBox>
 #include <QDockWidget>
+#include <QElapsedTimer>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTest>
+#include <QThreadPool>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "large_run.h"
 #include "main_window.h"
 #include "rank_view.h"
 #include "run_shardscope.h"
@@ -51,6 +57,7 @@ class RankViewTest : public QObject {
  private:
   std::filesystem::path dir_;
   std::string db_;
+  std::string large_;     // 1024 ranks (large_run.h)
   int interactions_ = 0;  // mouse clicks and key presses since the window opened
 
   // A person's click on the item (role, id) of a picture in the window.
@@ -72,12 +79,17 @@ class RankViewTest : public QObject {
     interactions_ = 0;
   }
 
-  // The Rank view shows what inspect --rank prints for `rank`.
   void CheckAgainstInspect(MainWindow& window, int rank, int64_t step = -1) {
-    auto* view = window.rank_view();
+    CheckAgainstInspect(window.rank_view(), db_, rank, step);
+  }
+
+  // The Rank view shows what inspect --rank prints for `rank` of `db`, once read.
+  void CheckAgainstInspect(shardscope::gui::RankView* view, const std::string& db, int rank,
+                           int64_t step = -1) {
+    QTRY_VERIFY_WITH_TIMEOUT(!view->loading(), 60000);
     QCOMPARE(view->rank(), rank);
     QVERIFY(view->error().isEmpty());
-    const json j = InspectRank(db_, rank, step);
+    const json j = InspectRank(db, rank, step);
     QVERIFY(j.is_object());
     // Memory: each kind's bytes, then the total and the peak.
     const auto memory = ByKey(view->memory_model(), 1);
@@ -134,6 +146,9 @@ class RankViewTest : public QObject {
         " --devices 8 --steps 4 --limit 256 --data " + SHARDSCOPE_DATASETS_DIR +
         "/mnist --timing-every 2 --record " + db_);
     QVERIFY2(o.code == 0, o.text.c_str());
+    large_ = (dir_ / "large.db").string();
+    const auto written = shardscope_gui_test::WriteLargeRun(large_);
+    QVERIFY2(written.ok(), written.message().c_str());
   }
   void cleanupTestCase() { std::filesystem::remove_all(dir_); }
 
@@ -185,6 +200,7 @@ class RankViewTest : public QObject {
     Open(window);
     QVERIFY(ClickItem(window.mesh_view(), "rank", 6));
     auto* view = window.rank_view();
+    QTRY_VERIFY_WITH_TIMEOUT(!view->loading(), 60000);
     QComboBox* box = view->step_box();
     QVERIFY(box->count() >= 2);
     QVERIFY(box->isEnabled());
@@ -197,6 +213,7 @@ class RankViewTest : public QObject {
     for (const auto* item : view->timeline_view()->scene().Find("span"))
       last_timeline += item->tooltip;
     box->setCurrentIndex(0);  // as a person picks it
+    QTRY_VERIFY_WITH_TIMEOUT(!view->loading(), 60000);
     QCOMPARE(view->step(), steps.front());
     CheckAgainstInspect(window, 6, steps.front());
     for (const auto* item : view->timeline_view()->scene().Find("span"))
@@ -234,6 +251,51 @@ class RankViewTest : public QObject {
     QCOMPARE(window.stepper()->rank(), holder);
     QCOMPARE(window.rank_view()->rank(), holder);
     QVERIFY(window.stepper()->error().isEmpty());
+  }
+
+  // 1024 ranks: the UI thread returns from SetRun and SetRank at once and the view says it is
+  // reading; the figures, once read, equal inspect --rank. Ranks asked for in a row read only
+  // the last one's figures onto the screen; a run closed meanwhile shows nothing of it.
+  void largeRunIsReadOffTheUiThread() {
+    auto document = shardscope::viewer::RunDocument::Open(large_);
+    QVERIFY2(document.ok(), document.status().message().c_str());
+    const auto& data = (*document)->data();
+    QCOMPARE(data.run.devices, int64_t{1024});
+    shardscope::gui::RankView view;
+    view.resize(1400, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy loaded(&view, &shardscope::gui::RankView::Loaded);
+    QElapsedTimer clock;
+    clock.start();
+    view.SetRun(&data);
+    const qint64 set_run_ms = clock.elapsed();
+    QVERIFY(view.loading());
+    QVERIFY2(view.title().startsWith("Reading rank 0 of 1024"), qPrintable(view.title()));
+    QCOMPARE(view.memory_model()->rowCount(), 0);  // nothing read on the UI thread
+    CheckAgainstInspect(&view, large_, 0);
+    const qint64 read_ms = clock.elapsed();
+    qInfo("SetRun returned after %lld ms; the figures were shown after %lld ms", set_run_ms,
+          read_ms);
+    QVERIFY2(set_run_ms < 100, qPrintable(QString::number(set_run_ms)));
+    QCOMPARE(loaded.count(), 1);
+    // Three ranks in a row (arrow keys held): the last one's figures, read once more at most.
+    loaded.clear();
+    clock.restart();
+    for (int rank : {700, 701, 1023}) view.SetRank(rank);
+    QVERIFY(clock.elapsed() < 100);
+    QVERIFY(view.loading());
+    CheckAgainstInspect(&view, large_, 1023);
+    QCOMPARE(loaded.count(), 1);
+    // The run goes while a read runs: nothing of it is shown.
+    loaded.clear();
+    view.SetRank(5);
+    view.SetRun(nullptr);
+    QVERIFY(!view.loading());
+    QVERIFY(QThreadPool::globalInstance()->waitForDone(60000));
+    QTest::qWait(50);  // the read's end is delivered, and dropped
+    QCOMPARE(view.memory_model()->rowCount(), 0);
+    QVERIFY(loaded.isEmpty());
   }
 
   // render --view timeline --rank R draws the same picture headless.

@@ -29,6 +29,31 @@ TEST(MeshSceneTest, DrawsEveryRankOnceWithItsNumber) {
   }
 }
 
+// A dock-sized picture of mesh(8,32,4): eight panels of 32x4 would leave cells of a few
+// points; one 32x32 grid (every axis in it) gives square cells over twice as large, and
+// every rank still once.
+TEST(MeshSceneTest, SmallRoomPutsEveryAxisInOneGridWhenPanelsLeaveTinyCells) {
+  const DeviceMesh mesh = Mesh({8, 32, 4}, {"d0", "d1", "a"});
+  MeshSceneOptions options;
+  options.max_size = QSizeF(730, 540);
+  const Scene scene = BuildMeshScene(mesh, options);
+  const auto cells = scene.Find("rank");
+  ASSERT_EQ(static_cast<int>(cells.size()), 1024);
+  std::set<int64_t> ranks;
+  for (const SceneItem* cell : cells) ranks.insert(cell->id);
+  EXPECT_EQ(ranks.size(), 1024u);
+  EXPECT_GE(cells.front()->rect.width(), 12);
+  EXPECT_EQ(cells.front()->rect.width(), cells.front()->rect.height());
+  for (const SceneItem& item : scene.items)
+    EXPECT_FALSE(item.text.startsWith("d0=")) << item.text.toStdString();
+  // A large picture keeps its panels, one per d0.
+  options.max_size = QSizeF(1400, 1000);
+  const Scene large = BuildMeshScene(mesh, options);
+  int panels = 0;
+  for (const SceneItem& item : large.items) panels += item.text.startsWith("d0=");
+  EXPECT_EQ(panels, 8);
+}
+
 TEST(MeshSceneTest, ExplicitRankListsPlaceRanksWhereTheMeshSays) {
   const DeviceMesh mesh = Mesh({2, 2}, {"a", "b"}, {3, 2, 1, 0});
   const Scene scene = BuildMeshScene(mesh);

@@ -68,8 +68,8 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
     for (int a : axes) e *= mesh.axis_size(a);
     return e;
   };
-  const int64_t cols = wrapped ? wrap : extent(col_axes);
-  const int64_t rows = wrapped ? (mesh.size() + wrap - 1) / wrap : extent(row_axes);
+  int64_t cols = wrapped ? wrap : extent(col_axes);
+  int64_t rows = wrapped ? (mesh.size() + wrap - 1) / wrap : extent(row_axes);
   auto axes_text = [&](const std::vector<int>& axes) {
     QStringList names;
     for (int a : axes) names << AxisName(mesh, a);
@@ -86,22 +86,45 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   // are chosen for the largest cells that fit the picture's cap.
   const double max_w = std::clamp(options.max_size.width(), 400.0, 1400.0);
   const double max_h = std::clamp(options.max_size.height(), 300.0, 1000.0);
-  int64_t chunk = rows;
-  int per_row = 1;
-  double cell = 0;
-  for (int64_t try_chunk = rows; try_chunk >= 1;
-       try_chunk = try_chunk > 4 ? (try_chunk + 1) / 2 : 0) {
-    const int64_t count = leads * ((rows + try_chunk - 1) / try_chunk);
-    for (int64_t p = 1; p <= std::min<int64_t>(count, 64); ++p) {
-      const int64_t panel_rows = (count + p - 1) / p;
-      const double w =
-          (max_w - static_cast<double>(p) * (kPanelExtraW + kGap)) / static_cast<double>(p * cols);
-      const double h = (max_h - static_cast<double>(panel_rows) * (kPanelExtraH + kGap)) /
-                       static_cast<double>(panel_rows * try_chunk);
-      const double fit = std::min({w, h, kCellMax});
-      if (fit > cell * 1.05) cell = fit, per_row = static_cast<int>(p), chunk = try_chunk;
+  struct Fit {
+    double cell = 0;
+    int per_row = 1;
+    int64_t chunk = 1;
+  };
+  auto best_fit = [&](int64_t grid_rows, int64_t grid_cols, int64_t panels) {
+    Fit best{0, 1, grid_rows};
+    for (int64_t try_chunk = grid_rows; try_chunk >= 1;
+         try_chunk = try_chunk > 4 ? (try_chunk + 1) / 2 : 0) {
+      const int64_t count = panels * ((grid_rows + try_chunk - 1) / try_chunk);
+      for (int64_t p = 1; p <= std::min<int64_t>(count, 64); ++p) {
+        const int64_t panel_rows = (count + p - 1) / p;
+        const double w = (max_w - static_cast<double>(p) * (kPanelExtraW + kGap)) /
+                         static_cast<double>(p * grid_cols);
+        const double h = (max_h - static_cast<double>(panel_rows) * (kPanelExtraH + kGap)) /
+                         static_cast<double>(panel_rows * try_chunk);
+        const double fit = std::min({w, h, kCellMax});
+        if (fit > best.cell * 1.05) best = {fit, static_cast<int>(p), try_chunk};
+      }
+    }
+    return best;
+  };
+  Fit fit = best_fit(rows, cols, leads);
+  // Each panel costs its captions: when the panels leave cells too small for numbers, every
+  // axis goes into one grid (rows some axes, columns the others) if its cells come out larger.
+  if (!wrapped && !lead_axes.empty() && fit.cell < kCellText) {
+    for (int mask = 1; mask + 1 < (1 << n); ++mask) {
+      std::vector<int> r, c;
+      for (int a = 0; a < n; ++a) ((mask >> a) & 1 ? r : c).push_back(a);
+      const Fit one_grid = best_fit(extent(r), extent(c), 1);
+      if (one_grid.cell <= fit.cell * 1.2) continue;
+      fit = one_grid;
+      row_axes = r, col_axes = c, lead_axes.clear();
+      leads = 1, rows = extent(r), cols = extent(c);
     }
   }
+  const int64_t chunk = fit.chunk;
+  const int per_row = fit.per_row;
+  double cell = fit.cell;
   const int64_t chunks = (rows + chunk - 1) / chunk;
   const int64_t panel_count = leads * chunks;
   cell = std::max(cell, kCellMin);

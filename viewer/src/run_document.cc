@@ -76,10 +76,17 @@ class RunDetails {
 };
 
 store::Result<store::RankSummary> RunData::RankSummaryOf(int64_t rank, int64_t timed_step) const {
-  if (details == nullptr)
-    return store::Status(store::StatusCode::kNotFound,
-                         "rank summary: the run was not read from a file");
-  return details->RankSummary(rank, timed_step);
+  return RankSummaryTask(rank, timed_step)();
+}
+
+std::function<store::Result<store::RankSummary>()> RunData::RankSummaryTask(
+    int64_t rank, int64_t timed_step) const {
+  return [details = details, rank, timed_step]() -> store::Result<store::RankSummary> {
+    if (details == nullptr)
+      return store::Status(store::StatusCode::kNotFound,
+                           "rank summary: the run was not read from a file");
+    return details->RankSummary(rank, timed_step);
+  };
 }
 
 const store::MeshRecord* RunData::Mesh(int64_t id) const { return FindById(meshes, id); }

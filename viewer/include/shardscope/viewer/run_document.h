@@ -11,6 +11,7 @@
 // Lookups by id use sorted vectors or std::map (deterministic iteration).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +58,10 @@ struct RunData {
   // from the file now; timed_step kNone: its last timed step.
   store::Result<store::RankSummary> RankSummaryOf(int64_t rank,
                                                   int64_t timed_step = store::kNone) const;
+  // The same read for another thread: the task keeps what it reads from alive, so it stays
+  // valid when this RunData is reloaded or destroyed meanwhile.
+  std::function<store::Result<store::RankSummary>()> RankSummaryTask(
+      int64_t rank, int64_t timed_step = store::kNone) const;
   std::shared_ptr<RunDetails> details;
 };
 
