@@ -82,7 +82,13 @@ std::optional<Layout> SumLayout(const Graph& g, const Node& sum, ValueId v,
     }
   }
   if (agree) return first;
-  return produced(v);
+  // The producer's layout only on the sum's devices (a placed producer may run elsewhere).
+  std::optional<Layout> at_producer = produced(v);
+  const DeviceMesh& own = strategies[sum.forward_node].mesh;
+  if (!at_producer || at_producer->mesh().size() != own.size() ||
+      at_producer->mesh().explicit_ranks() != own.explicit_ranks())
+    return std::nullopt;
+  return at_producer;
 }
 
 // A backward operator's strategy: its letters take the axes of the layouts its operands had
