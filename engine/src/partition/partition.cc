@@ -46,6 +46,51 @@ bool SameGrid(const DeviceMesh& a, const DeviceMesh& b) {
   return a.shape() == b.shape() && a.explicit_ranks() == b.explicit_ranks();
 }
 
+// Whether two layouts put the same blocks on the same ranks, axis names aside.
+bool SamePlacement(const Layout& a, const Layout& b) {
+  if (a.rank() != b.rank() || !SameGrid(a.mesh(), b.mesh())) return false;
+  for (int d = 0; d < a.rank(); ++d)
+    if (a.dim_axes(d) != b.dim_axes(d)) return false;
+  return true;
+}
+
+// The layout a sum of readers' gradients of `v` takes (InferBackward): its operands' when they
+// and v's forward readers agree, else v's producer's; none when a layout is not known.
+std::optional<Layout> SumLayout(const Graph& g, const Node& sum, ValueId v,
+                                const std::vector<OpStrategy>& strategies,
+                                const std::vector<ShardingSignature>& sigs) {
+  const auto produced = [&](ValueId u) -> std::optional<Layout> {
+    const NodeId p = g.value(u).producer;
+    if (p == kNoNode) return std::nullopt;
+    auto l = ProducedLayout(g, sigs[p], strategies[p], g.node(p), g.value(u).producer_output);
+    if (!l.ok()) return std::nullopt;
+    return *l;
+  };
+  std::optional<Layout> first = produced(sum.inputs[0]);
+  bool agree = first.has_value();
+  for (size_t i = 1; i < sum.inputs.size() && agree; ++i) {
+    const std::optional<Layout> other = produced(sum.inputs[i]);
+    agree = other && SamePlacement(*first, *other);
+  }
+  // Every forward reader of v in that layout too: the readers' group sums before moving back.
+  for (const Node& reader : g.nodes()) {
+    for (size_t j = 0; j < reader.inputs.size() && agree && !reader.is_backward; ++j) {
+      if (reader.inputs[j] != v) continue;
+      auto l =
+          RequiredLayout(g, sigs[reader.id], strategies[reader.id], reader, static_cast<int>(j));
+      agree = l.ok() && SamePlacement(*first, *l);
+    }
+  }
+  if (agree) return first;
+  // The producer's layout only on the sum's devices (a placed producer may run elsewhere).
+  std::optional<Layout> at_producer = produced(v);
+  const DeviceMesh& own = strategies[sum.forward_node].mesh;
+  if (!at_producer || at_producer->mesh().size() != own.size() ||
+      at_producer->mesh().explicit_ranks() != own.explicit_ranks())
+    return std::nullopt;
+  return at_producer;
+}
+
 // A backward operator's strategy: its letters take the axes of the layouts its operands had
 // in the forward pass (saved activations and parameters first, then incoming gradients), on
 // the mesh of the first operand that is split at all.
@@ -53,12 +98,28 @@ OpStrategy InferBackward(const Graph& g, const ShardingSignature& sig, const Nod
                          const std::vector<OpStrategy>& strategies,
                          const std::vector<ShardingSignature>& sigs) {
   const Node& f = g.node(n.forward_node);
+  // The sum of several readers' gradients of f's input v (autodiff names it "grad.<v>.sumK"):
+  // in the readers' layout when they share one, else in v's producer's, where each reader's
+  // gradient goes back to (as the searches price it; one reader's layout would move the sum
+  // straight into the producer's backward: a residual stream's, across nodes at 1024 GPUs).
+  std::optional<Layout> summed_input;
+  for (size_t j = 0; j < f.inputs.size() && !summed_input; ++j) {
+    const std::string prefix = "grad." + g.value(f.inputs[j]).name + ".sum";
+    if (n.op != OpKind::kAdd || n.name.size() <= prefix.size() ||
+        n.name.compare(0, prefix.size(), prefix) != 0 ||
+        n.name.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
+      continue;
+    summed_input = SumLayout(g, n, f.inputs[j], strategies, sigs);
+    if (summed_input) continue;
+    auto l = RequiredLayout(g, sigs[f.id], strategies[f.id], f, static_cast<int>(j));
+    if (l.ok()) summed_input = *l;
+  }
   // Hint per operand: the layout its value had around the forward operator, else as produced.
   std::vector<std::pair<int, Layout>> hints;  // (operand index, layout), priority order
   std::vector<std::pair<int, Layout>> later;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const ValueId v = n.inputs[i];
-    std::optional<Layout> hint;
+    std::optional<Layout> hint = summed_input;
     for (size_t j = 0; j < f.inputs.size() && !hint; ++j) {
       if (f.inputs[j] != v) continue;
       auto l = RequiredLayout(g, sigs[f.id], strategies[f.id], f, static_cast<int>(j));

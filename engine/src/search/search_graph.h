@@ -208,8 +208,10 @@ class SearchGraph {
   // slice under ZeRO 1-3), and its outputs a backward operator reads (under recomputation only
   // those read outside its scope).
   double OpMemoryUnder(int op, const Parts& parts) const;
-  // Sets the option and weight SearchCost uses and caches the own costs again.
+  // Sets the option and weight SearchCost uses; the own costs are cached again by
+  // RefreshOwnCosts (before a search runs), only when they changed.
   void SetMemoryObjective(const MemoryOption& option, double weight);
+  void RefreshOwnCosts();
   const MemoryOption& memory_option() const { return memory_option_; }
   // A rank's memory estimate of an assignment under the option set: the operators' sum, the
   // largest whole parameter drawn at initialisation and, recomputing, the largest scope's
@@ -235,6 +237,18 @@ class SearchGraph {
   struct Link {
     double bandwidth = 0, latency = -1;
   };
+  // One direction of an edge's exchange: per rank, the target block over what it may hold in
+  // common (overlap), the ranks holding its pieces, the collective steps gathering them, and
+  // whether it holds none (misaligned: its source block lies elsewhere).
+  struct Move {
+    double overlap = 1, peers = 1;
+    int gathered = 0;
+    bool misaligned = false;
+    Link link;
+  };
+  // Folds one tensor dimension into `move`: split into `a` blocks `sa` ranks apart at the
+  // source, `b` blocks `sb` apart at the target; the link spans only the ranks exchanging.
+  void MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* move) const;
   // EdgeCost with each direction's price times `share` (1: the whole redistribution).
   double EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
                    double* collectives) const;
@@ -275,6 +289,7 @@ class SearchGraph {
   MemoryOption memory_option_;
   std::vector<std::vector<char>> saved_output_;
   double memory_weight_ = 0;
+  bool own_costs_stale_ = false;
   std::vector<int> recompute_scope_;
   std::vector<std::vector<char>> kept_output_;
 };

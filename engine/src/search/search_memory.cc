@@ -103,7 +103,13 @@ void SearchGraph::SetMemoryObjective(const MemoryOption& option, double weight) 
       kept_output_[i][k] = outside ? 1 : 0;  // a boundary is kept, read by backward or not
     }
   }
-  if (costs_change) CacheOwnCosts();
+  own_costs_stale_ = own_costs_stale_ || costs_change;
+}
+
+void SearchGraph::RefreshOwnCosts() {
+  if (!own_costs_stale_) return;
+  CacheOwnCosts();
+  own_costs_stale_ = false;
 }
 
 double SearchGraph::OpMemoryUnder(int op, const Parts& parts) const {
@@ -204,7 +210,11 @@ std::vector<MemoryOptionEstimate> EstimateMemoryOptions(SearchGraph& g,
   return out;
 }
 
-Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
+Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& search) {
+  const auto run = [&search](SearchGraph& graph) {
+    graph.RefreshOwnCosts();
+    return search(graph);
+  };
   const SearchOptions& o = g.options();
   const double cap = o.memory_budget_bytes * o.memory_target;
   std::vector<MemoryOption> options;
@@ -224,6 +234,8 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
   MemoryChoice least = best;  // none fits: the least memory seen
   MemoryChoice roomless;      // none fits the target: the cheapest within the whole budget
   double roomless_price = -1;
+  // The weight only steers the searches (own costs are priced again before one runs): memory
+  // and the price here do not read it.
   auto consider = [&](const Assignment& a, const MemoryOption& option) {
     const double memory = g.AssignmentMemory(a.parts);
     if (memory < least.memory_bytes) least = {a, option, memory, false, ""};
@@ -247,14 +259,12 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
     const double base = BaseWeight(g, asked);
     g.SetMemoryObjective(option, base * 1e6);
     SHARDSCOPE_ASSIGN_OR_RETURN(Assignment heavy, run(g));
-    g.SetMemoryObjective(option, 0);
     if (!consider(heavy, option)) continue;  // this option fits nowhere
     // The least weight whose strategies fit, by doubling then bisection (geometric).
     double lo = 0, hi = base * 1e6;
     for (double w = base / 8; w < hi; w *= 16) {
       g.SetMemoryObjective(option, w);
       SHARDSCOPE_ASSIGN_OR_RETURN(Assignment a, run(g));
-      g.SetMemoryObjective(option, 0);
       if (consider(a, option)) {
         hi = w;
         break;
@@ -265,7 +275,6 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
       const double w = std::sqrt(lo * hi);
       g.SetMemoryObjective(option, w);
       SHARDSCOPE_ASSIGN_OR_RETURN(Assignment a, run(g));
-      g.SetMemoryObjective(option, 0);
       if (consider(a, option)) {
         hi = w;
       } else {
@@ -290,6 +299,7 @@ Result<MemoryChoice> SearchWithinMemory(SearchGraph& g, const RunSearch& run) {
                 ": parameters, gradients, optimizer states and the outputs it holds)";
   }
   g.SetMemoryObjective(best.option, 0);
+  g.RefreshOwnCosts();
   return best;
 }
 

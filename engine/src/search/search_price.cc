@@ -288,6 +288,24 @@ double SearchGraph::EdgeCostAmong(int e, int op, const Parts& parts,
   return EdgePrice(e, producer, consumer, 1.0 / n, nullptr);
 }
 
+void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* move) const {
+  const int64_t l = std::lcm(a, b);
+  move->overlap *= static_cast<double>(l);
+  move->peers *= static_cast<double>(l / b);
+  move->gathered += l > b;
+  // Aligned: a rank's target block lies in the block it holds (finer), or it holds a part of
+  // it and gathers the rest from the a / b ranks sharing its target block (coarser).
+  if (b % a == 0 && (a == 1 || sa == sb * (b / a))) return;
+  if (a % b == 0 && (b == 1 || sb == sa * (a / b))) {
+    Span(sa, a / b, &move->link);
+    return;
+  }
+  // Same split counts on other ranks, or blocks that straddle: data crosses both splits.
+  move->misaligned = true;
+  if (a > 1) Span(sa, a, &move->link);
+  if (b > 1) Span(sb, b, &move->link);
+}
+
 double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
                               double* collectives) const {
   const SearchEdge& edge = edges_[e];
@@ -298,30 +316,20 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
     if (edge.src_letter[d] >= 0) src_parts *= static_cast<double>(producer[edge.src_letter[d]]);
     if (edge.dst_letter[d] >= 0) dst_parts *= static_cast<double>(consumer[edge.dst_letter[d]]);
   }
-  // Exchange a -> b: a rank receives its b block minus what its a block already covers.
-  double overlap = 1, peers_forward = 1, peers_backward = 1;
-  // Dimensions a rank must gather (its target block is larger than its source block along
-  // them): the planner spends one collective step on each (an all-to-all also covers one
-  // dimension that splits further).
-  int gather_forward = 0, gather_backward = 0;
-  // With a device mesh: the slowest axes spanned by the letters whose split differs between
-  // the two ends (data moves along those, in the producer's and in the consumer's mesh).
-  Link link = physical_.empty() ? NoMeshLink() : Link{std::numeric_limits<double>::infinity(), -1};
+  // Exchange a -> b per direction (MoveAlong).
+  Move forward, backward;
+  forward.link = backward.link =
+      physical_.empty() ? NoMeshLink() : Link{std::numeric_limits<double>::infinity(), -1};
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t a = edge.src_letter[d] >= 0 ? producer[edge.src_letter[d]] : 1;
-    const int64_t b = edge.dst_letter[d] >= 0 ? consumer[edge.dst_letter[d]] : 1;
-    const int64_t l = std::lcm(a, b);
-    overlap *= static_cast<double>(l);
-    peers_forward *= static_cast<double>(l / b);
-    peers_backward *= static_cast<double>(l / a);
-    gather_forward += l > b;
-    gather_backward += l > a;
-    if (!physical_.empty() && a != b) {
-      if (a > 1) Span(LetterStride(producer, edge.src_letter[d]), a, &link);
-      if (b > 1) Span(LetterStride(consumer, edge.dst_letter[d]), b, &link);
-    }
+    const int la = edge.src_letter[d], lb = edge.dst_letter[d];
+    const int64_t a = la >= 0 ? producer[la] : 1, b = lb >= 0 ? consumer[lb] : 1;
+    const int64_t sa = a > 1 ? LetterStride(producer, la) : 1;
+    const int64_t sb = b > 1 ? LetterStride(consumer, lb) : 1;
+    MoveAlong(a, sa, b, sb, &forward);
+    MoveAlong(b, sb, a, sa, &backward);
   }
-  if (std::isinf(link.bandwidth)) link = NoMeshLink();
+  if (std::isinf(forward.link.bandwidth)) forward.link = NoMeshLink();
+  if (std::isinf(backward.link.bandwidth)) backward.link = NoMeshLink();
   // Readers that want the same layout share one redistribution each way (the partitioner
   // redistributes a value once per layout, and sums its readers' gradients before moving the
   // sum back), so each edge carries its share of both.
@@ -329,7 +337,7 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
   // reduced (scattered when the target is split finer), then exchanged into the target
   // block, the first collective after `compute_before` seconds of computation.
   const auto direction = [&](const Parts& ends, const std::vector<int>& summed, double from_parts,
-                             double to_parts, double peers, int gathered, double compute_before) {
+                             double to_parts, const Move& move, double compute_before) {
     double seconds = 0;
     int64_t partial = 1;
     for (int l : summed) partial *= ends[l];
@@ -342,23 +350,25 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
       if (collectives != nullptr) *collectives += share;
       compute_before = 0;  // the exchange follows the reduction
     }
-    const double recv = edge.bytes / to_parts - edge.bytes / overlap;
+    // A rank holds none of a misaligned target block: it receives all of it, from every peer.
+    const double recv = edge.bytes / to_parts - (move.misaligned ? 0 : edge.bytes / move.overlap);
     if (recv > 0) {
-      const int steps = std::max(1, gathered);
+      const int steps = std::max(1, move.gathered);
+      const auto messages = static_cast<int64_t>(move.peers) - (move.misaligned ? 0 : 1);
       if (collectives != nullptr) *collectives += steps * share;
-      seconds += cm.SearchExchangeAfterSeconds(static_cast<int64_t>(peers) - 1, recv,
-                                               link.bandwidth, steps, link.latency, compute_before);
+      seconds += cm.SearchExchangeAfterSeconds(messages, recv, move.link.bandwidth, steps,
+                                               move.link.latency, compute_before);
     }
     return seconds * share;
   };
   // Forward: the activation, after the producer's computation.
-  double cost = direction(producer, edge.summed_letter, src_parts, dst_parts, peers_forward,
-                          gather_forward, ComputeBeforeCollective(edge.producer, producer));
+  double cost = direction(producer, edge.summed_letter, src_parts, dst_parts, forward,
+                          ComputeBeforeCollective(edge.producer, producer));
   // Backward: its gradient (a partial sum over the consumer's letters the input lacks, MatMul's
   // dX over n), after the consumer's backward; none when the input needs no gradient.
   if (edge.needs_grad) {
-    cost += direction(consumer, edge.grad_summed_letter, dst_parts, src_parts, peers_backward,
-                      gather_backward, ComputeBeforeCollective(edge.consumer, consumer));
+    cost += direction(consumer, edge.grad_summed_letter, dst_parts, src_parts, backward,
+                      ComputeBeforeCollective(edge.consumer, consumer));
   }
   return cost;
 }

@@ -140,8 +140,8 @@ TEST(OnnxHeads, MegatronInputGradientsAreReducedOnceAndPricedAsTheProgram) {
 }
 
 // One sequence of GPT-2 on the 8 GPUs of an H100 node: dynamic programming chooses Megatron
-// in every layer — q, k, v and fc by columns, the output projections by rows, attention by 4
-// of the 12 heads — with the sequence split over the other 2 devices.
+// in every layer — q, k, v and fc by columns, the MLP's output projection by rows, attention by
+// 4 of the 12 heads — with the sequence split over the other 2 devices.
 TEST(OnnxHeads, DynamicProgrammingChoosesMegatronForGpt2OnAnH100Node) {
   const Plan p = PlanJson(Sample(kGpt2.file) +
                           " --devices 8 --batch 1 --search dynamic_programming --cluster dgx-h100");
@@ -149,8 +149,11 @@ TEST(OnnxHeads, DynamicProgrammingChoosesMegatronForGpt2OnAnH100Node) {
     const std::string at = layer;
     for (const char* col : {"attn.q_proj", "attn.k_proj", "attn.v_proj", "mlp.fc"})
       EXPECT_EQ(p.Of(at + col + ".MatMul"), "((2,1),(1,4))") << at + col;
-    for (const char* row : {"attn.o_proj", "mlp.proj"})
-      EXPECT_EQ(p.Of(at + row + ".MatMul"), "((2,4),(4,1))") << at + row;
+    EXPECT_EQ(p.Of(at + "mlp.proj.MatMul"), "((2,4),(4,1))") << at + "mlp.proj";
+    // o_proj by rows, or its rows over all 8 devices when the attention's output arrives
+    // split so (no reduction: the exchange priced over the NVLink it crosses is cheaper).
+    const std::string o_proj = p.Of(at + "attn.o_proj.MatMul");
+    EXPECT_TRUE(o_proj == "((2,4),(4,1))" || o_proj == "((8,1),(1,1))") << at << o_proj;
     for (const char* op : {"attn.MatMul", "attn.MatMul_1"})
       EXPECT_EQ(HeadsSplit(p.Of(at + op)), kGpt2.heads) << at + op << " " << p.Of(at + op);
   }
