@@ -25,16 +25,9 @@ DeviceMesh SubMeshOf(const DeviceMesh& mesh, int k) {
   return sub.ok() ? *sub : DeviceMesh();
 }
 
-// The sub-mesh options cutting `c`'s program: its stages, micro-batches, operators' stages,
-// ZeRO stage and recomputed scopes, for k devices.
+// The sub-mesh options cutting `c`'s program priced with `options`' meshes, cost and dtype.
 SubMeshOptions CutOptions(const PipelineChoice& c, const SearchOptions& options) {
-  SubMeshOptions so;
-  so.stages = c.stages;
-  so.micro_batches = c.micro_batches;
-  so.stage_of = c.worker_of;
-  so.partition.devices = c.stage_devices;
-  so.partition.optimizer_sharding = c.optimizer_sharding;
-  so.partition.recompute = c.recompute;
+  SubMeshOptions so = StageCutOptions(c);
   so.partition.meshes = options.meshes;
   so.partition.cost = options.cost;
   so.partition.element_bytes = PrecisionBytes(options.dtype);
@@ -113,6 +106,17 @@ std::map<std::string, int> StagesOfSplit(const Graph& g, const std::vector<Stage
 }
 
 }  // namespace
+
+SubMeshOptions StageCutOptions(const PipelineChoice& c) {
+  SubMeshOptions so;
+  so.stages = c.stages;
+  so.micro_batches = c.micro_batches;
+  so.stage_of = c.worker_of;
+  so.partition.devices = c.stage_devices;
+  so.partition.optimizer_sharding = c.optimizer_sharding;
+  so.partition.recompute = c.recompute;
+  return so;
+}
 
 Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t batch, int stages,
                                              int stage_devices, int micro_batches,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/pipeline_choice.h"
+#include "shardscope/submesh_pipeline.h"
 
 namespace shardscope::cli {
 
@@ -38,6 +39,10 @@ Result<PipelineChoice> ChooseAnyPipeline(const BuildAtFn& build, int64_t batch, 
 
 // The devices of a stage, for `plan --json`.
 std::vector<int> StageDevices(const StageReport& stage);
+
+// The sub-mesh options cutting `c`'s program: its stages, micro-batches, operators' stages,
+// ZeRO stage and recomputed scopes, for its stage_devices devices.
+SubMeshOptions StageCutOptions(const PipelineChoice& c);
 
 // Gives `forward`'s operators the annotations of `choice.strategies` (none: nothing to do).
 Status ApplySubMeshStrategies(const PipelineChoice& choice, Graph* forward);

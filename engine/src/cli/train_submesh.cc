@@ -151,13 +151,7 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice,
     return Fail(kExitBadInput, where.empty() ? message : where + ": " + message);
   };
   const TrainingConfig& tc = r.training;
-  SubMeshOptions options;
-  options.stages = choice.stages;
-  options.micro_batches = choice.micro_batches;
-  options.stage_of = choice.worker_of;
-  options.partition.devices = choice.stage_devices;
-  options.partition.optimizer_sharding = choice.optimizer_sharding;
-  options.partition.recompute = choice.recompute;
+  const SubMeshOptions options = StageCutOptions(choice);
   const auto build = [&]() -> Result<ModelGraph> {
     SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, r.model->Build(choice.micro_batch));
     SHARDSCOPE_RETURN_IF_ERROR(ApplySubMeshStrategies(choice, &model.graph));
