@@ -80,8 +80,15 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   // its operator's extra on one core (ComputeBeforeCollective, the searches' figure for the
   // whole operator) shared evenly among the operator's instructions, not charged per
   // instruction (that counted it two or three times).
-  std::vector<bool> is_param_grad(program.values.size(), false);
-  for (const auto& [param, grad] : program.param_grads) is_param_grad[grad] = true;
+  std::vector<int> param_of(program.values.size(), -1);  // a reduced gradient's parameter
+  for (const auto& [param, grad] : program.param_grads) param_of[grad] = param;
+  // With overlap_gradients, each gradient's reduction is also put on the stream beside the
+  // backward, after the operator whose backward completes it (Overlap, as Total does).
+  const bool overlap = o.cost.overlap_gradients;
+  SearchGraph::ReadyGradients ready;
+  const auto ready_op = [&](int param) {
+    return overlap && param >= 0 ? g.GradientReadyOp(program.values[param].global) : -1;
+  };
   const double element_bytes = PrecisionBytes(o.dtype);
   double compute_before = 0;
   std::vector<int> order = program.schedule;  // replays included
@@ -100,7 +107,8 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     const double bytes =
         element_bytes *
         static_cast<double>(NumElements(program.values[in.inputs[0]].layout.ShardShape()));
-    const double share = is_param_grad[in.outputs[0]] ? o.cost.GradientBucketShare(bytes) : 1.0;
+    const int param = param_of[in.outputs[0]];
+    const double share = param >= 0 ? o.cost.GradientBucketShare(bytes) : 1.0;
     for (const RedistStep& step : in.plan->steps) {
       if (!CommunicatesData(step)) continue;
       ++price.communication_steps;
@@ -110,6 +118,10 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
       price.communication_seconds += seconds;
       price.instr_seconds[index] += seconds;
       compute_before = 0;  // the next step follows this one
+    }
+    if (ready_op(param) >= 0 && price.instr_seconds[index] > 0) {
+      ready.push_back({ready_op(param),
+                       {bytes, price.instr_seconds[index], SearchGraph::Bucketed(*in.plan, share)}});
     }
   }
   // Optimizer sharding (ZeRO): every sharded parameter's slices are all-gathered after the
@@ -129,13 +141,26 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     for (int k = 0; k < gathers + (s.reduce_scatter ? 1 : 0); ++k) {
       const CollectiveKind kind =
           k < gathers ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter;
-      price.communication_seconds +=
-          cm.CollectiveSeconds(kind, bytes, group, bandwidth) + cm.collective_overhead_s +
-          CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
+      const double seconds = cm.CollectiveSeconds(kind, bytes, group, bandwidth) +
+                             cm.collective_overhead_s +
+                             CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
+      price.communication_seconds += seconds;
       ++price.communication_steps;
+      // Stage 2 and 3 reduce-scatter a gradient once it is complete, in the backward.
+      const int after = ready_op(program.param_grads[i].first);
+      if (kind == CollectiveKind::kReduceScatter && after >= 0)
+        ready.push_back({after, {bytes, seconds, false}});
     }
   }
-  price.step_seconds = price.operator_seconds + price.communication_seconds;
+  if (overlap) {
+    std::vector<BackwardSegment> backward(g.ops().size());  // the last operator first
+    for (size_t i = 0; i < g.ops().size(); ++i)
+      backward[g.ops().size() - 1 - i].seconds = g.OpBackward(static_cast<int>(i), parts[i]);
+    for (const auto& [op, r] : ready) backward[g.ops().size() - 1 - op].reductions.push_back(r);
+    price.hidden_seconds =
+        ScheduleGradientReductions(backward, o.cost.gradient_bucket_bytes).hidden_seconds();
+  }
+  price.step_seconds = price.operator_seconds + price.communication_seconds - price.hidden_seconds;
   return price;
 }
 

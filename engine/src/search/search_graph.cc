@@ -232,6 +232,12 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     op_of[n.id] = static_cast<int>(g.ops_.size());
     g.ops_.push_back(std::move(op));
   }
+  for (size_t i = 0; i < g.ops_.size(); ++i) {
+    for (ValueId v : forward.node(g.ops_[i].node).inputs) {
+      if (forward.value(v).kind == ValueKind::kParameter)
+        g.first_reader_.emplace(v, static_cast<int>(i));
+    }
+  }
   // Edges: every forward value from one forward operator to another, in node order.
   for (const SearchOp& op : g.ops_) {
     const Node& n = forward.node(op.node);
