@@ -36,7 +36,7 @@
 namespace shardscope {
 
 struct ProgramPrice {
-  double step_seconds = 0;           // operators + communication - hidden
+  double step_seconds = 0;  // operators + communication - hidden
   // CostModel::overlap_gradients: of communication_seconds, the gradient reductions' time
   // hidden behind the backward (gradient_overlap.h: a stream launched as gradients complete).
   double hidden_seconds = 0;

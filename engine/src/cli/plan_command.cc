@@ -497,6 +497,9 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
                   "devices and keeps whichever of pipeline and operator-level plan fits\n"
                   "memory, else is cheaper (default: parallel.pipeline; docs/pipeline.md)");
   AddSearchFlags(app, o->search);
+  app->add_flag("--no-overlap", o->search.no_overlap,
+                "Price gradient reductions after the backward, not beside it (a --cluster "
+                "profile overlaps them as DDP does; docs/cost-model.md)");
   commands.push_back({app, [o] { return RunPlan(*o); }});
 }
 

@@ -120,8 +120,9 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
       compute_before = 0;  // the next step follows this one
     }
     if (ready_op(param) >= 0 && price.instr_seconds[index] > 0) {
-      ready.push_back({ready_op(param),
-                       {bytes, price.instr_seconds[index], SearchGraph::Bucketed(*in.plan, share)}});
+      ready.push_back(
+          {ready_op(param),
+           {bytes, price.instr_seconds[index], SearchGraph::Bucketed(*in.plan, share)}});
     }
   }
   // Optimizer sharding (ZeRO): every sharded parameter's slices are all-gathered after the

@@ -253,8 +253,9 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     for (int l : in.missing) partial *= parts[l];
     const double share = cm.GradientBucketShare(shard);
     if (partial > 1) {
-      grad_reduce += gradient(
-          i, shard, share * reduce(shard / share, partial, GroupLink(parts, in.missing)), share < 1);
+      grad_reduce +=
+          gradient(i, shard, share * reduce(shard / share, partial, GroupLink(parts, in.missing)),
+                   share < 1);
     }
   }
   for (const SearchOperand& out : o.outputs) {
