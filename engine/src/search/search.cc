@@ -181,10 +181,14 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
     const size_t n = sg.ops().size();
     std::vector<double> weights(n);
     for (size_t i = 0; i < n; ++i) weights[i] = o.critical[n - 1 - i];
+    // No exposed tail (every weight 0): the second run is the third; run it once.
+    const bool tail = std::find(o.critical.begin(), o.critical.end(), 1) != o.critical.end();
     SearchGraph weighted = sg;
-    weighted.SetGradientWeights(std::move(weights));
-    SHARDSCOPE_ASSIGN_OR_RETURN(Assignment second, run(weighted));
-    consider(std::move(second));
+    if (tail) {
+      weighted.SetGradientWeights(std::move(weights));
+      SHARDSCOPE_ASSIGN_OR_RETURN(Assignment second, run(weighted));
+      consider(std::move(second));
+    }
     weighted.SetGradientWeights(std::vector<double>(n, 0.0));
     SHARDSCOPE_ASSIGN_OR_RETURN(Assignment third, run(weighted));
     consider(std::move(third));
