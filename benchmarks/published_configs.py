@@ -32,8 +32,11 @@ SEQ, VOCAB = 2048, 51200
 
 
 def plan(shardscope, model, batch, extra):
+    # Megatron-LM as of the paper all-reduces the gradients after the backward (train_step:
+    # allreduce_gradients once backward_step is done), so nothing overlaps: --no-overlap.
     r = subprocess.run([shardscope, "plan", model, "--cluster", "dgx-a100-80gb", "--dtype", "bf16",
-                        "--batch", str(batch), "--json"] + extra, capture_output=True, text=True)
+                        "--batch", str(batch), "--json", "--no-overlap"] + extra,
+                       capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"plan {model} failed: {r.stderr.strip()}")
     return json.loads(r.stdout)

@@ -20,6 +20,11 @@
 //                    SearchGraph::ComputeBeforeCollective over its compute instructions,
 //                    since the forward and each backward instruction end a phase of their own)
 //
+//   overlap          with CostModel::overlap_gradients (cluster profiles), the parameter
+//                    gradients' reductions (ZeRO's reduce-scatters included) run on one stream
+//                    beside the backward, each launched after the operator whose backward
+//                    completes it, as Total schedules them (ScheduleGradientReductions)
+//
 // There are no other collectives in a program: DistExecutor communicates only in its
 // redistribution instructions. Deterministic: one pass in program order.
 #pragma once
@@ -31,7 +36,10 @@
 namespace shardscope {
 
 struct ProgramPrice {
-  double step_seconds = 0;           // operators + communication
+  double step_seconds = 0;  // operators + communication - hidden
+  // CostModel::overlap_gradients: of communication_seconds, the gradient reductions' time
+  // hidden behind the backward (gradient_overlap.h: a stream launched as gradients complete).
+  double hidden_seconds = 0;
   double operator_seconds = 0;       // kernels and optimizer updates
   double communication_seconds = 0;  // every communicating redistribution step
   int redistributions = 0;           // redistribute instructions (communicating or not)

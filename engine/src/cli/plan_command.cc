@@ -508,6 +508,9 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
                   "A model file with place entries and strategies: where unplaced operators\n"
                   "run, worker0 | producer (as for train)");
   AddSearchFlags(app, o->search);
+  app->add_flag("--no-overlap", o->search.no_overlap,
+                "Price gradient reductions after the backward, not beside it (a --cluster "
+                "profile overlaps them as DDP does; docs/cost-model.md)");
   commands.push_back({app, [o] { return RunPlan(*o); }});
 }
 

@@ -229,6 +229,7 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
     o.cost = *cost;
     // --axis-bandwidth / --axis-latency still override the cluster's figures.
     SHARDSCOPE_RETURN_IF_ERROR(ApplyAxisFlags(f, o));
+    if (f.no_overlap) o.cost.overlap_gradients = false;
     if (!cluster.in_process && f.bucket_mb < 0) return o;  // the cluster's own buckets
   }
   // Gradients are priced in the buckets `train` reduces them in (in-process profiles, the

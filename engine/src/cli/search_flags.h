@@ -31,7 +31,8 @@ struct SearchFlags {
   std::string optimizer_sharding;            // "0".."3" | "auto"; empty: the model file's
   std::vector<std::string> recompute;        // {} given alone: every layer; {"auto"}
   CLI::Option* recompute_option = nullptr;   // given at all (the flag may take no value)
-  double bucket_mb = -1;  // gradient buckets, MiB (--bucket-mb); < 0: BucketMb's default
+  double bucket_mb = -1;    // gradient buckets, MiB (--bucket-mb); < 0: BucketMb's default
+  bool no_overlap = false;  // plan --no-overlap: gradient reductions priced after the backward
   // Not flags: the memory options the search may weigh (SetSearchMemoryChoices): ZeRO stages,
   // recomputed scopes, and whether recomputing every layer (LayerScopes) is open too.
   std::vector<int> zero_options = {0};

@@ -288,6 +288,7 @@ Result<CostModel> ClusterCostModel(const ClusterProfile& c, const DeviceMesh& me
   m.collective_overhead_s = c.collective_launch_s;
   m.tree_all_reduce = !c.in_process;
   m.hierarchical_collectives = !c.in_process;
+  m.overlap_gradients = !c.in_process;
   m.gradient_bucket_bytes = c.gradient_bucket_bytes;
   if (c.in_process) m.in_process = c.overhead;
   // An axis the planner does not know travels the slowest link the mesh uses.

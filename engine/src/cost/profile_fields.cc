@@ -43,6 +43,10 @@ std::vector<ProfileField> MakeFields() {
        "a ring or tree over several axes crosses an outer axis on every link its group has "
        "there (NCCL's channel per NIC); false: the slowest link alone",
        nullptr, nullptr, nullptr, SS_FLAG(hierarchical_collectives)},
+      {"overlap_gradients", Kind::kFlag, false,
+       "gradient reductions overlap the backward, only their tail past it is paid (DDP); "
+       "false: their sum",
+       nullptr, nullptr, nullptr, SS_FLAG(overlap_gradients)},
       {"gradient_bucket_bytes", Kind::kCount, false,
        "parameter gradients all-reduced in buckets of this many bytes (DDP); 0 = one each",
        SS_NUM(gradient_bucket_bytes), nullptr, nullptr, nullptr, true},

@@ -1,6 +1,7 @@
 // shard-optimizer-states (partition_passes.h): which ranks share each parameter's update.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "partition/partition_passes.h"
 
@@ -19,11 +20,15 @@ bool GradientReduceScatters(const Layout& grad, const Layout& param) {
   if (partial.empty() || partial != param.replica_axes()) return false;  // both ascending
   // The same blocks and groups on every rank (meshes may differ only in their axis names).
   for (int r = 0; r < param.mesh().size(); ++r) {
-    if (grad.ShardOffsets(r) != param.ShardOffsets(r) ||
-        grad.PartialGroup(r) != param.ReplicaGroup(r))
-      return false;
+    if (grad.ShardOffsets(r) != param.ShardOffsets(r)) return false;
   }
-  return true;
+  // Each rank's PartialGroup equals its ReplicaGroup iff both meshes list the same groups;
+  // Groups is linear in ranks where comparing per rank is quadratic (thousands of devices).
+  std::vector<std::vector<int>> sums = grad.mesh().Groups(partial);
+  std::vector<std::vector<int>> replicas = param.mesh().Groups(partial);
+  std::sort(sums.begin(), sums.end());
+  std::sort(replicas.begin(), replicas.end());
+  return sums == replicas;
 }
 
 Status ShardOptimizerStates(const PartitionOptions& o, DistProgram* p) {

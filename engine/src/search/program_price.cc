@@ -80,8 +80,15 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   // its operator's extra on one core (ComputeBeforeCollective, the searches' figure for the
   // whole operator) shared evenly among the operator's instructions, not charged per
   // instruction (that counted it two or three times).
-  std::vector<bool> is_param_grad(program.values.size(), false);
-  for (const auto& [param, grad] : program.param_grads) is_param_grad[grad] = true;
+  std::vector<int> param_of(program.values.size(), -1);  // a reduced gradient's parameter
+  for (const auto& [param, grad] : program.param_grads) param_of[grad] = param;
+  // With overlap_gradients, each gradient's reduction is also put on the stream beside the
+  // backward, after the operator whose backward completes it (Overlap, as Total does).
+  const bool overlap = o.cost.overlap_gradients;
+  SearchGraph::ReadyGradients ready;
+  const auto ready_op = [&](int param) {
+    return overlap && param >= 0 ? g.GradientReadyOp(program.values[param].global) : -1;
+  };
   const double element_bytes = PrecisionBytes(o.dtype);
   double compute_before = 0;
   std::vector<int> order = program.schedule;  // replays included
@@ -100,7 +107,8 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     const double bytes =
         element_bytes *
         static_cast<double>(NumElements(program.values[in.inputs[0]].layout.ShardShape()));
-    const double share = is_param_grad[in.outputs[0]] ? o.cost.GradientBucketShare(bytes) : 1.0;
+    const int param = param_of[in.outputs[0]];
+    const double share = param >= 0 ? o.cost.GradientBucketShare(bytes) : 1.0;
     for (const RedistStep& step : in.plan->steps) {
       if (!CommunicatesData(step)) continue;
       ++price.communication_steps;
@@ -110,6 +118,11 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
       price.communication_seconds += seconds;
       price.instr_seconds[index] += seconds;
       compute_before = 0;  // the next step follows this one
+    }
+    if (ready_op(param) >= 0 && price.instr_seconds[index] > 0) {
+      ready.push_back(
+          {ready_op(param),
+           {bytes, price.instr_seconds[index], SearchGraph::Bucketed(*in.plan, share)}});
     }
   }
   // Optimizer sharding (ZeRO): every sharded parameter's slices are all-gathered after the
@@ -124,10 +137,12 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     double bandwidth = cm.Bandwidth(mesh, s.axes), latency = cm.latency_s;
     g.MeshAxesLink(mesh, s.axes, &bandwidth, &latency);
     const int64_t group = mesh.GroupSize(s.axes);
-    price.communication_seconds +=
-        cm.CollectiveSeconds(kind, bytes, group, bandwidth) + cm.collective_overhead_s +
-        CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
+    const double seconds = cm.CollectiveSeconds(kind, bytes, group, bandwidth) +
+                           cm.collective_overhead_s +
+                           CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
+    price.communication_seconds += seconds;
     ++price.communication_steps;
+    return std::pair<double, double>(bytes, seconds);
   };
   for (size_t i = 0; i < program.param_sharding.size(); ++i) {
     const ParamSharding& s = program.param_sharding[i];
@@ -135,9 +150,22 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     for (int k = 0; k < (s.gathered ? s.gathers : 1); ++k)
       collective(CollectiveKind::kAllGather, static_cast<int>(i), s.chunk * s.group_size);
   }
-  for (const ScatterBucket& b : program.scatter_buckets)
-    collective(CollectiveKind::kReduceScatter, b.params[0], b.slice * b.group_size);
-  price.step_seconds = price.operator_seconds + price.communication_seconds;
+  // Stage 2 and 3 reduce-scatter a bucket once its last gradient is complete, in the backward.
+  for (const ScatterBucket& b : program.scatter_buckets) {
+    const auto [bytes, seconds] =
+        collective(CollectiveKind::kReduceScatter, b.params[0], b.slice * b.group_size);
+    const int after = ready_op(program.param_grads[b.params.back()].first);
+    if (after >= 0) ready.push_back({after, {bytes, seconds, false}});
+  }
+  if (overlap) {
+    std::vector<BackwardSegment> backward(g.ops().size());  // the last operator first
+    for (size_t i = 0; i < g.ops().size(); ++i)
+      backward[g.ops().size() - 1 - i].seconds = g.OpBackward(static_cast<int>(i), parts[i]);
+    for (const auto& [op, r] : ready) backward[g.ops().size() - 1 - op].reductions.push_back(r);
+    price.hidden_seconds =
+        ScheduleGradientReductions(backward, o.cost.gradient_bucket_bytes).hidden_seconds();
+  }
+  price.step_seconds = price.operator_seconds + price.communication_seconds - price.hidden_seconds;
   return price;
 }
 

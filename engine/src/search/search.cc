@@ -151,8 +151,61 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
     }
     return Status::Invalid("unknown search mode");
   };
+  // With overlap_gradients the objective (Total) is no sum over operators and edges: the
+  // searches run with the reductions at full price, then with those the first plan hides free
+  // and those in the stream's exposed tail whole (GradientOverlap::critical), then with all
+  // free; data parallelism is a candidate too. The plan Total prices lowest among those within
+  // the memory budget (as the first fits or not) is kept.
+  const search_internal::RunSearch overlapped = [&](const SearchGraph& sg) -> Result<Assignment> {
+    SHARDSCOPE_ASSIGN_OR_RETURN(Assignment best, run(sg));
+    // Not inside the memory search's weighted runs (SearchWithinMemory): each is one run.
+    if (!options.cost.overlap_gradients || options.mode == SearchMode::kSemiAuto ||
+        sg.memory_weight() > 0)
+      return best;
+    double serial = 0;
+    const GradientOverlap o = sg.Overlap(best.parts, &serial);
+    if (o.hidden_seconds() <= 0) return best;
+    const double cap = options.memory_budget_bytes * options.memory_target;
+    const auto fits = [&](const Assignment& a) {
+      return cap <= 0 || sg.AssignmentMemory(a.parts) <= cap;
+    };
+    const bool first_fits = fits(best);
+    double best_total = sg.Total(best.parts);
+    const auto consider = [&](Assignment a) {
+      const double total = sg.Total(a.parts);
+      if (total < best_total && (fits(a) || !first_fits)) {
+        best = std::move(a);
+        best_total = total;
+      }
+    };
+    const size_t n = sg.ops().size();
+    std::vector<double> weights(n);
+    for (size_t i = 0; i < n; ++i) weights[i] = o.critical[n - 1 - i];
+    // No exposed tail (every weight 0): the second run is the third; run it once.
+    const bool tail = std::find(o.critical.begin(), o.critical.end(), 1) != o.critical.end();
+    SearchGraph weighted = sg;
+    if (tail) {
+      weighted.SetGradientWeights(std::move(weights));
+      SHARDSCOPE_ASSIGN_OR_RETURN(Assignment second, run(weighted));
+      consider(std::move(second));
+    }
+    weighted.SetGradientWeights(std::vector<double>(n, 0.0));
+    SHARDSCOPE_ASSIGN_OR_RETURN(Assignment third, run(weighted));
+    consider(std::move(third));
+    // Data parallelism, as DDP runs it (an operator without a batch dimension replicated).
+    Assignment data_parallel = best;
+    for (size_t i = 0; i < n; ++i) {
+      const search_internal::SearchOp& op = sg.ops()[i];
+      if (op.fixed || op.narrowed) return best;
+      data_parallel.parts[i] = sg.DataParallel(static_cast<int>(i));
+      data_parallel.provenance[i] =
+          "data parallel: priced below the search's plans with gradients overlapped";
+    }
+    consider(std::move(data_parallel));
+    return best;
+  };
   SHARDSCOPE_ASSIGN_OR_RETURN(search_internal::MemoryChoice memory,
-                              search_internal::SearchWithinMemory(g, run));
+                              search_internal::SearchWithinMemory(g, overlapped));
   const Assignment& a = memory.assignment;
   SearchResult r = Explain(g, a, options);
   if (!unreduced.empty()) r.note = FallbackNote(g, r, unreduced);

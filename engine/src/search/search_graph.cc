@@ -131,6 +131,7 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
   std::vector<int> op_of(forward.num_nodes(), -1);
   // Values that depend on a parameter: the backward computes gradients for those alone.
   const std::vector<bool> needs_grad = ValuesDependingOn(forward, forward.Parameters());
+  std::map<std::vector<int64_t>, std::vector<Parts>> splits;  // CandidateSplits by letter sizes
   for (const Node& n : forward.nodes()) {
     if (n.is_backward) continue;
     SearchOp op;
@@ -174,7 +175,10 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
         op.letter_size.push_back(divisible[c]);
       }
     }
-    op.candidates = CandidateSplits(op.letter_size, options.devices);
+    // Repeated layers share their letters' sizes: enumerate each set of sizes once.
+    auto [known, added] = splits.try_emplace(op.letter_size);
+    if (added) known->second = CandidateSplits(op.letter_size, options.devices);
+    op.candidates = known->second;
     if (n.op == OpKind::kMatMul || n.op == OpKind::kBatchMatMul)
       op.gemm = GemmOf(op.sig, size, op.letters);
     if (n.op == OpKind::kConv2D) op.conv = ConvGemmOf(op.sig, size, op.letters);
@@ -231,6 +235,12 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     }
     op_of[n.id] = static_cast<int>(g.ops_.size());
     g.ops_.push_back(std::move(op));
+  }
+  for (size_t i = 0; i < g.ops_.size(); ++i) {
+    for (ValueId v : forward.node(g.ops_[i].node).inputs) {
+      if (forward.value(v).kind == ValueKind::kParameter)
+        g.first_reader_.emplace(v, static_cast<int>(i));
+    }
   }
   // Edges: every forward value from one forward operator to another, in node order.
   for (const SearchOp& op : g.ops_) {

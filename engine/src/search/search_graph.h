@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "shardscope/gradient_overlap.h"
 #include "shardscope/redistribution/redistribution.h"
 #include "shardscope/search.h"
 #include "shardscope/sharding_rule.h"
@@ -130,9 +131,29 @@ class SearchGraph {
   // computation costs beyond its price when it runs on one core (devices x its work, the
   // start of a phase between collectives on oversubscribed cores; 0 without).
   double ComputeBeforeCollective(int op, const Parts& parts) const;
+  // Of OpCompute: the backward's computation (the overlap's window), seconds.
+  double OpBackward(int op, const Parts& parts) const;
   // Of OpCost: the parameter gradients' all-reduces (an activation's gradient is reduced on its
-  // edge, EdgeCost), seconds; adds their number to `*collectives`.
-  double OpCommunication(int op, const Parts& parts, double* collectives = nullptr) const;
+  // edge, EdgeCost), seconds; adds their number to `*collectives`. With `gradients`, the
+  // parameter gradients' reductions go there instead (with the operator after whose backward
+  // each is ready, GradientReadyOp) and the result is the rest (the loss's all-reduce).
+  using ReadyGradients = std::vector<std::pair<int, GradientReduction>>;
+  double OpCommunication(int op, const Parts& parts, double* collectives = nullptr,
+                         ReadyGradients* gradients = nullptr) const;
+  // The operator whose backward completes parameter `param`'s gradient: its first reader in
+  // forward order (the last to run backward); -1 for no parameter.
+  int GradientReadyOp(ValueId param) const;
+  // CostModel::overlap_gradients: the gradients' reductions on one stream beside the backward
+  // (gradient_overlap.h); adds the rest of the operators' price (computation, the loss's
+  // all-reduce) to `*serial`.
+  GradientOverlap Overlap(const std::vector<Parts>& assignment, double* serial) const;
+  // The searches' local stand-in for the overlap: OpCost prices a gradient's reduction at the
+  // weight of the operator it is ready after (GradientReadyOp) x its seconds (empty: 1, whole;
+  // Total always prices the overlap). Caches own costs again.
+  void SetGradientWeights(std::vector<double> per_op) {
+    gradient_weights_ = std::move(per_op);
+    CacheOwnCosts();
+  }
   // Memory per device of op `op` under `parts`, bytes.
   double OpMemory(int op, const Parts& parts) const;
   // Redistribution cost of edge `e` with its producer / consumer under these parts; adds the
@@ -171,7 +192,8 @@ class SearchGraph {
   // adds the steps to `*collectives`.
   double PlannedGradientSeconds(int op, const Parts& parts, int input, double compute_before,
                                 double* collectives) const;
-  // Total predicted step time of a complete assignment.
+  // Total predicted step time of a complete assignment (with CostModel::overlap_gradients,
+  // the reductions' exposed tail instead of their sum).
   double Total(const std::vector<Parts>& assignment) const;
   // Of Total: the computation, and the number of collectives and exchanges per step.
   struct Breakdown {
@@ -213,6 +235,7 @@ class SearchGraph {
   void SetMemoryObjective(const MemoryOption& option, double weight);
   void RefreshOwnCosts();
   const MemoryOption& memory_option() const { return memory_option_; }
+  double memory_weight() const { return memory_weight_; }
   // A rank's memory estimate of an assignment under the option set: the operators' sum, the
   // largest whole parameter drawn at initialisation and, recomputing, the largest scope's
   // replay. `largest`: the operator that holds the most.
@@ -290,6 +313,10 @@ class SearchGraph {
   std::vector<std::vector<char>> saved_output_;
   double memory_weight_ = 0;
   bool own_costs_stale_ = false;
+  std::vector<double> gradient_weights_;
+  std::map<ValueId, int> first_reader_;  // GradientReadyOp
+  // OpCompute's forward and backward work (before ComputeSlowdown); `forward` its forward.
+  double OpWork(int op, const Parts& parts, double* forward) const;
   std::vector<int> recompute_scope_;
   std::vector<std::vector<char>> kept_output_;
 };

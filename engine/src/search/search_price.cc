@@ -127,7 +127,13 @@ std::vector<int64_t> SearchGraph::TensorParts(int op, const std::string& letters
 }
 
 double SearchGraph::OpCost(int op, const Parts& parts) const {
-  return OpCompute(op, parts) + OpCommunication(op, parts);
+  if (gradient_weights_.empty()) return OpCompute(op, parts) + OpCommunication(op, parts);
+  // The searches' additive stand-in for the overlap (SetGradientWeight): the gradients'
+  // reductions at the weight.
+  ReadyGradients gradients;
+  double cost = OpCompute(op, parts) + OpCommunication(op, parts, nullptr, &gradients);
+  for (const auto& [ready, r] : gradients) cost += gradient_weights_[ready] * r.seconds;
+  return cost;
 }
 
 double SearchGraph::ComputeBeforeCollective(int op, const Parts& parts) const {
@@ -140,18 +146,11 @@ double SearchGraph::ComputeBeforeCollective(int op, const Parts& parts) const {
          ExtraOfOneCore(options_.devices, cm.in_process.ComputeSlowdown(options_.devices));
 }
 
-double SearchGraph::OpCompute(int op, const Parts& parts) const {
+double SearchGraph::OpWork(int op, const Parts& parts, double* forward) const {
   const SearchOp& o = ops_[op];
   double touched = 0;
   for (const SearchOperand& in : o.inputs) touched += in.bytes / in.Parts(parts);
   for (const SearchOperand& out : o.outputs) touched += out.bytes / out.Parts(parts);
-  // The optimizer's update of each parameter shard: it reads the weight, its gradient and
-  // every state tensor and writes the weight and the states back (memory-bound).
-  double update = 0;
-  for (const SearchOperand& in : o.inputs) {
-    if (in.kind == ValueKind::kParameter)
-      update += in.bytes / in.Parts(parts) * (3 + 2 * options_.optimizer_states);
-  }
   const CostModel& cm = options_.cost;
   double work = 0;  // forward and backward
   if (o.gemm && !cm.gemm_rates.empty()) {
@@ -162,6 +161,7 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
     const double batch = o.gemm->batch.Shard(parts), r = o.gemm->rows.Shard(parts),
                  d = o.gemm->depth.Shard(parts), c = o.gemm->cols.Shard(parts);
     work = cm.GemmSeconds(r, d, c);
+    *forward = work * batch;
     if (o.inputs[0].needs_grad) work += cm.GemmSeconds(r, c, d);
     if (o.inputs[1].needs_grad) work += cm.GemmSeconds(d, r, c);
     work *= batch;
@@ -171,6 +171,7 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
     // kernel, its im2col copy included).
     const double images = o.conv->batch.Shard(parts), r = o.conv->rows.Shard(parts),
                  d = o.conv->depth.Shard(parts), c = o.conv->cols.Shard(parts);
+    *forward = images * cm.ConvGemmSeconds(r, d, c);
     work = cm.ConvGemmSeconds(r, d, c) + cm.ConvGemmSeconds(r, c, d);
     if (o.inputs[0].needs_grad) work += cm.ConvGemmSeconds(d, r, c);
     work *= images;
@@ -179,14 +180,38 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
     // bytes of its input shard (MaxPool2D: the flop count prices window comparisons as
     // nothing and its gradient as a copy, well below what the kernels take).
     work = o.inputs[0].bytes / o.inputs[0].Parts(parts) / o.kernel_rate;
+    *forward = work / 3;
   } else {
     work = 3 * cm.OperatorSeconds(o.flops / static_cast<double>(Product(parts)), touched);
+    *forward = work / 3;
   }
+  return work;
+}
+
+double SearchGraph::OpCompute(int op, const Parts& parts) const {
+  const SearchOp& o = ops_[op];
+  // The optimizer's update of each parameter shard: it reads the weight, its gradient and
+  // every state tensor and writes the weight and the states back (memory-bound).
+  double update = 0;
+  for (const SearchOperand& in : o.inputs) {
+    if (in.kind == ValueKind::kParameter)
+      update += in.bytes / in.Parts(parts) * (3 + 2 * options_.optimizer_states);
+  }
+  const CostModel& cm = options_.cost;
+  double forward = 0;
+  const double work = OpWork(op, parts, &forward);
   // Devices sharing too few cores compute one after another (ComputeSlowdown).
   return (work + cm.MemorySeconds(update)) * cm.in_process.ComputeSlowdown(options_.devices);
 }
 
-double SearchGraph::OpCommunication(int op, const Parts& parts, double* collectives) const {
+double SearchGraph::OpBackward(int op, const Parts& parts) const {
+  double forward = 0;
+  const double work = OpWork(op, parts, &forward);
+  return (work - forward) * options_.cost.in_process.ComputeSlowdown(options_.devices);
+}
+
+double SearchGraph::OpCommunication(int op, const Parts& parts, double* collectives,
+                                    ReadyGradients* gradients) const {
   const SearchOp& o = ops_[op];
   const CostModel& cm = options_.cost;
   double grad_reduce = 0;
@@ -198,26 +223,40 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     if (collectives != nullptr && s > 0) *collectives += 1;
     return s;
   };
+  // A parameter gradient's reduction: on the overlap stream when asked (Total), else summed.
+  const auto gradient = [&](size_t input, double bytes, double seconds, bool bucketed) {
+    if (gradients != nullptr && seconds > 0) {
+      const int ready = GradientReadyOp(graph_->node(o.node).inputs[input]);
+      gradients->push_back({ready < 0 ? op : ready, {bytes, seconds, bucketed}});
+      return 0.0;
+    }
+    return seconds;
+  };
   for (size_t i = 0; i < o.inputs.size(); ++i) {
     const SearchOperand& in = o.inputs[i];
     if (in.kind != ValueKind::kParameter) continue;
     int spanned = 0;  // split letters the gradient is a partial sum over
     for (int l : in.missing) spanned += parts[l] > 1;
+    const double shard = in.bytes / in.Parts(parts);
     if (spanned > 1) {
       // The planner may reduce over two mesh axes in several steps (reduce-scatter along one,
       // all-reduce along the other, all-gather), which train does not bucket.
-      grad_reduce += PlannedGradientSeconds(op, parts, static_cast<int>(i), before, collectives);
+      grad_reduce += gradient(
+          i, shard, PlannedGradientSeconds(op, parts, static_cast<int>(i), before, collectives),
+          false);
       continue;
     }
     // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
     // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
     // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
-    const double shard = in.bytes / in.Parts(parts);
     int64_t partial = 1;
     for (int l : in.missing) partial *= parts[l];
     const double share = cm.GradientBucketShare(shard);
-    if (partial > 1)
-      grad_reduce += share * reduce(shard / share, partial, GroupLink(parts, in.missing));
+    if (partial > 1) {
+      grad_reduce +=
+          gradient(i, shard, share * reduce(shard / share, partial, GroupLink(parts, in.missing)),
+                   share < 1);
+    }
   }
   for (const SearchOperand& out : o.outputs) {
     // A result nothing reads (the loss) left as a partial sum is all-reduced to be reported.
@@ -377,11 +416,34 @@ double SearchGraph::Total(const std::vector<Parts>& a) const {
   // Each reader's 1/fanout share of its value's redistribution: what dynamic_programming's
   // pairwise edges minimize exactly (EdgeCostAmong groups readers by layout instead).
   double total = 0;
-  for (size_t i = 0; i < ops_.size(); ++i) total += OpCost(static_cast<int>(i), a[i]);
+  if (options_.cost.overlap_gradients) {
+    const double exposed = Overlap(a, &total).exposed_seconds();
+    total += exposed;
+  } else {
+    for (size_t i = 0; i < ops_.size(); ++i) total += OpCost(static_cast<int>(i), a[i]);
+  }
   for (size_t e = 0; e < edges_.size(); ++e) {
     total += EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer]);
   }
   return total;
+}
+
+GradientOverlap SearchGraph::Overlap(const std::vector<Parts>& a, double* serial) const {
+  const size_t n = ops_.size();
+  std::vector<BackwardSegment> backward(n);  // in backward order: the last operator first
+  ReadyGradients ready;
+  for (size_t i = 0; i < n; ++i) {
+    const int op = static_cast<int>(i);
+    *serial += OpCompute(op, a[i]) + OpCommunication(op, a[i], nullptr, &ready);
+    backward[n - 1 - i].seconds = OpBackward(op, a[i]);
+  }
+  for (const auto& [op, r] : ready) backward[n - 1 - op].reductions.push_back(r);
+  return ScheduleGradientReductions(backward, options_.cost.gradient_bucket_bytes);
+}
+
+int SearchGraph::GradientReadyOp(ValueId param) const {
+  const auto it = first_reader_.find(param);
+  return it == first_reader_.end() ? -1 : it->second;
 }
 
 SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {

@@ -167,6 +167,11 @@ struct CostModel {
   // bucket_cap_mb, 25 MiB): a gradient pays its share of one bucket's latency terms
   // (GradientBucketShare). 0 = one collective per gradient. Searches and PriceProgram.
   double gradient_bucket_bytes = 0;
+  // Parameter gradients' reductions overlap the backward (DDP and Megatron launch a bucket's
+  // all-reduce when it is ready): the step pays what runs past the backward's end
+  // (gradient_overlap.h). Cluster profiles set it; false (in-process: `train` reduces after
+  // the backward) = their sum. Searches' Total and PriceProgram.
+  bool overlap_gradients = false;
   // The optional in-process term (device threads sharing a few cores); zero = none. Only
   // the searches and PriceProgram read it, to predict in-process runs on this machine.
   InProcessOverhead in_process;
