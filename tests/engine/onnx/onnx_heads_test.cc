@@ -139,12 +139,15 @@ TEST(OnnxHeads, MegatronInputGradientsAreReducedOnceAndPricedAsTheProgram) {
   EXPECT_LT(std::abs(objective - step), 0.1 * communication) << objective << " vs " << step;
 }
 
-// One sequence of GPT-2 on the 8 GPUs of an H100 node: dynamic programming chooses Megatron
-// in every layer — q, k, v and fc by columns, the MLP's output projection by rows, attention by
-// 4 of the 12 heads — with the sequence split over the other 2 devices.
+// One sequence of GPT-2 on the 8 GPUs of an H100 node, its gradients reduced after the
+// backward as Megatron-LM's published runs (--no-overlap; overlapped, every token split 8 ways
+// with the weights replicated is cheaper): dynamic programming chooses Megatron in every layer — q,
+// k, v and fc by columns, the MLP's output projection by rows, attention by 4 of the 12 heads —
+// with the sequence split over the other 2 devices.
 TEST(OnnxHeads, DynamicProgrammingChoosesMegatronForGpt2OnAnH100Node) {
   const Plan p = PlanJson(Sample(kGpt2.file) +
-                          " --devices 8 --batch 1 --search dynamic_programming --cluster dgx-h100");
+                          " --devices 8 --batch 1 --search dynamic_programming --cluster dgx-h100 "
+                          "--no-overlap");
   for (const char* layer : {"h.0.", "h.5.", "h.11."}) {
     const std::string at = layer;
     for (const char* col : {"attn.q_proj", "attn.k_proj", "attn.v_proj", "mlp.fc"})
@@ -159,12 +162,14 @@ TEST(OnnxHeads, DynamicProgrammingChoosesMegatronForGpt2OnAnH100Node) {
   }
 }
 
-// The Llama-style decoder on one H100 node: dynamic programming splits gate and up by
+// The Llama-style decoder on one H100 node, gradients reduced after the backward (as above):
+// dynamic programming splits gate and up by
 // columns, contracts down's intermediate dimension where they split it (its weight by rows),
 // and attention by all 8 key/value groups; its plan prices no higher than Megatron's
 // down_proj ((1,8),(8,1)) in every layer, as `plan` prices both.
 TEST(OnnxHeads, DynamicProgrammingSplitsLlamaMlpColumnThenRowOnAnH100Node) {
-  const std::string args = Sample(kLlama.file) + " --devices 8 --batch 1 --cluster dgx-h100";
+  const std::string args =
+      Sample(kLlama.file) + " --devices 8 --batch 1 --cluster dgx-h100 --no-overlap";
   const std::string saved =
       (std::filesystem::temp_directory_path() / "shardscope_llama_dp_strategy.json").string();
   const Plan p = PlanJson(args + " --search dynamic_programming --save-strategy " + saved);
