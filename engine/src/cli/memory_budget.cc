@@ -49,6 +49,20 @@ Result<PlanMemory> FitPlanMemory(const ModelFile& mf, const Graph& graph,
   return m;
 }
 
+Result<int64_t> SearchedPlanPeak(const ModelFile& mf, const ModelGraph& model,
+                                 const SearchResult& searched, const SearchFlags& flags,
+                                 PartitionOptions partition) {
+  TakeSearchMemoryChoices(searched, flags, mf.parallel(), &partition);
+  SHARDSCOPE_ASSIGN_OR_RETURN(
+      SearchOptions options,
+      MakeSearchOptions(flags, SearchMode::kSemiAuto, partition.devices, partition.meshes));
+  ModelGraph planned = model;  // planning differentiates it; the caller plans it again
+  SHARDSCOPE_ASSIGN_OR_RETURN(DistProgram program, PlanTrainingProgram(&planned, partition));
+  SHARDSCOPE_ASSIGN_OR_RETURN(RankMemory m,
+                              PlannedRankMemory(mf, planned.graph, program, options.dtype));
+  return m.total;
+}
+
 std::string NothingFitsMessage(const ModelFile& mf, const PlanMemory& m) {
   const MemoryCandidate& c = m.fit.chosen;
   std::string text = mf.path() + ": the plan does not fit the " + Bytes(m.capacity_bytes) +

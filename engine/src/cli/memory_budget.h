@@ -26,6 +26,12 @@ Result<PlanMemory> FitPlanMemory(const ModelFile& mf, const Graph& graph,
                                  const SearchOptions& options, const SearchFlags& flags,
                                  const SearchResult* searched = nullptr);
 
+// The real per-device peak of `model` with its forward annotated by `searched`: partitioned
+// with `partition` and the search's memory choices, at the flags' dtype (ApplySearchFlags).
+Result<int64_t> SearchedPlanPeak(const ModelFile& mf, const ModelGraph& model,
+                                 const SearchResult& searched, const SearchFlags& flags,
+                                 PartitionOptions partition);
+
 // Why nothing fits: the capacity, the least figure and its options, the largest consumer and
 // the operator at the peak (for exit 2).
 std::string NothingFitsMessage(const ModelFile& mf, const PlanMemory& m);

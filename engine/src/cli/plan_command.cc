@@ -194,16 +194,19 @@ int RunPlan(const PlanOptions& original) {
   flags.optimizer_states = OptimizerStateTensors(mf->training().optimizer.kind);
   flags.file_dtype = mf->training().dtype;
   SetSearchMemoryChoices(parallel, &flags);
-  auto searched = ApplySearchFlags(flags, *mode, &model->graph, devices, partition.meshes,
-                                   /*save=*/true);
-  if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
-  const SearchResult& r = **searched;
-  TakeSearchMemoryChoices(r, flags, parallel, &partition);
   auto options = MakeSearchOptions(flags, *mode, devices, partition.meshes);
   if (!options.ok()) return Fail(kExitBadInput, options.status().message());
   partition.cost = options->cost;
   partition.gradient_bucket_bytes = static_cast<int64_t>(options->cost.gradient_bucket_bytes);
   partition.element_bytes = PrecisionBytes(options->dtype);  // the program is priced, not run
+  const SearchedPeakFn peak = [&](const SearchResult& result) {
+    return SearchedPlanPeak(*mf, *model, result, flags, partition);
+  };
+  auto searched = ApplySearchFlags(flags, *mode, &model->graph, devices, partition.meshes,
+                                   /*save=*/true, peak);
+  if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
+  const SearchResult& r = **searched;
+  TakeSearchMemoryChoices(r, flags, parallel, &partition);
 
   if (!o.explain.empty()) {
     std::vector<std::string> names;

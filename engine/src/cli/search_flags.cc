@@ -243,7 +243,7 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
 
 Result<std::optional<SearchResult>> ApplySearchFlags(
     const SearchFlags& f, std::optional<SearchMode> mode, Graph* forward, int devices,
-    const std::map<std::string, DeviceMesh>& meshes, bool save) {
+    const std::map<std::string, DeviceMesh>& meshes, bool save, const SearchedPeakFn& peak) {
   if (!f.load_strategy.empty()) {
     SHARDSCOPE_ASSIGN_OR_RETURN(int loaded, LoadStrategyFile(f.load_strategy, forward));
     (void)loaded;
@@ -252,8 +252,21 @@ Result<std::optional<SearchResult>> ApplySearchFlags(
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchOptions o, MakeSearchOptions(f, *mode, devices, meshes));
   const std::vector<std::string> layers = LayerScopes(*forward);
   if (f.recompute_layers_open && !layers.empty()) o.recompute_options = {{}, layers};
+  const bool check = peak && o.memory_budget_bytes > 0 && *mode != SearchMode::kSemiAuto;
+  const Graph unannotated = check ? *forward : Graph();
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult r, SearchStrategies(*forward, o));
   SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(r, forward));
+  if (check && r.memory_fits && r.memory_estimate_bytes > 0 && !r.recompute.empty()) {
+    // With recomputation the estimate counts a scope's replay but not its backward's
+    // temporaries (beyond memory_target's margin): where they break the budget, aim lower.
+    SHARDSCOPE_ASSIGN_OR_RETURN(const int64_t real, peak(r));
+    if (static_cast<double>(real) > o.memory_budget_bytes) {
+      o.memory_target *= r.memory_estimate_bytes / static_cast<double>(real);
+      *forward = unannotated;
+      SHARDSCOPE_ASSIGN_OR_RETURN(r, SearchStrategies(*forward, o));
+      SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(r, forward));
+    }
+  }
   if (save && !f.save_strategy.empty()) {
     std::ofstream out(f.save_strategy);
     out << SearchResultToJson(r) << "\n";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -75,11 +76,17 @@ void AddSearchFlags(CLI::App* app, SearchFlags& flags);
 Result<SearchOptions> MakeSearchOptions(const SearchFlags& flags, SearchMode mode, int devices,
                                         const std::map<std::string, DeviceMesh>& meshes);
 
+// A searched plan's real per-device peak (`forward` annotated by the result, partitioned).
+using SearchedPeakFn = std::function<Result<int64_t>(const SearchResult&)>;
+
 // Applies --load-strategy, then the search `mode` (when set) to `forward`'s annotations;
 // writes --save-strategy when `save` (rank 0 only). Returns the search's result, if any.
+// With `peak`: a plan recomputing scopes that the search estimated to fit the memory budget
+// but whose real peak exceeds it is searched once more, aiming as far under the budget as the
+// estimate fell short.
 Result<std::optional<SearchResult>> ApplySearchFlags(
     const SearchFlags& flags, std::optional<SearchMode> mode, Graph* forward, int devices,
-    const std::map<std::string, DeviceMesh>& meshes, bool save);
+    const std::map<std::string, DeviceMesh>& meshes, bool save, const SearchedPeakFn& peak = {});
 
 // The search `train` runs: --search, else the model file's `mode: auto` with its `search`
 // (default sharding_propagation), else semi_auto when --load-strategy is given, else none.

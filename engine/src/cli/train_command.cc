@@ -191,9 +191,13 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
   SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, mf.Build(tc.batch));
   if ((plan.mode != "semi_auto" && plan.mode != "auto") || o.ignore_parallel)
     StripAnnotations(model);
+  const SearchFlags flags = SearchFlagsFor(o, mf);
+  const SearchedPeakFn peak = [&](const SearchResult& result) {
+    return SearchedPlanPeak(mf, model, result, flags, plan.partition);
+  };
   SHARDSCOPE_ASSIGN_OR_RETURN(
-      auto searched, ApplySearchFlags(SearchFlagsFor(o, mf), plan.search, &model.graph,
-                                      plan.partition.devices, plan.partition.meshes, lead));
+      auto searched, ApplySearchFlags(flags, plan.search, &model.graph, plan.partition.devices,
+                                      plan.partition.meshes, lead, peak));
   PartitionOptions options = plan.partition;
   std::string ir;
   if (!o.dump_ir.empty() && lead) {
@@ -505,8 +509,12 @@ int RunTrainReported(const TrainOptions& o) {
     if (!model.ok()) return Fail(kExitBadInput, model.status().message());
     if ((plan->mode != "semi_auto" && plan->mode != "auto") || o.ignore_parallel)
       StripAnnotations(*model);
-    auto searched = ApplySearchFlags(SearchFlagsFor(o, *mf), plan->search, &model->graph,
-                                     plan->partition.devices, plan->partition.meshes, false);
+    const SearchFlags flags = SearchFlagsFor(o, *mf);
+    const SearchedPeakFn peak = [&](const SearchResult& result) {
+      return SearchedPlanPeak(*mf, *model, result, flags, plan->partition);
+    };
+    auto searched = ApplySearchFlags(flags, plan->search, &model->graph, plan->partition.devices,
+                                     plan->partition.meshes, false, peak);
     if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
     if (*searched)
       TakeSearchMemoryChoices(**searched, SearchFlagsFor(o, *mf), mf->parallel(), &plan->partition);

@@ -213,4 +213,31 @@ TEST(MemoryFitCli, LlamaAtSixtyFourH100sFitsOrSaysWhyNot) {
   EXPECT_NE(o.text.find("the largest consumer is "), std::string::npos) << o.text;
 }
 
+// Megatron's 18.4B GPT (40 layers) searched for 256 A100s, every layer recomputed: the search's
+// estimate leaves out the backward's temporaries, so its first plan does not fit 80 GB; plan
+// searches again aiming lower, and the plan fits as searched (no memory option added after).
+TEST(PlanMemory, ARecomputedPlanTheEstimateFitsFitsAsSearched) {
+  const std::string yaml =
+      (std::filesystem::temp_directory_path() / "shardscope_megatron_18b.yaml").string();
+  const auto made =
+      shardscope_cli_test::RunCommand("python3 " SHARDSCOPE_SOURCE_DIR
+                                      "/scripts/megatron_gpt.py --layers 40 --hidden 6144 "
+                                      "--heads 48 --dp 256 --search dynamic_programming > " +
+                                          yaml,
+                                      false);
+  ASSERT_EQ(made.code, 0) << made.text;
+  const Output o = Shardscope("plan " + yaml +
+                                  " --cluster dgx-a100-80gb --dtype bf16 --batch 1024 --recompute "
+                                  "--no-overlap --json",
+                              false);
+  ASSERT_EQ(o.code, 0) << o.text;
+  const nlohmann::json j = nlohmann::json::parse(o.text);
+  const nlohmann::json& memory = j["memory"];
+  EXPECT_TRUE(memory["fits"].get<bool>()) << memory.dump();
+  EXPECT_EQ(memory["optimizer_sharding"].get<int>(), j["search_optimizer_sharding"].get<int>());
+  EXPECT_EQ(memory["tried"].size(), 1u) << memory.dump();
+  EXPECT_LE(memory["per_device_bytes"].get<double>(), memory["capacity_bytes"].get<double>());
+  std::filesystem::remove(yaml);
+}
+
 }  // namespace

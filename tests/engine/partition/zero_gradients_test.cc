@@ -199,10 +199,11 @@ TEST(ZeroGradients, PricedCollectivesAreTheOnesAStepCalls) {
     const Dataset data = Data();
     TrainConfig config = testing_law::LawConfig();
     config.bucket_bytes = bucket;  // 0: every collective counted on its own
+    const int zero = stage;        // a lambda may not capture a structured binding (C++17)
     Status st = RunOnDevices(kDevices, [&](Communicator& comm) -> Status {
       SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, MlpWith("((2,1),(1,4))")());
-      SHARDSCOPE_ASSIGN_OR_RETURN(auto t, DistTrainer::Create(std::move(model), config,
-                                                              Zero(stage, kDevices), comm.rank()));
+      SHARDSCOPE_ASSIGN_OR_RETURN(
+          auto t, DistTrainer::Create(std::move(model), config, Zero(zero, kDevices), comm.rank()));
       BatchIterator it(data, kBatch, 1, false);
       Tensor x, y;
       for (int s = 0; s < 3 && it.Next(&x, &y); ++s) {  // the first steps split communicators
