@@ -1,5 +1,6 @@
 #include "cli/search_flags.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -252,7 +253,12 @@ Result<std::optional<SearchResult>> ApplySearchFlags(
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchOptions o, MakeSearchOptions(f, *mode, devices, meshes));
   const std::vector<std::string> layers = LayerScopes(*forward);
   if (f.recompute_layers_open && !layers.empty()) o.recompute_options = {{}, layers};
-  const bool check = peak && o.memory_budget_bytes > 0 && *mode != SearchMode::kSemiAuto;
+  // Only a plan that may recompute is checked, so only then is the unsearched graph kept.
+  const bool may_recompute =
+      std::any_of(o.recompute_options.begin(), o.recompute_options.end(),
+                  [](const std::vector<std::string>& scopes) { return !scopes.empty(); });
+  const bool check =
+      peak && may_recompute && o.memory_budget_bytes > 0 && *mode != SearchMode::kSemiAuto;
   const Graph unannotated = check ? *forward : Graph();
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchResult r, SearchStrategies(*forward, o));
   SHARDSCOPE_RETURN_IF_ERROR(ApplySearchResult(r, forward));
