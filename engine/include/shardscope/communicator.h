@@ -124,7 +124,7 @@ CommTraffic BroadcastTraffic(int64_t count, int size, int rank, int root);
 
 class Communicator;
 
-// A collective started without waiting (Communicator::StartAllReduce). Its buffers stay in
+// A collective started without waiting (Communicator::StartAllReduce, StartReduceScatter). Its buffers stay in
 // use until Test() returns true or Wait() returns: do not read, write or free them before.
 // Like the communicator, a request belongs to one rank's thread; the communicator that
 // started it must outlive it. Destroying a request that is not complete waits for it.
@@ -207,6 +207,11 @@ class Communicator {
   // rank() (in place); no other overlap.
   Status ReduceScatter(std::span<const float> in, std::span<float> out,
                        ReduceOp op = ReduceOp::kSum);
+  // ReduceScatter without waiting, as StartAllReduce is to AllReduce: the same bits, the
+  // same rules (every rank starts the same sequence; in-process the last rank to start
+  // reduces every rank's block; MPI: nonblocking calls advanced by Test/Wait).
+  Result<CommRequest> StartReduceScatter(std::span<const float> in, std::span<float> out,
+                                         ReduceOp op = ReduceOp::kSum);
 
   // `in` and `out` are size() equal blocks; block j of rank i's `in` becomes block i of rank
   // j's `out`. in.size() == out.size(), divisible by size(), the same on every rank.
@@ -256,6 +261,10 @@ class Communicator {
                                                                     ReduceOp op);
   virtual Status DoAllGather(std::span<const float> in, std::span<float> out) = 0;
   virtual Status DoReduceScatter(std::span<const float> in, std::span<float> out, ReduceOp op) = 0;
+  // Default: the blocking DoReduceScatter, returning a completed op.
+  virtual Result<std::unique_ptr<CommRequest::Op>> DoStartReduceScatter(std::span<const float> in,
+                                                                        std::span<float> out,
+                                                                        ReduceOp op);
   virtual Status DoAllToAll(std::span<const float> in, std::span<float> out) = 0;
   virtual Status DoAllToAllV(std::span<const float> in, std::span<const int64_t> send_counts,
                              std::span<const int64_t> send_displs, std::span<float> out,

@@ -249,18 +249,41 @@ Status Communicator::AllGather(std::span<const float> in, std::span<float> out) 
   return Status::Ok();
 }
 
+namespace {
+Status CheckReduceScatter(const char* name, int size, int rank, std::span<const float> in,
+                          std::span<float> out) {
+  if (in.size() != out.size() * size) {
+    return Bad(name, "in has " + Sz(in.size()) + " elements; expected " + std::to_string(size) +
+                         " x " + Sz(out.size()));
+  }
+  if (Overlap(in, out) && out.data() != in.data() + rank * out.size())
+    return Bad(name, "out overlaps in without being in's own block");
+  return Status::Ok();
+}
+}  // namespace
+
 Status Communicator::ReduceScatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
   const char* name = "ReduceScatter";
-  if (in.size() != out.size() * size()) {
-    return RejectCollective(name, Bad(name, "in has " + Sz(in.size()) + " elements; expected " +
-                                                std::to_string(size()) + " x " + Sz(out.size())));
-  }
-  if (Overlap(in, out) && out.data() != in.data() + rank() * out.size()) {
-    return RejectCollective(name, Bad(name, "out overlaps in without being in's own block"));
-  }
+  Status st = CheckReduceScatter(name, size(), rank(), in, out);
+  if (!st.ok()) return RejectCollective(name, st);
   SHARDSCOPE_RETURN_IF_ERROR(DoReduceScatter(in, out, op));
   Count(ReduceScatterTraffic(static_cast<int64_t>(out.size()), size()));
   return Status::Ok();
+}
+
+Result<CommRequest> Communicator::StartReduceScatter(std::span<const float> in,
+                                                     std::span<float> out, ReduceOp op) {
+  SHARDSCOPE_RETURN_IF_ERROR(CheckReduceScatter("StartReduceScatter", size(), rank(), in, out));
+  SHARDSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<CommRequest::Op> started,
+                              DoStartReduceScatter(in, out, op));
+  const CommTraffic traffic = ReduceScatterTraffic(static_cast<int64_t>(out.size()), size());
+  return CommRequest(std::move(started), [this, traffic] { Count(traffic); });
+}
+
+Result<std::unique_ptr<CommRequest::Op>> Communicator::DoStartReduceScatter(
+    std::span<const float> in, std::span<float> out, ReduceOp op) {
+  SHARDSCOPE_RETURN_IF_ERROR(DoReduceScatter(in, out, op));
+  return std::unique_ptr<CommRequest::Op>(std::make_unique<DoneOp>());
 }
 
 Status Communicator::AllToAll(std::span<const float> in, std::span<float> out) {

@@ -10,9 +10,9 @@
 //   3. wait at barrier B, after which nobody reads the other ranks' buffers any more.
 // Waiting also ends when the world is aborted or when a rank that never joined has already
 // returned from InProcessWorld::Run's function (which would otherwise hang forever).
-// StartAllReduce posts its buffers in a numbered round of the group and returns; the last
-// rank to post reduces the whole buffer for every rank (each element in rank order, as the
-// blocking AllReduce does), so the other ranks compute on until they wait.
+// StartAllReduce and StartReduceScatter post their buffers in a numbered round of the group
+// and return; the last rank to post reduces for every rank (each element in rank order, as
+// the blocking calls do), so the other ranks compute on until they wait.
 #include <algorithm>
 #include <atomic>
 #include <cassert>
@@ -73,7 +73,8 @@ struct Message {
 
 struct WorldState;
 
-// One StartAllReduce call of every member (the n-th call of each rank meets in round n).
+// One StartAllReduce or StartReduceScatter call of every member (the n-th call of each rank
+// meets in round n).
 struct AsyncRound {
   std::vector<Slot> slots;
   int arrived = 0;
@@ -178,6 +179,9 @@ class InProcessComm final : public Communicator {
   Result<std::unique_ptr<CommRequest::Op>> DoStartAllReduce(std::span<const float> in,
                                                             std::span<float> out,
                                                             ReduceOp op) override;
+  Result<std::unique_ptr<CommRequest::Op>> DoStartReduceScatter(std::span<const float> in,
+                                                                std::span<float> out,
+                                                                ReduceOp op) override;
   Status DoAllGather(std::span<const float> in, std::span<float> out) override;
   Status DoReduceScatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
   Status DoAllToAll(std::span<const float> in, std::span<float> out) override;
@@ -202,18 +206,22 @@ class InProcessComm final : public Communicator {
   int FinishedMember() const;
   Status LeftWhileWaiting(std::unique_lock<std::mutex>& lk, std::string_view what, int gone);
 
-  friend class AsyncAllReduce;
+  // Posts `slot` in this rank's next round of the group; the last rank to post runs
+  // compute(slots) for every rank.
+  template <typename Compute>
+  Result<std::unique_ptr<CommRequest::Op>> StartRound(Slot slot, Compute&& compute);
+  friend class AsyncCollective;
   bool RoundDone(uint64_t id);
   Status WaitRound(uint64_t id);
 
   std::shared_ptr<Group> g_;
   const int rank_;
-  uint64_t next_round_ = 0;  // this rank's StartAllReduce calls so far
+  uint64_t next_round_ = 0;  // this rank's Start* calls so far
 };
 
-class AsyncAllReduce final : public CommRequest::Op {
+class AsyncCollective final : public CommRequest::Op {
  public:
-  AsyncAllReduce(InProcessComm* comm, uint64_t id) : comm_(comm), id_(id) {}
+  AsyncCollective(InProcessComm* comm, uint64_t id) : comm_(comm), id_(id) {}
   bool Test() override { return comm_->RoundDone(id_); }
   Status Wait() override { return comm_->WaitRound(id_); }
 
@@ -297,12 +305,13 @@ Status CheckSlots(const std::vector<Slot>& s) {
     if (op == "AllReduce" || op == "StartAllReduce" || op == "AllGather" || op == "AllToAll") {
       if (s[k].in_n != s[0].in_n) return disagree("the element count", k, s[0].in_n, s[k].in_n);
     }
-    if (op == "ReduceScatter" || op == "Broadcast") {
+    if (op == "ReduceScatter" || op == "StartReduceScatter" || op == "Broadcast") {
       if (s[k].out_n != s[0].out_n) {
         return disagree("the element count", k, s[0].out_n, s[k].out_n);
       }
     }
-    if (op == "AllReduce" || op == "StartAllReduce" || op == "ReduceScatter") {
+    if (op == "AllReduce" || op == "StartAllReduce" || op == "ReduceScatter" ||
+        op == "StartReduceScatter") {
       if (s[k].reduce != s[0].reduce) {
         return Status::Invalid(std::string(op) + ": ranks disagree on the operation: rank 0 " +
                                ReduceOpName(s[0].reduce) + ", rank " + std::to_string(k) + " " +
@@ -402,35 +411,57 @@ Status InProcessComm::DoAllReduce(std::span<const float> in, std::span<float> ou
   });
 }
 
-Result<std::unique_ptr<CommRequest::Op>> InProcessComm::DoStartAllReduce(std::span<const float> in,
-                                                                         std::span<float> out,
-                                                                         ReduceOp op) {
+template <typename Compute>
+Result<std::unique_ptr<CommRequest::Op>> InProcessComm::StartRound(Slot slot, Compute&& compute) {
   Group& g = *g_;
   const uint64_t id = next_round_++;
   std::unique_lock<std::mutex> lk(g.mu);
   if (g.world->aborted.load()) return g.world->AbortedStatus();
   AsyncRound& round = g.rounds[id];  // map nodes never move while other rounds come and go
   round.slots.resize(g.size());
-  round.slots[rank_] = BufferSlot("StartAllReduce", in, out, op);
+  round.slots[rank_] = std::move(slot);
   if (++round.arrived == g.size()) {
     lk.unlock();  // nobody writes the slots of a full round
     Status result = CheckSlots(round.slots);
-    if (result.ok() && !in.empty()) {
-      const int p = g.size();
-      std::vector<const float*> inputs(p);
-      std::vector<float*> outs(p);
-      for (int k = 0; k < p; ++k) {
-        inputs[k] = round.slots[k].in;
-        outs[k] = round.slots[k].out;
-      }
-      comm_internal::ReduceInOrder(op, inputs, static_cast<int64_t>(in.size()), outs);
-    }
+    if (result.ok()) compute(static_cast<const std::vector<Slot>&>(round.slots));
     lk.lock();
     round.result = std::move(result);
     round.done = true;
     g.cv.notify_all();
   }
-  return std::unique_ptr<CommRequest::Op>(std::make_unique<AsyncAllReduce>(this, id));
+  return std::unique_ptr<CommRequest::Op>(std::make_unique<AsyncCollective>(this, id));
+}
+
+Result<std::unique_ptr<CommRequest::Op>> InProcessComm::DoStartAllReduce(std::span<const float> in,
+                                                                         std::span<float> out,
+                                                                         ReduceOp op) {
+  return StartRound(BufferSlot("StartAllReduce", in, out, op), [&](const std::vector<Slot>& s) {
+    if (in.empty()) return;
+    const int p = static_cast<int>(s.size());
+    std::vector<const float*> inputs(p);
+    std::vector<float*> outs(p);
+    for (int k = 0; k < p; ++k) {
+      inputs[k] = s[k].in;
+      outs[k] = s[k].out;
+    }
+    comm_internal::ReduceInOrder(op, inputs, static_cast<int64_t>(in.size()), outs);
+  });
+}
+
+// Every rank's block, each reduced in rank order as the blocking ReduceScatter does.
+Result<std::unique_ptr<CommRequest::Op>> InProcessComm::DoStartReduceScatter(
+    std::span<const float> in, std::span<float> out, ReduceOp op) {
+  return StartRound(BufferSlot("StartReduceScatter", in, out, op), [&](const std::vector<Slot>& s) {
+    const int p = static_cast<int>(s.size());
+    const int64_t m = static_cast<int64_t>(out.size());
+    if (m == 0) return;
+    std::vector<const float*> inputs(p);
+    for (int r = 0; r < p; ++r) {
+      for (int k = 0; k < p; ++k) inputs[k] = s[k].in + r * m;
+      float* const outs[1] = {s[r].out};
+      comm_internal::ReduceInOrder(op, inputs, m, outs);
+    }
+  });
 }
 
 bool InProcessComm::RoundDone(uint64_t id) {
@@ -456,7 +487,7 @@ Status InProcessComm::WaitRound(uint64_t id) {
   });
   if (!round.done) {
     if (w.aborted.load()) return w.AbortedStatus();
-    return LeftWhileWaiting(lk, "StartAllReduce", gone);
+    return LeftWhileWaiting(lk, round.slots[rank_].op, gone);
   }
   Status result = round.result;
   if (++round.released == g.size()) g.rounds.erase(id);

@@ -12,8 +12,9 @@
 // Both reduce with comm_internal::ReduceInOrder in rank order 0, 1, ..., size-1, exactly as
 // the in-process backend does, so the two backends agree bitwise.
 //
-// StartAllReduce runs the same calls as their nonblocking chain (MpiAllReduce), advanced by
-// the request's Test/Wait on the thread that owns MPI.
+// StartAllReduce and StartReduceScatter run the same calls as their nonblocking forms
+// (MpiAllReduce, MpiReduceScatter), advanced by the request's Test/Wait on the thread that
+// owns MPI.
 //
 // Every wait is an idle wait (mpi_wait.h): nonblocking calls, then tests that yield and
 // sleep, so a waiting rank leaves its core to the others instead of busy-polling.
@@ -195,6 +196,80 @@ class MpiAllReduce final : public CommRequest::Op {
   Status error_;
 };
 
+// One ReduceScatter: MPI_Ialltoall of the blocks, then this rank reduces the blocks it got
+// in rank order. The blocking ReduceScatter is Start + Wait, so both give the same bits.
+class MpiReduceScatter final : public CommRequest::Op {
+ public:
+  // `scratch` null: the op owns its staging buffer (it may outlive the call that started it).
+  MpiReduceScatter(MPI_Comm comm, int size, std::span<const float> in, std::span<float> out,
+                   ReduceOp op, std::vector<float>* scratch)
+      : comm_(comm),
+        size_(size),
+        in_(in),
+        out_(out),
+        op_(op),
+        scratch_(scratch != nullptr ? scratch : &own_scratch_) {}
+  ~MpiReduceScatter() override {
+    if (request_ != MPI_REQUEST_NULL && !MpiFinalized()) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+
+  Status Start() {
+    int m = 0;
+    SHARDSCOPE_RETURN_IF_ERROR(ToInt(static_cast<int64_t>(in_.size()), "ReduceScatter", &m));
+    m = static_cast<int>(out_.size());
+    if (m == 0) return Status::Ok();
+    if (size_ == 1) {
+      if (in_.data() != out_.data()) std::memcpy(out_.data(), in_.data(), m * sizeof(float));
+      return Status::Ok();
+    }
+    scratch_->resize(static_cast<size_t>(size_) * m);
+    pending_ = true;
+    SHARDSCOPE_MPI(MPI_Ialltoall(in_.data(), m, MPI_FLOAT, scratch_->data(), m, MPI_FLOAT, comm_,
+                                 &request_));
+    return Status::Ok();
+  }
+
+  bool Test() override {
+    if (pending_ && error_.ok()) {
+      int done = 0;
+      const int err = MPI_Test(&request_, &done, MPI_STATUS_IGNORE);
+      if (err != MPI_SUCCESS) error_ = MpiError(err, "MPI_Test");
+      if (err == MPI_SUCCESS && done) Reduce();
+    }
+    return !pending_ || !error_.ok();
+  }
+
+  Status Wait() override {
+    if (pending_ && error_.ok()) {
+      const int err = comm_internal::IdleWait(&request_);
+      if (err != MPI_SUCCESS) error_ = MpiError(err, "MPI_Wait");
+      if (err == MPI_SUCCESS) Reduce();
+    }
+    return error_;
+  }
+
+ private:
+  void Reduce() {
+    const int64_t m = static_cast<int64_t>(out_.size());
+    std::vector<const float*> inputs(size_);
+    for (int k = 0; k < size_; ++k) inputs[k] = scratch_->data() + k * m;
+    float* const outs[1] = {out_.data()};
+    comm_internal::ReduceInOrder(op_, inputs, m, outs);
+    pending_ = false;
+  }
+
+  MPI_Comm comm_;
+  int size_;
+  std::span<const float> in_;
+  std::span<float> out_;
+  ReduceOp op_;
+  std::vector<float> own_scratch_;
+  std::vector<float>* scratch_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool pending_ = false;  // the all-to-all is in flight
+  Status error_;
+};
+
 class MpiComm final : public Communicator {
  public:
   explicit MpiComm(MPI_Comm comm) : comm_(comm) {
@@ -254,23 +329,18 @@ class MpiComm final : public Communicator {
 
   Status DoReduceScatter(std::span<const float> in, std::span<float> out, ReduceOp op) override {
     Progress();
-    const int p = size_;
-    int m = 0;
-    SHARDSCOPE_RETURN_IF_ERROR(ToInt(static_cast<int64_t>(in.size()), "ReduceScatter", &m));
-    m = static_cast<int>(out.size());
-    if (m == 0) return Status::Ok();
-    if (p == 1) {
-      if (in.data() != out.data()) std::memcpy(out.data(), in.data(), m * sizeof(float));
-      return Status::Ok();
-    }
-    scratch_.resize(static_cast<size_t>(p) * m);
-    SHARDSCOPE_MPI_IDLE(MPI_Ialltoall(in.data(), m, MPI_FLOAT, scratch_.data(), m, MPI_FLOAT, comm_,
-                                      &wait_request));
-    std::vector<const float*> inputs(p);
-    for (int k = 0; k < p; ++k) inputs[k] = scratch_.data() + static_cast<size_t>(k) * m;
-    float* const outs[1] = {out.data()};
-    comm_internal::ReduceInOrder(op, inputs, m, outs);
-    return Status::Ok();
+    MpiReduceScatter scatter(comm_, size_, in, out, op, &scratch_);
+    SHARDSCOPE_RETURN_IF_ERROR(scatter.Start());
+    return scatter.Wait();
+  }
+
+  Result<std::unique_ptr<CommRequest::Op>> DoStartReduceScatter(std::span<const float> in,
+                                                                std::span<float> out,
+                                                                ReduceOp op) override {
+    Progress();
+    auto scatter = std::make_unique<MpiReduceScatter>(comm_, size_, in, out, op, nullptr);
+    SHARDSCOPE_RETURN_IF_ERROR(scatter->Start());
+    return std::unique_ptr<CommRequest::Op>(std::move(scatter));
   }
 
   Status DoAllToAll(std::span<const float> in, std::span<float> out) override {

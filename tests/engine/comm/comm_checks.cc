@@ -724,6 +724,61 @@ Status CheckStartAllReduce(Communicator& comm) {
   return Status::Ok();
 }
 
+// Several reduce-scatters in flight at once (in place and into another buffer), with
+// blocking collectives between: each gives the blocking ReduceScatter's bits, counted once.
+Status CheckStartReduceScatter(Communicator& comm) {
+  const int p = comm.size();
+  const int r = comm.rank();
+  for (ReduceOp op : kOps) {
+    std::vector<std::vector<float>> ins, outs, whole;
+    std::vector<CommRequest> requests;
+    const CommStats before = comm.stats();
+    CommTraffic want;
+    const int64_t blocks[] = {0, 1, 5, 700};
+    for (int64_t m : blocks) {
+      const int seed = 9000 + static_cast<int>(m) * 5 + static_cast<int>(op);
+      ins.push_back(Values(seed, r, p * m));
+      outs.emplace_back(m, kSentinel);
+      auto copied = comm.StartReduceScatter(ins.back(), outs.back(), op);
+      COMM_OK(copied.status());
+      requests.push_back(std::move(copied).value());
+      whole.push_back(Values(seed, r, p * m));
+      std::span<float> all(whole.back());
+      auto in_place = comm.StartReduceScatter(all, all.subspan(r * m, m), op);
+      COMM_OK(in_place.status());
+      requests.push_back(std::move(in_place).value());
+      COMM_OK(comm.Barrier());
+      for (int twice = 0; twice < 2; ++twice) {
+        const CommTraffic t = ReduceScatterTraffic(m, p);
+        want.bytes_sent += t.bytes_sent;
+        want.bytes_received += t.bytes_received;
+      }
+    }
+    for (CommRequest& request : requests) {
+      request.Test();
+      COMM_OK(request.Wait());
+      COMM_REQUIRE(request.Test() && !request.pending(), "request still pending");
+    }
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const int64_t m = blocks[k];
+      const int seed = 9000 + static_cast<int>(m) * 5 + static_cast<int>(op);
+      std::vector<float> blocking(m, kSentinel);
+      COMM_OK(comm.ReduceScatter(Values(seed, r, p * m), blocking, op));
+      COMM_SAME(outs[k], blocking, "StartReduceScatter vs ReduceScatter m=" + N(m));
+      COMM_SAME(Slice(whole[k], r * m, m), blocking, "in-place StartReduceScatter m=" + N(m));
+      COMM_SAME(blocking, Slice(ReferenceReduce(seed, p, p * m, op), r * m, m),
+                "ReduceScatter m=" + N(m));
+      const CommTraffic t = ReduceScatterTraffic(m, p);
+      want.bytes_sent += t.bytes_sent;
+      want.bytes_received += t.bytes_received;
+    }
+    COMM_TRAFFIC(comm, before, want, std::string("StartReduceScatter ") + ReduceOpName(op));
+  }
+  std::vector<float> a(3 * p + 1), b(3);
+  COMM_REQUIRE(!comm.StartReduceScatter(a, b).ok(), "sizes 3p+1 and 3 accepted");
+  return Status::Ok();
+}
+
 const std::vector<NamedCheck>& AllChecks() {
   static const std::vector<NamedCheck> checks = {
       {"RankAndSize", CheckRankAndSize},
@@ -742,6 +797,7 @@ const std::vector<NamedCheck>& AllChecks() {
       {"LocalErrors", CheckLocalErrors},
       {"TrafficCounters", CheckTrafficCounters},
       {"StartAllReduce", CheckStartAllReduce},
+      {"StartReduceScatter", CheckStartReduceScatter},
   };
   return checks;
 }

@@ -39,6 +39,7 @@ Status CheckDeterminism(Communicator& comm);
 Status CheckLocalErrors(Communicator& comm);
 Status CheckTrafficCounters(Communicator& comm);
 Status CheckStartAllReduce(Communicator& comm);
+Status CheckStartReduceScatter(Communicator& comm);
 
 struct NamedCheck {
   const char* name;
