@@ -48,11 +48,14 @@ class GradBuckets;
 // kBucketSpanPart a gradient bucket's one all-reduce, `instr` the last gradient in it (when
 // overlapped with the backward: its start, and kBucketWaitSpanPart the wait for its end).
 // ZeRO: kScatterSpanPart a bucket's reduce-scatter after `instr`, which freed its last
-// gradient; kGatherSpanPart a stage-3 parameter's all-gather before `instr` reads it.
+// gradient (overlapped: its start, and kScatterWaitSpanPart the wait for its end, once the
+// next bucket started or before the update); kGatherSpanPart a stage-3 parameter's
+// all-gather before `instr` reads it.
 inline constexpr int kBucketSpanPart = -2;
 inline constexpr int kBucketWaitSpanPart = -3;
 inline constexpr int kScatterSpanPart = -4;
 inline constexpr int kGatherSpanPart = -5;
+inline constexpr int kScatterWaitSpanPart = -6;
 struct InstrSpan {
   int instr = 0;
   int part = -1;
@@ -93,13 +96,21 @@ class DistExecutor {
   // Takes a stage-2/3 gradient (param_grads index, buffer) where Run() frees it, just after
   // its last writer: reduce-scatters it into its slice, in buckets. Returns the bytes its
   // buckets held with the gradient copied in; `held` says what they hold between calls (both
-  // count in peak_buffer_bytes). Unset: such gradients are kept.
+  // count in peak_buffer_bytes); `poll`, if any, runs between instructions (collectives in
+  // flight progress). Unset: such gradients are kept.
   using ScatterFn =
       std::function<Result<int64_t>(Communicator&, int param, const Tensor& grad, RankStats*)>;
-  void set_scatter(ScatterFn scatter, std::function<int64_t()> held) {
+  void set_scatter(ScatterFn scatter, std::function<int64_t()> held,
+                   std::function<void()> poll = {}) {
     scatter_ = std::move(scatter);
     scatter_held_ = std::move(held);
+    scatter_poll_ = std::move(poll);
   }
+  // The instruction Run() is at (-1 outside Run): where a collective it calls back for starts.
+  int current_instr() const { return current_instr_; }
+  // Adds a span of `instr` to last_spans(), `start` and `end` steady-clock seconds: collectives
+  // a callback runs or waits for (ZeRO's), also after Run() returned, until the next Run().
+  void AddSpan(int instr, int part, double start, double end);
   // Run() reduces parameter gradients in buckets of about `bytes` (TrainConfig::bucket_bytes;
   // 0: each on its own, the default), started during the backward and waited for before
   // their readers when `overlap`. The all-reduces Run() makes per step: bucket_calls().
@@ -126,6 +137,8 @@ class DistExecutor {
   GatherFn gather_;
   ScatterFn scatter_;
   std::function<int64_t()> scatter_held_;
+  std::function<void()> scatter_poll_;
+  int current_instr_ = -1;
   std::unique_ptr<GradBuckets> buckets_;  // null: no bucketing
   bool timing_ = false;                   // inside Run(): spans_ collects
   double run_start_ = 0;

@@ -123,6 +123,10 @@ struct DistProgram {
   std::vector<int> scattered_grad;
   // ZeRO 2/3: the gradient buckets, in the order they are reduce-scattered.
   std::vector<ScatterBucket> scatter_buckets;
+  // ZeRO 2/3 with overlap: a bucket's reduce-scatter is started when its last gradient is
+  // freed and waited for once the next bucket is started (the last: before the update), so
+  // it runs beside the backward and at most two buckets are held. false: each one blocks.
+  bool scatter_overlap = false;
 
   // Bytes this rank receives per step, as planned.
   int64_t PlannedRecvBytes(int rank) const;
@@ -143,6 +147,9 @@ struct PartitionOptions {
   // Stages 2 and 3 reduce-scatter gradients in buckets of about this many bytes (whole
   // gradients, zero-padded to the slices; TrainConfig::bucket_bytes); 0: each on its own.
   int64_t gradient_bucket_bytes = int64_t{25} << 20;
+  // Stages 2 and 3: each bucket's reduce-scatter runs beside the rest of the backward
+  // (TrainConfig::overlap_grad_reduce; DistProgram::scatter_overlap); false: it blocks.
+  bool overlap_gradient_reductions = true;
   // Name scopes whose activations are recomputed in backward ("dense1", "layer0.attn"; "*":
   // every top-level scope).
   std::vector<std::string> recompute;

@@ -50,11 +50,12 @@ Status GatherInstructionSpans(Communicator& comm, const DistProgram& program, in
       r.rank = rank;
       r.ordinal = s.instr;
       const bool bucket = s.part == kBucketSpanPart || s.part == kBucketWaitSpanPart;
-      const bool zero = s.part == kScatterSpanPart || s.part == kGatherSpanPart;
+      const bool scatter = s.part == kScatterSpanPart || s.part == kScatterWaitSpanPart;
+      const bool zero = scatter || s.part == kGatherSpanPart;
       r.part = s.part == kBucketWaitSpanPart ? 0 : s.part < 0 ? store::kNone : s.part;
       if (zero || !taken.insert({s.instr, r.part}).second) r.part = fresh(s.instr);
       const bool compute = program.instrs[s.instr].kind == DistInstr::Kind::kCompute;
-      r.kind = s.part == kScatterSpanPart  ? "grad_scatter"
+      r.kind = scatter                     ? "grad_scatter"
                : s.part == kGatherSpanPart ? "param_gather"
                : compute                   ? "compute"
                : bucket                    ? "bucket"

@@ -133,6 +133,7 @@ Result<RunPlan> Decide(const ModelFile& mf, const TrainOptions& o) {
   }
   plan.partition.devices = devices;
   ApplyMemoryFlags(o.search, parallel, &plan.partition);
+  plan.partition.overlap_gradient_reductions = !o.no_overlap;  // ZeRO 2/3's buckets' memory
   if (!o.search.profile.empty() || !o.search.cluster.empty()) {
     SearchFlags flags = o.search;
     flags.file_dtype = mf.training().dtype;
@@ -653,8 +654,10 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   AddSearchFlags(app, o->search);
   AddCheckpointFlags(app, o->checkpoint);
   app->add_flag("--no-overlap", o->no_overlap,
-                "Wait for each gradient bucket's all-reduce when it is full instead of running it "
-                "during the backward (the default overlaps, as PyTorch DDP does); same sums");
+                "Wait for each gradient bucket's all-reduce (ZeRO 2/3: reduce-scatter) when it is "
+                "full instead of running it beside the backward (the default overlaps, as PyTorch "
+                "DDP and DeepSpeed's overlap_comm do; ZeRO then holds up to two buckets); same "
+                "sums");
   app->add_flag(
       "--ignore-parallel", o->ignore_parallel,
       "Ignore the model file's strategies, layouts, place and shard (data-parallel on N devices)");

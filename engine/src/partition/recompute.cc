@@ -178,7 +178,7 @@ void AppendMemoryOptionsText(const DistProgram& p, std::ostream& out) {
     for (const ScatterBucket& b : p.scatter_buckets) scattered += b.params.size();
     if (scattered > 0)
       out << ", " << scattered << " gradients reduce-scattered in " << p.scatter_buckets.size()
-          << " bucket(s)";
+          << " bucket(s)" << (p.scatter_overlap ? " beside the backward" : ", each blocking");
     out << "\n";
   }
   for (const RecomputeSegment& seg : p.recompute) {

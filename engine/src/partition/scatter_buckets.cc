@@ -9,6 +9,7 @@ namespace shardscope {
 
 void BucketScatteredGradients(const PartitionOptions& o, DistProgram* p) {
   p->scatter_buckets.clear();
+  p->scatter_overlap = false;
   if (p->scattered_grad.empty()) return;
   struct Open {
     ScatterBucket bucket;
@@ -46,6 +47,7 @@ void BucketScatteredGradients(const PartitionOptions& o, DistProgram* p) {
       p->param_sharding[i].bucket = static_cast<int>(p->scatter_buckets.size());
     p->scatter_buckets.push_back(std::move(b.bucket));
   }
+  p->scatter_overlap = o.overlap_gradient_reductions && !p->scatter_buckets.empty();
 }
 
 }  // namespace shardscope

@@ -254,6 +254,10 @@ Status DistExecutor::Execute(Communicator& comm, size_t i, int64_t step, bool tr
 
 DistExecutor::~DistExecutor() = default;
 
+void DistExecutor::AddSpan(int instr, int part, double start, double end) {
+  if (instr >= 0) spans_.push_back({instr, part, start - run_start_, end - run_start_});
+}
+
 void DistExecutor::set_bucket_bytes(int64_t bytes, bool overlap) {
   buckets_ = bytes > 0 ? std::make_unique<GradBuckets>(program_, bytes, overlap) : nullptr;
 }
@@ -278,6 +282,7 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
         if (buckets_->deferred(i)) return buckets_->Add(comm, i, buffers_, stats);
         buckets_->Poll();
       }
+      if (scatter_poll_) scatter_poll_();
       return Execute(comm, i, step, training, stats);
     };
     if (program_.schedule.empty()) {
@@ -299,25 +304,23 @@ Status DistExecutor::Run(Communicator& comm, int64_t step, bool training, RankSt
       const int instr = program_.schedule[pos];
       SHARDSCOPE_RETURN_IF_ERROR(run_one(instr));
       peak = std::max(peak, transient_bytes_ + held());
+      current_instr_ = instr;  // the scatter's spans (ShardedUpdate) name it
       for (int v : program_.release_after[pos]) {
         if (!program_.scattered_grad.empty() && program_.scattered_grad[v] >= 0) {
           if (!scatter_) continue;  // nobody takes its slice: kept whole
-          // A span when the gradient's bucket was sent (a collective call), not when it joined.
-          const int64_t calls = comm.stats().calls;
-          const double start = Now();
           SHARDSCOPE_ASSIGN_OR_RETURN(
               const int64_t with, scatter_(comm, program_.scattered_grad[v], buffers_[v], stats));
           peak = std::max(peak, transient_bytes_ + with);  // the gradient and its copy
-          if (timing_ && comm.stats().calls != calls)
-            spans_.push_back({instr, kScatterSpanPart, start - run_start_, Now() - run_start_});
         }
         Release(v);
       }
+      current_instr_ = -1;
     }
     peak_buffer_bytes_ = kept + peak;
     return buckets_ != nullptr ? buckets_->FlushAll(comm, buffers_, stats) : Status::Ok();
   };
   const Status st = run();
+  current_instr_ = -1;
   redist_workspace_.set_step_ends(nullptr);
   if (buckets_ != nullptr) buckets_->set_timing(nullptr, 0);
   timing_ = false;
@@ -370,6 +373,7 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
   t->rank_ = rank;
   PartitionOptions o = options;
   o.gradient_bucket_bytes = config.bucket_bytes;  // ZeRO 2/3's buckets are the run's buckets
+  o.overlap_gradient_reductions = config.overlap_grad_reduce;
   SHARDSCOPE_ASSIGN_OR_RETURN(t->program_, PlanTrainingProgram(&t->model_, o, &t->params_));
   t->executor_ = std::make_unique<DistExecutor>(t->model_.graph, t->program_, rank);
   t->executor_->set_bucket_bytes(config.bucket_bytes, config.overlap_grad_reduce);
@@ -391,7 +395,7 @@ Result<std::unique_ptr<DistTrainer>> DistTrainer::Create(ModelGraph model,
         [sharded](Communicator& comm, int param, const Tensor& grad, RankStats* stats) {
           return sharded->ScatterGradient(comm, param, grad, stats);
         },
-        [sharded] { return sharded->HeldBytes(); });
+        [sharded] { return sharded->HeldBytes(); }, [sharded] { sharded->Poll(); });
   }
   t->optimizer_ = MakeOptimizer(config.optimizer);
   return t;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "runtime/sharded_update.h"
@@ -46,9 +47,11 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
   if (order.empty())
     for (size_t i = 0; i < program.instrs.size(); ++i) order.push_back(static_cast<int>(i));
   // ZeRO 2/3 buckets of several gradients hold copies of them while they fill (ShardedUpdate):
-  // each is counted from its first member's release to its last's.
+  // each is counted from its first member's release to its last's; overlapped (every bucket a
+  // copy) until the next bucket's last member's release has started that one.
   auto bucket_bytes = [&](const ScatterBucket& b) {
-    return b.params.size() > 1 ? b.group_size * b.slice * float_bytes : int64_t{0};
+    return b.params.size() > 1 || program.scatter_overlap ? b.group_size * b.slice * float_bytes
+                                                          : int64_t{0};
   };
   // Walks the schedule up to `stop` (all of it: npos) and its release `stop_release` (-1: none);
   // returns the position and release of the peak and leaves `live` and `held` (bytes in open
@@ -59,6 +62,7 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
     live.assign(n, false);
     held = 0;
     std::vector<size_t> joined(program.scatter_buckets.size(), 0);
+    int in_flight = -1;  // the overlapped bucket started last
     int64_t now = 0, peak = -1;
     size_t peak_pos = 0;
     int peak_release = -1;
@@ -92,7 +96,10 @@ Result<RankMemory> PlanRankMemory(const Graph& graph, const DistProgram& program
           sample(pos, static_cast<int>(k));
           if (pos == stop && static_cast<int>(k) == stop_release)
             return std::pair(pos, stop_release);
-          if (joined[b] == bucket.params.size()) held -= bucket_bytes(bucket);
+          if (joined[b] == bucket.params.size()) {
+            const int freed_bucket = program.scatter_overlap ? std::exchange(in_flight, b) : b;
+            if (freed_bucket >= 0) held -= bucket_bytes(program.scatter_buckets[freed_bucket]);
+          }
         }
         if (live[v]) now -= bytes_of(v);
         live[v] = false;

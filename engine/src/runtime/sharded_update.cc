@@ -96,15 +96,18 @@ Result<int64_t> ShardedUpdate::ScatterGradient(Communicator& world, int param, c
                             " is not reduce-scattered once a step");
   scattered_[i] = true;
   const ScatterBucket& bucket = program_.scatter_buckets[s.bucket];
-  if (bucket.params.size() == 1) {
+  const int instr = executor_.current_instr();
+  if (bucket.params.size() == 1 && !program_.scatter_overlap) {  // sent from `grad` itself
     const float* whole = grad.data();
     if (!Tiles(s)) {  // zero-padded to group_size whole chunks
       std::copy_n(grad.data(), s.elements, scratch_.data());
       std::fill(scratch_.begin() + s.elements, scratch_.begin() + s.group_size * s.chunk, 0.0f);
       whole = scratch_.data();
     }
-    SHARDSCOPE_RETURN_IF_ERROR(
-        SendBucket(world, s.bucket, std::span<const float>(whole, s.group_size * s.chunk)));
+    const double start = Now();
+    SHARDSCOPE_RETURN_IF_ERROR(SendBucket(world, s.bucket,
+                                          std::span<const float>(whole, s.group_size * s.chunk)));
+    executor_.AddSpan(instr, kScatterSpanPart, start, Now());
     return held_;
   }
   // Rank r's block of the bucket: each member's r-th chunk, at the member's offset.
@@ -123,28 +126,69 @@ Result<int64_t> ShardedUpdate::ScatterGradient(Communicator& world, int param, c
   const int64_t with = held_;
   if (++joined_[s.bucket] < static_cast<int>(bucket.params.size())) return with;
   joined_[s.bucket] = 0;
-  const Status sent = SendBucket(world, s.bucket, std::span<const float>(data.get(), total));
-  held_ -= total * 4;
-  data.reset();  // a bucket's memory lives only while it fills
-  if (!sent.ok()) return sent;
+  const double start = Now();
+  if (!program_.scatter_overlap) {
+    const Status sent = SendBucket(world, s.bucket, std::span<const float>(data.get(), total));
+    executor_.AddSpan(instr, kScatterSpanPart, start, Now());
+    held_ -= total * 4;
+    data.reset();  // a bucket's memory lives only while it fills
+    if (!sent.ok()) return sent;
+    return with;
+  }
+  // Started now, waited for once the next bucket is started (or before the update): the
+  // bucket's memory lives until then (DistProgram::scatter_overlap).
+  auto group = Group(world, static_cast<size_t>(bucket.params[0]));
+  if (!group.ok()) return group.status().WithContext(BucketText(s.bucket));
+  auto started = (*group)->StartReduceScatter(
+      std::span<const float>(data.get(), total),
+      std::span<float>(bucket_slices_[s.bucket].data(), bucket.slice));
+  if (!started.ok()) return started.status().WithContext(BucketText(s.bucket));
+  executor_.AddSpan(instr, kScatterSpanPart, start, Now());
+  in_flight_.push_back({s.bucket, instr, std::move(started).value(), std::move(data), total * 4});
+  SHARDSCOPE_RETURN_IF_ERROR(WaitScatters(/*keep=*/1));  // the earlier ones
   return with;
+}
+
+Status ShardedUpdate::WaitScatters(size_t keep) {
+  const size_t n = in_flight_.size() > keep ? in_flight_.size() - keep : 0;
+  for (size_t k = 0; k < n; ++k) {
+    InFlight& f = in_flight_[k];
+    const double start = Now();  // what the backward did not hide
+    const Status st = f.request.Wait();
+    executor_.AddSpan(f.instr, kScatterWaitSpanPart, start, Now());
+    held_ -= f.bytes;
+    f.data.reset();
+    if (!st.ok()) {
+      in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<ptrdiff_t>(k) + 1);
+      return st.WithContext(BucketText(f.bucket));
+    }
+  }
+  in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<ptrdiff_t>(n));
+  return Status::Ok();
+}
+
+void ShardedUpdate::Poll() {
+  for (InFlight& f : in_flight_) f.request.Test();
+}
+
+std::string ShardedUpdate::BucketText(int b) const {
+  const ScatterBucket& bucket = program_.scatter_buckets[b];
+  auto name = [&](size_t member) {
+    return program_.values[program_.param_grads[bucket.params[member]].first].name;
+  };
+  return bucket.params.size() == 1
+             ? "reduce-scatter of the gradient of " + name(0)
+             : "reduce-scatter of a bucket of " + std::to_string(bucket.params.size()) +
+                   " gradients (" + name(0) + " to " + name(bucket.params.size() - 1) + ")";
 }
 
 Status ShardedUpdate::SendBucket(Communicator& world, int b, std::span<const float> whole) {
   const ScatterBucket& bucket = program_.scatter_buckets[b];
-  auto name = [&](int member) {
-    return program_.values[program_.param_grads[bucket.params[member]].first].name;
-  };
-  const std::string what = bucket.params.size() == 1
-                               ? "reduce-scatter of the gradient of " + name(0)
-                               : "reduce-scatter of a bucket of " +
-                                     std::to_string(bucket.params.size()) + " gradients (" +
-                                     name(0) + " to " + name(bucket.params.size() - 1) + ")";
   auto group = Group(world, static_cast<size_t>(bucket.params[0]));
-  if (!group.ok()) return group.status().WithContext(what);
+  if (!group.ok()) return group.status().WithContext(BucketText(b));
   return (*group)
       ->ReduceScatter(whole, std::span<float>(bucket_slices_[b].data(), bucket.slice))
-      .WithContext(what);
+      .WithContext(BucketText(b));
 }
 
 Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
@@ -156,6 +200,10 @@ Status ShardedUpdate::GatherGradients(Communicator& world, RankStats* stats) {
                                                  stats)
                                      .status());
     }
+  }
+  {
+    CommTimer timer(world, stats);
+    SHARDSCOPE_RETURN_IF_ERROR(WaitScatters(0));  // the slices are read below
   }
   for (size_t i = 0; i < program_.param_grads.size(); ++i) {
     const ParamSharding& s = program_.param_sharding[i];

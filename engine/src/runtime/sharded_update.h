@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "shardscope/communicator.h"
@@ -21,12 +22,17 @@ class ShardedUpdate {
   // Stages 2 and 3: the whole partial gradient of parameter `param` (param_grads index),
   // complete, joins its bucket (DistProgram::scatter_buckets); the bucket's last member
   // reduce-scatters the bucket over its group, each rank keeping its slices, and frees it. A
-  // bucket of one is sent from `grad` itself. The caller frees `grad` after it
+  // bucket of one is sent from `grad` itself (blocking only). The caller frees `grad` after it
   // (DistExecutor::set_scatter). Returns the bytes the open buckets held with `grad` in them.
   Result<int64_t> ScatterGradient(Communicator& world, int param, const Tensor& grad,
                                   RankStats* stats);
-  // Bytes of gradients waiting in open buckets now (0 between steps).
+  // With DistProgram::scatter_overlap every bucket (one gradient too) is a copy, started when
+  // its last member joins and waited for once the next one is started, or by GatherGradients.
+  // Bytes of gradients in open buckets and buckets in flight now (0 between steps).
   int64_t HeldBytes() const { return held_; }
+  // Advances the reduce-scatters in flight without blocking (MPI progresses only inside MPI
+  // calls): called between instructions.
+  void Poll();
   // Before the optimizer: each slice's gradient, reduce-scattered over the group (stages 2
   // and 3; those ScatterGradient did not take are taken now) or cut from the reduced
   // gradient (stage 1), and what the optimizer updates per trained parameter (its slice,
@@ -60,6 +66,16 @@ class ShardedUpdate {
   Status Gather(Communicator& world, size_t param, std::span<const float> slice, Tensor* whole);
   // Reduce-scatters bucket `b` (complete) into its slices.
   Status SendBucket(Communicator& world, int b, std::span<const float> whole);
+  // Waits for the reduce-scatters in flight but the last `keep` started, and frees them.
+  Status WaitScatters(size_t keep);
+  std::string BucketText(int b) const;  // what a bucket's reduce-scatter is, for errors
+  struct InFlight {
+    int bucket = -1;
+    int instr = -1;  // the instruction whose releases started it (spans)
+    CommRequest request;
+    std::unique_ptr<float[]> data;
+    int64_t bytes = 0;
+  };
   const DistProgram& program_;
   DistExecutor& executor_;
   std::vector<Tensor> param_slices_;   // per param, when needed (see Bytes)
@@ -67,7 +83,7 @@ class ShardedUpdate {
   std::vector<bool> scattered_;        // this step, by ScatterGradient
   std::vector<std::unique_ptr<float[]>> open_;  // per bucket of several: while it fills
   std::vector<int> joined_;                     // per scatter bucket: members taken this step
-  int64_t held_ = 0;                            // bytes of open_
+  int64_t held_ = 0;                            // bytes of open_ and in_flight_
   std::vector<int> rank_in_group_;
   std::vector<std::span<float>> params_;
   std::vector<std::span<const float>> grads_;
@@ -75,6 +91,7 @@ class ShardedUpdate {
   std::map<std::vector<std::vector<int>>, std::unique_ptr<Communicator>> groups_;  // by ranks
   const Communicator* world_ = nullptr;  // the one the groups were split from
   std::vector<bool> only_;               // empty: every parameter
+  std::vector<InFlight> in_flight_;      // in start order; after groups_: waited for first
 };
 
 }  // namespace shardscope

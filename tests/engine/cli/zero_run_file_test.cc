@@ -128,9 +128,9 @@ void ExpectPlannedIsMeasured(const std::string& launcher, const std::string& dev
     const Recorded r = Train(launcher, devices, stage);
     ASSERT_EQ(r.scatters.size(), static_cast<size_t>(dp));
     for (size_t rank = 0; rank < r.scatters.size(); ++rank) {
-      // 4 gradients in 2 buckets; stage 3 gathers each parameter before forward and backward
-      // (a bias, read once, for one).
-      EXPECT_EQ(r.scatters[rank], 2) << "stage " << stage << " rank " << rank;
+      // 4 gradients in 2 buckets, each started and waited for (overlapped: two spans); stage 3
+      // gathers each parameter before forward and backward (a bias, read once, for one).
+      EXPECT_EQ(r.scatters[rank], 4) << "stage " << stage << " rank " << rank;
       EXPECT_EQ(r.gathers[rank] > 0, stage == 3) << "stage " << stage << " rank " << rank;
     }
     EXPECT_EQ(r.planned, r.peak + r.initialisation) << "stage " << stage << " " << launcher;
@@ -172,6 +172,70 @@ TEST(ZeroRunFile, RecomputedStepsRecordEverySpan) {
 TEST(ZeroRunFile, PlannedMemoryIsTheMeasuredPeakUnderMpirun) {
   ExpectPlannedIsMeasured(
       std::string(MPIEXEC) + " -np 2 --allow-run-as-root --oversubscribe " + SHARDSCOPE_BIN, "", 2);
+}
+
+// Each rank's spans of timed step 2 of a ZeRO 2 run by `launcher` with `flags`.
+std::vector<std::vector<shardscope::store::InstructionSpanRecord>> StepSpans(
+    const std::string& launcher, const std::string& flags) {
+  std::vector<std::vector<shardscope::store::InstructionSpanRecord>> out;
+  const std::string run = Temp("spans.db");
+  const Output o = RunCommand(launcher + " train " + ModelFile() +
+                              " --steps 3 --optimizer-sharding 2 --bucket-mb 0.002 --record " +
+                              run + " --overwrite" + flags);
+  EXPECT_EQ(o.code, 0) << o.text;
+  auto reader = shardscope::store::RunReader::Open(run);
+  EXPECT_TRUE(reader.ok()) << reader.status().message();
+  if (o.code != 0 || !reader.ok()) return out;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    auto spans = (*reader)->InstructionSpans(2, 2, rank);
+    EXPECT_TRUE(spans.ok());
+    out.push_back(spans.ok() ? *spans : decltype(out)::value_type{});
+  }
+  std::filesystem::remove(run);
+  return out;
+}
+
+// Overlapped (the default), a bucket's reduce-scatter starts during the backward and the
+// backward's next instructions run before its wait; with --no-overlap each blocks: one span,
+// during which nothing else runs.
+TEST(ZeroRunFile, ReduceScattersOverlapTheBackwardUnderMpirun) {
+  const std::string mpirun =
+      std::string(MPIEXEC) + " -np 2 --allow-run-as-root --oversubscribe " + SHARDSCOPE_BIN;
+  for (const std::string flags : {std::string(), std::string(" --no-overlap")}) {
+    SCOPED_TRACE("flags '" + flags + "'");
+    const bool overlap = flags.empty();
+    const auto ranks = StepSpans(mpirun, flags);
+    ASSERT_EQ(ranks.size(), 2u);
+    for (size_t rank = 0; rank < ranks.size(); ++rank) {
+      std::map<int64_t, std::vector<shardscope::store::InstructionSpanRecord>> scatters;
+      std::vector<shardscope::store::InstructionSpanRecord> computes;
+      for (const auto& s : ranks[rank]) {
+        if (s.kind == "grad_scatter") scatters[s.ordinal].push_back(s);
+        if (s.kind == "compute") computes.push_back(s);
+      }
+      ASSERT_EQ(scatters.size(), 2u) << "rank " << rank;  // two buckets
+      ASSERT_FALSE(computes.empty());
+      double backward_end = 0;
+      for (const auto& c : computes) backward_end = std::max(backward_end, c.end_seconds);
+      double first_start = backward_end;
+      int beside = 0;  // buckets with computation run while in flight
+      for (auto& [ordinal, spans] : scatters) {
+        std::sort(spans.begin(), spans.end(),
+                  [](const auto& a, const auto& b) { return a.start_seconds < b.start_seconds; });
+        ASSERT_EQ(spans.size(), overlap ? 2u : 1u) << "rank " << rank << " at " << ordinal;
+        first_start = std::min(first_start, spans.front().start_seconds);
+        const double started = spans.front().end_seconds, done = spans.back().start_seconds;
+        int during = 0;
+        for (const auto& c : computes) during += c.start_seconds >= started && c.end_seconds <= done;
+        beside += during > 0;
+      }
+      EXPECT_LT(first_start, backward_end) << "rank " << rank;
+      if (overlap)
+        EXPECT_GE(beside, 1) << "rank " << rank;
+      else
+        EXPECT_EQ(beside, 0) << "rank " << rank;
+    }
+  }
 }
 
 }  // namespace

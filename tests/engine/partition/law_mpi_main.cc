@@ -76,17 +76,20 @@ int main() {
   Communicator& world = **world_or;
   const int n = world.size();
   std::vector<Case> cases = {Ffn("", "")};  // data parallel
-  if (n == 2 || n == 4) {  // ZeRO 2 and 3: gradients reduce-scattered in the backward
+  if (n == 2 || n == 4) {  // ZeRO 2 and 3: gradients reduce-scattered beside the backward
     Case each = WithMemoryOptions(Ffn("", ""), 3, {});
     each.config.bucket_bytes = 0;
     each.name += " unbucketed";
     cases.push_back(each);
     cases.push_back(WithMemoryOptions(Ffn(n == 4 ? "((2,1),(1,2))" : "", ""), 2, {}));
     for (int stage : {2, 3}) {  // several buckets of several gradients each
-      Case small = WithMemoryOptions(Ffn(n == 4 ? "((2,1),(1,2))" : "", ""), stage, {});
-      small.config.bucket_bytes = int64_t{256} << 10;
-      small.name += " 256 KiB buckets";
-      cases.push_back(small);
+      for (bool overlap : {true, false}) {  // beside the backward (the default), or blocking
+        Case small = WithMemoryOptions(Ffn(n == 4 ? "((2,1),(1,2))" : "", ""), stage, {});
+        small.config.bucket_bytes = int64_t{256} << 10;
+        small.config.overlap_grad_reduce = overlap;
+        small.name += overlap ? " 256 KiB buckets overlapped" : " 256 KiB buckets blocking";
+        cases.push_back(small);
+      }
     }
   }
   if (n == 2) {
