@@ -80,13 +80,15 @@ void ExpectShown(const std::string& run, const Recorded& r) {
 }
 
 // Trains with `stage` by `launcher` ("" in-process, else an mpirun prefix) and reads the run.
-Recorded Train(const std::string& launcher, const std::string& devices, int stage) {
+// `flags`: more of train's (--no-overlap).
+Recorded Train(const std::string& launcher, const std::string& devices, int stage,
+               const std::string& flags = "") {
   Recorded r;
   const std::string run = Temp("s" + std::to_string(stage) + (launcher.empty() ? "" : "m") + ".db");
   // Buckets of 2 KiB: two of two gradients each.
   const std::string args = "train " + ModelFile() + devices + " --steps 3 --optimizer-sharding " +
                            std::to_string(stage) + " --bucket-mb 0.002 --record " + run +
-                           " --overwrite";
+                           " --overwrite" + flags;
   const Output o = launcher.empty() ? Shardscope(args) : RunCommand(launcher + " " + args);
   EXPECT_EQ(o.code, 0) << o.text;
   if (o.code != 0) return r;
@@ -125,18 +127,27 @@ void ExpectPlannedIsMeasured(const std::string& launcher, const std::string& dev
   EXPECT_EQ(whole.planned, whole.peak + whole.initialisation);
   for (int64_t n : whole.scatters) EXPECT_EQ(n, 0);
   for (int stage : {2, 3}) {
-    const Recorded r = Train(launcher, devices, stage);
-    ASSERT_EQ(r.scatters.size(), static_cast<size_t>(dp));
-    for (size_t rank = 0; rank < r.scatters.size(); ++rank) {
-      // 4 gradients in 2 buckets, each started and waited for (overlapped: two spans); stage 3
-      // gathers each parameter before forward and backward (a bias, read once, for one).
-      EXPECT_EQ(r.scatters[rank], 4) << "stage " << stage << " rank " << rank;
-      EXPECT_EQ(r.gathers[rank] > 0, stage == 3) << "stage " << stage << " rank " << rank;
+    const Recorded blocking = Train(launcher, devices, stage, " --no-overlap");
+    for (const bool overlap : {false, true}) {
+      const Recorded r = overlap ? Train(launcher, devices, stage) : blocking;
+      SCOPED_TRACE(std::string(overlap ? "overlapped" : "blocking") + " stage " +
+                   std::to_string(stage) + " " + launcher);
+      ASSERT_EQ(r.scatters.size(), static_cast<size_t>(dp));
+      for (size_t rank = 0; rank < r.scatters.size(); ++rank) {
+        // 4 gradients in 2 buckets (overlapped: each started, then waited for); stage 3
+        // gathers each parameter before forward and backward (a bias, read once, for one).
+        EXPECT_EQ(r.scatters[rank], overlap ? 4 : 2) << "rank " << rank;
+        EXPECT_EQ(r.gathers[rank] > 0, stage == 3) << "rank " << rank;
+      }
+      EXPECT_EQ(r.planned, r.peak + r.initialisation);
+      // Blocking, below stage 1; overlapped, a bucket more at most (less than every gradient).
+      if (overlap)
+        EXPECT_LT(r.planned, blocking.planned + whole.grads);
+      else
+        EXPECT_LT(r.planned, whole.planned);
+      EXPECT_LT(r.grads, whole.grads);
+      EXPECT_LE(r.grads * dp, whole.grads + 4 * 4 * dp);  // 4 parameters
     }
-    EXPECT_EQ(r.planned, r.peak + r.initialisation) << "stage " << stage << " " << launcher;
-    EXPECT_LT(r.planned, whole.planned) << "stage " << stage;
-    EXPECT_LT(r.grads, whole.grads) << "stage " << stage;
-    EXPECT_LE(r.grads * dp, whole.grads + 4 * 4 * dp) << "stage " << stage;  // 4 parameters
   }
 }
 
@@ -201,7 +212,7 @@ std::vector<std::vector<shardscope::store::InstructionSpanRecord>> StepSpans(
 TEST(ZeroRunFile, ReduceScattersOverlapTheBackwardUnderMpirun) {
   const std::string mpirun =
       std::string(MPIEXEC) + " -np 2 --allow-run-as-root --oversubscribe " + SHARDSCOPE_BIN;
-  for (const std::string flags : {std::string(), std::string(" --no-overlap")}) {
+  for (const std::string& flags : {std::string(), std::string(" --no-overlap")}) {
     SCOPED_TRACE("flags '" + flags + "'");
     const bool overlap = flags.empty();
     const auto ranks = StepSpans(mpirun, flags);
