@@ -124,9 +124,9 @@ CommTraffic BroadcastTraffic(int64_t count, int size, int rank, int root);
 
 class Communicator;
 
-// A collective started without waiting (Communicator::StartAllReduce, StartReduceScatter). Its buffers stay in
-// use until Test() returns true or Wait() returns: do not read, write or free them before.
-// Like the communicator, a request belongs to one rank's thread; the communicator that
+// A collective started without waiting (Communicator::StartAllReduce, StartReduceScatter). Its
+// buffers stay in use until Test() returns true or Wait() returns: do not read, write or free them
+// before. Like the communicator, a request belongs to one rank's thread; the communicator that
 // started it must outlive it. Destroying a request that is not complete waits for it.
 class CommRequest {
  public:

@@ -224,8 +224,8 @@ class MpiReduceScatter final : public CommRequest::Op {
     }
     scratch_->resize(static_cast<size_t>(size_) * m);
     pending_ = true;
-    SHARDSCOPE_MPI(MPI_Ialltoall(in_.data(), m, MPI_FLOAT, scratch_->data(), m, MPI_FLOAT, comm_,
-                                 &request_));
+    SHARDSCOPE_MPI(
+        MPI_Ialltoall(in_.data(), m, MPI_FLOAT, scratch_->data(), m, MPI_FLOAT, comm_, &request_));
     return Status::Ok();
   }
 

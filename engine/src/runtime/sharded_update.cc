@@ -105,8 +105,8 @@ Result<int64_t> ShardedUpdate::ScatterGradient(Communicator& world, int param, c
       whole = scratch_.data();
     }
     const double start = Now();
-    SHARDSCOPE_RETURN_IF_ERROR(SendBucket(world, s.bucket,
-                                          std::span<const float>(whole, s.group_size * s.chunk)));
+    SHARDSCOPE_RETURN_IF_ERROR(
+        SendBucket(world, s.bucket, std::span<const float>(whole, s.group_size * s.chunk)));
     executor_.AddSpan(instr, kScatterSpanPart, start, Now());
     return held_;
   }
@@ -139,9 +139,9 @@ Result<int64_t> ShardedUpdate::ScatterGradient(Communicator& world, int param, c
   // bucket's memory lives until then (DistProgram::scatter_overlap).
   auto group = Group(world, static_cast<size_t>(bucket.params[0]));
   if (!group.ok()) return group.status().WithContext(BucketText(s.bucket));
-  auto started = (*group)->StartReduceScatter(
-      std::span<const float>(data.get(), total),
-      std::span<float>(bucket_slices_[s.bucket].data(), bucket.slice));
+  auto started =
+      (*group)->StartReduceScatter(std::span<const float>(data.get(), total),
+                                   std::span<float>(bucket_slices_[s.bucket].data(), bucket.slice));
   if (!started.ok()) return started.status().WithContext(BucketText(s.bucket));
   executor_.AddSpan(instr, kScatterSpanPart, start, Now());
   in_flight_.push_back({s.bucket, instr, std::move(started).value(), std::move(data), total * 4});

@@ -237,7 +237,8 @@ TEST(ZeroRunFile, ReduceScattersOverlapTheBackwardUnderMpirun) {
         first_start = std::min(first_start, spans.front().start_seconds);
         const double started = spans.front().end_seconds, done = spans.back().start_seconds;
         int during = 0;
-        for (const auto& c : computes) during += c.start_seconds >= started && c.end_seconds <= done;
+        for (const auto& c : computes)
+          during += c.start_seconds >= started && c.end_seconds <= done;
         beside += during > 0;
       }
       EXPECT_LT(first_start, backward_end) << "rank " << rank;

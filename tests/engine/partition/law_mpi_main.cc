@@ -82,7 +82,7 @@ int main() {
     each.name += " unbucketed";
     cases.push_back(each);
     cases.push_back(WithMemoryOptions(Ffn(n == 4 ? "((2,1),(1,2))" : "", ""), 2, {}));
-    for (int stage : {2, 3}) {  // several buckets of several gradients each
+    for (int stage : {2, 3}) {              // several buckets of several gradients each
       for (bool overlap : {true, false}) {  // beside the backward (the default), or blocking
         Case small = WithMemoryOptions(Ffn(n == 4 ? "((2,1),(1,2))" : "", ""), stage, {});
         small.config.bucket_bytes = int64_t{256} << 10;

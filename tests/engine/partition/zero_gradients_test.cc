@@ -65,8 +65,8 @@ TEST(ZeroGradients, LawHoldsOnTwoFourAndEightDevicesWithAndWithoutBuckets) {
   for (int devices : {2, 4, 8}) {
     for (int stage : {2, 3}) {
       for (const std::string& strategy : Strategies(devices)) {
-        for (const TrainConfig& config : {testing_law::LawConfig(), each, blocking, small,
-                                          small_blocking, each_blocking}) {
+        for (const TrainConfig& config :
+             {testing_law::LawConfig(), each, blocking, small, small_blocking, each_blocking}) {
           Status st =
               CheckLaw(MlpWith(strategy), Data(), kBatch, devices, Zero(stage, devices), 5, config);
           EXPECT_TRUE(st.ok()) << devices << " devices, stage " << stage << " " << strategy
@@ -88,7 +88,7 @@ struct Held {
   RankMemory memory;
   std::vector<int> released_at_writer;      // per reduce-scattered gradient: 1 if freed there
   int64_t buckets = 0, largest_bucket = 0;  // scatter buckets, most gradients in one
-  int64_t largest_bucket_bytes = 0;           // the most bytes one holds
+  int64_t largest_bucket_bytes = 0;         // the most bytes one holds
 };
 
 std::vector<Held> TrainTwoSteps(int stage, const std::string& strategy, int devices = 8,
@@ -160,8 +160,8 @@ TEST(ZeroGradients, EachRankKeepsOnlyItsSliceOfTheGradient) {
         for (size_t r = 0; r < ranks.size(); ++r) {
           const Held& h = ranks[r];
           SCOPED_TRACE("stage " + std::to_string(stage) + " " + strategy + " bucket " +
-                       std::to_string(bucket) + (overlap ? " overlapped" : " blocking") +
-                       " rank " + std::to_string(r));
+                       std::to_string(bucket) + (overlap ? " overlapped" : " blocking") + " rank " +
+                       std::to_string(r));
           // Every gradient alone without buckets; a few together in the small ones.
           if (bucket == 0) {
             EXPECT_EQ(h.buckets, static_cast<int64_t>(h.released_at_writer.size()));
