@@ -142,8 +142,9 @@ class SubMeshTrainer {
   std::vector<int> slotted_;                   // DistValues with one buffer per slot
   std::vector<std::vector<Tensor>> slot_buf_;  // per slot, per slotted_ entry
   std::vector<int> owned_;                     // param_grads entries of this stage
-  std::vector<std::vector<int>> forward_release_, backward_release_;  // PhaseReleases
   std::vector<Tensor> grad_sum_;               // per owned_
+  // Per item of the stage's phases: the ZeRO 3 parameters freed after it (PhaseReleases).
+  std::vector<std::vector<int>> forward_release_, backward_release_;
   std::vector<Tensor*> param_ptrs_;
   std::vector<const Tensor*> grad_ptrs_;
   std::unique_ptr<Optimizer> optimizer_;

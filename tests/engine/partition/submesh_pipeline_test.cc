@@ -208,26 +208,21 @@ TEST_P(SubMeshLaw, EqualsTheSingleDeviceRun) {
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, SubMeshLaw,
-                         testing::Values(LawCase{2, 1, true}, LawCase{2, 4, true},
-                                         LawCase{2, 2, false}, LawCase{1, 2, false},
-                                         LawCase{4, 2, true}, LawCase{2, 2, false, 1},
-                                         LawCase{2, 2, true, 1}, LawCase{2, 4, true, 0, {"*"}},
-                                         LawCase{2, 2, false, 1, {"fc2", "fc6"}},
-                                         LawCase{2, 2, false, 2}, LawCase{2, 4, false, 3},
-                                         LawCase{4, 2, false, 2}, LawCase{4, 2, false, 3},
-                                         LawCase{2, 2, true, 2}, LawCase{2, 2, true, 3},
-                                         LawCase{2, 2, false, 2, {"*"}},
-                                         LawCase{4, 4, false, 3, {"fc2", "fc6"}},
-                                         LawCase{2, 2, true, 3, {"*"}}),
-                         [](const testing::TestParamInfo<LawCase>& info) {
-                           const LawCase& c = info.param;
-                           return "k" + std::to_string(c.k) + "_m" +
-                                  std::to_string(c.micro_batches) +
-                                  (c.strategies ? "_sharded" : "_data") + "_zero" +
-                                  std::to_string(c.zero) + "_recompute" +
-                                  std::to_string(c.recompute.size());
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SubMeshLaw,
+    testing::Values(LawCase{2, 1, true}, LawCase{2, 4, true}, LawCase{2, 2, false},
+                    LawCase{1, 2, false}, LawCase{4, 2, true}, LawCase{2, 2, false, 1},
+                    LawCase{2, 2, true, 1}, LawCase{2, 4, true, 0, {"*"}},
+                    LawCase{2, 2, false, 1, {"fc2", "fc6"}}, LawCase{2, 2, false, 2},
+                    LawCase{2, 4, false, 3}, LawCase{4, 2, false, 2}, LawCase{4, 2, false, 3},
+                    LawCase{2, 2, true, 2}, LawCase{2, 2, true, 3}, LawCase{2, 2, false, 2, {"*"}},
+                    LawCase{4, 4, false, 3, {"fc2", "fc6"}}, LawCase{2, 2, true, 3, {"*"}}),
+    [](const testing::TestParamInfo<LawCase>& info) {
+      const LawCase& c = info.param;
+      return "k" + std::to_string(c.k) + "_m" + std::to_string(c.micro_batches) +
+             (c.strategies ? "_sharded" : "_data") + "_zero" + std::to_string(c.zero) +
+             "_recompute" + std::to_string(c.recompute.size());
+    });
 
 }  // namespace
 }  // namespace shardscope
