@@ -84,6 +84,8 @@ class DistExecutor {
                         RankStats* stats) {
     return Execute(comm, static_cast<size_t>(instr), step, training, stats);
   }
+  // Frees a value allocated while live (a ZeRO 3 parameter after a stage's phase reads it last).
+  void ReleaseValue(int dist_value) { Release(dist_value); }
   // Counts RankStats' *_cpu_seconds as well (off by default; see RankStats).
   void set_cpu_timing(bool on) { cpu_timing_ = on; }
   bool cpu_timing() const { return cpu_timing_; }

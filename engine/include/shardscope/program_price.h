@@ -35,6 +35,13 @@
 
 namespace shardscope {
 
+// The ranks a parameter's ZeRO collectives run over: its replica group's size and the link
+// its axes span on the device mesh.
+struct ShardLink {
+  int64_t group = 1;  // 1: not sharded
+  double bandwidth = 0, latency = 0;
+};
+
 struct ProgramPrice {
   double step_seconds = 0;  // operators + communication - hidden
   // CostModel::overlap_gradients: of communication_seconds, the gradient reductions' time
@@ -52,7 +59,18 @@ struct ProgramPrice {
   // Per graph node: a forward operator's computation (OpCompute; 0 for other nodes), what
   // pipeline stages over sub-meshes sum per stage.
   std::vector<double> node_seconds;
+  // Per graph node: a recomputed forward operator's replays (in operator_seconds, not in
+  // node_seconds). Per param_grads entry: its ZeRO collectives' link. Pipeline stages over
+  // sub-meshes price their own share of both.
+  std::vector<double> replay_seconds;
+  std::vector<ShardLink> shard_links;
 };
+
+// One ZeRO collective (an all-gather of slices, a reduce-scatter of a bucket) of `bytes` per
+// rank over `link`, as PriceProgram charges it: the collective, its overhead, the link's
+// latency per message.
+double ShardCollectiveSeconds(const CostModel& cost, CollectiveKind kind, double bytes,
+                              const ShardLink& link);
 
 // Whether a redistribution step communicates (the executor calls the communicator for it).
 bool CommunicatesData(const RedistStep& step);

@@ -14,10 +14,13 @@
 // micro-batches in flight (MicroBatchSlots); gradients (already reduced inside the stage by
 // the program) are summed over micro-batches and averaged before each stage's optimizer step,
 // which equals the single-device step up to float rounding (the correctness law).
-// Optimizer sharding stage 1 (ZeRO 1) updates a slice of each owned shard per rank of its
-// replica group inside the stage; recomputed scopes replay in their stage's backward phase.
-// Not supported (refused naming it): ZeRO 2/3, a recomputed value crossing stages, a
-// parameter read on two stages.
+// Optimizer sharding (ZeRO 1-3) works inside the stage, over a parameter's replica group there:
+// each rank updates a slice of each owned shard. ZeRO 2/3 gradients stay partial, are summed
+// over the micro-batches and reduce-scattered once a step, in the stage's own buckets (as
+// Megatron's distributed optimizer does); ZeRO 3 all-gathers a parameter before its first read
+// in each micro-batch's forward and backward phase and frees it after the phase's last read.
+// Recomputed scopes replay in their stage's backward phase. Not supported (refused naming
+// it): a recomputed value crossing stages, a parameter read on two stages.
 #pragma once
 
 #include <map>
@@ -78,10 +81,24 @@ Result<SubMeshPlan> PlanSubMeshPipeline(ModelGraph* model, const SubMeshOptions&
 Status CutSubMeshProgram(const Graph& graph, const SubMeshOptions& options, SubMeshPlan* plan);
 
 // Bytes one rank of `stage` allocates: the parameters, constants and gradient sums it owns,
-// `optimizer_states` tensors per owned parameter, every other value it touches once per
-// micro-batch in flight.
+// `optimizer_states` tensors per owned parameter (ZeRO: per slice), every other value it
+// touches once per micro-batch in flight; ZeRO 2/3 adds the gradient slices and the largest
+// bucket while it fills, ZeRO 3 keeps parameter slices and the most gathered at once.
 int64_t SubMeshStageBytes(const Graph& graph, const SubMeshPlan& plan, int stage,
                           int optimizer_states);
+
+// ZeRO 2/3 (submesh_zero.cc): the program's gradient buckets restricted to `stage`'s
+// parameters (param_stage), in order, their chunks end to end: what the stage reduce-scatters.
+std::vector<ScatterBucket> StageScatterBuckets(const SubMeshPlan& plan, int stage);
+// A rank's view of `p` (plan.program): other stages' parameters unsharded, the stage's own
+// buckets (StageScatterBuckets) with their members' bucket and offset.
+void KeepStageSharding(const SubMeshPlan& plan, int stage, DistProgram* p);
+// Per item of a stage's phase, the ZeRO 3 parameters (DistValues) it reads last in the phase:
+// freed after it, gathered again by the next phase that reads them.
+std::vector<std::vector<int>> PhaseReleases(const DistProgram& p,
+                                            const std::vector<StageItem>& items);
+// The most bytes of ZeRO 3 parameters gathered at once during the phase.
+int64_t PhaseGatheredBytes(const DistProgram& p, const std::vector<StageItem>& items);
 
 class ShardedUpdate;  // runtime/sharded_update.h
 
@@ -98,12 +115,15 @@ class SubMeshTrainer {
   // Top-1 accuracy on `data` (forward only, in batches of the micro-batch), on every rank.
   Result<double> Evaluate(Communicator& world, const Dataset& data);
 
+  // This rank's plan (ZeRO: the program as KeepStageSharding leaves it for its stage).
   const SubMeshPlan& plan() const { return plan_; }
   const Graph& graph() const { return model_.graph; }
   int stage() const { return stage_; }
   const std::vector<ValueId>& parameters() const { return plan_.params; }
   // This rank's shard of a parameter its stage owns (nullptr: another stage's), its layout.
+  // ZeRO 3 frees them between uses: GatherParameterShards first (collective on the stage).
   const Tensor* ParameterShard(ValueId param) const;
+  Status GatherParameterShards(Communicator& world);
   const Layout& ParameterLayout(ValueId param) const;
   const RankStats& stats() const { return stats_; }
 
@@ -112,8 +132,7 @@ class SubMeshTrainer {
   Status Local(Communicator& world);  // the stage communicator, on first use
   void UseSlot(int slot);             // swaps slot `slot`'s buffers in (or back out)
   Status Update();                    // the optimizer step on the averaged gradient sums
-  Status RunPhase(Communicator& world, const std::vector<StageItem>& items, int micro,
-                  bool training);
+  Status RunPhase(Communicator& world, bool backward, int micro, bool training);
   ModelGraph model_;
   TrainConfig config_;
   SubMeshPlan plan_;
@@ -124,10 +143,12 @@ class SubMeshTrainer {
   std::vector<std::vector<Tensor>> slot_buf_;  // per slot, per slotted_ entry
   std::vector<int> owned_;                     // param_grads entries of this stage
   std::vector<Tensor> grad_sum_;               // per owned_
+  // Per item of the stage's phases: the ZeRO 3 parameters freed after it (PhaseReleases).
+  std::vector<std::vector<int>> forward_release_, backward_release_;
   std::vector<Tensor*> param_ptrs_;
   std::vector<const Tensor*> grad_ptrs_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<ShardedUpdate> sharded_;  // ZeRO 1 on
+  std::unique_ptr<ShardedUpdate> sharded_;  // ZeRO on
   RankStats stats_;
   int64_t step_ = 0;
 };

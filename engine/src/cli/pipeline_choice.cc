@@ -41,7 +41,7 @@ Result<PipelineChoice> PriceCandidate(const BuildAtFn& build, int64_t batch, int
     r.last_op = g.node(units[first[s + 1] - 1].nodes.back()).name;
     for (int u = first[s]; u < first[s + 1]; ++u) {
       r.compute_seconds += units[u].compute_seconds * slowdown;
-      updates[s] += units[u].update_seconds * slowdown;
+      r.update_seconds += units[u].update_seconds * slowdown;
       for (NodeId n : units[u].nodes) c.worker_of[g.node(n).name] = s;
     }
   }
@@ -59,6 +59,7 @@ Result<PipelineChoice> PriceCandidate(const BuildAtFn& build, int64_t batch, int
   }
   for (int s = 0; s < stages; ++s) {
     seconds[s] = c.stage[s].compute_seconds + c.stage[s].transfer_seconds;
+    updates[s] = c.stage[s].update_seconds;
     SHARDSCOPE_ASSIGN_OR_RETURN(
         c.stage[s].memory_bytes,
         WorkerMemoryBytes(model.graph, plan, micro_batches, options.optimizer_states, s));
@@ -246,6 +247,7 @@ nlohmann::ordered_json PipelineJson(const PipelineChoice& c) {
                           {"devices", StageDevices(s)},
                           {"compute_seconds", s.compute_seconds},
                           {"transfer_seconds", s.transfer_seconds},
+                          {"update_seconds", s.update_seconds},
                           {"memory_bytes", s.memory_bytes}});
   }
   return j;
@@ -268,24 +270,24 @@ std::string PipelineText(const PipelineChoice& c) {
     out << "  inside each stage: ZeRO " << c.optimizer_sharding
         << (scopes.empty() ? std::string() : ", recompute " + scopes) << "\n";
   }
-  std::snprintf(line, sizeof line, "  %-6s %-7s %-24s %-24s %11s %11s %10s\n", "stage",
+  std::snprintf(line, sizeof line, "  %-6s %-7s %-24s %-24s %11s %11s %10s %10s\n", "stage",
                 c.stage_devices > 1 ? "devices" : "device", "first operator", "last operator",
-                "compute us", "transfer us", "memory");
+                "compute us", "transfer us", "update us", "memory");
   out << line;
   for (size_t s = 0; s < c.stage.size(); ++s) {
     const StageReport& r = c.stage[s];
     const std::string devices =
         r.devices > 1 ? std::to_string(r.device) + "-" + std::to_string(r.device + r.devices - 1)
                       : std::to_string(r.device);
-    std::snprintf(line, sizeof line, "  %-6zu %-7s %-24s %-24s %11.2f %11.2f %10s\n", s,
+    std::snprintf(line, sizeof line, "  %-6zu %-7s %-24s %-24s %11.2f %11.2f %10.2f %10s\n", s,
                   devices.c_str(), r.first_op.c_str(), r.last_op.c_str(), r.compute_seconds * 1e6,
-                  r.transfer_seconds * 1e6,
+                  r.transfer_seconds * 1e6, r.update_seconds * 1e6,
                   FormatBytes(static_cast<double>(r.memory_bytes)).c_str());
     out << line;
   }
   std::snprintf(line, sizeof line,
                 "  predicted step: %.3f ms = (%d + %d - 1) x %.3f ms (slowest stage per "
-                "micro-batch, transfers included) + its optimizer update\n",
+                "micro-batch, transfers included) + the slowest update\n",
                 c.price.step_seconds * 1e3, c.micro_batches, c.stages,
                 c.price.slowest_stage_seconds * 1e3);
   out << line;

@@ -25,6 +25,7 @@ struct StageReport {
   int devices = 1;                // devices device .. device + devices - 1 (its sub-mesh)
   double compute_seconds = 0;     // per micro-batch, forward + backward
   double transfer_seconds = 0;    // per micro-batch, boundary activations and gradients
+  double update_seconds = 0;      // per step: optimizer update (ZeRO: its slice and collectives)
   int64_t memory_bytes = 0;       // WorkerMemoryBytes / SubMeshStageBytes (what `train` allocates)
 };
 

@@ -34,6 +34,47 @@ SubMeshOptions CutOptions(const PipelineChoice& c, const SearchOptions& options)
   return so;
 }
 
+// What runs once a step (StageReport::update_seconds) and ZeRO 3's gathers per micro-batch,
+// as SubMeshTrainer runs them: the update of each owned parameter's slice (its whole shard
+// without ZeRO; OpCompute priced the whole shard per micro-batch), ZeRO 1/2's all-gather of
+// the updated slices, ZeRO 2/3's reduce-scatter of each of the stage's buckets of gradients
+// summed over the micro-batches, ZeRO 3's all-gather in every phase reading a parameter.
+void ZeroSeconds(const SubMeshPlan& plan, const ProgramPrice& price, const SearchOptions& options,
+                 std::vector<StageReport>* stage) {
+  const DistProgram& p = plan.program;
+  const CostModel& cost = options.cost;
+  const double element = PrecisionBytes(options.dtype);
+  const auto gather = [&](size_t i) {
+    const ParamSharding& s = p.param_sharding[i];
+    return ShardCollectiveSeconds(cost, CollectiveKind::kAllGather,
+                                  element * static_cast<double>(s.chunk * s.group_size),
+                                  price.shard_links[i]);
+  };
+  for (size_t i = 0; i < p.param_grads.size(); ++i) {
+    StageReport& r = (*stage)[plan.param_stage[i]];
+    const ParamSharding* zero = p.param_sharding.empty() ? nullptr : &p.param_sharding[i];
+    const bool sliced = zero != nullptr && zero->group_size > 1;
+    const double shard =
+        static_cast<double>(NumElements(p.values[p.param_grads[i].first].layout.ShardShape()));
+    const double per_element = element * (3 + 2 * options.optimizer_states);
+    r.compute_seconds -= cost.MemorySeconds(shard * per_element);
+    r.update_seconds +=
+        cost.MemorySeconds((sliced ? static_cast<double>(zero->chunk) : shard) * per_element);
+    if (sliced && !zero->gathered) r.update_seconds += gather(i);
+  }
+  for (size_t s = 0; s < stage->size(); ++s) {
+    for (const ScatterBucket& b : StageScatterBuckets(plan, static_cast<int>(s))) {
+      (*stage)[s].update_seconds += ShardCollectiveSeconds(
+          cost, CollectiveKind::kReduceScatter,
+          element * static_cast<double>(b.slice * b.group_size), price.shard_links[b.params[0]]);
+    }
+    for (const auto* phase : {&plan.forward[s], &plan.backward[s]}) {
+      for (const std::vector<int>& freed : PhaseReleases(p, *phase))
+        for (int v : freed) (*stage)[s].compute_seconds += gather(p.gathered_param[v]);
+    }
+  }
+}
+
 // `c`'s figures from its cut program and the program's price: each stage's report, the 1F1B
 // price and memory (see PriceSubMeshCandidate).
 PipelineChoice Figures(const Graph& g, const SubMeshPlan& plan, const ProgramPrice& price,
@@ -56,27 +97,20 @@ PipelineChoice Figures(const Graph& g, const SubMeshPlan& plan, const ProgramPri
     StageReport& r = c.stage[it->second];
     if (r.first_op.empty()) r.first_op = n.name;
     r.last_op = n.name;
-    r.compute_seconds += price.node_seconds[n.id] * slowdown;
+    r.compute_seconds += (price.node_seconds[n.id] + price.replay_seconds[n.id]) * slowdown;
   }
-  std::vector<double> updates(stages, 0.0);
   for (size_t i = 0; i < plan.program.instrs.size(); ++i)
     c.stage[plan.instr_stage[i]].compute_seconds += price.instr_seconds[i];
-  // OpCompute holds the optimizer's update of the shards, which runs once per step.
-  const double element = PrecisionBytes(options.dtype);
-  for (size_t i = 0; i < plan.program.param_grads.size(); ++i) {
-    const int home = plan.program.param_grads[i].first;
-    const double bytes =
-        element * static_cast<double>(NumElements(plan.program.values[home].layout.ShardShape()));
-    const double update = options.cost.MemorySeconds(bytes * (3 + 2 * options.optimizer_states));
-    updates[plan.param_stage[i]] += update;
-    c.stage[plan.param_stage[i]].compute_seconds -= update;
-  }
+  ZeroSeconds(plan, price, options, &c.stage);
+  std::vector<double> updates(stages, 0.0);
+  for (int s = 0; s < stages; ++s) updates[s] = c.stage[s].update_seconds;
   // Matching ranks of two stages exchange one shard each, paid by sender and receiver.
   const DeviceMesh& world =
       options.device_mesh.size() == stages * k ? options.device_mesh : DeviceMesh();
   for (const StageCut& cut : plan.cuts) {
-    const double t = BoundarySeconds(options.cost, world, cut.src_stage * k, cut.dst_stage * k,
-                                     static_cast<double>(cut.bytes) * element / 4.0);
+    const double t =
+        BoundarySeconds(options.cost, world, cut.src_stage * k, cut.dst_stage * k,
+                        static_cast<double>(cut.bytes) * PrecisionBytes(options.dtype) / 4.0);
     c.stage[cut.src_stage].transfer_seconds += t;
     c.stage[cut.dst_stage].transfer_seconds += t;
   }

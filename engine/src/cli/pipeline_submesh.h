@@ -15,8 +15,9 @@ namespace shardscope::cli {
 // stage's k devices (the search of options.mode on k devices; semi_auto: the model's own),
 // partitioned and cut (PlanSubMeshPipeline). A stage's time per micro-batch is its operators'
 // computation under their strategies and its redistributions (PriceProgram on k devices,
-// gradient reductions included, less the optimizer update paid once per step) plus the shards
-// it sends and receives, each over the link between matching ranks of the two stages.
+// gradient reductions and replays included, less the optimizer update paid once per step;
+// ZeRO 3's gathers) plus the shards it sends and receives, each over the link between
+// matching ranks of the two stages; once a step its update (StageReport::update_seconds).
 Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t batch, int stages,
                                              int stage_devices, int micro_batches,
                                              const SearchOptions& options, double capacity_bytes);

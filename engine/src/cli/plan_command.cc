@@ -500,8 +500,10 @@ void AddPlanCommand(CLI::App& root, Commands& commands) {
                   "with its bubble and boundary transfers; auto tries every N dividing the\n"
                   "devices and keeps whichever of pipeline and operator-level plan fits\n"
                   "memory, else is cheaper (default: parallel.pipeline; docs/pipeline.md).\n"
-                  "Stages of several devices take --optimizer-sharding 1 and --recompute\n"
-                  "inside each stage; ZeRO 2/3 inside stages is not built yet (refused)");
+                  "Stages of several devices take --optimizer-sharding 1|2|3 and --recompute\n"
+                  "inside each stage: ZeRO 2/3 sum the micro-batches' gradients, then\n"
+                  "reduce-scatter them once a step; ZeRO 3 also gathers each parameter per\n"
+                  "micro-batch in forward and in backward (priced so; update us per stage)");
   app->add_option("--micro-batches", o->micro_batches,
                   "A model file with place entries and strategies: price M micro-batches under\n"
                   "1f1b (default: every M dividing the batch up to 4 x workers, the cheapest\n"

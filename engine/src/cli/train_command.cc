@@ -689,7 +689,10 @@ void AddTrainCommand(CLI::App& root, Commands& commands) {
   app->add_option("--pipeline", o->pipeline,
                   "auto | N: run the planner's N stages of devices / N devices each (a stage\n"
                   "of several devices sharded over them), 1f1b (auto: any N dividing the\n"
-                  "devices, when predicted faster or only it fits; docs/pipeline.md)");
+                  "devices, when predicted faster or only it fits; docs/pipeline.md).\n"
+                  "--optimizer-sharding 1|2|3 and --recompute work inside such stages: ZeRO\n"
+                  "2/3 reduce-scatter the gradients summed over the micro-batches once a step,\n"
+                  "ZeRO 3 gathers each parameter per micro-batch in forward and backward");
   app->add_option("--micro-batches", o->micro_batches,
                   "Placed models: split each batch into M micro-batches, pipelined over the "
                   "workers (gradients accumulated: same result)")

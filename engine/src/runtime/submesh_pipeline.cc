@@ -173,11 +173,6 @@ Status CutStages(const Graph& g, const std::vector<int>& producer,
 Result<SubMeshPlan> PlanSubMeshPipeline(ModelGraph* model, const SubMeshOptions& o) {
   if (o.stages < 1 || o.micro_batches < 1 || o.partition.devices < 1)
     return Status::Invalid("sub-mesh pipeline: stages, micro-batches and devices must be >= 1");
-  if (o.partition.optimizer_sharding > 1)
-    return Status::NotImplemented(
-        "sub-mesh pipeline: --optimizer-sharding " +
-        std::to_string(o.partition.optimizer_sharding) +
-        " (ZeRO 2/3) inside pipeline stages is not built yet; --optimizer-sharding 1 is");
   SubMeshPlan plan;
   SHARDSCOPE_ASSIGN_OR_RETURN(plan.program, PlanTrainingProgram(model, o.partition, &plan.params));
   SHARDSCOPE_RETURN_IF_ERROR(CutSubMeshProgram(model->graph, o, &plan));
@@ -242,18 +237,32 @@ int64_t SubMeshStageBytes(const Graph& graph, const SubMeshPlan& plan, int stage
   int64_t bytes = 0;
   for (size_t v = 0; v < p.values.size(); ++v) {
     if (!plan.touched[stage][v]) continue;
+    if (!p.gathered_param.empty() && p.gathered_param[v] >= 0) continue;  // ZeRO 3: below
     const int64_t one = NumElements(p.values[v].layout.ShardShape()) *
                         DTypeBytes(graph.value(p.values[v].global).dtype);
     bytes += shared[v] ? one : one * plan.slots[stage];
   }
+  bytes += std::max(PhaseGatheredBytes(p, plan.forward[stage]),
+                    PhaseGatheredBytes(p, plan.backward[stage]));
+  // The gradient sums and optimizer states; ZeRO's slices and scratch (ShardedUpdate::Bytes).
+  int64_t scratch = 0;
   for (size_t i = 0; i < p.param_grads.size(); ++i) {
     if (plan.param_stage[i] != stage) continue;
     const ParamSharding* zero = p.param_sharding.empty() ? nullptr : &p.param_sharding[i];
     const int64_t shard = NumElements(p.values[p.param_grads[i].first].layout.ShardShape());
-    const int64_t updated = zero != nullptr && zero->group_size > 1 ? zero->chunk : shard;
+    const bool sliced = zero != nullptr && zero->group_size > 1;
+    const int64_t updated = sliced ? zero->chunk : shard;
     bytes += (shard + optimizer_states * updated) * 4;
+    if (!sliced) continue;
+    bytes += ((zero->reduce_scatter ? zero->chunk : 0) + (zero->gathered ? zero->chunk : 0)) * 4;
+    if (zero->group_size * zero->chunk != zero->elements)
+      scratch = std::max(scratch, zero->group_size * zero->chunk);
   }
-  return bytes;
+  // A bucket of several gradients is copied whole while it fills, during the update.
+  int64_t filling = 0;
+  for (const ScatterBucket& b : StageScatterBuckets(plan, stage))
+    if (b.params.size() > 1) filling = std::max(filling, b.group_size * b.slice);
+  return bytes + (scratch + filling) * 4;
 }
 
 SubMeshTrainer::~SubMeshTrainer() = default;
@@ -305,12 +314,22 @@ Result<std::unique_ptr<SubMeshTrainer>> SubMeshTrainer::Create(ModelGraph model,
     t->param_ptrs_.push_back(&t->executor_->local(home));
     t->grad_ptrs_.push_back(&t->grad_sum_.back());
   }
-  if (p.optimizer_sharding > 0) {  // ZeRO 1: each rank updates a slice of its shard
+  if (p.optimizer_sharding > 0) {  // each rank updates a slice of its shard
+    KeepStageSharding(t->plan_, t->stage_, &t->plan_.program);
     t->sharded_ = std::make_unique<ShardedUpdate>(p, *t->executor_, t->local_);
     std::vector<bool> owned(p.param_grads.size(), false);
     for (int i : t->owned_) owned[i] = true;
     t->sharded_->set_only(std::move(owned));
+    ShardedUpdate* sharded = t->sharded_.get();
+    t->executor_->set_gather([sharded](Communicator& comm, int param, Tensor* out) {
+      return sharded->GatherParameter(comm, param, out);
+    });
+    for (int i : t->owned_) {  // ZeRO 3: the slice is kept, the whole shard gathered when read
+      if (p.param_sharding[i].gathered) t->executor_->local(p.param_grads[i].first) = Tensor();
+    }
   }
+  t->forward_release_ = PhaseReleases(p, t->plan_.forward[t->stage_]);
+  t->backward_release_ = PhaseReleases(p, t->plan_.backward[t->stage_]);
   t->optimizer_ = MakeOptimizer(config.optimizer);
   return t;
 }
@@ -333,13 +352,16 @@ void SubMeshTrainer::UseSlot(int slot) {
   for (size_t i = 0; i < slotted_.size(); ++i) std::swap(executor_->local(slotted_[i]), set[i]);
 }
 
-Status SubMeshTrainer::RunPhase(Communicator& world, const std::vector<StageItem>& items, int micro,
-                                bool training) {
+Status SubMeshTrainer::RunPhase(Communicator& world, bool backward, int micro, bool training) {
   const int k = plan_.stage_devices;
-  for (const StageItem& item : items) {
+  const std::vector<StageItem>& items = backward ? plan_.backward[stage_] : plan_.forward[stage_];
+  const std::vector<std::vector<int>>& release = backward ? backward_release_ : forward_release_;
+  for (size_t at = 0; at < items.size(); ++at) {
+    const StageItem& item = items[at];
     if (item.kind == StageItem::Kind::kRun) {
       SHARDSCOPE_RETURN_IF_ERROR(
           executor_->RunInstruction(*stage_comm_, item.index, step_, training, &stats_));
+      for (int v : release[at]) executor_->ReleaseValue(v);
       continue;
     }
     const StageCut& c = plan_.cuts[item.index];
@@ -395,8 +417,7 @@ Result<float> SubMeshTrainer::Step(Communicator& world, const Tensor& images,
               ExtractShard(p.values[v].global == model_.labels ? y : x, p.values[v].layout, local_);
       }
     }
-    const Status st =
-        RunPhase(world, backward ? plan_.backward[stage_] : plan_.forward[stage_], micro, true);
+    const Status st = RunPhase(world, backward, micro, true);
     if (st.ok() && !backward && stage_ == plan_.loss_stage) loss += executor_->local(p.loss)[0];
     if (st.ok() && backward) {
       for (size_t i = 0; i < owned_.size(); ++i) {
@@ -475,7 +496,7 @@ Result<double> SubMeshTrainer::Evaluate(Communicator& world, const Dataset& data
         executor_->local(v) =
             ExtractShard(p.values[v].global == model_.labels ? y : x, p.values[v].layout, local_);
     }
-    st = RunPhase(world, plan_.forward[stage_], 0, /*training=*/false);
+    st = RunPhase(world, /*backward=*/false, 0, /*training=*/false);
     if (st.ok() && stage_ == logits_stage) {
       st = ExecuteRedistribution(whole, *stage_comm_, executor_->local(logits), &all);
       correct += CountCorrect(all, data.labels.ints() + start * per, n * per);
@@ -487,6 +508,18 @@ Result<double> SubMeshTrainer::Evaluate(Communicator& world, const Dataset& data
   SHARDSCOPE_RETURN_IF_ERROR(world.Broadcast(count, logits_stage * plan_.stage_devices));
   return data.size() == 0 ? 0.0
                           : static_cast<double>(count[0]) / static_cast<double>(data.size() * per);
+}
+
+Status SubMeshTrainer::GatherParameterShards(Communicator& world) {
+  SHARDSCOPE_RETURN_IF_ERROR(Local(world));
+  const DistProgram& p = plan_.program;
+  for (int i : owned_) {
+    if (!sharded_ || !p.param_sharding[i].gathered) continue;
+    Tensor& shard = executor_->local(p.param_grads[i].first);
+    shard = Tensor(p.values[p.param_grads[i].first].layout.ShardShape());
+    SHARDSCOPE_RETURN_IF_ERROR(sharded_->GatherParameter(*stage_comm_, i, &shard));
+  }
+  return Status::Ok();
 }
 
 const Tensor* SubMeshTrainer::ParameterShard(ValueId param) const {

@@ -28,6 +28,13 @@ Parts PartsOf(const search_internal::SearchOp& op, const OpStrategy& strategy) {
 
 }  // namespace
 
+double ShardCollectiveSeconds(const CostModel& cost, CollectiveKind kind, double bytes,
+                              const ShardLink& link) {
+  return cost.CollectiveSeconds(kind, bytes, link.group, link.bandwidth) +
+         cost.collective_overhead_s +
+         CostModel::LatencyMessages(kind, link.group) * (link.latency - cost.latency_s);
+}
+
 Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program,
                                   const SearchOptions& options) {
   SearchOptions o = options;
@@ -43,6 +50,7 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   std::vector<int> op_of(graph.num_nodes(), -1);
   std::vector<Parts> parts(g.ops().size());
   price.node_seconds.assign(graph.num_nodes(), 0.0);
+  price.replay_seconds.assign(graph.num_nodes(), 0.0);
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const search_internal::SearchOp& op = g.ops()[i];
     op_of[op.node] = static_cast<int>(i);
@@ -72,7 +80,10 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     for (int i : segment.instrs) {
       if (program.instrs[i].kind != DistInstr::Kind::kCompute) continue;  // the loop below
       const int op = op_of_instr(program.instrs[i]);
-      if (op >= 0) price.operator_seconds += g.OpCompute(op, parts[op]) / instrs_of[op];
+      if (op < 0) continue;
+      const double replay = g.OpCompute(op, parts[op]) / instrs_of[op];
+      price.operator_seconds += replay;
+      price.replay_seconds[g.ops()[op].node] += replay;
     }
   }
   // Gradient reductions (their outputs are the gradients the update reads) share buckets.
@@ -129,17 +140,21 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   // update (stage 3: before each use instead); stage 2 and 3 reduce-scatter the gradients as
   // well, one call per bucket of them (the all-reduces left the program).
   const CostModel& cm = o.cost;
-  const auto collective = [&](CollectiveKind kind, int param, int64_t elements) {
-    const ParamSharding& s = program.param_sharding[param];
-    const DeviceMesh& mesh = program.values[program.param_grads[param].first].layout.mesh();
-    const double bytes = static_cast<double>(elements) * PrecisionBytes(o.dtype);
+  price.shard_links.assign(program.param_sharding.size(), ShardLink{});
+  for (size_t i = 0; i < program.param_sharding.size(); ++i) {
+    const ParamSharding& s = program.param_sharding[i];
+    if (s.group_size <= 1) continue;
+    const DeviceMesh& mesh = program.values[program.param_grads[i].first].layout.mesh();
     // On a device mesh the group's ranks run over the links they span, as every other step.
-    double bandwidth = cm.Bandwidth(mesh, s.axes), latency = cm.latency_s;
-    g.MeshAxesLink(mesh, s.axes, &bandwidth, &latency);
-    const int64_t group = mesh.GroupSize(s.axes);
-    const double seconds = cm.CollectiveSeconds(kind, bytes, group, bandwidth) +
-                           cm.collective_overhead_s +
-                           CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
+    ShardLink& link = price.shard_links[i];
+    link.group = mesh.GroupSize(s.axes);
+    link.bandwidth = cm.Bandwidth(mesh, s.axes);
+    link.latency = cm.latency_s;
+    g.MeshAxesLink(mesh, s.axes, &link.bandwidth, &link.latency);
+  }
+  const auto collective = [&](CollectiveKind kind, int param, int64_t elements) {
+    const double bytes = static_cast<double>(elements) * PrecisionBytes(o.dtype);
+    const double seconds = ShardCollectiveSeconds(cm, kind, bytes, price.shard_links[param]);
     price.communication_seconds += seconds;
     ++price.communication_steps;
     return std::pair<double, double>(bytes, seconds);

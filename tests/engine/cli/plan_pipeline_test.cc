@@ -343,20 +343,70 @@ TEST(PlanPlacedSharded, PricesTheStagesAsTrainRunsThem) {
   EXPECT_NE(bad.text.find("--devices 4"), std::string::npos) << bad.text;
 }
 
-// ZeRO 1 and recomputation inside the stages keep the single-device losses; ZeRO 2 is refused.
-TEST(TrainPlacedSharded, ZeroOneAndRecomputeInsideStages) {
+// ZeRO 1-3 and recomputation inside the stages keep the single-device losses.
+TEST(TrainPlacedSharded, ZeroAndRecomputeInsideStages) {
   const std::string args = "train " + kPlacedSharded + " --data " + kMnist +
                            " --steps 4 --limit 640 --log-every 1 --no-record";
   auto one = Shardscope(args + " --ignore-parallel --devices 1");
-  auto zero = Shardscope(args + " --micro-batches 2 --optimizer-sharding 1 --recompute");
   ASSERT_EQ(one.code, 0) << one.text;
-  ASSERT_EQ(zero.code, 0) << zero.text;
   EXPECT_GE(Losses(one.text).size(), 4u);
-  EXPECT_EQ(Losses(one.text), Losses(zero.text)) << one.text << "\n----\n" << zero.text;
-  auto two = Shardscope(args + " --optimizer-sharding 2");
-  EXPECT_EQ(two.code, 2) << two.text;
-  EXPECT_NE(two.text.find("--optimizer-sharding 2"), std::string::npos) << two.text;
-  EXPECT_NE(two.text.find("not built yet"), std::string::npos) << two.text;
+  for (const char* options : {" --micro-batches 2 --optimizer-sharding 1 --recompute",
+                              " --micro-batches 2 --optimizer-sharding 2",
+                              " --micro-batches 4 --optimizer-sharding 3 --recompute"}) {
+    auto zero = Shardscope(args + options);
+    ASSERT_EQ(zero.code, 0) << options << "\n" << zero.text;
+    EXPECT_EQ(Losses(one.text), Losses(zero.text)) << options << "\n" << zero.text;
+  }
+}
+
+TEST(TrainPlacedSharded, ZeroTwoAndThreeInsideStagesUnderMpirun) {
+  const std::string args = "train " + kPlacedSharded + " --data " + kMnist +
+                           " --steps 4 --limit 640 --log-every 1 --no-record";
+  auto one = Shardscope(args + " --ignore-parallel --devices 1");
+  ASSERT_EQ(one.code, 0) << one.text;
+  for (const char* options :
+       {" --micro-batches 2 --optimizer-sharding 2", " --optimizer-sharding 3 --recompute"}) {
+    auto mpi = RunCommand(std::string(MPIEXEC) + " --allow-run-as-root --oversubscribe -np 4 " +
+                          SHARDSCOPE_BIN + " " + args + options);
+    ASSERT_EQ(mpi.code, 0) << options << "\n" << mpi.text;
+    EXPECT_NE(mpi.text.find("2 stages x 2 devices (MPI)"), std::string::npos) << mpi.text;
+    EXPECT_EQ(Losses(one.text), Losses(mpi.text)) << options << "\n" << mpi.text;
+  }
+}
+
+// ZeRO inside the stages priced as SubMeshTrainer runs it. Stage 0 is data-parallel: ZeRO 2
+// drops its per-micro-batch gradient all-reduces for one reduce-scatter a step (after the
+// update's all-gathers), ZeRO 3 gathers the weights per micro-batch instead of after the update.
+TEST(PlanPlacedSharded, PricesZeroInsideStagesAsTrainRunsIt) {
+  std::vector<nlohmann::json> stage0;
+  for (int zero = 0; zero <= 3; ++zero) {
+    const nlohmann::json j = PlanJson(kPlacedSharded + " --micro-batches 4 --optimizer-sharding " +
+                                      std::to_string(zero));
+    ASSERT_TRUE(j.contains("pipeline")) << j.dump(2);
+    const nlohmann::json& p = j["pipeline"];
+    EXPECT_EQ(p["optimizer_sharding"], zero);
+    double slowest = 0, update = 0;
+    for (const auto& s : p["stage"]) {
+      slowest = std::max(slowest,
+                         s["compute_seconds"].get<double>() + s["transfer_seconds"].get<double>());
+      update = std::max(update, s["update_seconds"].get<double>());
+      EXPECT_GT(s["update_seconds"].get<double>(), 0);
+    }
+    EXPECT_NEAR(p["step_seconds"].get<double>(), (4 + 2 - 1) * slowest + update,
+                1e-12 + 1e-9 * update);
+    stage0.push_back(p["stage"][0]);
+  }
+  const auto at = [&](int zero, const char* key) { return stage0[zero][key].get<double>(); };
+  EXPECT_LT(at(1, "memory_bytes"), at(0, "memory_bytes"));
+  EXPECT_LT(at(2, "memory_bytes"), at(1, "memory_bytes"));
+  EXPECT_LT(at(2, "compute_seconds"), at(1, "compute_seconds"));  // no all-reduce per micro-batch
+  EXPECT_GT(at(2, "update_seconds"), at(1, "update_seconds"));    // its reduce-scatter
+  EXPECT_GT(at(3, "compute_seconds"), at(2, "compute_seconds"));  // gathers per micro-batch
+  EXPECT_LT(at(3, "update_seconds"), at(2, "update_seconds"));    // no all-gather after it
+  auto text = Shardscope("plan " + kPlacedSharded + " --micro-batches 4 --optimizer-sharding 3");
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_NE(text.text.find("inside each stage: ZeRO 3"), std::string::npos) << text.text;
+  EXPECT_NE(text.text.find("update us"), std::string::npos) << text.text;
 }
 
 TEST(TrainPlacedSharded, PrintsTheSingleDeviceLossesUnderMpirun) {

@@ -67,6 +67,7 @@ inline Status TrainRank(Communicator& world, int64_t batch, int micro_batches, i
       return Status::Internal("rank " + std::to_string(world.rank()) + " step " +
                               std::to_string(s) + ": loss " + std::to_string(loss));
   }
+  SHARDSCOPE_RETURN_IF_ERROR(t->GatherParameterShards(world));  // ZeRO 3 frees them
   int owned = 0;
   for (ValueId p : t->parameters()) {
     const Tensor* got = t->ParameterShard(p);

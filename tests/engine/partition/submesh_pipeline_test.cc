@@ -105,26 +105,82 @@ TEST(SubMeshPipeline, RecomputeReplaysInTheBackwardAndKeepsOneBufferForAllMicroB
       << refused.status().message();
 }
 
-TEST(SubMeshPipeline, OptimizerShardingSlicesStatesAndRefusesStagesTwoAndThree) {
-  auto m = submesh_law::Build(8, 2, false, nullptr);
-  auto z = submesh_law::Build(8, 2, false, nullptr);
-  ASSERT_TRUE(m.ok() && z.ok());
-  auto plain = PlanSubMeshPipeline(&*m, submesh_law::Options(2, 1, false));
-  SubMeshOptions o = submesh_law::Options(2, 1, false);
-  o.partition.optimizer_sharding = 1;
-  auto zero = PlanSubMeshPipeline(&*z, o);
-  ASSERT_TRUE(plain.ok() && zero.ok()) << zero.status().message();
-  // Data-parallel stages: each rank keeps the momentum of half of every parameter.
-  EXPECT_LT(SubMeshStageBytes(z->graph, *zero, 0, 1), SubMeshStageBytes(m->graph, *plain, 0, 1));
-  for (int stage : {2, 3}) {
-    auto again = submesh_law::Build(8, 2, false, nullptr);
-    ASSERT_TRUE(again.ok());
+// Data-parallel stages of 4: ZeRO 1 slices the optimizer states, ZeRO 2 also drops the
+// reduced gradient for a slice of it, ZeRO 3 also keeps only a slice of each parameter (at 2
+// devices fc1, half of stage 0's weights, gathered whole outweighs the halves kept); each
+// stage reduce-scatters exactly its own gradients.
+TEST(SubMeshPipeline, OptimizerShardingStagesShrinkTheStageAndScatterItsOwnGradients) {
+  std::vector<int64_t> bytes;
+  for (int stage : {0, 1, 2, 3}) {
+    auto m = submesh_law::Build(8, 4, false, nullptr);
+    ASSERT_TRUE(m.ok());
+    SubMeshOptions o = submesh_law::Options(4, 2, false);
     o.partition.optimizer_sharding = stage;
-    auto refused = PlanSubMeshPipeline(&*again, o);
-    ASSERT_FALSE(refused.ok());
-    EXPECT_NE(refused.status().message().find("--optimizer-sharding " + std::to_string(stage)),
-              std::string::npos)
-        << refused.status().message();
+    o.partition.gradient_bucket_bytes = 1 << 20;  // buckets of several parameters
+    auto plan = PlanSubMeshPipeline(&*m, o);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    bytes.push_back(SubMeshStageBytes(m->graph, *plan, 0, 1));
+    if (stage < 2) continue;
+    size_t scattered = 0, several = 0;
+    for (int s = 0; s < 2; ++s) {
+      for (const ScatterBucket& b : StageScatterBuckets(*plan, s)) {
+        scattered += b.params.size();
+        several += b.params.size() > 1 ? 1 : 0;
+        int64_t slice = 0;
+        for (int i : b.params) {
+          EXPECT_EQ(plan->param_stage[i], s);
+          EXPECT_TRUE(plan->program.param_sharding[i].reduce_scatter);
+          slice += plan->program.param_sharding[i].chunk;
+        }
+        EXPECT_EQ(b.slice, slice);
+      }
+    }
+    size_t expected = 0;
+    for (const ParamSharding& s : plan->program.param_sharding) expected += s.reduce_scatter;
+    EXPECT_EQ(scattered, expected);
+    EXPECT_EQ(expected, plan->params.size());  // every parameter is replicated over the stage
+    EXPECT_GT(several, 0u);
+    // A rank's view: its stage's buckets, other stages' parameters left whole.
+    DistProgram view = plan->program;
+    KeepStageSharding(*plan, 1, &view);
+    for (size_t i = 0; i < view.param_sharding.size(); ++i) {
+      const ParamSharding& s = view.param_sharding[i];
+      EXPECT_EQ(s.group_size > 1, plan->param_stage[i] == 1);
+      if (plan->param_stage[i] != 1) continue;
+      const ScatterBucket& b = view.scatter_buckets.at(s.bucket);
+      EXPECT_LE(s.bucket_offset + s.chunk, b.slice);
+    }
+  }
+  EXPECT_LT(bytes[1], bytes[0]);
+  EXPECT_LT(bytes[2], bytes[1]);
+  EXPECT_LT(bytes[3], bytes[2]);
+}
+
+// ZeRO 3: a parameter is gathered before its first read in each phase and freed after its
+// last, so both phases of fc1's stage gather it and nothing stays gathered between them.
+TEST(SubMeshPipeline, ZeroThreeFreesGatheredParametersAfterEachPhase) {
+  auto m = submesh_law::Build(8, 2, false, nullptr);
+  ASSERT_TRUE(m.ok());
+  SubMeshOptions o = submesh_law::Options(2, 2, false);
+  o.partition.optimizer_sharding = 3;
+  auto plan = PlanSubMeshPipeline(&*m, o);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const DistProgram& p = plan->program;
+  for (int s = 0; s < 2; ++s) {
+    for (const auto* items : {&plan->forward[s], &plan->backward[s]}) {
+      const auto release = PhaseReleases(p, *items);
+      std::vector<int> read(p.values.size(), 0), freed(p.values.size(), 0);
+      for (size_t k = 0; k < items->size(); ++k) {
+        if ((*items)[k].kind == StageItem::Kind::kRun)
+          for (int v : p.instrs[(*items)[k].index].inputs) read[v] += p.gathered_param[v] >= 0;
+        for (int v : release[k]) {
+          ++freed[v];
+          EXPECT_GE(p.gathered_param[v], 0);
+        }
+      }
+      for (size_t v = 0; v < p.values.size(); ++v) EXPECT_EQ(freed[v], read[v] > 0 ? 1 : 0);
+      EXPECT_GT(PhaseGatheredBytes(p, *items), 0) << "stage " << s;
+    }
   }
 }
 
@@ -152,20 +208,21 @@ TEST_P(SubMeshLaw, EqualsTheSingleDeviceRun) {
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, SubMeshLaw,
-                         testing::Values(LawCase{2, 1, true}, LawCase{2, 4, true},
-                                         LawCase{2, 2, false}, LawCase{1, 2, false},
-                                         LawCase{4, 2, true}, LawCase{2, 2, false, 1},
-                                         LawCase{2, 2, true, 1}, LawCase{2, 4, true, 0, {"*"}},
-                                         LawCase{2, 2, false, 1, {"fc2", "fc6"}}),
-                         [](const testing::TestParamInfo<LawCase>& info) {
-                           const LawCase& c = info.param;
-                           return "k" + std::to_string(c.k) + "_m" +
-                                  std::to_string(c.micro_batches) +
-                                  (c.strategies ? "_sharded" : "_data") + "_zero" +
-                                  std::to_string(c.zero) + "_recompute" +
-                                  std::to_string(c.recompute.size());
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SubMeshLaw,
+    testing::Values(LawCase{2, 1, true}, LawCase{2, 4, true}, LawCase{2, 2, false},
+                    LawCase{1, 2, false}, LawCase{4, 2, true}, LawCase{2, 2, false, 1},
+                    LawCase{2, 2, true, 1}, LawCase{2, 4, true, 0, {"*"}},
+                    LawCase{2, 2, false, 1, {"fc2", "fc6"}}, LawCase{2, 2, false, 2},
+                    LawCase{2, 4, false, 3}, LawCase{4, 2, false, 2}, LawCase{4, 2, false, 3},
+                    LawCase{2, 2, true, 2}, LawCase{2, 2, true, 3}, LawCase{2, 2, false, 2, {"*"}},
+                    LawCase{4, 4, false, 3, {"fc2", "fc6"}}, LawCase{2, 2, true, 3, {"*"}}),
+    [](const testing::TestParamInfo<LawCase>& info) {
+      const LawCase& c = info.param;
+      return "k" + std::to_string(c.k) + "_m" + std::to_string(c.micro_batches) +
+             (c.strategies ? "_sharded" : "_data") + "_zero" + std::to_string(c.zero) +
+             "_recompute" + std::to_string(c.recompute.size());
+    });
 
 }  // namespace
 }  // namespace shardscope
