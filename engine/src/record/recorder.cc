@@ -216,9 +216,10 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
   return Check(writer_->Commit());
 }
 
-Status Recorder::RecordProgramRows(const Graph& g, const DistProgram& p,
-                                   const SearchResult* search, const PlanStages* stages) {
-  MeshTable meshes(*writer_, [this](const Status& st) { return Check(st); }, stages);
+Status Recorder::RecordProgramRows(const Graph& g, const DistProgram& p, const SearchResult* search,
+                                   const PlanStages* stages) {
+  MeshTable meshes(
+      *writer_, [this](const Status& st) { return Check(st); }, stages);
   const PlanStages none;
   const PlanStages& at = stages != nullptr ? *stages : none;
   for (const Node& n : g.nodes()) {
@@ -307,7 +308,8 @@ Status Recorder::RecordProgramRows(const Graph& g, const DistProgram& p,
       r.lower_bound_bytes = plan.lower_bound_bytes;
       r.bytes_total = plan.total_planned_bytes;
       r.lower_bound_total = plan.total_lower_bound_bytes;
-      r.lower_bound_per_rank = stage >= 0 ? at.WorldIndexed(plan.lower_bound, stage) : plan.lower_bound;
+      r.lower_bound_per_rank =
+          stage >= 0 ? at.WorldIndexed(plan.lower_bound, stage) : plan.lower_bound;
       r.byte_optimal = plan.byte_optimal;
       r.predicted_seconds = plan.predicted_seconds;
       for (size_t k = 0; k < plan.steps.size(); ++k) {
