@@ -10,6 +10,8 @@
 #include "main_window.h"
 #include "run_shardscope.h"
 #include "scene_widget.h"
+#include "shardscope/viewer/layout_text.h"
+#include "shardscope/viewer/redistribution_scene.h"
 #include "shardscope/viewer/run_document.h"
 
 namespace store = shardscope::store;
@@ -107,6 +109,36 @@ class PlacedRunTest : public QObject {
     held.sort();
     QCOMPARE(held, QStringList({"rank 2", "rank 3"}));
     QVERIFY(!window.tensor_view()->message().contains("no layout"));
+  }
+
+  // A redistribution on worker 1 (its plan mesh: ranks 2-3): the stepper frame's groups or
+  // transfers and its maps name ranks 2 and 3, not the stage's own 0 and 1.
+  void framesOfAStageNameTheRunsRanks() {
+    auto doc = viewer::RunDocument::Open(db_);
+    QVERIFY(doc.ok());
+    const viewer::RunData& run = (*doc)->data();
+    const store::RedistributionRecord* on_stage = nullptr;
+    for (const auto& r : run.redistributions) {
+      const store::MeshRecord* m = run.Mesh(r.plan_mesh_id);
+      if (m && viewer::MeshRankOffset(*m) == 2 && !r.steps.empty() && !r.steps[0].groups.empty())
+        on_stage = &r;
+    }
+    QVERIFY(on_stage != nullptr);
+    auto frame = viewer::BuildRedistributionFrame(run, *on_stage, 0);
+    QVERIFY2(frame.ok(), frame.status().message().c_str());
+    QStringList exchanges;
+    for (const auto* item : frame->Find("exchange")) exchanges << item->text;
+    // A group "{2,3}" or transfers "r3 → r2": ranks 2 and 3, never 0 or 1.
+    QVERIFY2(exchanges.join(" ").contains(QRegularExpression("[{r,][23]\\b")),
+             qPrintable(exchanges.join(" | ")));
+    QVERIFY2(!exchanges.join(" ").contains(QRegularExpression("[{r,][01]\\b")),
+             qPrintable(exchanges.join(" | ")));
+    QStringList blocks;
+    for (const auto* item : frame->Find("block")) blocks << item->text;
+    QVERIFY2(!blocks.filter(QRegularExpression("\\b[23]\\b")).isEmpty(),
+             qPrintable(blocks.join(" | ")));
+    QVERIFY2(blocks.filter(QRegularExpression("\\b[01]\\b")).isEmpty(),
+             qPrintable(blocks.join(" | ")));
   }
 };
 

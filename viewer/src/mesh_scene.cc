@@ -161,7 +161,10 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   double y = 0;
   QString heading = options.title.isEmpty() ? "" : options.title + ": ";
   heading += DisplayLayoutText(QString::fromStdString(mesh.ToString()));
-  heading += QString("  (%1 ranks)").arg(mesh.size());
+  heading += options.rank_offset == 0 ? QString("  (%1 ranks)").arg(mesh.size())
+                                      : QString("  (ranks %1-%2 of the run)")
+                                            .arg(options.rank_offset)
+                                            .arg(options.rank_offset + mesh.size() - 1);
   scene.items.push_back(TextItem(QRectF(0, y, 900, 20), heading, 11, true));
   y += 22;
   if (!numbered) {  // its own line: the dock may be narrow

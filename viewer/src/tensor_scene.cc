@@ -85,13 +85,16 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   QString caption = "shard " + ShapeText(layout.ShardShape()) + " on every rank; " +
                     QString::number(layout.NumBlocks()) + " block(s) on " +
                     QString::fromStdString(layout.mesh().ToString());
-  if (options.rank_offset != 0) {
-    caption += QString(" (ranks %1-%2 of the run)")
-                   .arg(options.rank_offset)
-                   .arg(options.rank_offset + layout.mesh().size() - 1);
-  }
   scene.items.push_back(TextItem(QRectF(0, y, 700, 16), caption, 9));
   y += 16;
+  if (options.rank_offset != 0) {  // a line of its own: beside another map, captions are cut
+    scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
+                                   QString("a pipeline stage's mesh: ranks %1-%2 of the run")
+                                       .arg(options.rank_offset)
+                                       .arg(options.rank_offset + layout.mesh().size() - 1),
+                                   9));
+    y += 16;
+  }
   if (layout.ReplicationFactor() > 1) {
     scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
                                    QString("each block held by %1 replicas (axes %2 not used)")

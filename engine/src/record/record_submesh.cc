@@ -16,8 +16,10 @@ void PlanStages::OnStage(const DeviceMesh& mesh, int stage, store::MeshRecord* r
   const int64_t first = static_cast<int64_t>(stage) * stage_devices;
   record->ranks.clear();
   for (int r : mesh.rank_list()) record->ranks.push_back(first + r);
-  record->name = mesh.ToString() + " on stage " + std::to_string(stage) + " (ranks " +
-                 std::to_string(first) + "-" + std::to_string(first + mesh.size() - 1) + ")";
+  const std::string last = std::to_string(first + mesh.size() - 1);
+  record->name = mesh.ToString() + " on stage " + std::to_string(stage) +
+                 (mesh.size() == 1 ? " (rank " + last + ")"
+                                   : " (ranks " + std::to_string(first) + "-" + last + ")");
 }
 
 namespace {
