@@ -28,6 +28,11 @@ QString MeshText(const viewer::RunData& run, int64_t id) {
   return text;
 }
 
+// A layout; a placed operator's tensors have none: they are whole on its worker.
+QString LayoutText(const store::OperatorRecord& op, const std::string& layout) {
+  return layout.empty() && op.worker != store::kNone ? QString("whole") : E(layout);
+}
+
 QString OpName(const viewer::RunData& run, int64_t id) {
   const store::OperatorRecord* op = run.Operator(id);
   return op ? E(op->name) : QString("(none)");
@@ -83,7 +88,7 @@ QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id) {
     const store::TensorRecord* t = run.Tensor(e.tensor_id);
     html += QString("<li>%1: %2 <tt>%3</tt></li>")
                 .arg(e.dst_input)
-                .arg(t ? E(t->name) : QString::number(e.tensor_id), E(e.layout));
+                .arg(t ? E(t->name) : QString::number(e.tensor_id), LayoutText(*op, e.layout));
     any = true;
   }
   if (!any) html += "<li>none recorded</li>";
@@ -91,7 +96,8 @@ QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id) {
   any = false;
   for (const auto& t : run.tensors) {
     if (t.producer_op != op->id) continue;
-    html += QString("<li>%1 %2 <tt>%3</tt></li>").arg(E(t.name), ShapeText(t.shape), E(t.layout));
+    html += QString("<li>%1 %2 <tt>%3</tt></li>")
+                .arg(E(t.name), ShapeText(t.shape), LayoutText(*op, t.layout));
     any = true;
   }
   if (!any) html += "<li>none recorded</li>";
