@@ -16,6 +16,7 @@ QString WorkerText(const viewer::RunData& run, const store::OperatorRecord& op) 
   const store::MeshRecord* m = run.Mesh(op.mesh_id);
   if (m == nullptr || m->ranks.empty()) return QString("worker %1 (rank %1), whole").arg(op.worker);
   const auto [low, high] = std::minmax_element(m->ranks.begin(), m->ranks.end());
+  if (*low == *high) return QString("worker %1 (rank %2), whole").arg(op.worker).arg(*low);
   QString mesh = QString::fromStdString(m->name);
   if (const auto on = mesh.indexOf(" on stage"); on > 0) mesh.truncate(on);
   return QString("worker %1: ranks %2-%3 (its stage's %4)")
@@ -26,10 +27,11 @@ QString WorkerText(const viewer::RunData& run, const store::OperatorRecord& op) 
 }
 
 QString StrategyText(const viewer::RunData& run, const store::OperatorRecord& op) {
-  if (!op.strategy.empty()) {
+  const store::MeshRecord* m = run.Mesh(op.mesh_id);
+  const bool one_device = m != nullptr && m->ranks.size() == 1;  // a stage of one device
+  if (!op.strategy.empty() && !(one_device && op.worker != store::kNone)) {
     QString text = "<tt>" + QString::fromStdString(op.strategy).toHtmlEscaped() + "</tt>";
-    if (op.worker != store::kNone && run.Mesh(op.mesh_id) != nullptr &&
-        !run.Mesh(op.mesh_id)->ranks.empty())
+    if (op.worker != store::kNone && m != nullptr && !m->ranks.empty())
       text += " over " + WorkerText(run, op);
     return text;
   }
