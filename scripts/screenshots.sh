@@ -61,4 +61,16 @@ render "$RUNS/gpt1024.db" --view redistribution 1 --out "$OUT/gpt1024_render_red
   --log-every 1000 >/dev/null
 gui "$RUNS/seed001.db" seed001_
 render "$RUNS/seed001.db" --view timeline --out "$OUT/seed001_render_timeline.png"
+# A Llama-style decoder for 1024 devices in 4 pipeline stages of 256, each sharded over its own
+# sub-mesh: the stages fold apart in the graph, maps and matrices name the run's ranks.
+"$BIN/shardscope" plan samples/onnx/llama.onnx --devices 1024 --cluster dgx-h100 --dtype bf16 \
+  --search recursive_programming --pipeline 4 --record "$RUNS/llama_pp.db" >/dev/null
+gui "$RUNS/llama_pp.db" llama_pp_
+inspect=$("$BIN/shardscope" inspect "$RUNS/llama_pp.db" --json)
+redist=$(jq -r '[.redistributions[] | select(.tensor == "layers.16.self_attn.q_proj.MatMul")][0].id' <<<"$inspect")
+mesh=$(jq -r '[.meshes[] | select(.name | test("stage 2"))][0].id' <<<"$inspect")
+render "$RUNS/llama_pp.db" --view redistribution "$redist" --out "$OUT/llama_pp_render_redistribution.png"
+render "$RUNS/llama_pp.db" --view tensor layers.20.mlp.down_proj.weight --rank 515 \
+  --out "$OUT/llama_pp_render_tensor.png"
+render "$RUNS/llama_pp.db" --view mesh "$mesh" --out "$OUT/llama_pp_render_mesh.png"
 ls -la "$OUT"

@@ -2,6 +2,8 @@
 
 #include <QStringList>
 
+#include "placement_text.h"
+
 #include "shardscope/viewer/graph_scene.h"
 #include "shardscope/viewer/scene.h"
 
@@ -22,12 +24,13 @@ QString MeshText(const viewer::RunData& run, int64_t id) {
     axes << QString("%1=%2").arg(E(m->axis_names[i])).arg(m->shape[i]);
   }
   QString text = QString("mesh %1 (%2)").arg(m->id).arg(axes.join(", "));
-  if (!m->ranks.empty()) {
-    QStringList ranks;
-    for (int64_t r : m->ranks) ranks << QString::number(r);
-    text += " ranks [" + ranks.join(",") + "]";
-  }
+  if (!m->ranks.empty()) text += " ranks " + viewer::RankText(m->ranks);
   return text;
+}
+
+// A layout; a placed operator's tensors have none: they are whole on its worker.
+QString LayoutText(const store::OperatorRecord& op, const std::string& layout) {
+  return layout.empty() && op.worker != store::kNone ? QString("whole") : E(layout);
 }
 
 QString OpName(const viewer::RunData& run, int64_t id) {
@@ -58,7 +61,7 @@ QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id) {
   html += Row("kind", E(op->kind) + (op->is_backward ? " (backward)" : ""));
   if (op->forward_id != store::kNone) html += Row("forward operator", OpName(run, op->forward_id));
   html += Row("scope", op->scope.empty() ? "(top level)" : E(op->scope));
-  html += Row("strategy", "<tt>" + E(op->strategy) + "</tt>");
+  html += Row("strategy", StrategyText(run, *op));
   html += Row("mesh", MeshText(run, op->mesh_id));
   // The kind, then its sentence (which never repeats the kind).
   QString why =
@@ -71,8 +74,7 @@ QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id) {
                                                                : QString::number(op->search_round));
   html += Row("cost", op->cost > 0 ? QString("%1 ms").arg(op->cost * 1e3, 0, 'f', 4)
                                    : QString("none recorded"));
-  html += Row("worker", op->worker == store::kNone ? QString("none (not placed)")
-                                                   : QString("rank %1").arg(op->worker));
+  html += Row("worker", WorkerText(run, *op));
   int64_t memory = -1;
   for (const auto& c : op->candidates) {
     if (c.strategy == op->strategy) memory = c.memory_bytes;
@@ -86,7 +88,7 @@ QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id) {
     const store::TensorRecord* t = run.Tensor(e.tensor_id);
     html += QString("<li>%1: %2 <tt>%3</tt></li>")
                 .arg(e.dst_input)
-                .arg(t ? E(t->name) : QString::number(e.tensor_id), E(e.layout));
+                .arg(t ? E(t->name) : QString::number(e.tensor_id), LayoutText(*op, e.layout));
     any = true;
   }
   if (!any) html += "<li>none recorded</li>";
@@ -94,7 +96,8 @@ QString OperatorDetailsHtml(const viewer::RunData& run, int64_t id) {
   any = false;
   for (const auto& t : run.tensors) {
     if (t.producer_op != op->id) continue;
-    html += QString("<li>%1 %2 <tt>%3</tt></li>").arg(E(t.name), ShapeText(t.shape), E(t.layout));
+    html += QString("<li>%1 %2 <tt>%3</tt></li>")
+                .arg(E(t.name), ShapeText(t.shape), LayoutText(*op, t.layout));
     any = true;
   }
   if (!any) html += "<li>none recorded</li>";
@@ -122,7 +125,11 @@ QString TensorDetailsHtml(const viewer::RunData& run, int64_t id) {
   html += Row("shape", ShapeText(t->shape));
   html += Row("producer", t->producer_op == store::kNone ? QString("(none: fed to the graph)")
                                                          : OpName(run, t->producer_op));
-  html += Row("layout", "<tt>" + E(t->layout.empty() ? "none recorded" : t->layout) + "</tt>");
+  const int64_t worker = TensorWorker(run, *t);
+  html +=
+      Row("layout", !t->layout.empty()       ? "<tt>" + E(t->layout) + "</tt>"
+                    : worker != store::kNone ? QString("whole on worker %1 (placed)").arg(worker)
+                                             : QString("none recorded"));
   html += Row("mesh", MeshText(run, t->mesh_id));
   html += "</table><p><b>Consumers</b> (layout each needs)</p><ul>";
   bool any = false;
@@ -164,12 +171,17 @@ QString RedistributionDetailsHtml(const viewer::RunData& run, int64_t id) {
                        viewer::FormatBytes(static_cast<double>(r->lower_bound_bytes)),
                        over <= 0 ? QString("at the bound")
                                  : viewer::FormatBytes(static_cast<double>(over)) + " above it"));
+  // A stage's steps list its own ranks 0..k-1: shown as the run's ranks.
+  const int offset = RankOffsetOf(run, r->plan_mesh_id);
   html += "</table><p><b>Steps</b> (collective on rank groups)</p><ol>";
   for (const auto& step : r->steps) {
     const auto groups = step.groups.Expand();
     QStringList shown;
-    for (size_t g = 0; g < groups.size() && g < kGroupsShown; ++g)
-      shown << "{" + viewer::RankText(groups[g]) + "}";
+    for (size_t g = 0; g < groups.size() && g < kGroupsShown; ++g) {
+      std::vector<int64_t> ranks = groups[g];
+      for (int64_t& rank : ranks) rank += offset;
+      shown << "{" + viewer::RankText(ranks) + "}";
+    }
     QString text = E(step.kind);
     if (!step.axis_names.empty()) {
       QStringList axes;

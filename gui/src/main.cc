@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "graph_builder.h"
 #include "graph_view.h"
 #include "main_window.h"
 #include "rank_view.h"
@@ -30,6 +31,14 @@ void SaveScreenshots(shardscope::gui::MainWindow* window, const QString& dir,
     if (name != "overview" && name != "compare") window->ShowView("graph");
     window->ShowView(name);
     if (name == "graph") window->ShowView("redistribution");
+    if (name == "graph" && window->graph_builder()->running()) {  // 500 operators or more
+      QEventLoop loop;
+      auto* builder = window->graph_builder();
+      QObject::connect(builder, &shardscope::gui::GraphBuilder::Finished, &loop, &QEventLoop::quit);
+      QObject::connect(builder, &shardscope::gui::GraphBuilder::Failed, &loop, &QEventLoop::quit);
+      QTimer::singleShot(120000, &loop, &QEventLoop::quit);
+      loop.exec();
+    }
     if (name == "tensor" && window->document()) {
       // The first redistributed tensor; a run without redistributions (placed): an operator
       // in Details rather than empty panes.

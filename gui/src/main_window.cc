@@ -39,6 +39,8 @@
 #include "mesh_scene_memo.h"
 #include "minimap.h"
 #include "models.h"
+#include "placement_text.h"
+#include "rank_spin_box.h"
 #include "rank_view.h"
 #include "run_loader.h"
 #include "scene_widget.h"
@@ -103,7 +105,7 @@ MainWindow::MainWindow()
       mesh_view_(new SceneWidget(this)),
       mesh_axis_(new QComboBox(this)),
       tensor_view_(new SceneWidget(this)),
-      tensor_rank_(new QSpinBox(this)),
+      tensor_rank_(new RankSpinBox(this)),
       stepper_(new RedistributionStepper(this)),
       redistribution_model_(new RedistributionTableModel(this)),
       charts_(new ChartsWidget(this)),
@@ -323,7 +325,8 @@ void MainWindow::BuildDocks() {
   connect(mesh_view_, &SceneWidget::Clicked, this, [this](const QString& role, qint64 id) {
     if (role == "rank") {
       tensor_rank_->setValue(static_cast<int>(id));
-      rank_view_->SetRank(static_cast<int>(id));
+      const int offset = document_ ? RankOffsetOf(document_->data(), shown_mesh_) : 0;
+      rank_view_->SetRank(static_cast<int>(id) + offset);  // a stage's mesh: world rank
       ShowView("rank");
     }
   });
@@ -716,6 +719,7 @@ void MainWindow::ShowMesh(int64_t mesh_id, const std::vector<int>& axes) {
   options.axes = axes;
   options.title = QString("mesh %1").arg(mesh_id);
   options.selected_rank = rank;
+  options.rank_offset = static_cast<int>(viewer::MeshRankOffset(*record));
   // Sized to the dock (margin for the captions): a large mesh is seen whole, as a heat map.
   if (const QSizeF room = LessCaptionOverflow(*mesh, options, dock_room); !room.isEmpty())
     options.max_size = room - QSizeF(40, 140);
@@ -730,7 +734,7 @@ void MainWindow::ShowTensorMap(int64_t tensor_id) {
   shown_tensor_ = tensor_id;
   const store::MeshRecord* record = data.Mesh(t->mesh_id);
   if (!record || t->layout.empty()) {
-    tensor_view_->SetMessage(QString::fromStdString(t->name) + ": no layout recorded");
+    tensor_view_->SetMessage(NoLayoutText(data, *t));
     return;
   }
   auto mesh = viewer::MeshFromRecord(*record);
@@ -746,6 +750,8 @@ void MainWindow::ShowTensorMap(int64_t tensor_id) {
   viewer::TensorSceneOptions options;
   options.title = QString::fromStdString(t->name);
   options.rank = tensor_rank_->value();
+  options.rank_offset = RankOffsetOf(data, t->mesh_id);
+  tensor_rank_->SetOffset(options.rank_offset);
   tensor_view_->SetScene(viewer::BuildTensorScene(*layout, options));
 }
 

@@ -35,6 +35,7 @@ class FiguresCompareModel;
 class GraphBuilder;
 class GraphView;
 class MeshSceneMemo;
+class RankSpinBox;
 class RankTableModel;
 class RankView;
 class RedistributionStepper;
@@ -156,7 +157,7 @@ class MainWindow : public QMainWindow {
   SceneWidget* mesh_view_;
   QComboBox* mesh_axis_;
   SceneWidget* tensor_view_;
-  QSpinBox* tensor_rank_;
+  RankSpinBox* tensor_rank_;  // ranks of the tensor's mesh, shown as the run's
   RedistributionStepper* stepper_;
   RedistributionTableModel* redistribution_model_;
   QTableView* redistributions_;

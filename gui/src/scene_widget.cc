@@ -3,6 +3,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollArea>
+#include <QScrollBar>
 
 #include "frame_animation.h"
 #include "shardscope/viewer/painter.h"
@@ -46,15 +47,27 @@ QSizeF SceneWidget::RoomAtReadableScale() const {
   return QSizeF(room->size()) / kMinScale;
 }
 
+QSizeF SceneWidget::Room(double* bar) const {
+  *bar = 0;
+  if (!parentWidget()) return {};
+  // The scroll area's room without scrollbars, so the scale does not depend on a bar a
+  // taller picture before left (the bar would stay: a picture sized to the narrower room).
+  const auto* area = qobject_cast<const QAbstractScrollArea*>(parentWidget()->parentWidget());
+  if (!area) return parentWidget()->size();
+  *bar = area->verticalScrollBar()->sizeHint().width();
+  return area->maximumViewportSize();
+}
+
 double SceneWidget::Scale() const {
   const QSizeF size = scene_.bounds.size();
-  if (size.isEmpty() || !parentWidget()) return 1;
-  // Fit the visible width (the scroll area's viewport), then the height if it allows more.
-  const QWidget* room = parentWidget();
-  const double fit = std::min(room->width() / size.width(), room->height() / size.height());
-  const double fit_width = room->width() / size.width();
-  // The whole picture when it stays readable (no scrolling), else the width.
+  double bar = 0;
+  const QSizeF room = Room(&bar);
+  if (size.isEmpty() || room.isEmpty()) return 1;
+  const double fit = std::min(room.width() / size.width(), room.height() / size.height());
+  // The whole picture when it stays readable (no scrolling), else the width beside the
+  // vertical scrollbar it then needs.
   if (fit >= kMinScale) return std::min(fit, kMaxScale);
+  const double fit_width = (room.width() - bar) / size.width();
   return std::clamp(std::min(fit_width, 1.0), kMinScale, kMaxScale);
 }
 
@@ -70,7 +83,10 @@ void SceneWidget::resizeEvent(QResizeEvent* event) {
 }
 
 bool SceneWidget::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == parentWidget() && event->type() == QEvent::Resize) emit RoomResized();
+  if (watched == parentWidget() && event->type() == QEvent::Resize) {
+    UpdateMinimumSize();  // the room changed while this widget kept its size
+    emit RoomResized();
+  }
   return QWidget::eventFilter(watched, event);
 }
 

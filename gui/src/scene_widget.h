@@ -49,6 +49,9 @@ class SceneWidget : public QWidget {
 
  private:
   double Scale() const;
+  // The room the picture is scaled to (points), and the width of the vertical scrollbar
+  // that a taller picture needs beside it.
+  QSizeF Room(double* bar) const;
   void UpdateMinimumSize();
   void resizeEvent(QResizeEvent* event) override;
   viewer::Scene scene_;

@@ -107,6 +107,9 @@ std::string Utc(double unix_time) {
   return buf;
 }
 
+// A mesh's rank list: consecutive ranks (a pipeline stage's) as "[256-511]", else listed.
+std::string RankList(const std::vector<int64_t>& ranks);
+
 std::string Ints(const std::vector<int64_t>& v, const char* open = "(", const char* close = ")",
                  const char* sep = ",") {
   std::string s = open;
@@ -137,6 +140,15 @@ std::string OneLine(std::string_view text, size_t max = 160) {
     s.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
   }
   return s;
+}
+
+std::string RankList(const std::vector<int64_t>& ranks) {
+  bool consecutive = ranks.size() >= 3;
+  for (size_t i = 1; i < ranks.size() && consecutive; ++i)
+    consecutive = ranks[i] == ranks[i - 1] + 1;
+  if (consecutive)
+    return "[" + std::to_string(ranks.front()) + "-" + std::to_string(ranks.back()) + "]";
+  return OneLine(Ints(ranks, "[", "]"), 80);
 }
 
 // Columns separated by two spaces; `right` columns are right-aligned (numbers).
@@ -337,7 +349,7 @@ std::string RenderText(const Data& d, const SummaryOptions& options) {
     Table t({"id", "name", "shape", "axes", "ranks"}, {true});
     for (const auto& m : d.meshes) {
       t.Add({std::to_string(m.id), m.name, Ints(m.shape), Joined(m.axis_names, ","),
-             m.ranks.empty() ? std::string("row-major") : OneLine(Ints(m.ranks, "[", "]"), 80)});
+             m.ranks.empty() ? std::string("row-major") : RankList(m.ranks)});
     }
     out += t.Render();
   }

@@ -79,7 +79,9 @@ std::vector<Entry> Entries(const std::vector<const store::OperatorRecord*>& show
     if (const size_t at = relative.find(unit); at != std::string::npos) {
       relative.replace(at, unit.size(), "#");
     }
-    (op->is_backward ? e.backward : e.signature) += op->kind + " " + relative + "\n";
+    // Units on different workers (pipeline stages) do not fold together.
+    (op->is_backward ? e.backward : e.signature) +=
+        op->kind + " " + relative + " @" + std::to_string(op->worker) + "\n";
   }
   return entries;
 }
@@ -127,9 +129,13 @@ void AddFold(const std::vector<Entry>& entries, size_t begin, size_t period, siz
       }
       continue;
     }
-    int64_t count = 0;
+    int64_t count = 0, worker = -2;
     for (size_t j : units) {
-      for (const auto* op : entries[j].ops) count += op->is_backward == bwd;
+      for (const auto* op : entries[j].ops) {
+        if (op->is_backward != bwd) continue;
+        ++count;
+        worker = worker == -2 || worker == op->worker ? op->worker : -1;
+      }
     }
     if (count == 0) continue;
     const QString first = QString::fromStdString(entries[units.front()].unit);
@@ -139,10 +145,12 @@ void AddFold(const std::vector<Entry>& entries, size_t begin, size_t period, siz
     n.key = "fold:" + entries[begin].unit + (bwd ? ":bwd" : "");
     n.item_key = entries[begin].unit;
     n.operators = count;
+    n.worker = worker >= 0 ? worker : -1;
     n.label = QString("%1%2 \u2026 %3\n%4\u00d7%5 \u00b7 %6 operators each")
                   .arg(bwd ? QString::fromUtf8("\u2207 ") : QString(), first, last, kinds)
                   .arg(repeats)
                   .arg(count / repeats);
+    if (n.worker >= 0) n.label += QString(" \u00b7 worker %1").arg(n.worker);
     n.tooltip = QString(
                     "%1 repeated %2 with the same %3 operators (%4 \u2026 %5); "
                     "open it to draw %6 in full")

@@ -28,6 +28,7 @@ struct GroupNode {
   std::string cluster;   // enclosing cluster ("" = top level)
   QString label, tooltip;
   int64_t operators = 0;
+  int64_t worker = -1;  // a fold's operators all on one worker (pipeline stage): it; else -1
 };
 
 struct Grouping {

@@ -154,7 +154,10 @@ std::map<int64_t, std::string> AddNodes(DrawnGraph& graph,
                .tooltip = group.tooltip,
                .role = "cluster",
                .item_key = group.item_key,
-               .fill = fold ? QColor(215, 228, 245) : QColor(225, 225, 235),
+               .fill = fold && colouring.by == ColorBy::kWorker && group.worker >= 0
+                           ? PaletteColor(static_cast<int>(group.worker)).lighter(140)
+                       : fold ? QColor(215, 228, 245)
+                              : QColor(225, 225, 235),
                .cluster = group.cluster});
   };
   int64_t room = options.max_nodes;

@@ -1,5 +1,7 @@
 #include "shardscope/viewer/layout_text.h"
 
+#include <algorithm>
+
 namespace shardscope::viewer {
 
 namespace {
@@ -18,13 +20,28 @@ Result<DeviceMesh> MeshFromRecord(const store::MeshRecord& mesh) {
     }
     devices *= d;
   }
-  std::vector<int> ranks(mesh.ranks.begin(), mesh.ranks.end());
+  const int64_t offset = MeshRankOffset(mesh);
+  std::vector<int> ranks;
+  for (int64_t r : mesh.ranks) ranks.push_back(static_cast<int>(r - offset));
   auto result =
       DeviceMesh::Create(Shape(mesh.shape.begin(), mesh.shape.end()), mesh.axis_names, ranks);
   if (!result.ok()) {
     return result.status().WithContext("mesh " + std::to_string(mesh.id) + " '" + mesh.name + "'");
   }
   return result;
+}
+
+int64_t MeshRankOffset(const store::MeshRecord& mesh) {
+  if (mesh.ranks.empty()) return 0;
+  const auto [low, high] = std::minmax_element(mesh.ranks.begin(), mesh.ranks.end());
+  const auto n = static_cast<int64_t>(mesh.ranks.size());
+  if (*low <= 0 || *high - *low != n - 1) return 0;  // not a block of consecutive ranks
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  for (int64_t r : mesh.ranks) {
+    if (seen[static_cast<size_t>(r - *low)]) return 0;  // a repeat: Create names it
+    seen[static_cast<size_t>(r - *low)] = true;
+  }
+  return *low;
 }
 
 Result<Layout> ParseStoredLayout(const std::string& text, const DeviceMesh& mesh,

@@ -16,7 +16,10 @@ constexpr double kCellMin = 4;
 constexpr double kGap = 24;
 constexpr double kPanelExtraW = 44, kPanelExtraH = 40;  // captions around a panel's grid
 
-QString GroupText(const std::vector<int>& group) { return "{" + RankText(group) + "}"; }
+QString GroupText(std::vector<int> group, int offset) {
+  for (int& r : group) r += offset;
+  return "{" + RankText(group) + "}";
+}
 
 QString AxisName(const DeviceMesh& mesh, int a) { return DisplayAxisName(mesh.axis_name(a)); }
 
@@ -158,7 +161,10 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   double y = 0;
   QString heading = options.title.isEmpty() ? "" : options.title + ": ";
   heading += DisplayLayoutText(QString::fromStdString(mesh.ToString()));
-  heading += QString("  (%1 ranks)").arg(mesh.size());
+  heading += options.rank_offset == 0 ? QString("  (%1 ranks)").arg(mesh.size())
+                                      : QString("  (ranks %1-%2 of the run)")
+                                            .arg(options.rank_offset)
+                                            .arg(options.rank_offset + mesh.size() - 1);
   scene.items.push_back(TextItem(QRectF(0, y, 900, 20), heading, 11, true));
   y += 22;
   if (!numbered) {  // its own line: the dock may be narrow
@@ -196,7 +202,7 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
   // Every rank's tooltip names its group: each group's text once (4096 ranks, groups of 512).
   std::vector<QString> group_texts(groups.size());
   auto group_text = [&](int g) -> const QString& {
-    if (group_texts[g].isEmpty()) group_texts[g] = GroupText(groups[g]);
+    if (group_texts[g].isEmpty()) group_texts[g] = GroupText(groups[g], options.rank_offset);
     return group_texts[g];
   };
   for (size_t p = 0; p < panels.size() && scene.items.size() < kMaxSceneItems; ++p) {
@@ -240,14 +246,15 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
                          gy + static_cast<double>(r - panel.row_begin) * cell, cell - pad,
                          cell - pad);
         const QColor fill = colour_of(coords);
-        SceneItem item = BoxItem(box, fill, numbered ? QString::number(rank) : "", "rank", rank);
+        const QString named = QString::number(rank + options.rank_offset);
+        SceneItem item = BoxItem(box, fill, numbered ? named : "", "rank", rank);
         item.font_size = number_font;
         item.bold = true;
         item.stroke = numbered ? QColor(60, 60, 60) : Qt::transparent;
         item.stroke_width = numbered ? 1 : 0;
         QStringList coord_text;
         for (int a = 0; a < n; ++a) coord_text << axis_names[a] + "=" + QString::number(coords[a]);
-        item.tooltip = "rank " + QString::number(rank) + " at " + coord_text.join(", ");
+        item.tooltip = "rank " + named + " at " + coord_text.join(", ");
         if (group_of[rank] >= 0) {
           item.tooltip += "\ngroup " + group_text(group_of[rank]);
           group_rect[group_of[rank]] |= box;
@@ -307,12 +314,14 @@ Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options) {
       SceneItem swatch = BoxItem(QRectF(4, y + 2, 12, 12), colour_of(mesh.coords_of(first)), "");
       swatch.role = "legend";
       scene.items.push_back(swatch);
-      scene.items.push_back(TextItem(QRectF(22, y, 700, 16), GroupText(groups[g]), 9));
+      scene.items.push_back(
+          TextItem(QRectF(22, y, 700, 16), GroupText(groups[g], options.rank_offset), 9));
       y += 16;
     }
     if (groups.size() > kListed) {
       std::vector<int> firsts;
-      for (size_t g = kListed; g < groups.size(); ++g) firsts.push_back(groups[g].front());
+      for (size_t g = kListed; g < groups.size(); ++g)
+        firsts.push_back(groups[g].front() + options.rank_offset);
       scene.items.push_back(TextItem(QRectF(22, y, 700, 16),
                                      QString("… %1 more like these, starting at ranks %2")
                                          .arg(groups.size() - kListed)

@@ -64,9 +64,9 @@ class Sources {
   std::map<size_t, std::vector<BlockSource>> traced_;
 };
 
-// The blocks after whose arrows are drawn (see FrameOptions).
+// The blocks after whose arrows are drawn (see FrameOptions); ranks named plus `offset`.
 std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, Sources* sources,
-                                 int rank, QString* caption) {
+                                 int rank, int offset, QString* caption) {
   std::vector<size_t> moved;
   size_t arrows = 0;
   for (size_t b = 0; b < m.changed.size(); ++b) {
@@ -78,7 +78,7 @@ std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, So
   if (moved.empty()) return {};
   if (rank >= 0 && rank < after.mesh().size()) {
     const auto b = static_cast<size_t>(after.LinearBlockIndex(rank));
-    *caption = QString("arrows: where rank %1's block comes from").arg(rank);
+    *caption = QString("arrows: where rank %1's block comes from").arg(rank + offset);
     return m.changed[b] ? std::vector<size_t>{b} : std::vector<size_t>{};
   }
   if (arrows <= static_cast<size_t>(kMaxFrameArrows)) {
@@ -86,12 +86,13 @@ std::vector<size_t> ArrowTargets(const Layout& after, const BlockMovement& m, So
     return moved;
   }
   const auto& owners = sources->after_owners();
-  std::vector<int> firsts;
-  for (size_t b : moved) firsts.push_back(owners[b].empty() ? -1 : owners[b].front());
+  std::vector<int> firsts, first_block = owners[moved.front()];
+  for (size_t b : moved) firsts.push_back(owners[b].empty() ? -1 : owners[b].front() + offset);
+  for (int& r : first_block) r += offset;
   *caption = QString(
                  "arrows: block of ranks %1 drawn in full; the other %2 moved blocks move "
                  "alike (first holders %3)")
-                 .arg(RankText(owners[moved.front()]))
+                 .arg(RankText(first_block))
                  .arg(moved.size() - 1)
                  .arg(RankText(std::vector<int>(firsts.begin() + 1, firsts.end())));
   return {moved.front()};
@@ -184,7 +185,11 @@ void DrawMovement(const Layout& before, const Layout& after, const BlockMovement
   }
 }
 
-QString Ranks(const std::vector<int64_t>& ranks) { return "{" + RankText(ranks) + "}"; }
+// A pipeline stage's steps number its ranks 0..k-1; shown as the run's (MeshRankOffset).
+QString Ranks(std::vector<int64_t> ranks, int64_t offset) {
+  for (int64_t& r : ranks) r += offset;
+  return "{" + RankText(ranks) + "}";
+}
 
 // The layout after step `k`: on the mesh recorded with the step. Older files recorded none:
 // then the plan mesh, or (a last step that renames axes into the target mesh) the target or
@@ -288,11 +293,15 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
   // Maps before and after, side by side; changed blocks compared by elements (the mesh and
   // the block count may differ).
   const BlockMovement movement = ChangedBlocks(*before, *after);
+  const store::MeshRecord* plan_mesh = run.Mesh(r.plan_mesh_id);
+  const int offset = plan_mesh ? static_cast<int>(MeshRankOffset(*plan_mesh)) : 0;
   TensorSceneOptions before_options;
   before_options.title = "before";
+  before_options.rank_offset = offset;
   const Scene before_scene = BuildTensorScene(*before, before_options);
   TensorSceneOptions after_options;
   after_options.title = "after";
+  after_options.rank_offset = offset;
   after_options.changed_blocks = movement.changed;
   const Scene after_scene = BuildTensorScene(*after, after_options);
   std::map<int64_t, QRectF> from, to;
@@ -301,10 +310,14 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
   Append(after_scene, right, y, &scene, &to);
   QString arrows_caption;
   Sources sources(*before, *after);
-  const auto targets = ArrowTargets(*after, movement, &sources, options.rank, &arrows_caption);
+  // options.rank is a rank of the run: on a stage's mesh, its own rank there (else none).
+  const int rank = options.rank >= offset && options.rank - offset < after->mesh().size()
+                       ? options.rank - offset
+                       : -1;
+  const auto targets = ArrowTargets(*after, movement, &sources, rank, offset, &arrows_caption);
   // Bands (and the motion) for the arrows' blocks, then every other moved block drawn.
   std::vector<size_t> moved = targets;
-  if (options.rank < 0) {
+  if (rank < 0) {
     for (const auto& [b, rect] : to) {
       const auto block = static_cast<size_t>(b);
       if (block < movement.changed.size() && movement.changed[block] &&
@@ -340,15 +353,18 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
         for (size_t d = 0; d < t.offset.size() && d < t.extent.size(); ++d) {
           box << QString("%1:%2").arg(t.offset[d]).arg(t.offset[d] + t.extent[d]);
         }
-        lines << QString("r%1 → r%2  [%3]").arg(t.src).arg(t.dst).arg(box.join(", "));
+        lines << QString("r%1 → r%2  [%3]")
+                     .arg(t.src + offset)
+                     .arg(t.dst + offset)
+                     .arg(box.join(", "));
       }
     } else if (!s.groups.empty()) {
       // One group in full; the others are the same collective on shifted ranks.
       total = s.groups.size();
-      lines << "group " + Ranks(s.groups.Group(0));
+      lines << "group " + Ranks(s.groups.Group(0), offset);
       if (total > 1) {
         std::vector<int64_t> firsts;
-        for (int64_t g = 1; g < total; ++g) firsts.push_back(s.groups.Group(g).front());
+        for (int64_t g = 1; g < total; ++g) firsts.push_back(s.groups.Group(g).front() + offset);
         lines << QString("%1 more group%2 like it, of %3 ranks, starting at %4 %5")
                      .arg(total - 1)
                      .arg(total > 2 ? "s" : "")
@@ -374,7 +390,8 @@ store::Result<Scene> BuildRedistributionFrame(const RunData& run,
     }
     if (!s.zero_ranks.empty()) {
       scene.items.push_back(TextItem(QRectF(12, y, 880, 14),
-                                     "ranks that zero their block: " + Ranks(s.zero_ranks), 8));
+                                     "ranks that zero their block: " + Ranks(s.zero_ranks, offset),
+                                     8));
       y += 14;
     }
     y += 6;

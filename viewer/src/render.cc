@@ -53,7 +53,8 @@ store::Result<Scene> RenderMesh(const RunData& run, const RenderRequest& request
   if (!mesh.ok()) return Bad(store::StatusCode::kCorrupt, mesh.status().message());
   MeshSceneOptions options;
   options.title = QString("mesh %1").arg(record->id);
-  options.selected_rank = request.rank;
+  options.rank_offset = static_cast<int>(MeshRankOffset(*record));  // --rank: a world rank
+  options.selected_rank = request.rank >= 0 ? request.rank - options.rank_offset : -1;
   if (!request.axis.empty()) {
     std::stringstream names(request.axis);
     std::string name;
@@ -84,13 +85,15 @@ store::Result<Scene> RenderTensor(const RunData& run, const RenderRequest& reque
     return Bad(store::StatusCode::kCorrupt,
                "tensor '" + tensor->name + "': " + layout.status().message());
   }
-  if (request.rank >= mesh->size()) {
+  const int offset = static_cast<int>(MeshRankOffset(*record));  // --rank: a world rank
+  if (request.rank >= 0 && (request.rank < offset || request.rank - offset >= mesh->size())) {
     return Bad(store::StatusCode::kInvalidInput,
-               "rank " + std::to_string(request.rank) + " is not on " + mesh->ToString());
+               "rank " + std::to_string(request.rank) + " is not on " + record->name);
   }
   TensorSceneOptions options;
   options.title = QString::fromStdString(tensor->name);
-  options.rank = request.rank;
+  options.rank = request.rank >= 0 ? request.rank - offset : -1;
+  options.rank_offset = offset;
   return BuildTensorScene(*layout, options);
 }
 

@@ -32,6 +32,11 @@ QString RangeText(const Layout& layout, const std::vector<int64_t>& index) {
   return "[" + parts.join(", ") + "]";
 }
 
+std::vector<int> Shifted(std::vector<int> ranks, int offset) {
+  for (int& r : ranks) r += offset;
+  return ranks;
+}
+
 std::vector<int64_t> Unlinear(int64_t linear, const std::vector<int64_t>& per_dim) {
   std::vector<int64_t> index(per_dim.size(), 0);
   for (int d = static_cast<int>(per_dim.size()) - 1; d >= 0; --d) {
@@ -60,7 +65,10 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
   Scene scene;
   const int dims = layout.rank();
   const auto per_dim = layout.BlocksPerDim();
-  const auto owners = layout.BlockOwners();
+  auto owners = layout.BlockOwners();
+  if (options.rank_offset != 0) {
+    for (auto& o : owners) o = Shifted(std::move(o), options.rank_offset);
+  }
   const int64_t rows = dims >= 2 ? per_dim[dims - 2] : 1;
   const int64_t cols = dims >= 1 ? per_dim[dims - 1] : 1;
   int64_t slices = 1;
@@ -79,6 +87,14 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
                     QString::fromStdString(layout.mesh().ToString());
   scene.items.push_back(TextItem(QRectF(0, y, 700, 16), caption, 9));
   y += 16;
+  if (options.rank_offset != 0) {  // a line of its own: beside another map, captions are cut
+    scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
+                                   QString("a pipeline stage's mesh: ranks %1-%2 of the run")
+                                       .arg(options.rank_offset)
+                                       .arg(options.rank_offset + layout.mesh().size() - 1),
+                                   9));
+    y += 16;
+  }
   if (layout.ReplicationFactor() > 1) {
     scene.items.push_back(TextItem(QRectF(0, y, 700, 16),
                                    QString("each block held by %1 replicas (axes %2 not used)")
@@ -237,11 +253,14 @@ Scene BuildTensorScene(const Layout& layout, const TensorSceneOptions& options) 
     std::vector<int> idx(rank_block.begin(), rank_block.end());
     QString text =
         QString("rank %1 holds block (%2) = elements %3, shard %4")
-            .arg(rank)
+            .arg(rank + options.rank_offset)
             .arg(Join(idx), RangeText(layout, rank_block), ShapeText(layout.ShardShape()));
     if (layout.ReplicationFactor() > 1)
-      text += "; same data on ranks " + RankText(layout.ReplicaGroup(rank));
-    if (layout.is_partial()) text += "; sums with ranks " + RankText(layout.PartialGroup(rank));
+      text += "; same data on ranks " +
+              RankText(Shifted(layout.ReplicaGroup(rank), options.rank_offset));
+    if (layout.is_partial())
+      text +=
+          "; sums with ranks " + RankText(Shifted(layout.PartialGroup(rank), options.rank_offset));
     scene.items.push_back(TextItem(QRectF(0, y, std::max(max_x, 600.0), 16), text, 9, true));
     y += 18;
   }

@@ -18,8 +18,11 @@
 #include "shardscope/placement.h"
 #include "shardscope/search.h"
 #include "shardscope/store/writer.h"
+#include "shardscope/submesh_pipeline.h"
 
 namespace shardscope {
+
+struct PlanStages;  // record/plan_stages.h
 
 class Recorder {
  public:
@@ -42,6 +45,13 @@ class Recorder {
   // message), and one send_recv row per cut edge with its bytes per training step
   // (message bytes times `micro_batches`). One transaction.
   Status RecordPlacement(const Graph& graph, const PlacedProgram& program, int micro_batches);
+
+  // Pipeline stages sharded over sub-meshes (submesh_pipeline.h), recorded like RecordPlan:
+  // every operator, tensor, edge and redistribution on its stage's mesh, whose mesh row lists
+  // the stage's world ranks (steps' groups and transfers stay stage-local, 0..k-1; per-rank
+  // figures are indexed by world rank); worker = stage; one send_recv row per stage cut
+  // between the stages' first ranks (rank j sends to rank j), bytes per training step.
+  Status RecordSubMeshPlan(const Graph& graph, const SubMeshPlan& plan);
 
   // One training step with every rank's figures (ranks[r] from GatherRankStep). Queued: a
   // background thread writes and commits it (one commit per step while it keeps up, fewer
@@ -79,6 +89,9 @@ class Recorder {
 
  private:
   explicit Recorder(std::unique_ptr<store::RunWriter> writer);
+  // RecordPlan's rows; `stages` (may be null) puts them on their pipeline stage's mesh.
+  Status RecordProgramRows(const Graph& graph, const DistProgram& program,
+                           const SearchResult* search, const PlanStages* stages);
   void WriteLoop();
   Status Check(const Status& st);  // keeps the first failure (and whether the disk was full)
   std::unique_ptr<store::RunWriter> writer_;

@@ -100,6 +100,12 @@ int RunLayoutOfTensor(const LayoutOptions& o) {
       if (!mesh.ok()) return Fail(kExitBadInput, o.run + ": " + mesh.status().message());
       auto layout = viewer::ParseStoredLayout(t.layout, *mesh, t.shape);
       if (!layout.ok()) return Fail(kExitBadInput, o.run + ": " + layout.status().message());
+      if (const int64_t first = viewer::MeshRankOffset(m); first > 0 && !o.json)
+        std::printf(
+            "%s: a pipeline stage's mesh; its ranks 0-%d below are ranks %lld-%lld of "
+            "the run\n",
+            m.name.c_str(), mesh->size() - 1, static_cast<long long>(first),
+            static_cast<long long>(first + mesh->size() - 1));
       return PrintLayout(mesh, Shape(t.shape.begin(), t.shape.end()), *layout, o.json);
     }
     return Fail(kExitBadInput, o.run + ": tensor '" + o.tensor + "' has no recorded layout");

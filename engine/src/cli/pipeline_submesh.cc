@@ -211,6 +211,15 @@ Result<PipelineChoice> PriceSubMeshCandidate(const BuildAtFn& build, int64_t bat
   return *best;
 }
 
+Status RecordPipelineChoice(Recorder& recorder, const BuildAtFn& build,
+                            const PipelineChoice& choice, const SearchOptions& options) {
+  SHARDSCOPE_ASSIGN_OR_RETURN(ModelGraph model, build(choice.micro_batch));
+  SHARDSCOPE_RETURN_IF_ERROR(ApplySubMeshStrategies(choice, &model.graph));
+  SHARDSCOPE_ASSIGN_OR_RETURN(SubMeshPlan plan,
+                              PlanSubMeshPipeline(&model, CutOptions(choice, options)));
+  return recorder.RecordSubMeshPlan(model.graph, plan);
+}
+
 SearchOptions StageOptions(const SearchOptions& options, int stage_devices) {
   SearchOptions within = options;
   within.devices = stage_devices;

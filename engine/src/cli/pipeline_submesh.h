@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/pipeline_choice.h"
+#include "shardscope/recorder.h"
 #include "shardscope/submesh_pipeline.h"
 
 namespace shardscope::cli {
@@ -47,6 +48,11 @@ SubMeshOptions StageCutOptions(const PipelineChoice& c);
 
 // Gives `forward`'s operators the annotations of `choice.strategies` (none: nothing to do).
 Status ApplySubMeshStrategies(const PipelineChoice& choice, Graph* forward);
+
+// Records `choice`'s stages (the model built by `build` at its micro-batch, its strategies,
+// cut as `options` price it) with Recorder::RecordSubMeshPlan: what the GUI shows of them.
+Status RecordPipelineChoice(Recorder& recorder, const BuildAtFn& build,
+                            const PipelineChoice& choice, const SearchOptions& options);
 
 // `train` on `choice`'s stages of k devices (in-process devices or MPI ranks): progress,
 // losses and test accuracy like `train`; refusals start with `where` (the flag or the model

@@ -325,7 +325,10 @@ int RunPlan(const PlanOptions& original) {
     info.shardscope_version = "0.1.0";
     auto rec = CreateRecorder(o.record, info, o.overwrite);
     if (!rec.ok()) return Fail(kExitBadInput, rec.status().message());
-    Status st = (*rec)->RecordPlan(model->graph, *program, &r);
+    // A pipeline taken over the operator-level plan: its stages are what the run file shows.
+    Status st = pipelined ? RecordPipelineChoice(
+                                **rec, [&](int64_t b) { return mf->Build(b); }, *pipe, *options)
+                          : (*rec)->RecordPlan(model->graph, *program, &r);
     Status fin = (*rec)->Finish(st.ok() ? store::RunStatus::kCompleted : store::RunStatus::kFailed,
                                 st.message());
     if (!st.ok() || !fin.ok()) return Fail(kExitRunFailure, st.ok() ? fin.message() : st.message());

@@ -59,8 +59,11 @@ int RunPlanPlacedSharded(const PlacedPlanRequest& r) {
     info.shardscope_version = "0.1.0";
     auto rec = CreateRecorder(r.record, info, r.overwrite);
     if (!rec.ok()) return Fail(kExitBadInput, rec.status().message());
-    Status fin = (*rec)->Finish(store::RunStatus::kCompleted);
-    if (!fin.ok()) return Fail(kExitRunFailure, fin.message());
+    const Status st = RecordPipelineChoice(
+        **rec, [&](int64_t b) { return mf.Build(b); }, *choice, *options);
+    Status fin = (*rec)->Finish(st.ok() ? store::RunStatus::kCompleted : store::RunStatus::kFailed,
+                                st.message());
+    if (!st.ok() || !fin.ok()) return Fail(kExitRunFailure, st.ok() ? fin.message() : st.message());
   }
   if (r.json) {
     std::printf("%s\n", summary.dump(2).c_str());

@@ -189,6 +189,8 @@ int RunSubMeshTrain(const PlacedTrainRequest& r, const PipelineChoice& choice,
             auto trainer,
             SubMeshTrainer::Create(std::move(model), TrainConfig{tc.seed, tc.optimizer}, options,
                                    comm.rank()));
+        if (Recorder* recorder = control.recorder())
+          control.Recorded(recorder->RecordSubMeshPlan(trainer->graph(), trainer->plan()));
         SHARDSCOPE_ASSIGN_OR_RETURN(const bool stop, control.AfterStep(comm, 0));
         if (stop) return control.Outcome();
         BatchIterator batches(*r.train, tc.batch, tc.seed, /*shuffle=*/true);

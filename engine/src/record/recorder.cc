@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 
+#include "record/plan_stages.h"
 #include "record/provenance_text.h"
 
 namespace shardscope {
@@ -36,13 +37,15 @@ store::TensorRecord TensorOf(const Value& v, bool is_grad) {
   return t;
 }
 
-// Meshes, each recorded once, keyed by their printed form.
+// Meshes, each recorded once, keyed by their printed form (and stage, with `stages`).
 class MeshTable {
  public:
-  MeshTable(store::RunWriter& w, std::function<Status(const Status&)> check)
-      : w_(w), check_(std::move(check)) {}
-  Result<int64_t> Id(const DeviceMesh& mesh) {
-    const std::string key = mesh.ToString();
+  MeshTable(store::RunWriter& w, std::function<Status(const Status&)> check,
+            const PlanStages* stages = nullptr)
+      : w_(w), check_(std::move(check)), stages_(stages) {}
+  Result<int64_t> Id(const DeviceMesh& mesh, int stage = -1) {
+    if (stages_ == nullptr) stage = -1;
+    const std::string key = mesh.ToString() + (stage >= 0 ? "@" + std::to_string(stage) : "");
     auto it = ids_.find(key);
     if (it != ids_.end()) return it->second;
     store::MeshRecord m;
@@ -53,6 +56,7 @@ class MeshTable {
     if (mesh.has_explicit_ranks()) {
       for (int r : mesh.rank_list()) m.ranks.push_back(r);
     }
+    if (stage >= 0) stages_->OnStage(mesh, stage, &m);
     SHARDSCOPE_RETURN_IF_ERROR(check_(w_.AddMesh(m)));
     ids_[key] = m.id;
     return m.id;
@@ -61,6 +65,7 @@ class MeshTable {
  private:
   store::RunWriter& w_;
   std::function<Status(const Status&)> check_;
+  const PlanStages* stages_;
   std::map<std::string, int64_t> ids_;
 };
 
@@ -207,11 +212,20 @@ store::OperatorRecord OperatorOf(const Node& n) {
 
 Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchResult* search) {
   SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->Begin()));
-  MeshTable meshes(*writer_, [this](const Status& st) { return Check(st); });
+  SHARDSCOPE_RETURN_IF_ERROR(RecordProgramRows(g, p, search, nullptr));
+  return Check(writer_->Commit());
+}
+
+Status Recorder::RecordProgramRows(const Graph& g, const DistProgram& p, const SearchResult* search,
+                                   const PlanStages* stages) {
+  MeshTable meshes(
+      *writer_, [this](const Status& st) { return Check(st); }, stages);
+  const PlanStages none;
+  const PlanStages& at = stages != nullptr ? *stages : none;
   for (const Node& n : g.nodes()) {
     store::OperatorRecord op = OperatorOf(n);
     const OpStrategy& s = p.strategies[n.id];
-    SHARDSCOPE_ASSIGN_OR_RETURN(op.mesh_id, meshes.Id(s.mesh));
+    SHARDSCOPE_ASSIGN_OR_RETURN(op.mesh_id, meshes.Id(s.mesh, at.OfNode(n.id)));
     op.strategy = !n.annotations.in_strategy.empty() ? n.annotations.in_strategy : s.ToString();
     const ProvenanceText why = DescribeProvenance("", s.provenance);
     const std::string mapping = ": " + s.ToString();  // letters on mesh axes
@@ -219,6 +233,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
     op.provenance_detail = why.detail + mapping;
     if (n.is_backward) op.provenance_op = n.forward_node;
     op.worker = n.annotations.worker >= 0 ? n.annotations.worker : store::kNone;
+    if (at.OfNode(n.id) >= 0) op.worker = at.OfNode(n.id);
     if (search != nullptr) AddSearchProvenance(g, *search, n.id, mapping, &op);
     SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddOperator(op)));
   }
@@ -232,7 +247,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
     if (p.home[v.id] >= 0) {
       const Layout& l = p.values[p.home[v.id]].layout;
       t.layout = l.ToString();
-      SHARDSCOPE_ASSIGN_OR_RETURN(t.mesh_id, meshes.Id(l.mesh()));
+      SHARDSCOPE_ASSIGN_OR_RETURN(t.mesh_id, meshes.Id(l.mesh(), at.OfValue(p.home[v.id])));
     }
     SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddTensor(t)));
   }
@@ -245,6 +260,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
     const DistInstr& in = p.instrs[i];
     store::InstructionRecord ir;
     ir.ordinal = static_cast<int64_t>(i);
+    const int stage = i < at.instr_stage.size() ? at.instr_stage[i] : -1;
     if (in.kind == DistInstr::Kind::kCompute) {
       const Node& n = g.node(in.node);
       for (size_t k = 0; k < in.inputs.size(); ++k) {
@@ -257,7 +273,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
         e.dst_input = static_cast<int64_t>(k);
         const Layout& l = p.values[in.inputs[k]].layout;
         e.layout = l.ToString();
-        SHARDSCOPE_ASSIGN_OR_RETURN(e.mesh_id, meshes.Id(l.mesh()));
+        SHARDSCOPE_ASSIGN_OR_RETURN(e.mesh_id, meshes.Id(l.mesh(), stage));
         SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddEdge(e)));
       }
       ir.kind = "compute";
@@ -283,16 +299,17 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
       const Value& tv = g.value(r.tensor_id);
       r.is_backward = tv.producer != kNoNode && g.node(tv.producer).is_backward;
       r.from_layout = plan.from.ToString();
-      SHARDSCOPE_ASSIGN_OR_RETURN(r.from_mesh_id, meshes.Id(plan.from.mesh()));
+      SHARDSCOPE_ASSIGN_OR_RETURN(r.from_mesh_id, meshes.Id(plan.from.mesh(), stage));
       r.to_layout = plan.to.ToString();
-      SHARDSCOPE_ASSIGN_OR_RETURN(r.to_mesh_id, meshes.Id(plan.to.mesh()));
-      SHARDSCOPE_ASSIGN_OR_RETURN(r.plan_mesh_id, meshes.Id(plan.mesh));
+      SHARDSCOPE_ASSIGN_OR_RETURN(r.to_mesh_id, meshes.Id(plan.to.mesh(), stage));
+      SHARDSCOPE_ASSIGN_OR_RETURN(r.plan_mesh_id, meshes.Id(plan.mesh, stage));
       r.reason = in.reason;
       r.bytes = plan.planned_bytes;
       r.lower_bound_bytes = plan.lower_bound_bytes;
       r.bytes_total = plan.total_planned_bytes;
       r.lower_bound_total = plan.total_lower_bound_bytes;
-      r.lower_bound_per_rank = plan.lower_bound;
+      r.lower_bound_per_rank =
+          stage >= 0 ? at.WorldIndexed(plan.lower_bound, stage) : plan.lower_bound;
       r.byte_optimal = plan.byte_optimal;
       r.predicted_seconds = plan.predicted_seconds;
       for (size_t k = 0; k < plan.steps.size(); ++k) {
@@ -307,12 +324,12 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
         sr.groups = StoredGroups(plan.mesh, s);
         sr.bytes_sent_max = s.bytes_sent_per_rank;
         sr.bytes_recv_max = s.bytes_recv_per_rank;
-        sr.bytes_sent = s.bytes_sent;
-        sr.bytes_recv = s.bytes_recv;
+        sr.bytes_sent = stage >= 0 ? at.WorldIndexed(s.bytes_sent, stage) : s.bytes_sent;
+        sr.bytes_recv = stage >= 0 ? at.WorldIndexed(s.bytes_recv, stage) : s.bytes_recv;
         sr.messages = s.messages;
         sr.seconds = s.seconds;
         sr.layout_after = s.after.ToString();
-        SHARDSCOPE_ASSIGN_OR_RETURN(sr.mesh_id, meshes.Id(s.after.mesh()));
+        SHARDSCOPE_ASSIGN_OR_RETURN(sr.mesh_id, meshes.Id(s.after.mesh(), stage));
         sr.reason = s.reason;
         for (const RedistTransfer& t : s.transfers) {
           sr.transfers.Add(t.src, t.dst, t.offset,
@@ -331,8 +348,7 @@ Status Recorder::RecordPlan(const Graph& g, const DistProgram& p, const SearchRe
     }
     program.instructions.push_back(std::move(ir));
   }
-  SHARDSCOPE_RETURN_IF_ERROR(Check(writer_->AddProgram(program)));
-  return Check(writer_->Commit());
+  return Check(writer_->AddProgram(program));
 }
 
 Status Recorder::RecordPlacement(const Graph& g, const PlacedProgram& p, int micro_batches) {

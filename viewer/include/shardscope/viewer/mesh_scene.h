@@ -19,6 +19,9 @@ struct MeshSceneOptions {
   QString title;           // above the grid (e.g. "mesh 0")
   // The grid's cap in points (a window passes the room it has; at most 1400 x 1000).
   QSizeF max_size{1400, 1000};
+  // Added to the ranks named (not to item ids): a pipeline stage's mesh numbers its ranks
+  // from 0, the run's world ranks from the stage's first (MeshRankOffset).
+  int rank_offset = 0;
 };
 
 Scene BuildMeshScene(const DeviceMesh& mesh, const MeshSceneOptions& options = {});

@@ -16,7 +16,10 @@ namespace shardscope::viewer {
 
 struct TensorSceneOptions {
   QString title;  // e.g. the tensor's name
-  int rank = -1;  // one rank's view
+  int rank = -1;  // one rank's view (a rank of the layout's mesh)
+  // Added to every rank named: a pipeline stage's mesh numbers its ranks from 0, the run's
+  // world ranks from the stage's first (MeshRankOffset).
+  int rank_offset = 0;
   // Blocks whose ranks changed (redistribution frames): outlined in orange. Empty: none.
   std::vector<bool> changed_blocks;
 };
