@@ -289,13 +289,7 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
 
 bool SearchGraph::SameLayout(int e1, const Parts& c1, int e2, const Parts& c2) const {
   const SearchEdge &a = edges_[e1], &b = edges_[e2];
-  if (a.needs_grad != b.needs_grad || a.dst_letter.size() != b.dst_letter.size()) return false;
-  for (size_t d = 0; d < a.dst_letter.size(); ++d) {
-    const int la = a.dst_letter[d], lb = b.dst_letter[d];
-    const int64_t pa = la >= 0 ? c1[la] : 1, pb = lb >= 0 ? c2[lb] : 1;
-    if (pa != pb) return false;
-    if (pa > 1 && LetterStride(c1, la) != LetterStride(c2, lb)) return false;
-  }
+  if (a.needs_grad != b.needs_grad || !SamePlacement(e1, c1, e2, c2)) return false;
   int64_t ga = 1, gb = 1;
   for (int l : a.grad_summed_letter) ga *= c1[l];
   for (int l : b.grad_summed_letter) gb *= c2[l];
@@ -346,7 +340,7 @@ void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* 
 }
 
 double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
-                              double* collectives) const {
+                              double* collectives, int directions) const {
   const SearchEdge& edge = edges_[e];
   const CostModel& cm = options_.cost;
   const size_t rank = edge.src_letter.size();
@@ -401,11 +395,13 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
     return seconds * share;
   };
   // Forward: the activation, after the producer's computation.
-  double cost = direction(producer, edge.summed_letter, src_parts, dst_parts, forward,
-                          ComputeBeforeCollective(edge.producer, producer));
+  double cost = 0;
+  if (directions & kForward)
+    cost += direction(producer, edge.summed_letter, src_parts, dst_parts, forward,
+                      ComputeBeforeCollective(edge.producer, producer));
   // Backward: its gradient (a partial sum over the consumer's letters the input lacks, MatMul's
   // dX over n), after the consumer's backward; none when the input needs no gradient.
-  if (edge.needs_grad) {
+  if (edge.needs_grad && (directions & kBackward)) {
     cost += direction(consumer, edge.grad_summed_letter, dst_parts, src_parts, backward,
                       ComputeBeforeCollective(edge.consumer, consumer));
   }
@@ -413,8 +409,6 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
 }
 
 double SearchGraph::Total(const std::vector<Parts>& a) const {
-  // Each reader's 1/fanout share of its value's redistribution: what dynamic_programming's
-  // pairwise edges minimize exactly (EdgeCostAmong groups readers by layout instead).
   double total = 0;
   if (options_.cost.overlap_gradients) {
     const double exposed = Overlap(a, &total).exposed_seconds();
@@ -422,8 +416,10 @@ double SearchGraph::Total(const std::vector<Parts>& a) const {
   } else {
     for (size_t i = 0; i < ops_.size(); ++i) total += OpCost(static_cast<int>(i), a[i]);
   }
+  // Each value once, at its first reader's edge.
   for (size_t e = 0; e < edges_.size(); ++e) {
-    total += EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer]);
+    const std::vector<int>& s = edges_[e].siblings;
+    if (s.empty() || s[0] > static_cast<int>(e)) total += ValuePrice(static_cast<int>(e), a);
   }
   return total;
 }
@@ -452,8 +448,10 @@ SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {
     b.compute_s += OpCompute(static_cast<int>(i), a[i]);
     OpCommunication(static_cast<int>(i), a[i], &b.collectives);
   }
-  for (size_t e = 0; e < edges_.size(); ++e)
-    EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer], &b.collectives);
+  for (size_t e = 0; e < edges_.size(); ++e) {
+    const std::vector<int>& s = edges_[e].siblings;
+    if (s.empty() || s[0] > static_cast<int>(e)) ValuePrice(static_cast<int>(e), a, &b.collectives);
+  }
   return b;
 }
 
