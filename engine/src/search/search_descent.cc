@@ -29,14 +29,19 @@ int DescendExact(const SearchGraph& g, Assignment* a, double memory_cap, int pas
   std::vector<Parts>& parts = a->parts;
   double objective = Objective(g, parts);
   const bool fits = memory_cap <= 0 || g.AssignmentMemory(parts) <= memory_cap;
-  // Per operator, the values its choice prices: each by the first edge reading it.
-  std::vector<std::vector<int>> values(n);
+  // Per operator, the values its choice prices (each by the first edge reading it) and the
+  // readers of those values, whose shared Add gradients it may change.
+  std::vector<std::vector<int>> values(n), readers(n);
+  const auto add = [](std::vector<int>& list, int x) {
+    if (std::find(list.begin(), list.end(), x) == list.end()) list.push_back(x);
+  };
   for (int v = 0; v < n; ++v) {
+    add(readers[v], v);
     for (int e : g.ops()[v].edges) {
       const std::vector<int>& s = g.edges()[e].siblings;
-      const int first = s.empty() ? e : std::min(e, s[0]);
-      if (std::find(values[v].begin(), values[v].end(), first) == values[v].end())
-        values[v].push_back(first);
+      add(values[v], s.empty() ? e : std::min(e, s[0]));
+      add(readers[v], g.edges()[e].consumer);
+      for (int x : s) add(readers[v], g.edges()[x].consumer);
     }
   }
   int moved = 0;
@@ -50,6 +55,7 @@ int DescendExact(const SearchGraph& g, Assignment* a, double memory_cap, int pas
         parts[v] = p;
         double c = g.SearchCost(v, p);
         for (int e : values[v]) c += g.ValuePrice(e, parts);
+        for (int r : readers[v]) c -= g.SharedAddGradient(r, parts);
         return c;
       };
       const double now = local(current);

@@ -179,6 +179,11 @@ class SearchGraph {
   // gradients summed where they were read when every reader agrees (one move back), else each
   // moved back into the producer's layout (SumLayout in partition/partition.cc; search_value.cc).
   double ValuePrice(int e, const std::vector<Parts>& a, double* collectives = nullptr) const;
+  // Of the value prices, what an Add over same-shape inputs counts twice: its backward hands
+  // one gradient to both inputs, moved once when both producers want it in one layout (and
+  // each input's gradient is that one, not a sum); 0 for other operators. Total subtracts it.
+  double SharedAddGradient(int op, const std::vector<Parts>& a,
+                           double* collectives = nullptr) const;
   // Edge cost with `op` under `parts` and the other end under `other`.
   double EdgeCostFrom(int e, int op, const Parts& parts, const Parts& other) const {
     return edges_[e].producer == op ? EdgeCost(e, parts, other) : EdgeCost(e, other, parts);
@@ -256,6 +261,15 @@ class SearchGraph {
  private:
   // Options::shard_blocks: restricts candidates (see ShardBlockSpec).
   Status ApplyShardBlocks();
+  // Of the value edge `e` reads under `a`: whether its readers' layouts agree (SumLayout), and
+  // how many of them compute its gradient.
+  int GradientReaders(int e, const std::vector<Parts>& a, bool* agree) const;
+  // Edge `e` into an Add over same-shape inputs (SharedAddGradient): its other input's edge,
+  // else -1.
+  int AddPartner(int e) const;
+  // Whether the producers of edges `e1` and `e2` under `p1` and `p2` hold their values in one
+  // placement (a gradient moved back to one suits both).
+  bool SameSource(int e1, const Parts& p1, int e2, const Parts& p2) const;
 
  private:
   // One axis of SearchOptions::device_mesh: ranks `stride` apart differ in it.

@@ -302,23 +302,49 @@ double SearchGraph::EdgeCostAmong(int e, int op, const Parts& parts,
   const SearchEdge& edge = edges_[e];
   const Parts& producer = edge.producer == op ? parts : assignment[edge.producer];
   const Parts& consumer = edge.consumer == op ? parts : assignment[edge.consumer];
-  if (edge.consumer == op) {
-    // A reader joining a decided reader's layout adds nothing (of two reads by one operator
-    // the earlier pays); otherwise it pays the whole redistribution.
-    for (int s : edge.siblings) {
-      const int c = edges_[s].consumer;
-      if ((c != op && known != nullptr && !(*known)[c]) || (c == op && s > e)) continue;
-      if (SameLayout(e, parts, s, c == op ? parts : assignment[c])) return 0.0;
-    }
-    return EdgePrice(e, producer, consumer, 1.0, nullptr);
-  }
-  // The producer pays each decided layout once: its readers share it.
-  int n = 1;
+  // ValuePrice among the decided readers (of two reads by one operator the earlier pays):
+  // forward once per layout; backward once per partial-sum group while every reader agrees,
+  // else each gradient whole.
+  int same = 1, summed = 1;  // decided readers in this one's layout; of them, summed with it
+  bool agree = true, moved = false, joined = false;
+  int64_t partial = 1;
+  for (int l : edge.grad_summed_letter) partial *= consumer[l];
   for (int s : edge.siblings) {
     const int c = edges_[s].consumer;
-    if (known == nullptr || (*known)[c]) n += SameLayout(e, consumer, s, assignment[c]);
+    if (c != op && known != nullptr && !(*known)[c]) continue;
+    const Parts& other = c == op ? parts : assignment[c];
+    const bool placed = SamePlacement(e, consumer, s, other);
+    agree = agree && placed;
+    if (!placed) continue;
+    int64_t q = 1;
+    for (int l : edges_[s].grad_summed_letter) q *= other[l];
+    const bool sums = edge.needs_grad && edges_[s].needs_grad && q == partial;
+    same += 1;
+    summed += sums;
+    if (edge.consumer == op && (c != op || s < e)) {
+      moved = true;
+      joined = joined || sums;
+    }
   }
-  return EdgePrice(e, producer, consumer, 1.0 / n, nullptr);
+  // An Add handing its gradient to both inputs moves it once when their producers agree
+  // (SharedAddGradient): each input's edge pays half.
+  double back = 1.0;
+  const int partner = AddPartner(e);
+  if (partner >= 0 && !(agree && summed > 1)) {
+    const int p = edges_[partner].producer;
+    if (p == op || known == nullptr || (*known)[p])
+      back = SameSource(e, producer, partner, p == op ? parts : assignment[p]) ? 0.5 : 1.0;
+  }
+  if (edge.consumer == op) {
+    // A reader joining a decided reader's layout adds nothing forward, nor backward when its
+    // gradient is summed with that reader's.
+    double cost = moved ? 0.0 : EdgePrice(e, producer, consumer, 1.0, nullptr, kForward);
+    if (!(agree && joined)) cost += EdgePrice(e, producer, consumer, back, nullptr, kBackward);
+    return cost;
+  }
+  // The producer pays each decided layout once, its readers sharing it.
+  return EdgePrice(e, producer, consumer, 1.0 / same, nullptr, kForward) +
+         EdgePrice(e, producer, consumer, agree ? back / summed : back, nullptr, kBackward);
 }
 
 void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* move) const {
@@ -421,6 +447,7 @@ double SearchGraph::Total(const std::vector<Parts>& a) const {
     const std::vector<int>& s = edges_[e].siblings;
     if (s.empty() || s[0] > static_cast<int>(e)) total += ValuePrice(static_cast<int>(e), a);
   }
+  for (size_t i = 0; i < ops_.size(); ++i) total -= SharedAddGradient(static_cast<int>(i), a);
   return total;
 }
 
@@ -452,6 +479,7 @@ SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {
     const std::vector<int>& s = edges_[e].siblings;
     if (s.empty() || s[0] > static_cast<int>(e)) ValuePrice(static_cast<int>(e), a, &b.collectives);
   }
+  for (size_t i = 0; i < ops_.size(); ++i) SharedAddGradient(static_cast<int>(i), a, &b.collectives);
   return b;
 }
 

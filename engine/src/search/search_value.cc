@@ -57,4 +57,63 @@ double SearchGraph::ValuePrice(int e, const std::vector<Parts>& a, double* colle
   return price;
 }
 
+int SearchGraph::GradientReaders(int e, const std::vector<Parts>& a, bool* agree) const {
+  const SearchEdge& edge = edges_[e];
+  int readers = edge.needs_grad;
+  *agree = true;
+  for (int s : edge.siblings) {
+    readers += edges_[s].needs_grad;
+    *agree = *agree && SamePlacement(e, a[edge.consumer], s, a[edges_[s].consumer]);
+  }
+  return readers;
+}
+
+int SearchGraph::AddPartner(int e) const {
+  const int op = edges_[e].consumer;
+  const SearchOp& o = ops_[op];
+  if (!edges_[e].needs_grad || edges_[e].input > 1 || graph_->node(o.node).op != OpKind::kAdd ||
+      o.sig.inputs.size() != 2 || o.sig.inputs[0] != o.sig.inputs[1] ||
+      o.sig.outputs.size() != 1 || o.sig.inputs[0] != o.sig.outputs[0])
+    return -1;
+  for (int f : o.edges) {
+    const SearchEdge& other = edges_[f];
+    if (other.consumer == op && other.input == 1 - edges_[e].input && other.needs_grad &&
+        other.value != edges_[e].value)
+      return f;
+  }
+  return -1;
+}
+
+bool SearchGraph::SameSource(int e1, const Parts& p1, int e2, const Parts& p2) const {
+  const SearchEdge &x = edges_[e1], &y = edges_[e2];
+  if (x.src_letter.size() != y.src_letter.size()) return false;
+  for (size_t d = 0; d < x.src_letter.size(); ++d) {
+    const int lx = x.src_letter[d], ly = y.src_letter[d];
+    const int64_t nx = lx >= 0 ? p1[lx] : 1, ny = ly >= 0 ? p2[ly] : 1;
+    if (nx != ny || (nx > 1 && LetterStride(p1, lx) != LetterStride(p2, ly))) return false;
+  }
+  return true;
+}
+
+double SearchGraph::SharedAddGradient(int op, const std::vector<Parts>& a,
+                                      double* collectives) const {
+  int first = -1;
+  for (int e : ops_[op].edges) {
+    if (edges_[e].consumer == op && edges_[e].input == 0) first = e;
+  }
+  const int second = first < 0 ? -1 : AddPartner(first);
+  if (second < 0) return 0.0;
+  for (int e : {first, second}) {
+    // The Add's gradient moves as it is only when no sum in its readers' layout comes first.
+    bool agree = true;
+    if (GradientReaders(e, a, &agree) > 1 && agree) return 0.0;
+  }
+  const Parts& py = a[edges_[second].producer];
+  if (!SameSource(first, a[edges_[first].producer], second, py)) return 0.0;
+  double counted = 0;
+  const double shared = EdgePrice(second, py, a[op], 1.0, &counted, kBackward);
+  if (collectives != nullptr) *collectives -= counted;
+  return shared;
+}
+
 }  // namespace shardscope::search_internal
