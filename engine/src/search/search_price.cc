@@ -479,7 +479,8 @@ SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {
     const std::vector<int>& s = edges_[e].siblings;
     if (s.empty() || s[0] > static_cast<int>(e)) ValuePrice(static_cast<int>(e), a, &b.collectives);
   }
-  for (size_t i = 0; i < ops_.size(); ++i) SharedAddGradient(static_cast<int>(i), a, &b.collectives);
+  for (size_t i = 0; i < ops_.size(); ++i)
+    SharedAddGradient(static_cast<int>(i), a, &b.collectives);
   return b;
 }
 

@@ -41,8 +41,7 @@ double SearchGraph::ValuePrice(int e, const std::vector<Parts>& a, double* colle
     agree = agree && same(0, i);
     bool moved = false;  // an earlier reader took the value into this layout
     for (size_t j = 0; j < i && !moved; ++j) moved = same(j, i);
-    if (!moved)
-      price += EdgePrice(edge(i), producer, reader(i), 1.0, collectives, kForward);
+    if (!moved) price += EdgePrice(edge(i), producer, reader(i), 1.0, collectives, kForward);
   }
   // Readers that agree sum their gradients where they read (one move back per partial-sum
   // group); otherwise the sum is in the producer's layout and each gradient moves there.
@@ -51,8 +50,7 @@ double SearchGraph::ValuePrice(int e, const std::vector<Parts>& a, double* colle
     bool summed = false;
     for (size_t j = 0; j < i && agree && !summed; ++j)
       summed = edges_[edge(j)].needs_grad && partial(j) == partial(i);
-    if (!summed)
-      price += EdgePrice(edge(i), producer, reader(i), 1.0, collectives, kBackward);
+    if (!summed) price += EdgePrice(edge(i), producer, reader(i), 1.0, collectives, kBackward);
   }
   return price;
 }
@@ -72,8 +70,8 @@ int SearchGraph::AddPartner(int e) const {
   const int op = edges_[e].consumer;
   const SearchOp& o = ops_[op];
   if (!edges_[e].needs_grad || edges_[e].input > 1 || graph_->node(o.node).op != OpKind::kAdd ||
-      o.sig.inputs.size() != 2 || o.sig.inputs[0] != o.sig.inputs[1] ||
-      o.sig.outputs.size() != 1 || o.sig.inputs[0] != o.sig.outputs[0])
+      o.sig.inputs.size() != 2 || o.sig.inputs[0] != o.sig.inputs[1] || o.sig.outputs.size() != 1 ||
+      o.sig.inputs[0] != o.sig.outputs[0])
     return -1;
   for (int f : o.edges) {
     const SearchEdge& other = edges_[f];

@@ -152,8 +152,7 @@ TEST(Objective, DynamicProgrammingPricesLowestAcrossNodes) {
   EXPECT_LE(std::abs(dp.objective - dp.predicted), 3e-3 * dp.predicted)
       << "objective " << dp.objective << " s, predicted " << dp.predicted << " s";
   for (SearchMode mode : {SearchMode::kShardingPropagation, SearchMode::kRecursiveProgramming}) {
-    const Priced other =
-        SearchAndPrice("onnx/gpt2.onnx", 64, mode, "dgx-h100", Precision::kBF16);
+    const Priced other = SearchAndPrice("onnx/gpt2.onnx", 64, mode, "dgx-h100", Precision::kBF16);
     EXPECT_LE(dp.predicted, other.predicted * (1 + 1e-3)) << SearchModeName(mode);
     EXPECT_LE(dp.objective, other.objective * (1 + 1e-9)) << SearchModeName(mode);
   }

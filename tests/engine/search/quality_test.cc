@@ -143,8 +143,7 @@ ModelGraph RandomModel(uint64_t seed) {
   m.input = m.graph.FindValue("x");
   m.logits = m.graph.node(static_cast<NodeId>(m.graph.nodes().size() - 1)).outputs[0];
   m.labels = m.graph.AddInput("label", {m.graph.value(m.input).shape[0]}, DType::kI32);
-  auto loss = m.graph.AddNode(OpKind::kSoftmaxCrossEntropyWithLogits, "loss",
-                              {m.logits, m.labels});
+  auto loss = m.graph.AddNode(OpKind::kSoftmaxCrossEntropyWithLogits, "loss", {m.logits, m.labels});
   EXPECT_TRUE(loss.ok()) << loss.status().message();
   if (loss.ok()) m.loss = m.graph.node(*loss).outputs[0];
   return m;
@@ -193,8 +192,8 @@ TEST(SearchQuality, ObjectiveIsTheProgramPriceAndDynamicProgrammingLowest) {
       }
       if (mode == SearchMode::kDynamicProgramming) {
         dp = r->step_seconds;
-        EXPECT_LE(gap, 1e-3) << "graph " << i << ": objective " << r->step_seconds
-                             << " s, price " << price->step_seconds << " s";
+        EXPECT_LE(gap, 1e-3) << "graph " << i << ": objective " << r->step_seconds << " s, price "
+                             << price->step_seconds << " s";
       }
       EXPECT_GE(r->step_seconds, dp * (1 - 1e-9)) << "graph " << i << ": " << SearchModeName(mode);
     }
