@@ -119,8 +119,8 @@ TEST(Objective, GreedySearchesPriceTheirProgramAcrossNodes) {
   }
 }
 
-// dynamic_programming is the exact optimum over its candidates: no other mode's program prices
-// lower where it finishes.
+// dynamic_programming keeps the lowest objective of its plan and the greedy modes': no other
+// mode's program prices lower where it finishes.
 TEST(Objective, DynamicProgrammingPricesLowest) {
   const std::vector<std::pair<std::string, int>> cases = {{"models/ffn.yaml", 8},
                                                           {"models/ffn.yaml", 64},
