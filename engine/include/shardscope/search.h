@@ -45,11 +45,15 @@
 //                           first); each round, operators in descending weight (flops) pick
 //                           which letter to multiply by the factor, by own cost plus the
 //                           redistribution penalty to neighbours; linear per round.
-//   dynamic_programming     the exact optimum of the symbolic model over the candidates by
-//                           leaf, series and parallel elimination; refuses graphs that exceed
-//                           max_dp_operators. A graph that does not reduce that way (ResNet's
-//                           batch statistics), or whose elimination outgrows max_dp_work,
-//                           gets recursive_programming's strategies and a
+//   dynamic_programming     the exact optimum of a pairwise objective over the candidates
+//                           (each reader its 1/fanout share of a value's moves: the objective
+//                           itself where a value's readers agree on its layout) by leaf,
+//                           series and parallel elimination, then a descent on the whole
+//                           objective; recursive_programming's and sharding_propagation's
+//                           plans are kept when their objective is lower. Refuses
+//                           graphs that exceed max_dp_operators. A graph that does not reduce that
+//                           way (ResNet's batch statistics), or whose elimination outgrows
+//                           max_dp_work, gets recursive_programming's strategies and a
 //                           SearchResult::note naming why, with the gap to a lower bound
 //                           (every operator at its cheapest own cost, edges free).
 //

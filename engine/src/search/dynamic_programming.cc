@@ -1,7 +1,8 @@
 // dynamic_programming (search.h): the exact optimum of a pairwise cost (operator costs plus
-// edge costs) by eliminating operators of degree <= 2 — leaves fold into their neighbour,
-// series operators become an edge between their two neighbours, parallel edges add up —
-// then assigning in reverse elimination order.
+// each reader's 1/fanout share of its value's redistribution) by eliminating operators of
+// degree <= 2 — leaves fold into their neighbour, series operators become an edge between
+// their two neighbours, parallel edges add up — then assigning in reverse elimination order;
+// then a descent on the exact price (DescendExact).
 #include <cstdio>
 #include <map>
 #include <set>
@@ -250,7 +251,7 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
   for (int v = 0; v < n; ++v) {
     a.parts.push_back(g.ops()[v].candidates[pick[v]]);
     const Step* how = step_of[v];
-    std::string why = "dynamic_programming: exact optimum; ";
+    std::string why = "dynamic_programming: optimum of the pairwise objective; ";
     if (g.ops()[v].fixed) {
       why = g.ops()[v].fixed_provenance;
     } else if (how->u < 0) {
@@ -263,6 +264,9 @@ Result<Assignment> RunDynamicProgramming(const SearchGraph& g) {
     }
     a.provenance.push_back(why);
   }
+  // Readers of one value in several layouts make the exact price no pairwise sum: from the
+  // pairwise optimum, descend on it.
+  DescendExact(g, &a, g.options().memory_budget_bytes * g.options().memory_target, 4);
   return a;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "search/search_graph.h"
@@ -131,9 +132,10 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
   }
   SHARDSCOPE_ASSIGN_OR_RETURN(SearchGraph g, SearchGraph::Build(forward, options));
   g.CacheOwnCosts();
-  std::string unreduced;  // why dynamic_programming fell back, if it did
+  std::string unreduced;           // why dynamic_programming fell back, if it did
+  SearchMode mode = options.mode;  // what `run` runs (dynamic_programming compares the others)
   const search_internal::RunSearch run = [&](const SearchGraph& sg) -> Result<Assignment> {
-    switch (options.mode) {
+    switch (mode) {
       case SearchMode::kSemiAuto:
         return SemiAuto(sg);
       case SearchMode::kShardingPropagation:
@@ -159,8 +161,7 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
   const search_internal::RunSearch overlapped = [&](const SearchGraph& sg) -> Result<Assignment> {
     SHARDSCOPE_ASSIGN_OR_RETURN(Assignment best, run(sg));
     // Not inside the memory search's weighted runs (SearchWithinMemory): each is one run.
-    if (!options.cost.overlap_gradients || options.mode == SearchMode::kSemiAuto ||
-        sg.memory_weight() > 0)
+    if (!options.cost.overlap_gradients || mode == SearchMode::kSemiAuto || sg.memory_weight() > 0)
       return best;
     double serial = 0;
     const GradientOverlap o = sg.Overlap(best.parts, &serial);
@@ -204,8 +205,37 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
     consider(std::move(data_parallel));
     return best;
   };
+  std::optional<SearchGraph> unsearched;  // dynamic_programming: the graph for the others
+  if (options.mode == SearchMode::kDynamicProgramming) unsearched = g;
   SHARDSCOPE_ASSIGN_OR_RETURN(search_internal::MemoryChoice memory,
                               search_internal::SearchWithinMemory(g, overlapped));
+  // dynamic_programming's plan is the pairwise optimum improved by a descent on the objective;
+  // the greedy modes' plans are candidates too (each within the memory budget as they run), so
+  // its objective is never above theirs: a plan that fits first, then the lower objective.
+  if (options.mode == SearchMode::kDynamicProgramming && unreduced.empty()) {
+    const auto price = [](const SearchGraph& sg, const Assignment& a) {
+      return sg.Total(a.parts) + sg.OptionSeconds(a.parts);
+    };
+    double best = price(g, memory.assignment);
+    for (SearchMode other_mode :
+         {SearchMode::kRecursiveProgramming, SearchMode::kShardingPropagation}) {
+      mode = other_mode;
+      SearchGraph other = *unsearched;
+      SHARDSCOPE_ASSIGN_OR_RETURN(search_internal::MemoryChoice choice,
+                                  search_internal::SearchWithinMemory(other, overlapped));
+      const double p = price(other, choice.assignment);
+      if (choice.fits != memory.fits ? !choice.fits : p >= best * (1 - 1e-12)) continue;
+      for (size_t i = 0; i < other.ops().size(); ++i) {
+        if (other.ops()[i].fixed) continue;
+        std::string& why = choice.assignment.provenance[i];
+        why = std::string("dynamic_programming: ") + SearchModeName(other_mode) +
+              "'s plan, its objective below the pairwise optimum's: " + why;
+      }
+      memory = std::move(choice);
+      g = std::move(other);
+      best = p;
+    }
+  }
   const Assignment& a = memory.assignment;
   SearchResult r = Explain(g, a, options);
   if (!unreduced.empty()) r.note = FallbackNote(g, r, unreduced);

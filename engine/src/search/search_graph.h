@@ -171,6 +171,19 @@ class SearchGraph {
   // Whether edges `e1` and `e2` of one value read it in one layout on the same ranks (and
   // reduce their gradients alike) with their consumers under `c1` and `c2`.
   bool SameLayout(int e1, const Parts& c1, int e2, const Parts& c2) const;
+  // Of SameLayout: the same blocks on the same ranks (what the partitioner's SumLayout and the
+  // forward's one redistribution per layout compare).
+  bool SamePlacement(int e1, const Parts& c1, int e2, const Parts& c2) const;
+  // The price of the value edge `e` reads as the partitioned program moves it, with every
+  // operator as in `a`: once per distinct reader layout forward; backward, the readers'
+  // gradients summed where they were read when every reader agrees (one move back), else each
+  // moved back into the producer's layout (SumLayout in partition/partition.cc; search_value.cc).
+  double ValuePrice(int e, const std::vector<Parts>& a, double* collectives = nullptr) const;
+  // Of the value prices, what an Add over same-shape inputs counts twice: its backward hands
+  // one gradient to both inputs, moved once when both producers want it in one layout (and
+  // each input's gradient is that one, not a sum); 0 for other operators. Total subtracts it.
+  double SharedAddGradient(int op, const std::vector<Parts>& a,
+                           double* collectives = nullptr) const;
   // Edge cost with `op` under `parts` and the other end under `other`.
   double EdgeCostFrom(int e, int op, const Parts& parts, const Parts& other) const {
     return edges_[e].producer == op ? EdgeCost(e, parts, other) : EdgeCost(e, other, parts);
@@ -193,7 +206,7 @@ class SearchGraph {
   double PlannedGradientSeconds(int op, const Parts& parts, int input, double compute_before,
                                 double* collectives) const;
   // Total predicted step time of a complete assignment (with CostModel::overlap_gradients,
-  // the reductions' exposed tail instead of their sum).
+  // the reductions' exposed tail instead of their sum); each value priced by ValuePrice.
   double Total(const std::vector<Parts>& assignment) const;
   // Of Total: the computation, and the number of collectives and exchanges per step.
   struct Breakdown {
@@ -248,6 +261,15 @@ class SearchGraph {
  private:
   // Options::shard_blocks: restricts candidates (see ShardBlockSpec).
   Status ApplyShardBlocks();
+  // Of the value edge `e` reads under `a`: whether its readers' layouts agree (SumLayout), and
+  // how many of them compute its gradient.
+  int GradientReaders(int e, const std::vector<Parts>& a, bool* agree) const;
+  // Edge `e` into an Add over same-shape inputs (SharedAddGradient): its other input's edge,
+  // else -1.
+  int AddPartner(int e) const;
+  // Whether the producers of edges `e1` and `e2` under `p1` and `p2` hold their values in one
+  // placement (a gradient moved back to one suits both).
+  bool SameSource(int e1, const Parts& p1, int e2, const Parts& p2) const;
 
  private:
   // One axis of SearchOptions::device_mesh: ranks `stride` apart differ in it.
@@ -272,9 +294,11 @@ class SearchGraph {
   // Folds one tensor dimension into `move`: split into `a` blocks `sa` ranks apart at the
   // source, `b` blocks `sb` apart at the target; the link spans only the ranks exchanging.
   void MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* move) const;
-  // EdgeCost with each direction's price times `share` (1: the whole redistribution).
+  // EdgeCost with each direction's price times `share` (1: the whole redistribution), of the
+  // directions asked (kForward: the activation, kBackward: its gradient).
+  static constexpr int kForward = 1, kBackward = 2;
   double EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
-                   double* collectives) const;
+                   double* collectives, int directions = kForward | kBackward) const;
   // Ranks between consecutive members of letter `l`'s groups under `parts`.
   int64_t LetterStride(const Parts& parts, int l) const;
   // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.
@@ -348,6 +372,11 @@ std::vector<MemoryOptionEstimate> EstimateMemoryOptions(SearchGraph& g,
 Assignment RunPropagation(const SearchGraph& g);
 Assignment RunRecursive(const SearchGraph& g);
 Result<Assignment> RunDynamicProgramming(const SearchGraph& g);
+// Local descent on the exact objective (Total, plus the memory weight's term while one is
+// set; search_descent.cc): per operator in order, its candidate of least local price, kept
+// when the objective falls strictly and a plan within `memory_cap` bytes (0: none) stays so;
+// at most `passes` sweeps, deterministic. Returns how many moves it kept.
+int DescendExact(const SearchGraph& g, Assignment* a, double memory_cap, int passes);
 
 // Every candidate list of `n` devices' splits: letter sizes and which letters may split.
 std::vector<Parts> CandidateSplits(const std::vector<int64_t>& letter_size, int devices);

@@ -289,13 +289,7 @@ double SearchGraph::EdgeCost(int e, const Parts& producer, const Parts& consumer
 
 bool SearchGraph::SameLayout(int e1, const Parts& c1, int e2, const Parts& c2) const {
   const SearchEdge &a = edges_[e1], &b = edges_[e2];
-  if (a.needs_grad != b.needs_grad || a.dst_letter.size() != b.dst_letter.size()) return false;
-  for (size_t d = 0; d < a.dst_letter.size(); ++d) {
-    const int la = a.dst_letter[d], lb = b.dst_letter[d];
-    const int64_t pa = la >= 0 ? c1[la] : 1, pb = lb >= 0 ? c2[lb] : 1;
-    if (pa != pb) return false;
-    if (pa > 1 && LetterStride(c1, la) != LetterStride(c2, lb)) return false;
-  }
+  if (a.needs_grad != b.needs_grad || !SamePlacement(e1, c1, e2, c2)) return false;
   int64_t ga = 1, gb = 1;
   for (int l : a.grad_summed_letter) ga *= c1[l];
   for (int l : b.grad_summed_letter) gb *= c2[l];
@@ -308,23 +302,49 @@ double SearchGraph::EdgeCostAmong(int e, int op, const Parts& parts,
   const SearchEdge& edge = edges_[e];
   const Parts& producer = edge.producer == op ? parts : assignment[edge.producer];
   const Parts& consumer = edge.consumer == op ? parts : assignment[edge.consumer];
-  if (edge.consumer == op) {
-    // A reader joining a decided reader's layout adds nothing (of two reads by one operator
-    // the earlier pays); otherwise it pays the whole redistribution.
-    for (int s : edge.siblings) {
-      const int c = edges_[s].consumer;
-      if ((c != op && known != nullptr && !(*known)[c]) || (c == op && s > e)) continue;
-      if (SameLayout(e, parts, s, c == op ? parts : assignment[c])) return 0.0;
-    }
-    return EdgePrice(e, producer, consumer, 1.0, nullptr);
-  }
-  // The producer pays each decided layout once: its readers share it.
-  int n = 1;
+  // ValuePrice among the decided readers (of two reads by one operator the earlier pays):
+  // forward once per layout; backward once per partial-sum group while every reader agrees,
+  // else each gradient whole.
+  int same = 1, summed = 1;  // decided readers in this one's layout; of them, summed with it
+  bool agree = true, moved = false, joined = false;
+  int64_t partial = 1;
+  for (int l : edge.grad_summed_letter) partial *= consumer[l];
   for (int s : edge.siblings) {
     const int c = edges_[s].consumer;
-    if (known == nullptr || (*known)[c]) n += SameLayout(e, consumer, s, assignment[c]);
+    if (c != op && known != nullptr && !(*known)[c]) continue;
+    const Parts& other = c == op ? parts : assignment[c];
+    const bool placed = SamePlacement(e, consumer, s, other);
+    agree = agree && placed;
+    if (!placed) continue;
+    int64_t q = 1;
+    for (int l : edges_[s].grad_summed_letter) q *= other[l];
+    const bool sums = edge.needs_grad && edges_[s].needs_grad && q == partial;
+    same += 1;
+    summed += sums;
+    if (edge.consumer == op && (c != op || s < e)) {
+      moved = true;
+      joined = joined || sums;
+    }
   }
-  return EdgePrice(e, producer, consumer, 1.0 / n, nullptr);
+  // An Add handing its gradient to both inputs moves it once when their producers agree
+  // (SharedAddGradient): each input's edge pays half.
+  double back = 1.0;
+  const int partner = AddPartner(e);
+  if (partner >= 0 && !(agree && summed > 1)) {
+    const int p = edges_[partner].producer;
+    if (p == op || known == nullptr || (*known)[p])
+      back = SameSource(e, producer, partner, p == op ? parts : assignment[p]) ? 0.5 : 1.0;
+  }
+  if (edge.consumer == op) {
+    // A reader joining a decided reader's layout adds nothing forward, nor backward when its
+    // gradient is summed with that reader's.
+    double cost = moved ? 0.0 : EdgePrice(e, producer, consumer, 1.0, nullptr, kForward);
+    if (!(agree && joined)) cost += EdgePrice(e, producer, consumer, back, nullptr, kBackward);
+    return cost;
+  }
+  // The producer pays each decided layout once, its readers sharing it.
+  return EdgePrice(e, producer, consumer, 1.0 / same, nullptr, kForward) +
+         EdgePrice(e, producer, consumer, agree ? back / summed : back, nullptr, kBackward);
 }
 
 void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* move) const {
@@ -346,7 +366,7 @@ void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* 
 }
 
 double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
-                              double* collectives) const {
+                              double* collectives, int directions) const {
   const SearchEdge& edge = edges_[e];
   const CostModel& cm = options_.cost;
   const size_t rank = edge.src_letter.size();
@@ -401,11 +421,13 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
     return seconds * share;
   };
   // Forward: the activation, after the producer's computation.
-  double cost = direction(producer, edge.summed_letter, src_parts, dst_parts, forward,
-                          ComputeBeforeCollective(edge.producer, producer));
+  double cost = 0;
+  if (directions & kForward)
+    cost += direction(producer, edge.summed_letter, src_parts, dst_parts, forward,
+                      ComputeBeforeCollective(edge.producer, producer));
   // Backward: its gradient (a partial sum over the consumer's letters the input lacks, MatMul's
   // dX over n), after the consumer's backward; none when the input needs no gradient.
-  if (edge.needs_grad) {
+  if (edge.needs_grad && (directions & kBackward)) {
     cost += direction(consumer, edge.grad_summed_letter, dst_parts, src_parts, backward,
                       ComputeBeforeCollective(edge.consumer, consumer));
   }
@@ -413,8 +435,6 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
 }
 
 double SearchGraph::Total(const std::vector<Parts>& a) const {
-  // Each reader's 1/fanout share of its value's redistribution: what dynamic_programming's
-  // pairwise edges minimize exactly (EdgeCostAmong groups readers by layout instead).
   double total = 0;
   if (options_.cost.overlap_gradients) {
     const double exposed = Overlap(a, &total).exposed_seconds();
@@ -422,9 +442,12 @@ double SearchGraph::Total(const std::vector<Parts>& a) const {
   } else {
     for (size_t i = 0; i < ops_.size(); ++i) total += OpCost(static_cast<int>(i), a[i]);
   }
+  // Each value once, at its first reader's edge.
   for (size_t e = 0; e < edges_.size(); ++e) {
-    total += EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer]);
+    const std::vector<int>& s = edges_[e].siblings;
+    if (s.empty() || s[0] > static_cast<int>(e)) total += ValuePrice(static_cast<int>(e), a);
   }
+  for (size_t i = 0; i < ops_.size(); ++i) total -= SharedAddGradient(static_cast<int>(i), a);
   return total;
 }
 
@@ -452,8 +475,12 @@ SearchGraph::Breakdown SearchGraph::Explain(const std::vector<Parts>& a) const {
     b.compute_s += OpCompute(static_cast<int>(i), a[i]);
     OpCommunication(static_cast<int>(i), a[i], &b.collectives);
   }
-  for (size_t e = 0; e < edges_.size(); ++e)
-    EdgeCost(static_cast<int>(e), a[edges_[e].producer], a[edges_[e].consumer], &b.collectives);
+  for (size_t e = 0; e < edges_.size(); ++e) {
+    const std::vector<int>& s = edges_[e].siblings;
+    if (s.empty() || s[0] > static_cast<int>(e)) ValuePrice(static_cast<int>(e), a, &b.collectives);
+  }
+  for (size_t i = 0; i < ops_.size(); ++i)
+    SharedAddGradient(static_cast<int>(i), a, &b.collectives);
   return b;
 }
 

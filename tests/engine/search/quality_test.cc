@@ -1,11 +1,15 @@
 // Search quality (issue 7): on 50 random graphs within dynamic_programming's reach, the
-// heuristics' predicted step time against the exact optimum: median <= 1.10, max <= 1.5.
+// heuristics' predicted step time against dynamic_programming's (never above them): median
+// <= 1.10, max <= 1.5.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "shardscope/cost/cluster.h"
+#include "shardscope/dist_trainer.h"
+#include "shardscope/program_price.h"
 #include "shardscope/rng.h"
 #include "shardscope/search.h"
 
@@ -125,6 +129,77 @@ TEST(SearchQuality, DynamicProgrammingLowestOnAClusterProfile) {
           << "graph " << i << " on " << o.devices << " devices: " << SearchModeName(mode);
     }
   }
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+// RandomGraph trained: its last value as logits of a softmax cross-entropy over labels.
+ModelGraph RandomModel(uint64_t seed) {
+  ModelGraph m;
+  m.graph = RandomGraph(seed);
+  m.input = m.graph.FindValue("x");
+  m.logits = m.graph.node(static_cast<NodeId>(m.graph.nodes().size() - 1)).outputs[0];
+  m.labels = m.graph.AddInput("label", {m.graph.value(m.input).shape[0]}, DType::kI32);
+  auto loss = m.graph.AddNode(OpKind::kSoftmaxCrossEntropyWithLogits, "loss", {m.logits, m.labels});
+  EXPECT_TRUE(loss.ok()) << loss.status().message();
+  if (loss.ok()) m.loss = m.graph.node(*loss).outputs[0];
+  return m;
+}
+
+// One objective on random graphs, on one DGX H100 node (its ring and all-to-all formulas are
+// the planner's steps there): every mode's objective is the price of the program partitioned
+// from its strategies within 0.1 % (residual streams read in several layouts, an Add's one
+// gradient for both inputs), and dynamic_programming's is the lowest of the three. One plan
+// of the 90 keeps a gap: a gradient summed where the partitioner leaves it, skipping an Add's
+// layout (docs/cost-model.md).
+TEST(SearchQuality, ObjectiveIsTheProgramPriceAndDynamicProgrammingLowest) {
+  auto cluster = LoadClusterProfile("dgx-h100");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  int apart = 0;
+  for (int i = 0; i < 30; ++i) {
+    const int devices = 8;
+    double dp = 0;
+    for (SearchMode mode : {SearchMode::kDynamicProgramming, SearchMode::kShardingPropagation,
+                            SearchMode::kRecursiveProgramming}) {
+      ModelGraph m = RandomModel(3000 + i);
+      SearchOptions o;
+      o.devices = devices;
+      o.mode = mode;
+      auto mesh = ClusterDeviceMesh(*cluster, devices);
+      ASSERT_TRUE(mesh.ok()) << mesh.status().message();
+      o.device_mesh = *mesh;
+      auto cost = ClusterCostModel(*cluster, *mesh, o.dtype);
+      ASSERT_TRUE(cost.ok()) << cost.status().message();
+      o.cost = *cost;
+      auto r = SearchStrategies(m.graph, o);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      ASSERT_TRUE(ApplySearchResult(*r, &m.graph).ok());
+      PartitionOptions partition;
+      partition.devices = devices;
+      partition.cost = o.cost;
+      auto program = PlanTrainingProgram(&m, partition);
+      ASSERT_TRUE(program.ok()) << "graph " << i << ": " << program.status().message();
+      auto price = PriceProgram(m.graph, *program, o);
+      ASSERT_TRUE(price.ok()) << price.status().message();
+      const double gap = std::abs(r->step_seconds - price->step_seconds) / price->step_seconds;
+      if (gap > 1e-3) {
+        ++apart;
+        std::printf("[   INFO   ] graph %d, %s: objective %.6g s, price %.6g s\n", i,
+                    SearchModeName(mode), r->step_seconds, price->step_seconds);
+      }
+      if (mode == SearchMode::kDynamicProgramming) {
+        dp = r->step_seconds;
+        EXPECT_LE(gap, 1e-3) << "graph " << i << ": objective " << r->step_seconds << " s, price "
+                             << price->step_seconds << " s";
+      }
+      EXPECT_GE(r->step_seconds, dp * (1 - 1e-9)) << "graph " << i << ": " << SearchModeName(mode);
+    }
+  }
+  EXPECT_LE(apart, 1) << "plans whose objective is not their price within 0.1 %";
 }
 
 }  // namespace
