@@ -159,8 +159,9 @@ Status ShardedUpdate::WaitScatters(size_t keep) {
     held_ -= f.bytes;
     f.data.reset();
     if (!st.ok()) {
+      const std::string what = BucketText(f.bucket);
       in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<ptrdiff_t>(k) + 1);
-      return st.WithContext(BucketText(f.bucket));
+      return st.WithContext(what);
     }
   }
   in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<ptrdiff_t>(n));
