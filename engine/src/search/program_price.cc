@@ -134,12 +134,14 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
     const DeviceMesh& mesh = program.values[program.param_grads[param].first].layout.mesh();
     const double bytes = static_cast<double>(elements) * PrecisionBytes(o.dtype);
     // On a device mesh the group's ranks run over the links they span, as every other step.
-    double bandwidth = cm.Bandwidth(mesh, s.axes), latency = cm.latency_s;
+    double bandwidth = cm.Bandwidth(mesh, s.axes);
+    HopLatency latency = cm.latency_s;
     g.MeshAxesLink(mesh, s.axes, &bandwidth, &latency);
     const int64_t group = mesh.GroupSize(s.axes);
     const double seconds = cm.CollectiveSeconds(kind, bytes, group, bandwidth) +
                            cm.collective_overhead_s +
-                           CostModel::LatencyMessages(kind, group) * (latency - cm.latency_s);
+                           cm.LatencySeconds(kind, group, latency, false) -
+                           CostModel::LatencyMessages(kind, group) * cm.latency_s;
     price.communication_seconds += seconds;
     ++price.communication_steps;
     return std::pair<double, double>(bytes, seconds);
