@@ -178,18 +178,15 @@ double CostModel::LatencySeconds(CollectiveKind kind, int64_t group_size, const 
   const double p = static_cast<double>(group_size);
   const double outer = hops.outer < 0 ? latency_s : hops.outer;
   const bool all_reduce = kind == CollectiveKind::kAllReduce;
-  const bool ring =
-      all_reduce || kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
-  if (!hops.Blended() || !ring) {
+  if (!hops.Blended() || !all_reduce) {
     if (tree && all_reduce) return 2 * std::ceil(std::log2(p)) * outer;
     return LatencyMessages(kind, group_size) * outer;
   }
   const double per_node = std::min(p, static_cast<double>(hops.per_node));
   const double nodes = std::ceil(p / per_node);
-  if (tree && all_reduce)
-    return 2 * ((per_node - 1) * hops.inner + std::ceil(std::log2(nodes)) * outer);
+  if (tree) return 2 * ((per_node - 1) * hops.inner + std::ceil(std::log2(nodes)) * outer);
   const double steps = LatencyMessages(kind, group_size);
-  const double between = nodes <= 1 ? 0.0 : std::min(steps, all_reduce ? 2 * nodes : nodes - 1);
+  const double between = nodes <= 1 ? 0.0 : std::min(steps, 2 * nodes);
   return (steps - between) * hops.inner + between * outer;
 }
 

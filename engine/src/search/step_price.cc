@@ -43,19 +43,13 @@ double SearchGraph::StepSeconds(const RedistPlan& plan, const RedistStep& step,
   const bool linked = StepLink(step, &bandwidth, &hops);
   if (linked) transfer *= cm.Bandwidth(plan.mesh, step.axes) / bandwidth;
   double latency = messages * hops.outer;
-  // A reduction whose hops inside a node are cheaper: priced as the searches price it
-  // (SearchCollectiveTerms, which may take the other algorithm), from its bytes per rank. An
-  // all-gather keeps the slowest latency: the searches price it as an exchange (EdgePrice).
-  const bool reduction = step.kind == RedistStep::Kind::kAllReduce ||
-                         step.kind == RedistStep::Kind::kReduceScatter;
-  if (linked && reduction && hops.Blended() && !step.irregular()) {
+  // An all-reduce whose hops inside a node are cheaper: priced as the searches price it
+  // (SearchCollectiveTerms, which may take the other algorithm), from its bytes per rank.
+  if (linked && hops.Blended() && !step.irregular() && step.kind == RedistStep::Kind::kAllReduce) {
+    const CollectiveKind kind = CollectiveKind::kAllReduce;
     const int64_t p = plan.mesh.GroupSize(step.axes);
-    const bool all_reduce = step.kind == RedistStep::Kind::kAllReduce;
-    const CollectiveKind kind =
-        all_reduce ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
-    const double ring_share = (all_reduce ? 2.0 : 1.0) * static_cast<double>(p - 1) / p;
-    const bool tree = all_reduce && messages != CostModel::LatencyMessages(kind, p);
-    const double bytes = transfer * bandwidth / (tree ? 2.0 : ring_share);
+    const bool tree = messages != CostModel::LatencyMessages(kind, p);
+    const double bytes = transfer * bandwidth / (tree ? 2.0 : 2.0 * static_cast<double>(p - 1) / p);
     const CostModel::CollectiveTerms terms =
         cm.SearchCollectiveTerms(kind, bytes, p, bandwidth, hops);
     transfer = terms.transfer;

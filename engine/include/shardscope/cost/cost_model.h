@@ -219,11 +219,11 @@ struct CostModel {
   // (the latency terms of the formulas above: p-1, 2(p-1) for all-reduce, 1 for permute).
   static double LatencyMessages(CollectiveKind kind, int64_t group_size);
   // The latency terms of a collective on `group_size` ranks over `hops` (outer < 0: latency_s),
-  // the ring's or, with `tree`, the all-reduce's double binary tree, as NCCL's tuner prices them
-  // (src/graph/tuning.cc): the ring's steps between nodes (2 x nodes for an all-reduce, nodes - 1
-  // for gathers and scatters) at `outer`, its other steps at `inner`; the tree
-  // 2 ((L - 1) inner + ceil(log2 nodes) outer), L ranks per node. Unblended hops: LatencyMessages
-  // x outer, the tree 2 ceil(log2 p) x outer. All-to-all and permute: every message at `outer`.
+  // the ring's or, with `tree`, the all-reduce's double binary tree. An all-reduce as NCCL's
+  // tuner prices it (src/graph/tuning.cc): the ring's 2 x nodes steps between nodes at `outer`,
+  // its other steps at `inner`; the tree 2 ((L - 1) inner + ceil(log2 nodes) outer), L ranks per
+  // node. Other kinds, and unblended hops: LatencyMessages x outer (the tree 2 ceil(log2 p) x
+  // outer): the searches price gathers and scatters by the edges' formula, not the planner's.
   double LatencySeconds(CollectiveKind kind, int64_t group_size, const HopLatency& hops,
                         bool tree) const;
   // Bandwidth of a group spanning `axes` of `mesh`: the minimum over the axes (the slowest
