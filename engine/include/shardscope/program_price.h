@@ -39,7 +39,8 @@ namespace shardscope {
 // its axes span on the device mesh.
 struct ShardLink {
   int64_t group = 1;  // 1: not sharded
-  double bandwidth = 0, latency = 0;
+  double bandwidth = 0;
+  HopLatency latency;  // CostModel::LatencySeconds: hops inside a node at its link's latency
 };
 
 struct ProgramPrice {

@@ -122,6 +122,10 @@ struct SearchOptions {
   // at default_bandwidth. Its size must be `devices`.
   DeviceMesh device_mesh;
   std::vector<ShardBlockSpec> shard_blocks;
+  // Gradient bucket sizes to choose from, bytes (`--bucket-mb auto`): the searched plan is
+  // priced with each (and one bucket of every gradient) and the cheapest is kept, its step the
+  // objective (SearchResult::gradient_bucket_bytes). Empty: cost.gradient_bucket_bytes alone.
+  std::vector<double> gradient_bucket_choices;
 };
 
 struct ScoredCandidate {
@@ -173,6 +177,9 @@ struct SearchResult {
   bool memory_fits = true;
   std::string memory_note;
   std::vector<MemoryOptionEstimate> memory_options;
+  // The gradient bucket the objective prices (cost.gradient_bucket_bytes, or the cheapest of
+  // gradient_bucket_choices): what `plan` prices and `train` should reduce in.
+  double gradient_bucket_bytes = 0;
 };
 
 // Searches strategies for the forward operators of `forward` (backward operators, if any,

@@ -225,6 +225,7 @@ SearchOptions StageOptions(const SearchOptions& options, int stage_devices) {
   within.devices = stage_devices;
   within.device_mesh = SubMeshOf(options.device_mesh, stage_devices);
   within.memory_budget_bytes = 0;
+  within.gradient_bucket_choices.clear();  // stages are priced in the plan's bucket
   return within;
 }
 

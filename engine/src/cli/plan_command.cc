@@ -207,6 +207,10 @@ int RunPlan(const PlanOptions& original) {
   if (!searched.ok()) return Fail(kExitBadInput, searched.status().message());
   const SearchResult& r = **searched;
   TakeSearchMemoryChoices(r, flags, parallel, &partition);
+  // The gradient bucket the search priced (--bucket-mb auto: the cheapest it tried).
+  options->cost.gradient_bucket_bytes = r.gradient_bucket_bytes;
+  partition.cost.gradient_bucket_bytes = r.gradient_bucket_bytes;
+  partition.gradient_bucket_bytes = static_cast<int64_t>(r.gradient_bucket_bytes);
 
   if (!o.explain.empty()) {
     std::vector<std::string> names;
@@ -245,6 +249,7 @@ int RunPlan(const PlanOptions& original) {
   summary["predicted_communication_seconds"] = price->communication_seconds;
   summary["predicted_communication_steps"] = price->communication_steps;
   summary["max_recv_bytes_per_step"] = max_recv;
+  summary["gradient_bucket_chosen"] = !options->gradient_bucket_choices.empty();
   summary["dtype"] = PrecisionName(options->dtype);
   if (!o.search.cluster.empty()) summary["cluster"] = o.search.cluster;
   summary["device_mesh"] = options->device_mesh.ToString();
@@ -399,6 +404,10 @@ int RunPlan(const PlanOptions& original) {
       price->step_seconds * 1e3, price->operator_seconds * 1e3, price->communication_seconds * 1e3,
       price->communication_steps, price->redistributions, r.step_seconds * 1e3,
       FormatBytes(static_cast<double>(max_recv)).c_str());
+  std::printf("gradient buckets:    %s%s\n", FormatBytes(r.gradient_bucket_bytes).c_str(),
+              options->gradient_bucket_choices.empty()
+                  ? ""
+                  : " (--bucket-mb auto: the cheapest of those tried; --save-strategy keeps it)");
   PrintPlanMemory(*fitted);
   if (!r.note.empty()) std::printf("note: %s\n", r.note.c_str());
   if (summary.contains("pipeline")) {

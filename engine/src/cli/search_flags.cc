@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli/option_checks.h"
 #include "shardscope/cost/cluster.h"
@@ -11,6 +12,12 @@
 namespace shardscope::cli {
 
 namespace {
+
+std::vector<double> BucketChoiceBytes() {
+  std::vector<double> bytes;
+  for (double mb : SearchFlags::kBucketChoicesMb) bytes.push_back(mb * (1 << 20));
+  return bytes;
+}
 
 bool RecomputeGiven(const SearchFlags& f) {
   return f.recompute_option != nullptr && f.recompute_option->count() > 0;
@@ -78,12 +85,26 @@ void AddSearchFlags(CLI::App* app, SearchFlags& f) {
                       "the model file names no scopes)")
           ->expected(0, 1)
           ->check(CLI::IsMember({"auto"}));
-  app->add_option("--bucket-mb", f.bucket_mb,
-                  "Reduce parameter gradients in buckets of about this many MiB (default 25): one "
-                  "all-reduce per bucket instead of one per gradient, the same sums; 0: one each. "
-                  "plan prices the buckets train makes (a --cluster file's gradient_bucket "
-                  "unless given). ZeRO 2/3 reduce-scatter in buckets of the same size")
-      ->check(CLI::Range(0.0, 4096.0));
+  app->add_option_function<std::string>(
+         "--bucket-mb",
+         [&f](const std::string& v) {
+           f.bucket_auto = v == "auto";
+           f.bucket_mb = f.bucket_auto ? -1 : std::strtod(v.c_str(), nullptr);
+         },
+         "Reduce parameter gradients in buckets of about this many MiB: one all-reduce per "
+         "bucket instead of one per gradient, the same sums; 0: one each. auto (the default "
+         "on a --cluster profile without gradient_bucket): plan prices its plan with buckets of "
+         "25, 50, 100, 200 and 400 MiB and one of every gradient, keeps the cheapest and "
+         "saves it with --save-strategy, which train --load-strategy then uses (default "
+         "elsewhere: 25). ZeRO 2/3 reduce-scatter in buckets of the same size")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            char* end = nullptr;
+            const double mb = std::strtod(v.c_str(), &end);
+            if (v == "auto" || (!v.empty() && *end == '\0' && mb >= 0 && mb <= 4096)) return "";
+            return "--bucket-mb " + v + ": expected MiB in [0, 4096], or auto";
+          },
+          "MIB|auto"));
   app->add_option("--search", f.search,
                   "sharding_propagation | recursive_programming | dynamic_programming | "
                   "semi_auto: choose strategies for the operators the model does not configure");
@@ -234,11 +255,17 @@ Result<SearchOptions> MakeSearchOptions(const SearchFlags& f, SearchMode mode, i
     // --axis-bandwidth / --axis-latency still override the cluster's figures.
     SHARDSCOPE_RETURN_IF_ERROR(ApplyAxisFlags(f, o));
     if (f.no_overlap) o.cost.overlap_gradients = false;
-    if (!cluster.in_process && f.bucket_mb < 0) return o;  // the cluster's own buckets
+    const bool own = !cluster.in_process && f.bucket_mb < 0;  // the cluster's buckets
+    if (own && (f.bucket_auto || !cluster.gradient_bucket_given)) {
+      o.gradient_bucket_choices = BucketChoiceBytes();
+      o.cost.gradient_bucket_bytes = o.gradient_bucket_choices[0];
+    }
+    if (own) return o;
   }
   // Gradients are priced in the buckets `train` reduces them in (in-process profiles, the
   // built-in figures, or --bucket-mb over a cluster's).
   o.cost.gradient_bucket_bytes = f.BucketMb() * (1 << 20);
+  if (f.bucket_auto) o.gradient_bucket_choices = BucketChoiceBytes();
   return o;
 }
 
@@ -286,6 +313,26 @@ std::vector<ShardBlockSpec> ShardBlockSpecs(const ParallelConfig& parallel) {
   for (const ShardBlockEntry& b : parallel.shard_blocks)
     specs.push_back({b.block, b.in_strategy, b.out_strategy, b.level, b.location.ToString()});
   return specs;
+}
+
+Status TakeTrainBucket(SearchFlags* f) {
+  if (f->bucket_auto) {
+    return Status::Invalid(
+        "--bucket-mb auto: train reduces in one bucket size; give it in MiB, or let plan choose "
+        "(plan --bucket-mb auto --save-strategy FILE) and train --load-strategy FILE");
+  }
+  if (f->bucket_mb >= 0) return Status::Ok();
+  f->bucket_mb = SearchFlags::kDefaultBucketMb;
+  if (f->load_strategy.empty()) return Status::Ok();
+  std::ifstream in(f->load_strategy);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_object() && j.contains("gradient_bucket_bytes")) {
+    if (!j["gradient_bucket_bytes"].is_number() || j["gradient_bucket_bytes"].get<double>() < 0)
+      return Status::Invalid(f->load_strategy +
+                             ": gradient_bucket_bytes must be a number of bytes >= 0");
+    f->bucket_mb = j["gradient_bucket_bytes"].get<double>() / (1 << 20);
+  }
+  return Status::Ok();
 }
 
 Result<std::optional<SearchMode>> TrainSearchMode(const SearchFlags& f,

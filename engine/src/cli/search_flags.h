@@ -32,8 +32,9 @@ struct SearchFlags {
   std::string optimizer_sharding;            // "0".."3" | "auto"; empty: the model file's
   std::vector<std::string> recompute;        // {} given alone: every layer; {"auto"}
   CLI::Option* recompute_option = nullptr;   // given at all (the flag may take no value)
-  double bucket_mb = -1;    // gradient buckets, MiB (--bucket-mb); < 0: BucketMb's default
-  bool no_overlap = false;  // plan --no-overlap: gradient reductions priced after the backward
+  double bucket_mb = -1;     // gradient buckets, MiB (--bucket-mb); < 0: BucketMb's default
+  bool bucket_auto = false;  // --bucket-mb auto: the plan chooses (kBucketChoicesMb)
+  bool no_overlap = false;   // plan --no-overlap: gradient reductions priced after the backward
   // Not flags: the memory options the search may weigh (SetSearchMemoryChoices): ZeRO stages,
   // recomputed scopes, and whether recomputing every layer (LayerScopes) is open too.
   std::vector<int> zero_options = {0};
@@ -42,6 +43,9 @@ struct SearchFlags {
   // The gradient bucket `train` uses: --bucket-mb, else kDefaultBucketMb.
   double BucketMb() const { return bucket_mb >= 0 ? bucket_mb : kDefaultBucketMb; }
   static constexpr double kDefaultBucketMb = 25;  // PyTorch DDP's bucket_cap_mb
+  // What --bucket-mb auto (the default on cluster profiles) chooses from: DDP's 25 MiB up to
+  // 16x; Megatron-LM grows its buckets with the data-parallel size for the same reason.
+  static constexpr double kBucketChoicesMb[] = {25, 50, 100, 200, 400};
 };
 
 // Whether --optimizer-sharding / --recompute leave the choice to the planner (memory_fit.h):
@@ -87,6 +91,11 @@ using SearchedPeakFn = std::function<Result<int64_t>(const SearchResult&)>;
 Result<std::optional<SearchResult>> ApplySearchFlags(
     const SearchFlags& flags, std::optional<SearchMode> mode, Graph* forward, int devices,
     const std::map<std::string, DeviceMesh>& meshes, bool save, const SearchedPeakFn& peak = {});
+
+// The gradient bucket `train` runs: --bucket-mb MiB, else --load-strategy's (the bucket a
+// `plan --bucket-mb auto` chose and saved), else kDefaultBucketMb, into flags->bucket_mb.
+// --bucket-mb auto is refused (train reduces in one size; plan chooses it).
+Status TakeTrainBucket(SearchFlags* flags);
 
 // The search `train` runs: --search, else the model file's `mode: auto` with its `search`
 // (default sharding_propagation), else semi_auto when --load-strategy is given, else none.

@@ -364,8 +364,11 @@ Status TrainOnRank(Communicator& comm, const ModelFile& mf, const RunPlan& plan,
 int RunTrainReported(const TrainOptions& o);
 
 // `--json`: the console's lines go to stderr, the summary (train_report.h) to stdout.
-int RunTrain(const TrainOptions& o) {
-  BeginTrainReport(o.json);
+int RunTrain(const TrainOptions& options) {
+  BeginTrainReport(options.json);
+  TrainOptions o = options;
+  const Status bucket = TakeTrainBucket(&o.search);
+  if (!bucket.ok()) return EndTrainReport(Fail(kExitBadInput, bucket.message()));
   return EndTrainReport(RunTrainReported(o));
 }
 

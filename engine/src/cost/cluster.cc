@@ -127,6 +127,7 @@ ClusterProfile Read(const Reader& r, const YAML::Node& root, const std::string& 
   }
   if (root["collective_launch"])
     c.collective_launch_s = r.Number(root["collective_launch"], "collective_launch", false);
+  c.gradient_bucket_given = static_cast<bool>(root["gradient_bucket"]);
   if (root["gradient_bucket"])
     c.gradient_bucket_bytes = r.Number(root["gradient_bucket"], "gradient_bucket", false);
   else if (root["in_process"])

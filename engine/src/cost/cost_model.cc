@@ -172,25 +172,47 @@ double CostModel::ExchangeSeconds(int64_t messages, double bytes_received, doubl
          std::max(0.0, bytes_received) / bandwidth;
 }
 
-double CostModel::SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
-                                          double bandwidth, double latency) const {
-  if (CollectiveSeconds(kind, bytes, group_size, bandwidth) <= 0) return 0.0;
-  const double p = static_cast<double>(group_size), n = std::max(0.0, bytes);
-  const double lat = latency < 0 ? latency_s : latency;
-  double messages = LatencyMessages(kind, group_size);
-  double transfer = kind == CollectiveKind::kPermute     ? n / bandwidth
-                    : kind == CollectiveKind::kAllReduce ? 2 * (p - 1) / p * n / bandwidth
-                                                         : (p - 1) / p * n / bandwidth;
-  if (kind == CollectiveKind::kAllReduce && tree_all_reduce) {
-    const double depth = std::ceil(std::log2(p));
-    if (2 * depth * lat + 2 * n / bandwidth < messages * lat + transfer) {
-      messages = 2 * depth;
-      transfer = 2 * n / bandwidth;
-    }
+double CostModel::LatencySeconds(CollectiveKind kind, int64_t group_size, const HopLatency& hops,
+                                 bool tree) const {
+  if (group_size <= 1) return 0.0;
+  const double p = static_cast<double>(group_size);
+  const double outer = hops.outer < 0 ? latency_s : hops.outer;
+  const bool all_reduce = kind == CollectiveKind::kAllReduce;
+  if (!hops.Blended() || !all_reduce) {
+    if (tree && all_reduce) return 2 * std::ceil(std::log2(p)) * outer;
+    return LatencyMessages(kind, group_size) * outer;
   }
+  const double per_node = std::min(p, static_cast<double>(hops.per_node));
+  const double nodes = std::ceil(p / per_node);
+  if (tree) return 2 * ((per_node - 1) * hops.inner + std::ceil(std::log2(nodes)) * outer);
+  const double steps = LatencyMessages(kind, group_size);
+  const double between = nodes <= 1 ? 0.0 : std::min(steps, 2 * nodes);
+  return (steps - between) * hops.inner + between * outer;
+}
+
+CostModel::CollectiveTerms CostModel::SearchCollectiveTerms(CollectiveKind kind, double bytes,
+                                                            int64_t group_size, double bandwidth,
+                                                            const HopLatency& latency) const {
+  const double p = static_cast<double>(group_size), n = std::max(0.0, bytes);
+  CollectiveTerms ring;
+  ring.latency = LatencySeconds(kind, group_size, latency, false);
+  ring.transfer = kind == CollectiveKind::kPermute     ? n / bandwidth
+                  : kind == CollectiveKind::kAllReduce ? 2 * (p - 1) / p * n / bandwidth
+                                                       : (p - 1) / p * n / bandwidth;
+  if (kind == CollectiveKind::kAllReduce && tree_all_reduce) {
+    const CollectiveTerms tree{LatencySeconds(kind, group_size, latency, true), 2 * n / bandwidth};
+    if (tree.latency + tree.transfer < ring.latency + ring.transfer) return tree;
+  }
+  return ring;
+}
+
+double CostModel::SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
+                                          double bandwidth, const HopLatency& latency) const {
+  if (CollectiveSeconds(kind, bytes, group_size, bandwidth) <= 0) return 0.0;
+  const CollectiveTerms terms = SearchCollectiveTerms(kind, bytes, group_size, bandwidth, latency);
   // group_sync_s is a whole collective (its latencies and overhead), so the floor applies to
   // both together: the overhead is not paid twice.
-  return transfer + std::max(messages * lat + collective_overhead_s, in_process.group_sync_s) +
+  return terms.transfer + std::max(terms.latency + collective_overhead_s, in_process.group_sync_s) +
          in_process.MaxHandoffSeconds();
 }
 
@@ -210,17 +232,19 @@ double InProcessOverhead::GroupSyncSeconds(int64_t group_size, int64_t devices) 
 }
 
 double CostModel::SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
-                                        int steps, double latency) const {
+                                        int steps, const HopLatency& latency) const {
   if (bytes_received <= 0) return 0.0;
-  const double own =
-      static_cast<double>(std::max<int64_t>(0, messages)) * (latency < 0 ? latency_s : latency);
+  // An irregular exchange's messages wait for the slowest link (no ring to blend).
+  const double own = static_cast<double>(std::max<int64_t>(0, messages)) *
+                     (latency.outer < 0 ? latency_s : latency.outer);
   const double n = std::max(1, steps);
   return std::max(own + n * collective_overhead_s, n * in_process.group_sync_s) +
          bytes_received / bandwidth + n * in_process.MaxHandoffSeconds();
 }
 
 double CostModel::SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes,
-                                               int64_t group_size, double bandwidth, double latency,
+                                               int64_t group_size, double bandwidth,
+                                               const HopLatency& latency,
                                                double compute_before) const {
   const double s = SearchCollectiveSeconds(kind, bytes, group_size, bandwidth, latency);
   if (s <= 0) return 0.0;
@@ -228,7 +252,7 @@ double CostModel::SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes
 }
 
 double CostModel::SearchExchangeAfterSeconds(int64_t messages, double bytes_received,
-                                             double bandwidth, int steps, double latency,
+                                             double bandwidth, int steps, const HopLatency& latency,
                                              double compute_before) const {
   const double s = SearchExchangeSeconds(messages, bytes_received, bandwidth, steps, latency);
   if (s <= 0) return 0.0;

@@ -31,8 +31,8 @@ Parts PartsOf(const search_internal::SearchOp& op, const OpStrategy& strategy) {
 double ShardCollectiveSeconds(const CostModel& cost, CollectiveKind kind, double bytes,
                               const ShardLink& link) {
   return cost.CollectiveSeconds(kind, bytes, link.group, link.bandwidth) +
-         cost.collective_overhead_s +
-         CostModel::LatencyMessages(kind, link.group) * (link.latency - cost.latency_s);
+         cost.collective_overhead_s + cost.LatencySeconds(kind, link.group, link.latency, false) -
+         CostModel::LatencyMessages(kind, link.group) * cost.latency_s;
 }
 
 Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program,

@@ -2,6 +2,7 @@
 #include "shardscope/search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -120,6 +121,28 @@ std::string FallbackNote(const SearchGraph& g, const SearchResult& r, const std:
   return why.substr(0, why.find("; use ")) + "; the strategies are recursive_programming's: " + gap;
 }
 
+// --bucket-mb auto: `a` priced with each bucket size (and one bucket of every gradient), `g`
+// left at the cheapest; returns its price (Total with the memory option's collectives). Larger
+// buckets pay the collectives' latency fewer times; smaller ones start sooner in the backward
+// and leave less exposed after it (gradient_overlap.h).
+double CheapestBucket(const Assignment& a, const SearchOptions& options, SearchGraph* g) {
+  std::vector<double> sizes = options.gradient_bucket_choices;
+  if (sizes.empty()) return g->Total(a.parts) + g->OptionSeconds(a.parts);
+  const double all = std::ceil(g->GradientBytes() / (1 << 20)) * (1 << 20);
+  if (all > *std::max_element(sizes.begin(), sizes.end())) sizes.push_back(all);
+  double best = -1, best_seconds = 0;
+  for (double bytes : sizes) {
+    g->SetGradientBucket(bytes);
+    const double seconds = g->Total(a.parts) + g->OptionSeconds(a.parts);
+    if (best < 0 || seconds < best_seconds) {
+      best = bytes;
+      best_seconds = seconds;
+    }
+  }
+  g->SetGradientBucket(best);
+  return best_seconds;
+}
+
 }  // namespace
 
 Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions& options) {
@@ -171,9 +194,11 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
       return cap <= 0 || sg.AssignmentMemory(a.parts) <= cap;
     };
     const bool first_fits = fits(best);
-    double best_total = sg.Total(best.parts);
+    // Each plan at its cheapest gradient bucket (--bucket-mb auto), as the result is priced.
+    SearchGraph buckets = sg;
+    double best_total = CheapestBucket(best, options, &buckets);
     const auto consider = [&](Assignment a) {
-      const double total = sg.Total(a.parts);
+      const double total = CheapestBucket(a, options, &buckets);
       if (total < best_total && (fits(a) || !first_fits)) {
         best = std::move(a);
         best_total = total;
@@ -237,7 +262,10 @@ Result<SearchResult> SearchStrategies(const Graph& forward, const SearchOptions&
     }
   }
   const Assignment& a = memory.assignment;
+  CheapestBucket(a, options, &g);
+  g.RefreshOwnCosts();
   SearchResult r = Explain(g, a, options);
+  r.gradient_bucket_bytes = g.options().cost.gradient_bucket_bytes;
   if (!unreduced.empty()) r.note = FallbackNote(g, r, unreduced);
   r.optimizer_sharding = memory.option.zero;
   r.recompute = memory.option.recompute;
@@ -276,6 +304,7 @@ std::string SearchResultToJson(const SearchResult& r, int indent) {
   if (!r.memory_note.empty()) j["search_memory_note"] = r.memory_note;
   j["search_optimizer_sharding"] = r.optimizer_sharding;
   j["search_recompute"] = r.recompute;
+  j["gradient_bucket_bytes"] = r.gradient_bucket_bytes;
   j["operators"] = nlohmann::ordered_json::array();
   for (const OperatorChoice& c : r.operators) {
     nlohmann::ordered_json o;

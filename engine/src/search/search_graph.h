@@ -150,6 +150,14 @@ class SearchGraph {
   // The searches' local stand-in for the overlap: OpCost prices a gradient's reduction at the
   // weight of the operator it is ready after (GradientReadyOp) x its seconds (empty: 1, whole;
   // Total always prices the overlap). Caches own costs again.
+  // Prices gradients in buckets of `bytes` (CostModel::gradient_bucket_bytes) from now on;
+  // the own costs are cached again by RefreshOwnCosts.
+  void SetGradientBucket(double bytes) {
+    options_.cost.gradient_bucket_bytes = bytes;
+    own_costs_stale_ = true;
+  }
+  // The gradient bytes of every parameter operand, unsharded: at least one bucket of all.
+  double GradientBytes() const;
   void SetGradientWeights(std::vector<double> per_op) {
     gradient_weights_ = std::move(per_op);
     CacheOwnCosts();
@@ -218,15 +226,17 @@ class SearchGraph {
   std::string Notation(int op, const Parts& parts) const;
   // The data-parallel default of op `op` as split counts (what the partitioner would do).
   Parts DataParallel(int op) const;
-  // With SearchOptions::device_mesh: the slowest bandwidth and largest latency of the physical
-  // axes on which ranks of one of `groups` differ (a redistribution step's groups); false
-  // without a device mesh or when no group spans an axis. `rails`: a ring or tree collective,
-  // whose bandwidth on an axis counts the group's links into it (hierarchical_collectives).
-  bool GroupsLink(const RedistGroups& groups, bool rails, double* bandwidth, double* latency) const;
+  // With SearchOptions::device_mesh: the slowest bandwidth and the hops (HopLatency: the largest
+  // latency, the node's) of the physical axes on which ranks of one of `groups` differ (a
+  // redistribution step's groups); false without a device mesh or when no group spans an axis.
+  // `rails`: a ring or tree collective, whose bandwidth on an axis counts the group's links
+  // into it (hierarchical_collectives).
+  bool GroupsLink(const RedistGroups& groups, bool rails, double* bandwidth,
+                  HopLatency* latency) const;
   // The link of a ring or tree along `axes` of `mesh` (a mesh of every device, ranks row-major)
   // on the device mesh, as the searches price reductions; false without a device mesh.
   bool MeshAxesLink(const DeviceMesh& mesh, const std::vector<int>& axes, double* bandwidth,
-                    double* latency) const;
+                    HopLatency* latency) const;
   // Whether `parts` can still grow into one of op's candidates (always, unless narrowed).
   bool Reaches(int op, const Parts& parts) const;
   // Fills SearchOp::own_cost (after the candidates are final).
@@ -277,10 +287,12 @@ class SearchGraph {
     int64_t stride = 1, size = 1;
     double bandwidth = 0, latency = 0;
   };
-  // What a group's messages travel over: the slowest bandwidth and the largest latency of
-  // the axes it spans. latency < 0: CostModel::latency_s (no device mesh).
+  // What a group's messages travel over: the slowest bandwidth and the hops of the axes it
+  // spans (the largest latency; a ring's or tree's hops inside a node at the node's, HopLatency).
+  // latency.outer < 0: CostModel::latency_s (no device mesh).
   struct Link {
-    double bandwidth = 0, latency = -1;
+    double bandwidth = 0;
+    HopLatency latency;
   };
   // One direction of an edge's exchange: per rank, the target block over what it may hold in
   // common (overlap), the ranks holding its pieces, the collective steps gathering them, and
@@ -312,9 +324,14 @@ class SearchGraph {
   };
   Link LinesLink(const std::vector<Line>& lines) const;
   Link NoMeshLink() const;
+  // The hops of a group whose ranks differ in the physical axes `spans` marks: the slowest
+  // axis's latency between the blocks of it (nodes), the slowest latency of the spanned axes
+  // inside among the group's `members(axis)` ranks in one block (NCCL's blend, HopLatency).
+  template <typename Spans, typename Members>
+  HopLatency SpannedHops(const Spans& spans, const Members& members) const;
   std::vector<PhysicalAxis> physical_;
   // The latency and, with a device mesh, the link of a plan's step (StepSeconds).
-  bool StepLink(const RedistStep& step, double* bandwidth, double* latency) const;
+  bool StepLink(const RedistStep& step, double* bandwidth, HopLatency* latency) const;
   // PlannedGradientSeconds' prices and plans, shared by copies of the graph.
   struct Priced {
     double seconds = 0, collectives = 0;

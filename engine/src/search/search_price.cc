@@ -24,32 +24,49 @@ int64_t SearchGraph::LetterStride(const Parts& parts, int l) const {
   return stride;
 }
 
+template <typename Spans, typename Members>
+HopLatency SearchGraph::SpannedHops(const Spans& spans, const Members& members) const {
+  const PhysicalAxis* slow = nullptr;  // the innermost of the slowest spanned axes
+  for (const PhysicalAxis& a : physical_) {
+    if (spans(a) && (slow == nullptr || a.latency > slow->latency ||
+                     (a.latency == slow->latency && a.stride < slow->stride)))
+      slow = &a;
+  }
+  if (slow == nullptr) return HopLatency();
+  double inner = -1;
+  for (const PhysicalAxis& a : physical_)
+    if (a.stride < slow->stride && spans(a)) inner = std::max(inner, a.latency);
+  return HopLatency(slow->latency, inner, members(*slow));
+}
+
 bool SearchGraph::GroupsLink(const RedistGroups& groups, bool rails, double* bandwidth,
-                             double* latency) const {
+                             HopLatency* latency) const {
   if (physical_.empty()) return false;
   rails &= options_.cost.hierarchical_collectives;
-  Link link{std::numeric_limits<double>::infinity(), -1};
-  for (const PhysicalAxis& a : physical_) {
-    bool spanned = false;
+  const auto spans = [&](const PhysicalAxis& a) {
     for (const RedistGroups::Group& group : groups) {
-      for (int r : group) spanned |= (r / a.stride) % a.size != (group[0] / a.stride) % a.size;
-      if (spanned) break;
+      for (int r : group)
+        if ((r / a.stride) % a.size != (group[0] / a.stride) % a.size) return true;
     }
-    if (!spanned) continue;
-    // Rails: the members of a group sharing a's block (they differ in inner axes only) each
-    // cross a on their own link, so a ring or tree spreads over them (RailBandwidth).
-    double members = 1;
-    if (rails) {
-      const RedistGroups::Group& group = groups[0];
-      members = static_cast<double>(std::count_if(
-          group.begin(), group.end(), [&](int r) { return r / a.stride == group[0] / a.stride; }));
-    }
-    link.bandwidth = std::min(link.bandwidth, a.bandwidth * members);
-    link.latency = std::max(link.latency, a.latency);
+    return false;
+  };
+  // The members of a group sharing a's block (they differ in inner axes only).
+  const auto members = [&](const PhysicalAxis& a) {
+    const RedistGroups::Group& group = groups[0];
+    return static_cast<int64_t>(std::count_if(
+        group.begin(), group.end(), [&](int r) { return r / a.stride == group[0] / a.stride; }));
+  };
+  double link = std::numeric_limits<double>::infinity();
+  for (const PhysicalAxis& a : physical_) {
+    if (!spans(a)) continue;
+    // Rails: those members each cross a on their own link, so a ring or tree spreads over
+    // them (RailBandwidth).
+    link = std::min(link, a.bandwidth * (rails ? static_cast<double>(members(a)) : 1.0));
   }
-  if (std::isinf(link.bandwidth)) return false;
-  *bandwidth = link.bandwidth;
-  *latency = link.latency < 0 ? options_.cost.latency_s : link.latency;
+  if (std::isinf(link)) return false;
+  *bandwidth = link;
+  *latency = SpannedHops(spans, members);
+  if (latency->outer < 0) latency->outer = options_.cost.latency_s;
   return true;
 }
 
@@ -62,7 +79,7 @@ void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
   for (const PhysicalAxis& a : physical_) {
     if (a.size > 1 && stride < a.stride * a.size && a.stride < stride * size) {
       link->bandwidth = std::min(link->bandwidth, a.bandwidth);
-      link->latency = std::max(link->latency, a.latency);
+      link->latency.outer = std::max(link->latency.outer, a.latency);
     }
   }
 }
@@ -79,28 +96,35 @@ SearchGraph::Link SearchGraph::LinesLink(const std::vector<Line>& lines) const {
   Link link{std::numeric_limits<double>::infinity(), -1};
   for (const Line& line : lines) Span(line.stride, line.size, &link);
   if (std::isinf(link.bandwidth)) return NoMeshLink();
+  const auto spans = [&](const PhysicalAxis& a) {
+    if (a.size <= 1) return false;
+    for (const Line& line : lines) {
+      if (line.size > 1 && line.stride < a.stride * a.size && a.stride < line.stride * line.size)
+        return true;
+    }
+    return false;
+  };
+  // The group's ranks in one block of a: those of its lines inside it.
+  const auto members = [&](const PhysicalAxis& a) {
+    int64_t m = 1;
+    for (const Line& line : lines)
+      if (line.size > 1 && line.stride < a.stride)
+        m *= std::min(line.size, (a.stride + line.stride - 1) / line.stride);
+    return m;
+  };
+  link.latency = SpannedHops(spans, members);
   if (!options_.cost.hierarchical_collectives) return link;
   // A reduction is a ring or tree: an axis crossed by `members` ranks of one block at once runs
   // at members x its link (NCCL's channel per NIC), bounded by the inner axes' own links.
   link.bandwidth = std::numeric_limits<double>::infinity();
-  for (const PhysicalAxis& a : physical_) {
-    double members = 1;
-    bool spanned = false;
-    for (const Line& line : lines) {
-      if (line.size <= 1) continue;
-      spanned |= line.stride < a.stride * a.size && a.stride < line.stride * line.size;
-      if (line.stride < a.stride)
-        members *=
-            static_cast<double>(std::min(line.size, (a.stride + line.stride - 1) / line.stride));
-    }
-    if (spanned && a.size > 1) link.bandwidth = std::min(link.bandwidth, a.bandwidth * members);
-  }
+  for (const PhysicalAxis& a : physical_)
+    if (spans(a)) link.bandwidth = std::min(link.bandwidth, a.bandwidth * members(a));
   if (std::isinf(link.bandwidth)) return NoMeshLink();
   return link;
 }
 
 bool SearchGraph::MeshAxesLink(const DeviceMesh& mesh, const std::vector<int>& axes,
-                               double* bandwidth, double* latency) const {
+                               double* bandwidth, HopLatency* latency) const {
   if (physical_.empty() || mesh.size() != options_.devices) return false;
   std::vector<Line> lines;
   for (int a : axes) {
@@ -110,7 +134,8 @@ bool SearchGraph::MeshAxesLink(const DeviceMesh& mesh, const std::vector<int>& a
   }
   const Link link = LinesLink(lines);
   *bandwidth = link.bandwidth;
-  *latency = link.latency < 0 ? options_.cost.latency_s : link.latency;
+  *latency = link.latency;
+  if (latency->outer < 0) latency->outer = options_.cost.latency_s;
   return true;
 }
 

@@ -21,11 +21,11 @@ double StepSync(const CostModel& cm, const RedistPlan& plan, const RedistStep& s
 
 }  // namespace
 
-bool SearchGraph::StepLink(const RedistStep& step, double* bandwidth, double* latency) const {
+bool SearchGraph::StepLink(const RedistStep& step, double* bandwidth, HopLatency* latency) const {
   const CostModel& cm = options_.cost;
   *latency = step.axis_names.empty() ? cm.latency_s : 0.0;
   for (const std::string& axis : step.axis_names)
-    *latency = std::max(*latency, cm.AxisLatency(axis));
+    latency->outer = std::max(latency->outer, cm.AxisLatency(axis));
   const bool ring = !step.irregular() && (step.kind == RedistStep::Kind::kAllReduce ||
                                           step.kind == RedistStep::Kind::kReduceScatter ||
                                           step.kind == RedistStep::Kind::kAllGather);
@@ -38,19 +38,33 @@ double SearchGraph::StepSeconds(const RedistPlan& plan, const RedistStep& step,
   const CostModel& cm = options_.cost;
   const double messages = static_cast<double>(step.messages);
   double transfer = step.seconds - messages * cm.latency_s;  // the bandwidth term
-  double bandwidth = 0, latency = 0;
-  if (StepLink(step, &bandwidth, &latency))
-    transfer *= cm.Bandwidth(plan.mesh, step.axes) / bandwidth;
+  double bandwidth = cm.Bandwidth(plan.mesh, step.axes);
+  HopLatency hops;
+  const bool linked = StepLink(step, &bandwidth, &hops);
+  if (linked) transfer *= cm.Bandwidth(plan.mesh, step.axes) / bandwidth;
+  double latency = messages * hops.outer;
+  // An all-reduce whose hops inside a node are cheaper: priced as the searches price it
+  // (SearchCollectiveTerms, which may take the other algorithm), from its bytes per rank.
+  if (linked && hops.Blended() && !step.irregular() && step.kind == RedistStep::Kind::kAllReduce) {
+    const CollectiveKind kind = CollectiveKind::kAllReduce;
+    const int64_t p = plan.mesh.GroupSize(step.axes);
+    const bool tree = messages != CostModel::LatencyMessages(kind, p);
+    const double bytes = transfer * bandwidth / (tree ? 2.0 : 2.0 * static_cast<double>(p - 1) / p);
+    const CostModel::CollectiveTerms terms =
+        cm.SearchCollectiveTerms(kind, bytes, p, bandwidth, hops);
+    transfer = terms.transfer;
+    latency = terms.latency;
+  }
   return transfer +
-         std::max(messages * latency + cm.collective_overhead_s,
-                  StepSync(cm, plan, step, options_.devices)) +
+         std::max(latency + cm.collective_overhead_s, StepSync(cm, plan, step, options_.devices)) +
          cm.in_process.HandoffSeconds(compute_before);
 }
 
 double SearchGraph::BucketedGradientSeconds(const RedistPlan& plan, const RedistStep& step,
                                             double bytes, double share) const {
   const CostModel& cm = options_.cost;
-  double bandwidth = cm.Bandwidth(plan.mesh, step.axes), latency = 0;
+  double bandwidth = cm.Bandwidth(plan.mesh, step.axes);
+  HopLatency latency;
   StepLink(step, &bandwidth, &latency);
   return share * cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, bytes / share,
                                             plan.mesh.GroupSize(step.axes), bandwidth, latency);
@@ -77,6 +91,7 @@ double SearchGraph::PlannedGradientSeconds(int op, const Parts& parts, int input
     key.push_back(dim == in.letter.end() ? -1 : dim - in.letter.begin());
   }
   key.push_back(static_cast<int64_t>(compute_before * 1e15));
+  key.push_back(static_cast<int64_t>(options_.cost.gradient_bucket_bytes));  // its bucket share
   {
     std::lock_guard<std::mutex> lock(gradient_plans_->mu);
     const auto it = gradient_plans_->priced.find(key);
@@ -130,6 +145,15 @@ double SearchGraph::PlannedGradientSeconds(int op, const Parts& parts, int input
   gradient_plans_->priced.emplace(std::move(key), price);
   if (collectives != nullptr) *collectives += price.collectives;
   return price.seconds;
+}
+
+double SearchGraph::GradientBytes() const {
+  double bytes = 0;
+  for (const SearchOp& o : ops_) {
+    for (const SearchOperand& in : o.inputs)
+      if (in.kind == ValueKind::kParameter) bytes += in.bytes;
+  }
+  return bytes;
 }
 
 }  // namespace shardscope::search_internal

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -101,6 +102,45 @@ TEST(PlanCluster, BadProfileFileSaysFileLineAndField) {
   Output both = Shard("plan " + kSamples + "ffn.yaml --cluster dgx-h100 --profile " + file);
   EXPECT_EQ(both.code, 2) << both.text;
   std::filesystem::remove(file);
+}
+
+// --bucket-mb auto (the default on a cluster profile): plan prints, reports and saves the
+// bucket it chose; an explicit size wins; train takes the saved one and refuses auto.
+TEST(PlanCluster, TheChosenGradientBucketIsReportedAndSaved) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string saved = dir + "/shardscope_bucket_strategy.json";
+  const std::string args =
+      "plan " + kSamples + "ffn.yaml --devices 64 --batch 256 --cluster dgx-h100 --dtype bf16";
+  Output json = Shard(args + " --json --save-strategy " + saved, false);
+  ASSERT_EQ(json.code, 0) << json.text;
+  const auto j = nlohmann::json::parse(json.text);
+  EXPECT_TRUE(j["gradient_bucket_chosen"].get<bool>());
+  const double bucket = j["gradient_bucket_bytes"].get<double>();
+  EXPECT_GE(bucket, 25 << 20);
+  std::ifstream in(saved);
+  EXPECT_EQ(nlohmann::json::parse(in)["gradient_bucket_bytes"].get<double>(), bucket);
+  Output text = Shard(args);
+  EXPECT_NE(text.text.find("gradient buckets:    " + shardscope::FormatBytes(bucket)),
+            std::string::npos)
+      << text.text;
+  Output fixed = Shard(args + " --json --bucket-mb 10", false);
+  ASSERT_EQ(fixed.code, 0) << fixed.text;
+  const auto f = nlohmann::json::parse(fixed.text);
+  EXPECT_FALSE(f["gradient_bucket_chosen"].get<bool>());
+  EXPECT_EQ(f["gradient_bucket_bytes"].get<double>(), 10 << 20);
+  Output refused = Shard("train " + kSamples + "ffn.yaml --steps 1 --no-record --bucket-mb auto");
+  EXPECT_EQ(refused.code, 2) << refused.text;
+  EXPECT_NE(refused.text.find("plan --bucket-mb auto --save-strategy"), std::string::npos)
+      << refused.text;
+  // train reads the saved bucket: a file whose bucket is no size is refused, naming it.
+  const std::string bad = dir + "/shardscope_bucket_bad.json";
+  std::ofstream(bad) << R"({"operators": [], "gradient_bucket_bytes": "big"})";
+  Output unread = Shard("train " + kSamples + "ffn.yaml --steps 1 --no-record --load-strategy " +
+                        bad);
+  EXPECT_EQ(unread.code, 2) << unread.text;
+  EXPECT_NE(unread.text.find(bad + ": gradient_bucket_bytes"), std::string::npos) << unread.text;
+  std::filesystem::remove(saved);
+  std::filesystem::remove(bad);
 }
 
 TEST(PlanCluster, ClustersListsTheShippedProfiles) {

@@ -173,6 +173,35 @@ TEST(ClusterCollectives, RingAndTreeAllReduce) {
               1e-12);
 }
 
+// NCCL's tuner (src/graph/tuning.cc, ncclTopoTuneModel) prices a tree all-reduce's latency as
+// 2 ((nRanks/nNodes - 1) intraLat + log2(nNodes) interLat) and a ring all-reduce's as
+// (nsteps - nInterSteps) intraLat + nInterSteps interLat, nsteps 2 (nRanks - 1), nInterSteps
+// 2 nNodes. By hand for 4096 ranks, 8 per node (512 nodes), NVLink hops 3.4 us, network 14 us:
+//   tree  2 (7 x 3.4 + 9 x 14)                = 299.6 us
+//   ring  (8190 - 1024) x 3.4 + 1024 x 14    = 38700.4 us
+TEST(ClusterCollectives, HopsInsideANodeAtTheNodesLatencyAsNcclsTuner) {
+  CostModel m;
+  m.latency_s = 14e-6;
+  const HopLatency dgx(14e-6, 3.4e-6, 8);
+  using K = CollectiveKind;
+  EXPECT_NEAR(m.LatencySeconds(K::kAllReduce, 4096, dgx, true), 299.6e-6, 1e-12);
+  EXPECT_NEAR(m.LatencySeconds(K::kAllReduce, 4096, dgx, false), 38700.4e-6, 1e-9);
+  // One rank per node: every hop crosses the network (2 log2 512 tree hops, 2 x 511 ring).
+  const HopLatency rail(14e-6, 3.4e-6, 1);
+  EXPECT_NEAR(m.LatencySeconds(K::kAllReduce, 512, rail, true), 18 * 14e-6, 1e-12);
+  EXPECT_NEAR(m.LatencySeconds(K::kAllReduce, 512, rail, false), 1022 * 14e-6, 1e-12);
+  // Inside one node the tree is NCCL's chain: 2 x 7 NVLink hops, the ring's latency.
+  const HopLatency node(14e-6, 3.4e-6, 8);
+  EXPECT_NEAR(m.LatencySeconds(K::kAllReduce, 8, node, true), 14 * 3.4e-6, 1e-12);
+  // Other collectives keep the slowest link (the searches price them by the edges' formula).
+  EXPECT_NEAR(m.LatencySeconds(K::kAllGather, 4096, dgx, false), 4095 * 14e-6, 1e-12);
+  // The searches' price takes the tree and adds its transfer: 1 MB at 400 GB/s, 2 n / B.
+  m.tree_all_reduce = true;
+  m.collective_overhead_s = 0;
+  EXPECT_NEAR(m.SearchCollectiveSeconds(K::kAllReduce, 1e6, 4096, 400e9, dgx),
+              299.6e-6 + 2 * 1e6 / 400e9, 1e-12);
+}
+
 // nccl-tests all_reduce_perf on 8 A100-SXM4-80GB over NVSwitch reports a bus bandwidth of
 // about 200 GB/s for large buffers (https://github.com/NVIDIA/nccl-tests/issues/149); the
 // profile's prediction, busbw = S / t * 2 (n-1) / n, must be within 30 % of it.

@@ -41,6 +41,7 @@ struct ClusterProfile {
   // Gradients all-reduced in buckets of this many bytes; `gradient_bucket:` in the file, else
   // PyTorch DDP's default bucket_cap_mb = 25 MiB (0 in-process: one collective each).
   double gradient_bucket_bytes = 25.0 * (1 << 20);
+  bool gradient_bucket_given = false;  // the file says (else `plan` may choose: --bucket-mb auto)
   // In-process (this machine): devices are threads; `overhead` prices their sharing.
   bool in_process = false;
   InProcessOverhead overhead;

@@ -130,6 +130,20 @@ struct InProcessOverhead {
   }
 };
 
+// The per-hop latency of one group's collective. NCCL's tuner (src/graph/tuning.cc) prices the
+// hops inside a node at the node link's latency and only those between nodes at the network's:
+// `outer` for those (the slowest link the group spans; < 0: CostModel::latency_s), `inner` for
+// the hops among the `per_node` ranks the group has in each node, when that link is faster.
+struct HopLatency {
+  double outer = -1, inner = -1;
+  int64_t per_node = 1;
+  HopLatency(double outer_s = -1) : outer(outer_s) {}  // NOLINT(runtime/explicit): one figure
+  HopLatency(double outer_s, double inner_s, int64_t ranks_per_node)
+      : outer(outer_s), inner(inner_s), per_node(ranks_per_node) {}
+  // Whether the group's hops inside a node are cheaper than those between nodes.
+  bool Blended() const { return per_node > 1 && inner >= 0 && inner < outer; }
+};
+
 // The portable alpha-beta model (what holds on any cluster) plus the optional in-process term.
 struct CostModel {
   // Per-message latency (alpha), seconds.
@@ -204,6 +218,14 @@ struct CostModel {
   // Sequential messages one rank receives in a collective of `kind` on `group_size` ranks
   // (the latency terms of the formulas above: p-1, 2(p-1) for all-reduce, 1 for permute).
   static double LatencyMessages(CollectiveKind kind, int64_t group_size);
+  // The latency terms of a collective on `group_size` ranks over `hops` (outer < 0: latency_s),
+  // the ring's or, with `tree`, the all-reduce's double binary tree. An all-reduce as NCCL's
+  // tuner prices it (src/graph/tuning.cc): the ring's 2 x nodes steps between nodes at `outer`,
+  // its other steps at `inner`; the tree 2 ((L - 1) inner + ceil(log2 nodes) outer), L ranks per
+  // node. Other kinds, and unblended hops: LatencyMessages x outer (the tree 2 ceil(log2 p) x
+  // outer): the searches price gathers and scatters by the edges' formula, not the planner's.
+  double LatencySeconds(CollectiveKind kind, int64_t group_size, const HopLatency& hops,
+                        bool tree) const;
   // Bandwidth of a group spanning `axes` of `mesh`: the minimum over the axes (the slowest
   // link); default_bandwidth when `axes` is empty.
   double Bandwidth(const DeviceMesh& mesh, const std::vector<int>& axes) const;
@@ -249,7 +271,13 @@ struct CostModel {
   // collective: its overhead is inside it), plus collective_handoff_s (0 when it costs
   // nothing). `latency` < 0: latency_s.
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
-                                 double bandwidth, double latency = -1) const;
+                                 double bandwidth, const HopLatency& latency = {}) const;
+  // Its latency and bandwidth terms: the ring's, or the tree's when cheaper (tree_all_reduce).
+  struct CollectiveTerms {
+    double latency = 0, transfer = 0;
+  };
+  CollectiveTerms SearchCollectiveTerms(CollectiveKind kind, double bytes, int64_t group_size,
+                                        double bandwidth, const HopLatency& latency) const;
   double SearchCollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size) const {
     return SearchCollectiveSeconds(kind, bytes, group_size, default_bandwidth);
   }
@@ -258,18 +286,19 @@ struct CostModel {
   // steps x collective_overhead_s raised together to at least steps x group_sync_s, plus
   // steps x collective_handoff_s (0 when nothing moves).
   double SearchExchangeSeconds(int64_t messages, double bytes_received, double bandwidth,
-                               int steps = 1, double latency = -1) const;
+                               int steps = 1, const HopLatency& latency = {}) const;
 
   // SearchCollectiveSeconds for ranks arriving from `compute_before` seconds of computation:
   // the hand-off is in_process.HandoffSeconds(compute_before). Infinite = SearchCollectiveSeconds.
   double SearchCollectiveAfterSeconds(CollectiveKind kind, double bytes, int64_t group_size,
-                                      double bandwidth, double latency,
+                                      double bandwidth, const HopLatency& latency,
                                       double compute_before) const;
   // SearchExchangeSeconds for ranks arriving from `compute_before` seconds of computation: its
   // first step pays in_process.HandoffSeconds(compute_before), the others follow the step before
   // them and pay none.
   double SearchExchangeAfterSeconds(int64_t messages, double bytes_received, double bandwidth,
-                                    int steps, double latency, double compute_before) const;
+                                    int steps, const HopLatency& latency,
+                                    double compute_before) const;
 
   // Hash of every parameter (plan caches key on it).
   // The share of one bucket's collective that a gradient of `bytes` pays: bytes over the
