@@ -322,6 +322,23 @@ class ProgramBuilder {
     return idx;
   }
 
+  // Parameter `i`'s (parameter, gradient) pair of DistProgram::param_grads: its gradient moved
+  // to the parameter's layout, or under ZeRO 2/3 the partial sum the trainer reduce-scatters.
+  Result<std::pair<int, int>> ReduceGradient(const TrainingValues& tv, size_t i) {
+    const int param = p_.home[tv.params[i]];
+    const Layout param_layout = p_.values[param].layout;  // a copy: Obtain grows p_.values
+    const int partial = p_.home[tv.grads[i]];
+    if (o_.optimizer_sharding >= 2 && param_layout.mesh().size() == p_.devices &&
+        GradientReduceScatters(p_.values[partial].layout, param_layout)) {
+      return std::make_pair(param, partial);
+    }
+    SHARDSCOPE_ASSIGN_OR_RETURN(
+        int grad,
+        Obtain(tv.grads[i], param_layout,
+               "the update of parameter " + g_.value(tv.params[i]).name + " (gradient reduction)"));
+    return std::make_pair(param, grad);
+  }
+
   Status Build(const std::vector<OpStrategy>& strategies, const TrainingValues& tv) {
     std::vector<ShardingSignature> sigs(g_.num_nodes());
     for (const Node& n : g_.nodes()) {
@@ -349,6 +366,21 @@ class ProgramBuilder {
       if (v.kind == ValueKind::kInput || v.kind == ValueKind::kLabel)
         p_.batch_values.push_back(p_.home[v.id]);
     }
+    // A parameter's gradient is reduced right after the operator that completes it, so
+    // `train`'s buckets start during the backward (as DDP's do), not after it.
+    std::map<ValueId, std::vector<size_t>> param_of_grad;
+    for (size_t i = 0; i < tv.params.size(); ++i) param_of_grad[tv.grads[i]].push_back(i);
+    std::vector<std::optional<std::pair<int, int>>> reduced(tv.params.size());
+    const auto reduce_ready = [&](const Node& n) -> Status {
+      for (ValueId out : n.outputs) {
+        const auto it = param_of_grad.find(out);
+        if (it == param_of_grad.end()) continue;
+        for (size_t i : it->second) {
+          SHARDSCOPE_ASSIGN_OR_RETURN(reduced[i], ReduceGradient(tv, i));
+        }
+      }
+      return Status::Ok();
+    };
     for (const Node& n : g_.nodes()) {
       const ShardingSignature& sig = sigs[n.id];
       const OpStrategy& s = strategies[n.id];
@@ -361,6 +393,7 @@ class ProgramBuilder {
         p_.home[n.outputs[0]] = idx;
         instr.outputs.push_back(idx);
         p_.instrs.push_back(std::move(instr));
+        SHARDSCOPE_RETURN_IF_ERROR(LocatedAt(g_, n.id, reduce_ready(n)));
         continue;
       }
       for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -380,21 +413,13 @@ class ProgramBuilder {
       if (!n.annotations.out_strategy.empty() && !n.is_backward) {
         SHARDSCOPE_RETURN_IF_ERROR(LocatedAt(g_, n.id, ApplyOutStrategy(n, s)));
       }
+      SHARDSCOPE_RETURN_IF_ERROR(LocatedAt(g_, n.id, reduce_ready(n)));
     }
     for (size_t i = 0; i < tv.params.size(); ++i) {
-      const int param = p_.home[tv.params[i]];
-      const Layout param_layout = p_.values[param].layout;  // a copy: Obtain grows p_.values
-      const int partial = p_.home[tv.grads[i]];
-      if (o_.optimizer_sharding >= 2 && param_layout.mesh().size() == p_.devices &&
-          GradientReduceScatters(p_.values[partial].layout, param_layout)) {
-        p_.param_grads.emplace_back(param, partial);  // reduce-scattered by the trainer
-        continue;
+      if (!reduced[i]) {  // a gradient no operator writes
+        SHARDSCOPE_ASSIGN_OR_RETURN(reduced[i], ReduceGradient(tv, i));
       }
-      SHARDSCOPE_ASSIGN_OR_RETURN(int grad,
-                                  Obtain(tv.grads[i], param_layout,
-                                         "the update of parameter " + g_.value(tv.params[i]).name +
-                                             " (gradient reduction)"));
-      p_.param_grads.emplace_back(param, grad);
+      p_.param_grads.push_back(*reduced[i]);
     }
     const Layout loss = p_.values[p_.home[tv.loss]].layout;
     SHARDSCOPE_ASSIGN_OR_RETURN(

@@ -3,6 +3,7 @@
 // what a rank measures, lower than without them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "law.h"
@@ -233,9 +234,12 @@ TEST(MemoryOptions, PlannedMemoryIsMeasuredAndLower) {
       if (optimizer.kind == OptimizerConfig::kAdam) planned.push_back(ranks[0].planned);
     }
   }
-  // ZeRO stages lower it here; recomputation only where saved activations dominate (its
-  // replays are live too): memory_liveness_test shows both ways.
-  for (size_t i = 1; i + 1 < planned.size(); ++i) EXPECT_LT(planned[i], planned[i - 1]) << i;
+  // Every ZeRO stage lowers it here and stage 3 most; recomputation only where saved
+  // activations dominate (its replays are live too): memory_liveness_test shows both ways.
+  // Stage 2 against stage 1 depends on the model: stage 1's gradients are reduced as soon as
+  // backward completes each, stage 2 keeps each whole until its bucket is reduce-scattered.
+  for (size_t i = 1; i <= 3; ++i) EXPECT_LT(planned[i], planned[0]) << i;
+  EXPECT_LT(planned[3], std::min(planned[1], planned[2]));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct Outcome {
   int64_t calls_per_step = 0;              // rank 0's communicator calls
   int bucket_calls = 0;
   std::vector<InstrSpan> spans;  // rank 0's last step
+  std::vector<bool> computes;    // per instruction: a kernel (not a redistribution)
 };
 
 Outcome Train(int devices, int64_t bucket_bytes, bool megatron, bool overlap = false) {
@@ -51,6 +52,8 @@ Outcome Train(int devices, int64_t bucket_bytes, bool megatron, bool overlap = f
     out.calls_per_step = (comm.stats().calls - calls_before) / steps;
     out.bucket_calls = t->executor().bucket_calls();
     out.spans = t->executor().last_spans();
+    for (const DistInstr& in : t->program().instrs)
+      out.computes.push_back(in.kind == DistInstr::Kind::kCompute);
     for (ValueId p : t->parameters()) {
       const Tensor& s = t->ParameterShard(p);
       out.params.emplace_back(s.data(), s.data() + s.size());
@@ -119,6 +122,29 @@ TEST(GradBuckets, EachFlushIsASpan) {
       }
     }
   }
+}
+
+// A parameter's gradient is reduced right after the operator completing it, so overlapped
+// buckets start while the backward still computes (as DDP's), not after its last operator.
+TEST(GradBuckets, OverlappedBucketsStartDuringTheBackward) {
+  const Outcome o = Train(4, 1024, /*megatron=*/false, /*overlap=*/true);
+  std::vector<InstrSpan> starts, computes;
+  for (const InstrSpan& s : o.spans) {
+    if (s.part == kBucketSpanPart) starts.push_back(s);
+    if (s.part == -1 && o.computes[s.instr]) computes.push_back(s);
+  }
+  ASSERT_GT(starts.size(), 1u);
+  ASSERT_FALSE(computes.empty());
+  int before_last_compute = 0;  // buckets launched with backward operators still to run
+  for (const InstrSpan& b : starts) {
+    for (const InstrSpan& c : computes) {
+      if (c.instr > b.instr) {
+        ++before_last_compute;
+        break;
+      }
+    }
+  }
+  EXPECT_GE(before_last_compute, static_cast<int>(starts.size()) - 1);
 }
 
 }  // namespace
