@@ -74,10 +74,10 @@ SearchGraph::Link SearchGraph::GroupLink(const Parts& parts,
   return LinesLink(lines);
 }
 
-SearchGraph::Link SearchGraph::LinesLink(const std::vector<Line>& lines) const {
+SearchGraph::Link SearchGraph::LinesLink(const Line* lines, size_t count) const {
   if (physical_.empty()) return NoMeshLink();
   Link link{std::numeric_limits<double>::infinity(), -1};
-  for (const Line& line : lines) Span(line.stride, line.size, &link);
+  for (size_t i = 0; i < count; ++i) Span(lines[i].stride, lines[i].size, &link);
   if (std::isinf(link.bandwidth)) return NoMeshLink();
   if (!options_.cost.hierarchical_collectives) return link;
   // A reduction is a ring or tree: an axis crossed by `members` ranks of one block at once runs
@@ -86,7 +86,8 @@ SearchGraph::Link SearchGraph::LinesLink(const std::vector<Line>& lines) const {
   for (const PhysicalAxis& a : physical_) {
     double members = 1;
     bool spanned = false;
-    for (const Line& line : lines) {
+    for (size_t i = 0; i < count; ++i) {
+      const Line& line = lines[i];
       if (line.size <= 1) continue;
       spanned |= line.stride < a.stride * a.size && a.stride < line.stride * line.size;
       if (line.stride < a.stride)
@@ -204,6 +205,12 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
   return (work + cm.MemorySeconds(update)) * cm.in_process.ComputeSlowdown(options_.devices);
 }
 
+double SearchGraph::OpForward(int op, const Parts& parts) const {
+  double forward = 0;
+  OpWork(op, parts, &forward);
+  return forward * options_.cost.in_process.ComputeSlowdown(options_.devices);
+}
+
 double SearchGraph::OpBackward(int op, const Parts& parts) const {
   double forward = 0;
   const double work = OpWork(op, parts, &forward);
@@ -211,7 +218,7 @@ double SearchGraph::OpBackward(int op, const Parts& parts) const {
 }
 
 double SearchGraph::OpCommunication(int op, const Parts& parts, double* collectives,
-                                    ReadyGradients* gradients) const {
+                                    ReadyGradients* gradients, bool scattered) const {
   const SearchOp& o = ops_[op];
   const CostModel& cm = options_.cost;
   double grad_reduce = 0;
@@ -238,6 +245,12 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     int spanned = 0;  // split letters the gradient is a partial sum over
     for (int l : in.missing) spanned += parts[l] > 1;
     const double shard = in.bytes / in.Parts(parts);
+    const double scatter =
+        scattered && spanned > 0 ? ScatteredGradientSeconds(op, parts, static_cast<int>(i)) : 0;
+    if (scatter > 0) {
+      grad_reduce += gradient(i, shard, scatter, cm.GradientBucketShare(shard) < 1);
+      continue;
+    }
     if (spanned > 1) {
       // The planner may reduce over two mesh axes in several steps (reduce-scatter along one,
       // all-reduce along the other, all-gather), which train does not bucket.
@@ -334,9 +347,25 @@ void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* 
   move->gathered += l > b;
   // Aligned: a rank's target block lies in the block it holds (finer), or it holds a part of
   // it and gathers the rest from the a / b ranks sharing its target block (coarser).
-  if (b % a == 0 && (a == 1 || sa == sb * (b / a))) return;
+  // Ranks [s, s x n) of two lines overlap in the digits they differ in.
+  const auto meet = [](const Line& x, const Line& y) {
+    return x.stride < y.stride * y.size && y.stride < x.stride * x.size;
+  };
+  if (b % a == 0 && (a == 1 || sa == sb * (b / a))) {
+    if (b > a && move->sliced < static_cast<int>(move->slices.size())) {
+      const Line slice{sb, b / a};
+      for (int i = 0; i < move->lines; ++i) move->exchange |= meet(move->line[i], slice);
+      move->slices[move->sliced++] = slice;
+    }
+    return;
+  }
   if (a % b == 0 && (b == 1 || sb == sa * (a / b))) {
     Span(sa, a / b, &move->link);
+    const Line gather{sa, a / b};
+    if (a > b && move->lines < static_cast<int>(move->line.size())) {
+      for (int i = 0; i < move->sliced; ++i) move->exchange |= meet(move->slices[i], gather);
+      move->line[move->lines++] = gather;
+    }
     return;
   }
   // Same split counts on other ranks, or blocks that straddle: data crosses both splits.
@@ -346,7 +375,7 @@ void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* 
 }
 
 double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
-                              double* collectives) const {
+                              double* collectives, bool gradient) const {
   const SearchEdge& edge = edges_[e];
   const CostModel& cm = options_.cost;
   const size_t rank = edge.src_letter.size();
@@ -369,6 +398,7 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
   }
   if (std::isinf(forward.link.bandwidth)) forward.link = NoMeshLink();
   if (std::isinf(backward.link.bandwidth)) backward.link = NoMeshLink();
+  Cuts cuts;  // filled on first use
   // Readers that want the same layout share one redistribution each way (the partitioner
   // redistributes a value once per layout, and sums its readers' gradients before moving the
   // sum back), so each edge carries its share of both.
@@ -391,7 +421,16 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
     }
     // A rank holds none of a misaligned target block: it receives all of it, from every peer.
     const double recv = edge.bytes / to_parts - (move.misaligned ? 0 : edge.bytes / move.overlap);
-    if (recv > 0) {
+    if (recv > 0 && !move.misaligned && !move.exchange && move.lines > 0) {
+      if (cuts.n == 0) {
+        AddCuts(producer, &cuts);
+        AddCuts(consumer, &cuts);
+        std::sort(cuts.at.begin(), cuts.at.begin() + cuts.n);
+      }
+      double steps = 0;
+      seconds += GatherSeconds(move, cuts, edge.bytes / move.overlap, compute_before, &steps);
+      if (collectives != nullptr) *collectives += steps * share;
+    } else if (recv > 0) {
       const int steps = std::max(1, move.gathered);
       const auto messages = static_cast<int64_t>(move.peers) - (move.misaligned ? 0 : 1);
       if (collectives != nullptr) *collectives += steps * share;
@@ -405,7 +444,7 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
                           ComputeBeforeCollective(edge.producer, producer));
   // Backward: its gradient (a partial sum over the consumer's letters the input lacks, MatMul's
   // dX over n), after the consumer's backward; none when the input needs no gradient.
-  if (edge.needs_grad) {
+  if (edge.needs_grad && gradient) {
     cost += direction(consumer, edge.grad_summed_letter, dst_parts, src_parts, backward,
                       ComputeBeforeCollective(edge.consumer, consumer));
   }
@@ -428,13 +467,14 @@ double SearchGraph::Total(const std::vector<Parts>& a) const {
   return total;
 }
 
-GradientOverlap SearchGraph::Overlap(const std::vector<Parts>& a, double* serial) const {
+GradientOverlap SearchGraph::Overlap(const std::vector<Parts>& a, double* serial,
+                                     bool scattered) const {
   const size_t n = ops_.size();
   std::vector<BackwardSegment> backward(n);  // in backward order: the last operator first
   ReadyGradients ready;
   for (size_t i = 0; i < n; ++i) {
     const int op = static_cast<int>(i);
-    *serial += OpCompute(op, a[i]) + OpCommunication(op, a[i], nullptr, &ready);
+    *serial += OpCompute(op, a[i]) + OpCommunication(op, a[i], nullptr, &ready, scattered);
     backward[n - 1 - i].seconds = OpBackward(op, a[i]);
   }
   for (const auto& [op, r] : ready) backward[n - 1 - op].reductions.push_back(r);
