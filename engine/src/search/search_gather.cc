@@ -1,6 +1,8 @@
 // An aligned redistribution priced as the redistribution planner makes it: one all-gather per
 // axis of the two meshes' unified mesh, in the order that keeps the bytes on the fast links.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "search/search_graph.h"
 
@@ -21,7 +23,7 @@ void SearchGraph::AddCuts(const Parts& parts, Cuts* cuts) const {
   }
 }
 
-double SearchGraph::GatherSeconds(const Move& move, const Cuts& cuts, double block,
+double SearchGraph::GatherSeconds(const Move& move, const Cuts& cuts, double target,
                                   double compute_before, double* steps) const {
   struct Step {
     Line line;
@@ -35,7 +37,33 @@ double SearchGraph::GatherSeconds(const Move& move, const Cuts& cuts, double blo
   std::array<Step, 32> step;
   std::array<Block, 32> blocks;
   int n = 0, nb = 0;
+  const CostModel& cm = options_.cost;
+  double seconds = 0, block = target;  // the block each rank starts from: target / gathered
+  for (int i = 0; i < move.lines; ++i) block /= static_cast<double>(move.line[i].size);
+  // Lines whose ranks also slice another dimension exchange first, in one all-to-all among
+  // them: each rank receives its target block's pieces from the others (the planner's
+  // all-to-all(-v); its slowest link, no rails).
+  std::array<bool, 8> exchanged{};
+  if (move.exchange) {
+    Link link{std::numeric_limits<double>::infinity(), -1};
+    int64_t group = 1;
+    for (int i = 0; i < move.lines; ++i) {
+      for (int k = 0; k < move.sliced && !exchanged[i]; ++k)
+        exchanged[i] = Meet(move.line[i], move.slices[k]);
+      if (!exchanged[i]) continue;
+      group *= move.line[i].size;
+      Span(move.line[i].stride, move.line[i].size, &link);
+    }
+    if (std::isinf(link.bandwidth)) link = NoMeshLink();
+    const double recv = block * static_cast<double>(group - 1);
+    seconds += cm.SearchExchangeAfterSeconds(group - 1, recv, link.bandwidth, 1, link.latency,
+                                             compute_before);
+    compute_before = 0;
+    block *= static_cast<double>(group);
+    *steps += 1;
+  }
   for (int i = 0; i < move.lines; ++i) {
+    if (exchanged[i]) continue;
     // The line's pieces between the cuts it crosses, minor (smallest stride) first: a gather
     // removes a dimension's innermost axis.
     const int first = n;
@@ -69,8 +97,6 @@ double SearchGraph::GatherSeconds(const Move& move, const Cuts& cuts, double blo
   // The slowest bytes first: blocks by falling ratio (a chain's blocks already fall).
   std::stable_sort(blocks.begin(), blocks.begin() + nb,
                    [](const Block& x, const Block& y) { return x.ratio > y.ratio; });
-  const CostModel& cm = options_.cost;
-  double seconds = 0;
   for (int b = 0; b < nb; ++b) {
     for (int k = blocks[b].begin; k < blocks[b].end; ++k) {
       const int64_t g = step[k].line.size;

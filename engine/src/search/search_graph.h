@@ -272,6 +272,10 @@ class SearchGraph {
   struct Line {
     int64_t stride = 1, size = 1;
   };
+  // Whether two lines' ranks [stride, stride x size) overlap in the digits they differ in.
+  static bool Meet(const Line& x, const Line& y) {
+    return x.stride < y.stride * y.size && y.stride < x.stride * x.size;
+  }
   // Aligned coarser dimensions gather over `lines` (one per tensor dimension); finer ones
   // slice along `slices`. A slice on ranks of a gather makes it an all-to-all (`exchange`).
   struct Move {
@@ -291,8 +295,8 @@ class SearchGraph {
   void AddCuts(const Parts& parts, Cuts* cuts) const;
   // An aligned move as the planner makes it: per tensor dimension one all-gather per axis of
   // the unified mesh its line crosses (minor first), the dimensions interleaved so the bytes
-  // grow on the fastest links (Sidney's order of chains), from `block` bytes per rank.
-  double GatherSeconds(const Move& move, const Cuts& cuts, double block, double compute_before,
+  // grow on the fastest links (Sidney's order of chains), into `target` bytes per rank.
+  double GatherSeconds(const Move& move, const Cuts& cuts, double target, double compute_before,
                        double* steps) const;
   // Folds one tensor dimension into `move`: split into `a` blocks `sa` ranks apart at the
   // source, `b` blocks `sb` apart at the target; the link spans only the ranks exchanging.

@@ -248,12 +248,18 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     const double scatter =
         scattered && spanned > 0 ? ScatteredGradientSeconds(op, parts, static_cast<int>(i)) : 0;
     if (scatter > 0) {
-      grad_reduce += gradient(i, shard, scatter, cm.GradientBucketShare(shard) < 1);
+      // ZeRO buckets gradients per set of replica groups: the stream's buckets hold those
+      // replicated on every device; a sharded parameter's reduce-scatter goes alone.
+      const bool bucketed = cm.GradientBucketShare(shard) < 1 && in.Parts(parts) == 1;
+      grad_reduce += gradient(i, shard, scatter, bucketed);
       continue;
     }
-    if (spanned > 1) {
+    int64_t partial = 1;
+    for (int l : in.missing) partial *= parts[l];
+    if (spanned > 1 || partial == 2) {
       // The planner may reduce over two mesh axes in several steps (reduce-scatter along one,
-      // all-reduce along the other, all-gather), which train does not bucket.
+      // all-reduce along the other, all-gather), and sums two addends directly (one message,
+      // not the ring's two): train buckets neither.
       grad_reduce += gradient(
           i, shard, PlannedGradientSeconds(op, parts, static_cast<int>(i), before, collectives),
           false);
@@ -262,8 +268,6 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
     // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
     // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
-    int64_t partial = 1;
-    for (int l : in.missing) partial *= parts[l];
     const double share = cm.GradientBucketShare(shard);
     if (partial > 1) {
       grad_reduce +=
@@ -345,33 +349,31 @@ void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* 
   move->overlap *= static_cast<double>(l);
   move->peers *= static_cast<double>(l / b);
   move->gathered += l > b;
+  const auto slice = [move](const Line& line) {
+    if (move->sliced == static_cast<int>(move->slices.size())) return;
+    for (int i = 0; i < move->lines; ++i) move->exchange |= Meet(move->line[i], line);
+    move->slices[move->sliced++] = line;
+  };
+  const auto gather = [move](const Line& line) {
+    if (move->lines == static_cast<int>(move->line.size())) return;
+    for (int i = 0; i < move->sliced; ++i) move->exchange |= Meet(move->slices[i], line);
+    move->line[move->lines++] = line;
+  };
   // Aligned: a rank's target block lies in the block it holds (finer), or it holds a part of
   // it and gathers the rest from the a / b ranks sharing its target block (coarser).
-  // Ranks [s, s x n) of two lines overlap in the digits they differ in.
-  const auto meet = [](const Line& x, const Line& y) {
-    return x.stride < y.stride * y.size && y.stride < x.stride * x.size;
-  };
   if (b % a == 0 && (a == 1 || sa == sb * (b / a))) {
-    if (b > a && move->sliced < static_cast<int>(move->slices.size())) {
-      const Line slice{sb, b / a};
-      for (int i = 0; i < move->lines; ++i) move->exchange |= meet(move->line[i], slice);
-      move->slices[move->sliced++] = slice;
-    }
+    if (b > a) slice({sb, b / a});
     return;
   }
   if (a % b == 0 && (b == 1 || sb == sa * (a / b))) {
     Span(sa, a / b, &move->link);
-    const Line gather{sa, a / b};
-    if (a > b && move->lines < static_cast<int>(move->line.size())) {
-      for (int i = 0; i < move->sliced; ++i) move->exchange |= meet(move->slices[i], gather);
-      move->line[move->lines++] = gather;
-    }
+    if (a > b) gather({sa, a / b});
     return;
   }
   // Same split counts on other ranks, or blocks that straddle: data crosses both splits.
   move->misaligned = true;
-  if (a > 1) Span(sa, a, &move->link);
-  if (b > 1) Span(sb, b, &move->link);
+  Span(sa, a, &move->link);
+  Span(sb, b, &move->link);
 }
 
 double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
@@ -421,14 +423,14 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
     }
     // A rank holds none of a misaligned target block: it receives all of it, from every peer.
     const double recv = edge.bytes / to_parts - (move.misaligned ? 0 : edge.bytes / move.overlap);
-    if (recv > 0 && !move.misaligned && !move.exchange && move.lines > 0) {
+    if (recv > 0 && !move.misaligned && move.lines > 0) {
       if (cuts.n == 0) {
         AddCuts(producer, &cuts);
         AddCuts(consumer, &cuts);
         std::sort(cuts.at.begin(), cuts.at.begin() + cuts.n);
       }
       double steps = 0;
-      seconds += GatherSeconds(move, cuts, edge.bytes / move.overlap, compute_before, &steps);
+      seconds += GatherSeconds(move, cuts, edge.bytes / to_parts, compute_before, &steps);
       if (collectives != nullptr) *collectives += steps * share;
     } else if (recv > 0) {
       const int steps = std::max(1, move.gathered);

@@ -184,5 +184,18 @@ TEST(Objective, GathersOverTwoMeshAxesAsThePlannerDoes) {
       << "objective " << p.objective << " s, predicted " << p.predicted << " s";
 }
 
+// The feed-forward network's strategies on a DGX H100 node split weights' gradients over two
+// ranks: the planner sums two addends directly (one message, not the ring's two), which train
+// does not bucket, and the objective prices that sum as the program holds it.
+TEST(Objective, TwoAddendGradientsPriceAsThePlannerSumsThem) {
+  for (SearchMode mode : {SearchMode::kSemiAuto, SearchMode::kDynamicProgramming}) {
+    const Priced p = SearchAndPrice("models/ffn.yaml", 8, mode, "dgx-h100", Precision::kBF16);
+    ASSERT_GT(p.predicted, 0) << SearchModeName(mode);
+    EXPECT_LE(std::abs(p.objective - p.predicted), 1e-3 * p.predicted)
+        << SearchModeName(mode) << ": objective " << p.objective << " s, predicted " << p.predicted
+        << " s";
+  }
+}
+
 }  // namespace
 }  // namespace shardscope
