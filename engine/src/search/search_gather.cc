@@ -9,17 +9,16 @@
 namespace shardscope::search_internal {
 
 void SearchGraph::AddCuts(const Parts& parts, Cuts* cuts) const {
+  // Letters' strides from the innermost (the replica axis) outwards; duplicates are harmless.
+  int64_t stride = options_.devices / Product(parts);
   const auto add = [cuts](int64_t at) {
-    if (at > 1 && cuts->n < static_cast<int>(cuts->at.size()) &&
-        std::find(cuts->at.begin(), cuts->at.begin() + cuts->n, at) == cuts->at.begin() + cuts->n)
-      cuts->at[cuts->n++] = at;
+    if (at > 1 && cuts->n < static_cast<int>(cuts->at.size())) cuts->at[cuts->n++] = at;
   };
-  add(options_.devices / Product(parts));  // the replica axis, innermost
-  for (size_t l = 0; l < parts.size(); ++l) {
+  add(stride);
+  for (size_t l = parts.size(); l-- > 0;) {
     if (parts[l] <= 1) continue;
-    const int64_t stride = LetterStride(parts, static_cast<int>(l));
+    stride *= parts[l];
     add(stride);
-    add(stride * parts[l]);
   }
 }
 
@@ -34,6 +33,20 @@ double SearchGraph::GatherSeconds(const Move& move, const Cuts& cuts, double tar
     int begin = 0, end = 0;
     double ratio = 0;
   };
+  // One line inside one axis of the unified mesh (the common case): one all-gather.
+  if (move.lines == 1 && !move.exchange) {
+    const Line& line = move.line[0];
+    bool cut = false;
+    for (int c = 0; c < cuts.n && !cut; ++c)
+      cut = cuts.at[c] > line.stride && cuts.at[c] < line.stride * line.size;
+    if (!cut) {
+      const Link link = LinesLink(&line, 1);
+      *steps += 1;
+      return options_.cost.SearchCollectiveAfterSeconds(CollectiveKind::kAllGather, target,
+                                                        line.size, link.bandwidth, link.latency,
+                                                        compute_before);
+    }
+  }
   std::array<Step, 32> step;
   std::array<Block, 32> blocks;
   int n = 0, nb = 0;
@@ -43,7 +56,7 @@ double SearchGraph::GatherSeconds(const Move& move, const Cuts& cuts, double tar
   // Lines whose ranks also slice another dimension exchange first, in one all-to-all among
   // them: each rank receives its target block's pieces from the others (the planner's
   // all-to-all(-v); its slowest link, no rails).
-  std::array<bool, 8> exchanged{};
+  std::array<bool, 4> exchanged{};
   if (move.exchange) {
     Link link{std::numeric_limits<double>::infinity(), -1};
     int64_t group = 1;

@@ -269,8 +269,8 @@ class SearchGraph {
   // common (overlap), the ranks holding its pieces, the collective steps gathering them, and
   // whether it holds none (misaligned: its source block lies elsewhere).
   // A group as lines of ranks: `size` ranks `stride` apart each, one line per mesh axis.
-  struct Line {
-    int64_t stride = 1, size = 1;
+  struct Line {  // trivial: Move's arrays of them stay unwritten until used
+    int64_t stride, size;
   };
   // Whether two lines' ranks [stride, stride x size) overlap in the digits they differ in.
   static bool Meet(const Line& x, const Line& y) {
@@ -284,7 +284,7 @@ class SearchGraph {
     bool misaligned = false, exchange = false;
     Link link;
     int lines = 0, sliced = 0;
-    std::array<Line, 8> line, slices;
+    std::array<Line, 4> line, slices;  // more: priced as misaligned
   };
   // The axis boundaries (strides and stride x size) of an edge's two meshes, ascending: the
   // planner's unified mesh, one collective per axis of it.

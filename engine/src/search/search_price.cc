@@ -350,12 +350,18 @@ void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* 
   move->peers *= static_cast<double>(l / b);
   move->gathered += l > b;
   const auto slice = [move](const Line& line) {
-    if (move->sliced == static_cast<int>(move->slices.size())) return;
+    if (move->sliced == static_cast<int>(move->slices.size())) {
+      move->misaligned = true;
+      return;
+    }
     for (int i = 0; i < move->lines; ++i) move->exchange |= Meet(move->line[i], line);
     move->slices[move->sliced++] = line;
   };
   const auto gather = [move](const Line& line) {
-    if (move->lines == static_cast<int>(move->line.size())) return;
+    if (move->lines == static_cast<int>(move->line.size())) {
+      move->misaligned = true;
+      return;
+    }
     for (int i = 0; i < move->sliced; ++i) move->exchange |= Meet(move->slices[i], line);
     move->line[move->lines++] = line;
   };
