@@ -68,20 +68,23 @@ Result<ProgramPrice> PriceProgram(const Graph& graph, const DistProgram& program
   // OpCompute prices an operator's forward and backward together, but the program runs them
   // as separate instructions in separate phases (the forward before the forward's
   // collectives, each backward operator before the backward's): per operator, how many.
-  std::vector<int> instrs_of(g.ops().size(), 0);
+  std::vector<int> instrs_of(g.ops().size(), 0), forward_instrs_of(g.ops().size(), 0);
   for (const DistInstr& in : program.instrs) {
     if (in.kind != DistInstr::Kind::kCompute) continue;
     const int op = op_of_instr(in);
-    if (op >= 0) ++instrs_of[op];
+    if (op < 0) continue;
+    ++instrs_of[op];
+    forward_instrs_of[op] += !graph.node(in.node).is_backward;
   }
   // Recomputation replays forward instructions: each pays its share of its operator's
-  // computation once more (a GEMM's forward is one of its three products).
+  // forward once more (OpForward, as the searches' OptionSeconds).
   for (const RecomputeSegment& segment : program.recompute) {
+    if (segment.before >= static_cast<int>(program.instrs.size())) continue;  // never needed
     for (int i : segment.instrs) {
       if (program.instrs[i].kind != DistInstr::Kind::kCompute) continue;  // the loop below
       const int op = op_of_instr(program.instrs[i]);
-      if (op < 0) continue;
-      const double replay = g.OpCompute(op, parts[op]) / instrs_of[op];
+      if (op < 0 || forward_instrs_of[op] == 0) continue;
+      const double replay = g.OpForward(op, parts[op]) / forward_instrs_of[op];
       price.operator_seconds += replay;
       price.replay_seconds[g.ops()[op].node] += replay;
     }

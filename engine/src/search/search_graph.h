@@ -2,6 +2,7 @@
 // symbolic costs of search.h — plus the three search algorithms.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -133,20 +134,24 @@ class SearchGraph {
   double ComputeBeforeCollective(int op, const Parts& parts) const;
   // Of OpCompute: the backward's computation (the overlap's window), seconds.
   double OpBackward(int op, const Parts& parts) const;
+  // Of OpCompute: the forward's computation (what a recomputation replays), seconds.
+  double OpForward(int op, const Parts& parts) const;
   // Of OpCost: the parameter gradients' all-reduces (an activation's gradient is reduced on its
   // edge, EdgeCost), seconds; adds their number to `*collectives`. With `gradients`, the
   // parameter gradients' reductions go there instead (with the operator after whose backward
   // each is ready, GradientReadyOp) and the result is the rest (the loss's all-reduce).
+  // `scattered`: ZeRO 2/3's reduce-scatters replace the reductions of replicated parameters.
   using ReadyGradients = std::vector<std::pair<int, GradientReduction>>;
   double OpCommunication(int op, const Parts& parts, double* collectives = nullptr,
-                         ReadyGradients* gradients = nullptr) const;
+                         ReadyGradients* gradients = nullptr, bool scattered = false) const;
   // The operator whose backward completes parameter `param`'s gradient: its first reader in
   // forward order (the last to run backward); -1 for no parameter.
   int GradientReadyOp(ValueId param) const;
   // CostModel::overlap_gradients: the gradients' reductions on one stream beside the backward
   // (gradient_overlap.h); adds the rest of the operators' price (computation, the loss's
   // all-reduce) to `*serial`.
-  GradientOverlap Overlap(const std::vector<Parts>& assignment, double* serial) const;
+  GradientOverlap Overlap(const std::vector<Parts>& assignment, double* serial,
+                          bool scattered = false) const;
   // The searches' local stand-in for the overlap: OpCost prices a gradient's reduction at the
   // weight of the operator it is ready after (GradientReadyOp) x its seconds (empty: 1, whole;
   // Total always prices the overlap). Caches own costs again.
@@ -297,12 +302,36 @@ class SearchGraph {
   // One direction of an edge's exchange: per rank, the target block over what it may hold in
   // common (overlap), the ranks holding its pieces, the collective steps gathering them, and
   // whether it holds none (misaligned: its source block lies elsewhere).
+  // A group as lines of ranks: `size` ranks `stride` apart each, one line per mesh axis.
+  struct Line {  // trivial: Move's arrays of them stay unwritten until used
+    int64_t stride, size;
+  };
+  // Whether two lines' ranks [stride, stride x size) overlap in the digits they differ in.
+  static bool Meet(const Line& x, const Line& y) {
+    return x.stride < y.stride * y.size && y.stride < x.stride * x.size;
+  }
+  // Aligned coarser dimensions gather over `lines` (one per tensor dimension); finer ones
+  // slice along `slices`. A slice on ranks of a gather makes it an all-to-all (`exchange`).
   struct Move {
     double overlap = 1, peers = 1;
     int gathered = 0;
-    bool misaligned = false;
+    bool misaligned = false, exchange = false;
     Link link;
+    int lines = 0, sliced = 0;
+    std::array<Line, 4> line, slices;  // more: priced as misaligned
   };
+  // The axis boundaries (strides and stride x size) of an edge's two meshes, ascending: the
+  // planner's unified mesh, one collective per axis of it.
+  struct Cuts {
+    int n = 0;
+    std::array<int64_t, 48> at;
+  };
+  void AddCuts(const Parts& parts, Cuts* cuts) const;
+  // An aligned move as the planner makes it: per tensor dimension one all-gather per axis of
+  // the unified mesh its line crosses (minor first), the dimensions interleaved so the bytes
+  // grow on the fastest links (Sidney's order of chains), into `target` bytes per rank.
+  double GatherSeconds(const Move& move, const Cuts& cuts, double target, double compute_before,
+                       double* steps) const;
   // Folds one tensor dimension into `move`: split into `a` blocks `sa` ranks apart at the
   // source, `b` blocks `sb` apart at the target; the link spans only the ranks exchanging.
   void MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* move) const;
@@ -311,6 +340,9 @@ class SearchGraph {
   static constexpr int kForward = 1, kBackward = 2;
   double EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
                    double* collectives, int directions = kForward | kBackward) const;
+  // ZeRO 2/3's reduce-scatter of input `input`'s gradient over its replicas (its share of a
+  // bucket); 0 when the parameter has no replicas.
+  double ScatteredGradientSeconds(int op, const Parts& parts, int input) const;
   // Ranks between consecutive members of letter `l`'s groups under `parts`.
   int64_t LetterStride(const Parts& parts, int l) const;
   // Folds into `link` the axes spanned by a group of `size` ranks `stride` apart.
@@ -318,11 +350,10 @@ class SearchGraph {
   // The link of a group along `letters` of an operator under `parts`: default_bandwidth and
   // latency_s without a device mesh.
   Link GroupLink(const Parts& parts, const std::vector<int>& letters) const;
-  // A group as lines of ranks: `size` ranks `stride` apart each, one line per mesh axis.
-  struct Line {
-    int64_t stride = 1, size = 1;
-  };
-  Link LinesLink(const std::vector<Line>& lines) const;
+  Link LinesLink(const std::vector<Line>& lines) const {
+    return LinesLink(lines.data(), lines.size());
+  }
+  Link LinesLink(const Line* lines, size_t count) const;
   Link NoMeshLink() const;
   // The hops of a group whose ranks differ in the physical axes `spans` marks: the slowest
   // axis's latency between the blocks of it (nodes), the slowest latency of the spanned axes

@@ -15,9 +15,10 @@
 namespace shardscope::search_internal {
 namespace {
 
-// Whether `name` lies in scope `scope` ("*": any top-level scope).
+// Whether `name` lies in scope `scope` ("*": any top-level scope; a name without a dot is
+// its own, as the partitioner's replays take it).
 bool InScope(const std::string& name, const std::string& scope) {
-  if (scope == "*") return name.find('.') != std::string::npos;
+  if (scope == "*") return true;
   return name.size() > scope.size() && name.compare(0, scope.size(), scope) == 0 &&
          name[scope.size()] == '.';
 }
@@ -162,37 +163,81 @@ double SearchGraph::AssignmentMemory(const std::vector<Parts>& assignment, std::
   return total + init + worst_replay;
 }
 
+double SearchGraph::ScatteredGradientSeconds(int op, const Parts& parts, int input) const {
+  const SearchOperand& in = ops_[op].inputs[input];
+  const CostModel& cm = options_.cost;
+  const double shard = in.bytes / in.Parts(parts);
+  const auto replicas = static_cast<int64_t>(options_.devices / in.Parts(parts));
+  if (replicas <= 1) return 0.0;
+  const Link link = GroupLink(parts, in.missing);
+  const double share = cm.GradientBucketShare(shard);
+  return share * cm.SearchCollectiveSeconds(CollectiveKind::kReduceScatter, shard / share, replicas,
+                                            link.bandwidth, link.latency);
+}
+
 double SearchGraph::OptionSeconds(const std::vector<Parts>& assignment) const {
   const int zero = memory_option_.zero;
   const CostModel& cm = options_.cost;
+  const bool recompute = !kept_output_.empty();
+  // A scope is replayed when it drops a value the backward reads: an output, or the copy a
+  // redistribution into it made (the partitioner replays no other, and the whole scope).
+  std::map<int, bool> replayed;
+  std::vector<double> moves(recompute ? edges_.size() : 0, 0.0);
+  for (size_t i = 0; recompute && i < ops_.size(); ++i) {
+    const int scope = recompute_scope_[i];
+    if (scope < 0) continue;
+    for (size_t k = 0; k < kept_output_[i].size(); ++k)
+      replayed[scope] |= saved_output_[i][k] && !kept_output_[i][k];
+  }
+  for (size_t e = 0; e < moves.size(); ++e) {
+    const SearchEdge& edge = edges_[e];
+    if (recompute_scope_[edge.consumer] < 0) continue;
+    moves[e] = EdgePrice(static_cast<int>(e), assignment[edge.producer], assignment[edge.consumer],
+                         1.0 / edge.fanout, nullptr, kForward);
+    replayed[recompute_scope_[edge.consumer]] |=
+        moves[e] > 0 && saved_output_[edge.producer][edge.output];
+  }
+  const auto replays = [&](int op) {
+    const int scope = recompute ? recompute_scope_[op] : -1;
+    return scope >= 0 && replayed[scope];
+  };
   double seconds = 0;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Parts& parts = assignment[i];
-    if (!kept_output_.empty() && recompute_scope_[i] >= 0)
-      seconds += OpCompute(static_cast<int>(i), parts) / 3;  // the forward once more
+    if (replays(static_cast<int>(i))) seconds += OpForward(static_cast<int>(i), parts);
     if (zero == 0) continue;
-    for (const SearchOperand& in : ops_[i].inputs) {
+    for (size_t k = 0; k < ops_[i].inputs.size(); ++k) {
+      const SearchOperand& in = ops_[i].inputs[k];
       if (in.kind != ValueKind::kParameter) continue;
       const double shard = in.bytes / in.Parts(parts);
       const auto replicas = static_cast<int64_t>(options_.devices / in.Parts(parts));
       if (replicas <= 1) continue;
       const Link link = GroupLink(parts, in.missing);
-      // A gradient pays its share of its bucket's collective (GradientBucketShare).
-      auto price = [&](CollectiveKind kind, double share) {
-        return share * cm.SearchCollectiveSeconds(kind, shard / share, replicas, link.bandwidth,
-                                                  link.latency);
-      };
-      // Stage 1 gathers the updated slices; 2 and 3 reduce-scatter instead of all-reducing,
-      // both in buckets; 3 gathers a weight for its forward and its backward (a bias, read
-      // once, for one).
+      // Stage 1 gathers the updated slices, 3 a weight before its forward and its backward (a
+      // bias, read once, before one): serial, after the update or before the read.
       const double gathers = zero == 3 ? (in.letter.size() > 1 ? 2 : 1) : 1;
-      seconds += gathers * price(CollectiveKind::kAllGather, 1.0);
+      seconds += gathers * cm.SearchCollectiveSeconds(CollectiveKind::kAllGather, shard, replicas,
+                                                      link.bandwidth, link.latency);
+      // Stages 2 and 3 reduce-scatter instead of all-reducing, in buckets: without the overlap,
+      // the difference (with it, below).
       const double share = cm.GradientBucketShare(shard);
-      if (zero >= 2)
-        seconds +=
-            price(CollectiveKind::kReduceScatter, share) - price(CollectiveKind::kAllReduce, share);
+      if (zero >= 2 && !cm.overlap_gradients)
+        seconds += ScatteredGradientSeconds(static_cast<int>(i), parts, static_cast<int>(k)) -
+                   share * cm.SearchCollectiveSeconds(CollectiveKind::kAllReduce, shard / share,
+                                                      replicas, link.bandwidth, link.latency);
     }
   }
+  // The reduce-scatters on the overlap stream in place of the all-reduces: what more runs past
+  // the backward (Total holds the all-reduces' exposed tail).
+  if (zero >= 2 && cm.overlap_gradients) {
+    double serial = 0;
+    seconds += Overlap(assignment, &serial, true).exposed_seconds() -
+               Overlap(assignment, &serial).exposed_seconds();
+  }
+  // A replay runs the forward redistributions into its scope again: each reader's share of
+  // its value's forward move.
+  for (size_t e = 0; e < moves.size(); ++e)
+    if (replays(edges_[e].consumer)) seconds += moves[e];
   return seconds;
 }
 

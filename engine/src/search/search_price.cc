@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <numeric>
 
 namespace shardscope::search_internal {
@@ -91,14 +92,15 @@ SearchGraph::Link SearchGraph::GroupLink(const Parts& parts,
   return LinesLink(lines);
 }
 
-SearchGraph::Link SearchGraph::LinesLink(const std::vector<Line>& lines) const {
+SearchGraph::Link SearchGraph::LinesLink(const Line* lines, size_t count) const {
   if (physical_.empty()) return NoMeshLink();
   Link link{std::numeric_limits<double>::infinity(), -1};
-  for (const Line& line : lines) Span(line.stride, line.size, &link);
+  const std::span<const Line> group(lines, count);
+  for (const Line& line : group) Span(line.stride, line.size, &link);
   if (std::isinf(link.bandwidth)) return NoMeshLink();
   const auto spans = [&](const PhysicalAxis& a) {
     if (a.size <= 1) return false;
-    for (const Line& line : lines) {
+    for (const Line& line : group) {
       if (line.size > 1 && line.stride < a.stride * a.size && a.stride < line.stride * line.size)
         return true;
     }
@@ -107,7 +109,7 @@ SearchGraph::Link SearchGraph::LinesLink(const std::vector<Line>& lines) const {
   // The group's ranks in one block of a: those of its lines inside it.
   const auto members = [&](const PhysicalAxis& a) {
     int64_t m = 1;
-    for (const Line& line : lines)
+    for (const Line& line : group)
       if (line.size > 1 && line.stride < a.stride)
         m *= std::min(line.size, (a.stride + line.stride - 1) / line.stride);
     return m;
@@ -229,6 +231,12 @@ double SearchGraph::OpCompute(int op, const Parts& parts) const {
   return (work + cm.MemorySeconds(update)) * cm.in_process.ComputeSlowdown(options_.devices);
 }
 
+double SearchGraph::OpForward(int op, const Parts& parts) const {
+  double forward = 0;
+  OpWork(op, parts, &forward);
+  return forward * options_.cost.in_process.ComputeSlowdown(options_.devices);
+}
+
 double SearchGraph::OpBackward(int op, const Parts& parts) const {
   double forward = 0;
   const double work = OpWork(op, parts, &forward);
@@ -236,7 +244,7 @@ double SearchGraph::OpBackward(int op, const Parts& parts) const {
 }
 
 double SearchGraph::OpCommunication(int op, const Parts& parts, double* collectives,
-                                    ReadyGradients* gradients) const {
+                                    ReadyGradients* gradients, bool scattered) const {
   const SearchOp& o = ops_[op];
   const CostModel& cm = options_.cost;
   double grad_reduce = 0;
@@ -263,9 +271,21 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     int spanned = 0;  // split letters the gradient is a partial sum over
     for (int l : in.missing) spanned += parts[l] > 1;
     const double shard = in.bytes / in.Parts(parts);
-    if (spanned > 1) {
+    const double scatter =
+        scattered && spanned > 0 ? ScatteredGradientSeconds(op, parts, static_cast<int>(i)) : 0;
+    if (scatter > 0) {
+      // ZeRO buckets gradients per set of replica groups: the stream's buckets hold those
+      // replicated on every device; a sharded parameter's reduce-scatter goes alone.
+      const bool bucketed = cm.GradientBucketShare(shard) < 1 && in.Parts(parts) == 1;
+      grad_reduce += gradient(i, shard, scatter, bucketed);
+      continue;
+    }
+    int64_t partial = 1;
+    for (int l : in.missing) partial *= parts[l];
+    if (spanned > 1 || partial == 2) {
       // The planner may reduce over two mesh axes in several steps (reduce-scatter along one,
-      // all-reduce along the other, all-gather), which train does not bucket.
+      // all-reduce along the other, all-gather), and sums two addends directly (one message,
+      // not the ring's two): train buckets neither.
       grad_reduce += gradient(
           i, shard, PlannedGradientSeconds(op, parts, static_cast<int>(i), before, collectives),
           false);
@@ -274,8 +294,6 @@ double SearchGraph::OpCommunication(int op, const Parts& parts, double* collecti
     // Its gradient is a partial sum over the letters it lacks; the replicas of a strategy
     // on fewer devices (the "rep" axis) compute the same sum, which the program never reduces.
     // Gradients ride in buckets (CostModel::gradient_bucket_bytes): this one pays its share.
-    int64_t partial = 1;
-    for (int l : in.missing) partial *= parts[l];
     const double share = cm.GradientBucketShare(shard);
     if (partial > 1) {
       grad_reduce +=
@@ -377,17 +395,37 @@ void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* 
   move->overlap *= static_cast<double>(l);
   move->peers *= static_cast<double>(l / b);
   move->gathered += l > b;
+  const auto slice = [move](const Line& line) {
+    if (move->sliced == static_cast<int>(move->slices.size())) {
+      move->misaligned = true;
+      return;
+    }
+    for (int i = 0; i < move->lines; ++i) move->exchange |= Meet(move->line[i], line);
+    move->slices[move->sliced++] = line;
+  };
+  const auto gather = [move](const Line& line) {
+    if (move->lines == static_cast<int>(move->line.size())) {
+      move->misaligned = true;
+      return;
+    }
+    for (int i = 0; i < move->sliced; ++i) move->exchange |= Meet(move->slices[i], line);
+    move->line[move->lines++] = line;
+  };
   // Aligned: a rank's target block lies in the block it holds (finer), or it holds a part of
   // it and gathers the rest from the a / b ranks sharing its target block (coarser).
-  if (b % a == 0 && (a == 1 || sa == sb * (b / a))) return;
+  if (b % a == 0 && (a == 1 || sa == sb * (b / a))) {
+    if (b > a) slice({sb, b / a});
+    return;
+  }
   if (a % b == 0 && (b == 1 || sb == sa * (a / b))) {
     Span(sa, a / b, &move->link);
+    if (a > b) gather({sa, a / b});
     return;
   }
   // Same split counts on other ranks, or blocks that straddle: data crosses both splits.
   move->misaligned = true;
-  if (a > 1) Span(sa, a, &move->link);
-  if (b > 1) Span(sb, b, &move->link);
+  Span(sa, a, &move->link);
+  Span(sb, b, &move->link);
 }
 
 double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
@@ -414,6 +452,7 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
   }
   if (std::isinf(forward.link.bandwidth)) forward.link = NoMeshLink();
   if (std::isinf(backward.link.bandwidth)) backward.link = NoMeshLink();
+  Cuts cuts;  // filled on first use
   // Readers that want the same layout share one redistribution each way (the partitioner
   // redistributes a value once per layout, and sums its readers' gradients before moving the
   // sum back), so each edge carries its share of both.
@@ -436,7 +475,16 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
     }
     // A rank holds none of a misaligned target block: it receives all of it, from every peer.
     const double recv = edge.bytes / to_parts - (move.misaligned ? 0 : edge.bytes / move.overlap);
-    if (recv > 0) {
+    if (recv > 0 && !move.misaligned && move.lines > 0) {
+      if (cuts.n == 0) {
+        AddCuts(producer, &cuts);
+        AddCuts(consumer, &cuts);
+        std::sort(cuts.at.begin(), cuts.at.begin() + cuts.n);
+      }
+      double steps = 0;
+      seconds += GatherSeconds(move, cuts, edge.bytes / to_parts, compute_before, &steps);
+      if (collectives != nullptr) *collectives += steps * share;
+    } else if (recv > 0) {
       const int steps = std::max(1, move.gathered);
       const auto messages = static_cast<int64_t>(move.peers) - (move.misaligned ? 0 : 1);
       if (collectives != nullptr) *collectives += steps * share;
@@ -476,13 +524,14 @@ double SearchGraph::Total(const std::vector<Parts>& a) const {
   return total;
 }
 
-GradientOverlap SearchGraph::Overlap(const std::vector<Parts>& a, double* serial) const {
+GradientOverlap SearchGraph::Overlap(const std::vector<Parts>& a, double* serial,
+                                     bool scattered) const {
   const size_t n = ops_.size();
   std::vector<BackwardSegment> backward(n);  // in backward order: the last operator first
   ReadyGradients ready;
   for (size_t i = 0; i < n; ++i) {
     const int op = static_cast<int>(i);
-    *serial += OpCompute(op, a[i]) + OpCommunication(op, a[i], nullptr, &ready);
+    *serial += OpCompute(op, a[i]) + OpCommunication(op, a[i], nullptr, &ready, scattered);
     backward[n - 1 - i].seconds = OpBackward(op, a[i]);
   }
   for (const auto& [op, r] : ready) backward[n - 1 - op].reductions.push_back(r);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,12 +24,16 @@ struct Priced {
 // Searches `model` (under samples/) on `devices` with `mode` and the built-in cost model
 // (gradients in train's 25 MiB buckets) or, given, a shipped cluster profile's (its links per
 // mesh axis, its buckets), partitions it as `plan` does and prices it.
+// `zero` and `recompute`: the one memory option the search may take (ZeRO stage, scopes).
+// `model` starting with '/': that file.
 Priced SearchAndPrice(const std::string& model, int devices, SearchMode mode,
-                      const std::string& cluster = "", Precision dtype = Precision::kF32) {
+                      const std::string& cluster = "", Precision dtype = Precision::kF32,
+                      int zero = 0, const std::vector<std::string>& recompute = {}) {
   Priced out;
   ModelLoadOptions load;
   load.weights = false;
-  auto mf = LoadModelFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/" + model, load);
+  auto mf = LoadModelFile(
+      model[0] == '/' ? model : std::string(SHARDSCOPE_SOURCE_DIR) + "/samples/" + model, load);
   EXPECT_TRUE(mf.ok()) << mf.status().message();
   if (!mf.ok()) return out;
   auto built = mf->Build(mf->training().batch);
@@ -40,6 +45,8 @@ Priced SearchAndPrice(const std::string& model, int devices, SearchMode mode,
   search.devices = devices;
   search.dtype = dtype;
   search.cost.gradient_bucket_bytes = 25.0 * (1 << 20);
+  search.optimizer_sharding_options = {zero};
+  search.recompute_options = {recompute};
   if (!cluster.empty()) {
     auto profile = LoadClusterProfile(cluster);
     EXPECT_TRUE(profile.ok()) << profile.status().message();
@@ -61,6 +68,8 @@ Priced SearchAndPrice(const std::string& model, int devices, SearchMode mode,
   partition.devices = devices;
   partition.cost = search.cost;
   partition.element_bytes = PrecisionBytes(search.dtype);
+  partition.optimizer_sharding = result->optimizer_sharding;
+  partition.recompute = result->recompute;
   auto program = PlanTrainingProgram(&graph, partition);
   EXPECT_TRUE(program.ok()) << program.status().message();
   if (!program.ok()) return out;
@@ -133,6 +142,61 @@ TEST(Objective, DynamicProgrammingPricesLowest) {
     for (SearchMode mode : {SearchMode::kShardingPropagation, SearchMode::kRecursiveProgramming})
       EXPECT_LE(dp, SearchAndPrice(model, devices, mode).predicted * (1 + 1e-3))
           << model << " on " << devices << " devices: " << SearchModeName(mode);
+  }
+}
+
+// Memory options on a DGX H100 node: ZeRO 2's reduce-scatters run on the overlap stream in
+// place of the all-reduces (its all-gathers after the update do not), and a recomputed scope
+// replays its operators' forward and its forward redistributions.
+TEST(Objective, MemoryOptionsPriceTheirProgram) {
+  const std::vector<std::pair<int, std::vector<std::string>>> options = {
+      {2, {}}, {0, {"*"}}, {2, {"*"}}};
+  for (const auto& [zero, recompute] : options) {
+    for (SearchMode mode : {SearchMode::kShardingPropagation, SearchMode::kRecursiveProgramming}) {
+      const Priced p =
+          SearchAndPrice("onnx/gpt2.onnx", 8, mode, "dgx-h100", Precision::kBF16, zero, recompute);
+      ASSERT_GT(p.predicted, 0) << SearchModeName(mode);
+      EXPECT_LE(std::abs(p.objective - p.predicted), 1e-3 * p.predicted)
+          << SearchModeName(mode) << ", ZeRO " << zero << ", " << recompute.size()
+          << " recomputed scope(s): objective " << p.objective << " s, predicted " << p.predicted
+          << " s";
+    }
+  }
+}
+
+// A value split over a node's GPUs along one dimension and over nodes along the other, read
+// whole: the planner gathers it in one all-gather per mesh axis (7 NVLink and 7 InfiniBand
+// latencies), not in one exchange with all 63 peers.
+TEST(Objective, GathersOverTwoMeshAxesAsThePlannerDoes) {
+  const std::string path = ::testing::TempDir() + "/objective_gathers.yaml";
+  {
+    std::ofstream f(path);
+    f << "name: gathers\ninput: {shape: [16]}\nclasses: 8\n"
+         "parameters:\n  w: {shape: [16, 64], init: normal}\n  v: {shape: [64, 8], init: normal}\n"
+         "operators:\n  - matmul1: {op: MatMul, inputs: [x, w]}\n"
+         "  - matmul2: {op: MatMul, inputs: [matmul1, v]}\noutput: matmul2\n"
+         "loss: softmax_cross_entropy\noptimizer: {type: sgd, lr: 0.1}\n"
+         "training: {batch: 64, epochs: 1, seed: 1}\n"
+         "data: {dataset: synthetic, synthetic_size: 64}\n"
+         "parallel:\n  mode: semi_auto\n  devices: 64\n  strategies:\n"
+         "    matmul1: ((8, 1), (1, 8))\n    matmul2: ((1, 1), (1, 1))\n";
+  }
+  const Priced p = SearchAndPrice(path, 64, SearchMode::kSemiAuto, "dgx-h100", Precision::kBF16);
+  ASSERT_GT(p.predicted, 0);
+  EXPECT_LE(std::abs(p.objective - p.predicted), 1e-3 * p.predicted)
+      << "objective " << p.objective << " s, predicted " << p.predicted << " s";
+}
+
+// The feed-forward network's strategies on a DGX H100 node split weights' gradients over two
+// ranks: the planner sums two addends directly (one message, not the ring's two), which train
+// does not bucket, and the objective prices that sum as the program holds it.
+TEST(Objective, TwoAddendGradientsPriceAsThePlannerSumsThem) {
+  for (SearchMode mode : {SearchMode::kSemiAuto, SearchMode::kDynamicProgramming}) {
+    const Priced p = SearchAndPrice("models/ffn.yaml", 8, mode, "dgx-h100", Precision::kBF16);
+    ASSERT_GT(p.predicted, 0) << SearchModeName(mode);
+    EXPECT_LE(std::abs(p.objective - p.predicted), 1e-3 * p.predicted)
+        << SearchModeName(mode) << ": objective " << p.objective << " s, predicted " << p.predicted
+        << " s";
   }
 }
 
