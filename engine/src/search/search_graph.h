@@ -339,7 +339,18 @@ class SearchGraph {
   // directions asked (kForward: the activation, kBackward: its gradient).
   static constexpr int kForward = 1, kBackward = 2;
   double EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
-                   double* collectives, int directions = kForward | kBackward) const;
+                   double* collectives, int directions = kForward | kBackward) const {
+    return EdgePrice(edges_[e], producer, consumer, share, collectives, directions);
+  }
+  double EdgePrice(const SearchEdge& edge, const Parts& producer, const Parts& consumer,
+                   double share, double* collectives, int directions) const;
+  // An Add over same-shape inputs whose output has one reader hands that reader's gradient
+  // to its inputs as it is (autodiff's AddGrad; no move into the Add's layout): the edge the
+  // gradient comes back on (through such Adds in a row), else -1.
+  int PassedGradient(int op) const;
+  // The backward price of edge `e` (its value's one reader): moved straight from where the
+  // gradient comes back (PassedGradient of its consumer), else from the consumer's layout.
+  double InputGradient(int e, const std::vector<Parts>& a, double* collectives) const;
   // ZeRO 2/3's reduce-scatter of input `input`'s gradient over its replicas (its share of a
   // bucket); 0 when the parameter has no replicas.
   double ScatteredGradientSeconds(int op, const Parts& parts, int input) const;

@@ -428,9 +428,8 @@ void SearchGraph::MoveAlong(int64_t a, int64_t sa, int64_t b, int64_t sb, Move* 
   Span(sb, b, &move->link);
 }
 
-double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consumer, double share,
-                              double* collectives, int directions) const {
-  const SearchEdge& edge = edges_[e];
+double SearchGraph::EdgePrice(const SearchEdge& edge, const Parts& producer, const Parts& consumer,
+                              double share, double* collectives, int directions) const {
   const CostModel& cm = options_.cost;
   const size_t rank = edge.src_letter.size();
   double src_parts = 1, dst_parts = 1;
@@ -464,17 +463,27 @@ double SearchGraph::EdgePrice(int e, const Parts& producer, const Parts& consume
     double seconds = 0;
     int64_t partial = 1;
     for (int l : summed) partial *= ends[l];
+    // A rank holds none of a misaligned target block: it receives all of it, from every peer.
+    const double recv = edge.bytes / to_parts - (move.misaligned ? 0 : edge.bytes / move.overlap);
     if (partial > 1) {
       const bool scatter = to_parts >= from_parts * static_cast<double>(partial);
       const Link sum_link = GroupLink(ends, summed);
-      seconds += cm.SearchCollectiveAfterSeconds(
-          scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-          edge.bytes / from_parts, partial, sum_link.bandwidth, sum_link.latency, compute_before);
+      if (partial == 2 && !scatter && recv <= 0) {
+        // Two addends summed into the target: the planner's direct all-reduce, one message.
+        Link pair{std::numeric_limits<double>::infinity(), -1};
+        for (int l : summed) Span(LetterStride(ends, l), ends[l], &pair);
+        if (std::isinf(pair.bandwidth)) pair = NoMeshLink();
+        seconds += cm.SearchExchangeAfterSeconds(1, edge.bytes / from_parts, pair.bandwidth, 1,
+                                                 pair.latency, compute_before);
+      } else {
+        seconds += cm.SearchCollectiveAfterSeconds(
+            scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+            edge.bytes / from_parts, partial, sum_link.bandwidth, sum_link.latency,
+            compute_before);
+      }
       if (collectives != nullptr) *collectives += share;
       compute_before = 0;  // the exchange follows the reduction
     }
-    // A rank holds none of a misaligned target block: it receives all of it, from every peer.
-    const double recv = edge.bytes / to_parts - (move.misaligned ? 0 : edge.bytes / move.overlap);
     if (recv > 0 && !move.misaligned && move.lines > 0) {
       if (cuts.n == 0) {
         AddCuts(producer, &cuts);

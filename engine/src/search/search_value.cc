@@ -43,6 +43,9 @@ double SearchGraph::ValuePrice(int e, const std::vector<Parts>& a, double* colle
     for (size_t j = 0; j < i && !moved; ++j) moved = same(j, i);
     if (!moved) price += EdgePrice(edge(i), producer, reader(i), 1.0, collectives, kForward);
   }
+  // An Add's gradient goes on to its inputs where its reader left it (InputGradient).
+  if (n == 1 && PassedGradient(edges_[e].producer) == e) return price;
+  if (n == 1) return price + InputGradient(e, a, collectives);
   // Readers that agree sum their gradients where they read (one move back per partial-sum
   // group); otherwise the sum is in the producer's layout and each gradient moves there.
   for (size_t i = 0; i < n; ++i) {
@@ -82,6 +85,41 @@ int SearchGraph::AddPartner(int e) const {
   return -1;
 }
 
+int SearchGraph::PassedGradient(int op) const {
+  int passed = -1;
+  for (int guard = 0; guard < static_cast<int>(ops_.size()); ++guard) {
+    const SearchOp& o = ops_[op];
+    if (graph_->node(o.node).op != OpKind::kAdd || o.sig.inputs.size() != 2 ||
+        o.sig.inputs[0] != o.sig.inputs[1] || o.sig.outputs.size() != 1 ||
+        o.sig.inputs[0] != o.sig.outputs[0])
+      return passed;
+    int reader = -1;
+    for (int f : o.edges) {
+      if (edges_[f].producer != op) continue;
+      if (reader >= 0 || !edges_[f].siblings.empty()) return passed;
+      reader = f;
+    }
+    if (reader < 0 || !edges_[reader].needs_grad) return passed;
+    passed = reader;
+    op = edges_[reader].consumer;  // an Add reading it hands the gradient on in turn
+  }
+  return passed;
+}
+
+double SearchGraph::InputGradient(int e, const std::vector<Parts>& a, double* collectives) const {
+  const SearchEdge& edge = edges_[e];
+  const int passed = edge.needs_grad ? PassedGradient(edge.consumer) : -1;
+  if (passed < 0) return EdgePrice(e, a[edge.producer], a[edge.consumer], 1.0, collectives, kBackward);
+  // The producer reads the gradient as the Adds' reader computed it (its layout, its partial
+  // sum): one edge from the producer's layout to that reader's.
+  SearchEdge through = edge;
+  const SearchEdge& from = edges_[passed];
+  through.consumer = from.consumer;
+  through.dst_letter = from.dst_letter;
+  through.grad_summed_letter = from.grad_summed_letter;
+  return EdgePrice(through, a[edge.producer], a[from.consumer], 1.0, collectives, kBackward);
+}
+
 bool SearchGraph::SameSource(int e1, const Parts& p1, int e2, const Parts& p2) const {
   const SearchEdge &x = edges_[e1], &y = edges_[e2];
   if (x.src_letter.size() != y.src_letter.size()) return false;
@@ -109,7 +147,7 @@ double SearchGraph::SharedAddGradient(int op, const std::vector<Parts>& a,
   const Parts& py = a[edges_[second].producer];
   if (!SameSource(first, a[edges_[first].producer], second, py)) return 0.0;
   double counted = 0;
-  const double shared = EdgePrice(second, py, a[op], 1.0, &counted, kBackward);
+  const double shared = InputGradient(second, a, &counted);
   if (collectives != nullptr) *collectives -= counted;
   return shared;
 }
