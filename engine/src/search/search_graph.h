@@ -344,6 +344,12 @@ class SearchGraph {
   }
   double EdgePrice(const SearchEdge& edge, const Parts& producer, const Parts& consumer,
                    double share, double* collectives, int directions) const;
+  // Reader `i`'s forward move of a value (`edge(i)`, `reader(i)`: its readers in order,
+  // `same(j, i)`: one layout): from the producer, or from an earlier reader's copy when that
+  // is cheaper (the partitioner's Obtain: a block of a gathered copy is a local slice).
+  template <typename Edge, typename Reader, typename Same>
+  double ForwardFromCopies(const Edge& edge, const Reader& reader, const Same& same, size_t i,
+                           const Parts& producer, double* collectives) const;
   // An Add over same-shape inputs whose output has one reader hands that reader's gradient
   // to its inputs as it is (autodiff's AddGrad; no move into the Add's layout): the edge the
   // gradient comes back on (through such Adds in a row), else -1.

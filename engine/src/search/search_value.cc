@@ -18,6 +18,32 @@ bool SearchGraph::SamePlacement(int e1, const Parts& c1, int e2, const Parts& c2
   return true;
 }
 
+template <typename Edge, typename Reader, typename Same>
+double SearchGraph::ForwardFromCopies(const Edge& edge, const Reader& reader, const Same& same,
+                                      size_t i, const Parts& producer, double* collectives) const {
+  double counted = 0, best_counted = 0;
+  double best = EdgePrice(edge(i), producer, reader(i), 1.0, &counted, kForward);
+  best_counted = counted;
+  for (size_t j = 0; j < i && best > 0; ++j) {
+    bool first = true;  // one copy per layout
+    for (size_t k = 0; k < j && first; ++k) first = !same(k, j);
+    if (!first) continue;
+    // From reader j's copy: its layout (whole, no partial sum) as the source.
+    SearchEdge copy = edges_[edge(i)];
+    copy.producer = edges_[edge(j)].consumer;
+    copy.src_letter = edges_[edge(j)].dst_letter;
+    copy.summed_letter.clear();
+    counted = 0;
+    const double s = EdgePrice(copy, reader(j), reader(i), 1.0, &counted, kForward);
+    if (s < best) {
+      best = s;
+      best_counted = counted;
+    }
+  }
+  if (collectives != nullptr) *collectives += best_counted;
+  return best;
+}
+
 double SearchGraph::ValuePrice(int e, const std::vector<Parts>& a, double* collectives) const {
   const std::vector<int>& s = edges_[e].siblings;
   // The value's edges in order: the siblings with `e` in its place.
@@ -41,7 +67,7 @@ double SearchGraph::ValuePrice(int e, const std::vector<Parts>& a, double* colle
     agree = agree && same(0, i);
     bool moved = false;  // an earlier reader took the value into this layout
     for (size_t j = 0; j < i && !moved; ++j) moved = same(j, i);
-    if (!moved) price += EdgePrice(edge(i), producer, reader(i), 1.0, collectives, kForward);
+    if (!moved) price += ForwardFromCopies(edge, reader, same, i, producer, collectives);
   }
   // An Add's gradient goes on to its inputs where its reader left it (InputGradient).
   if (n == 1 && PassedGradient(edges_[e].producer) == e) return price;
@@ -109,7 +135,8 @@ int SearchGraph::PassedGradient(int op) const {
 double SearchGraph::InputGradient(int e, const std::vector<Parts>& a, double* collectives) const {
   const SearchEdge& edge = edges_[e];
   const int passed = edge.needs_grad ? PassedGradient(edge.consumer) : -1;
-  if (passed < 0) return EdgePrice(e, a[edge.producer], a[edge.consumer], 1.0, collectives, kBackward);
+  if (passed < 0)
+    return EdgePrice(e, a[edge.producer], a[edge.consumer], 1.0, collectives, kBackward);
   // The producer reads the gradient as the Adds' reader computed it (its layout, its partial
   // sum): one edge from the producer's layout to that reader's.
   SearchEdge through = edge;
