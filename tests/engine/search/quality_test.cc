@@ -154,8 +154,8 @@ ModelGraph RandomModel(uint64_t seed) {
 // the planner's steps there): every mode's objective is the price of the program partitioned
 // from its strategies within 0.1 % (residual streams read in several layouts, an Add's one
 // gradient for both inputs), and dynamic_programming's is the lowest of the three. One plan
-// of the 90 keeps a gap: a gradient summed where the partitioner leaves it, skipping an Add's
-// layout (docs/cost-model.md).
+// of the 90 keeps a gap: an Add's gradient moved from a copy the planner's own price chose
+// (docs/cost-model.md).
 TEST(SearchQuality, ObjectiveIsTheProgramPriceAndDynamicProgrammingLowest) {
   auto cluster = LoadClusterProfile("dgx-h100");
   ASSERT_TRUE(cluster.ok()) << cluster.status().message();
