@@ -107,6 +107,7 @@ struct SearchEdge {
   bool needs_grad = true;
   std::vector<int> grad_summed_letter;
   std::vector<int> siblings;  // the other edges reading this value
+  int add_partner = -1;       // AddPartner(this edge), kept for EdgeCostAmong's hot loop
 };
 
 class SearchGraph {
