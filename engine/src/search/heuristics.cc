@@ -15,11 +15,14 @@ constexpr size_t kLookaheadPairs = 4096;
 
 // What an undecided neighbour `w` would add at best if `v` took `p`: its own cost plus
 // the edge, minimised over its candidates.
-double BestResponse(const SearchGraph& g, int e, int v, const Parts& p, int w) {
+// `p`: the index of v's candidate.
+double BestResponse(const SearchGraph& g, int e, int v, size_t p, int w) {
   double best = 0;
   const auto& cands = g.ops()[w].candidates;
+  const bool produces = g.edges()[e].producer == v;
   for (size_t c = 0; c < cands.size(); ++c) {
-    const double cost = g.ops()[w].own_cost[c] + g.EdgeCostFrom(e, v, p, cands[c]);
+    const double cost = g.ops()[w].own_cost[c] +
+                        (produces ? g.CandidateEdgeCost(e, p, c) : g.CandidateEdgeCost(e, c, p));
     if (c == 0 || cost < best) best = cost;
   }
   return best;
@@ -39,7 +42,7 @@ const Parts& BestGivenNeighbours(const SearchGraph& g, int v, const std::vector<
       if (done[w]) {
         cost += g.EdgeCostAmong(e, v, op.candidates[c], parts, &done);
       } else if (op.candidates.size() * g.ops()[w].candidates.size() <= kLookaheadPairs) {
-        cost += BestResponse(g, e, v, op.candidates[c], w);
+        cost += BestResponse(g, e, v, c, w);
       }
     }
     if (c == 0 || cost < best_cost) {

@@ -58,8 +58,10 @@ Assignment SemiAuto(const SearchGraph& g) {
   return a;
 }
 
-double LocalCost(const SearchGraph& g, int v, const Parts& p, const std::vector<Parts>& parts) {
-  double c = g.OpCost(v, p);
+// `own`: OpCost(v, p), which the caller reports too.
+double LocalCost(const SearchGraph& g, int v, const Parts& p, const std::vector<Parts>& parts,
+                 double own) {
+  double c = own;
   for (int e : g.ops()[v].edges) c += g.EdgeCostAmong(e, v, p, parts, nullptr);
   return c;
 }
@@ -77,18 +79,26 @@ SearchResult Explain(const SearchGraph& g, const Assignment& a, const SearchOpti
     c.strategy = op.fixed ? op.fixed_text : g.Notation(v, a.parts[i]);
     c.provenance = a.provenance[i];
     c.compute_s = g.OpCost(v, a.parts[i]);
-    c.local_cost_s = LocalCost(g, v, a.parts[i], a.parts);
+    c.local_cost_s = LocalCost(g, v, a.parts[i], a.parts, c.compute_s);
     c.memory_bytes = g.OpMemory(v, a.parts[i]);
     if (!op.fixed) {
-      std::vector<ScoredCandidate> others;
+      // Every candidate scored, only the top_k kept are named and measured.
+      struct Scored {
+        double cost_s, compute_s;
+        const Parts* parts;
+      };
+      std::vector<Scored> scored;
       for (const Parts& p : op.candidates) {
         if (p == a.parts[i]) continue;
-        others.push_back(
-            {g.Notation(v, p), LocalCost(g, v, p, a.parts), g.OpCost(v, p), g.OpMemory(v, p)});
+        const double own = g.OpCost(v, p);
+        scored.push_back({LocalCost(g, v, p, a.parts, own), own, &p});
       }
-      std::stable_sort(others.begin(), others.end(),
+      std::stable_sort(scored.begin(), scored.end(),
                        [](const auto& x, const auto& y) { return x.cost_s < y.cost_s; });
-      if (static_cast<int>(others.size()) > o.top_k) others.resize(std::max(0, o.top_k));
+      if (static_cast<int>(scored.size()) > o.top_k) scored.resize(std::max(0, o.top_k));
+      std::vector<ScoredCandidate> others;
+      for (const Scored& s : scored)
+        others.push_back({g.Notation(v, *s.parts), s.cost_s, s.compute_s, g.OpMemory(v, *s.parts)});
       c.runners_up = std::move(others);
     }
     r.compute_seconds += c.compute_s;

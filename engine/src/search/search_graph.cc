@@ -290,6 +290,8 @@ Result<SearchGraph> SearchGraph::Build(const Graph& forward, const SearchOptions
     g.ops_[g.edges_[e].consumer].edges.push_back(static_cast<int>(e));
   }
   for (SearchOp& op : g.ops_) std::sort(op.edges.begin(), op.edges.end());
+  for (size_t e = 0; e < g.edges_.size(); ++e)
+    g.edges_[e].add_partner = g.AddPartner(static_cast<int>(e));
   if (options.device_mesh.num_axes() > 0) {
     const DeviceMesh& mesh = options.device_mesh;
     if (mesh.size() != options.devices) {

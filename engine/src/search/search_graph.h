@@ -107,6 +107,7 @@ struct SearchEdge {
   bool needs_grad = true;
   std::vector<int> grad_summed_letter;
   std::vector<int> siblings;  // the other edges reading this value
+  int add_partner = -1;       // AddPartner(this edge), kept for EdgeCostAmong's hot loop
 };
 
 class SearchGraph {
@@ -197,6 +198,9 @@ class SearchGraph {
   // each input's gradient is that one, not a sum); 0 for other operators. Total subtracts it.
   double SharedAddGradient(int op, const std::vector<Parts>& a,
                            double* collectives = nullptr) const;
+  // EdgeCost with the producer under its candidate `pc` and the consumer under its `cc`,
+  // remembered per class of alike edges (layers repeat) for every copy of the graph.
+  double CandidateEdgeCost(int e, size_t pc, size_t cc) const;
   // Edge cost with `op` under `parts` and the other end under `other`.
   double EdgeCostFrom(int e, int op, const Parts& parts, const Parts& other) const {
     return edges_[e].producer == op ? EdgeCost(e, parts, other) : EdgeCost(e, other, parts);
@@ -389,6 +393,9 @@ class SearchGraph {
     std::map<std::vector<int64_t>, Priced> priced;
   };
   std::shared_ptr<GradientPlans> gradient_plans_ = std::make_shared<GradientPlans>();
+  // CandidateEdgeCost's tables, per class of alike edges (search_edge_table.cc).
+  struct EdgeTables;
+  std::shared_ptr<EdgeTables> edge_tables_;
   std::shared_ptr<RedistPlanCache> plans_ = std::make_shared<RedistPlanCache>(1 << 12);
   std::vector<int64_t> TensorParts(int op, const std::string& letters, const Parts& parts) const;
   const Graph* graph_ = nullptr;

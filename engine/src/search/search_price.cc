@@ -87,6 +87,12 @@ void SearchGraph::Span(int64_t stride, int64_t size, Link* link) const {
 
 SearchGraph::Link SearchGraph::GroupLink(const Parts& parts,
                                          const std::vector<int>& letters) const {
+  std::array<Line, 8> few;  // the common case, without an allocation (EdgePrice's hot loop)
+  if (letters.size() <= few.size()) {
+    for (size_t i = 0; i < letters.size(); ++i)
+      few[i] = {LetterStride(parts, letters[i]), parts[letters[i]]};
+    return LinesLink(few.data(), letters.size());
+  }
   std::vector<Line> lines;
   for (int l : letters) lines.push_back({LetterStride(parts, l), parts[l]});
   return LinesLink(lines);
@@ -372,7 +378,7 @@ double SearchGraph::EdgeCostAmong(int e, int op, const Parts& parts,
   // An Add handing its gradient to both inputs moves it once when their producers agree
   // (SharedAddGradient): each input's edge pays half.
   double back = 1.0;
-  const int partner = AddPartner(e);
+  const int partner = edge.add_partner;
   if (partner >= 0 && !(agree && summed > 1)) {
     const int p = edges_[partner].producer;
     if (p == op || known == nullptr || (*known)[p])
@@ -438,6 +444,7 @@ double SearchGraph::EdgePrice(const SearchEdge& edge, const Parts& producer, con
     if (edge.dst_letter[d] >= 0) dst_parts *= static_cast<double>(consumer[edge.dst_letter[d]]);
   }
   // Exchange a -> b per direction (MoveAlong).
+  const bool backward_priced = edge.needs_grad && (directions & kBackward);
   Move forward, backward;
   forward.link = backward.link =
       physical_.empty() ? NoMeshLink() : Link{std::numeric_limits<double>::infinity(), -1};
@@ -446,8 +453,9 @@ double SearchGraph::EdgePrice(const SearchEdge& edge, const Parts& producer, con
     const int64_t a = la >= 0 ? producer[la] : 1, b = lb >= 0 ? consumer[lb] : 1;
     const int64_t sa = a > 1 ? LetterStride(producer, la) : 1;
     const int64_t sb = b > 1 ? LetterStride(consumer, lb) : 1;
-    MoveAlong(a, sa, b, sb, &forward);
-    MoveAlong(b, sb, a, sa, &backward);
+    // Only the directions priced below (EdgeCostAmong asks for one at a time).
+    if (directions & kForward) MoveAlong(a, sa, b, sb, &forward);
+    if (backward_priced) MoveAlong(b, sb, a, sa, &backward);
   }
   if (std::isinf(forward.link.bandwidth)) forward.link = NoMeshLink();
   if (std::isinf(backward.link.bandwidth)) backward.link = NoMeshLink();
@@ -509,7 +517,7 @@ double SearchGraph::EdgePrice(const SearchEdge& edge, const Parts& producer, con
                       ComputeBeforeCollective(edge.producer, producer));
   // Backward: its gradient (a partial sum over the consumer's letters the input lacks, MatMul's
   // dX over n), after the consumer's backward; none when the input needs no gradient.
-  if (edge.needs_grad && (directions & kBackward)) {
+  if (backward_priced) {
     cost += direction(consumer, edge.grad_summed_letter, dst_parts, src_parts, backward,
                       ComputeBeforeCollective(edge.consumer, consumer));
   }
