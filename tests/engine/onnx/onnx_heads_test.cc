@@ -139,6 +139,30 @@ TEST(OnnxHeads, MegatronInputGradientsAreReducedOnceAndPricedAsTheProgram) {
   EXPECT_LT(std::abs(objective - step), 0.1 * communication) << objective << " vs " << step;
 }
 
+// `plan ARGS` of the strategies saved in `saved` against the same with `megatron` (those
+// strategies edited to Megatron's splits): the searched plan prices no higher. Removes both.
+void ExpectPricedAtMostAsMegatron(const std::string& args, const std::string& saved,
+                                  const json& megatron) {
+  const std::string megatron_file = saved + ".megatron.json";
+  std::ofstream(megatron_file) << megatron.dump();
+  const auto priced = [&](const std::string& file) {
+    auto out =
+        Shardscope("plan " + args + " --search semi_auto --load-strategy " + file + " --json");
+    EXPECT_EQ(out.code, 0) << out.text;
+    return out.code != 0
+               ? 0.0
+               : json::parse(out.text.substr(out.text.find('{')))["predicted_step_seconds"]
+                     .get<double>();
+  };
+  const double searched = priced(saved);
+  const double megatron_price = priced(megatron_file);
+  EXPECT_GT(searched, 0);
+  EXPECT_LE(searched, megatron_price * (1 + 1e-9))
+      << searched << " vs Megatron's " << megatron_price;
+  std::filesystem::remove(saved);
+  std::filesystem::remove(megatron_file);
+}
+
 // One sequence of GPT-2 on the 8 GPUs of an H100 node, its gradients reduced after the
 // backward as Megatron-LM's published runs (--no-overlap): dynamic programming's plan (the
 // sequence split over most devices: there is no batch to split) prices no higher than
@@ -169,22 +193,7 @@ TEST(OnnxHeads, DynamicProgrammingPricesGpt2AtMostAsMegatronOnAnH100Node) {
     }
   }
   EXPECT_EQ(changed, 12 * 6);
-  const std::string megatron_file = saved + ".megatron.json";
-  std::ofstream(megatron_file) << strategies.dump();
-  const auto priced = [&](const std::string& more) {
-    auto out = Shardscope("plan " + args + more + " --json");
-    EXPECT_EQ(out.code, 0) << out.text;
-    return out.code != 0
-               ? 0.0
-               : json::parse(out.text.substr(out.text.find('{')))["predicted_step_seconds"]
-                     .get<double>();
-  };
-  const double searched = priced(" --search semi_auto --load-strategy " + saved);
-  const double megatron = priced(" --search semi_auto --load-strategy " + megatron_file);
-  EXPECT_GT(searched, 0);
-  EXPECT_LE(searched, megatron * (1 + 1e-9)) << searched << " vs Megatron's " << megatron;
-  std::filesystem::remove(saved);
-  std::filesystem::remove(megatron_file);
+  ExpectPricedAtMostAsMegatron(args, saved, strategies);
 }
 
 // The Llama-style decoder on one H100 node, gradients reduced after the backward (as above):
@@ -222,22 +231,7 @@ TEST(OnnxHeads, DynamicProgrammingSplitsLlamaMlpColumnThenRowOnAnH100Node) {
     }
   }
   EXPECT_EQ(changed, 2);
-  const std::string megatron_file = saved + ".megatron.json";
-  std::ofstream(megatron_file) << strategies.dump();
-  const auto priced = [&](const std::string& more) {
-    auto out = Shardscope("plan " + args + more + " --json");
-    EXPECT_EQ(out.code, 0) << out.text;
-    return out.code != 0
-               ? 0.0
-               : json::parse(out.text.substr(out.text.find('{')))["predicted_step_seconds"]
-                     .get<double>();
-  };
-  const double searched = priced(" --search semi_auto --load-strategy " + saved);
-  const double megatron = priced(" --search semi_auto --load-strategy " + megatron_file);
-  EXPECT_GT(searched, 0);
-  EXPECT_LE(searched, megatron * (1 + 1e-9)) << searched << " vs Megatron's " << megatron;
-  std::filesystem::remove(saved);
-  std::filesystem::remove(megatron_file);
+  ExpectPricedAtMostAsMegatron(args, saved, strategies);
 }
 
 // One sequence at 8 devices: no batch to split, so each search must split the model; every
