@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <span>
 #include <numeric>
+#include <span>
 
 namespace shardscope::search_internal {
 namespace {
@@ -486,8 +486,7 @@ double SearchGraph::EdgePrice(const SearchEdge& edge, const Parts& producer, con
       } else {
         seconds += cm.SearchCollectiveAfterSeconds(
             scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-            edge.bytes / from_parts, partial, sum_link.bandwidth, sum_link.latency,
-            compute_before);
+            edge.bytes / from_parts, partial, sum_link.bandwidth, sum_link.latency, compute_before);
       }
       if (collectives != nullptr) *collectives += share;
       compute_before = 0;  // the exchange follows the reduction

@@ -135,8 +135,8 @@ TEST(PlanCluster, TheChosenGradientBucketIsReportedAndSaved) {
   // train reads the saved bucket: a file whose bucket is no size is refused, naming it.
   const std::string bad = dir + "/shardscope_bucket_bad.json";
   std::ofstream(bad) << R"({"operators": [], "gradient_bucket_bytes": "big"})";
-  Output unread = Shard("train " + kSamples + "ffn.yaml --steps 1 --no-record --load-strategy " +
-                        bad);
+  Output unread =
+      Shard("train " + kSamples + "ffn.yaml --steps 1 --no-record --load-strategy " + bad);
   EXPECT_EQ(unread.code, 2) << unread.text;
   EXPECT_NE(unread.text.find(bad + ": gradient_bucket_bytes"), std::string::npos) << unread.text;
   std::filesystem::remove(saved);
